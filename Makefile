@@ -1,0 +1,102 @@
+# stablegraph: top-level build.
+#
+#   make                 build everything into build/
+#   make test            build, then run every test (summary: "N passed, N failed")
+#   make deps            check (and, as root, install) the Debian packages needed
+#   make install PREFIX=/usr/local DESTDIR=
+#   make clean
+#   make test SAN=address,undefined   the same under sanitizers
+#
+# Layout of build/:
+#   build/libstablegraph.so      the interposer (interpose/ + core/)
+#   build/emu/libcuda.so.1       the emulated driver (tests/emu/)
+#   build/workloads/             workload programs and their kernel modules
+#   build/tests/                 test programs (test_* are run by tests/run.sh)
+
+CUDA_HOME ?= /usr/local/cuda
+CC        ?= gcc
+BUILD     ?= build
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+SAN       ?=
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+
+CUDA_INC   := $(CUDA_HOME)/include
+CUDA_STUBS := $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs $(CUDA_HOME)/targets/*/lib/stubs))
+
+NO_TOOLCHAIN_GOALS := clean deps help
+ifneq ($(filter-out $(NO_TOOLCHAIN_GOALS),$(or $(MAKECMDGOALS),all)),)
+  ifeq ($(wildcard $(CUDA_INC)/cuda.h),)
+    $(error cuda.h not found in $(CUDA_INC): install the CUDA toolkit or set CUDA_HOME=/path/to/cuda)
+  endif
+  ifeq ($(wildcard /usr/include/uthash.h),)
+    $(error uthash.h not found: run 'make deps' (as root) or 'apt-get install -y uthash-dev')
+  endif
+endif
+
+SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?= -O2 -g
+ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -pthread -I$(CUDA_INC) -D_GNU_SOURCE \
+             -DHASH_NONFATAL_OOM=1 -ffp-contract=off $(SANFLAGS)
+ALL_LDFLAGS = -pthread $(SANFLAGS) $(LDFLAGS)
+STUB_LIBCUDA = -L$(CUDA_STUBS) -lcuda -Wl,-rpath-link,$(CUDA_STUBS)
+
+.PHONY: all test check-all clean deps install help bench demo
+all:
+
+# ---------------------------------------------------------------- emulated driver
+EMU_SRCS  := $(filter-out tests/emu/test_% tests/emu/mod_%,$(wildcard tests/emu/*.c))
+EMU_OBJS  := $(EMU_SRCS:%.c=$(BUILD)/obj/%.o)
+EMU_LIB   := $(BUILD)/emu/libcuda.so.1
+EMU_TESTS := $(patsubst tests/emu/%.c,$(BUILD)/tests/emu/%,$(wildcard tests/emu/test_*.c))
+EMU_MODS  := $(patsubst tests/emu/%.c,$(BUILD)/tests/emu/%.so,$(wildcard tests/emu/mod_*.c))
+
+$(EMU_LIB): $(EMU_OBJS) tests/emu/emu.map
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(EMU_OBJS) -Wl,-soname,libcuda.so.1 -Wl,--version-script=tests/emu/emu.map \
+	    -Wl,-Bsymbolic -Wl,-z,defs $(ALL_LDFLAGS) -ldl -lrt
+	ln -sf libcuda.so.1 $(BUILD)/emu/libcuda.so
+
+$(BUILD)/tests/emu/test_%: tests/emu/test_%.c tests/check.h $(EMU_LIB) $(EMU_MODS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/emu -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS) -ldl
+
+$(BUILD)/tests/emu/mod_%.so: tests/emu/mod_%.c tests/emu/emu_kernel.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests/emu -shared -o $@ $< $(ALL_LDFLAGS)
+
+all: $(EMU_LIB) $(EMU_TESTS) $(EMU_MODS)
+
+# ---------------------------------------------------------------- generic objects
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------- parts with their own rules
+-include tests/workloads/workloads.mk
+-include interpose/interpose.mk
+
+# ---------------------------------------------------------------- tests
+test: all
+	tests/run.sh
+
+check-all: test
+
+# ---------------------------------------------------------------- set-up
+deps:
+	@scripts/setup-deps.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/stablegraph $(DESTDIR)$(PREFIX)/share/doc/stablegraph
+	install -m 0755 $(BUILD)/libstablegraph.so $(DESTDIR)$(PREFIX)/lib/stablegraph/libstablegraph.so
+	install -m 0755 scripts/stablegraph-run $(DESTDIR)$(PREFIX)/bin/stablegraph-run
+	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/stablegraph/README.md
+
+clean:
+	rm -rf $(BUILD)
+
+help:
+	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'

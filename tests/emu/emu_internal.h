@@ -1,0 +1,277 @@
+/*
+ * emu_internal.h: contracts between the parts of the emulated CUDA driver.
+ *
+ * The emulated driver (build/emu/libcuda.so.1) implements a subset of the
+ * CUDA 13 driver API on the CPU. Its sources are split by responsibility:
+ *
+ *   emu_core.c     init, configuration knobs (CUDAEMU_*), devices, contexts,
+ *                  errors, call statistics, fault injection, violations,
+ *                  the handle registry.
+ *   emu_resolve.c  cuGetProcAddress (legacy and _v2) and its name table.
+ *   emu_mem.c      device memory, VMM, pinned host memory, synchronous
+ *                  copies and memsets, address ranges, pointer attributes,
+ *                  the device-range registry used to find what work touches.
+ *   emu_stream.c   streams (worker threads), events, stream memory ops,
+ *                  asynchronous copies/memsets/allocations, modules, kernels,
+ *                  the in-flight work registry used to detect violations.
+ *   emu_graph.c    stream capture, graphs, nodes, graph execs, update, launch.
+ *
+ * Rules every part follows:
+ *   - Every exported function is defined under its exact ELF name (this file
+ *     is compiled with __CUDA_API_VERSION_INTERNAL so cuda.h does not rename
+ *     anything) and starts with EMU_ENTRY(), which counts the call under
+ *     __func__ and applies CUDAEMU_FAIL fault injection before anything else.
+ *   - Exported functions never call other exported functions: shared work goes
+ *     through the emu_* functions declared here (so a call is counted once, and
+ *     an interposer never sees the emulator's internal calls).
+ *   - A failing call changes nothing.
+ *   - Anything the real driver would turn into memory corruption or an
+ *     illegal-address fault is made loud: emu_violation() logs and counts it.
+ */
+#ifndef EMU_INTERNAL_H
+#define EMU_INTERNAL_H
+
+#ifndef __CUDA_API_VERSION_INTERNAL
+#define __CUDA_API_VERSION_INTERNAL 1
+#endif
+#include <cuda.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu_kernel.h"
+
+#define EMU_EXPORT __attribute__((visibility("default")))
+#define EMU_DRIVER_VERSION 13000
+
+/* ------------------------------------------------------------------------
+ * emu_core.c: statistics and fault injection
+ * ---------------------------------------------------------------------- */
+
+/* One per exported entry point, a function-local static made by EMU_ENTRY.
+ * Registered in a global lock-free list on first use. */
+typedef struct emu_entry_stat {
+    const char *name;                 /* exact ELF name (__func__) */
+    unsigned long calls;              /* atomic */
+    int registered;                   /* atomic: 0 none, 1 in progress, 2 done */
+    const struct emu_fail_rule *rules;/* fault-injection rules for this name */
+    struct emu_entry_stat *next;
+} emu_entry_stat;
+
+/* Counts the call; returns the injected error if CUDAEMU_FAIL says this call
+ * fails, CUDA_SUCCESS otherwise. Thread-safe, lock-free after registration. */
+CUresult emu_enter(emu_entry_stat *st);
+
+#define EMU_ENTRY()                                                         \
+    static emu_entry_stat emu_stat_ = { .name = __func__ };                 \
+    do {                                                                    \
+        CUresult emu_inj_ = emu_enter(&emu_stat_);                          \
+        if (emu_inj_ != CUDA_SUCCESS) return emu_inj_;                      \
+    } while (0)
+
+/* EMU_ENTRY, then CUDA_ERROR_NOT_INITIALIZED unless cuInit succeeded. */
+#define EMU_ENTRY_INIT()                                                    \
+    EMU_ENTRY();                                                            \
+    do {                                                                    \
+        if (!emu_initialized()) return CUDA_ERROR_NOT_INITIALIZED;          \
+    } while (0)
+
+/* Ensures the emulator's own state (knobs, stats) is set up. Idempotent;
+ * called by emu_enter. Does NOT mean cuInit was called. */
+void emu_bootstrap(void);
+int emu_initialized(void);            /* cuInit(0) succeeded */
+
+/* ------------------------------------------------------------------------
+ * emu_core.c: knobs (parsed once at bootstrap; bad values exit(2) with a
+ * message naming the variable)
+ * ---------------------------------------------------------------------- */
+typedef struct emu_config {
+    size_t granularity;        /* CUDAEMU_GRANULARITY, default 2 MiB, power of two >= page */
+    unsigned kernel_delay_us;  /* CUDAEMU_KERNEL_DELAY_US, default 0 */
+    int devices;               /* CUDAEMU_DEVICES, default 1, 1..8 */
+    int no_vmm;                /* CUDAEMU_NO_VMM=1 */
+    size_t device_memory;      /* CUDAEMU_DEVICE_MEMORY, bytes per device, default 16 GiB */
+    const char *stats_path;    /* CUDAEMU_STATS, NULL if unset */
+    int verbose;               /* CUDAEMU_VERBOSE=1: log every violation in full */
+} emu_config;
+extern emu_config emu_cfg;
+
+/* Logging: every line starts with "cudaemu: ". Never allocates. */
+void emu_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A use of memory that the real driver would turn into corruption or an
+ * illegal-address fault. Logs "cudaemu: VIOLATION: <call>: <msg>" and counts it
+ * (the count appears as "violations" in the CUDAEMU_STATS file). */
+void emu_violation(const char *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+unsigned long emu_violation_count(void);
+
+/* ------------------------------------------------------------------------
+ * emu_core.c: handle registry. Every handle the emulator gives out (context,
+ * stream, event, module, function, graph, node, exec, mem handle) is
+ * registered while alive, so a stale or foreign handle gets an error code
+ * instead of a crash. Guarded by one internal mutex.
+ * ---------------------------------------------------------------------- */
+typedef enum emu_kind {
+    EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
+    EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL
+} emu_kind;
+void emu_handle_add(const void *h, emu_kind kind);
+void emu_handle_del(const void *h);
+int emu_handle_ok(const void *h, emu_kind kind);   /* 1 if alive and of that kind */
+
+/* ------------------------------------------------------------------------
+ * emu_core.c: devices and contexts
+ * ---------------------------------------------------------------------- */
+struct emu_stream;
+struct CUctx_st {
+    int device;                 /* ordinal */
+    unsigned flags;
+    int is_primary;
+    int destroyed;
+    struct emu_stream *legacy;  /* the legacy default stream (emu_stream.c creates it lazily) */
+    pthread_mutex_t lock;       /* guards legacy creation */
+};
+
+/* The calling thread's current context; NULL if none. */
+CUcontext emu_ctx_current(void);
+/* Current context or CUDA_ERROR_INVALID_CONTEXT (or NOT_INITIALIZED). */
+CUresult emu_ctx_require(CUcontext *out);
+int emu_device_count(void);
+
+/* ------------------------------------------------------------------------
+ * emu_mem.c: device ranges. A "device range" is any address range the
+ * emulator handed out as device-accessible memory: a cuMemAlloc allocation, a
+ * cuMemAllocAsync allocation, a VMM mapping (one per cuMemMap), pinned host
+ * memory. Thread-safe.
+ * ---------------------------------------------------------------------- */
+typedef struct emu_range { CUdeviceptr base; size_t size; } emu_range;
+
+/* If p lies inside a live device range, stores it and returns 1; else 0. */
+int emu_mem_find(CUdeviceptr p, emu_range *out);
+/* 1 if every byte of [p, p+n) lies in live device ranges that device `dev`
+ * may access (VMM mappings: cuMemSetAccess gave dev read/write). */
+int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);
+/* Plain copy/set used by streams and graphs once validated. */
+void emu_mem_copy(void *dst, const void *src, size_t n);
+/* Releases memory queued by cuMemFreeAsync (called on the stream worker). */
+void emu_mem_free_async_complete(CUdeviceptr p);
+/* Allocation used by cuMemAllocAsync/FromPoolAsync (memory available at once;
+ * the emulator's pool never reuses an address before the free completed). */
+CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, const char *call);
+
+/* ------------------------------------------------------------------------
+ * emu_stream.c: work on streams
+ * ---------------------------------------------------------------------- */
+typedef struct emu_stream emu_stream;
+typedef struct emu_work emu_work;
+
+/* A unit of work queued on a stream. The stream owns it once enqueued: it
+ * runs work->run on the stream's worker thread, in order, then calls
+ * work->release (free() if NULL). `ranges` lists every device range the work
+ * may touch; while the work is queued or running those ranges are "in flight"
+ * and unmapping/freeing/remapping them is a violation. */
+struct emu_work {
+    void (*run)(emu_work *w, emu_stream *s);
+    void (*release)(emu_work *w);
+    const char *what;           /* entry point that queued it, for messages */
+    emu_range *ranges;
+    size_t nranges, cap_ranges;
+    emu_work *next;             /* queue link, owned by the stream */
+    uint64_t seq;               /* set by enqueue */
+};
+
+/* Resolves a stream argument: NULL means the legacy stream of the current
+ * context, or the per-thread stream when per_thread is nonzero (the _ptsz
+ * entry points); CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are accepted. */
+CUresult emu_stream_get(CUstream h, int per_thread, emu_stream **out);
+/* The stream's context and device. */
+CUcontext emu_stream_ctx(emu_stream *s);
+/* Enqueues work (takes ownership, also on failure). Applies the legacy
+ * stream's implicit synchronization. Never called for a capturing stream. */
+CUresult emu_stream_enqueue(emu_stream *s, emu_work *w);
+/* Blocks until all work queued on s so far completed. */
+void emu_stream_wait_idle(emu_stream *s);
+/* Blocks until every stream of ctx (or of all contexts if NULL) is idle. */
+void emu_streams_sync_all(CUcontext ctx);
+/* The capture state of a stream (owned by emu_graph.c), NULL if not capturing. */
+struct emu_capture *emu_stream_capture(emu_stream *s);
+void emu_stream_set_capture(emu_stream *s, struct emu_capture *c);
+
+/* Allocates zeroed work of `size` bytes (>= sizeof(emu_work)). */
+emu_work *emu_work_new(size_t size, const char *what, void (*run)(emu_work *, emu_stream *));
+/* Records that the work may touch the device range containing p (no-op if p
+ * is not in a device range). */
+void emu_work_touch_ptr(emu_work *w, CUdeviceptr p);
+/* Records [p, p+n) and every device range overlapping it. */
+void emu_work_touch_range(emu_work *w, CUdeviceptr p, size_t n);
+/* Scans every aligned 8-byte word of `bytes` for device pointers. */
+void emu_work_touch_words(emu_work *w, const void *bytes, size_t n);
+
+/* If [base, base+size) overlaps a range of queued or running work on any
+ * stream, reports a violation for `call` and returns 1; else 0. */
+int emu_inflight_check(const char *call, CUdeviceptr base, size_t size);
+
+/* Kernel arguments packed by the module ABI's layout. */
+typedef struct emu_args {
+    CUfunction func;
+    size_t size;                /* bytes of packed argument data */
+    unsigned num_params;
+    void *params[32];           /* params[i] points into data */
+    unsigned char data[];       /* packed bytes */
+} emu_args;
+/* Packs from kernelParams or extra (exactly one non-NULL, as the driver
+ * requires); CUDA_ERROR_INVALID_VALUE / INVALID_HANDLE on bad input. */
+CUresult emu_args_pack(CUfunction f, void **kernelParams, void **extra, emu_args **out);
+emu_args *emu_args_clone(const emu_args *a);
+/* Runs the kernel (honours CUDAEMU_KERNEL_DELAY_US); `call` names the entry
+ * for messages; checks that every pointer argument is accessible to `dev`. */
+void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const char *call);
+/* Name of a function, for messages. */
+const char *emu_func_name(CUfunction f);
+
+/* ------------------------------------------------------------------------
+ * emu_graph.c: capture hooks used by stream operations
+ * ---------------------------------------------------------------------- */
+struct emu_capture;
+
+/* Called at the start of every call the real driver treats as unsafe during
+ * capture (allocation, free, VMM calls, synchronization). If the calling
+ * thread's capture mode forbids it while some stream is capturing, the
+ * capture(s) concerned are invalidated and CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * is returned; otherwise CUDA_SUCCESS. */
+CUresult emu_capture_check_unsafe(const char *call);
+
+/* Adds a node to the capture in progress on s (the stream operation is then
+ * recorded, not executed). type is CU_GRAPH_NODE_TYPE_KERNEL (params:
+ * const emu_args * plus launch), MEMCPY (CUDA_MEMCPY3D), MEMSET
+ * (CUDA_MEMSET_NODE_PARAMS), HOST (CUDA_HOST_NODE_PARAMS). */
+typedef struct emu_capture_op {
+    CUgraphNodeType type;
+    const emu_args *args;             /* KERNEL */
+    emu_launch launch;                /* KERNEL */
+    const CUDA_MEMCPY3D *copy;        /* MEMCPY */
+    const CUDA_MEMSET_NODE_PARAMS *set; /* MEMSET */
+    const CUDA_HOST_NODE_PARAMS *host;  /* HOST */
+} emu_capture_op;
+CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op);
+/* Event record / wait while capturing (fork-join across streams). */
+CUresult emu_capture_event_record(emu_stream *s, CUevent ev);
+/* Returns 1 if ev was recorded in a capture and s now joins it (handled). */
+int emu_capture_event_wait(emu_stream *s, CUevent ev, CUresult *res);
+
+/* ------------------------------------------------------------------------
+ * emu_stream.c: events (shared so graphs can hold event nodes)
+ * ---------------------------------------------------------------------- */
+struct emu_capture_event;           /* capture-time state, emu_graph.c */
+struct CUevent_st {
+    unsigned flags;
+    emu_stream *stream;             /* stream of the last record, NULL if never */
+    uint64_t seq;                   /* completion target on that stream */
+    double time_ms;                 /* when the record completed */
+    int recorded;
+    struct emu_capture_event *cap;  /* non-NULL if last recorded during capture */
+};
+
+#endif /* EMU_INTERNAL_H */

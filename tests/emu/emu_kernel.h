@@ -1,0 +1,42 @@
+/*
+ * emu_kernel.h: the module ABI of the emulated CUDA driver (cudaemu).
+ *
+ * A module is a shared object that exports `const emu_kernel emu_module[]`,
+ * terminated by an entry whose name is NULL. cuModuleLoad(path) loads such an
+ * object; cuModuleLoadData accepts the same object's bytes.
+ *
+ * params[i] points to argument i, as in kernelParams. Argument i starts at the
+ * end of argument i-1 rounded up to min(8, its size rounded up to a power of
+ * two); cuFuncGetParamInfo reports those offsets and sizes, and `extra`
+ * buffers use the same layout.
+ *
+ * Keep this header stable and self-contained: other programs build modules
+ * against it.
+ */
+#ifndef EMU_KERNEL_H
+#define EMU_KERNEL_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct emu_dim3 { unsigned x, y, z; } emu_dim3;
+typedef struct emu_launch { emu_dim3 grid, block; unsigned shared_bytes; } emu_launch;
+typedef void (*emu_kernel_fn)(void **params, const emu_launch *launch); /* runs the whole launch */
+typedef struct emu_kernel {
+    const char *name;          /* name for cuModuleGetFunction; NULL ends the table */
+    emu_kernel_fn fn;
+    unsigned num_params;
+    size_t param_sizes[32];    /* bytes of each argument */
+} emu_kernel;
+
+/* The symbol every module exports. */
+#define EMU_MODULE_SYMBOL "emu_module"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMU_KERNEL_H */

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tests/run.sh: runs every test and prints one summary line "N passed, N failed".
+#
+# Tests are C programs built as $BUILD/tests/**/test_* and shell scripts
+# tests/**/test_*.sh. Each prints TAP lines; every "ok" line is a pass and
+# every "not ok" a failure. A test that exits non-zero without reporting a
+# failure (a crash, a timeout) counts as one failure. Exit status: 0 if
+# nothing failed.
+#
+# Usage: tests/run.sh [FILTER]   (FILTER: a substring of the test's path)
+set -u
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$SRC/build}
+export SRC BUILD EMU_LIB=${EMU_LIB:-$BUILD/emu}
+filter=${1:-}
+per_test_timeout=${TEST_TIMEOUT:-300}
+logdir=$BUILD/test-logs
+mkdir -p "$logdir"
+
+tests=()
+while IFS= read -r t; do tests+=("$t"); done < <(
+    { find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null
+      find "$SRC/tests" -type f -name 'test_*.sh' 2>/dev/null; } | sort)
+
+passed=0 failed=0 failed_names=()
+for t in "${tests[@]}"; do
+    case "$t" in *"$filter"*) ;; *) continue ;; esac
+    name=${t#"$BUILD/"}; name=${name#"$SRC/"}
+    log="$logdir/$(echo "$name" | tr '/' '_').log"
+    start=$(date +%s)
+    if [[ $t == *.sh ]]; then
+        LD_LIBRARY_PATH="$EMU_LIB" timeout "$per_test_timeout" bash "$t" >"$log" 2>&1
+    else
+        LD_LIBRARY_PATH="$EMU_LIB" timeout "$per_test_timeout" "$t" >"$log" 2>&1
+    fi
+    rc=$?
+    p=$(grep -c '^ok ' "$log")
+    f=$(grep -c '^not ok ' "$log")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "not ok - $name exited with status $rc" >>"$log"; fi
+    passed=$((passed + p)); failed=$((failed + f))
+    secs=$(( $(date +%s) - start ))
+    if [ "$f" -eq 0 ]; then
+        printf 'PASS %-50s %4d cases %4ds\n' "$name" "$p" "$secs"
+    else
+        printf 'FAIL %-50s %4d ok, %d failed (log: %s)\n' "$name" "$p" "$f" "$log"
+        grep -E '^not ok|^#' "$log" | head -20 | sed 's/^/    /'
+        failed_names+=("$name")
+    fi
+done
+echo
+[ "${#failed_names[@]}" -eq 0 ] || echo "failed tests: ${failed_names[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
