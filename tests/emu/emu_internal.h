@@ -199,6 +199,21 @@ void emu_streams_sync_all(CUcontext ctx);
 struct emu_capture *emu_stream_capture(emu_stream *s);
 void emu_stream_set_capture(emu_stream *s, struct emu_capture *c);
 
+/* Context teardown (cuCtxDestroy, primary context reset/last release): waits
+ * for and destroys every stream of ctx, unloads nothing else. */
+void emu_streams_ctx_destroyed(CUcontext ctx);
+
+/* Copy and memset execution shared by streams and graph nodes (emu_stream.c).
+ * exec runs the operation now (on a worker thread); touch records the device
+ * ranges the operation reaches; check validates parameters as the driver does
+ * (CUDA_ERROR_INVALID_VALUE for bad pitches, element sizes, NULL operands). */
+CUresult emu_memcpy3d_check(const CUDA_MEMCPY3D *p);
+void emu_memcpy3d_exec(const CUDA_MEMCPY3D *p);
+void emu_memcpy3d_touch(emu_work *w, const CUDA_MEMCPY3D *p);
+CUresult emu_memset_check(const CUDA_MEMSET_NODE_PARAMS *p);
+void emu_memset_exec(const CUDA_MEMSET_NODE_PARAMS *p);
+void emu_memset_touch(emu_work *w, const CUDA_MEMSET_NODE_PARAMS *p);
+
 /* Allocates zeroed work of `size` bytes (>= sizeof(emu_work)). */
 emu_work *emu_work_new(size_t size, const char *what, void (*run)(emu_work *, emu_stream *));
 /* Records that the work may touch the device range containing p (no-op if p

@@ -1,0 +1,708 @@
+/*
+ * emu_core.c: the emulated driver's foundation.
+ *
+ * Responsible for: bootstrap and the CUDAEMU_* knobs, call statistics and the
+ * CUDAEMU_STATS file, CUDAEMU_FAIL fault injection, logging and violations,
+ * the handle registry, error names, cuInit, devices, and contexts (primary and
+ * created, the per-thread current context and its push/pop stack).
+ *
+ * Locks:
+ *   - stat list: lock-free (atomic push of each entry's static record).
+ *   - handle_lock guards the handle registry (handles).
+ *   - ctx_lock guards the primary-context table (primary[]) and peer access.
+ *     Never held while calling into streams (emu_streams_*), which may block.
+ *   Current contexts are thread-local and need no lock.
+ */
+#include "emu_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uthash.h>
+
+emu_config emu_cfg;
+
+/* ------------------------------------------------------------------ errors */
+
+static const struct { CUresult code; const char *name; } emu_errors[] = {
+#define X(name, value) { (CUresult)(value), #name },
+#include "emu_errors.inc"
+#undef X
+};
+
+static const char *emu_error_name(CUresult r)
+{
+    for (size_t i = 0; i < sizeof emu_errors / sizeof emu_errors[0]; i++)
+        if (emu_errors[i].code == r) return emu_errors[i].name;
+    return NULL;
+}
+
+static int emu_error_parse(const char *s, CUresult *out)
+{
+    for (size_t i = 0; i < sizeof emu_errors / sizeof emu_errors[0]; i++)
+        if (strcmp(emu_errors[i].name, s) == 0) { *out = emu_errors[i].code; return 1; }
+    return 0;
+}
+
+/* "CUDA_ERROR_INVALID_VALUE" -> "invalid value"; one buffer per code. */
+static const char *emu_error_string(CUresult r)
+{
+    static char strings[sizeof emu_errors / sizeof emu_errors[0]][64];
+    for (size_t i = 0; i < sizeof emu_errors / sizeof emu_errors[0]; i++) {
+        if (emu_errors[i].code != r) continue;
+        if (!strings[i][0]) {
+            const char *n = emu_errors[i].name;
+            n += strncmp(n, "CUDA_ERROR_", 11) == 0 ? 11 : 5; /* CUDA_SUCCESS -> SUCCESS */
+            char tmp[64];
+            size_t k = 0;
+            for (; n[k] && k < sizeof tmp - 1; k++)
+                tmp[k] = n[k] == '_' ? ' ' : (char)(n[k] >= 'A' && n[k] <= 'Z' ? n[k] + 32 : n[k]);
+            tmp[k] = 0;
+            memcpy(strings[i], tmp, k + 1); /* racing writers write the same bytes */
+        }
+        return strings[i];
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ logging */
+
+static void emu_vlog(const char *prefix, const char *fmt, va_list ap)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "cudaemu: %s", prefix);
+    if (n < 0) return;
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof buf - 2) len = sizeof buf - 2;
+    buf[len++] = '\n';
+    ssize_t w = write(2, buf, len);
+    (void)w;
+}
+
+void emu_log(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    emu_vlog("", fmt, ap);
+    va_end(ap);
+}
+
+static atomic_ulong emu_violations;
+
+void emu_violation(const char *call, const char *fmt, ...)
+{
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "VIOLATION: %s: ", call);
+    atomic_fetch_add(&emu_violations, 1);
+    va_list ap;
+    va_start(ap, fmt);
+    emu_vlog(prefix, fmt, ap);
+    va_end(ap);
+}
+
+unsigned long emu_violation_count(void) { return atomic_load(&emu_violations); }
+
+/* ------------------------------------------------------------------ knobs */
+
+static void emu_bad_knob(const char *var, const char *val, const char *want)
+{
+    emu_log("bad value for %s: '%s' (expected %s)", var, val, want);
+    exit(2);
+}
+
+/* Parses a decimal unsigned value of `var` into *out; unset keeps *out. */
+static void emu_knob_ull(const char *var, unsigned long long lo, unsigned long long hi,
+                         unsigned long long *out, const char *want)
+{
+    const char *v = getenv(var);
+    if (!v) return;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) emu_bad_knob(var, v, want);
+    *out = x;
+}
+
+/* CUDAEMU_FAIL=NAME:N[+]:ERROR[,...]: the Nth call of NAME (or, with '+', the
+ * Nth and every later one) returns ERROR. */
+typedef struct emu_fail_rule {
+    char name[96];
+    unsigned long nth;
+    int and_later;
+    CUresult err;
+    struct emu_fail_rule *next;
+} emu_fail_rule;
+static emu_fail_rule *emu_fail_rules;
+
+static void emu_parse_fail(const char *spec)
+{
+    const char *want = "NAME:N:CUDA_ERROR_xxx[,...] with N >= 1 (N+ for the Nth and later calls)";
+    char item[256];
+    for (const char *p = spec; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof item) emu_bad_knob("CUDAEMU_FAIL", spec, want);
+        memcpy(item, p, len);
+        item[len] = 0;
+        p += len + (p[len] == ',');
+        char *c1 = strchr(item, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c1 || !c2 || c1 == item || (size_t)(c1 - item) >= sizeof emu_fail_rules->name)
+            emu_bad_knob("CUDAEMU_FAIL", spec, want);
+        *c1 = *c2 = 0;
+        emu_fail_rule *r = calloc(1, sizeof *r);
+        if (!r) abort();
+        memcpy(r->name, item, (size_t)(c1 - item) + 1);
+        char *end;
+        r->nth = strtoul(c1 + 1, &end, 10);
+        if (*end == '+') { r->and_later = 1; end++; }
+        if (r->nth == 0 || *end || !emu_error_parse(c2 + 1, &r->err) || r->err == CUDA_SUCCESS)
+            emu_bad_knob("CUDAEMU_FAIL", spec, want);
+        r->next = emu_fail_rules;
+        emu_fail_rules = r;
+    }
+}
+
+static void emu_write_stats(void);
+
+static pthread_once_t emu_boot_once = PTHREAD_ONCE_INIT;
+
+static void emu_boot(void)
+{
+    unsigned long long g = 2u << 20, delay = 0, devs = 1, novmm = 0, mem = 16ull << 30, verbose = 0;
+    emu_knob_ull("CUDAEMU_GRANULARITY", 4096, 1ull << 30, &g, "a power of two between 4096 and 1073741824");
+    if (g & (g - 1)) emu_bad_knob("CUDAEMU_GRANULARITY", getenv("CUDAEMU_GRANULARITY"), "a power of two");
+    if (g % (unsigned long long)sysconf(_SC_PAGESIZE))
+        emu_bad_knob("CUDAEMU_GRANULARITY", getenv("CUDAEMU_GRANULARITY"), "a multiple of the page size");
+    emu_knob_ull("CUDAEMU_KERNEL_DELAY_US", 0, 10000000, &delay, "microseconds, 0..10000000");
+    emu_knob_ull("CUDAEMU_DEVICES", 0, 8, &devs, "a device count, 0..8");
+    emu_knob_ull("CUDAEMU_NO_VMM", 0, 1, &novmm, "0 or 1");
+    emu_knob_ull("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem, "bytes per device, 1 MiB..64 TiB");
+    emu_knob_ull("CUDAEMU_VERBOSE", 0, 1, &verbose, "0 or 1");
+    emu_cfg.granularity = (size_t)g;
+    emu_cfg.kernel_delay_us = (unsigned)delay;
+    emu_cfg.devices = (int)devs;
+    emu_cfg.no_vmm = (int)novmm;
+    emu_cfg.device_memory = (size_t)mem;
+    emu_cfg.verbose = (int)verbose;
+    const char *stats = getenv("CUDAEMU_STATS");
+    if (stats && !*stats) emu_bad_knob("CUDAEMU_STATS", stats, "a file path");
+    emu_cfg.stats_path = stats ? strdup(stats) : NULL;
+    const char *fail = getenv("CUDAEMU_FAIL");
+    if (fail) emu_parse_fail(fail);
+    if (emu_cfg.stats_path) atexit(emu_write_stats);
+}
+
+void emu_bootstrap(void) { pthread_once(&emu_boot_once, emu_boot); }
+
+__attribute__((constructor)) static void emu_ctor(void) { emu_bootstrap(); }
+
+/* ------------------------------------------------------------------ statistics */
+
+static _Atomic(emu_entry_stat *) emu_stat_list;
+
+CUresult emu_enter(emu_entry_stat *st)
+{
+    emu_bootstrap();
+    int expected = 0;
+    if (atomic_load_explicit((_Atomic int *)&st->registered, memory_order_acquire) != 2) {
+        if (atomic_compare_exchange_strong((_Atomic int *)&st->registered, &expected, 1)) {
+            const emu_fail_rule *mine = NULL;
+            for (const emu_fail_rule *r = emu_fail_rules; r; r = r->next)
+                if (strcmp(r->name, st->name) == 0) { mine = r; break; }
+            st->rules = mine;
+            emu_entry_stat *head = atomic_load(&emu_stat_list);
+            do st->next = head; while (!atomic_compare_exchange_weak(&emu_stat_list, &head, st));
+            atomic_store_explicit((_Atomic int *)&st->registered, 2, memory_order_release);
+        } else {
+            while (atomic_load_explicit((_Atomic int *)&st->registered, memory_order_acquire) != 2)
+                sched_yield();
+        }
+    }
+    unsigned long n = atomic_fetch_add((_Atomic unsigned long *)&st->calls, 1) + 1;
+    if (st->rules) {
+        for (const emu_fail_rule *r = st->rules; r; r = r->next) {
+            if (strcmp(r->name, st->name) != 0) continue;
+            if (n == r->nth || (r->and_later && n > r->nth)) return r->err;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Writes the CUDAEMU_STATS file: {"calls": {...}, "violations": n}, through a
+ * temporary file renamed into place so readers never see half a file. */
+static void emu_write_stats(void)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", emu_cfg.stats_path, (int)getpid()) >= (int)sizeof tmp) return;
+    FILE *f = fopen(tmp, "w");
+    if (!f) { emu_log("cannot write %s: %s", tmp, strerror(errno)); return; }
+    fprintf(f, "{\"calls\": {");
+    int first = 1;
+    for (emu_entry_stat *s = atomic_load(&emu_stat_list); s; s = s->next) {
+        fprintf(f, "%s\n  \"%s\": %lu", first ? "" : ",", s->name,
+                atomic_load((_Atomic unsigned long *)&s->calls));
+        first = 0;
+    }
+    fprintf(f, "\n}, \"violations\": %lu}\n", emu_violation_count());
+    if (fclose(f) != 0 || rename(tmp, emu_cfg.stats_path) != 0) {
+        emu_log("cannot write %s: %s", emu_cfg.stats_path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+/* ------------------------------------------------------------------ handles */
+
+typedef struct emu_handle { const void *h; emu_kind kind; UT_hash_handle hh; } emu_handle;
+static emu_handle *emu_handles;                       /* guarded by emu_handle_lock */
+static pthread_mutex_t emu_handle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void emu_handle_add(const void *h, emu_kind kind)
+{
+    emu_handle *e = calloc(1, sizeof *e);
+    if (!e) { emu_log("out of host memory registering a handle"); abort(); }
+    e->h = h;
+    e->kind = kind;
+    pthread_mutex_lock(&emu_handle_lock);
+    HASH_ADD_PTR(emu_handles, h, e);
+    pthread_mutex_unlock(&emu_handle_lock);
+}
+
+void emu_handle_del(const void *h)
+{
+    pthread_mutex_lock(&emu_handle_lock);
+    emu_handle *e;
+    HASH_FIND_PTR(emu_handles, &h, e);
+    if (e) HASH_DEL(emu_handles, e);
+    pthread_mutex_unlock(&emu_handle_lock);
+    free(e);
+}
+
+int emu_handle_ok(const void *h, emu_kind kind)
+{
+    if (!h) return 0;
+    pthread_mutex_lock(&emu_handle_lock);
+    emu_handle *e;
+    HASH_FIND_PTR(emu_handles, &h, e);
+    int ok = e && e->kind == kind;
+    pthread_mutex_unlock(&emu_handle_lock);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ init, devices */
+
+static atomic_int emu_inited;
+
+int emu_initialized(void) { return atomic_load(&emu_inited); }
+int emu_device_count(void) { return emu_cfg.devices; }
+
+EMU_EXPORT CUresult cuInit(unsigned int flags)
+{
+    EMU_ENTRY();
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (emu_cfg.devices == 0) return CUDA_ERROR_NO_DEVICE;
+    atomic_store(&emu_inited, 1);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuDriverGetVersion(int *v)
+{
+    EMU_ENTRY();
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = EMU_DRIVER_VERSION;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+    EMU_ENTRY();
+    if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+    *pStr = emu_error_name(error);
+    return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+    EMU_ENTRY();
+    if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+    *pStr = emu_error_string(error);
+    return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+    EMU_ENTRY();
+    (void)pExportTableId;
+    if (ppExportTable) *ppExportTable = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;   /* private runtime tables are not emulated */
+}
+
+static CUresult emu_device_check(CUdevice dev)
+{
+    if (!emu_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return dev >= 0 && dev < emu_cfg.devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+EMU_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    EMU_ENTRY_INIT();
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal < 0 || ordinal >= emu_cfg.devices) return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuDeviceGetCount(int *count)
+{
+    EMU_ENTRY_INIT();
+    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    *count = emu_cfg.devices;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    EMU_ENTRY();
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    snprintf(name, (size_t)len, "cudaemu emulated device %d", dev);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    EMU_ENTRY();
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    *bytes = emu_cfg.device_memory;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    EMU_ENTRY();
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+    memset(uuid, 0, sizeof *uuid);
+    memcpy(uuid->bytes, "cudaemu-dev", 11);
+    uuid->bytes[15] = (char)dev;
+    return CUDA_SUCCESS;
+}
+
+/* Attribute values of the emulated device (an H100-like part); every other
+ * valid attribute reads 0. */
+static int emu_attribute(CUdevice_attribute a, CUdevice dev)
+{
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return dev;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return !emu_cfg.no_vmm;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return !emu_cfg.no_vmm;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    default: return 0;
+    }
+}
+
+EMU_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    EMU_ENTRY();
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+    *pi = emu_attribute(attrib, dev);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+    EMU_ENTRY();
+    CUresult r = emu_device_check(dev);
+    if (r == CUDA_SUCCESS) r = emu_device_check(peerDev);
+    if (r != CUDA_SUCCESS) return r;
+    if (!canAccessPeer) return CUDA_ERROR_INVALID_VALUE;
+    *canAccessPeer = dev != peerDev;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ contexts */
+
+#define EMU_CTX_STACK 16
+static __thread CUcontext emu_ctx_stack[EMU_CTX_STACK]; /* [depth-1] is current */
+static __thread int emu_ctx_depth;
+
+static pthread_mutex_t emu_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    CUcontext ctx;       /* created on first retain, never freed (stable handle) */
+    int refs;            /* retains minus releases */
+    unsigned flags;
+} emu_primary[8];        /* guarded by emu_ctx_lock */
+
+CUcontext emu_ctx_current(void) { return emu_ctx_depth ? emu_ctx_stack[emu_ctx_depth - 1] : NULL; }
+
+static void emu_ctx_set_current(CUcontext c)
+{
+    if (emu_ctx_depth == 0) emu_ctx_depth = c ? 1 : 0;
+    if (emu_ctx_depth) emu_ctx_stack[emu_ctx_depth - 1] = c;
+    if (!c && emu_ctx_depth == 1) emu_ctx_depth = 0;
+}
+
+static int emu_ctx_live(CUcontext c) { return c && emu_handle_ok(c, EMU_K_CTX) && !c->destroyed; }
+
+CUresult emu_ctx_require(CUcontext *out)
+{
+    if (!emu_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    CUcontext c = emu_ctx_current();
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!emu_ctx_live(c)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+static CUcontext emu_ctx_new(int dev, unsigned flags, int primary)
+{
+    CUcontext c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->device = dev;
+    c->flags = flags;
+    c->is_primary = primary;
+    pthread_mutex_init(&c->lock, NULL);
+    emu_handle_add(c, EMU_K_CTX);
+    return c;
+}
+
+/* Tears down a context's streams; the handle of a created context dies too. */
+static void emu_ctx_teardown(CUcontext c, int free_handle)
+{
+    emu_streams_ctx_destroyed(c);
+    pthread_mutex_lock(&c->lock);
+    c->legacy = NULL;
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < emu_ctx_depth; i++)
+        if (emu_ctx_stack[i] == c && free_handle) emu_ctx_stack[i] = NULL;
+    if (free_handle) {
+        c->destroyed = 1;
+        emu_handle_del(c);
+        /* The struct is kept (not freed): other threads may still hold it as
+         * their current context and must see CONTEXT_IS_DESTROYED, not freed memory. */
+    }
+}
+
+static CUresult emu_ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
+{
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    CUcontext c = emu_ctx_new(dev, flags, 0);
+    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (emu_ctx_depth >= EMU_CTX_STACK) { emu_handle_del(c); free(c); return CUDA_ERROR_OUT_OF_MEMORY; }
+    emu_ctx_stack[emu_ctx_depth++] = c;   /* a new context is pushed current */
+    *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    return emu_ctx_create(pctx, flags, dev);
+}
+
+EMU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    if (params && (params->numExecAffinityParams || params->cigParams)) return CUDA_ERROR_NOT_SUPPORTED;
+    return emu_ctx_create(pctx, flags, dev);
+}
+
+EMU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    if (!emu_ctx_live(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx->is_primary) return CUDA_ERROR_INVALID_CONTEXT;  /* use cuDevicePrimaryCtxRelease */
+    emu_ctx_teardown(ctx, 1);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    if (ctx && !emu_ctx_live(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    emu_ctx_set_current(ctx);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    EMU_ENTRY_INIT();
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    *pctx = emu_ctx_current();
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    if (!emu_ctx_live(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (emu_ctx_depth >= EMU_CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+    emu_ctx_stack[emu_ctx_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    EMU_ENTRY_INIT();
+    if (emu_ctx_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext c = emu_ctx_stack[--emu_ctx_depth];
+    if (pctx) *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    EMU_ENTRY_INIT();
+    CUcontext c;
+    CUresult r = emu_ctx_require(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    *device = c->device;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    EMU_ENTRY_INIT();
+    CUcontext c;
+    CUresult r = emu_ctx_require(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    *flags = c->flags;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    EMU_ENTRY_INIT();
+    if (!ctx) ctx = emu_ctx_current();
+    if (!emu_ctx_live(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!version) return CUDA_ERROR_INVALID_VALUE;
+    *version = 3020;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxSynchronize(void)
+{
+    EMU_ENTRY_INIT();
+    CUcontext c;
+    CUresult r = emu_ctx_require(&c);
+    if (r != CUDA_SUCCESS) return r;
+    r = emu_capture_check_unsafe(__func__);
+    if (r != CUDA_SUCCESS) return r;
+    emu_streams_sync_all(c);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
+{
+    EMU_ENTRY_INIT();
+    CUcontext c;
+    CUresult r = emu_ctx_require(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (flags) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_ctx_live(peer)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (peer->device == c->device) return CUDA_ERROR_INVALID_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+/* Primary contexts: one stable handle per device. */
+EMU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&emu_ctx_lock);
+    if (!emu_primary[dev].ctx) emu_primary[dev].ctx = emu_ctx_new(dev, emu_primary[dev].flags, 1);
+    CUcontext c = emu_primary[dev].ctx;
+    if (c) emu_primary[dev].refs++;
+    pthread_mutex_unlock(&emu_ctx_lock);
+    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+/* Drops one retain (release) or all of them (reset); the last one tears the
+ * context's resources down. */
+static CUresult emu_primary_drop(CUdevice dev, int all)
+{
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&emu_ctx_lock);
+    CUcontext c = emu_primary[dev].ctx;
+    int was = emu_primary[dev].refs;
+    if (!all && was == 0) { pthread_mutex_unlock(&emu_ctx_lock); return CUDA_ERROR_INVALID_CONTEXT; }
+    emu_primary[dev].refs = all ? 0 : was - 1;
+    int teardown = c && emu_primary[dev].refs == 0;
+    pthread_mutex_unlock(&emu_ctx_lock);
+    if (teardown) emu_ctx_teardown(c, 0);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    return emu_primary_drop(dev, 0);
+}
+
+EMU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    return emu_primary_drop(dev, 1);
+}
+
+EMU_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    EMU_ENTRY_INIT();
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&emu_ctx_lock);
+    *flags = emu_primary[dev].flags;
+    *active = emu_primary[dev].refs > 0;
+    pthread_mutex_unlock(&emu_ctx_lock);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    EMU_ENTRY_INIT();
+    CUresult r = emu_device_check(dev);
+    if (r != CUDA_SUCCESS) return r;
+    if (flags & ~0x1fu) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&emu_ctx_lock);
+    emu_primary[dev].flags = flags;
+    if (emu_primary[dev].ctx) emu_primary[dev].ctx->flags = flags;
+    pthread_mutex_unlock(&emu_ctx_lock);
+    return CUDA_SUCCESS;
+}
