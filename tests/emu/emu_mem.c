@@ -1,0 +1,1018 @@
+/*
+ * emu_mem.c: device memory of the emulated driver.
+ *
+ * Responsible for:
+ *   - cuMemAlloc/cuMemFree and the allocations behind cuMemAllocAsync
+ *     (emu_mem_alloc_device / emu_mem_free_async_complete), with per-device
+ *     accounting against emu_cfg.device_memory (cuMemGetInfo);
+ *   - pinned host memory (cuMemHostAlloc, cuMemAllocHost, cuMemFreeHost,
+ *     cuMemHostGetDevicePointer);
+ *   - the virtual memory management API with real page semantics:
+ *     reservations are PROT_NONE anonymous mappings, physical handles are
+ *     memfd files, cuMemMap maps the memfd MAP_SHARED|MAP_FIXED (so one handle
+ *     mapped twice truly aliases), cuMemSetAccess is mprotect;
+ *   - address ranges, pointer attributes and legacy IPC handles;
+ *   - the device-range registry: every live allocation, VMM mapping and
+ *     pinned host block, findable by any interior address (emu_mem_find,
+ *     emu_mem_accessible), used by streams and kernels.
+ *
+ * Device pointers are host addresses. Every block comes from mmap (never
+ * malloc), so freed or unmapped device memory faults when touched.
+ *
+ * Locking: one mutex, mem_lock, guards everything in `mem` below: the range
+ * registry, the reservation list, the handle table, the per-device usage
+ * counters and the id counters. It is a leaf lock: nothing that may take
+ * another emulator lock (emu_inflight_check, emu_streams_sync_all,
+ * emu_capture_check_unsafe, emu_violation) is called while it is held. Calls
+ * that must check in-flight work validate under the lock, drop it, check,
+ * then take it again and validate once more before changing anything.
+ */
+#include "emu_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int mem_hash_oom;          /* set by uthash when an add ran out of memory */
+#define uthash_nonfatal_oom(obj) (mem_hash_oom = 1)
+#include <uthash.h>
+
+#define MEM_MAX_DEVICES 8         /* emu_cfg.devices is 1..8 */
+
+/* ------------------------------------------------------------------------
+ * Data
+ * ---------------------------------------------------------------------- */
+
+/* An address interval; first member of everything kept in a span_vec. */
+typedef struct span { CUdeviceptr base; size_t size; } span;
+
+/* Non-overlapping spans sorted by base. */
+typedef struct span_vec { span **v; size_t n, cap; } span_vec;
+
+typedef enum range_kind {
+    RK_ALLOC = 1,   /* cuMemAlloc */
+    RK_ASYNC,       /* cuMemAllocAsync / FromPoolAsync */
+    RK_MAP,         /* one cuMemMap */
+    RK_HOST         /* cuMemHostAlloc / cuMemAllocHost */
+} range_kind;
+
+/* A physical allocation made by cuMemCreate. Lives while it has references
+ * (cuMemCreate, cuMemRetainAllocationHandle) or mappings. */
+typedef struct mem_handle {
+    unsigned long long id;      /* the CUmemGenericAllocationHandle value */
+    int fd;                     /* memfd holding the bytes */
+    size_t size;
+    CUmemAllocationProp prop;
+    unsigned long refs;         /* not yet released */
+    unsigned long maps;         /* live mappings */
+    unsigned long long block_id;
+    UT_hash_handle hh;
+} mem_handle;
+
+typedef struct reservation {
+    span s;                     /* the whole reservation */
+} reservation;
+
+/* A device range: one allocation, mapping or pinned host block. */
+typedef struct mem_range {
+    span s;                     /* base and requested size */
+    size_t mapped;              /* bytes of the underlying mmap */
+    range_kind kind;
+    int device;
+    CUcontext ctx;              /* allocating context (NULL for VMM) */
+    unsigned long long buffer_id;
+    unsigned host_flags;        /* RK_HOST */
+    mem_handle *handle;         /* RK_MAP */
+    span resv;                  /* RK_MAP: the reservation it lies in */
+    CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
+} mem_range;
+
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {                 /* all guarded by mem_lock */
+    span_vec ranges;            /* mem_range, every live device range */
+    span_vec resvs;             /* reservation */
+    mem_handle *handles;        /* uthash by id */
+    size_t used[MEM_MAX_DEVICES];
+    unsigned long long next_buffer_id;
+    unsigned long long next_handle_id;
+} mem = { .next_buffer_id = 1, .next_handle_id = 0x1000 };
+
+static size_t page_size(void)
+{
+    static size_t ps;
+    if (!ps) ps = (size_t)sysconf(_SC_PAGESIZE);
+    return ps;
+}
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* ------------------------------------------------------------------------
+ * Sorted span vectors (caller holds mem_lock)
+ * ---------------------------------------------------------------------- */
+
+/* Index of the first span whose base is >= p. */
+static size_t span_lower(const span_vec *sv, CUdeviceptr p)
+{
+    size_t lo = 0, hi = sv->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sv->v[mid]->base < p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* The span containing p, or NULL. */
+static span *span_find(const span_vec *sv, CUdeviceptr p)
+{
+    size_t i = span_lower(sv, p + 1);
+    if (i == 0) return NULL;
+    span *s = sv->v[i - 1];
+    return p - s->base < s->size ? s : NULL;
+}
+
+/* Some span overlapping [lo, hi), or NULL. */
+static span *span_overlap(const span_vec *sv, CUdeviceptr lo, CUdeviceptr hi)
+{
+    size_t i = span_lower(sv, lo);
+    if (i > 0 && sv->v[i - 1]->base + sv->v[i - 1]->size > lo) return sv->v[i - 1];
+    if (i < sv->n && sv->v[i]->base < hi) return sv->v[i];
+    return NULL;
+}
+
+/* Returns 0, or -1 when out of memory (nothing changed). */
+static int span_insert(span_vec *sv, span *s)
+{
+    if (sv->n == sv->cap) {
+        size_t cap = sv->cap ? sv->cap * 2 : 64;
+        span **v = realloc(sv->v, cap * sizeof *v);
+        if (!v) return -1;
+        sv->v = v;
+        sv->cap = cap;
+    }
+    size_t i = span_lower(sv, s->base);
+    memmove(&sv->v[i + 1], &sv->v[i], (sv->n - i) * sizeof *sv->v);
+    sv->v[i] = s;
+    sv->n++;
+    return 0;
+}
+
+static void span_remove(span_vec *sv, span *s)
+{
+    size_t i = span_lower(sv, s->base);
+    if (i < sv->n && sv->v[i] == s) {
+        memmove(&sv->v[i], &sv->v[i + 1], (sv->n - i - 1) * sizeof *sv->v);
+        sv->n--;
+    }
+}
+
+static mem_range *range_find(CUdeviceptr p) { return (mem_range *)span_find(&mem.ranges, p); }
+
+/* ------------------------------------------------------------------------
+ * Device accounting and plain blocks (caller holds mem_lock where noted)
+ * ---------------------------------------------------------------------- */
+
+/* Takes `bytes` of device `dev` if available (mem_lock held). */
+static int usage_take(int dev, size_t bytes)
+{
+    if (bytes > emu_cfg.device_memory - mem.used[dev]) return 0;
+    mem.used[dev] += bytes;
+    return 1;
+}
+
+static void *map_anon(size_t bytes, int prot)
+{
+    void *p = mmap(NULL, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Allocates and registers a plain block (device memory or pinned host).
+ * Device blocks count against dev's memory. Nothing changes on failure. */
+static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int dev,
+                            CUcontext ctx, unsigned host_flags)
+{
+    int counted = kind != RK_HOST;
+    size_t len = round_up(bytes, page_size());
+    if (bytes == 0 || len < bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= MEM_MAX_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+
+    mem_range *r = calloc(1, sizeof *r);
+    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&mem_lock);
+    int ok = !counted || usage_take(dev, len);
+    pthread_mutex_unlock(&mem_lock);
+    if (!ok) { free(r); return CUDA_ERROR_OUT_OF_MEMORY; }
+
+    void *p = map_anon(len, PROT_READ | PROT_WRITE);
+    pthread_mutex_lock(&mem_lock);
+    if (p) {
+        *r = (mem_range){ .s = { (CUdeviceptr)p, bytes }, .mapped = len, .kind = kind,
+                          .device = dev, .ctx = ctx, .buffer_id = mem.next_buffer_id++,
+                          .host_flags = host_flags };
+        if (span_insert(&mem.ranges, &r->s) == 0) {
+            pthread_mutex_unlock(&mem_lock);
+            *out = (CUdeviceptr)p;
+            return CUDA_SUCCESS;
+        }
+    }
+    if (counted) mem.used[dev] -= len;
+    pthread_mutex_unlock(&mem_lock);
+    if (p) munmap(p, len);
+    free(r);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Unregisters r (mem_lock held); the caller then calls block_release. */
+static void block_detach(mem_range *r)
+{
+    span_remove(&mem.ranges, &r->s);
+    if (r->kind != RK_HOST) mem.used[r->device] -= r->mapped;
+}
+
+static void block_release(mem_range *r)
+{
+    munmap((void *)r->s.base, r->mapped);
+    free(r);
+}
+
+/* Which plain block kinds a free call accepts. */
+enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC, FREE_HOST = 1 << RK_HOST };
+
+/* The block starting exactly at p whose kind is in `kinds` (mem_lock held). */
+static mem_range *block_at(CUdeviceptr p, unsigned kinds)
+{
+    mem_range *r = range_find(p);
+    return r && r->s.base == p && (kinds & (1u << r->kind)) ? r : NULL;
+}
+
+/* Frees the block at p for `call`: validates, optionally waits for ctx's
+ * streams (sync_kinds: kinds that get the driver's implicit synchronization),
+ * checks in-flight work, then releases. */
+static CUresult block_free(const char *call, CUdeviceptr p, unsigned kinds,
+                           unsigned sync_kinds, CUcontext ctx)
+{
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = block_at(p, kinds);
+    range_kind kind = r ? r->kind : 0;
+    size_t size = r ? r->s.size : 0;
+    pthread_mutex_unlock(&mem_lock);
+    if (!r) return CUDA_ERROR_INVALID_VALUE;
+
+    if (sync_kinds & (1u << kind)) emu_streams_sync_all(ctx);
+    emu_inflight_check(call, p, size);
+
+    pthread_mutex_lock(&mem_lock);
+    r = block_at(p, kinds);     /* another thread may have freed it meanwhile */
+    if (r) block_detach(r);
+    pthread_mutex_unlock(&mem_lock);
+    if (!r) return CUDA_ERROR_INVALID_VALUE;
+    block_release(r);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Internal interface (emu_internal.h)
+ * ---------------------------------------------------------------------- */
+
+int emu_mem_find(CUdeviceptr p, emu_range *out)
+{
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find(p);
+    if (r && out) *out = (emu_range){ r->s.base, r->s.size };
+    pthread_mutex_unlock(&mem_lock);
+    return r != NULL;
+}
+
+int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
+{
+    int ok = 1;
+    CUdeviceptr end = p + n;
+    if (end < p || dev < 0 || dev >= MEM_MAX_DEVICES) return 0;
+    pthread_mutex_lock(&mem_lock);
+    for (CUdeviceptr pos = p; pos < end && ok;) {
+        mem_range *r = range_find(pos);
+        if (!r || (r->kind == RK_MAP && r->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+            ok = 0;
+        else
+            pos = r->s.base + r->s.size;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return ok;
+}
+
+void emu_mem_copy(void *dst, const void *src, size_t n)
+{
+    if (n) memmove(dst, src, n);
+}
+
+CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, const char *call)
+{
+    (void)call;
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    return block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
+}
+
+void emu_mem_free_async_complete(CUdeviceptr p)
+{
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = block_at(p, 1u << RK_ASYNC);
+    if (r) block_detach(r);
+    pthread_mutex_unlock(&mem_lock);
+    if (r)
+        block_release(r);
+    else
+        emu_violation("cuMemFreeAsync", "0x%llx is not a live stream-ordered allocation "
+                      "(double free?)", (unsigned long long)p);
+}
+
+/* ------------------------------------------------------------------------
+ * Device memory
+ * ---------------------------------------------------------------------- */
+
+EMU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = emu_capture_check_unsafe(__func__);
+    if (rc != CUDA_SUCCESS) return rc;
+    CUcontext ctx;
+    if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
+    if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+    return block_alloc(dptr, bytesize, RK_ALLOC, ctx->device, ctx, 0);
+}
+
+/* cuMemAlloc memory gets the driver's implicit synchronization; stream-ordered
+ * allocations are freed at once (the driver documents no synchronization). */
+EMU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = emu_capture_check_unsafe(__func__);
+    if (rc != CUDA_SUCCESS) return rc;
+    CUcontext ctx;
+    if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
+    return block_free(__func__, dptr, FREE_DEVICE, 1u << RK_ALLOC, ctx);
+}
+
+EMU_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    EMU_ENTRY_INIT();
+    CUcontext ctx;
+    CUresult rc = emu_ctx_require(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find(dptr);
+    if (r && r->kind == RK_HOST) r = NULL;
+    if (r) {
+        if (pbase) *pbase = r->s.base;
+        if (psize) *psize = r->s.size;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return r ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+EMU_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    EMU_ENTRY_INIT();
+    CUcontext ctx;
+    CUresult rc = emu_ctx_require(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mem_lock);
+    *free_bytes = emu_cfg.device_memory - mem.used[ctx->device];
+    pthread_mutex_unlock(&mem_lock);
+    *total = emu_cfg.device_memory;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Pinned host memory
+ * ---------------------------------------------------------------------- */
+
+static CUresult host_alloc(const char *call, void **pp, size_t bytesize, unsigned flags)
+{
+    CUresult rc = emu_capture_check_unsafe(call);
+    if (rc != CUDA_SUCCESS) return rc;
+    CUcontext ctx;
+    if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
+    if (!pp || (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                                    CU_MEMHOSTALLOC_WRITECOMBINED)))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr p;
+    if ((rc = block_alloc(&p, bytesize, RK_HOST, ctx->device, ctx, flags)) == CUDA_SUCCESS)
+        *pp = (void *)p;
+    return rc;
+}
+
+EMU_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    EMU_ENTRY_INIT();
+    return host_alloc(__func__, pp, bytesize, Flags);
+}
+
+EMU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    EMU_ENTRY_INIT();
+    return host_alloc(__func__, pp, bytesize, 0);
+}
+
+/* Like cudaFreeHost, waits for the current context's work first. */
+EMU_EXPORT CUresult cuMemFreeHost(void *p)
+{
+    EMU_ENTRY_INIT();
+    CUcontext ctx = emu_ctx_current();
+    return block_free(__func__, (CUdeviceptr)p, FREE_HOST, FREE_HOST, ctx);
+}
+
+EMU_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+    EMU_ENTRY_INIT();
+    CUcontext ctx;
+    CUresult rc = emu_ctx_require(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!pdptr || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find((CUdeviceptr)p);
+    int ok = r && r->kind == RK_HOST;
+    pthread_mutex_unlock(&mem_lock);
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    *pdptr = (CUdeviceptr)p;    /* unified addressing: same address */
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Legacy IPC
+ * ---------------------------------------------------------------------- */
+
+/* What an emulated CUipcMemHandle holds: enough to identify the allocation. */
+typedef struct ipc_payload {
+    char magic[8];              /* "cudaemu" */
+    int pid;
+    int device;
+    unsigned long long buffer_id;
+    unsigned long long base;
+    unsigned long long size;
+} ipc_payload;
+_Static_assert(sizeof(ipc_payload) <= CU_IPC_HANDLE_SIZE, "IPC payload too large");
+
+/* Works on cuMemAlloc memory only, like the real driver (VMM and
+ * stream-ordered memory are not legacy-IPC capable). */
+EMU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+{
+    EMU_ENTRY_INIT();
+    CUcontext ctx;
+    CUresult rc = emu_ctx_require(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
+    ipc_payload pl = { .magic = "cudaemu", .pid = (int)getpid() };
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find(dptr);
+    int ok = r && r->kind == RK_ALLOC;
+    if (ok) {
+        pl.device = r->device;
+        pl.buffer_id = r->buffer_id;
+        pl.base = r->s.base;
+        pl.size = r->s.size;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    memset(pHandle, 0, sizeof *pHandle);
+    memcpy(pHandle->reserved, &pl, sizeof pl);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Pointer attributes
+ * ---------------------------------------------------------------------- */
+
+/* What is known about a pointer, copied out under mem_lock. */
+typedef struct ptr_info {
+    CUdeviceptr p;              /* the pointer asked about */
+    int in_range;               /* r holds the device range containing p */
+    int in_resv;                /* p lies in a VMM reservation (mapped or not) */
+    mem_range r;
+    span resv;
+    unsigned long long allowed_types;
+    unsigned long long block_id;
+} ptr_info;
+
+static void ptr_lookup(CUdeviceptr p, ptr_info *pi)
+{
+    memset(pi, 0, sizeof *pi);
+    pi->p = p;
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find(p);
+    if (r) {
+        pi->in_range = 1;
+        pi->r = *r;
+        pi->block_id = r->kind == RK_MAP ? r->handle->block_id : r->buffer_id;
+        if (r->kind == RK_MAP) pi->allowed_types = r->handle->prop.requestedHandleTypes;
+    }
+    span *rs = span_find(&mem.resvs, p);
+    if (rs) { pi->in_resv = 1; pi->resv = *rs; }
+    pthread_mutex_unlock(&mem_lock);
+}
+
+/* Evaluates attribute `a` for pi: sets *size (bytes the caller's data holds:
+ * 4 or 8) and *val. Returns 1 if the pointer has the attribute, 0 if it does
+ * not (foreign pointer, host pointer of device memory, ...), -1 if the
+ * attribute is unknown to the emulator. */
+static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
+                    unsigned long long *val)
+{
+    const mem_range *r = &pi->r;
+    int in = pi->in_range, map = in && r->kind == RK_MAP;
+    int in_any = in || pi->in_resv;
+    *size = 4;
+    *val = 0;
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:      /* VMM memory has no context: NULL */
+        *size = sizeof(CUcontext); *val = (uintptr_t)r->ctx; return in;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *val = r->kind == RK_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; return in;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *size = sizeof(CUdeviceptr); *val = pi->p; return in;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        *size = sizeof(void *); *val = pi->p; return in && r->kind == RK_HOST;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        *size = 8; *val = r->buffer_id; return in;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+        return in;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *val = (unsigned)r->device; return in;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *val = r->kind == RK_ALLOC; return in;
+    /* For VMM memory the driver reports the reservation here. */
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *size = sizeof(CUdeviceptr); *val = pi->in_resv ? pi->resv.base : r->s.base; return in_any;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *size = sizeof(size_t); *val = pi->in_resv ? pi->resv.size : r->s.size; return in_any;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *val = in; return in_any;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        *size = 8; *val = pi->allowed_types; return in;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: {
+        CUcontext cur = emu_ctx_current();
+        int dev = cur ? cur->device : r->device;
+        *val = map ? (unsigned)r->access[dev] : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+        return in;
+    }
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        *size = sizeof(size_t); *val = r->s.size; return in;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        *size = sizeof(void *); *val = r->s.base; return in;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        *size = 8; *val = pi->block_id; return in;
+    default:
+        return -1;
+    }
+}
+
+static void attr_store(void *data, size_t size, unsigned long long val)
+{
+    if (size == 4) {
+        uint32_t v = (uint32_t)val;
+        memcpy(data, &v, 4);
+    } else {
+        memcpy(data, &val, 8);
+    }
+}
+
+EMU_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    EMU_ENTRY_INIT();
+    if (!data) return CUDA_ERROR_INVALID_VALUE;
+    ptr_info pi;
+    ptr_lookup(ptr, &pi);
+    size_t size;
+    unsigned long long val;
+    if (ptr_attr(&pi, attribute, &size, &val) != 1) return CUDA_ERROR_INVALID_VALUE;
+    attr_store(data, size, val);
+    return CUDA_SUCCESS;
+}
+
+/* Unlike the singular call, a pointer lacking an attribute gets its default
+ * (zero / NULL) and the call succeeds; only unknown attributes fail. */
+EMU_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                           void **data, CUdeviceptr ptr)
+{
+    EMU_ENTRY_INIT();
+    if (numAttributes == 0 || !attributes || !data) return CUDA_ERROR_INVALID_VALUE;
+    ptr_info pi;
+    ptr_lookup(ptr, &pi);
+    size_t size;
+    unsigned long long val;
+    for (unsigned i = 0; i < numAttributes; i++)
+        if (!data[i] || ptr_attr(&pi, attributes[i], &size, &val) < 0)
+            return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < numAttributes; i++) {
+        int have = ptr_attr(&pi, attributes[i], &size, &val);
+        attr_store(data[i], size, have ? val : 0);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Virtual memory management
+ * ---------------------------------------------------------------------- */
+
+/* Common checks after EMU_ENTRY_INIT of a VMM call; `unsafe`: the call is
+ * one the driver refuses during stream capture. */
+static CUresult vmm_enter(const char *call, int unsafe)
+{
+    if (emu_cfg.no_vmm) return CUDA_ERROR_NOT_SUPPORTED;
+    return unsafe ? emu_capture_check_unsafe(call) : CUDA_SUCCESS;
+}
+
+static int gran_aligned(size_t v) { return v % emu_cfg.granularity == 0; }
+
+static CUresult location_check(const CUmemLocation *loc)
+{
+    if (!loc) return CUDA_ERROR_INVALID_VALUE;
+    if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return loc->type == CU_MEM_LOCATION_TYPE_HOST || loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA
+                   ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+    if (loc->id < 0 || loc->id >= emu_device_count() || loc->id >= MEM_MAX_DEVICES)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult prop_check(const CUmemAllocationProp *prop)
+{
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    return location_check(&prop->location);
+}
+
+/* The handle with that id (mem_lock held), NULL if none is alive. */
+static mem_handle *handle_get(CUmemGenericAllocationHandle id)
+{
+    mem_handle *h = NULL;
+    HASH_FIND(hh, mem.handles, &id, sizeof id, h);
+    return h;
+}
+
+/* Frees h once nothing refers to it any more (mem_lock held). */
+static void handle_maybe_destroy(mem_handle *h)
+{
+    if (h->refs || h->maps) return;
+    HASH_DEL(mem.handles, h);
+    mem.used[h->prop.location.id] -= h->size;
+    close(h->fd);
+    free(h);
+}
+
+EMU_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                                  CUmemAllocationGranularity_flags option)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 0);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = prop_check(prop)) != CUDA_SUCCESS) return rc;
+    *granularity = emu_cfg.granularity;
+    return CUDA_SUCCESS;
+}
+
+/* Reserves `size` bytes of PROT_NONE address space aligned to `align`, at
+ * `hint` if that is free and aligned. NULL if the address space is full. */
+static void *va_reserve(size_t size, size_t align, CUdeviceptr hint)
+{
+    const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (hint && hint % align == 0) {
+        void *q = mmap((void *)hint, size, PROT_NONE, fl | MAP_FIXED_NOREPLACE, -1, 0);
+        if (q == (void *)hint) return q;
+        if (q != MAP_FAILED) munmap(q, size);   /* kernel without NOREPLACE */
+    }
+    size_t len = size + align;
+    if (len < size) return NULL;
+    char *q = mmap(NULL, len, PROT_NONE, fl, -1, 0);
+    if (q == MAP_FAILED) return NULL;
+    char *a = (char *)round_up((uintptr_t)q, align);
+    if (a > q) munmap(q, (size_t)(a - q));
+    if (q + len > a + size) munmap(a + size, (size_t)(q + len - (a + size)));
+    return a;
+}
+
+/* Turns [p, p+n) back into reservation pages (PROT_NONE, no backing). */
+static int va_restore(CUdeviceptr p, size_t n)
+{
+    void *q = mmap((void *)p, n, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    return q == MAP_FAILED ? -1 : 0;
+}
+
+EMU_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                        CUdeviceptr addr, unsigned long long flags)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!ptr || size == 0 || flags || size % page_size() || addr % page_size() ||
+        (alignment & (alignment - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t align = alignment > emu_cfg.granularity ? alignment : emu_cfg.granularity;
+
+    reservation *rv = calloc(1, sizeof *rv);
+    void *p = rv ? va_reserve(size, align, addr) : NULL;
+    if (!p) { free(rv); return CUDA_ERROR_OUT_OF_MEMORY; }
+    rv->s = (span){ (CUdeviceptr)p, size };
+    pthread_mutex_lock(&mem_lock);
+    int bad = span_insert(&mem.resvs, &rv->s);
+    pthread_mutex_unlock(&mem_lock);
+    if (bad) { munmap(p, size); free(rv); return CUDA_ERROR_OUT_OF_MEMORY; }
+    *ptr = (CUdeviceptr)p;
+    return CUDA_SUCCESS;
+}
+
+/* The reservation exactly [ptr, ptr+size) if nothing is mapped in it
+ * (mem_lock held). */
+static reservation *resv_free_whole(CUdeviceptr ptr, size_t size)
+{
+    span *s = span_find(&mem.resvs, ptr);
+    if (!s || s->base != ptr || s->size != size) return NULL;
+    if (span_overlap(&mem.ranges, ptr, ptr + size)) return NULL;
+    return (reservation *)s;
+}
+
+/* The reservation must be given whole and hold no mapping. */
+EMU_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    pthread_mutex_lock(&mem_lock);
+    reservation *rv = resv_free_whole(ptr, size);
+    pthread_mutex_unlock(&mem_lock);
+    if (!rv) return CUDA_ERROR_INVALID_VALUE;
+
+    emu_inflight_check(__func__, ptr, size);
+
+    pthread_mutex_lock(&mem_lock);
+    rv = resv_free_whole(ptr, size);
+    if (rv) span_remove(&mem.resvs, &rv->s);
+    pthread_mutex_unlock(&mem_lock);
+    if (!rv) return CUDA_ERROR_INVALID_VALUE;
+    munmap((void *)ptr, size);
+    free(rv);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!handle || flags || size == 0 || !gran_aligned(size)) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = prop_check(prop)) != CUDA_SUCCESS) return rc;
+    int dev = prop->location.id;
+
+    mem_handle *h = calloc(1, sizeof *h);
+    if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&mem_lock);
+    int ok = usage_take(dev, size);
+    pthread_mutex_unlock(&mem_lock);
+    if (!ok) { free(h); return CUDA_ERROR_OUT_OF_MEMORY; }
+
+    h->fd = memfd_create("cudaemu-vmm", MFD_CLOEXEC);
+    ok = h->fd >= 0 && ftruncate(h->fd, (off_t)size) == 0;
+    pthread_mutex_lock(&mem_lock);
+    if (ok) {
+        h->size = size;
+        h->prop = *prop;
+        h->refs = 1;
+        h->id = mem.next_handle_id++;
+        h->block_id = mem.next_buffer_id++;
+        mem_hash_oom = 0;
+        HASH_ADD(hh, mem.handles, id, sizeof h->id, h);
+        ok = !mem_hash_oom;
+    }
+    if (!ok) mem.used[dev] -= size;
+    pthread_mutex_unlock(&mem_lock);
+    if (!ok) {
+        if (h->fd >= 0) close(h->fd);
+        free(h);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = h->id;
+    return CUDA_SUCCESS;
+}
+
+/* Drops the creation (or a retain) reference; the memory goes when the last
+ * mapping does. Releasing more often than retained is an error. */
+EMU_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    pthread_mutex_lock(&mem_lock);
+    mem_handle *h = handle_get(handle);
+    int ok = h && h->refs > 0;
+    if (ok) {
+        h->refs--;
+        handle_maybe_destroy(h);
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Validates a cuMemMap request (mem_lock held). */
+static CUresult map_check(CUdeviceptr ptr, size_t size, size_t offset,
+                          CUmemGenericAllocationHandle handle, unsigned long long flags,
+                          mem_handle **hp, span **rvp)
+{
+    if (flags || offset != 0 || size == 0 || !gran_aligned(ptr) || !gran_aligned(size) ||
+        ptr + size < ptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    mem_handle *h = handle_get(handle);
+    if (!h || h->refs == 0 || size > h->size) return CUDA_ERROR_INVALID_VALUE;
+    span *rv = span_find(&mem.resvs, ptr);
+    if (!rv || ptr + size > rv->base + rv->size) return CUDA_ERROR_INVALID_VALUE;
+    if (span_overlap(&mem.ranges, ptr, ptr + size)) return CUDA_ERROR_INVALID_VALUE;
+    *hp = h;
+    *rvp = rv;
+    return CUDA_SUCCESS;
+}
+
+/* The new mapping starts with no access (PROT_NONE) until cuMemSetAccess. */
+EMU_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                             CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    mem_handle *h;
+    span *rv;
+    pthread_mutex_lock(&mem_lock);
+    rc = map_check(ptr, size, offset, handle, flags, &h, &rv);
+    pthread_mutex_unlock(&mem_lock);
+    if (rc != CUDA_SUCCESS) return rc;
+
+    /* Queued work that used an earlier mapping here would now see this one. */
+    emu_inflight_check(__func__, ptr, size);
+
+    mem_range *r = calloc(1, sizeof *r);
+    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&mem_lock);
+    rc = map_check(ptr, size, offset, handle, flags, &h, &rv);
+    if (rc == CUDA_SUCCESS) {
+        void *q = mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, 0);
+        *r = (mem_range){ .s = { ptr, size }, .mapped = size, .kind = RK_MAP,
+                          .device = h->prop.location.id, .buffer_id = mem.next_buffer_id++,
+                          .handle = h, .resv = *rv };
+        if (q == MAP_FAILED || span_insert(&mem.ranges, &r->s) != 0) {
+            va_restore(ptr, size);
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            h->maps++;
+        }
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (rc != CUDA_SUCCESS) free(r);
+    return rc;
+}
+
+/* If [ptr, ptr+size) is exactly a run of whole, adjacent mappings, returns
+ * how many and stores the index of the first in *first; else 0 (mem_lock
+ * held). Mappings are consecutive in the sorted registry. */
+static size_t mappings_tiling(CUdeviceptr ptr, size_t size, size_t *first)
+{
+    CUdeviceptr end = ptr + size, pos = ptr;
+    if (size == 0 || end < ptr) return 0;
+    size_t i = span_lower(&mem.ranges, ptr), k = 0;
+    while (pos < end && i + k < mem.ranges.n) {
+        mem_range *r = (mem_range *)mem.ranges.v[i + k];
+        if (r->kind != RK_MAP || r->s.base != pos) return 0;
+        pos += r->s.size;
+        k++;
+    }
+    *first = i;
+    return pos == end ? k : 0;
+}
+
+static int access_prot(const mem_range *r)
+{
+    int prot = PROT_NONE;
+    for (int d = 0; d < MEM_MAX_DEVICES; d++) {
+        if (r->access[d] == CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return PROT_READ | PROT_WRITE;
+        if (r->access[d] == CU_MEM_ACCESS_FLAGS_PROT_READ) prot = PROT_READ;
+    }
+    return prot;
+}
+
+/* The range must consist of whole mappings. The host sees the most generous
+ * access any device has (emulated kernels run on the host). */
+EMU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if ((rc = location_check(&desc[i].location)) != CUDA_SUCCESS) return rc;
+        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t first, k;
+    pthread_mutex_lock(&mem_lock);
+    if (!(k = mappings_tiling(ptr, size, &first))) rc = CUDA_ERROR_INVALID_VALUE;
+    for (size_t j = 0; j < k && rc == CUDA_SUCCESS; j++) {
+        mem_range *r = (mem_range *)mem.ranges.v[first + j];
+        mem_range next = *r;
+        for (size_t i = 0; i < count; i++) next.access[desc[i].location.id] = desc[i].flags;
+        if (mprotect((void *)r->s.base, r->s.size, access_prot(&next)) != 0)
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            memcpy(r->access, next.access, sizeof r->access);
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return rc;
+}
+
+EMU_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 0);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = location_check(location)) != CUDA_SUCCESS) return rc;
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find(ptr);
+    int ok = r && r->kind == RK_MAP;
+    if (ok) *flags = r->access[location->id];
+    pthread_mutex_unlock(&mem_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Unmaps whole mappings; like the driver it does not wait for queued work,
+ * so unmapping memory such work may touch is reported as a violation. */
+EMU_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    size_t first, k;
+    pthread_mutex_lock(&mem_lock);
+    k = mappings_tiling(ptr, size, &first);
+    pthread_mutex_unlock(&mem_lock);
+    if (!k) return CUDA_ERROR_INVALID_VALUE;
+
+    emu_inflight_check(__func__, ptr, size);
+
+    pthread_mutex_lock(&mem_lock);
+    k = mappings_tiling(ptr, size, &first);
+    for (size_t j = 0; j < k; j++) {
+        mem_range *r = (mem_range *)mem.ranges.v[first + j];
+        if (va_restore(r->s.base, r->s.size) != 0)   /* leaves a hole: loud */
+            emu_log("cuMemUnmap: cannot restore reservation pages at 0x%llx: %s",
+                    (unsigned long long)r->s.base, strerror(errno));
+        r->handle->maps--;
+        handle_maybe_destroy(r->handle);
+        free(r);
+    }
+    if (k) {
+        memmove(&mem.ranges.v[first], &mem.ranges.v[first + k],
+                (mem.ranges.n - first - k) * sizeof *mem.ranges.v);
+        mem.ranges.n -= k;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return k ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Takes a new reference on the handle mapped at addr (any interior address). */
+EMU_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 0);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find((CUdeviceptr)addr);
+    int ok = r && r->kind == RK_MAP;
+    if (ok) {
+        r->handle->refs++;
+        *handle = r->handle->id;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                           CUmemGenericAllocationHandle handle)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 0);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!prop) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mem_lock);
+    mem_handle *h = handle_get(handle);
+    if (h) *prop = h->prop;
+    pthread_mutex_unlock(&mem_lock);
+    return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,0 +1,347 @@
+/*
+ * test_mem.c: device memory, pinned host memory, address ranges, pointer
+ * attributes and legacy IPC of the emulated driver (emu_mem.c). VMM and
+ * everything that needs page faults is in test_vmm.c.
+ *
+ * Runs with CUDAEMU_DEVICE_MEMORY=256 MiB so the out-of-memory cases are
+ * exact and cheap. The emulator reads its knobs when it is loaded, so main
+ * re-executes the program with the variable set.
+ */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define DEVICE_MEMORY (256ull << 20)
+
+static CUcontext ctx;
+
+static size_t free_mem(void)
+{
+    size_t f = 0, t = 0;
+    CHECK_CU(cuMemGetInfo(&f, &t), CUDA_SUCCESS);
+    CHECK_EQ(t, DEVICE_MEMORY);
+    return f;
+}
+
+TEST(setup)
+{
+    CUdevice dev;
+    CUdeviceptr p;
+    CHECK_CU(cuMemAlloc(&p, 16), CUDA_ERROR_NOT_INITIALIZED);
+    CHECK_CU(cuInit(0), CUDA_SUCCESS);
+    CHECK_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);   /* no current context */
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+}
+
+TEST(alloc_free_errors)
+{
+    CUdeviceptr p = 0, q = 0;
+    CHECK_CU(cuMemAlloc(&p, 1000), CUDA_SUCCESS);
+    CHECK(p != 0);
+    CHECK_EQ(p % 256, 0);
+    memset((void *)p, 0xab, 1000);                      /* device pointers are host addresses */
+    CHECK_EQ(((unsigned char *)p)[999], 0xab);
+    CHECK_CU(cuMemAlloc(&q, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(q, 0);
+    CHECK_CU(cuMemAlloc(NULL, 16), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFree(p + 8), CUDA_ERROR_INVALID_VALUE);  /* not the base */
+    int local;
+    CHECK_CU(cuMemFree((CUdeviceptr)&local), CUDA_ERROR_INVALID_VALUE);
+    void *heap = malloc(64);
+    CHECK_CU(cuMemFree((CUdeviceptr)heap), CUDA_ERROR_INVALID_VALUE);
+    free(heap);
+    CHECK_CU(cuMemFree(0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);      /* double free */
+}
+
+TEST(meminfo_and_oom)
+{
+    size_t f0 = free_mem();
+    CHECK_EQ(f0, DEVICE_MEMORY);
+    CUdeviceptr a, b = 0;
+    CHECK_CU(cuMemAlloc(&a, 1 << 20), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), f0 - (1 << 20));
+    CHECK_CU(cuMemAlloc(&b, DEVICE_MEMORY), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(b, 0);
+    CHECK_CU(cuMemAlloc(&b, f0 - (1 << 20) + 1), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(free_mem(), f0 - (1 << 20));                /* nothing leaked */
+    CHECK_CU(cuMemAlloc(&b, f0 - (1 << 20)), CUDA_SUCCESS); /* exactly what is left */
+    CHECK_EQ(free_mem(), 0);
+    CUdeviceptr c;
+    CHECK_CU(cuMemAlloc(&c, 1), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), f0);
+    size_t f, t;
+    CHECK_CU(cuMemGetInfo(NULL, &t), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemGetInfo(&f, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST(address_range)
+{
+    CUdeviceptr p, base = 0;
+    size_t size = 0;
+    CHECK_CU(cuMemAlloc(&p, 1000), CUDA_SUCCESS);
+    CHECK_CU(cuMemGetAddressRange(&base, &size, p + 999), CUDA_SUCCESS);
+    CHECK_EQ(base, p);
+    CHECK_EQ(size, 1000);                                /* the requested size */
+    base = 0;
+    CHECK_CU(cuMemGetAddressRange(&base, NULL, p + 500), CUDA_SUCCESS);
+    CHECK_EQ(base, p);
+    CHECK_CU(cuMemGetAddressRange(NULL, &size, p), CUDA_SUCCESS);
+    CHECK_CU(cuMemGetAddressRange(&base, &size, p + 1000), CUDA_ERROR_NOT_FOUND);
+    int local;
+    CHECK_CU(cuMemGetAddressRange(&base, &size, (CUdeviceptr)&local), CUDA_ERROR_NOT_FOUND);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
+}
+
+/* Many live blocks: every interior pointer finds its own block, freed ones
+ * are gone, in any order. */
+TEST(registry_many_blocks)
+{
+    enum { N = 300 };
+    CUdeviceptr p[N];
+    size_t sz[N];
+    srand(7);
+    for (int i = 0; i < N; i++) {
+        sz[i] = 1 + (size_t)rand() % 20000;
+        CHECK_CU(cuMemAlloc(&p[i], sz[i]), CUDA_SUCCESS);
+    }
+    for (int round = 0; round < 2; round++) {
+        for (int i = round; i < N; i += 2) {
+            CUdeviceptr base = 0;
+            size_t size = 0;
+            CHECK_CU(cuMemGetAddressRange(&base, &size, p[i] + (size_t)rand() % sz[i]), CUDA_SUCCESS);
+            CHECK_EQ(base, p[i]);
+            CHECK_EQ(size, sz[i]);
+        }
+        for (int i = round; i < N; i += 2) CHECK_CU(cuMemFree(p[i]), CUDA_SUCCESS);
+        for (int i = round; i < N; i += 2)
+            CHECK_CU(cuMemGetAddressRange(NULL, NULL, p[i]), CUDA_ERROR_NOT_FOUND);
+    }
+    CHECK_EQ(free_mem(), DEVICE_MEMORY);
+}
+
+/* Threads allocating, querying and freeing at once: every thread always
+ * finds its own live blocks with their own sizes. */
+static void *churn(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    int bad = cuCtxSetCurrent(ctx) != CUDA_SUCCESS;
+    CUdeviceptr p[8] = { 0 };
+    size_t sz[8] = { 0 };
+    for (int it = 0; it < 2000 && !bad; it++) {
+        int i = rand_r(&seed) % 8;
+        if (p[i]) {
+            CUdeviceptr base = 0;
+            size_t size = 0;
+            bad |= cuMemGetAddressRange(&base, &size, p[i] + sz[i] - 1) != CUDA_SUCCESS;
+            bad |= base != p[i] || size != sz[i];
+            bad |= ((unsigned char *)p[i])[0] != (unsigned char)sz[i];
+            bad |= cuMemFree(p[i]) != CUDA_SUCCESS;
+            p[i] = 0;
+        } else {
+            sz[i] = 1 + (size_t)rand_r(&seed) % 50000;
+            bad |= cuMemAlloc(&p[i], sz[i]) != CUDA_SUCCESS;
+            if (!bad) ((unsigned char *)p[i])[0] = (unsigned char)sz[i];
+        }
+    }
+    for (int i = 0; i < 8; i++)
+        if (p[i]) bad |= cuMemFree(p[i]) != CUDA_SUCCESS;
+    return (void *)(uintptr_t)bad;
+}
+
+TEST(registry_threads)
+{
+    pthread_t t[4];
+    for (uintptr_t i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, churn, (void *)(i + 1)) == 0);
+    for (int i = 0; i < 4; i++) {
+        void *bad = (void *)1;
+        pthread_join(t[i], &bad);
+        CHECK(bad == NULL);
+    }
+    CHECK_EQ(free_mem(), DEVICE_MEMORY);
+}
+
+TEST(pointer_attributes_device)
+{
+    CUdeviceptr p, q;
+    CHECK_CU(cuMemAlloc(&p, 1000), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&q, 1000), CUDA_SUCCESS);
+    CUcontext c = NULL;
+    unsigned type = 0;
+    CUdeviceptr dp = 0, start = 0;
+    void *hp = NULL;
+    size_t rsize = 0;
+    int mapped = -1, ordinal = -1, ipc = -1, managed = -1;
+    unsigned long long id_p = 0, id_q = 0, handles = 99;
+    CHECK_CU(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, p + 8), CUDA_SUCCESS);
+    CHECK(c == ctx);
+    CHECK_CU(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p), CUDA_SUCCESS);
+    CHECK_EQ(type, CU_MEMORYTYPE_DEVICE);
+    CHECK_CU(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p + 8), CUDA_SUCCESS);
+    CHECK_EQ(dp, p + 8);
+    CHECK_CU(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, p), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p + 999), CUDA_SUCCESS);
+    CHECK_EQ(start, p);
+    CHECK_CU(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p + 999), CUDA_SUCCESS);
+    CHECK_EQ(rsize, 1000);
+    CHECK_CU(cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED, p), CUDA_SUCCESS);
+    CHECK_EQ(mapped, 1);
+    CHECK_CU(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p), CUDA_SUCCESS);
+    CHECK_EQ(ordinal, 0);
+    CHECK_CU(cuPointerGetAttribute(&ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p), CUDA_SUCCESS);
+    CHECK_EQ(ipc, 1);
+    CHECK_CU(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p), CUDA_SUCCESS);
+    CHECK_EQ(managed, 0);
+    CHECK_CU(cuPointerGetAttribute(&handles, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, p), CUDA_SUCCESS);
+    CHECK_EQ(handles, 0);
+    CHECK_CU(cuPointerGetAttribute(&id_p, CU_POINTER_ATTRIBUTE_BUFFER_ID, p + 3), CUDA_SUCCESS);
+    CHECK_CU(cuPointerGetAttribute(&id_q, CU_POINTER_ATTRIBUTE_BUFFER_ID, q), CUDA_SUCCESS);
+    CHECK(id_p != 0 && id_q != 0 && id_p != id_q);
+    CHECK_CU(cuPointerGetAttribute(NULL, CU_POINTER_ATTRIBUTE_BUFFER_ID, p), CUDA_ERROR_INVALID_VALUE);
+
+    /* Buffer ids are never reused, even for a block at the same address. */
+    unsigned long long seen[20];
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    for (int i = 0; i < 20; i++) {
+        CUdeviceptr r;
+        CHECK_CU(cuMemAlloc(&r, 1000), CUDA_SUCCESS);
+        CHECK_CU(cuPointerGetAttribute(&seen[i], CU_POINTER_ATTRIBUTE_BUFFER_ID, r), CUDA_SUCCESS);
+        CHECK(seen[i] != id_p && seen[i] != id_q);
+        for (int j = 0; j < i; j++) CHECK(seen[i] != seen[j]);
+        CHECK_CU(cuMemFree(r), CUDA_SUCCESS);
+    }
+
+    /* The plural form reads several at once. */
+    CUpointer_attribute attrs[] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                    CU_POINTER_ATTRIBUTE_HOST_POINTER };
+    type = 0; rsize = 0; hp = (void *)1;
+    void *data[] = { &type, &rsize, &hp };
+    CHECK_CU(cuPointerGetAttributes(3, attrs, data, q + 1), CUDA_SUCCESS);
+    CHECK_EQ(type, CU_MEMORYTYPE_DEVICE);
+    CHECK_EQ(rsize, 1000);
+    CHECK(hp == NULL);                                   /* device memory: no host pointer */
+    CHECK_CU(cuPointerGetAttributes(0, attrs, data, q), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFree(q), CUDA_SUCCESS);
+}
+
+TEST(pointer_attributes_foreign)
+{
+    int local;
+    CUdeviceptr f = (CUdeviceptr)&local;
+    CUcontext c;
+    unsigned type;
+    unsigned long long id;
+    CHECK_CU(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, f), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, f), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, f), CUDA_ERROR_INVALID_VALUE);
+    /* cuPointerGetAttributes: success with default values. */
+    CUpointer_attribute attrs[] = { CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_POINTER };
+    CUdeviceptr dp = 5;
+    c = (CUcontext)1; type = 7;
+    void *data[] = { &c, &type, &dp };
+    CHECK_CU(cuPointerGetAttributes(3, attrs, data, f), CUDA_SUCCESS);
+    CHECK(c == NULL);
+    CHECK_EQ(type, 0);
+    CHECK_EQ(dp, 0);
+    CUpointer_attribute bad[] = { CU_POINTER_ATTRIBUTE_P2P_TOKENS };
+    CHECK_CU(cuPointerGetAttributes(1, bad, data, f), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST(host_memory)
+{
+    size_t f0 = free_mem();
+    void *h = NULL, *h2 = NULL;
+    CHECK_CU(cuMemHostAlloc(&h, 5000, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE), CUDA_SUCCESS);
+    CHECK(h != NULL);
+    CHECK_EQ(free_mem(), f0);                            /* host memory is not device memory */
+    memset(h, 0x5a, 5000);
+    CUdeviceptr d = 0;
+    CHECK_CU(cuMemHostGetDevicePointer(&d, h, 0), CUDA_SUCCESS);
+    CHECK_EQ(d, (CUdeviceptr)h);
+    CHECK_CU(cuMemHostGetDevicePointer(&d, (char *)h + 4999, 0), CUDA_SUCCESS);
+    CHECK_EQ(d, (CUdeviceptr)h + 4999);
+    CHECK_CU(cuMemHostGetDevicePointer(&d, h, 1), CUDA_ERROR_INVALID_VALUE);
+    void *heap = malloc(64);
+    CHECK_CU(cuMemHostGetDevicePointer(&d, heap, 0), CUDA_ERROR_INVALID_VALUE);
+    free(heap);
+
+    unsigned type = 0;
+    void *hp = NULL;
+    CHECK_CU(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)h + 10), CUDA_SUCCESS);
+    CHECK_EQ(type, CU_MEMORYTYPE_HOST);
+    CHECK_CU(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, (CUdeviceptr)h + 10), CUDA_SUCCESS);
+    CHECK(hp == (char *)h + 10);
+    CHECK_CU(cuMemGetAddressRange(NULL, NULL, (CUdeviceptr)h), CUDA_ERROR_NOT_FOUND);
+
+    CHECK_CU(cuMemHostAlloc(&h2, 64, 0x80), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemHostAlloc(&h2, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocHost(&h2, 100), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree((CUdeviceptr)h2), CUDA_ERROR_INVALID_VALUE);   /* wrong free */
+    CHECK_CU(cuMemFreeHost((char *)h2 + 1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFreeHost(h2), CUDA_SUCCESS);
+    CHECK_CU(cuMemFreeHost(h2), CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr dev;
+    CHECK_CU(cuMemAlloc(&dev, 64), CUDA_SUCCESS);
+    CHECK_CU(cuMemFreeHost((void *)dev), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFree(dev), CUDA_SUCCESS);
+    CHECK_EQ(((unsigned char *)h)[4999], 0x5a);
+    CHECK_CU(cuMemFreeHost(h), CUDA_SUCCESS);
+    CHECK_CU(cuMemHostGetDevicePointer(&d, h, 0), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST(ipc_handles)
+{
+    CUdeviceptr a, b;
+    CUipcMemHandle ha, ha2, hb;
+    CHECK_CU(cuMemAlloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&b, 4096), CUDA_SUCCESS);
+    CHECK_CU(cuIpcGetMemHandle(&ha, a), CUDA_SUCCESS);
+    CHECK_CU(cuIpcGetMemHandle(&ha2, a + 100), CUDA_SUCCESS);   /* names the same allocation */
+    CHECK_CU(cuIpcGetMemHandle(&hb, b), CUDA_SUCCESS);
+    CHECK(memcmp(&ha, &ha2, sizeof ha) == 0);
+    CHECK(memcmp(&ha, &hb, sizeof ha) != 0);
+    CHECK_CU(cuIpcGetMemHandle(NULL, a), CUDA_ERROR_INVALID_VALUE);
+    void *h;
+    CHECK_CU(cuMemHostAlloc(&h, 4096, 0), CUDA_SUCCESS);
+    CHECK_CU(cuIpcGetMemHandle(&hb, (CUdeviceptr)h), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFreeHost(h), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_CU(cuIpcGetMemHandle(&ha, a), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    const char *want = "268435456";                      /* DEVICE_MEMORY */
+    const char *have = getenv("CUDAEMU_DEVICE_MEMORY");
+    if (!have || strcmp(have, want) != 0) {
+        setenv("CUDAEMU_DEVICE_MEMORY", want, 1);
+        execv("/proc/self/exe", argv);
+        perror("execv /proc/self/exe");
+        return 1;
+    }
+    RUN(setup);
+    RUN(alloc_free_errors);
+    RUN(meminfo_and_oom);
+    RUN(address_range);
+    RUN(registry_many_blocks);
+    RUN(registry_threads);
+    RUN(pointer_attributes_device);
+    RUN(pointer_attributes_foreign);
+    RUN(host_memory);
+    RUN(ipc_handles);
+    return check_done();
+}
