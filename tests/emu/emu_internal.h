@@ -155,6 +155,11 @@ int emu_mem_find(CUdeviceptr p, emu_range *out);
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);
 /* Plain copy/set used by streams and graphs once validated. */
 void emu_mem_copy(void *dst, const void *src, size_t n);
+/* cuMemFreeAsync, at the call: marks the stream-ordered allocation at p as
+ * being freed (so a second free, or a cuMemFree, is refused with
+ * CUDA_ERROR_INVALID_VALUE); CUDA_ERROR_INVALID_VALUE if p is not the base of
+ * a live one. */
+CUresult emu_mem_free_async_begin(CUdeviceptr p);
 /* Releases memory queued by cuMemFreeAsync (called on the stream worker). */
 void emu_mem_free_async_complete(CUdeviceptr p);
 /* Allocation used by cuMemAllocAsync/FromPoolAsync (memory available at once;

@@ -87,6 +87,7 @@ typedef struct mem_range {
     mem_handle *handle;         /* RK_MAP */
     span resv;                  /* RK_MAP: the reservation it lies in */
     CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
+    int free_pending;           /* RK_ASYNC: cuMemFreeAsync queued, not yet reached */
 } mem_range;
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -254,6 +255,7 @@ static CUresult block_free(const char *call, CUdeviceptr p, unsigned kinds,
 {
     pthread_mutex_lock(&mem_lock);
     mem_range *r = block_at(p, kinds);
+    if (r && r->free_pending) r = NULL;     /* already freed in stream order */
     range_kind kind = r ? r->kind : 0;
     size_t size = r ? r->s.size : 0;
     pthread_mutex_unlock(&mem_lock);
@@ -312,6 +314,16 @@ CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, const 
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
     return block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
+}
+
+CUresult emu_mem_free_async_begin(CUdeviceptr p)
+{
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = block_at(p, 1u << RK_ASYNC);
+    CUresult rc = r && !r->free_pending ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (rc == CUDA_SUCCESS) r->free_pending = 1;
+    pthread_mutex_unlock(&mem_lock);
+    return rc;
 }
 
 void emu_mem_free_async_complete(CUdeviceptr p)

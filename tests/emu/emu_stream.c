@@ -29,7 +29,6 @@
  *                  and streams_cond; this is the in-flight registry's lock.
  *   s->lock        one stream's queue (head/tail, emu_work.next, seq),
  *                  submitted/completed/exiting/worker_alive, s->cond.
- *   async_lock     the table of stream-ordered allocations (leaf).
  * Stream refcounts and the capture pointer are atomics. Nothing here calls
  * into emu_mem.c or emu_graph.c while holding one of these locks, so those
  * parts may call emu_inflight_check and emu_stream_capture under their own
@@ -111,7 +110,6 @@ static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t streams_cond = PTHREAD_COND_INITIALIZER;
 static emu_stream *all_streams;
-static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* What the current thread runs, for the fault handler and device checks. */
 static __thread emu_stream *tls_stream;
@@ -228,12 +226,10 @@ static void fork_prepare(void)
     pthread_mutex_lock(&ev_lock);
     pthread_mutex_lock(&streams_lock);
     for (emu_stream *s = all_streams; s; s = s->next) pthread_mutex_lock(&s->lock);
-    pthread_mutex_lock(&async_lock);
 }
 
 static void fork_parent(void)
 {
-    pthread_mutex_unlock(&async_lock);
     for (emu_stream *s = all_streams; s; s = s->next) pthread_mutex_unlock(&s->lock);
     pthread_mutex_unlock(&streams_lock);
     pthread_mutex_unlock(&ev_lock);
@@ -241,7 +237,6 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-    pthread_mutex_unlock(&async_lock);
     pthread_cond_init(&streams_cond, NULL);
     for (emu_stream *s = all_streams; s; s = s->next) {
         pthread_cond_init(&s->cond, NULL);
@@ -1609,12 +1604,6 @@ MEMSET_2D(cuMemsetD2D32, unsigned int, 4)
  * capture these calls fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
  * invalidate the capture: the emulation has no graph memory nodes.
  * ---------------------------------------------------------------------- */
-typedef struct async_alloc {
-    CUdeviceptr p;
-    UT_hash_handle hh;
-} async_alloc;
-static async_alloc *async_allocs;   /* async_lock */
-
 static struct CUmemPoolHandle_st default_pools[8];
 static pthread_once_t pools_once = PTHREAD_ONCE_INIT;
 
@@ -1661,27 +1650,7 @@ static CUresult alloc_async(const char *call, CUdeviceptr *dptr, size_t bytes, C
         capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    CUdeviceptr p;
-    r = emu_mem_alloc_device(&p, bytes, pool ? pool->device : s->device, call);
-    if (r != CUDA_SUCCESS) return r;
-    async_alloc *a = calloc(1, sizeof *a);
-    if (!a) {
-        emu_mem_free_async_complete(p);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    a->p = p;
-    async_alloc *found = NULL;
-    pthread_mutex_lock(&async_lock);
-    HASH_ADD(hh, async_allocs, p, sizeof a->p, a);
-    HASH_FIND(hh, async_allocs, &p, sizeof p, found);
-    pthread_mutex_unlock(&async_lock);
-    if (found != a) {
-        free(a);
-        emu_mem_free_async_complete(p);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    *dptr = p;
-    return CUDA_SUCCESS;
+    return emu_mem_alloc_device(dptr, bytes, pool ? pool->device : s->device, call);
 }
 
 EMU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -1723,13 +1692,8 @@ static CUresult free_async(const char *call, CUdeviceptr p, CUstream h, int pt)
         capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    async_alloc *a = NULL;
-    pthread_mutex_lock(&async_lock);
-    HASH_FIND(hh, async_allocs, &p, sizeof p, a);
-    if (a) HASH_DEL(async_allocs, a);
-    pthread_mutex_unlock(&async_lock);
-    if (!a) return CUDA_ERROR_INVALID_VALUE;
-    free(a);
+    r = emu_mem_free_async_begin(p);
+    if (r != CUDA_SUCCESS) return r;
     /* The free itself touches nothing: work queued after it on the stream
      * that still uses p is what the release reports. */
     free_work *fw = (free_work *)emu_work_new(sizeof *fw, call, free_run);

@@ -489,8 +489,14 @@ TEST(stream_ordered_allocation)
     CHECK_CU(cuMemFreeAsync(p, s), CUDA_SUCCESS);
     CHECK_CU(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE);       /* already freed */
     CHECK_CU(cuMemFreeAsync(plain, s), CUDA_ERROR_INVALID_VALUE);   /* not from the async allocator */
+    CHECK_CU(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);               /* already freed in stream order */
     CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
     CHECK_EQ(host[N - 1], 17);
+    /* cuMemFree also frees stream-ordered memory (without synchronizing). */
+    CHECK_CU(cuMemAllocAsync(&p, 64, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE);
 
     CHECK_CU(cuDeviceGetDefaultMemPool(&pool, 0), CUDA_SUCCESS);
     CHECK_CU(cuDeviceGetMemPool(&pool2, 0), CUDA_SUCCESS);
