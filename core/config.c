@@ -1,0 +1,121 @@
+/*
+ * core/config.c: the table-driven parser for the STABLEGRAPH_* variables.
+ *
+ * One row per variable says how to read it (one of a list of names, a path,
+ * or a report-path template) and where the result goes. No global state; no
+ * locks needed (see config.h).
+ */
+#include "config.h"
+#include "report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SG_NAME_ITEM_(s, n) n,
+static const char *const policy_names[] = { SG_POLICY_LIST(SG_NAME_ITEM_) NULL };
+static const char *const log_names[] = { SG_LOG_LIST(SG_NAME_ITEM_) NULL };
+static const char *const strict_names[] = { SG_STRICT_LIST(SG_NAME_ITEM_) NULL };
+
+typedef enum { SG_VAR_CHOICE, SG_VAR_PATH, SG_VAR_REPORT_PATH } sg_var_kind;
+
+typedef struct {
+    const char *env;
+    sg_var_kind kind;
+    const char *const *choices;  /* SG_VAR_CHOICE: accepted names, NULL-terminated */
+    size_t offset;               /* where in sg_config the result goes */
+} sg_var;
+
+static const sg_var vars[SG_CONFIG_NVARS] = {
+    { SG_ENV_POLICY, SG_VAR_CHOICE, policy_names, offsetof(sg_config, policy_asked) },
+    { SG_ENV_LOG, SG_VAR_CHOICE, log_names, offsetof(sg_config, log_level) },
+    { SG_ENV_LOG_FILE, SG_VAR_PATH, NULL, offsetof(sg_config, log_file) },
+    { SG_ENV_REPORT, SG_VAR_REPORT_PATH, NULL, offsetof(sg_config, report) },
+    { SG_ENV_STRICT, SG_VAR_CHOICE, strict_names, offsetof(sg_config, strict) },
+};
+
+const char *sg_policy_name(sg_policy p)
+{
+    return (unsigned)p < SG_POLICY_COUNT ? policy_names[p] : "?";
+}
+
+const char *sg_log_level_name(sg_log_level l)
+{
+    return (unsigned)l < SG_LOG_COUNT ? log_names[l] : "?";
+}
+
+/* Writes "a|b|c" for a choice list into buf. */
+static void join_choices(const char *const *choices, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; choices[i] && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? "|" : "", choices[i]);
+}
+
+/* Records the complaint about one variable. */
+static void bad_value(sg_config *cfg, const sg_var *v, const char *value, const char *why)
+{
+    char accepted[256];
+    char *msg = cfg->errors[cfg->nerrors++];
+    if (v->kind == SG_VAR_CHOICE) {
+        join_choices(v->choices, accepted, sizeof accepted);
+    } else {
+        snprintf(accepted, sizeof accepted, "%s",
+                 v->kind == SG_VAR_PATH ? "a file path"
+                 : "a file path; %p pid, %h host, %r rank, %% a literal %");
+    }
+    /* Show at most 64 characters of an overlong value. */
+    snprintf(msg, SG_CONFIG_MSG_MAX, "%s=\"%.*s%s\" is not valid (%s); accepted: %s",
+             v->env, 64, value, strlen(value) > 64 ? "..." : "", why, accepted);
+}
+
+/* Parses one variable; returns 0 on success, -1 after recording a complaint. */
+static int parse_var(sg_config *cfg, const sg_var *v, const char *value)
+{
+    char *dst = (char *)cfg + v->offset;
+    size_t len = strlen(value);
+    if (len > SG_CONFIG_VALUE_MAX) {
+        bad_value(cfg, v, value, "too long");
+        return -1;
+    }
+    switch (v->kind) {
+    case SG_VAR_CHOICE:
+        for (int i = 0; v->choices[i]; i++) {
+            if (strcmp(v->choices[i], value) == 0) {
+                memcpy(dst, &i, sizeof i);  /* enum fields and int share a size */
+                return 0;
+            }
+        }
+        bad_value(cfg, v, value, "unknown value");
+        return -1;
+    case SG_VAR_REPORT_PATH:
+        if (sg_report_path_check(value) != 0) {
+            bad_value(cfg, v, value, "unknown or incomplete % sequence, or empty");
+            return -1;
+        }
+        break;
+    case SG_VAR_PATH:
+        if (len == 0) {
+            bad_value(cfg, v, value, "empty");
+            return -1;
+        }
+        break;
+    }
+    memcpy(dst, value, len + 1);
+    return 0;
+}
+
+int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn)
+{
+    _Static_assert(sizeof(sg_policy) == sizeof(int) && sizeof(sg_log_level) == sizeof(int),
+                   "choice fields are written as int");
+    memset(cfg, 0, sizeof *cfg);
+    cfg->policy_asked = SG_POLICY_DEFAULT;
+    cfg->log_level = SG_LOG_DEFAULT;
+    for (size_t i = 0; i < SG_CONFIG_NVARS; i++) {
+        const char *value = getenv_fn(vars[i].env);
+        if (value) parse_var(cfg, &vars[i], value);
+    }
+    cfg->policy = cfg->nerrors ? SG_POLICY_OFF : cfg->policy_asked;
+    return cfg->nerrors;
+}

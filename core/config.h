@@ -1,0 +1,76 @@
+/*
+ * core/config.h: every STABLEGRAPH_* environment variable, its accepted
+ * values, and the table-driven parser that reads them.
+ *
+ * This is the one place that names the variables: scripts/stablegraph-run and
+ * README.md mirror these lists, and tests/e2e/test_wrapper.sh checks that
+ * the wrapper's accepted values are the ones listed here.
+ *
+ * Thread safety: sg_config_parse() fills a caller-owned struct and touches
+ * no global state; the library parses once, at start-up, under its init guard.
+ */
+#ifndef SG_CONFIG_H
+#define SG_CONFIG_H
+
+#include <stddef.h>
+
+#define SG_ENV_POLICY   "STABLEGRAPH_POLICY"
+#define SG_ENV_LOG      "STABLEGRAPH_LOG"
+#define SG_ENV_LOG_FILE "STABLEGRAPH_LOG_FILE"
+#define SG_ENV_REPORT   "STABLEGRAPH_REPORT"
+#define SG_ENV_STRICT   "STABLEGRAPH_STRICT"
+
+/* Accepted values, in order: X(ENUM_SUFFIX, "name"). */
+#define SG_POLICY_LIST(X)                                                     \
+    X(OFF, "off")                                                             \
+    X(ALWAYS_UPDATE, "always_update")                                         \
+    X(SKIP_TEMP, "skip_temp")                                                 \
+    X(SKIP_PROFILED, "skip_profiled")
+#define SG_LOG_LIST(X)                                                        \
+    X(ERROR, "error")                                                         \
+    X(WARN, "warn")                                                           \
+    X(INFO, "info")                                                           \
+    X(DEBUG, "debug")
+#define SG_STRICT_LIST(X)                                                     \
+    X(NO, "0")                                                                \
+    X(YES, "1")
+
+#define SG_ENUM_ITEM_(prefix, suffix) prefix##suffix,
+#define SG_POLICY_ITEM_(s, n) SG_ENUM_ITEM_(SG_POLICY_, s)
+#define SG_LOG_ITEM_(s, n) SG_ENUM_ITEM_(SG_LOG_, s)
+typedef enum { SG_POLICY_LIST(SG_POLICY_ITEM_) SG_POLICY_COUNT } sg_policy;
+typedef enum { SG_LOG_LIST(SG_LOG_ITEM_) SG_LOG_COUNT } sg_log_level;
+
+#define SG_POLICY_DEFAULT SG_POLICY_ALWAYS_UPDATE
+#define SG_LOG_DEFAULT    SG_LOG_WARN
+
+/* Longest value accepted for any variable (longer values are rejected). */
+#define SG_CONFIG_VALUE_MAX 1024
+/* Room for one complaint about one variable. */
+#define SG_CONFIG_MSG_MAX (SG_CONFIG_VALUE_MAX + 256)
+#define SG_CONFIG_NVARS 5
+
+typedef struct sg_config {
+    sg_policy policy;          /* effective policy: SG_POLICY_OFF after any error */
+    sg_policy policy_asked;    /* what STABLEGRAPH_POLICY said (or the default) */
+    sg_log_level log_level;
+    int strict;                /* STABLEGRAPH_STRICT=1 */
+    char log_file[SG_CONFIG_VALUE_MAX + 1];  /* "" = stderr */
+    char report[SG_CONFIG_VALUE_MAX + 1];    /* "" = no report; template with %p %h %r %% */
+    int nerrors;               /* number of variables with a bad value */
+    char errors[SG_CONFIG_NVARS][SG_CONFIG_MSG_MAX]; /* one message per bad variable */
+} sg_config;
+
+typedef const char *(*sg_getenv_fn)(const char *name);
+
+/* Fills *cfg from the variables that getenv_fn returns (NULL = unset).
+ * Never fails: a bad value is recorded in cfg->errors (one message naming the
+ * variable, the value and the accepted values), and then cfg->policy is
+ * SG_POLICY_OFF. Returns cfg->nerrors. */
+int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn);
+
+/* Name of a policy or log level ("?" when out of range). */
+const char *sg_policy_name(sg_policy p);
+const char *sg_log_level_name(sg_log_level l);
+
+#endif /* SG_CONFIG_H */

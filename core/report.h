@@ -1,0 +1,59 @@
+/*
+ * core/report.h: the report. Expansion of the STABLEGRAPH_REPORT template,
+ * the JSON writer, the atomic write at exit and the human summary.
+ *
+ * No locks of its own: the writer reads counters (atomics) and walks the
+ * exec table through sg_exec_foreach (which takes exec_lock).
+ *
+ * JSON layout:
+ *   { "version": 1, "pid": N, "policy": "...", "policy_requested": "...",
+ *     "config_errors": N,
+ *     "hooks":  { "<ELF name>": {"calls": N, "resolved": N}, ... },
+ *     "totals": { "launches": N, "updates_seen": N, "updates_forwarded": N,
+ *                 "updates_skipped": N, "bytes_requested": N, "bytes_mapped": N },
+ *     "library_driver_calls": { "<ELF name>": N, ... },   (calls the library itself made)
+ *     "execs": [ { "id": N, "nodes": N|null, "destroyed": bool, "launches": N,
+ *                  "updates_seen": N, "updates_forwarded": N, "updates_skipped": N,
+ *                  "forwarded_reasons": { "topology": N, ... } }, ... ] }
+ */
+#ifndef SG_REPORT_H
+#define SG_REPORT_H
+
+#include <stddef.h>
+
+#include "config.h"
+
+/* What %p, %h and %r expand to. */
+typedef struct sg_path_env {
+    long pid;
+    const char *host;
+    const char *rank;   /* NULL: no rank variable set; %r gives "norank" */
+} sg_path_env;
+
+/* The rank from RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK (first
+ * one set), or NULL. */
+const char *sg_rank_from_env(sg_getenv_fn getenv_fn);
+
+/* 0 if tmpl is a non-empty template whose % sequences are all %p %h %r %%;
+ * -1 otherwise. */
+int sg_report_path_check(const char *tmpl);
+
+/* Expands tmpl into out (n bytes). '/' inside host or rank becomes '_'.
+ * Returns 0, or -1 if tmpl is bad or the result does not fit (out is then
+ * an empty string). */
+int sg_report_path_expand(const char *tmpl, const sg_path_env *env, char *out, size_t n);
+
+/* Writes the JSON report to fd. Returns 0, or -1 on a write error. */
+int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
+                       int config_errors);
+
+/* Writes the report to `path` atomically: a temporary file in the same
+ * directory (O_CREAT|O_EXCL|O_NOFOLLOW), then rename(2). Returns 0, or -1
+ * after logging why (the temporary file is removed; `path` is untouched). */
+int sg_report_write_file(const char *path, const char *policy, const char *policy_requested,
+                         int config_errors);
+
+/* Logs a short human summary at info level. */
+void sg_report_summary(const char *policy);
+
+#endif /* SG_REPORT_H */

@@ -1,0 +1,69 @@
+# interpose/interpose.mk: builds the interposer, its unit tests and the
+# helper programs of the end-to-end tests. Included by the top-level Makefile.
+#
+#   $(BUILD)/libstablegraph.so          interpose/*.c + core/*.c, hidden visibility;
+#                                       exports: the hooks of hooks.def + dlsym
+#   $(BUILD)/tests/unit/test_*          tests/unit/test_*.c against core/ objects
+#   $(BUILD)/tests/e2e/...              helpers for tests/e2e/test_*.sh
+
+SG_LIB       := $(BUILD)/libstablegraph.so
+SG_CORE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard core/*.c))
+SG_IP_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard interpose/*.c))
+SG_MAP       := $(BUILD)/interpose/libstablegraph.map
+
+$(SG_CORE_OBJS) $(SG_IP_OBJS): ALL_CFLAGS += -fvisibility=hidden
+$(SG_IP_OBJS): interpose/hooks.def
+
+# The version script: exactly the names of hooks.def, plus dlsym.
+$(SG_MAP): interpose/hooks.def interpose/interpose.mk
+	@mkdir -p $(@D)
+	{ echo '{ global:'; echo '  dlsym;'; \
+	  sed -n 's/^SG_\(HOOK\|RESOLVER\)(\([A-Za-z0-9_]*\),.*/  \2;/p' interpose/hooks.def; \
+	  echo '  local: *;'; echo '};'; } > $@
+
+$(SG_LIB): $(SG_CORE_OBJS) $(SG_IP_OBJS) $(SG_MAP)
+	$(CC) -shared -o $@ $(SG_CORE_OBJS) $(SG_IP_OBJS) -Wl,--version-script=$(SG_MAP) \
+	    -Wl,-z,defs $(ALL_LDFLAGS) -ldl
+
+# ---------------------------------------------------------------- unit tests
+SG_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+
+$(BUILD)/tests/unit/test_%: tests/unit/test_%.c tests/check.h $(SG_CORE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -I. -o $@ $< $(SG_CORE_OBJS) $(ALL_LDFLAGS)
+
+all: $(SG_LIB) $(SG_UNIT_TESTS)
+
+# ---------------------------------------------------------------- e2e helpers
+SG_E2E := $(BUILD)/tests/e2e
+
+$(SG_E2E)/libnext.so: tests/e2e/libnext.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< $(ALL_LDFLAGS) -ldl
+
+# libnext.so comes before libcuda in the link order, so that dlsym(RTLD_NEXT)
+# from it can find the driver.
+$(SG_E2E)/resolve_paths: tests/e2e/resolve_paths.c interpose/hooks.def $(SG_E2E)/libnext.so
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(SG_E2E) -lnext -Wl,-rpath,'$$ORIGIN' $(STUB_LIBCUDA) \
+	    $(ALL_LDFLAGS) -ldl
+
+all: $(SG_E2E)/resolve_paths
+
+$(SG_E2E)/libctor.so: tests/e2e/libctor.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS)
+
+$(SG_E2E)/startup_prog: tests/e2e/startup_prog.c $(SG_E2E)/libctor.so
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(SG_E2E) -lctor -Wl,-rpath,'$$ORIGIN' $(STUB_LIBCUDA) \
+	    $(ALL_LDFLAGS)
+
+all: $(SG_E2E)/startup_prog
+
+# A CUDA runtime program (static runtime), when the toolkit has nvcc.
+ifneq ($(wildcard $(NVCC)),)
+$(SG_E2E)/rt_prog: tests/e2e/rt_prog.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cudart static -o $@ $<
+
+all: $(SG_E2E)/rt_prog
+endif

@@ -1,0 +1,144 @@
+/*
+ * tests/unit/test_config.c: the STABLEGRAPH_* parser (core/config.c): every
+ * variable with good and bad values, defaults, overlong values, and the
+ * fall-back to policy off after any error.
+ */
+#include "check.h"
+#include "core/config.h"
+
+#include <string.h>
+
+/* A fake environment: NULL-terminated name/value pairs. */
+static const char *const *fake_env;
+static const char *fake_getenv(const char *name)
+{
+    for (int i = 0; fake_env && fake_env[i]; i += 2)
+        if (strcmp(fake_env[i], name) == 0) return fake_env[i + 1];
+    return NULL;
+}
+
+static sg_config cfg;
+static int parse(const char *const *env)
+{
+    fake_env = env;
+    return sg_config_parse(&cfg, fake_getenv);
+}
+
+TEST(defaults)
+{
+    const char *const env[] = { NULL };
+    CHECK_EQ(parse(env), 0);
+    CHECK_EQ(cfg.policy, SG_POLICY_ALWAYS_UPDATE);
+    CHECK_EQ(cfg.log_level, SG_LOG_WARN);
+    CHECK_EQ(cfg.strict, 0);
+    CHECK(cfg.report[0] == '\0' && cfg.log_file[0] == '\0');
+}
+
+TEST(every_policy)
+{
+    static const char *names[] = { "off", "always_update", "skip_temp", "skip_profiled" };
+    for (int i = 0; i < 4; i++) {
+        const char *const env[] = { "STABLEGRAPH_POLICY", names[i], NULL };
+        CHECK_EQ(parse(env), 0);
+        CHECK_EQ(cfg.policy, i);
+        CHECK(strcmp(sg_policy_name(cfg.policy), names[i]) == 0);
+    }
+}
+
+TEST(every_log_level)
+{
+    static const char *names[] = { "error", "warn", "info", "debug" };
+    for (int i = 0; i < 4; i++) {
+        const char *const env[] = { "STABLEGRAPH_LOG", names[i], NULL };
+        CHECK_EQ(parse(env), 0);
+        CHECK_EQ(cfg.log_level, i);
+        CHECK(strcmp(sg_log_level_name(cfg.log_level), names[i]) == 0);
+    }
+}
+
+TEST(paths_and_strict)
+{
+    const char *const env[] = { "STABLEGRAPH_LOG_FILE", "/tmp/x.log", "STABLEGRAPH_REPORT",
+                                "/tmp/r-%p-%h-%r-%%.json", "STABLEGRAPH_STRICT", "1",
+                                "STABLEGRAPH_POLICY", "off", NULL };
+    CHECK_EQ(parse(env), 0);
+    CHECK(strcmp(cfg.log_file, "/tmp/x.log") == 0);
+    CHECK(strcmp(cfg.report, "/tmp/r-%p-%h-%r-%%.json") == 0);
+    CHECK_EQ(cfg.strict, 1);
+    CHECK_EQ(cfg.policy, SG_POLICY_OFF);
+    const char *const env0[] = { "STABLEGRAPH_STRICT", "0", NULL };
+    CHECK_EQ(parse(env0), 0);
+    CHECK_EQ(cfg.strict, 0);
+}
+
+/* One bad value: one message naming the variable, the value and the
+ * accepted values; the policy falls back to off. */
+static void check_bad(const char *var, const char *value, const char *accepted)
+{
+    const char *const env[] = { var, value, "STABLEGRAPH_POLICY", "always_update", NULL };
+    const char *const env2[] = { var, value, NULL };
+    int policy_var = strcmp(var, "STABLEGRAPH_POLICY") == 0;
+    CHECK_EQ(parse(policy_var ? env2 : env), 1);
+    CHECK_EQ(cfg.policy, SG_POLICY_OFF);
+    CHECK(strstr(cfg.errors[0], var) != NULL);
+    CHECK(strstr(cfg.errors[0], accepted) != NULL);
+    char quoted[80];
+    snprintf(quoted, sizeof quoted, "\"%.40s", value);
+    CHECK(strstr(cfg.errors[0], quoted) != NULL);
+}
+
+TEST(bad_values)
+{
+    check_bad("STABLEGRAPH_POLICY", "fast", "off|always_update|skip_temp|skip_profiled");
+    check_bad("STABLEGRAPH_POLICY", "", "off|always_update|skip_temp|skip_profiled");
+    check_bad("STABLEGRAPH_POLICY", "OFF", "off|always_update");
+    check_bad("STABLEGRAPH_LOG", "verbose", "error|warn|info|debug");
+    check_bad("STABLEGRAPH_STRICT", "yes", "0|1");
+    check_bad("STABLEGRAPH_REPORT", "/tmp/r-%q.json", "%p pid");
+    check_bad("STABLEGRAPH_REPORT", "/tmp/r-%", "%p pid");
+    check_bad("STABLEGRAPH_REPORT", "", "%p pid");
+    check_bad("STABLEGRAPH_LOG_FILE", "", "a file path");
+}
+
+TEST(bad_log_keeps_default_level)
+{
+    const char *const env[] = { "STABLEGRAPH_LOG", "loud", NULL };
+    CHECK_EQ(parse(env), 1);
+    CHECK_EQ(cfg.log_level, SG_LOG_WARN);
+}
+
+TEST(overlong_values)
+{
+    static char big[SG_CONFIG_VALUE_MAX + 2];
+    memset(big, 'a', sizeof big - 1);
+    const char *const env[] = { "STABLEGRAPH_REPORT", big, NULL };
+    CHECK_EQ(parse(env), 1);
+    CHECK(strstr(cfg.errors[0], "too long") != NULL);
+    CHECK(cfg.report[0] == '\0');
+    big[SG_CONFIG_VALUE_MAX] = '\0';  /* exactly the maximum is fine */
+    CHECK_EQ(parse(env), 0);
+    CHECK_EQ(strlen(cfg.report), SG_CONFIG_VALUE_MAX);
+}
+
+TEST(several_bad_values)
+{
+    const char *const env[] = { "STABLEGRAPH_POLICY", "x", "STABLEGRAPH_LOG", "y",
+                                "STABLEGRAPH_STRICT", "1", NULL };
+    CHECK_EQ(parse(env), 2);
+    CHECK_EQ(cfg.strict, 1);
+    CHECK(strstr(cfg.errors[0], "STABLEGRAPH_POLICY") != NULL);
+    CHECK(strstr(cfg.errors[1], "STABLEGRAPH_LOG") != NULL);
+}
+
+int main(void)
+{
+    RUN(defaults);
+    RUN(every_policy);
+    RUN(every_log_level);
+    RUN(paths_and_strict);
+    RUN(bad_values);
+    RUN(bad_log_keeps_default_level);
+    RUN(overlong_values);
+    RUN(several_bad_values);
+    return check_done();
+}
