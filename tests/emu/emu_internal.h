@@ -280,6 +280,16 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op);
 CUresult emu_capture_event_record(emu_stream *s, CUevent ev);
 /* Returns 1 if ev was recorded in a capture and s now joins it (handled). */
 int emu_capture_event_wait(emu_stream *s, CUevent ev, CUresult *res);
+/* Invalidates the capture in progress on s, if any (for stream operations
+ * that cannot be captured). */
+void emu_capture_invalidate(emu_stream *s);
+/* Frees an event's capture-time state (ev->cap) under the capture lock: call
+ * it when the event is recorded outside capture or destroyed. */
+void emu_capture_event_forget(CUevent ev);
+
+/* The context a function's module was loaded in (emu_stream.c); NULL if the
+ * function is not alive. */
+CUcontext emu_func_ctx(CUfunction f);
 
 /* ------------------------------------------------------------------------
  * emu_stream.c: events (shared so graphs can hold event nodes)

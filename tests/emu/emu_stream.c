@@ -51,11 +51,6 @@
 #include <unistd.h>
 #include <uthash.h>
 
-/* Invalidates the capture in progress on s (emu_graph.c). Optional: declared
- * weak because it is not part of emu_internal.h yet; without it the capture
- * just keeps going and the call still fails. */
-void emu_capture_invalidate(emu_stream *s) __attribute__((weak));
-
 /* ------------------------------------------------------------------------
  * Types
  * ---------------------------------------------------------------------- */
@@ -425,7 +420,7 @@ void emu_stream_set_capture(emu_stream *s, struct emu_capture *c)
 
 static void capture_invalidate(emu_stream *s)
 {
-    if (emu_capture_invalidate) emu_capture_invalidate(s);
+    emu_capture_invalidate(s);
 }
 
 /* ------------------------------------------------------------------------
@@ -964,6 +959,7 @@ static void event_unref(emu_event *e)
 {
     if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     emu_stream *s = e->pub.stream;
+    emu_capture_event_forget(&e->pub);
     free(e);
     if (s) stream_unref(s);
 }
@@ -1040,9 +1036,11 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
         e->pub.seq = seq;
         e->pub.recorded = 1;
         e->pub.time_ms = 0;
-        e->pub.cap = NULL;
     }
     pthread_mutex_unlock(&ev_lock);
+    /* An ordinary record replaces any capture-time record (outside ev_lock:
+     * the capture lock is never taken under it). */
+    if (r == CUDA_SUCCESS) emu_capture_event_forget(&e->pub);
     if (old) stream_unref(old);
     return r;
 }
@@ -1153,6 +1151,11 @@ static CUresult stream_wait_event(CUstream h, int pt, CUevent ev, unsigned flags
     if (!ev || !emu_handle_ok(ev, EMU_K_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
+    if ((flags & CU_EVENT_WAIT_EXTERNAL) && emu_stream_capture(s)) {
+        /* External event wait nodes are not emulated. */
+        capture_invalidate(s);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     if (emu_capture_event_wait(s, ev, &r)) return r;
     /* A capturing stream that waits on an event recorded outside capture
      * gains no dependency in the graph: nothing to queue. */
@@ -1869,8 +1872,6 @@ EMU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
     return CUDA_SUCCESS;
 }
 
-/* The context a function was loaded in (emu_graph.c asks, weakly). */
-CUcontext emu_func_ctx(CUfunction f);
 CUcontext emu_func_ctx(CUfunction f)
 {
     return f && emu_handle_ok(f, EMU_K_FUNC) ? f->mod->ctx : NULL;

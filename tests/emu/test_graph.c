@@ -1,0 +1,626 @@
+/*
+ * test_graph.c: graphs built through the node API on the emulated driver:
+ * launches compute what eager work computes, in dependency order; node
+ * parameters read back and set; graph structure queries; instantiate
+ * variants; cuGraphExecUpdate (topology, node type and parameter checks, the
+ * result info, and that a successful update changes the next launch); exec
+ * node set-params (rules, and no effect on a launch already queued); launches
+ * of one exec serialised across streams; destroying an exec in flight.
+ */
+#include "graph_util.h"
+
+/* The legacy ELF names, which cuda.h maps to newer ones. */
+#undef cuGraphInstantiate
+#undef cuGraphExecUpdate
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                    char *logBuffer, size_t bufferSize);
+CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                       char *logBuffer, size_t bufferSize);
+CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+                                   CUgraphExecUpdateResult *updateResult_out);
+
+#define SLOW_US 200000u   /* keeps a stream busy while the test changes things */
+
+static CUgraphNode add_fill(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr p, uint32_t v)
+{
+    gu_args a;
+    gu_kp_fill(&a, p, v);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &a);
+    CUgraphNode nd = NULL;
+    CHECK_CU(cuGraphAddKernelNode(&nd, g, deps, n, &kp), CUDA_SUCCESS);
+    return nd;
+}
+
+static CUgraphNode add_affine(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr p, uint32_t mul, uint32_t add)
+{
+    gu_args a;
+    gu_kp_affine(&a, p, mul, add);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_affine, &a);
+    CUgraphNode nd = NULL;
+    CHECK_CU(cuGraphAddKernelNode(&nd, g, deps, n, &kp), CUDA_SUCCESS);
+    return nd;
+}
+
+static CUDA_MEMCPY3D copy_1d(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src;
+    c.dstDevice = dst;
+    c.WidthInBytes = bytes;
+    c.Height = c.Depth = 1;
+    return c;
+}
+
+static CUDA_MEMSET_NODE_PARAMS set_1d(CUdeviceptr dst, uint32_t v)
+{
+    CUDA_MEMSET_NODE_PARAMS m = { .dst = dst, .value = v, .elementSize = 4, .width = N_ELEMS, .height = 1 };
+    return m;
+}
+
+/* The gu_eager_sequence work as a hand-built graph (a chain of 4 nodes). */
+static CUgraph build_sequence(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUgraphNode out[4])
+{
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS ms = set_1d(a, 3);
+    CHECK_CU(cuGraphAddMemsetNode(&out[0], g, NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
+    out[1] = add_affine(g, &out[0], 1, a, 5, 2);
+    CUDA_MEMCPY3D cp = copy_1d(b, a, N_ELEMS * sizeof(uint32_t));
+    CHECK_CU(cuGraphAddMemcpyNode(&out[2], g, &out[1], 1, &cp, g_ctx), CUDA_SUCCESS);
+    gu_args ad;
+    gu_kp_add(&ad, c, a, b);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_add, &ad);
+    CHECK_CU(cuGraphAddKernelNode(&out[3], g, &out[2], 1, &kp), CUDA_SUCCESS);
+    return g;
+}
+
+static CUresult run_exec(CUgraphExec e, CUstream s)
+{
+    CUresult r = cuGraphLaunch(e, s);
+    return r != CUDA_SUCCESS ? r : cuStreamSynchronize(s);
+}
+
+TEST(built_graph_matches_eager)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc(), b = gu_alloc(), c = gu_alloc();
+    CUdeviceptr ea = gu_alloc(), eb = gu_alloc(), ec = gu_alloc();
+    CHECK_CU(gu_eager_sequence(s, ea, eb, ec), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+
+    CUgraphNode nd[4];
+    CUgraph g = build_sequence(a, b, c, nd);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    uint32_t got[N_ELEMS], ref[N_ELEMS];
+    gu_read(c, got);
+    gu_read(ec, ref);
+    CHECK(memcmp(got, ref, sizeof got) == 0);
+    CHECK(gu_all(c, GU_SEQUENCE_C));
+    /* A second launch recomputes from scratch (the memset resets a). */
+    CHECK_CU(cuMemsetD32(c, 0, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(c, GU_SEQUENCE_C));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+/* Nodes added in an order that is not the dependency order still run in
+ * dependency order: affine(x2) must run after fill, and affine(+1) last. */
+TEST(launch_runs_in_dependency_order)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc();
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUgraphNode last = add_affine(g, NULL, 0, a, 1, 1);     /* added first, runs last */
+    CUgraphNode mid = add_affine(g, NULL, 0, a, 2, 0);
+    CUgraphNode first = add_fill(g, NULL, 0, a, 5);
+    CUgraphNode from[2] = { first, mid }, to[2] = { mid, last };
+    CHECK_CU(cuGraphAddDependencies(g, from, to, NULL, 2), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddDependencies(g, from, to, NULL, 1), CUDA_ERROR_INVALID_VALUE);  /* exists */
+    CHECK_CU(cuGraphAddDependencies(g, &first, &first, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    size_t nroots = 0;
+    CUgraphNode root = NULL;
+    nroots = 1;
+    CHECK_CU(cuGraphGetRootNodes(g, &root, &nroots), CUDA_SUCCESS);
+    CHECK_EQ(nroots, 1);
+    CHECK(root == first);
+    CUgraphNode ef[3], et[3];
+    size_t ne = 3;
+    CHECK_CU(cuGraphGetEdges(g, ef, et, NULL, &ne), CUDA_SUCCESS);
+    CHECK_EQ(ne, 2);
+    CHECK(ef[0] == first && et[0] == mid && ef[1] == mid && et[1] == last);
+    CHECK(ef[2] == NULL && et[2] == NULL);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 11));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    /* A cycle cannot be instantiated. */
+    CHECK_CU(cuGraphAddDependencies(g, &last, &first, NULL, 1), CUDA_SUCCESS);
+    CUDA_GRAPH_INSTANTIATE_PARAMS ip = { 0 };
+    e = NULL;
+    CHECK_CU(cuGraphInstantiateWithParams(&e, g, &ip), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(ip.result_out, CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE);
+    CHECK(ip.hErrNode_out != NULL);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST(node_params_get_and_set)
+{
+    CUdeviceptr a = gu_alloc(), b = gu_alloc();
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    gu_args args;
+    gu_kp_affine(&args, a, 6, 9);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_affine, &args);
+    kp.gridDimX = 3;
+    kp.sharedMemBytes = 128;
+    CUgraphNode kn;
+    CHECK_CU(cuGraphAddKernelNode(&kn, g, NULL, 0, &kp), CUDA_SUCCESS);
+    args.u0 = 1000;   /* the node copied its arguments */
+    CUDA_KERNEL_NODE_PARAMS got;
+    memset(&got, 0xcd, sizeof got);
+    CHECK_CU(cuGraphKernelNodeGetParams(kn, &got), CUDA_SUCCESS);
+    CHECK(got.func == k_affine);
+    CHECK_EQ(got.gridDimX, 3);
+    CHECK_EQ(got.sharedMemBytes, 128);
+    CHECK(got.extra == NULL);
+    CHECK(got.kernelParams != NULL && got.kernelParams != args.kp);
+    CHECK_EQ(*(CUdeviceptr *)got.kernelParams[0], a);
+    CHECK_EQ(*(uint32_t *)got.kernelParams[1], 6);
+    CHECK_EQ(*(uint32_t *)got.kernelParams[2], 9);
+    /* Set through the returned storage, the usual get-modify-set pattern. */
+    uint32_t nine = 9;
+    got.kernelParams[1] = &nine;
+    CHECK_CU(cuGraphKernelNodeSetParams(kn, &got), CUDA_SUCCESS);
+    CUDA_KERNEL_NODE_PARAMS again;
+    CHECK_CU(cuGraphKernelNodeGetParams(kn, &again), CUDA_SUCCESS);
+    CHECK_EQ(*(uint32_t *)again.kernelParams[1], 9);
+    CHECK_EQ(*(CUdeviceptr *)again.kernelParams[0], a);
+
+    /* Memcpy and memset nodes. */
+    CUDA_MEMCPY3D cp = copy_1d(b, a, 64), cg;
+    CUgraphNode mn, sn, hn;
+    CHECK_CU(cuGraphAddMemcpyNode(&mn, g, &kn, 1, &cp, g_ctx), CUDA_SUCCESS);
+    CHECK_CU(cuGraphMemcpyNodeGetParams(mn, &cg), CUDA_SUCCESS);
+    CHECK(cg.dstDevice == b && cg.srcDevice == a && cg.WidthInBytes == 64);
+    cp.WidthInBytes = 32;
+    CHECK_CU(cuGraphMemcpyNodeSetParams(mn, &cp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphMemcpyNodeGetParams(mn, &cg), CUDA_SUCCESS);
+    CHECK_EQ(cg.WidthInBytes, 32);
+    CUDA_MEMSET_NODE_PARAMS ms = set_1d(b, 4), mg;
+    CHECK_CU(cuGraphAddMemsetNode(&sn, g, NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
+    CHECK_CU(cuGraphMemsetNodeGetParams(sn, &mg), CUDA_SUCCESS);
+    CHECK(mg.dst == b && mg.value == 4 && mg.width == N_ELEMS);
+    ms.elementSize = 3;
+    CHECK_CU(cuGraphMemsetNodeSetParams(sn, &ms), CUDA_ERROR_INVALID_VALUE);
+    /* Wrong node kinds. */
+    CHECK_CU(cuGraphMemsetNodeGetParams(kn, &mg), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphKernelNodeGetParams(sn, &got), CUDA_ERROR_INVALID_VALUE);
+
+    /* The generic API: add an empty node, reject unsupported types, set. */
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    CHECK_CU(cuGraphAddNode(&hn, g, &mn, NULL, 1, &np), CUDA_SUCCESS);
+    CUgraphNodeType t;
+    CHECK_CU(cuGraphNodeGetType(hn, &t), CUDA_SUCCESS);
+    CHECK_EQ(t, CU_GRAPH_NODE_TYPE_EMPTY);
+    np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    CUgraphNode bad;
+    CHECK_CU(cuGraphAddNode(&bad, g, NULL, NULL, 0, &np), CUDA_ERROR_NOT_SUPPORTED);
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    np.memset.dst = a; np.memset.value = 8; np.memset.elementSize = 4;
+    np.memset.width = N_ELEMS; np.memset.height = 1; np.memset.ctx = g_ctx;
+    CHECK_CU(cuGraphNodeSetParams(sn, &np), CUDA_SUCCESS);
+    CHECK_CU(cuGraphMemsetNodeGetParams(sn, &mg), CUDA_SUCCESS);
+    CHECK(mg.dst == a && mg.value == 8);
+    CHECK_CU(cuGraphNodeSetParams(kn, &np), CUDA_ERROR_INVALID_VALUE);   /* type mismatch */
+    size_t nn = 0;
+    CHECK_CU(cuGraphGetNodes(g, NULL, &nn), CUDA_SUCCESS);
+    CHECK_EQ(nn, 4);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphNodeGetType(kn, &t), CUDA_ERROR_INVALID_VALUE);       /* gone with the graph */
+}
+
+/* ------------------------------------------------------------------ update */
+
+/* g0: fill(x) -> affine(x). */
+static CUgraph two_node_graph(CUdeviceptr x, uint32_t v, CUgraphNode nd[2])
+{
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    nd[0] = add_fill(g, NULL, 0, x, v);
+    nd[1] = add_affine(g, &nd[0], 1, x, 2, 1);
+    return g;
+}
+
+static void check_update_fails(CUgraphExec e, CUgraph g, CUgraphExecUpdateResult want,
+                               CUgraphNode want_node, CUgraphNode want_from)
+{
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0xee, sizeof info);
+    CHECK_CU(cuGraphExecUpdate_v2(e, g, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, want);
+    CHECK(info.errorNode == want_node);
+    CHECK(info.errorFromNode == want_from);
+}
+
+TEST(update_detects_topology_and_type_changes)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr x = gu_alloc(), y = gu_alloc();
+    CUgraphNode n0[2];
+    CUgraph g0 = two_node_graph(x, 3, n0);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g0, 0), CUDA_SUCCESS);
+
+    /* Another node count: errorNode NULL. */
+    CUgraphNode n1[3];
+    CUgraph g1 = two_node_graph(y, 4, n1);
+    n1[2] = add_fill(g1, NULL, 0, y, 1);
+    check_update_fails(e, g1, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, NULL, NULL);
+
+    /* Same count, a node with another number of dependencies: errorNode is
+     * that node of the new graph. */
+    CUgraph g2;
+    CUgraphNode n2[2];
+    CHECK_CU(cuGraphCreate(&g2, 0), CUDA_SUCCESS);
+    n2[0] = add_fill(g2, NULL, 0, y, 4);
+    n2[1] = add_affine(g2, NULL, 0, y, 2, 1);
+    check_update_fails(e, g2, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, n2[1], NULL);
+
+    /* Same counts, a dependency on another node: errorFromNode names it. */
+    CUgraph g3;
+    CUgraphNode n3[3];
+    CUgraphNode e0[2];
+    CUgraph g0b;
+    CHECK_CU(cuGraphCreate(&g0b, 0), CUDA_SUCCESS);   /* a -> c, b */
+    e0[0] = add_fill(g0b, NULL, 0, x, 1);
+    e0[1] = add_fill(g0b, NULL, 0, y, 1);
+    add_affine(g0b, &e0[0], 1, x, 1, 1);
+    CUgraphExec e3;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e3, g0b, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphCreate(&g3, 0), CUDA_SUCCESS);    /* a, b -> c */
+    n3[0] = add_fill(g3, NULL, 0, x, 1);
+    n3[1] = add_fill(g3, NULL, 0, y, 1);
+    n3[2] = add_affine(g3, &n3[1], 1, x, 1, 1);
+    check_update_fails(e3, g3, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, n3[2], n3[1]);
+
+    /* Node type changed. */
+    CUgraph g4;
+    CUgraphNode n4[2];
+    CHECK_CU(cuGraphCreate(&g4, 0), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS ms = set_1d(y, 4);
+    CHECK_CU(cuGraphAddMemsetNode(&n4[0], g4, NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
+    n4[1] = add_affine(g4, &n4[0], 1, y, 2, 1);
+    check_update_fails(e, g4, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, n4[0], NULL);
+
+    /* The legacy entry point reports the same. */
+    CUgraphNode err = NULL;
+    CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    CHECK_CU(cuGraphExecUpdate(e, g4, &err, &res), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(res, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+    CHECK(err == n4[0]);
+
+    /* After all these failures the exec is unchanged: x = 3*2+1, y untouched. */
+    CHECK_CU(cuMemsetD32(y, 0, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(x, 7));
+    CHECK(gu_all(y, 0));
+
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e3), CUDA_SUCCESS);
+    CUgraph gs[] = { g0, g1, g2, g3, g4, g0b };
+    for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) CHECK_CU(cuGraphDestroy(gs[i]), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST(update_success_changes_next_launch)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr x = gu_alloc(), y = gu_alloc();
+    CUgraphNode n0[2], n1[2];
+    CUgraph g0 = two_node_graph(x, 3, n0), g1 = two_node_graph(y, 10, n1);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(y, 0, N_ELEMS), CUDA_SUCCESS);
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0xee, sizeof info);
+    CHECK_CU(cuGraphExecUpdate_v2(e, g1, &info), CUDA_SUCCESS);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    CHECK(info.errorNode == NULL && info.errorFromNode == NULL);
+    CHECK_CU(cuMemsetD32(x, 0, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(y, 21));   /* the new graph's buffer and values */
+    CHECK(gu_all(x, 0));    /* the old one no longer touched */
+    /* Exec nodes are still named by the original graph's nodes. */
+    gu_args a;
+    gu_kp_fill(&a, y, 1);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &a);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, n0[0], &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, n1[0], &kp), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(y, 3));
+    /* Legacy update, memset parameter rules: a 2D memset may not change shape. */
+    CUgraph m0, m1;
+    CUgraphNode mn0, mn1;
+    CHECK_CU(cuGraphCreate(&m0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphCreate(&m1, 0), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS s2 = { .dst = x, .pitch = 64, .value = 1, .elementSize = 4, .width = 8, .height = 4 };
+    CHECK_CU(cuGraphAddMemsetNode(&mn0, m0, NULL, 0, &s2, g_ctx), CUDA_SUCCESS);
+    s2.width = 4;
+    CHECK_CU(cuGraphAddMemsetNode(&mn1, m1, NULL, 0, &s2, g_ctx), CUDA_SUCCESS);
+    CUgraphExec me;
+    CUgraphNode err = NULL;
+    CHECK_CU(cuGraphInstantiate(&me, m0, &err, NULL, 0), CUDA_SUCCESS);   /* legacy v1 */
+    CUgraphExecUpdateResult res;
+    CHECK_CU(cuGraphExecUpdate(me, m1, &err, &res), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(res, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+    CHECK(err == mn1);
+    /* Address and value may change: legacy update succeeds. */
+    s2.width = 8; s2.dst = y; s2.value = 77;
+    CHECK_CU(cuGraphMemsetNodeSetParams(mn1, &s2), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate(me, m1, &err, &res), CUDA_SUCCESS);
+    CHECK_EQ(res, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    CHECK(err == NULL);
+    CHECK_CU(cuMemsetD32(y, 0, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(run_exec(me, s), CUDA_SUCCESS);
+    uint32_t h[N_ELEMS];
+    gu_read(y, h);
+    CHECK_EQ(h[0], 77); CHECK_EQ(h[7], 77); CHECK_EQ(h[8], 0); CHECK_EQ(h[16], 77); CHECK_EQ(h[63], 0);
+    CHECK_CU(cuGraphExecDestroy(me), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g1), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(m0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(m1), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+/* ---------------------------------------------------------- exec set params */
+
+TEST(exec_set_params_spares_queued_launch)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr x = gu_alloc(), z = gu_alloc();
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUgraphNode kn = add_fill(g, NULL, 0, x, 1);
+    CUDA_MEMSET_NODE_PARAMS ms = set_1d(z, 5);
+    CUgraphNode sn;
+    CHECK_CU(cuGraphAddMemsetNode(&sn, g, &kn, 1, &ms, g_ctx), CUDA_SUCCESS);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(x, 0, N_ELEMS), CUDA_SUCCESS);
+
+    gu_args slow;
+    CUdeviceptr w = gu_alloc();
+    gu_kp_slow(&slow, w, 1, SLOW_US);
+    CHECK_CU(gu_launch(k_slow, s, &slow), CUDA_SUCCESS);     /* keeps the launch queued */
+    CHECK_CU(cuGraphLaunch(e, s), CUDA_SUCCESS);
+    gu_args a;
+    gu_kp_fill(&a, x, 2);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &a);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, kn, &kp), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS ms2 = set_1d(z, 6);
+    CHECK_CU(cuGraphExecMemsetNodeSetParams(e, sn, &ms2, g_ctx), CUDA_SUCCESS);
+    CHECK_CU(cuStreamQuery(s), CUDA_ERROR_NOT_READY);        /* really still queued */
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(gu_all(x, 1));   /* the queued launch used its own snapshot */
+    CHECK(gu_all(z, 5));
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(x, 2));   /* later launches see the change */
+    CHECK(gu_all(z, 6));
+    /* The graph's node itself is not modified. */
+    CUDA_KERNEL_NODE_PARAMS got;
+    CHECK_CU(cuGraphKernelNodeGetParams(kn, &got), CUDA_SUCCESS);
+    CHECK_EQ(*(uint32_t *)got.kernelParams[1], 1);
+
+    /* Rules: a node of another graph, a type mismatch, a 2D memset change. */
+    CUgraph other;
+    CHECK_CU(cuGraphCreate(&other, 0), CUDA_SUCCESS);
+    CUgraphNode on = add_fill(other, NULL, 0, x, 3);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, on, &kp), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, sn, &kp), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMSET_NODE_PARAMS ms3 = { .dst = z, .pitch = 64, .value = 1, .elementSize = 4, .width = 8, .height = 2 };
+    CHECK_CU(cuGraphExecMemsetNodeSetParams(e, sn, &ms3, g_ctx), CUDA_ERROR_INVALID_VALUE);
+    /* The generic entry point. */
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    gu_args b;
+    gu_kp_fill(&b, x, 4);
+    np.kernel.func = k_fill;
+    np.kernel.gridDimX = np.kernel.gridDimY = np.kernel.gridDimZ = 1;
+    np.kernel.blockDimX = np.kernel.blockDimY = np.kernel.blockDimZ = 1;
+    np.kernel.kernelParams = b.kp;
+    CHECK_CU(cuGraphExecNodeSetParams(e, kn, &np), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(x, 4));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(other), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST(exec_memcpy_set_params)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc(), b = gu_alloc(), c = gu_alloc();
+    CHECK_CU(cuMemsetD32(a, 12, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(b, 0, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(c, 0, N_ELEMS), CUDA_SUCCESS);
+    CUgraph g;
+    CUgraphNode mn;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUDA_MEMCPY3D cp = copy_1d(b, a, N_ELEMS * 4);
+    CHECK_CU(cuGraphAddMemcpyNode(&mn, g, NULL, 0, &cp, g_ctx), CUDA_SUCCESS);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CUDA_MEMCPY3D cp2 = copy_1d(c, a, N_ELEMS * 4);
+    CHECK_CU(cuGraphExecMemcpyNodeSetParams(e, mn, &cp2, g_ctx), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(c, 12));
+    CHECK(gu_all(b, 0));
+    /* Memory type may not change; zero-length copies are refused. */
+    uint32_t host[N_ELEMS];
+    CUDA_MEMCPY3D cp3 = cp2;
+    cp3.dstMemoryType = CU_MEMORYTYPE_HOST;
+    cp3.dstHost = host;
+    CHECK_CU(cuGraphExecMemcpyNodeSetParams(e, mn, &cp3, g_ctx), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY3D cp4 = cp2;
+    cp4.WidthInBytes = 0;
+    CHECK_CU(cuGraphExecMemcpyNodeSetParams(e, mn, &cp4, g_ctx), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+/* Launch 1 (queued behind a slow kernel on s1) then launch 2 on idle s2:
+ * launch 2 must wait for launch 1. affine(x,1,5) then affine(x,3,0) on x=1
+ * gives 18; the other order would give 8. */
+TEST(launches_of_one_exec_are_serialised)
+{
+    CUstream s1, s2;
+    CHECK_CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr x = gu_alloc(), w = gu_alloc();
+    CHECK_CU(cuMemsetD32(x, 1, N_ELEMS), CUDA_SUCCESS);
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUgraphNode kn = add_affine(g, NULL, 0, x, 1, 5);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    gu_args slow;
+    gu_kp_slow(&slow, w, 1, SLOW_US);
+    CHECK_CU(gu_launch(k_slow, s1, &slow), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, s1), CUDA_SUCCESS);
+    gu_args a;
+    gu_kp_affine(&a, x, 3, 0);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_affine, &a);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, kn, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, s2), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s2), CUDA_SUCCESS);
+    CHECK_CU(cuStreamQuery(s1), CUDA_SUCCESS);   /* launch 2 finished, so launch 1 did */
+    CHECK(gu_all(x, 18));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s1), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s2), CUDA_SUCCESS);
+}
+
+TEST(exec_destroyed_while_in_flight)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr x = gu_alloc(), w = gu_alloc();
+    CHECK_CU(cuMemsetD32(x, 0, N_ELEMS), CUDA_SUCCESS);
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    add_fill(g, NULL, 0, x, 42);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    gu_args slow;
+    gu_kp_slow(&slow, w, 1, SLOW_US);
+    CHECK_CU(gu_launch(k_slow, s, &slow), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, s), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(gu_all(x, 42));  /* the launch still ran, whole */
+    CHECK_CU(cuGraphLaunch(e, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST(instantiate_variants)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc(), b = gu_alloc(), c = gu_alloc();
+    CUgraphNode nd[4];
+    CUgraph g = build_sequence(a, b, c, nd);
+    CUgraphExec e[4];
+    CUgraphNode err = (CUgraphNode)(uintptr_t)1;
+    char log[64] = "junk";
+    CHECK_CU(cuGraphInstantiate(&e[0], g, &err, log, sizeof log), CUDA_SUCCESS);     /* legacy v1 */
+    CHECK(err == NULL);
+    CHECK_CU(cuGraphInstantiate_v2(&e[1], g, &err, log, sizeof log), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e[2], g, 0), CUDA_SUCCESS);
+    CUDA_GRAPH_INSTANTIATE_PARAMS ip = { .flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, .hUploadStream = s,
+                                         .hErrNode_out = (CUgraphNode)(uintptr_t)1,
+                                         .result_out = CUDA_GRAPH_INSTANTIATE_ERROR };
+    CHECK_CU(cuGraphInstantiateWithParams(&e[3], g, &ip), CUDA_SUCCESS);
+    CHECK_EQ(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+    CHECK(ip.hErrNode_out == NULL);
+    cuuint64_t fl = 99;
+    CHECK_CU(cuGraphExecGetFlags(e[3], &fl), CUDA_SUCCESS);
+    CHECK_EQ(fl, 0);   /* UPLOAD is not reported */
+    for (int i = 0; i < 4; i++) {
+        CHECK_CU(cuMemsetD32(c, 0, N_ELEMS), CUDA_SUCCESS);
+        CHECK_CU(run_exec(e[i], s), CUDA_SUCCESS);
+        CHECK(gu_all(c, GU_SEQUENCE_C));
+        CHECK_CU(cuGraphUpload(e[i], s), CUDA_SUCCESS);
+        CHECK_CU(cuGraphExecDestroy(e[i]), CUDA_SUCCESS);
+    }
+    CUgraphExec bad;
+    CHECK_CU(cuGraphInstantiateWithFlags(&bad, g, 1ull << 40), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphInstantiateWithFlags(&bad, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST(clone_is_independent)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc(), b = gu_alloc(), c = gu_alloc();
+    CUgraphNode nd[4];
+    CUgraph g = build_sequence(a, b, c, nd), cl;
+    CHECK_CU(cuGraphClone(&cl, g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    size_t ne = 0, nn = 0;
+    CHECK_CU(cuGraphGetNodes(cl, NULL, &nn), CUDA_SUCCESS);
+    CHECK_CU(cuGraphGetEdges(cl, NULL, NULL, NULL, &ne), CUDA_SUCCESS);
+    CHECK_EQ(nn, 4);
+    CHECK_EQ(ne, 3);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, cl, 0), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(c, GU_SEQUENCE_C));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(cl), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+int main(void)
+{
+    gu_setup();
+    RUN(built_graph_matches_eager);
+    RUN(launch_runs_in_dependency_order);
+    RUN(node_params_get_and_set);
+    RUN(update_detects_topology_and_type_changes);
+    RUN(update_success_changes_next_launch);
+    RUN(exec_set_params_spares_queued_launch);
+    RUN(exec_memcpy_set_params);
+    RUN(launches_of_one_exec_are_serialised);
+    RUN(exec_destroyed_while_in_flight);
+    RUN(instantiate_variants);
+    RUN(clone_is_independent);
+    return check_done();
+}
