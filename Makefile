@@ -97,8 +97,17 @@ $(BUILD)/obj/%.o: %.c
 -include interpose/interpose.mk
 
 # ---------------------------------------------------------------- tests
+# Sanitizer builds leave a marker so tests/run.sh can set the runtime's
+# options (e.g. uninstrumented tools such as bash that inherit LD_PRELOAD).
+$(BUILD)/san.cfg: FORCE
+	@mkdir -p $(@D)
+	@echo '$(SAN)' | cmp -s - $@ || echo '$(SAN)' > $@
+FORCE:
+.PHONY: FORCE
+all: $(BUILD)/san.cfg
+
 test: all
-	tests/run.sh
+	BUILD=$(abspath $(BUILD)) tests/run.sh
 
 check-all: test
 

@@ -9,7 +9,8 @@
  * Locks:
  *   - stat list: lock-free (atomic push of each entry's static record).
  *   - handle_lock guards the handle registry (handles).
- *   - ctx_lock guards the primary-context table (primary[]) and peer access.
+ *   - emu_ctx_lock guards the primary-context table (emu_primary[]) and the
+ *     list of destroyed contexts (emu_dead_ctxs).
  *     Never held while calling into streams (emu_streams_*), which may block.
  *   Current contexts are thread-local and need no lock.
  */
@@ -459,6 +460,7 @@ static struct {
     int refs;            /* retains minus releases */
     unsigned flags;
 } emu_primary[8];        /* guarded by emu_ctx_lock */
+static CUcontext emu_dead_ctxs; /* destroyed created contexts; guarded by emu_ctx_lock */
 
 CUcontext emu_ctx_current(void) { return emu_ctx_depth ? emu_ctx_stack[emu_ctx_depth - 1] : NULL; }
 
@@ -506,7 +508,12 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
         c->destroyed = 1;
         emu_handle_del(c);
         /* The struct is kept (not freed): other threads may still hold it as
-         * their current context and must see CONTEXT_IS_DESTROYED, not freed memory. */
+         * their current context and must see CONTEXT_IS_DESTROYED, not freed
+         * memory. The list keeps it reachable (it is not a leak). */
+        pthread_mutex_lock(&emu_ctx_lock);
+        c->dead_next = emu_dead_ctxs;
+        emu_dead_ctxs = c;
+        pthread_mutex_unlock(&emu_ctx_lock);
     }
 }
 

@@ -132,6 +132,7 @@ struct CUctx_st {
     int destroyed;
     struct emu_stream *legacy;  /* the legacy default stream (emu_stream.c creates it lazily) */
     pthread_mutex_t lock;       /* guards legacy creation */
+    struct CUctx_st *dead_next; /* destroyed contexts are kept on a list (emu_core.c) */
 };
 
 /* The calling thread's current context; NULL if none. */
