@@ -495,10 +495,12 @@ static CUcontext emu_ctx_new(int dev, unsigned flags, int primary)
     return c;
 }
 
-/* Tears down a context's streams; the handle of a created context dies too. */
+/* Tears down a context's streams and allocations; the handle of a created
+ * context dies too. */
 static void emu_ctx_teardown(CUcontext c, int free_handle)
 {
     emu_streams_ctx_destroyed(c);
+    emu_mem_ctx_destroyed(c);
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;
     pthread_mutex_unlock(&c->lock);

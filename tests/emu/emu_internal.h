@@ -154,6 +154,10 @@ int emu_mem_find(CUdeviceptr p, emu_range *out);
 /* 1 if every byte of [p, p+n) lies in live device ranges that device `dev`
  * may access (VMM mappings: cuMemSetAccess gave dev read/write). */
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);
+/* Context teardown: frees every allocation (cuMemAlloc, stream-ordered,
+ * pinned host) the context made, as the driver does; VMM memory is not tied
+ * to a context and stays. Called after the context's streams are gone. */
+void emu_mem_ctx_destroyed(CUcontext ctx);
 /* Plain copy/set used by streams and graphs once validated. */
 void emu_mem_copy(void *dst, const void *src, size_t n);
 /* cuMemFreeAsync, at the call: marks the stream-ordered allocation at p as

@@ -237,6 +237,31 @@ static void block_release(mem_range *r)
     free(r);
 }
 
+void emu_mem_ctx_destroyed(CUcontext ctx)
+{
+    /* Collect under the lock, release (munmap) outside it. */
+    mem_range **dead = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&mem_lock);
+    dead = calloc(mem.ranges.n ? mem.ranges.n : 1, sizeof *dead);
+    for (size_t i = 0; dead && i < mem.ranges.n;) {
+        mem_range *r = (mem_range *)mem.ranges.v[i];
+        if (r->ctx == ctx && r->kind != RK_MAP) {
+            block_detach(r);        /* removes entry i: do not advance */
+            dead[n++] = r;
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (!dead) {
+        emu_log("out of host memory: allocations of context %p are not freed", (void *)ctx);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) block_release(dead[i]);
+    free(dead);
+}
+
 /* Which plain block kinds a free call accepts. */
 enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC, FREE_HOST = 1 << RK_HOST };
 

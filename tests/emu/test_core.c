@@ -117,6 +117,23 @@ TEST(created_contexts)
     CHECK_CU(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
 }
 
+TEST(teardown_frees_allocations)
+{
+    CUcontext c1 = NULL, c2 = NULL;
+    CUdeviceptr p = 0, base = 0;
+    size_t size = 0;
+    CHECK_CU(cuCtxCreate(&c1, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&p, 4096), CUDA_SUCCESS);
+    CHECK_CU(cuMemGetAddressRange(&base, &size, p), CUDA_SUCCESS);
+    CHECK_CU(cuCtxDestroy(c1), CUDA_SUCCESS);
+    CHECK_CU(cuCtxCreate(&c2, NULL, 0, 0), CUDA_SUCCESS);
+    /* The driver frees a context's memory with it. */
+    CHECK_CU(cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
+    CHECK_CU(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuCtxDestroy(c2), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     RUN(before_init);
@@ -124,5 +141,6 @@ int main(void)
     RUN(error_names);
     RUN(primary_context);
     RUN(created_contexts);
+    RUN(teardown_frees_allocations);
     return check_done();
 }
