@@ -10,7 +10,14 @@
  *     (emu_capture_event_record / emu_capture_event_wait);
  *   - graphs and their kernel, memcpy, memset, host and empty nodes, edges;
  *   - graph execs: instantiate (every variant), per-node set params, update
- *     (cuGraphExecUpdate_v2 and the legacy one), upload, launch, destroy.
+ *     (cuGraphExecUpdate_v2 and the legacy one), upload, launch, destroy;
+ *   - kernel node attributes (cuGraphKernelNodeGetAttribute / SetAttribute):
+ *     the ids CUDA documents as valid for graph nodes, stored per node with
+ *     CUDA's defaults (all zero except memSyncDomainMap.remote = 1), carried
+ *     by instantiate, cuGraphExecUpdate and clone like the rest of a node's
+ *     state and kept by the set-params calls (graph and exec). They have no
+ *     effect on how the emulation runs a kernel; other ids give
+ *     CUDA_ERROR_INVALID_VALUE.
  *
  * Model:
  *   - A node keeps its own copy of its parameters (kernel arguments packed by
@@ -96,6 +103,29 @@ static int edge_data_is_default(const CUgraphEdgeData *e)
 
 /* ============================================================ node params */
 
+/* Kernel node attribute ids are below this (CU_LAUNCH_ATTRIBUTE_*). */
+#define EMU_NODE_ATTR_IDS 17
+
+/* Whether `id` is an attribute CUDA documents as valid for graph nodes. */
+static int node_attr_valid(CUkernelNodeAttrID id)
+{
+    switch ((int)id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+    case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* The parameters of one node, owned (kernel arguments included). */
 typedef struct emu_nparams {
     CUgraphNodeType type;
@@ -105,6 +135,7 @@ typedef struct emu_nparams {
     CUDA_MEMCPY3D copy;             /* MEMCPY */
     CUDA_MEMSET_NODE_PARAMS set;    /* MEMSET */
     CUDA_HOST_NODE_PARAMS host;     /* HOST */
+    CUkernelNodeAttrValue attr[EMU_NODE_ATTR_IDS]; /* KERNEL: attributes by id */
 } emu_nparams;
 
 /* Kernel node input, whichever struct version it came in. */
@@ -179,6 +210,7 @@ static CUresult nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx)
     np->args = a;
     np->launch = *l;
     np->ctx = func_ctx(k->func, ctx);
+    np->attr[CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP].memSyncDomainMap.remote = 1;
     return CUDA_SUCCESS;
 }
 
@@ -443,10 +475,12 @@ static CUresult node_add_api(CUgraphNode *out, CUgraph g, const CUgraphNode *dep
     if (!(out) || !graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;            \
 } while (0)
 
-/* Replaces a graph node's parameters (same type required). */
+/* Replaces a graph node's parameters (same type required); a kernel node
+ * keeps its attributes. */
 static CUresult node_set(CUgraphNode nd, emu_nparams *p)
 {
     if (nd->p.type != p->type) { nparams_free(p); return CUDA_ERROR_INVALID_VALUE; }
+    memcpy(p->attr, nd->p.attr, sizeof p->attr);
     nparams_free(&nd->p);
     nd->p = *p;
     return CUDA_SUCCESS;
@@ -1305,6 +1339,33 @@ EMU_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *n
     return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
 }
 
+EMU_EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                                  CUkernelNodeAttrValue *value_out)
+{
+    EMU_ENTRY_INIT();
+    if (!value_out || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL) || !node_attr_valid(attr))
+        return CUDA_ERROR_INVALID_VALUE;
+    *value_out = hNode->p.attr[attr];
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                                  const CUkernelNodeAttrValue *value)
+{
+    EMU_ENTRY_INIT();
+    if (!value || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL) || !node_attr_valid(attr))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attr == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) {
+        /* 0 or 1, and a device-updatable node cannot opt out */
+        int want = value->deviceUpdatableKernelNode.deviceUpdatable;
+        if ((want != 0 && want != 1) ||
+            (!want && hNode->p.attr[attr].deviceUpdatableKernelNode.deviceUpdatable))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    hNode->p.attr[attr] = *value;
+    return CUDA_SUCCESS;
+}
+
 EMU_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
     EMU_ENTRY_INIT();
@@ -1466,6 +1527,7 @@ typedef struct exec_node {
     emu_nparams p;
     size_t ndeps;
     size_t *deps;                   /* indices of its dependencies, in edge order */
+    int disabled;                   /* cuGraphNodeSetEnabled(…, 0); guarded by the exec's lock */
 } exec_node;
 
 /* Completion of one launch; launches of an exec wait for the previous one. */
@@ -1690,6 +1752,11 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
             r = CUDA_ERROR_INVALID_HANDLE;
             break;
         }
+        if (e->nodes[e->order[i]].disabled) {
+            snap[i].type = CU_GRAPH_NODE_TYPE_EMPTY;    /* a disabled node does nothing */
+            lw->n = i + 1;
+            continue;
+        }
         if (!nparams_copy(&snap[i], p)) { r = CUDA_ERROR_OUT_OF_MEMORY; break; }
         lw->n = i + 1;
         switch (p->type) {
@@ -1845,6 +1912,7 @@ static CUresult exec_set(CUgraphExec e, CUgraphNode h, emu_nparams *p)
     }
     pthread_mutex_lock(&e->lock);
     emu_nparams old = x->p;
+    memcpy(p->attr, old.attr, sizeof p->attr);   /* set-params keeps the attributes */
     x->p = *p;
     pthread_mutex_unlock(&e->lock);
     nparams_free(&old);
@@ -1906,6 +1974,84 @@ EMU_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraph
     if (!exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = nparams_host(&p, nodeParams);
     return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
+}
+
+/* Enabling and disabling exec nodes: kernel, memcpy and memset nodes only,
+ * as documented; a disabled node is an empty node in later launches. */
+static CUresult exec_enable(CUgraphExec e, CUgraphNode h, int set, unsigned *value)
+{
+    if (!exec_ok(e)) return CUDA_ERROR_INVALID_VALUE;
+    exec_node *x = exec_find(e, h);
+    if (!x) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeType t = x->p.type;
+    if (t != CU_GRAPH_NODE_TYPE_KERNEL && t != CU_GRAPH_NODE_TYPE_MEMCPY && t != CU_GRAPH_NODE_TYPE_MEMSET)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&e->lock);
+    if (set) x->disabled = !*value;
+    else *value = !x->disabled;
+    pthread_mutex_unlock(&e->lock);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)
+{
+    EMU_ENTRY_INIT();
+    return exec_enable(hGraphExec, hNode, 1, &isEnabled);
+}
+
+EMU_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled)
+{
+    EMU_ENTRY_INIT();
+    if (!isEnabled) return CUDA_ERROR_INVALID_VALUE;
+    return exec_enable(hGraphExec, hNode, 0, isEnabled);
+}
+
+/* Exec updates of node types the emulation never creates (child graphs,
+ * events, external semaphores, batch memory operations): the node can only be
+ * of another type, which the driver refuses with CUDA_ERROR_INVALID_VALUE. */
+static CUresult exec_set_unemulated(CUgraphExec e, CUgraphNode h, const void *params)
+{
+    if (!exec_ok(e) || !exec_find(e, h) || !params) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, childGraph);
+}
+
+EMU_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, event);
+}
+
+EMU_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, event);
+}
+
+EMU_EXPORT CUresult cuGraphExecExternalSemaphoresSignalNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
+}
+
+EMU_EXPORT CUresult cuGraphExecExternalSemaphoresWaitNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
+}
+
+EMU_EXPORT CUresult cuGraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                       const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
 }
 
 EMU_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams)

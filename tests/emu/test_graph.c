@@ -5,7 +5,8 @@
  * variants; cuGraphExecUpdate (topology, node type and parameter checks, the
  * result info, and that a successful update changes the next launch); exec
  * node set-params (rules, and no effect on a launch already queued); launches
- * of one exec serialised across streams; destroying an exec in flight.
+ * of one exec serialised across streams; destroying an exec in flight;
+ * kernel node attributes.
  */
 #include "graph_util.h"
 
@@ -608,6 +609,127 @@ TEST(clone_is_independent)
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* Kernel node attributes: CUDA's defaults, set and get, kept by set-params,
+ * carried by clone, invalid ids and values refused. */
+TEST(kernel_node_attributes)
+{
+    CUdeviceptr a = gu_alloc();
+    CUgraph g, cl;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    gu_args args;
+    gu_kp_fill(&args, a, 3);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &args);
+    CUgraphNode kn, en, cn;
+    CHECK_CU(cuGraphAddKernelNode(&kn, g, NULL, 0, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddEmptyNode(&en, g, NULL, 0), CUDA_SUCCESS);
+    CUkernelNodeAttrValue v;
+    memset(&v, 0xcd, sizeof v);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(kn, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v), CUDA_SUCCESS);
+    CHECK_EQ(v.priority, 0);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(kn, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, &v),
+             CUDA_SUCCESS);
+    CHECK_EQ(v.memSyncDomainMap.default_, 0);
+    CHECK_EQ(v.memSyncDomainMap.remote, 1);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(kn, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+             CUDA_SUCCESS);
+    CHECK(v.clusterDim.x == 0 && v.clusterDim.y == 0 && v.clusterDim.z == 0);
+
+    memset(&v, 0, sizeof v);
+    v.priority = 2;
+    CHECK_CU(cuGraphKernelNodeSetAttribute(kn, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v), CUDA_SUCCESS);
+    v.clusterDim.x = 2; v.clusterDim.y = 1; v.clusterDim.z = 1;
+    CHECK_CU(cuGraphKernelNodeSetAttribute(kn, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+             CUDA_SUCCESS);
+    /* set-params keeps the attributes */
+    gu_kp_fill(&args, a, 4);
+    kp = gu_knode(k_fill, &args);
+    CHECK_CU(cuGraphKernelNodeSetParams(kn, &kp), CUDA_SUCCESS);
+    memset(&v, 0, sizeof v);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(kn, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v), CUDA_SUCCESS);
+    CHECK_EQ(v.priority, 2);
+    /* clone carries them */
+    CHECK_CU(cuGraphClone(&cl, g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphNodeFindInClone(&cn, kn, cl), CUDA_SUCCESS);
+    memset(&v, 0, sizeof v);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(cn, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v),
+             CUDA_SUCCESS);
+    CHECK_EQ(v.clusterDim.x, 2);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(cn, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v), CUDA_SUCCESS);
+    CHECK_EQ(v.priority, 2);
+    /* an exec instantiated from it still runs, and updates from the original */
+    CUgraphExec e;
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate_v2(e, cl, &info), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+
+    /* refused: ids not valid for graph nodes, non-kernel nodes, NULL, opting out */
+    CHECK_CU(cuGraphKernelNodeGetAttribute(kn, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(kn, CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                           &v), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(en, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(kn, CU_LAUNCH_ATTRIBUTE_PRIORITY, NULL),
+             CUDA_ERROR_INVALID_VALUE);
+    memset(&v, 0, sizeof v);
+    v.deviceUpdatableKernelNode.deviceUpdatable = 2;
+    CHECK_CU(cuGraphKernelNodeSetAttribute(kn, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v),
+             CUDA_ERROR_INVALID_VALUE);
+    v.deviceUpdatableKernelNode.deviceUpdatable = 1;
+    CHECK_CU(cuGraphKernelNodeSetAttribute(kn, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v),
+             CUDA_SUCCESS);
+    v.deviceUpdatableKernelNode.deviceUpdatable = 0;
+    CHECK_CU(cuGraphKernelNodeSetAttribute(kn, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(kn, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v),
+             CUDA_SUCCESS);
+    CHECK_EQ(v.deviceUpdatableKernelNode.deviceUpdatable, 1);
+    CHECK_CU(cuGraphDestroy(cl), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
+/* cuGraphNodeSetEnabled: a disabled exec node does nothing in later launches
+ * (launches already queued keep the state they were queued with); only kernel,
+ * memcpy and memset nodes can be disabled. */
+TEST(node_enable)
+{
+    CUdeviceptr a = gu_alloc();
+    CUgraph g;
+    CUgraphExec e;
+    gu_args args;
+    CUgraphNode kn, en;
+    unsigned on = 7;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    gu_kp_fill(&args, a, 9);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &args);
+    CHECK_CU(cuGraphAddKernelNode(&kn, g, NULL, 0, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddEmptyNode(&en, g, &kn, 1), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(a, 1, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(cuGraphNodeGetEnabled(e, kn, &on), CUDA_SUCCESS);
+    CHECK_EQ(on, 1);
+    CHECK_CU(cuGraphNodeSetEnabled(e, kn, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphNodeGetEnabled(e, kn, &on), CUDA_SUCCESS);
+    CHECK_EQ(on, 0);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(a, 1));                          /* the kernel did not run */
+    CHECK_CU(cuGraphNodeSetEnabled(e, kn, 1), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(a, 9));
+    CHECK_CU(cuGraphNodeSetEnabled(e, en, 0), CUDA_ERROR_INVALID_VALUE);   /* empty node */
+    CHECK_CU(cuGraphNodeSetEnabled(NULL, kn, 0), CUDA_ERROR_INVALID_VALUE);
+    /* Node types the emulation never creates: the driver's refusal. */
+    CHECK_CU(cuGraphExecChildGraphNodeSetParams(e, kn, g), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExecEventRecordNodeSetEvent(e, kn, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     gu_setup();
@@ -622,5 +744,7 @@ int main(void)
     RUN(exec_destroyed_while_in_flight);
     RUN(instantiate_variants);
     RUN(clone_is_independent);
+    RUN(kernel_node_attributes);
+    RUN(node_enable);
     return check_done();
 }
