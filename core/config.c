@@ -8,6 +8,7 @@
 #include "config.h"
 #include "report.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@ static const char *const policy_names[] = { SG_POLICY_LIST(SG_NAME_ITEM_) NULL }
 static const char *const log_names[] = { SG_LOG_LIST(SG_NAME_ITEM_) NULL };
 static const char *const strict_names[] = { SG_STRICT_LIST(SG_NAME_ITEM_) NULL };
 
-typedef enum { SG_VAR_CHOICE, SG_VAR_PATH, SG_VAR_REPORT_PATH } sg_var_kind;
+typedef enum { SG_VAR_CHOICE, SG_VAR_PATH, SG_VAR_REPORT_PATH, SG_VAR_BYTES } sg_var_kind;
 
 typedef struct {
     const char *env;
@@ -31,6 +32,7 @@ static const sg_var vars[SG_CONFIG_NVARS] = {
     { SG_ENV_LOG_FILE, SG_VAR_PATH, NULL, offsetof(sg_config, log_file) },
     { SG_ENV_REPORT, SG_VAR_REPORT_PATH, NULL, offsetof(sg_config, report) },
     { SG_ENV_STRICT, SG_VAR_CHOICE, strict_names, offsetof(sg_config, strict) },
+    { SG_ENV_PLACE_MAX, SG_VAR_BYTES, NULL, offsetof(sg_config, place_max_bytes) },
 };
 
 const char *sg_policy_name(sg_policy p)
@@ -61,12 +63,39 @@ static void bad_value(sg_config *cfg, const sg_var *v, const char *value, const 
         join_choices(v->choices, accepted, sizeof accepted);
     } else {
         snprintf(accepted, sizeof accepted, "%s",
-                 v->kind == SG_VAR_PATH ? "a file path"
-                 : "a file path; %p pid, %h host, %r rank, %% a literal %");
+                 v->kind == SG_VAR_PATH    ? "a file path"
+                 : v->kind == SG_VAR_BYTES ? "a byte count, optionally with K, M, G or T "
+                                             "(powers of 1024)"
+                                           : "a file path; %p pid, %h host, %r rank, %% a literal %");
     }
     /* Show at most 64 characters of an overlong value. */
     snprintf(msg, SG_CONFIG_MSG_MAX, "%s=\"%.*s%s\" is not valid (%s); accepted: %s",
              v->env, 64, value, strlen(value) > 64 ? "..." : "", why, accepted);
+}
+
+/* Reads "123", "64K", "2M", "1G", "1T" (powers of 1024) into *out.
+ * 0 on success, -1 if malformed or too large for size_t. */
+static int parse_bytes(const char *value, size_t *out)
+{
+    static const char units[] = "KMGT";
+    size_t v = 0;
+    const char *p = value;
+    if (*p < '0' || *p > '9') return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        size_t d = (size_t)(*p - '0');
+        if (v > (SIZE_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    if (*p) {
+        const char *u = strchr(units, *p);
+        if (!u || p[1]) return -1;
+        for (long i = 0; i <= u - units; i++) {
+            if (v > SIZE_MAX / 1024) return -1;
+            v *= 1024;
+        }
+    }
+    *out = v;
+    return 0;
 }
 
 /* Parses one variable; returns 0 on success, -1 after recording a complaint. */
@@ -100,6 +129,15 @@ static int parse_var(sg_config *cfg, const sg_var *v, const char *value)
             return -1;
         }
         break;
+    case SG_VAR_BYTES: {
+        size_t bytes;
+        if (parse_bytes(value, &bytes) != 0) {
+            bad_value(cfg, v, value, "not a byte count, or too large");
+            return -1;
+        }
+        memcpy(dst, &bytes, sizeof bytes);
+        return 0;
+    }
     }
     memcpy(dst, value, len + 1);
     return 0;
@@ -112,6 +150,7 @@ int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn)
     memset(cfg, 0, sizeof *cfg);
     cfg->policy_asked = SG_POLICY_DEFAULT;
     cfg->log_level = SG_LOG_DEFAULT;
+    cfg->place_max_bytes = SIZE_MAX;
     for (size_t i = 0; i < SG_CONFIG_NVARS; i++) {
         const char *value = getenv_fn(vars[i].env);
         if (value) parse_var(cfg, &vars[i], value);

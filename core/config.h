@@ -19,6 +19,7 @@
 #define SG_ENV_LOG_FILE "STABLEGRAPH_LOG_FILE"
 #define SG_ENV_REPORT   "STABLEGRAPH_REPORT"
 #define SG_ENV_STRICT   "STABLEGRAPH_STRICT"
+#define SG_ENV_PLACE_MAX "STABLEGRAPH_PLACE_MAX_BYTES"
 
 /* Accepted values, in order: X(ENUM_SUFFIX, "name"). */
 #define SG_POLICY_LIST(X)                                                     \
@@ -48,13 +49,17 @@ typedef enum { SG_LOG_LIST(SG_LOG_ITEM_) SG_LOG_COUNT } sg_log_level;
 #define SG_CONFIG_VALUE_MAX 1024
 /* Room for one complaint about one variable. */
 #define SG_CONFIG_MSG_MAX (SG_CONFIG_VALUE_MAX + 256)
-#define SG_CONFIG_NVARS 5
+#define SG_CONFIG_NVARS 6
 
 typedef struct sg_config {
     sg_policy policy;          /* effective policy: SG_POLICY_OFF after any error */
     sg_policy policy_asked;    /* what STABLEGRAPH_POLICY said (or the default) */
     sg_log_level log_level;
     int strict;                /* STABLEGRAPH_STRICT=1 */
+    /* STABLEGRAPH_PLACE_MAX_BYTES: allocations larger than this go to the
+     * driver unchanged (never placed). A byte count with an optional K, M, G
+     * or T suffix (powers of 1024). Default SIZE_MAX: no limit. */
+    size_t place_max_bytes;
     char log_file[SG_CONFIG_VALUE_MAX + 1];  /* "" = stderr */
     char report[SG_CONFIG_VALUE_MAX + 1];    /* "" = no report; template with %p %h %r %% */
     int nerrors;               /* number of variables with a bad value */

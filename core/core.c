@@ -1,15 +1,20 @@
 /*
- * core/core.c: the policy layer. Decides what happens to each hooked call
- * and keeps the per-exec accounting. Today every policy forwards every call;
- * always_update (and, for now, skip_temp and skip_profiled) also observe.
- * State set by sg_core_init() and sg_core_set_driver() is read-only afterwards (see core.h).
+ * core/core.c: the policy layer's entry point. Routes each hooked call that
+ * interpose/ hands over to the part of core/ that owns it:
+ *   memory calls (allocation, free, address queries, IPC, context teardown)
+ *     -> sg_mem_call (memory.c: placement in the persistent reservation);
+ *   graph calls (instantiate, launch, updates, exec changes and destruction)
+ *     -> sg_graph_call (graphs.c: exec records, update skipping, counts).
+ * Everything else is forwarded unchanged.
+ * State set by sg_core_init() and sg_core_set_driver() is read-only afterwards
+ * (see core.h).
  */
 #include "core.h"
 
+#include "graphs.h"
 #include "log.h"
+#include "memory.h"
 #include "stats.h"
-
-#include <string.h>
 
 sg_driver sg_drv;
 #define SG_DRIVER_NAME_(name, ret, params) #name,
@@ -17,6 +22,8 @@ const char *const sg_driver_names[SG_DRIVER_COUNT] = { SG_DRIVER_LIST(SG_DRIVER_
 unsigned long sg_driver_calls[SG_DRIVER_COUNT];
 
 static sg_policy policy = SG_POLICY_DEFAULT;
+
+sg_policy sg_core_policy(void) { return policy; }
 
 void sg_core_set_driver(const sg_driver *drv)
 {
@@ -26,55 +33,42 @@ void sg_core_set_driver(const sg_driver *drv)
 void sg_core_init(const sg_config *cfg)
 {
     policy = cfg->policy;
-    if (policy == SG_POLICY_SKIP_TEMP || policy == SG_POLICY_SKIP_PROFILED)
-        SG_WARN("policy %s is not implemented yet: running as always_update "
-                "(every call forwarded and observed)", sg_policy_name(policy));
+    sg_mem_init(cfg);
+    sg_graph_init(cfg);
 }
 
-/* Number of nodes of `graph`, through the driver; 0 with *known = 0 if it
- * cannot be asked. */
-static size_t graph_node_count(CUgraph graph, int *known)
+/* Says, once and only in a process that really reaches the driver through
+ * us, what a policy that is not fully built yet does instead. */
+static void say_policy_limits(void)
 {
-    size_t n = 0;
-    *known = sg_drv.cuGraphGetNodes && SG_DRIVER_CALL(cuGraphGetNodes, graph, NULL, &n)
-                                            == CUDA_SUCCESS;
-    return *known ? n : 0;
+    static int said;
+    if (policy != SG_POLICY_SKIP_PROFILED || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) return;
+    SG_WARN("policy skip_profiled: buffer aliasing is not implemented yet: running as skip_temp "
+            "(temporaries placed, identical updates skipped)");
 }
 
 CUresult sg_core_call(const sg_call *c)
 {
-    CUresult rc;
-    int known;
+    say_policy_limits();
     switch (c->kind) {
     case SG_CALL_ALLOC:
-        rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) SG_TOTAL_ADD(bytes_requested, c->bytes);
-        return rc;
+    case SG_CALL_FREE:
+    case SG_CALL_ADDR_RANGE:
+    case SG_CALL_PTR_ATTR:
+    case SG_CALL_PTR_ATTRS:
+    case SG_CALL_IPC_HANDLE:
+    case SG_CALL_CTX_DESTROY:
+    case SG_CALL_PRIMARY_RETAIN:
+    case SG_CALL_PRIMARY_DROP:
+        return sg_mem_call(c);
     case SG_CALL_INSTANTIATE:
-        rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS && c->exec_out) {
-            size_t nodes = graph_node_count(c->graph, &known);
-            if (sg_exec_created(*c->exec_out, nodes, known) != 0)
-                SG_WARN("out of memory: graph exec %p is not tracked", (void *)*c->exec_out);
-        }
-        return rc;
     case SG_CALL_LAUNCH:
-        rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) {
-            SG_TOTAL_ADD(launches, 1);
-            sg_exec_launched(c->exec);
-        }
-        return rc;
-    case SG_CALL_UPDATE:
-        /* Every policy implemented so far forwards updates. */
-        SG_TOTAL_ADD(updates_seen, 1);
-        SG_TOTAL_ADD(updates_forwarded, 1);
-        sg_exec_update(c->exec, 1, SG_REASON_POLICY);
-        return c->forward(c->args);
+    case SG_CALL_UPDATE_GRAPH:
+    case SG_CALL_UPDATE_KERNEL:
+    case SG_CALL_UPDATE_NODE:
+    case SG_CALL_EXEC_DIRTY:
     case SG_CALL_EXEC_DESTROY:
-        rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) sg_exec_destroyed(c->exec);
-        return rc;
+        return sg_graph_call(c);
     case SG_CALL_FORWARD:
         break;
     }

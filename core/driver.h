@@ -21,7 +21,73 @@
 
 /* X(ELF name, return type, parameter types) */
 #define SG_DRIVER_LIST(X)                                                     \
-    X(cuGraphGetNodes, CUresult, (CUgraph, CUgraphNode *, size_t *))
+    /* contexts, devices, streams, events */                                  \
+    X(cuCtxGetCurrent, CUresult, (CUcontext *))                               \
+    X(cuCtxSetCurrent, CUresult, (CUcontext))                                 \
+    X(cuCtxGetDevice, CUresult, (CUdevice *))                                 \
+    X(cuCtxSynchronize, CUresult, (void))                                     \
+    X(cuDeviceGetAttribute, CUresult, (int *, CUdevice_attribute, CUdevice))  \
+    X(cuDeviceCanAccessPeer, CUresult, (int *, CUdevice, CUdevice))           \
+    X(cuDeviceGetCount, CUresult, (int *))                                    \
+    X(cuDevicePrimaryCtxGetState, CUresult, (CUdevice, unsigned int *, int *))\
+    X(cuDeviceTotalMem_v2, CUresult, (size_t *, CUdevice))                    \
+    X(cuStreamGetCtx, CUresult, (CUstream, CUcontext *))                      \
+    X(cuStreamGetCtx_ptsz, CUresult, (CUstream, CUcontext *))                 \
+    X(cuStreamIsCapturing, CUresult, (CUstream, CUstreamCaptureStatus *))     \
+    X(cuStreamIsCapturing_ptsz, CUresult, (CUstream, CUstreamCaptureStatus *))\
+    X(cuStreamSynchronize, CUresult, (CUstream))                              \
+    X(cuStreamSynchronize_ptsz, CUresult, (CUstream))                         \
+    X(cuStreamWaitEvent, CUresult, (CUstream, CUevent, unsigned int))         \
+    X(cuStreamWaitEvent_ptsz, CUresult, (CUstream, CUevent, unsigned int))    \
+    X(cuStreamWriteValue64_v2, CUresult, (CUstream, CUdeviceptr, cuuint64_t, unsigned int)) \
+    X(cuStreamWriteValue64_v2_ptsz, CUresult, (CUstream, CUdeviceptr, cuuint64_t, unsigned int)) \
+    X(cuThreadExchangeStreamCaptureMode, CUresult, (CUstreamCaptureMode *))   \
+    X(cuEventCreate, CUresult, (CUevent *, unsigned int))                     \
+    X(cuEventDestroy_v2, CUresult, (CUevent))                                 \
+    X(cuEventRecord, CUresult, (CUevent, CUstream))                           \
+    X(cuEventRecord_ptsz, CUresult, (CUevent, CUstream))                      \
+    X(cuEventQuery, CUresult, (CUevent))                                      \
+    X(cuEventSynchronize, CUresult, (CUevent))                                \
+    X(cuMemHostAlloc, CUresult, (void **, size_t, unsigned int))              \
+    X(cuMemFreeHost, CUresult, (void *))                                      \
+    X(cuMemHostGetDevicePointer_v2, CUresult, (CUdeviceptr *, void *, unsigned int)) \
+    /* memory and VMM */                                                      \
+    X(cuMemAlloc_v2, CUresult, (CUdeviceptr *, size_t))                       \
+    X(cuMemFree_v2, CUresult, (CUdeviceptr))                                  \
+    X(cuMemAddressReserve, CUresult, (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long)) \
+    X(cuMemAddressFree, CUresult, (CUdeviceptr, size_t))                      \
+    X(cuMemCreate, CUresult, (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long)) \
+    X(cuMemRelease, CUresult, (CUmemGenericAllocationHandle))                 \
+    X(cuMemMap, CUresult, (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
+    X(cuMemUnmap, CUresult, (CUdeviceptr, size_t))                            \
+    X(cuMemSetAccess, CUresult, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t)) \
+    X(cuMemGetAllocationGranularity, CUresult, (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)) \
+    X(cuPointerGetAttribute, CUresult, (void *, CUpointer_attribute, CUdeviceptr)) \
+    X(cuPointerGetAttributes, CUresult, (unsigned int, CUpointer_attribute *, void **, CUdeviceptr)) \
+    /* graphs */                                                              \
+    X(cuGraphGetNodes, CUresult, (CUgraph, CUgraphNode *, size_t *))          \
+    X(cuGraphGetEdges_v2, CUresult, (CUgraph, CUgraphNode *, CUgraphNode *, CUgraphEdgeData *, size_t *)) \
+    X(cuGraphNodeGetType, CUresult, (CUgraphNode, CUgraphNodeType *))         \
+    X(cuGraphKernelNodeGetParams_v2, CUresult, (CUgraphNode, CUDA_KERNEL_NODE_PARAMS *)) \
+    X(cuGraphKernelNodeSetParams_v2, CUresult, (CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)) \
+    X(cuGraphKernelNodeGetAttribute, CUresult, (CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue *)) \
+    X(cuGraphMemcpyNodeGetParams, CUresult, (CUgraphNode, CUDA_MEMCPY3D *))   \
+    X(cuGraphMemcpyNodeSetParams, CUresult, (CUgraphNode, const CUDA_MEMCPY3D *)) \
+    X(cuGraphMemsetNodeGetParams, CUresult, (CUgraphNode, CUDA_MEMSET_NODE_PARAMS *)) \
+    X(cuGraphMemsetNodeSetParams, CUresult, (CUgraphNode, const CUDA_MEMSET_NODE_PARAMS *)) \
+    X(cuGraphClone, CUresult, (CUgraph *, CUgraph))                           \
+    X(cuGraphNodeFindInClone, CUresult, (CUgraphNode *, CUgraphNode, CUgraph))\
+    X(cuGraphDestroy, CUresult, (CUgraph))                                    \
+    X(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec *, CUgraph, unsigned long long)) \
+    X(cuGraphExecDestroy, CUresult, (CUgraphExec))                            \
+    X(cuGraphExecGetFlags, CUresult, (CUgraphExec, cuuint64_t *))             \
+    X(cuGraphExecUpdate_v2, CUresult, (CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *)) \
+    X(cuGraphExecKernelNodeSetParams_v2, CUresult, (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)) \
+    X(cuGraphLaunch, CUresult, (CUgraphExec, CUstream))                       \
+    X(cuGraphLaunch_ptsz, CUresult, (CUgraphExec, CUstream))                  \
+    X(cuFuncGetParamInfo, CUresult, (CUfunction, size_t, size_t *, size_t *)) \
+    X(cuKernelGetParamInfo, CUresult, (CUkernel, size_t, size_t *, size_t *)) \
+    X(cuFuncGetName, CUresult, (const char **, CUfunction))
 
 #define SG_DRIVER_FIELD_(name, ret, params) ret (*name) params;
 typedef struct sg_driver {

@@ -168,9 +168,10 @@ static void out_exec(const sg_exec_info *e, void *ctx)
     if (e->nodes_known) out_fmt(o, "\"nodes\": %zu, ", e->nodes);
     else out_fmt(o, "\"nodes\": null, ");
     out_fmt(o, "\"destroyed\": %s, \"launches\": %lu, \"updates_seen\": %lu, "
-               "\"updates_forwarded\": %lu, \"updates_skipped\": %lu, \"forwarded_reasons\": {",
+               "\"updates_forwarded\": %lu, \"updates_skipped\": %lu, \"would_skip\": %lu, "
+               "\"forwarded_reasons\": {",
             e->destroyed ? "true" : "false", e->launches, e->updates_seen,
-            e->updates_forwarded, e->updates_skipped);
+            e->updates_forwarded, e->updates_skipped, e->would_skip);
     for (int r = 0; r < SG_REASON_COUNT; r++)
         out_fmt(o, "%s\"%s\": %lu", r ? ", " : "", sg_reason_names[r], e->reasons[r]);
     OUT_LIT(o, "}}");
@@ -245,7 +246,8 @@ void sg_report_summary(const char *policy)
     unsigned long calls = 0;
     for (size_t i = 0; i < sg_stats_hook_count(); i++) calls += sg_stats_hook(i).calls;
     SG_INFO("summary: policy %s, %lu hooked calls, %zu graph execs, %lu launches, "
-            "updates %lu seen / %lu forwarded / %lu skipped, %lu bytes requested, %lu mapped",
+            "updates %lu seen / %lu forwarded / %lu skipped (%lu more would be skipped by "
+            "skip_temp), %lu bytes requested, %lu mapped",
             policy, calls, sg_exec_count(), t.launches, t.updates_seen, t.updates_forwarded,
-            t.updates_skipped, t.bytes_requested, t.bytes_mapped);
+            t.updates_skipped, sg_exec_would_skip_total(), t.bytes_requested, t.bytes_mapped);
 }

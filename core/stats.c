@@ -22,6 +22,14 @@ const char *const sg_reason_names[SG_REASON_COUNT] = { SG_REASON_LIST(SG_REASON_
 
 sg_totals sg_total;
 
+void sg_total_max(unsigned long *field, unsigned long v)
+{
+    unsigned long cur = __atomic_load_n(field, __ATOMIC_RELAXED);
+    while (v > cur && !__atomic_compare_exchange_n(field, &cur, v, 1, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED)) {
+    }
+}
+
 static const char *const *hook_names;
 static sg_hook_counter *hook_counters;
 static size_t hook_n;
@@ -137,6 +145,24 @@ int sg_exec_update(CUgraphExec exec, int forwarded, sg_reason reason)
     }
     pthread_mutex_unlock(&exec_lock);
     return e ? 0 : -1;
+}
+
+int sg_exec_would_skip(CUgraphExec exec)
+{
+    pthread_mutex_lock(&exec_lock);
+    sg_exec *e = exec_get_locked(exec);
+    if (e) e->info.would_skip++;
+    pthread_mutex_unlock(&exec_lock);
+    return e ? 0 : -1;
+}
+
+unsigned long sg_exec_would_skip_total(void)
+{
+    unsigned long n = 0;
+    pthread_mutex_lock(&exec_lock);
+    for (sg_exec *e = all_head; e; e = e->next) n += e->info.would_skip;
+    pthread_mutex_unlock(&exec_lock);
+    return n;
 }
 
 void sg_exec_destroyed(CUgraphExec exec)

@@ -18,12 +18,35 @@
 #include <cuda.h>
 #include <stddef.h>
 
-/* Why an update went to the driver: X(ENUM_SUFFIX, "report name"). */
+/* Why an update went to the driver: X(ENUM_SUFFIX, "report name").
+ *   topology           node count, node types or edges differ
+ *   function_changed   a kernel node's function (or CUkernel and context)
+ *   dims_changed       grid, block or dynamic shared memory
+ *   attributes_changed a kernel node attribute (priority, cluster dims, ...)
+ *   scalar_changed     an argument byte outside any pointer word
+ *   pointer_changed    only argument words holding device addresses
+ *   memcpy_changed, memset_changed   an operand of such a node
+ *   unsupported_node   the graph or exec holds a node type the library does
+ *                      not model, a device-updatable kernel node, or was
+ *                      instantiated for device launch
+ *   exec_modified      the exec was changed by a call the library does not
+ *                      model (cuGraphExecMemcpyNodeSetParams, ...)
+ *   untracked_exec     the exec was created before the library saw it
+ *   not_comparable     the driver could not describe a node or its arguments
+ *   policy             identical, but the policy (always_update) forwards */
 #define SG_REASON_LIST(X)                                                     \
     X(TOPOLOGY, "topology")                                                   \
+    X(FUNCTION_CHANGED, "function_changed")                                   \
+    X(DIMS_CHANGED, "dims_changed")                                           \
+    X(ATTRIBUTES_CHANGED, "attributes_changed")                               \
     X(SCALAR_CHANGED, "scalar_changed")                                       \
-    X(POINTER_NOT_TRACKED, "pointer_not_tracked")                             \
+    X(POINTER_CHANGED, "pointer_changed")                                     \
+    X(MEMCPY_CHANGED, "memcpy_changed")                                       \
+    X(MEMSET_CHANGED, "memset_changed")                                       \
     X(UNSUPPORTED_NODE, "unsupported_node")                                   \
+    X(EXEC_MODIFIED, "exec_modified")                                         \
+    X(UNTRACKED_EXEC, "untracked_exec")                                       \
+    X(NOT_COMPARABLE, "not_comparable")                                       \
     X(POLICY, "policy")
 #define SG_REASON_ITEM_(s, n) SG_REASON_##s,
 typedef enum { SG_REASON_LIST(SG_REASON_ITEM_) SG_REASON_COUNT } sg_reason;
@@ -34,6 +57,13 @@ typedef struct sg_hook_counter {
     unsigned long resolved;  /* atomic: wrapper handed out by dlsym or cuGetProcAddress */
 } sg_hook_counter;
 
+/* Totals. bytes_requested and bytes_mapped are PEAKS (high-water marks, set
+ * with SG_TOTAL_MAX), not sums: bytes_requested is the most bytes the
+ * program held at once in live allocations (placed or forwarded; counted
+ * from a successful allocation until its free); bytes_mapped is the most
+ * physical memory the library itself had mapped at once in its arenas
+ * (memory.c). The memory target compares the two. The other totals are
+ * counts. */
 #define SG_TOTALS_LIST(X)                                                     \
     X(launches) X(updates_seen) X(updates_forwarded) X(updates_skipped)       \
     X(bytes_requested) X(bytes_mapped)
@@ -47,6 +77,7 @@ typedef struct sg_exec_info {
     int nodes_known;
     int destroyed;
     unsigned long launches, updates_seen, updates_forwarded, updates_skipped;
+    unsigned long would_skip;  /* forwarded although identical (always_update) */
     unsigned long reasons[SG_REASON_COUNT];
 } sg_exec_info;
 
@@ -60,6 +91,9 @@ sg_hook_counter sg_stats_hook(size_t i);
 /* Totals (atomic adds). */
 extern sg_totals sg_total;
 #define SG_TOTAL_ADD(field, n) __atomic_fetch_add(&sg_total.field, (n), __ATOMIC_RELAXED)
+/* Raises a total to v if v is larger (for high-water marks). */
+void sg_total_max(unsigned long *field, unsigned long v);
+#define SG_TOTAL_MAX(field, v) sg_total_max(&sg_total.field, (v))
 sg_totals sg_stats_totals(void);
 
 /* Exec table. Each returns 0, or -1 if out of memory (nothing changed). */
@@ -67,6 +101,10 @@ int sg_exec_created(CUgraphExec exec, size_t nodes, int nodes_known);
 /* Unknown execs (created before the library saw them) are added on first use. */
 int sg_exec_launched(CUgraphExec exec);
 int sg_exec_update(CUgraphExec exec, int forwarded, sg_reason reason);
+/* An update skip_temp would have skipped went to the driver (always_update). */
+int sg_exec_would_skip(CUgraphExec exec);
+/* Sum of would_skip over every exec ever seen. */
+unsigned long sg_exec_would_skip_total(void);
 void sg_exec_destroyed(CUgraphExec exec);
 
 /* Calls fn for every exec ever seen, in creation order, under exec_lock

@@ -28,7 +28,7 @@ $(SG_LIB): $(SG_CORE_OBJS) $(SG_IP_OBJS) $(SG_MAP)
 # ---------------------------------------------------------------- unit tests
 SG_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 
-$(BUILD)/tests/unit/test_%: tests/unit/test_%.c tests/check.h $(SG_CORE_OBJS)
+$(BUILD)/tests/unit/test_%: tests/unit/test_%.c tests/check.h $(wildcard tests/unit/*.h) $(SG_CORE_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -I. -o $@ $< $(SG_CORE_OBJS) $(ALL_LDFLAGS)
 
@@ -67,3 +67,26 @@ $(SG_E2E)/rt_prog: tests/e2e/rt_prog.cu
 
 all: $(SG_E2E)/rt_prog
 endif
+
+# What a program observes of its allocations (tests/e2e/test_skip_temp_mem.sh).
+$(SG_E2E)/mem_prog: tests/e2e/mem_prog.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS)
+
+all: $(SG_E2E)/mem_prog
+
+# ---------------------------------------------------------------- life-cycle and bad-handle programs
+# Helpers of tests/e2e/test_lifecycle.sh and test_bad_handles.sh (issue 6).
+# life_prog and bad_handles link the toolkit's stub libcuda; life_dl reaches
+# the driver only through dlopen (it must run where libcuda is missing), so
+# it does not link it.
+SG_LIFE_PROGS := $(SG_E2E)/life_prog $(SG_E2E)/bad_handles
+$(SG_LIFE_PROGS): $(SG_E2E)/%: tests/e2e/%.c tests/e2e/life_common.c tests/e2e/life_common.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< tests/e2e/life_common.c $(STUB_LIBCUDA) $(ALL_LDFLAGS) -ldl
+
+$(SG_E2E)/life_dl: tests/e2e/life_dl.c tests/e2e/life_common.c tests/e2e/life_common.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< tests/e2e/life_common.c $(ALL_LDFLAGS) -ldl
+
+all: $(SG_LIFE_PROGS) $(SG_E2E)/life_dl

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "core/config.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* A fake environment: NULL-terminated name/value pairs. */
@@ -32,6 +33,7 @@ TEST(defaults)
     CHECK_EQ(cfg.log_level, SG_LOG_WARN);
     CHECK_EQ(cfg.strict, 0);
     CHECK(cfg.report[0] == '\0' && cfg.log_file[0] == '\0');
+    CHECK(cfg.place_max_bytes == SIZE_MAX);
 }
 
 TEST(every_policy)
@@ -98,6 +100,27 @@ TEST(bad_values)
     check_bad("STABLEGRAPH_REPORT", "/tmp/r-%", "%p pid");
     check_bad("STABLEGRAPH_REPORT", "", "%p pid");
     check_bad("STABLEGRAPH_LOG_FILE", "", "a file path");
+    check_bad("STABLEGRAPH_PLACE_MAX_BYTES", "", "a byte count");
+    check_bad("STABLEGRAPH_PLACE_MAX_BYTES", "12Q", "a byte count");
+    check_bad("STABLEGRAPH_PLACE_MAX_BYTES", "-1", "a byte count");
+    check_bad("STABLEGRAPH_PLACE_MAX_BYTES", "1MB", "a byte count");
+    check_bad("STABLEGRAPH_PLACE_MAX_BYTES", "99999999999999999999", "a byte count");
+    check_bad("STABLEGRAPH_PLACE_MAX_BYTES", "16777216T", "a byte count");
+}
+
+/* STABLEGRAPH_PLACE_MAX_BYTES: plain counts and binary suffixes. */
+TEST(place_max_bytes)
+{
+    static const struct { const char *v; size_t want; } cases[] = {
+        { "0", 0 }, { "4096", 4096 }, { "64K", 64u << 10 }, { "2M", 2u << 20 },
+        { "3G", (size_t)3 << 30 }, { "1T", (size_t)1 << 40 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *const env[] = { "STABLEGRAPH_PLACE_MAX_BYTES", cases[i].v, NULL };
+        CHECK_EQ(parse(env), 0);
+        CHECK(cfg.place_max_bytes == cases[i].want);
+        CHECK_EQ(cfg.policy, SG_POLICY_ALWAYS_UPDATE);
+    }
 }
 
 TEST(bad_log_keeps_default_level)
@@ -137,6 +160,7 @@ int main(void)
     RUN(every_log_level);
     RUN(paths_and_strict);
     RUN(bad_values);
+    RUN(place_max_bytes);
     RUN(bad_log_keeps_default_level);
     RUN(overlong_values);
     RUN(several_bad_values);

@@ -55,7 +55,8 @@ TEST(rank_order)
     CHECK(strcmp(sg_rank_from_env(fake_getenv), "1") == 0);
 }
 
-/* ---- core/ against a fake driver */
+/* ---- core/ against a fake driver that can only count nodes: execs are
+ * counted, their content cannot be described (graphs.c forwards every update) */
 static size_t fake_nodes = 7;
 static int fake_get_nodes_calls;
 static CUresult fake_cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n)
@@ -124,12 +125,16 @@ TEST(core_accounting_and_json)
     CHECK_EQ(launch.calls, 3);
 
     fake_args upd = { CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, 0, NULL, NULL };
-    sg_call u = { .kind = SG_CALL_UPDATE, .forward = fake_forward, .args = &upd, .exec = e2 };
+    CUgraphExecUpdateResultInfo info;
+    sg_call u = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &upd, .exec = e2,
+                  .graph = (CUgraph)0x2, .result_info = &info };
     CHECK_CU(sg_core_call(&u), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);  /* result passed through */
     CHECK_EQ(upd.calls, 1);
 
     fake_args alloc = { CUDA_SUCCESS, 0, NULL, NULL };
-    sg_call a = { .kind = SG_CALL_ALLOC, .forward = fake_forward, .args = &alloc, .bytes = 4096 };
+    CUdeviceptr dp = 0x50000;   /* what the fake "driver" allocated */
+    sg_call a = { .kind = SG_CALL_ALLOC, .forward = fake_forward, .args = &alloc, .bytes = 4096,
+                  .dptr_out = &dp };
     CHECK_CU(sg_core_call(&a), CUDA_SUCCESS);
 
     fake_args destroy = { CUDA_SUCCESS, 0, NULL, NULL };
@@ -158,8 +163,11 @@ TEST(core_accounting_and_json)
     /* e2 was first seen at its update: node count unknown */
     CHECK(strstr(j, "{\"id\": 2, \"nodes\": null, \"destroyed\": false, \"launches\": 0, "
                     "\"updates_seen\": 1, \"updates_forwarded\": 1, \"updates_skipped\": 0, "
-                    "\"forwarded_reasons\": {\"topology\": 0, \"scalar_changed\": 0, "
-                    "\"pointer_not_tracked\": 0, \"unsupported_node\": 0, \"policy\": 1}}") != NULL);
+                    "\"would_skip\": 0, \"forwarded_reasons\": {\"topology\": 0, "
+                    "\"function_changed\": 0, \"dims_changed\": 0, \"attributes_changed\": 0, "
+                    "\"scalar_changed\": 0, \"pointer_changed\": 0, \"memcpy_changed\": 0, "
+                    "\"memset_changed\": 0, \"unsupported_node\": 0, \"exec_modified\": 0, "
+                    "\"untracked_exec\": 1, \"not_comparable\": 0, \"policy\": 0}}") != NULL);
 
     /* The same handle instantiated again after destroy is a new exec. */
     got = NULL;

@@ -1,0 +1,121 @@
+/*
+ * core/arena.h: the placement algorithm over virtual-address reservations,
+ * with no driver in sight (memory.c supplies the VMM operations through
+ * sg_arena_ops; unit tests supply fakes).
+ *
+ * An arena is a list of segments, each one reservation [base, base+size) of
+ * which a prefix [base, base+mapped) is backed by physical chunks (one handle
+ * per chunk, each a multiple of the granularity, mapped once and kept until
+ * sg_arena_destroy). Blocks are placed by deterministic address-ordered
+ * first fit (segments in creation order, addresses ascending) over the free
+ * ranges of the mapped prefixes, with coalescing; when nothing fits the last
+ * segment's mapped prefix grows (a new chunk of round_up(missing bytes,
+ * granularity) mapped at its end), and when the reservation is full a new
+ * segment is reserved. A block never moves. The same sequence of calls gives
+ * the same addresses.
+ *
+ * Stream order: a block freed with an event (cuMemFreeAsync) becomes a
+ * "pending" free range tagged with the freeing stream's key. Pending ranges
+ * are usable at once by allocations carrying the same key (stream order
+ * makes that safe) and by everyone once ops->event_done says the event has
+ * completed (checked at each allocation: the range then becomes available
+ * and coalesces). Adjacent usable ranges are treated as one during the scan,
+ * so an allocation on the freeing stream finds the same address whether or
+ * not the event has completed yet.
+ *
+ * Own handles: a block placed with own=1 starts on a granule boundary and is
+ * covered exactly by chunks that back no other block (for later aliasing).
+ *
+ * Thread safety: none inside; the caller holds one lock per arena around
+ * every call (memory.c: sg_ctx_arena.lock). Ops are called with that lock
+ * held and must not block on the GPU.
+ */
+#ifndef SG_ARENA_H
+#define SG_ARENA_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SG_ARENA_ALIGN 256   /* alignment and size quantum of ordinary blocks */
+
+/* The VMM operations an arena needs. Each returns a CUresult (0 = success);
+ * a failing operation must have changed nothing. */
+typedef struct sg_arena_ops {
+    void *user;
+    CUresult (*reserve)(void *user, size_t size, size_t align, CUdeviceptr *base);
+    CUresult (*unreserve)(void *user, CUdeviceptr base, size_t size);
+    CUresult (*create)(void *user, size_t size, CUmemGenericAllocationHandle *h);
+    CUresult (*release)(void *user, CUmemGenericAllocationHandle h);
+    CUresult (*map)(void *user, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h);
+    CUresult (*set_access)(void *user, CUdeviceptr va, size_t size);
+    CUresult (*unmap)(void *user, CUdeviceptr va, size_t size);
+    /* 1 if the event recorded at a stream-ordered free has completed. */
+    int (*event_done)(void *user, void *event);
+    /* The arena no longer needs the event (return it to a pool). */
+    void (*event_put)(void *user, void *event);
+} sg_arena_ops;
+
+/* Which operation failed, for the caller's log line. */
+typedef enum {
+    SG_ARENA_OK, SG_ARENA_FAIL_RESERVE, SG_ARENA_FAIL_CREATE, SG_ARENA_FAIL_MAP,
+    SG_ARENA_FAIL_SET_ACCESS, SG_ARENA_FAIL_NOMEM
+} sg_arena_fail;
+const char *sg_arena_fail_name(sg_arena_fail f);   /* "cuMemCreate", ... */
+
+/* Who allocates or frees, for stream order. stream == 0: not stream-ordered
+ * (cuMemAlloc / cuMemFree): uses only ranges available to everyone. thread
+ * distinguishes per-thread default streams of different threads. */
+typedef struct sg_arena_key {
+    uintptr_t stream;
+    uintptr_t thread;
+} sg_arena_key;
+
+/* One physical chunk backing (part of) a block. */
+typedef struct sg_arena_chunk {
+    CUdeviceptr va;
+    size_t size;
+    CUmemGenericAllocationHandle handle;
+} sg_arena_chunk;
+
+typedef struct sg_arena sg_arena;
+
+/* A new, empty arena (nothing reserved yet). granularity: a power of two;
+ * resv_size: bytes per reservation (rounded up to the granularity; a larger
+ * block gets a reservation of its own size). NULL if out of memory. */
+sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t resv_size);
+
+/* Unmaps and releases every chunk, frees every reservation, puts every
+ * pending event, and frees the arena. Errors from ops are ignored (the
+ * context is gone). */
+void sg_arena_destroy(sg_arena *a);
+
+/* Places a block of `size` bytes (> 0) for `key`. own: on its own chunks.
+ * On success stores the address and the bytes it occupies (size rounded up
+ * to SG_ARENA_ALIGN, or to the granularity when own) and returns
+ * SG_ARENA_OK. On failure returns which operation failed (*rc: its
+ * CUresult) and nothing changed: whatever a failed growth created is
+ * released again. */
+sg_arena_fail sg_arena_alloc(sg_arena *a, size_t size, int own, sg_arena_key key,
+                             CUdeviceptr *addr, size_t *placed, CUresult *rc);
+
+/* Returns [addr, addr+placed) (as sg_arena_alloc gave it) to the free list.
+ * event NULL: available to everyone at once. Else pending for `key` until
+ * event_done(event); the arena then calls event_put(event) once. Returns 0,
+ * or -1 if out of memory (the range then stays unusable; nothing breaks). */
+int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key, void *event);
+
+/* 1 if p lies inside one of the arena's reservations. */
+int sg_arena_contains(const sg_arena *a, CUdeviceptr p);
+
+/* Writes up to max chunks overlapping [addr, addr+len) into out (address
+ * order); returns how many overlap in all. */
+size_t sg_arena_chunks(const sg_arena *a, CUdeviceptr addr, size_t len, sg_arena_chunk *out,
+                       size_t max);
+
+/* Bytes mapped (sum of chunk sizes), reservations, free ranges (tests, logs). */
+size_t sg_arena_mapped(const sg_arena *a);
+size_t sg_arena_segments(const sg_arena *a);
+size_t sg_arena_free_ranges(const sg_arena *a);
+
+#endif /* SG_ARENA_H */

@@ -1,0 +1,190 @@
+/*
+ * core/fingerprint.h: the canonical description of a CUDA graph and of one
+ * node's parameters (fingerprint.c), built through the driver table, and the
+ * comparison that says whether two descriptions would leave a graph exec in
+ * the same state, and if not, why (an sg_reason).
+ *
+ * A graph's fingerprint is its topology (node count; per node its type, in
+ * cuGraphGetNodes order; edges in cuGraphGetEdges_v2 order with endpoints as
+ * node indices and the edge data) plus per node:
+ *   kernel: the function (CUfunction; or CUkernel + context when no
+ *           CUfunction is set, since CUDA ignores ctx when func is set), grid
+ *           and block dimensions, dynamic shared memory, the per-node
+ *           attributes of SG_FP_ATTR_LIST that the driver answers, and the
+ *           argument bytes in canonical form: the layout cuFuncGetParamInfo /
+ *           cuKernelGetParamInfo report (the `extra` buffer layout), gaps
+ *           zeroed, whether they came as kernelParams or as `extra`;
+ *   memcpy: every field of CUDA_MEMCPY3D (padding zeroed) and the context
+ *           given with it (0 = unknown / the current one);
+ *   memset: CUDA_MEMSET_NODE_PARAMS and its context (same rule);
+ *   empty:  nothing more.
+ * Any other node type, a device-updatable kernel node, or a kernel whose
+ * arguments cannot be laid out (no parameter info, both kernelParams and
+ * extra, a short extra buffer) makes the node SG_FP_UNSUPPORTED or
+ * SG_FP_NOT_COMPARABLE; such nodes never compare equal.
+ *
+ * Cost: building reuses the buffers of the sg_fp it fills (no allocation in
+ * the steady state) and takes a per-node hint (the previous description's
+ * parameter info) so that the parameter-info cache is not consulted while a
+ * node keeps its function. Comparing is memcmp over fixed-size keys and
+ * payloads; the reason is only worked out when something differs.
+ *
+ * Thread safety: an sg_fp, sg_fp_node or sg_fp_map is owned by its caller
+ * (graphs.c holds the exec's mutex). The parameter-info cache is global,
+ * guarded by pinfo_lock in fingerprint.c; its entries are immutable once
+ * added and live until exit, so a pointer to one may be kept without a lock.
+ * Limit: a CUfunction handle that the driver reuses for a different function
+ * after cuModuleUnload keeps its cached parameter layout.
+ */
+#ifndef SG_FINGERPRINT_H
+#define SG_FINGERPRINT_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats.h"
+
+/* Node attributes compared, those CUDA documents as "valid for graph nodes":
+ * X(attribute id, bytes of its value that carry meaning, offset in
+ * sg_fp_key.attrs). Bit `id` of attr_mask says the attribute is present. A
+ * driver answering CUDA_ERROR_NOT_SUPPORTED (or lacking
+ * cuGraphKernelNodeGetAttribute) leaves the attribute absent; any other
+ * error makes the node not comparable. */
+#define SG_FP_ATTR_LIST(X)                                                    \
+    X(CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 28, 0)                        \
+    X(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, 4, 28)                                 \
+    X(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, 12, 32)                          \
+    X(CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 4, 44)        \
+    X(CU_LAUNCH_ATTRIBUTE_PRIORITY, 4, 48)                                    \
+    X(CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, 2, 52)                         \
+    X(CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, 4, 54)                             \
+    X(CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION, 12, 58)                \
+    X(CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, 4, 70)                \
+    X(CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING, 4, 74)
+#define SG_FP_ATTR_BYTES 80   /* the last offset + its bytes, rounded up to 8 */
+
+/* State of one node's description. */
+enum { SG_FP_OK = 0, SG_FP_UNSUPPORTED = 1, SG_FP_NOT_COMPARABLE = 2 };
+
+/* Parameter layout of one function (cached; immutable once made). */
+typedef struct sg_fp_pinfo sg_fp_pinfo;
+
+/* The fixed part of a node's description: compared with memcmp, so it has
+ * no padding and every byte is written. */
+typedef struct sg_fp_key {
+    uint64_t func, kern, ctx;        /* kernel: function identity; memcpy/memset: ctx only */
+    uint32_t type;                   /* CUgraphNodeType */
+    uint32_t state;                  /* SG_FP_* */
+    uint32_t grid[3], block[3], shmem;
+    uint32_t attr_mask;              /* bit id: attribute id of SG_FP_ATTR_LIST present */
+    unsigned char attrs[SG_FP_ATTR_BYTES];
+} sg_fp_key;
+
+/* One node: the key, plus a payload (canonical argument bytes for kernels,
+ * the canonical struct for memcpy / memset) in a buffer it owns. */
+typedef struct sg_fp_node {
+    sg_fp_key k;
+    unsigned char *pay;
+    uint32_t len, cap;
+    const sg_fp_pinfo *pi;           /* kernel: parameter layout used (a hint; not compared) */
+} sg_fp_node;
+
+typedef struct sg_fp_edge {
+    uint32_t from, to;               /* node indices */
+    unsigned char data[8];           /* CUgraphEdgeData: ports, type, reserved */
+} sg_fp_edge;
+
+/* Node handle -> index (open addressing; keys NULL when empty). */
+typedef struct sg_fp_map {
+    CUgraphNode *keys;
+    uint32_t *vals;
+    size_t cap;                      /* a power of two, or 0 */
+} sg_fp_map;
+
+/* Driver query buffers reused from one build to the next. */
+typedef struct sg_fp_scratch {
+    CUgraphNode *nodes;
+    size_t nodes_cap;
+    CUgraphNode *from, *to;
+    CUgraphEdgeData *edata;
+    size_t edges_cap;
+    sg_fp_map map;                   /* handle -> index, when the hint's edges do not fit */
+} sg_fp_scratch;
+
+typedef struct sg_fp {
+    size_t n, nedges;
+    sg_fp_node *nodes;
+    size_t nodes_cap;
+    sg_fp_edge *edges;
+    size_t edges_cap;
+    int unsupported;                 /* some node is SG_FP_UNSUPPORTED */
+} sg_fp;
+
+/* A kernel node's parameters, from any CUDA_KERNEL_NODE_PARAMS version. */
+typedef struct sg_fp_kin {
+    CUfunction func;
+    CUkernel kern;
+    CUcontext ctx;
+    unsigned grid[3], block[3], shmem;
+    void **kernelParams, **extra;
+} sg_fp_kin;
+
+/* Fills an sg_fp_kin from a v1 struct (no kern, no ctx) ... */
+#define SG_FP_KIN_V1(p) ((sg_fp_kin){ .func = (p)->func,                              \
+    .grid = { (p)->gridDimX, (p)->gridDimY, (p)->gridDimZ },                           \
+    .block = { (p)->blockDimX, (p)->blockDimY, (p)->blockDimZ },                       \
+    .shmem = (p)->sharedMemBytes, .kernelParams = (p)->kernelParams, .extra = (p)->extra })
+/* ... and from a v2 or v3 struct (with kern and ctx). */
+#define SG_FP_KIN_V2(p) ((sg_fp_kin){ .func = (p)->func, .kern = (p)->kern, .ctx = (p)->ctx, \
+    .grid = { (p)->gridDimX, (p)->gridDimY, (p)->gridDimZ },                           \
+    .block = { (p)->blockDimX, (p)->blockDimY, (p)->blockDimZ },                       \
+    .shmem = (p)->sharedMemBytes, .kernelParams = (p)->kernelParams, .extra = (p)->extra })
+
+/* Builds the fingerprint of graph g into fp (its buffers reused). hint, if
+ * not NULL, is an earlier fingerprint whose node i's parameter layout is
+ * reused for node i when the function is the same, and its edges are tried
+ * first when mapping edge endpoints to indices. Afterwards s->nodes holds g's
+ * node handles in order (s->map is scratch). Returns 0, or -1 if
+ * the driver could not describe the graph or memory ran out (fp is then
+ * incomplete and must not be compared). */
+int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint);
+
+/* Describes a kernel node's parameters (not its attributes: n->k.attrs and
+ * attr_mask are zeroed) into n, reusing n's payload buffer; hint as above
+ * (may be NULL). Sets and returns n->k.state; -1 if out of memory. */
+int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint);
+/* Describes a memcpy or memset node (ctx: the context given with it, NULL if
+ * none). Returns 0, or -1 if out of memory. */
+int sg_fp_memcpy_desc(sg_fp_node *n, const CUDA_MEMCPY3D *c, CUcontext ctx);
+int sg_fp_memset_desc(sg_fp_node *n, const CUDA_MEMSET_NODE_PARAMS *m, CUcontext ctx);
+
+/* -1 if a and b describe the same exec state; else why not (the most
+ * telling reason: topology > unsupported_node > not_comparable >
+ * function_changed > dims_changed > attributes_changed > memcpy_changed /
+ * memset_changed > scalar_changed > pointer_changed). */
+int sg_fp_compare(const sg_fp *a, const sg_fp *b);
+/* The same for one node; params_only ignores the attributes (per-node exec
+ * updates do not change them). */
+int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_only);
+
+/* Copies src's description into dst (payload into dst's buffer). Returns 0,
+ * or -1 if out of memory (dst unchanged). */
+int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src);
+
+/* Exchanges two fingerprints (buffers included). */
+void sg_fp_swap(sg_fp *a, sg_fp *b);
+void sg_fp_free(sg_fp *fp);
+void sg_fp_node_free(sg_fp_node *n);
+void sg_fp_scratch_free(sg_fp_scratch *s);
+
+/* Fills m with nodes[i] -> i. Returns 0, or -1 if out of memory. */
+int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n);
+/* The index of node, or -1. */
+long sg_fp_map_find(const sg_fp_map *m, CUgraphNode node);
+void sg_fp_map_free(sg_fp_map *m);
+
+/* Frees the parameter-info cache (tests; no fingerprint may still point into it). */
+void sg_fp_cache_reset(void);
+
+#endif /* SG_FINGERPRINT_H */

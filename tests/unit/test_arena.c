@@ -1,0 +1,347 @@
+/*
+ * tests/unit/test_arena.c: the placement algorithm (core/arena.c) on fake
+ * VMM operations: first-fit determinism, coalescing, alignment, growth and
+ * the sizes of the handles it creates, small blocks sharing one chunk,
+ * own-handle blocks, stream-ordered reuse, new reservations, and every
+ * failing operation leaving nothing behind (creates vs releases, maps vs
+ * unmaps, reserves vs frees counted by the fake).
+ */
+#include "check.h"
+#include "core/arena.h"
+
+#include <string.h>
+
+#define G ((size_t)2 << 20)
+#define RESV_BASE 0x100000000000ULL
+#define MAX_EV 64
+
+/* The fake: counts every operation, remembers handle sizes, can fail the
+ * Nth call of one operation, and answers event queries from done[]. */
+static struct fake {
+    int reserves, unreserves, creates, releases, maps, unmaps, accesses;
+    int puts;
+    size_t handle_size[256];
+    CUdeviceptr next_va;
+    const char *fail_op;
+    int fail_at, calls_of_fail_op;
+    int done[MAX_EV];
+} F;
+
+static int failing(const char *op)
+{
+    if (!F.fail_op || strcmp(op, F.fail_op) != 0) return 0;
+    return ++F.calls_of_fail_op == F.fail_at;
+}
+
+static CUresult f_reserve(void *u, size_t size, size_t align, CUdeviceptr *base)
+{
+    (void)u;
+    if (failing("reserve")) return CUDA_ERROR_OUT_OF_MEMORY;
+    F.next_va = (F.next_va + align - 1) / align * align;
+    *base = F.next_va;
+    F.next_va += size + align;   /* a gap: segments are not adjacent */
+    F.reserves++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_unreserve(void *u, CUdeviceptr b, size_t s) { (void)u; (void)b; (void)s; F.unreserves++; return CUDA_SUCCESS; }
+static CUresult f_create(void *u, size_t size, CUmemGenericAllocationHandle *h)
+{
+    (void)u;
+    if (failing("create")) return CUDA_ERROR_OUT_OF_MEMORY;
+    CHECK(size % G == 0 && size > 0);
+    F.handle_size[F.creates % 256] = size;
+    *h = (CUmemGenericAllocationHandle)++F.creates;
+    return CUDA_SUCCESS;
+}
+static CUresult f_release(void *u, CUmemGenericAllocationHandle h) { (void)u; (void)h; F.releases++; return CUDA_SUCCESS; }
+static CUresult f_map(void *u, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
+{
+    (void)u; (void)h;
+    if (failing("map")) return CUDA_ERROR_INVALID_VALUE;
+    CHECK(va % G == 0 && size % G == 0);
+    F.maps++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_access(void *u, CUdeviceptr va, size_t size)
+{
+    (void)u; (void)va; (void)size;
+    if (failing("access")) return CUDA_ERROR_INVALID_VALUE;
+    F.accesses++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_unmap(void *u, CUdeviceptr va, size_t size) { (void)u; (void)va; (void)size; F.unmaps++; return CUDA_SUCCESS; }
+static int f_event_done(void *u, void *ev) { (void)u; return F.done[(uintptr_t)ev]; }
+static void f_event_put(void *u, void *ev) { (void)u; (void)ev; F.puts++; }
+
+static const sg_arena_ops fake_ops = { NULL, f_reserve, f_unreserve, f_create, f_release, f_map,
+                                       f_access, f_unmap, f_event_done, f_event_put };
+
+static sg_arena *fresh(size_t resv)
+{
+    memset(&F, 0, sizeof F);
+    F.next_va = RESV_BASE;
+    return sg_arena_new(&fake_ops, G, resv);
+}
+
+static const sg_arena_key SYNC = { 0, 0 }, S1 = { 0x1000, 0 }, S2 = { 0x2000, 0 };
+
+static CUdeviceptr alloc_k(sg_arena *a, size_t n, int own, sg_arena_key k)
+{
+    CUdeviceptr p = 0;
+    size_t placed = 0;
+    CUresult rc;
+    if (sg_arena_alloc(a, n, own, k, &p, &placed, &rc) != SG_ARENA_OK) return 0;
+    return p;
+}
+static CUdeviceptr alloc(sg_arena *a, size_t n) { return alloc_k(a, n, 0, SYNC); }
+static void release(sg_arena *a, CUdeviceptr p, size_t n)
+{
+    CHECK_EQ(sg_arena_free(a, p, (n + 255) / 256 * 256, SYNC, NULL), 0);
+}
+
+/* Everything created is gone again. */
+static void check_balanced(void)
+{
+    CHECK_EQ(F.creates, F.releases);
+    CHECK_EQ(F.maps, F.unmaps);
+    CHECK_EQ(F.reserves, F.unreserves);
+}
+
+/* A step: temporaries of mixed sizes, some freed in between. */
+static void step(sg_arena *a, CUdeviceptr out[6])
+{
+    static const size_t sz[6] = { 4096, 100000, 6400, 3 << 20, 777, 50000 };
+    for (int i = 0; i < 3; i++) out[i] = alloc(a, sz[i]);
+    release(a, out[1], sz[1]);
+    for (int i = 3; i < 6; i++) out[i] = alloc(a, sz[i]);
+    for (int i = 0; i < 6; i++)
+        if (i != 1) release(a, out[i], sz[i]);
+}
+
+TEST(first_fit_is_deterministic)
+{
+    CUdeviceptr s1[6], s2[6], s3[6];
+    sg_arena *a = fresh(64 * G);
+    step(a, s1);
+    int creates = F.creates;
+    step(a, s2);
+    CHECK(memcmp(s1, s2, sizeof s1) == 0);   /* same pattern, same addresses */
+    CHECK_EQ(F.creates, creates);            /* and no new memory */
+    sg_arena_destroy(a);
+    check_balanced();
+    a = fresh(64 * G);                       /* a new arena lays out the same way */
+    step(a, s3);
+    CHECK(memcmp(s1, s3, sizeof s1) == 0);
+    sg_arena_destroy(a);
+}
+
+TEST(alignment_and_sizes)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr p = 0;
+    size_t placed = 0;
+    CUresult rc;
+    static const size_t sz[] = { 1, 255, 256, 257, 1000 };
+    static const size_t want[] = { 256, 256, 256, 512, 1024 };
+    CUdeviceptr prev_end = 0;
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(sg_arena_alloc(a, sz[i], 0, SYNC, &p, &placed, &rc), SG_ARENA_OK);
+        CHECK_EQ(p % SG_ARENA_ALIGN, 0);
+        CHECK_EQ(placed, want[i]);
+        if (prev_end) CHECK_EQ(p, prev_end);  /* packed one after the other */
+        prev_end = p + placed;
+    }
+    sg_arena_destroy(a);
+}
+
+TEST(coalescing)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr x = alloc(a, 1024), y = alloc(a, 2048), z = alloc(a, 4096);
+    CHECK_EQ(y, x + 1024);
+    CHECK_EQ(z, y + 2048);
+    size_t before = sg_arena_free_ranges(a);   /* the rest of the chunk */
+    release(a, x, 1024);
+    release(a, z, 4096);                        /* merges with the tail */
+    CHECK_EQ(sg_arena_free_ranges(a), before + 1);
+    release(a, y, 2048);                        /* x, y, z and the tail: one range */
+    CHECK_EQ(sg_arena_free_ranges(a), 1);
+    CHECK_EQ(alloc(a, 7168), x);                /* fits where x, y, z were */
+    sg_arena_destroy(a);
+}
+
+TEST(growth_handle_sizes)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr p = alloc(a, 3 << 20);          /* 3 MiB: one 4 MiB handle */
+    CHECK(p != 0);
+    CHECK_EQ(F.creates, 1);
+    CHECK_EQ(F.handle_size[0], 2 * G);
+    CHECK_EQ(sg_arena_mapped(a), 2 * G);
+    CUdeviceptr q = alloc(a, 1024);             /* in the unused 1 MiB */
+    CHECK_EQ(q, p + (3 << 20));
+    CHECK_EQ(F.creates, 1);
+    /* 2 MiB more: the free tail (1 MiB - 1 KiB) is used, only the rest is new */
+    CUdeviceptr r = alloc(a, 2 << 20);
+    CHECK_EQ(r, q + 1024);
+    CHECK_EQ(F.creates, 2);
+    CHECK_EQ(F.handle_size[1], G);
+    CHECK_EQ(sg_arena_mapped(a), 3 * G);
+    CHECK_EQ(F.maps, 2);
+    CHECK_EQ(F.accesses, 2);
+    sg_arena_destroy(a);
+    check_balanced();
+}
+
+TEST(small_blocks_share_one_chunk)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr p[100];
+    for (int i = 0; i < 100; i++) p[i] = alloc(a, 4096);
+    for (int i = 1; i < 100; i++) CHECK_EQ(p[i], p[i - 1] + 4096);
+    CHECK_EQ(F.creates, 1);                     /* 400 KiB in one 2 MiB chunk */
+    CHECK_EQ(sg_arena_mapped(a), G);
+    sg_arena_destroy(a);
+}
+
+TEST(own_handle_blocks)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr small = alloc(a, 4096);
+    CUdeviceptr p = 0;
+    size_t placed = 0;
+    CUresult rc;
+    CHECK_EQ(sg_arena_alloc(a, 3 << 20, 1, SYNC, &p, &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(p % G, 0);
+    CHECK_EQ(placed, 2 * G);
+    CHECK_EQ(p, small + G - 0);                 /* next granule after the shared chunk */
+    sg_arena_chunk ch[4];
+    CHECK_EQ(sg_arena_chunks(a, p, placed, ch, 4), 1);
+    CHECK_EQ(ch[0].va, p);
+    CHECK_EQ(ch[0].size, 2 * G);
+    /* Small blocks keep filling the shared chunk, never the own one. */
+    CUdeviceptr s2 = alloc(a, 8192);
+    CHECK_EQ(s2, small + 4096);
+    /* Freed, its chunk serves the next own block of that size: no new handle. */
+    int creates = F.creates;
+    CHECK_EQ(sg_arena_free(a, p, placed, SYNC, NULL), 0);
+    CUdeviceptr p2 = 0;
+    CHECK_EQ(sg_arena_alloc(a, 4 << 20, 1, SYNC, &p2, &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(p2, p);
+    CHECK_EQ(F.creates, creates);
+    /* A bigger own block cannot take a chunk boundary that does not fit. */
+    CHECK_EQ(sg_arena_free(a, p2, placed, SYNC, NULL), 0);
+    CUdeviceptr p3 = 0;
+    CHECK_EQ(sg_arena_alloc(a, 5 << 20, 1, SYNC, &p3, &placed, &rc), SG_ARENA_OK);
+    CHECK(p3 != p);
+    CHECK_EQ(sg_arena_chunks(a, p3, placed, ch, 4), 1);
+    CHECK_EQ(ch[0].va, p3);
+    CHECK_EQ(ch[0].size, 3 * G);
+    sg_arena_destroy(a);
+    check_balanced();
+}
+
+TEST(stream_ordered_reuse)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr keep = alloc(a, 256);
+    CUdeviceptr x = alloc_k(a, 8192, 0, S1);
+    CHECK_EQ(sg_arena_free(a, x, 8192, S1, (void *)1), 0);   /* event 1, not done */
+    /* The same stream reuses at once; */
+    CUdeviceptr y = alloc_k(a, 8192, 0, S1);
+    CHECK_EQ(y, x);
+    CHECK_EQ(sg_arena_free(a, y, 8192, S1, (void *)2), 0);
+    /* another stream and synchronous allocations do not, until it completes. */
+    CUdeviceptr z = alloc_k(a, 8192, 0, S2);
+    CHECK(z != x && z != 0);
+    CUdeviceptr w = alloc(a, 4096);
+    CHECK(w != x && w != 0);
+    CHECK_EQ(F.puts, 1);                        /* event 1 done with (its range reused), 2 kept */
+    F.done[2] = 1;
+    CUdeviceptr v = alloc(a, 4096);
+    CHECK_EQ(v, x);
+    CHECK_EQ(F.puts, 2);
+    /* Same-stream pending ranges next to available memory count as one. */
+    CHECK_EQ(sg_arena_free(a, v, 4096, SYNC, NULL), 0);
+    CHECK_EQ(sg_arena_free(a, z, 8192, S1, (void *)3), 0);
+    (void)keep;
+    sg_arena_destroy(a);
+    CHECK_EQ(F.puts, 3);                        /* destroy puts the pending event */
+    check_balanced();
+}
+
+TEST(new_reservation_when_full)
+{
+    sg_arena *a = fresh(4 * G);
+    CUdeviceptr p = alloc(a, 3 * G);
+    CUdeviceptr q = alloc(a, 3 * G);            /* does not fit: second reservation */
+    CHECK(p && q);
+    CHECK_EQ(sg_arena_segments(a), 2);
+    CHECK(sg_arena_contains(a, p) && sg_arena_contains(a, q));
+    CHECK(!sg_arena_contains(a, RESV_BASE - 1));
+    CUdeviceptr big = alloc(a, 10 * G);         /* larger than a reservation */
+    CHECK(big != 0);
+    CHECK_EQ(sg_arena_segments(a), 3);
+    CHECK_EQ(alloc(a, G / 2), p + 3 * G);       /* growth goes back to the first with room */
+    CHECK_EQ(sg_arena_segments(a), 3);
+    sg_arena_destroy(a);
+    check_balanced();
+}
+
+/* Each operation failing on the 1st and on the 2nd call: the allocation
+ * reports which, nothing is left behind, and the arena still works. */
+TEST(failures_leave_nothing)
+{
+    static const char *ops[] = { "reserve", "create", "map", "access" };
+    static const sg_arena_fail want[] = { SG_ARENA_FAIL_RESERVE, SG_ARENA_FAIL_CREATE,
+                                          SG_ARENA_FAIL_MAP, SG_ARENA_FAIL_SET_ACCESS };
+    for (int i = 0; i < 4; i++) {
+        for (int at = 1; at <= 2; at++) {
+            sg_arena *a = fresh(4 * G);
+            F.fail_op = ops[i];
+            F.fail_at = at;
+            CUdeviceptr p = 0, q = 0;
+            size_t placed;
+            CUresult rc1 = CUDA_SUCCESS, rc2 = CUDA_SUCCESS;
+            sg_arena_fail f1 = sg_arena_alloc(a, 3 * G, 0, SYNC, &p, &placed, &rc1);
+            sg_arena_fail f2 = sg_arena_alloc(a, 3 * G, 0, SYNC, &q, &placed, &rc2);
+            CHECK_EQ(at == 1 ? f1 : f2, want[i]);
+            CHECK((at == 1 ? rc1 : rc2) != CUDA_SUCCESS);
+            CHECK_EQ(at == 1 ? f2 : f1, SG_ARENA_OK);
+            /* live: one block's chunk and reservation; nothing half-made */
+            CHECK_EQ(F.creates - F.releases, 1);
+            CHECK_EQ(F.maps - F.unmaps, 1);
+            CHECK_EQ(F.reserves - F.unreserves, 1);
+            CHECK_EQ(sg_arena_mapped(a), 3 * G);
+            CHECK_EQ(sg_arena_segments(a), 1);
+            sg_arena_destroy(a);
+            check_balanced();
+        }
+    }
+}
+
+TEST(destroy_releases_everything)
+{
+    sg_arena *a = fresh(8 * G);
+    for (int i = 0; i < 10; i++) alloc(a, (size_t)(i + 1) * 700000);
+    CHECK(F.creates > 1);
+    CHECK(F.reserves >= 2);
+    sg_arena_destroy(a);
+    check_balanced();
+    CHECK_EQ(F.maps, F.creates);
+}
+
+int main(void)
+{
+    RUN(first_fit_is_deterministic);
+    RUN(alignment_and_sizes);
+    RUN(coalescing);
+    RUN(growth_handle_sizes);
+    RUN(small_blocks_share_one_chunk);
+    RUN(own_handle_blocks);
+    RUN(stream_ordered_reuse);
+    RUN(new_reservation_when_full);
+    RUN(failures_leave_nothing);
+    RUN(destroy_releases_everything);
+    return check_done();
+}

@@ -1,0 +1,571 @@
+/*
+ * tests/unit/test_memory.c: core/memory.c against a fake driver table:
+ * accounting under always_update, placement under skip_temp (same addresses
+ * for the same pattern, no cuMemAlloc reaching the driver), the registry
+ * (interior pointers, snapshot views), what the program observes (range,
+ * attributes, IPC, double and foreign frees, alloc(0)), cuMemFree's
+ * synchronization and its failure, relaxed capture mode around the
+ * library's own calls, each fallback (no VMM, each VMM call failing: the
+ * allocation is forwarded and nothing leaks), stream-ordered reuse, context
+ * teardown, own-handle blocks and STABLEGRAPH_PLACE_MAX_BYTES.
+ */
+#include "check.h"
+#include "core/core.h"
+#include "core/memory.h"
+#include "core/stats.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define G ((size_t)2 << 20)
+#define CTX1 ((CUcontext)0x1111)
+#define CTX2 ((CUcontext)0x2222)
+#define STREAM_A ((CUstream)0xa)
+#define STREAM_B ((CUstream)0xb)
+
+/* ------------------------------------------------------------ the fake */
+
+static struct fake {
+    CUcontext cur;
+    int vmm;
+    CUstreamCaptureMode mode;
+    int creates, releases, maps, unmaps, accesses, reserves, addr_frees;
+    int syncs, syncs_relaxed, vmm_not_relaxed;
+    int events_created, records, queries;
+    int ev_done[64];
+    int capturing;
+    CUresult sync_rc;
+    const char *fail;
+    int fail_at, fail_calls;
+    CUdeviceptr next_va;
+    int fwd_allocs, fwd_frees, fwd_other;
+    CUdeviceptr next_fwd;
+    int primary_active;
+} F;
+
+static int failing(const char *name)
+{
+    if (F.mode != CU_STREAM_CAPTURE_MODE_RELAXED) F.vmm_not_relaxed++;
+    return F.fail && strcmp(F.fail, name) == 0 && ++F.fail_calls >= F.fail_at;
+}
+
+static CUresult d_ctx_get(CUcontext *c) { *c = F.cur; return CUDA_SUCCESS; }
+static CUresult d_ctx_set(CUcontext c) { F.cur = c; return CUDA_SUCCESS; }
+static CUresult d_ctx_dev(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+static CUresult d_ctx_sync(void)
+{
+    F.syncs++;
+    if (F.mode == CU_STREAM_CAPTURE_MODE_RELAXED) F.syncs_relaxed++;
+    return F.sync_rc;
+}
+static CUresult d_dev_attr(int *v, CUdevice_attribute a, CUdevice d)
+{
+    (void)d;
+    *v = a == CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ? F.vmm : 0;
+    return CUDA_SUCCESS;
+}
+static CUresult d_dev_count(int *n) { *n = 1; return CUDA_SUCCESS; }
+static CUresult d_total(size_t *b, CUdevice d) { (void)d; *b = (size_t)16 << 30; return CUDA_SUCCESS; }
+static CUresult d_primary_state(CUdevice d, unsigned *fl, int *active)
+{
+    (void)d;
+    *fl = 0;
+    *active = F.primary_active;
+    return CUDA_SUCCESS;
+}
+static CUresult d_stream_ctx(CUstream s, CUcontext *c) { (void)s; *c = F.cur; return CUDA_SUCCESS; }
+static CUresult d_is_capturing(CUstream s, CUstreamCaptureStatus *st)
+{
+    (void)s;
+    *st = F.capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+static CUresult d_stream_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
+static CUresult d_exchange(CUstreamCaptureMode *m)
+{
+    CUstreamCaptureMode old = F.mode;
+    F.mode = *m;
+    *m = old;
+    return CUDA_SUCCESS;
+}
+static CUresult d_ev_create(CUevent *e, unsigned fl)
+{
+    (void)fl;
+    failing("event");
+    *e = (CUevent)(uintptr_t)++F.events_created;
+    return CUDA_SUCCESS;
+}
+static CUresult d_ev_destroy(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult d_ev_record(CUevent e, CUstream s)
+{
+    (void)s;
+    failing("record");
+    F.records++;
+    F.ev_done[(uintptr_t)e % 64] = 0;
+    return CUDA_SUCCESS;
+}
+static CUresult d_ev_query(CUevent e)
+{
+    failing("query");
+    F.queries++;
+    return F.ev_done[(uintptr_t)e % 64] ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+static CUresult d_reserve(CUdeviceptr *p, size_t size, size_t al, CUdeviceptr addr,
+                          unsigned long long fl)
+{
+    (void)addr; (void)fl;
+    if (failing("cuMemAddressReserve")) return CUDA_ERROR_OUT_OF_MEMORY;
+    F.next_va = (F.next_va + al - 1) / al * al;
+    *p = F.next_va;
+    F.next_va += size;
+    F.reserves++;
+    return CUDA_SUCCESS;
+}
+static CUresult d_addr_free(CUdeviceptr p, size_t s) { (void)p; (void)s; failing(""); F.addr_frees++; return CUDA_SUCCESS; }
+static CUresult d_create(CUmemGenericAllocationHandle *h, size_t s, const CUmemAllocationProp *p,
+                         unsigned long long fl)
+{
+    (void)fl;
+    if (failing("cuMemCreate")) return CUDA_ERROR_OUT_OF_MEMORY;
+    CHECK(s % G == 0);
+    CHECK(p->type == CU_MEM_ALLOCATION_TYPE_PINNED && p->location.type == CU_MEM_LOCATION_TYPE_DEVICE);
+    *h = (CUmemGenericAllocationHandle)++F.creates;
+    return CUDA_SUCCESS;
+}
+static CUresult d_release(CUmemGenericAllocationHandle h) { (void)h; failing(""); F.releases++; return CUDA_SUCCESS; }
+static CUresult d_map(CUdeviceptr p, size_t s, size_t off, CUmemGenericAllocationHandle h,
+                      unsigned long long fl)
+{
+    (void)p; (void)s; (void)h; (void)fl;
+    if (failing("cuMemMap")) return CUDA_ERROR_INVALID_VALUE;
+    CHECK_EQ(off, 0);
+    F.maps++;
+    return CUDA_SUCCESS;
+}
+static CUresult d_unmap(CUdeviceptr p, size_t s) { (void)p; (void)s; failing(""); F.unmaps++; return CUDA_SUCCESS; }
+static CUresult d_access(CUdeviceptr p, size_t s, const CUmemAccessDesc *d, size_t n)
+{
+    (void)p; (void)s;
+    if (failing("cuMemSetAccess")) return CUDA_ERROR_INVALID_VALUE;
+    CHECK(n >= 1 && d[0].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    F.accesses++;
+    return CUDA_SUCCESS;
+}
+static CUresult d_gran(size_t *g, const CUmemAllocationProp *p, CUmemAllocationGranularity_flags f)
+{
+    (void)p; (void)f;
+    *g = G;
+    return CUDA_SUCCESS;
+}
+static CUresult d_attrs(unsigned n, CUpointer_attribute *a, void **data, CUdeviceptr p)
+{
+    (void)a;
+    CHECK_EQ(p, 0);   /* asked about "unallocated memory" */
+    for (unsigned i = 0; i < n; i++) memset(data[i], 0, 8);
+    return CUDA_SUCCESS;
+}
+
+static void fake_install(void)
+{
+    sg_driver d;
+    memset(&d, 0, sizeof d);
+    d.cuCtxGetCurrent = d_ctx_get;
+    d.cuCtxSetCurrent = d_ctx_set;
+    d.cuCtxGetDevice = d_ctx_dev;
+    d.cuCtxSynchronize = d_ctx_sync;
+    d.cuDeviceGetAttribute = d_dev_attr;
+    d.cuDeviceGetCount = d_dev_count;
+    d.cuDeviceTotalMem_v2 = d_total;
+    d.cuDevicePrimaryCtxGetState = d_primary_state;
+    d.cuStreamGetCtx = d.cuStreamGetCtx_ptsz = d_stream_ctx;
+    d.cuStreamIsCapturing = d.cuStreamIsCapturing_ptsz = d_is_capturing;
+    d.cuStreamSynchronize = d.cuStreamSynchronize_ptsz = d_stream_sync;
+    d.cuThreadExchangeStreamCaptureMode = d_exchange;
+    d.cuEventCreate = d_ev_create;
+    d.cuEventDestroy_v2 = d_ev_destroy;
+    d.cuEventRecord = d.cuEventRecord_ptsz = d_ev_record;
+    d.cuEventQuery = d_ev_query;
+    d.cuMemAddressReserve = d_reserve;
+    d.cuMemAddressFree = d_addr_free;
+    d.cuMemCreate = d_create;
+    d.cuMemRelease = d_release;
+    d.cuMemMap = d_map;
+    d.cuMemUnmap = d_unmap;
+    d.cuMemSetAccess = d_access;
+    d.cuMemGetAllocationGranularity = d_gran;
+    d.cuPointerGetAttributes = d_attrs;
+    sg_core_set_driver(&d);
+}
+
+/* The program's calls: forward() is "the driver" for what is forwarded. */
+static CUresult fwd(const void *args)
+{
+    const sg_call *c = args;
+    if (c->kind == SG_CALL_ALLOC) {
+        F.fwd_allocs++;
+        if (c->bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+        *c->dptr_out = F.next_fwd += 0x10000;
+        return CUDA_SUCCESS;
+    }
+    if (c->kind == SG_CALL_FREE) {
+        F.fwd_frees++;
+        return c->dptr >= 0x50000000 && c->dptr < 0x60000000 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    F.fwd_other++;
+    if (c->kind == SG_CALL_PTR_ATTRS)
+        for (unsigned i = 0; i < c->nattrs; i++) memset(c->attr_datas[i], 0xee, 8);
+    return CUDA_SUCCESS;
+}
+
+static CUresult call(sg_call c)
+{
+    sg_call cc = c;
+    cc.forward = fwd;
+    cc.args = &cc;
+    return sg_mem_call(&cc);
+}
+
+static CUresult alloc(CUdeviceptr *p, size_t n)
+{
+    return call((sg_call){ .kind = SG_CALL_ALLOC, .dptr_out = p, .bytes = n });
+}
+static CUresult alloc_async(CUdeviceptr *p, size_t n, CUstream s)
+{
+    return call((sg_call){ .kind = SG_CALL_ALLOC, .dptr_out = p, .bytes = n, .async = 1, .stream = s });
+}
+static CUresult mfree(CUdeviceptr p) { return call((sg_call){ .kind = SG_CALL_FREE, .dptr = p }); }
+static CUresult mfree_async(CUdeviceptr p, CUstream s)
+{
+    return call((sg_call){ .kind = SG_CALL_FREE, .dptr = p, .async = 1, .stream = s });
+}
+
+static void setup(sg_policy policy, size_t place_max)
+{
+    sg_mem_reset();
+    sg_stats_reset();
+    memset(&F, 0, sizeof F);
+    F.cur = CTX1;
+    F.vmm = 1;
+    F.mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    F.sync_rc = CUDA_SUCCESS;
+    F.next_va = 0x7f0000000000ULL;
+    F.next_fwd = 0x50000000;
+    F.primary_active = 1;
+    fake_install();
+    sg_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.policy = policy;
+    cfg.place_max_bytes = place_max;
+    sg_mem_init(&cfg);
+}
+
+/* After a teardown, everything the library made is gone. */
+static void check_released(void)
+{
+    CHECK_EQ(F.creates, F.releases);
+    CHECK_EQ(F.maps, F.unmaps);
+    CHECK_EQ(F.reserves, F.addr_frees);
+}
+
+/* ------------------------------------------------------------- tests */
+
+TEST(always_update_counts_peak)
+{
+    setup(SG_POLICY_ALWAYS_UPDATE, SIZE_MAX);
+    CUdeviceptr a, b, c;
+    CHECK_CU(alloc(&a, 100), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 200), CUDA_SUCCESS);
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_CU(alloc(&c, 50), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, 3);
+    CHECK_EQ(F.creates + F.reserves, 0);
+    CHECK_EQ(sg_stats_totals().bytes_requested, 300);
+    CHECK_EQ(sg_stats_totals().bytes_mapped, 0);
+    CHECK(!sg_mem_find(b, NULL));
+}
+
+TEST(skip_temp_places_deterministically)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a1, b1, a2, b2;
+    CHECK_CU(alloc(&a1, 1000), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b1, 5000), CUDA_SUCCESS);
+    CHECK_CU(mfree(a1), CUDA_SUCCESS);
+    CHECK_CU(mfree(b1), CUDA_SUCCESS);
+    CHECK_CU(alloc(&a2, 1000), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b2, 5000), CUDA_SUCCESS);
+    CHECK_EQ(a2, a1);
+    CHECK_EQ(b2, b1);
+    CHECK_EQ(b1, a1 + 1024);
+    CHECK_EQ(F.fwd_allocs, 0);
+    CHECK_EQ(F.creates, 1);
+    CHECK_EQ(F.reserves, 1);
+    CHECK_EQ(sg_stats_totals().bytes_requested, 6000);
+    CHECK_EQ(sg_stats_totals().bytes_mapped, G);
+    CHECK_EQ(F.vmm_not_relaxed, 0);                 /* every VMM call in relaxed mode */
+    CHECK_EQ(F.mode, CU_STREAM_CAPTURE_MODE_GLOBAL); /* and the program's mode restored */
+}
+
+TEST(registry_and_views)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b;
+    sg_alloc_info info;
+    CHECK_CU(alloc(&a, 1000), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 300), CUDA_SUCCESS);
+    CHECK(sg_mem_find(a + 999, &info));
+    CHECK_EQ(info.base, a);
+    CHECK_EQ(info.size, 1000);
+    CHECK(info.ctx == CTX1);
+    CHECK(info.id >= SG_MEM_ID_BASE);
+    CHECK(!sg_mem_find(a + 1000, NULL));            /* the padding belongs to nobody */
+    CHECK(!sg_mem_find(a - 1, NULL));
+    uint64_t id_a = info.id;
+    const sg_mem_view *v = sg_mem_view_acquire();
+    CHECK(v != NULL);
+    CHECK(sg_mem_view_find(v, b + 299, &info) && info.base == b && info.id != id_a);
+    CHECK_CU(mfree(b), CUDA_SUCCESS);
+    CHECK(sg_mem_view_find(v, b, NULL));            /* a snapshot: unchanged */
+    const sg_mem_view *v2 = sg_mem_view_acquire();
+    CHECK(!sg_mem_view_find(v2, b, NULL));          /* a new one sees the free */
+    CHECK(sg_mem_view_find(v2, a + 5, NULL));
+    sg_mem_view_release(v);
+    sg_mem_view_release(v2);
+    CUdeviceptr c;
+    CHECK_CU(alloc(&c, 300), CUDA_SUCCESS);
+    CHECK_EQ(c, b);                                 /* same address, */
+    CHECK(sg_mem_find(c, &info) && info.id > id_a + 1); /* new id */
+}
+
+TEST(what_the_program_observes)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, z = 0, base = 0;
+    size_t size = 0;
+    CHECK_CU(alloc(&z, 0), CUDA_ERROR_INVALID_VALUE);   /* the driver's answer */
+    CHECK_EQ(F.fwd_allocs, 1);
+    CHECK_CU(alloc(&a, 1000), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_ADDR_RANGE, .base_out = &base, .size_out = &size,
+                             .dptr = a + 10 }), CUDA_SUCCESS);
+    CHECK(base == a && size == 1000);
+    CUdeviceptr start = 0;
+    unsigned long long id = 0;
+    CUcontext ctx = NULL;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &start,
+                             .attr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, .dptr = a + 5 }), CUDA_SUCCESS);
+    CHECK_EQ(start, a);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &id,
+                             .attr = CU_POINTER_ATTRIBUTE_BUFFER_ID, .dptr = a }), CUDA_SUCCESS);
+    CHECK(id >= SG_MEM_ID_BASE);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &ctx,
+                             .attr = CU_POINTER_ATTRIBUTE_CONTEXT, .dptr = a }), CUDA_SUCCESS);
+    CHECK(ctx == CTX1);
+    int other = F.fwd_other;
+    unsigned mt = 0;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &mt,
+                             .attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE, .dptr = a }), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_other, other + 1);                   /* not overridden: the driver answers */
+    /* plural: the driver's answers, then the overrides */
+    CUpointer_attribute at[2] = { CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_MEMORY_TYPE };
+    size_t rs = 0;
+    unsigned long long mt8 = 0;
+    void *data[2] = { &rs, &mt8 };
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTRS, .nattrs = 2, .attrs = at, .attr_datas = data,
+                             .dptr = a + 1 }), CUDA_SUCCESS);
+    CHECK_EQ(rs, 1000);
+    CHECK(mt8 == 0xeeeeeeeeeeeeeeeeULL);
+    CUipcMemHandle h;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .ipc_out = &h, .dptr = a }),
+             CUDA_ERROR_INVALID_VALUE);
+    /* frees */
+    CHECK_CU(mfree(a + 256), CUDA_ERROR_INVALID_VALUE);  /* interior: ours, not a base */
+    CHECK_EQ(F.fwd_frees, 0);
+    CHECK_CU(mfree(0x50000000 + 0x10000), CUDA_SUCCESS); /* foreign: forwarded */
+    CHECK_EQ(F.fwd_frees, 1);
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_CU(mfree(a), CUDA_ERROR_INVALID_VALUE);        /* double free */
+    CHECK_EQ(F.fwd_frees, 1);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_ADDR_RANGE, .base_out = &base, .size_out = &size,
+                             .dptr = a }), CUDA_ERROR_NOT_FOUND);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &start,
+                             .attr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, .dptr = a }),
+             CUDA_ERROR_INVALID_VALUE);
+    rs = 7;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTRS, .nattrs = 2, .attrs = at, .attr_datas = data,
+                             .dptr = a }), CUDA_SUCCESS);
+    CHECK_EQ(rs, 0);                                     /* as for unallocated memory */
+}
+
+TEST(free_synchronizes_in_program_mode)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    F.sync_rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;   /* e.g. during a global capture */
+    CHECK_CU(mfree(a), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(sg_mem_find(a, NULL));                         /* nothing freed */
+    CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
+    CHECK(b != a);
+    F.sync_rc = CUDA_SUCCESS;
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_EQ(F.syncs, 2);
+    CHECK_EQ(F.syncs_relaxed, 0);                        /* the program's own mode */
+    CHECK(!sg_mem_find(a, NULL));
+}
+
+/* Each VMM call failing: the allocation is forwarded, nothing leaks, and
+ * the next allocation is placed again. */
+TEST(vmm_failures_fall_back)
+{
+    static const char *calls[] = { "cuMemAddressReserve", "cuMemCreate", "cuMemMap", "cuMemSetAccess" };
+    for (int i = 0; i < 4; i++) {
+        setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+        F.fail = calls[i];
+        F.fail_at = 1;
+        CUdeviceptr a, b;
+        CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+        CHECK_EQ(F.fwd_allocs, 1);
+        CHECK(!sg_mem_find(a, NULL));
+        CHECK_EQ(F.creates - F.releases, 0);
+        CHECK_EQ(F.maps - F.unmaps, 0);
+        CHECK_EQ(F.reserves - F.addr_frees, 0);          /* a fresh reservation is given back */
+        F.fail = NULL;
+        CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
+        CHECK_EQ(F.fwd_allocs, 1);
+        CHECK(sg_mem_find(b, NULL));
+        CHECK_CU(mfree(a), CUDA_SUCCESS);                 /* the forwarded one: to the driver */
+        CHECK_EQ(F.fwd_frees, 1);
+        sg_mem_reset();
+        check_released();
+    }
+}
+
+TEST(no_vmm_forwards_everything)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    F.vmm = 0;
+    CUdeviceptr a, b;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 1 << 20), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, 2);
+    CHECK_EQ(F.creates + F.reserves, 0);
+    CHECK_EQ(sg_stats_totals().bytes_requested, 4096 + (1 << 20));
+}
+
+TEST(stream_ordered_reuse)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b, c, d;
+    F.capturing = 1;                                     /* a graph memory node: forwarded */
+    CHECK_CU(alloc_async(&a, 4096, STREAM_A), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, 1);
+    CHECK(!sg_mem_find(a, NULL));
+    F.capturing = 0;
+    CHECK_CU(alloc_async(&a, 4096, STREAM_A), CUDA_SUCCESS);
+    CHECK(sg_mem_find(a, NULL));
+    CHECK_CU(mfree_async(a, STREAM_A), CUDA_SUCCESS);
+    CHECK_EQ(F.records, 1);
+    CHECK_EQ(F.syncs, 0);                                /* no host wait */
+    CHECK_CU(alloc_async(&b, 4096, STREAM_A), CUDA_SUCCESS);
+    CHECK_EQ(b, a);                                      /* same stream: at once */
+    CHECK_CU(mfree_async(b, STREAM_A), CUDA_SUCCESS);
+    CHECK_CU(alloc_async(&c, 4096, STREAM_B), CUDA_SUCCESS);
+    CHECK(c != a);                                       /* other stream: not yet */
+    CHECK_CU(alloc(&d, 256), CUDA_SUCCESS);
+    CHECK(d < a || d >= a + 4096);                       /* nor a synchronous one */
+    for (int i = 0; i < 64; i++) F.ev_done[i] = 1;
+    CUdeviceptr e;
+    CHECK_CU(alloc_async(&e, 4096, STREAM_B), CUDA_SUCCESS);
+    CHECK_EQ(e, a);                                      /* after the event completed */
+    CHECK_EQ(F.events_created, 1);                       /* events come back to the pool */
+    CHECK_EQ(F.vmm_not_relaxed, 0);
+    CHECK_EQ(F.mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    F.capturing = 1;
+    CHECK_CU(mfree_async(e, STREAM_B), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(sg_mem_find(e, NULL));
+}
+
+TEST(context_teardown)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b, p;
+    CHECK_CU(alloc(&a, 3 << 20), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
+    CUcontext out = CTX2;  /* the fake forward leaves it: device 0's primary context is CTX2 */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_RETAIN, .ctx_out = &out, .device = 0 }), CUDA_SUCCESS);
+    F.cur = CTX2;
+    CHECK_CU(alloc(&p, 4096), CUDA_SUCCESS);
+    CHECK_EQ(F.reserves, 2);                             /* one arena per context */
+    int creates = F.creates;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_DESTROY, .ctx = CTX1 }), CUDA_SUCCESS);
+    CHECK(!sg_mem_find(a, NULL) && !sg_mem_find(b, NULL));
+    CHECK(sg_mem_find(p, NULL));
+    CHECK_EQ(F.releases, creates - 1);                   /* CTX1's chunks, not CTX2's */
+    CHECK_EQ(F.addr_frees, 1);
+    int ff = F.fwd_frees;
+    CHECK_CU(mfree(a), CUDA_ERROR_INVALID_VALUE);        /* not ours any more: the driver's answer */
+    CHECK_EQ(F.fwd_frees, ff + 1);
+    F.primary_active = 1;                                /* still retained elsewhere: kept */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_DROP, .device = 0 }), CUDA_SUCCESS);
+    CHECK(sg_mem_find(p, NULL));
+    F.primary_active = 0;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_DROP, .device = 0 }), CUDA_SUCCESS);
+    CHECK(!sg_mem_find(p, NULL));
+    check_released();
+    CHECK_EQ(F.vmm_not_relaxed, 0);
+}
+
+TEST(own_handle_blocks)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr small, big;
+    sg_mem_handle h[4];
+    sg_alloc_info info;
+    CHECK_CU(alloc(&small, 4096), CUDA_SUCCESS);
+    CHECK_EQ(sg_mem_block_handles(small, h, 4), 1);
+    CHECK(h[0].va == small && h[0].offset == 0 && h[0].size == G);   /* shared chunk */
+    sg_mem_set_own_handles_min(1 << 20);
+    CHECK_CU(alloc(&big, 3 << 20), CUDA_SUCCESS);
+    CHECK_EQ(big % G, 0);
+    CHECK(sg_mem_find(big, &info) && info.own_handles);
+    CHECK_EQ(sg_mem_block_handles(big, h, 4), 1);
+    CHECK(h[0].va == big && h[0].offset == 0 && h[0].size == 2 * G);
+    CHECK(h[0].handle != 0);
+    CUdeviceptr s2;
+    CHECK_CU(alloc(&s2, 4096), CUDA_SUCCESS);            /* small: back in the shared chunk */
+    CHECK_EQ(s2, small + 4096);
+    CHECK_EQ(sg_mem_block_handles(s2, h, 4), 1);
+    CHECK_EQ(h[0].offset, -4096);
+    CHECK_EQ(sg_mem_block_handles(big + 8, h, 4), 0);    /* not a base */
+}
+
+TEST(place_max_bytes)
+{
+    setup(SG_POLICY_SKIP_TEMP, 4096);
+    CUdeviceptr a, b;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 4097), CUDA_SUCCESS);
+    CHECK(sg_mem_find(a, NULL));
+    CHECK(!sg_mem_find(b, NULL));
+    CHECK_EQ(F.fwd_allocs, 1);
+    CUipcMemHandle h;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .ipc_out = &h, .dptr = b }), CUDA_SUCCESS);
+    CHECK_EQ(sg_stats_totals().bytes_requested, 8193);
+}
+
+int main(void)
+{
+    RUN(always_update_counts_peak);
+    RUN(skip_temp_places_deterministically);
+    RUN(registry_and_views);
+    RUN(what_the_program_observes);
+    RUN(free_synchronizes_in_program_mode);
+    RUN(vmm_failures_fall_back);
+    RUN(no_vmm_forwards_everything);
+    RUN(stream_ordered_reuse);
+    RUN(context_teardown);
+    RUN(own_handle_blocks);
+    RUN(place_max_bytes);
+    sg_mem_reset();
+    return check_done();
+}
