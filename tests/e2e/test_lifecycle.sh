@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# tests/e2e/test_lifecycle.sh: the library across a process's life cycle
+# (issue 6, "Process life cycle"), under every policy, on the emulated driver.
+#   - life_prog scenarios (fork with and without exec, a child that never
+#     touches CUDA, fork before CUDA, exit() from a worker thread while
+#     kernels are in flight, a context destroyed while its execs exist,
+#     cuDevicePrimaryCtxReset with live allocations and execs) and life_dl
+#     (dlclose of a dlopen'ed libcuda, then dlopen again): no hang (timeout),
+#     no crash, the exit status and every printed driver result and checksum
+#     as without the library, and one report per process that used CUDA.
+#   - processes that never use CUDA (/bin/true, sh, python3) and a program
+#     whose libcuda is missing: no effect at all (same status, stdout and
+#     stderr, no report, no log line at the default level).
+. "$(dirname "$0")/../lib.sh"
+PROG=$BUILD/tests/e2e/life_prog
+DL=$BUILD/tests/e2e/life_dl
+MOD=$BUILD/tests/emu/mod_test.so
+. "$(dirname "$0")/life_lib.sh"
+mkdir -p "$TMP/empty"
+
+scenario basic 1 -- "$PROG" basic "$MOD"
+# parent + the exec'd CUDA child; not the child without CUDA, nor /bin/true
+scenario fork 2 -- "$PROG" fork "$MOD"
+scenario fork_first 2 -- "$PROG" fork_first "$MOD"
+scenario exit_thread 1 CUDAEMU_KERNEL_DELAY_US=5000 -- "$PROG" exit_thread "$MOD"
+check_eq "exit_thread: the worker's exit status" "$(cat "$TMP/exit_thread.base.rc")" 5
+scenario ctx_destroy 1 -- "$PROG" ctx_destroy "$MOD"
+scenario primary_reset 1 -- "$PROG" primary_reset "$MOD"
+scenario dlclose 1 -- "$DL" "$MOD"
+check "dlclose: the driver was used twice" [ "$(grep -c 'checksum:' "$TMP/dlclose.base.out")" -eq 2 ]
+
+# ---------------------------------------------------------------- no CUDA: no effect
+# quiet NAME CMD...: with and without the library, identical in every way.
+quiet() {
+    local name=$1; shift
+    run "$name.base" LD_LIBRARY_PATH="$TMP/empty" -- "$@"
+    for p in $POLICIES; do
+        local t=$name.$p
+        mkdir -p "$TMP/q/$t"
+        run "$t" LD_LIBRARY_PATH="$TMP/empty" LD_PRELOAD="$LIB" STABLEGRAPH_POLICY="$p" \
+            STABLEGRAPH_REPORT="$TMP/q/$t/r-%p.json" STABLEGRAPH_LOG_FILE="$TMP/q/$t/log" -- "$@"
+        check_eq "$t: exit status unchanged" "$(cat "$TMP/$t.rc")" "$(cat "$TMP/$name.base.rc")"
+        check "$t: stdout unchanged" cmp -s "$TMP/$name.base.out" "$TMP/$t.out"
+        check "$t: stderr unchanged" cmp -s "$TMP/$name.base.err" "$TMP/$t.err"
+        check "$t: no report" [ -z "$(ls "$TMP/q/$t" | grep -v '^log$')" ]
+        check "$t: no log line" [ ! -s "$TMP/q/$t/log" ]
+    done
+}
+quiet true /bin/true
+quiet sh sh -c 'echo out; echo err >&2; exit 3'
+if command -v python3 >/dev/null; then
+    quiet python3 python3 -c 'import sys; print("py"); sys.exit(4)'
+fi
+quiet missing_libcuda "$DL" "$MOD"
+check_eq "missing libcuda: the program handled it" "$(cat "$TMP/missing_libcuda.base.rc")" 7
+done_testing
