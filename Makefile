@@ -95,6 +95,9 @@ $(BUILD)/obj/%.o: %.c
 # ---------------------------------------------------------------- parts with their own rules
 -include tests/workloads/workloads.mk
 -include interpose/interpose.mk
+-include tests/fuzz/fuzz.mk
+-include tests/bench/bench.mk
+-include tests/gpu/gpu.mk
 
 # ---------------------------------------------------------------- tests
 # Sanitizer builds leave a marker so tests/run.sh can set the runtime's

@@ -1,0 +1,58 @@
+# tests/gpu/gpu.mk: builds the real-GPU kit's CUDA programs with nvcc, when
+# the toolkit has nvcc (otherwise it prints a note and builds nothing).
+#
+#   $(BUILD)/gpu/rt_graphs    tests/gpu/rt_graphs.cu: CUDA runtime (static
+#                             cudart) graph capture + cudaGraphExecUpdate
+#   $(BUILD)/gpu/step_timer   tests/gpu/step_timer.cu: the recapture_temps and
+#                             rotating_inputs loops (driver API, the
+#                             workloads' own wl_common.c) timed with CUDA
+#                             events; loads wl_kernels.{fatbin,so} from
+#                             $(BUILD)/gpu/, links to $(BUILD)/workloads/
+#
+# Included by the top-level Makefile (-include tests/gpu/gpu.mk), or used on
+# its own, e.g. on a machine without uthash-dev where build/ was carried
+# over: make -f tests/gpu/gpu.mk gpu-kit BUILD=build
+# It works whether it is read before or after the top-level Makefile's
+# variables: everything it needs has a ?= default here, and the first target
+# it names is `all`, so it never changes the default goal.
+
+CUDA_HOME ?= /usr/local/cuda
+BUILD     ?= build
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+
+GPU_DIR   := $(BUILD)/gpu
+GPU_STUBS  = $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs $(CUDA_HOME)/targets/*/lib/stubs))
+# Same targets as the workloads' fatbin (sm_80, sm_90, PTX for newer GPUs);
+# no fused multiply-add, so results can be compared with the emulated C code.
+GPU_NVCC_FLAGS := -O2 -fmad=false -Xcompiler -ffp-contract=off,-Wall \
+    -gencode arch=compute_80,code=sm_80 \
+    -gencode arch=compute_90,code='[sm_90,compute_90]'
+GPU_PROGS := $(GPU_DIR)/rt_graphs $(GPU_DIR)/step_timer
+
+.PHONY: all gpu-kit gpu-kit-note
+all:
+
+ifneq ($(wildcard $(NVCC)),)
+$(GPU_DIR)/rt_graphs: tests/gpu/rt_graphs.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(GPU_NVCC_FLAGS) -cudart static -o $@ $<
+
+# Host code only (driver API): wl_common.c is compiled by nvcc's host
+# compiler as C, exactly the file the workloads use.
+$(GPU_DIR)/step_timer: tests/gpu/step_timer.cu tests/workloads/wl_common.c \
+        tests/workloads/wl_common.h tests/workloads/wl_math.h
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -Xcompiler -ffp-contract=off,-Wall -cudart static -Itests/workloads -o $@ \
+	    tests/gpu/step_timer.cu tests/workloads/wl_common.c -L$(GPU_STUBS) -lcuda
+	ln -sf ../workloads/wl_kernels.fatbin $(GPU_DIR)/wl_kernels.fatbin
+	ln -sf ../workloads/wl_kernels.so $(GPU_DIR)/wl_kernels.so
+
+gpu-kit: $(GPU_PROGS)
+else
+gpu-kit-note:
+	@echo "note: $(NVCC) not found: the real-GPU kit's programs ($(GPU_PROGS)) not built"
+
+gpu-kit: gpu-kit-note
+endif
+
+all: gpu-kit

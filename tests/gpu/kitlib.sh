@@ -1,0 +1,255 @@
+# shellcheck shell=bash
+# tests/gpu/kitlib.sh: the functions of the real-GPU kit (sourced by
+# run-all.sh, and by test_gpu_kit.sh, which calls them with fake outputs).
+# Nothing here runs on its own.
+#
+# Conventions of the programs the kit runs: each prints "checksum: <hex>"
+# when it finished its work; exit status 77 with a line "skip: <why>" means
+# "cannot run here" (e.g. PyTorch not installed), not a failure.
+#
+# Variables the caller sets before using the run functions:
+#   KIT_SRC      source root           KIT_BUILD   build directory
+#   KIT_LIB      libstablegraph.so     KIT_DRIVER_PATH  LD_LIBRARY_PATH for
+#   the programs (the real driver: the system's; a rehearsal: the emulator's)
+
+# The configurations every program runs under: without the library, then the
+# library under each policy. (Same policy names as core/config.h and
+# scripts/stablegraph-run; test_gpu_kit.sh checks they agree.)
+# shellcheck disable=SC2034  # KIT_GPU_* and others are read by the callers
+KIT_POLICIES="off always_update skip_temp skip_profiled"
+KIT_CONFIGS="nolib $KIT_POLICIES"
+
+# ------------------------------------------------------------------ clock
+# kit_budget_start SECONDS: the whole run's budget starts now.
+kit_budget_start() { KIT_DEADLINE=$(( $(date +%s) + $1 )); }
+# kit_left: seconds left of the budget (never negative).
+kit_left() { local l=$(( KIT_DEADLINE - $(date +%s) )); echo $(( l > 0 ? l : 0 )); }
+# kit_cap SECONDS: the smaller of SECONDS and what is left (keeping 15 s to
+# write the summary).
+kit_cap() { local l=$(( $(kit_left) - 15 )); echo $(( $1 < l ? $1 : (l > 0 ? l : 0) )); }
+# kit_timeout SECONDS CMD...: CMD under `timeout` with at most SECONDS and
+# what is left (kit_cap); when nothing is left it does not run CMD and
+# returns 124. (A bare `timeout 0` would mean no limit at all.)
+kit_timeout() {
+    local secs
+    secs=$(kit_cap "$1"); shift
+    [ "$secs" -gt 0 ] || return 124
+    timeout -k 5 "$secs" "$@"
+}
+
+# ------------------------------------------------------------------ results
+# kit_result STATUS NAME DETAIL: records one check (STATUS: PASS, FAIL, SKIP)
+# and echoes it.
+KIT_RESULTS=()
+kit_result() {
+    local line
+    printf -v line '%-4s %s: %s' "$1" "$2" "$3"
+    KIT_RESULTS+=("$line")
+    echo "$line"
+}
+# kit_count STATUS: how many checks have STATUS.
+kit_count() { local n=0 r; for r in "${KIT_RESULTS[@]}"; do [[ $r == "$1 "* ]] && n=$((n + 1)); done; echo $n; }
+
+# ------------------------------------------------------------------ outputs
+# kit_checksum FILE: the last "checksum: <hex>" value in FILE (empty if none).
+kit_checksum() { sed -n 's/^checksum: \([0-9a-f][0-9a-f]*\)$/\1/p' "$1" 2>/dev/null | tail -n 1; }
+
+# kit_report_totals REPORT.json: "launches L, updates S seen/F forwarded/K skipped"
+# from the library's report (empty if unreadable).
+kit_report_totals() {
+    python3 - "$1" 2>/dev/null <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+print("launches %d, updates %d seen/%d forwarded/%d skipped" % (
+    t.get("launches", 0), t.get("updates_seen", 0), t.get("updates_forwarded", 0), t.get("updates_skipped", 0)))
+PY
+}
+
+# kit_compare DIR NAME: judges the runs NAME.<config>.{rc,out,json} in DIR
+# (one per configuration of KIT_CONFIGS). Prints "STATUS DETAIL" and returns
+# 0 (PASS), 1 (FAIL) or 2 (SKIP). PASS needs: the run without the library
+# exited 0 with a checksum; every policy exited 0 with the same checksum and
+# wrote its report; no output says "reference: MISMATCH". SKIP: the run
+# without the library exited 77 (its "skip:" line is the detail), or a run
+# was not started because the time budget was spent.
+kit_compare() {
+    local dir=$1 name=$2 cfg rc sum base bad="" notes="" totals
+    rc=$(cat "$dir/$name.nolib.rc" 2>/dev/null || echo missing)
+    base=$(kit_checksum "$dir/$name.nolib.out")
+    if [ "$rc" = 77 ]; then
+        echo "SKIP $(grep -m1 '^skip:' "$dir/$name.nolib.out" | sed 's/^skip: *//')"
+        return 2
+    fi
+    for cfg in $KIT_CONFIGS; do
+        if [ "$(cat "$dir/$name.$cfg.rc" 2>/dev/null)" = budget ]; then
+            echo "SKIP time budget spent before the run under $cfg"
+            return 2
+        fi
+    done
+    if [ "$rc" != 0 ] || [ -z "$base" ]; then
+        echo "FAIL without the library: exit $rc, checksum '${base:-none}': $(tail -n 1 "$dir/$name.nolib.out" 2>/dev/null)"
+        return 1
+    fi
+    for cfg in $KIT_CONFIGS; do
+        rc=$(cat "$dir/$name.$cfg.rc" 2>/dev/null || echo missing)
+        sum=$(kit_checksum "$dir/$name.$cfg.out")
+        if grep -q '^reference: MISMATCH' "$dir/$name.$cfg.out" 2>/dev/null; then
+            bad+="; $cfg: $(grep -m1 '^reference: MISMATCH' "$dir/$name.$cfg.out")"
+        elif [ "$rc" != 0 ]; then
+            bad+="; $cfg: exit $rc ($(tail -n 1 "$dir/$name.$cfg.out" 2>/dev/null))"
+        elif [ "$sum" != "$base" ]; then
+            bad+="; $cfg: checksum ${sum:-none} != $base without the library"
+        elif [ "$cfg" != nolib ]; then
+            totals=$(kit_report_totals "$dir/$name.$cfg.json")
+            if [ -z "$totals" ]; then bad+="; $cfg: no report written"; else notes+="; $cfg: $totals"; fi
+        fi
+    done
+    if [ -n "$bad" ]; then
+        echo "FAIL${bad#;}"
+        return 1
+    fi
+    echo "PASS checksum $base without the library and under every policy$notes"
+    return 0
+}
+
+# ------------------------------------------------------------------ running
+# kit_run_config CONFIG DIR NAME SECONDS CMD...: runs CMD on the kit's driver,
+# without the library (CONFIG nolib) or through scripts/stablegraph-run under
+# policy CONFIG with a report, for at most SECONDS. Writes DIR/NAME.CONFIG.out
+# (stdout and stderr), .rc (exit status; 124 a timeout; "budget" if not run
+# because the time budget was spent) and .json (report).
+kit_run_config() {
+    local cfg=$1 dir=$2 name=$3 secs=$4 rc
+    shift 4
+    local base=$dir/$name.$cfg
+    rm -f "$base.out" "$base.rc" "$base.json"
+    if [ "$secs" -le 0 ]; then
+        echo "kit: not run: time budget exhausted" >"$base.out"; echo budget >"$base.rc"; return
+    fi
+    if [ "$cfg" = nolib ]; then
+        env -u LD_PRELOAD LD_LIBRARY_PATH="$KIT_DRIVER_PATH" timeout -k 5 "$secs" "$@" >"$base.out" 2>&1
+    else
+        env -u LD_PRELOAD LD_LIBRARY_PATH="$KIT_DRIVER_PATH" STABLEGRAPH_LIB="$KIT_LIB" \
+            timeout -k 5 "$secs" "$KIT_SRC/scripts/stablegraph-run" --policy "$cfg" --report "$base.json" \
+            -- "$@" >"$base.out" 2>&1
+    fi
+    rc=$?
+    echo "$rc" >"$base.rc"
+    [ "$rc" = 124 ] && echo "kit: timed out after ${secs}s" >>"$base.out"
+}
+
+# kit_run_matrix DIR NAME SECONDS CMD...: CMD under every configuration of
+# KIT_CONFIGS (SECONDS each, within the budget), then kit_compare; records
+# the result as check NAME. If the run without the library says "skip", the
+# policies are not run. Returns kit_compare's status.
+kit_run_matrix() {
+    local dir=$1 name=$2 secs=$3 cfg verdict st
+    shift 3
+    for cfg in $KIT_CONFIGS; do
+        kit_run_config "$cfg" "$dir" "$name" "$(kit_cap "$secs")" "$@"
+        [ "$cfg" = nolib ] && [ "$(cat "$dir/$name.nolib.rc")" = 77 ] && break
+    done
+    verdict=$(kit_compare "$dir" "$name"); st=$?
+    kit_result "${verdict%% *}" "$name" "${verdict#* }"
+    return $st
+}
+
+# ------------------------------------------------------------------ the driver
+# kit_strip_emulator PATHLIST: PATHLIST (colon-separated) without the
+# directories that hold an emulated libcuda.so.1 (it contains "cudaemu").
+kit_strip_emulator() {
+    local out="" d
+    local IFS=:
+    for d in $1; do
+        [ -n "$d" ] || continue
+        if [ -f "$d/libcuda.so.1" ] && grep -aq cudaemu "$d/libcuda.so.1"; then continue; fi
+        out+="${out:+:}$d"
+    done
+    echo "$out"
+}
+
+# kit_probe_driver: loads libcuda.so.1 (as the loader finds it with
+# LD_LIBRARY_PATH=$KIT_DRIVER_PATH) and prints "key: value" lines: lib (the
+# file loaded), error, devices, name (device 0), driver (cuDriverGetVersion).
+kit_probe_driver() {
+    env -u LD_PRELOAD LD_LIBRARY_PATH="$KIT_DRIVER_PATH" timeout 60 python3 - <<'PY' 2>&1
+import ctypes
+try:
+    cu = ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    print("error: libcuda.so.1 does not load: %s" % e); raise SystemExit
+lib = next((l.split()[-1] for l in open("/proc/self/maps") if "libcuda" in l), "?")
+print("lib: %s" % lib)
+r = cu.cuInit(0)
+if r != 0:
+    print("error: cuInit returned %d" % r); raise SystemExit
+n, v = ctypes.c_int(0), ctypes.c_int(0)
+cu.cuDeviceGetCount(ctypes.byref(n)); cu.cuDriverGetVersion(ctypes.byref(v))
+print("devices: %d" % n.value)
+print("driver: %d.%d" % (v.value // 1000, v.value % 1000 // 10))
+if n.value > 0:
+    dev, name = ctypes.c_int(0), ctypes.create_string_buffer(256)
+    cu.cuDeviceGet(ctypes.byref(dev), 0)
+    cu.cuDeviceGetName(name, 256, dev)
+    print("name: %s" % name.value.decode(errors="replace"))
+PY
+}
+
+# kit_detect_gpu: decides whether a real GPU is usable. Sets KIT_GPU_NAME,
+# KIT_GPU_DRIVER, KIT_GPU_WHY (how it decided) and returns 0 for a GPU.
+# A GPU: nvidia-smi lists one, or libcuda.so.1 (from KIT_DRIVER_PATH and
+# the system, never the emulator) reports a device whose name does not start
+# with "cudaemu".
+kit_detect_gpu() {
+    local probe smi="" name drv
+    KIT_GPU_NAME="" KIT_GPU_DRIVER="" KIT_GPU_WHY=""
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        smi=$(timeout 30 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+    fi
+    probe=$(kit_probe_driver)
+    name=$(sed -n 's/^name: //p' <<<"$probe")
+    drv=$(sed -n 's/^driver: //p' <<<"$probe")
+    if [ -n "$name" ] && [[ $name != cudaemu* ]]; then
+        KIT_GPU_NAME=$name
+        KIT_GPU_DRIVER="CUDA driver API $drv${smi:+, nvidia-smi driver ${smi##*, }}"
+        KIT_GPU_WHY="libcuda.so.1 ($(sed -n 's/^lib: //p' <<<"$probe")) reports device 0: $name"
+        return 0
+    fi
+    if [ -n "$smi" ]; then
+        KIT_GPU_NAME=${smi%%, *}
+        KIT_GPU_DRIVER="nvidia-smi driver ${smi##*, }"
+        KIT_GPU_WHY="nvidia-smi lists $KIT_GPU_NAME, but libcuda.so.1: $(grep -m1 -E '^(error|name):' <<<"$probe")"
+        return 0
+    fi
+    if [ -n "$name" ]; then
+        KIT_GPU_WHY="no nvidia-smi; libcuda.so.1 is the emulated driver ($name)"
+    else
+        KIT_GPU_WHY="no nvidia-smi; $(grep -m1 -E '^(error|devices):' <<<"$probe" || echo 'driver probe gave nothing')"
+    fi
+    return 1
+}
+
+# ------------------------------------------------------------------ test suite selection
+# kit_suite_select: the tests of tests/run.sh that make sense on the real
+# driver, one "RUN path" or "EMU path: reason" line each. Rule: tests under
+# tests/emu/ test the emulator itself; a test whose source mentions CUDAEMU_,
+# cudaemu or "emulat" relies on the emulator (its knobs, statistics or
+# limits); tests/gpu/ is this kit. Everything else runs on the real driver.
+kit_suite_select() {
+    local t src
+    { find "$KIT_BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null | sed "s|^$KIT_BUILD/||"
+      (cd "$KIT_SRC" && find tests -type f -name 'test_*.sh'); } | sort | while read -r t; do
+        src=$t
+        [[ $t == *.sh ]] || src=$(ls "$KIT_SRC/$t".c* 2>/dev/null | head -n 1)
+        src=${src#"$KIT_SRC/"}
+        case "$t" in
+        tests/emu/*) echo "EMU $t: tests the emulated driver itself" ;;
+        tests/gpu/*) echo "EMU $t: this kit's own test" ;;
+        *) if [ -n "$src" ] && grep -qiE 'CUDAEMU_|cudaemu|emulat' "$KIT_SRC/$src"; then
+               echo "EMU $t: its source relies on the emulator ($(grep -oiE -m1 'CUDAEMU_[A-Z_]*|cudaemu|emulat[a-z]*' "$KIT_SRC/$src" | head -n 1))"
+           else
+               echo "RUN $t"
+           fi ;;
+        esac
+    done
+}

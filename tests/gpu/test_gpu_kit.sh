@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# tests/gpu/test_gpu_kit.sh: the real-GPU kit's parts that need no GPU.
+# - the kit's CUDA programs were compiled (when nvcc exists), for sm_80,
+#   sm_90 and sm_90 PTX;
+# - on the emulated driver: rt_graphs stops with the documented message (the
+#   CUDA runtime cannot run on the emulation: cuGetExportTable is not
+#   emulated) or, should it ever run, prints a checksum; step_timer prints
+#   the same checksum as the workload it times, and its event timings;
+# - run-all.sh without a GPU exits 0 with a summary saying so (skipped on a
+#   machine that has a GPU: there run-all.sh would run the whole kit);
+# - the policy loop covers no library plus all four policies (the same list
+#   as core/config.h and scripts/stablegraph-run) and sets them right;
+# - the comparison passes equal outputs and fails every kind of mismatch;
+# - run-all.sh --emulator (a rehearsal of the GPU stages on the emulated
+#   driver) labels itself and its timings as not GPU results, passes what
+#   is right, and fails (exit 1) when a program's result changes under the
+#   library.
+. "$(dirname "$0")/../lib.sh"
+. "$SRC/tests/gpu/kitlib.sh"
+KIT_SRC=$SRC KIT_BUILD=$BUILD KIT_LIB=$BUILD/libstablegraph.so
+NVCC=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
+RUNALL=$SRC/tests/gpu/run-all.sh
+
+# ------------------------------------------------------------------ compiled
+# archs FILE: the code kinds of every fatbin embedded in FILE ("ptx_90 sm_80 ...").
+archs() {
+    python3 - "$1" <<'PY'
+import struct, sys
+d, out, at = open(sys.argv[1], 'rb').read(), set(), 0
+while True:
+    at = d.find(struct.pack('<I', 0xBA55ED50), at)
+    if at < 0: break
+    _, _, hsz, size = struct.unpack_from('<IHHQ', d, at)
+    off = at + hsz
+    while off < at + hsz + size:
+        kind, _, ehsz, psz = struct.unpack_from('<HHIQ', d, off)
+        out.add({1: 'ptx', 2: 'sm'}.get(kind, '?') + '_%d' % struct.unpack_from('<I', d, off + 28)[0])
+        off += ehsz + psz
+    at += 4
+print(' '.join(sorted(out)))
+PY
+}
+have_nvcc=0; [ -x "$NVCC" ] && have_nvcc=1
+if [ "$have_nvcc" = 1 ]; then
+    for p in rt_graphs step_timer; do
+        check "nvcc present: $p built (is tests/gpu/gpu.mk included by the Makefile?)" test -x "$BUILD/gpu/$p"
+    done
+    check_eq "rt_graphs holds sm_80 and sm_90 code and sm_90 PTX" "$(archs "$BUILD/gpu/rt_graphs")" "ptx_90 sm_80 sm_90"
+else
+    ok "# SKIP no nvcc: the kit's .cu files are not compiled here"
+fi
+
+# ------------------------------------------------------------------ on the emulated driver
+if [ -x "$BUILD/gpu/rt_graphs" ]; then
+    out=$(emu "$BUILD/gpu/rt_graphs" --steps 3 --nodes 4 --elems 256 2>&1); rc=$?
+    if [ "$rc" = 3 ]; then
+        check "rt_graphs on the emulation: stops with the documented message" \
+            grep -q 'the runtime cannot run on the emulation (cuGetExportTable is not emulated)' <<<"$out"
+    else
+        check "rt_graphs on the emulation: ran, checked against the host, and printed a checksum" \
+            test "$rc" = 0 -a -n "$(sed -n 's/^checksum: //p' <<<"$out")"
+    fi
+    diag "rt_graphs says: $(head -n 1 <<<"$out")"
+    out=$(emu "$BUILD/gpu/rt_graphs" --steps 0 2>&1)
+    check_eq "rt_graphs: a bad option exits 2" "$?" 2
+fi
+if [ -x "$BUILD/gpu/step_timer" ]; then
+    for w in recapture_temps rotating_inputs; do
+        t=$(emu "$BUILD/gpu/step_timer" "$w" --steps 12 --nodes 9 2>&1)
+        check_eq "step_timer $w: same checksum as the workload" "$(kit_checksum <(echo "$t"))" \
+            "$(kit_checksum <(emu "$BUILD/workloads/$w" --steps 12 --nodes 9))"
+        check "step_timer $w: event and host medians over steps 3-12" \
+            grep -qE '^step_ms_events: median=[0-9.]+ .* steps=10 ' <<<"$t"
+        check "step_timer $w: says it ran on the emulated driver" grep -q 'driver=emulated' <<<"$t"
+    done
+    emu "$BUILD/gpu/step_timer" bogus >/dev/null 2>&1
+    check_eq "step_timer: an unknown loop exits 2" "$?" 2
+fi
+
+# ------------------------------------------------------------------ no GPU
+KIT_DRIVER_PATH=$(kit_strip_emulator "$EMU_LIB:/nonexistent")
+check_eq "the emulator's directory is never taken for the system driver" "$KIT_DRIVER_PATH" /nonexistent
+KIT_DRIVER_PATH=$EMU_LIB
+if kit_detect_gpu; then
+    not_ok "the emulated driver is not a GPU"; diag "$KIT_GPU_WHY"
+else
+    check "the emulated driver is not a GPU, and the reason says so" grep -q cudaemu <<<"$KIT_GPU_WHY"
+fi
+KIT_DRIVER_PATH=$(kit_strip_emulator "${LD_LIBRARY_PATH:-}")
+if kit_detect_gpu; then
+    ok "# SKIP this machine has a GPU ($KIT_GPU_NAME): run-all.sh would run the whole kit"
+else
+    out=$(BUILD=$BUILD OUT="" "$RUNALL" --summary "$TMP/none.txt" 2>&1); rc=$?
+    check_eq "no GPU: run-all.sh exits 0" "$rc" 0
+    check "no GPU: the summary says so" grep -q '^gpu: *none' "$TMP/none.txt"
+    check "no GPU: the summary says nothing was run" grep -q '^mode: *no GPU: nothing was run' "$TMP/none.txt"
+    check "no GPU: no PASS or FAIL in the summary" test -z "$(grep -E '^(PASS|FAIL) ' "$TMP/none.txt")"
+    check "no GPU: the emulated driver in LD_LIBRARY_PATH was ignored, and said so" \
+        grep -q "emulated driver ignored" "$TMP/none.txt"
+    mkdir -p "$TMP/out"
+    OUT=$TMP/out BUILD=$BUILD "$RUNALL" >/dev/null 2>&1
+    check "with OUT set, the summary is \$OUT/gpu-summary.txt" test -s "$TMP/out/gpu-summary.txt"
+fi
+"$RUNALL" --bogus >/dev/null 2>&1
+check_eq "run-all.sh: an unknown option exits 2" "$?" 2
+
+# ------------------------------------------------------------------ the policy loop
+check_eq "configurations: no library, then the four policies" "$KIT_CONFIGS" \
+    "nolib off always_update skip_temp skip_profiled"
+want=$(sed -n '/define SG_POLICY_LIST/,/[^\\]$/p' "$SRC/core/config.h" | grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ')
+check_eq "the kit's policies are core/config.h's" "$KIT_POLICIES" "${want% }"
+check_eq "the kit's policies are stablegraph-run's" "$KIT_POLICIES" \
+    "$(sed -n 's/^POLICIES="\(.*\)"$/\1/p' "$SRC/scripts/stablegraph-run")"
+d=$TMP/env; mkdir -p "$d"
+KIT_DRIVER_PATH=$EMU_LIB
+kit_budget_start 120
+for cfg in $KIT_CONFIGS; do
+    kit_run_config "$cfg" "$d" envprobe 30 sh -c 'echo "policy=${STABLEGRAPH_POLICY:-none} preload=${LD_PRELOAD:-none}"'
+done
+check_eq "nolib: no library, no policy" "$(grep '^policy=' "$d/envprobe.nolib.out")" "policy=none preload=none"
+for p in $KIT_POLICIES; do
+    check_eq "$p: the library preloaded with policy $p" "$(grep '^policy=' "$d/envprobe.$p.out")" \
+        "policy=$p preload=$(readlink -f "$KIT_LIB")"
+done
+d=$TMP/matrix; mkdir -p "$d"
+verdict=$(kit_run_matrix "$d" probe 60 "$BUILD/workloads/rotating_inputs" --steps 3 --nodes 4)
+check "a workload on the emulated driver passes the matrix" grep -q '^PASS probe: checksum [0-9a-f]\{16\} ' <<<"$verdict"
+check_eq "the matrix ran once per configuration" "$(cd "$d" && ls probe.*.rc | sort | tr '\n' ' ')" \
+    "probe.always_update.rc probe.nolib.rc probe.off.rc probe.skip_profiled.rc probe.skip_temp.rc "
+check "the verdict quotes each policy's report" grep -q 'skip_profiled: launches 3' <<<"$verdict"
+
+# ------------------------------------------------------------------ the comparison
+# fake DIR SUM...: one run per configuration, in order, with that checksum
+# ("-" none), exit 0 and a report.
+fake() {
+    local dir=$1 cfg; shift
+    rm -rf "$dir"; mkdir -p "$dir"
+    for cfg in $KIT_CONFIGS; do
+        echo 0 >"$dir/x.$cfg.rc"
+        { echo "x: some line"; [ "$1" = - ] || echo "checksum: $1"; } >"$dir/x.$cfg.out"
+        echo '{"totals": {"launches": 3, "updates_seen": 2, "updates_forwarded": 1, "updates_skipped": 1}}' \
+            >"$dir/x.$cfg.json"
+        shift
+    done
+}
+# judge NAME WANT_STATUS WANT_TEXT: kit_compare on $TMP/f must give that status and mention the text.
+judge() {
+    local v st
+    v=$(kit_compare "$TMP/f" x); st=$?
+    check "compare: $1 -> ${2}" test "${v%% *}" = "$2" -a "$st" = "$(case $2 in PASS) echo 0;; FAIL) echo 1;; *) echo 2;; esac)"
+    check "compare: $1: the verdict says '$3'" grep -qF -- "$3" <<<"$v"
+}
+fake "$TMP/f" ab ab ab ab ab
+judge "all equal" PASS "skip_profiled: launches 3, updates 2 seen/1 forwarded/1 skipped"
+fake "$TMP/f" ab ab ab ab cd
+judge "one policy differs" FAIL "skip_profiled: checksum cd != ab"
+fake "$TMP/f" ab ab - ab ab
+judge "a policy printed no checksum" FAIL "always_update: checksum none"
+fake "$TMP/f" - ab ab ab ab
+judge "no checksum without the library" FAIL "without the library"
+fake "$TMP/f" ab ab ab ab ab; echo 1 >"$TMP/f/x.skip_temp.rc"
+judge "a policy exited 1" FAIL "skip_temp: exit 1"
+fake "$TMP/f" ab ab ab ab ab; echo 124 >"$TMP/f/x.off.rc"
+judge "a policy timed out" FAIL "off: exit 124"
+fake "$TMP/f" ab ab ab ab ab; rm "$TMP/f/x.off.rc"
+judge "a policy did not run" FAIL "off: exit missing"
+fake "$TMP/f" ab ab ab ab ab; rm "$TMP/f/x.always_update.json"
+judge "a policy wrote no report" FAIL "always_update: no report written"
+fake "$TMP/f" ab ab ab ab ab; echo "reference: MISMATCH at element 3" >>"$TMP/f/x.off.out"
+judge "a wrong result, the same everywhere" FAIL "off: reference: MISMATCH at element 3"
+fake "$TMP/f" ab ab ab ab ab; echo 77 >"$TMP/f/x.nolib.rc"; echo "skip: torch not installed" >"$TMP/f/x.nolib.out"
+judge "the program cannot run here" SKIP "torch not installed"
+fake "$TMP/f" ab ab ab ab ab; echo budget >"$TMP/f/x.skip_temp.rc"
+judge "the budget ran out" SKIP "time budget spent before the run under skip_temp"
+check_eq "checksum: the last one printed" "$(kit_checksum <(printf 'checksum: 01\nchecksum: 0a\nchecksum: zz\n'))" 0a
+
+# ------------------------------------------------------------------ rehearsal on the emulated driver
+# run-all.sh --emulator on a build whose slices program gives another result
+# under the library (a script in front of the real one): everything else
+# must pass, slices must fail, and run-all must exit 1.
+if [ -x "$BUILD/gpu/step_timer" ]; then
+    fb=$TMP/fakebuild; mkdir -p "$fb/workloads" "$fb/gpu"
+    for f in "$BUILD"/*; do case "$(basename "$f")" in workloads|gpu) ;; *) ln -s "$f" "$fb/" ;; esac; done
+    for f in "$BUILD"/workloads/* "$BUILD"/gpu/*; do [ -f "$f" ] && ln -s "$f" "$fb/${f#"$BUILD/"}"; done
+    rm "$fb/workloads/slices"
+    printf '#!/bin/sh\ncase "${LD_PRELOAD:-}" in *stablegraph*) echo "checksum: 0000000000000bad";; *) exec %q "$@";; esac\n' \
+        "$BUILD/workloads/slices" >"$fb/workloads/slices"
+    chmod +x "$fb/workloads/slices"
+    BUILD=$fb "$RUNALL" --emulator --timing-nodes 16 --summary "$TMP/rehearsal.txt" >"$TMP/rehearsal.log" 2>&1
+    check_eq "rehearsal with a result changed by the library: run-all exits 1" "$?" 1
+    s=$TMP/rehearsal.txt
+    failed_before=$_tap_failed
+    check "rehearsal: the summary says no GPU result" \
+        grep -q '^mode: *REHEARSAL on the emulated driver: NOTHING IN THIS FILE IS A GPU RESULT' "$s"
+    check "rehearsal: the timing table says CPU times, not GPU" grep -q '^EMULATED DRIVER: these are CPU times' "$s"
+    check "rehearsal: the FAIL line names the policy and both checksums" \
+        grep -q '^FAIL workload-slices: off: checksum 0000000000000bad != [0-9a-f]\{16\} without the library' "$s"
+    check_eq "rehearsal: nothing else failed" "$(grep -c '^FAIL ' "$s")" 1
+    check_eq "rehearsal: 5 workloads x (policies + model) and 2 timings pass" "$(grep -c '^PASS ' "$s")" 12
+    check "rehearsal: the summary counts the failure" grep -q '^result: 12 passed, 1 failed, ' "$s"
+    check "rehearsal: the timing table has 6 measured rows" \
+        test "$(grep -cE '^(recapture_temps|rotating_inputs) +16  [a-z_]+ +[0-9.]+ +[0-9.]+ ' "$s")" = 6
+    check "rehearsal: the runtime program's stop is a SKIP, with the reason" \
+        grep -q '^SKIP rt_graphs: the CUDA runtime cannot run on the emulation' "$s"
+    [ "$_tap_failed" = "$failed_before" ] || diag "$(cat "$s")"
+fi
+done_testing
