@@ -1,0 +1,49 @@
+# tests/bench/bench.mk: `make bench` (included by the top-level Makefile; not
+# part of `make test`). Runs tests/bench/bench.py, which writes
+# $(BENCH_OUT)/results.json, results.csv, table.md and *.png (gnuplot) and
+# prints a summary; it exits non-zero when a checksum differs from the run
+# without the library, a run fails, or the library adds violations.
+#
+#   make bench                                   defaults below
+#   make bench BENCH_SIZES="16 256" BENCH_WORKLOADS=rotating_inputs BENCH_STEPS=10
+#   make bench BENCH_CALLGRIND_SIZES=            no callgrind runs
+#
+# BENCH_SIZES            graph sizes (kernel nodes)
+# BENCH_WORKLOADS        workloads of tests/workloads/
+# BENCH_POLICIES         policies (the no-library run "none" is always added)
+# BENCH_STEPS            S: each cell runs T and 2T steps, T a multiple of S; per step = difference / T
+# BENCH_MIN_TIME         seconds: T is raised until T steps take this long without the library
+# BENCH_REPEATS          timed runs per step count (the median counts)
+# BENCH_CALLGRIND_SIZES  sizes also run under valgrind --tool=callgrind (a subset of BENCH_SIZES)
+# BENCH_CALLGRIND_STEPS  S for the callgrind runs
+# BENCH_JOBS             callgrind runs at a time (timed runs are always one at a time; >1 makes
+#                        the whole-process instruction differences noisier)
+# BENCH_DRIVER           auto | emu | real (auto: real when nvidia-smi names a GPU)
+# BENCH_OUT              output directory
+# BENCH_ARGS             more options for bench.py (--help lists them)
+
+BENCH_SIZES           ?= 16 64 256 1024 4096
+BENCH_WORKLOADS       ?= recapture_temps rotating_inputs fresh_inputs slices scalar_changes topology_changes
+BENCH_POLICIES        ?= off always_update skip_temp skip_profiled
+BENCH_STEPS           ?= 20
+BENCH_REPEATS         ?= 3
+BENCH_MIN_TIME        ?= 0.2
+BENCH_CALLGRIND_SIZES ?= 16 256
+BENCH_CALLGRIND_STEPS ?= 8
+BENCH_JOBS            ?= 1
+BENCH_DRIVER          ?= auto
+BENCH_OUT             ?= $(BUILD)/bench
+BENCH_ARGS            ?=
+PYTHON3               ?= python3
+
+# The command quoted in the summary and in table.md: what reproduces this run.
+BENCH_COMMAND = make bench BENCH_SIZES='$(BENCH_SIZES)' BENCH_WORKLOADS='$(BENCH_WORKLOADS)' \
+    BENCH_POLICIES='$(BENCH_POLICIES)' BENCH_STEPS=$(BENCH_STEPS) BENCH_MIN_TIME=$(BENCH_MIN_TIME) BENCH_REPEATS=$(BENCH_REPEATS) \
+    BENCH_CALLGRIND_SIZES='$(BENCH_CALLGRIND_SIZES)' BENCH_CALLGRIND_STEPS=$(BENCH_CALLGRIND_STEPS)
+
+bench: all
+	$(PYTHON3) tests/bench/bench.py --build $(BUILD) --out $(BENCH_OUT) \
+	    --workloads '$(BENCH_WORKLOADS)' --sizes '$(BENCH_SIZES)' --policies '$(BENCH_POLICIES)' \
+	    --steps $(BENCH_STEPS) --min-time $(BENCH_MIN_TIME) --repeats $(BENCH_REPEATS) \
+	    --callgrind-sizes '$(BENCH_CALLGRIND_SIZES)' --callgrind-steps $(BENCH_CALLGRIND_STEPS) \
+	    --jobs $(BENCH_JOBS) --driver $(BENCH_DRIVER) --command "$(BENCH_COMMAND)" $(BENCH_ARGS)

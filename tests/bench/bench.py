@@ -1,0 +1,819 @@
+#!/usr/bin/env python3
+"""tests/bench/bench.py: the benchmark behind `make bench` (python3, stdlib only).
+
+For every workload x graph size x mode ("none" = without the library, then each
+policy) it runs the workload with --steps T and --steps 2T and takes the
+difference divided by T, so warm-up and exit are excluded ("per steady-state
+step"). T is a multiple of --steps S, raised per workload and size until T steps
+take --min-time seconds without the library (a calibration pair of runs), so
+that process start-up jitter stays small against the time measured. Per cell
+it records:
+
+  - driver calls per step by kind, from the emulated driver's CUDAEMU_STATS
+    (on a real GPU: from the library's report, see `counts_from_report`);
+  - the library's report totals (launches, updates seen/forwarded/skipped per
+    step; bytes requested and mapped at the end of the 2T run);
+  - violations counted by the emulated driver;
+  - wall time per step (median of --repeats runs of T and of 2T), and its ratio
+    to the no-library run of the same cell, measured in this invocation with
+    the modes interleaved;
+  - for the --callgrind-sizes, instructions counted by valgrind's callgrind:
+    the library's own code plus the non-driver code it calls (libc, ld.so),
+    per step and per launch, and per hooked call (see `parse_callgrind`).
+
+Every run's checksum must equal the no-library run's: a mismatch, a failed
+run or more violations than without the library is a failure, printed loudly,
+recorded in the results, and makes the exit status 1.
+
+Writes OUT/results.json, OUT/results.csv, OUT/table.md and (with gnuplot)
+OUT/*.png, and prints a summary with the command line and the date.
+"""
+import argparse
+import concurrent.futures
+import csv
+import datetime
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+
+ALL_WORKLOADS = ["recapture_temps", "rotating_inputs", "fresh_inputs", "slices",
+                 "scalar_changes", "topology_changes"]
+ALL_POLICIES = ["off", "always_update", "skip_temp", "skip_profiled"]
+NOLIB = "none"
+
+# Kinds of driver calls, by exact ELF name (all variants of each entry point).
+KINDS = [
+    ("updates", re.compile(r"^cuGraphExec(Update|\w*NodeSetParams)(_v\d+)?(_ptsz)?$")),
+    ("launches", re.compile(r"^cuGraphLaunch(_ptsz)?$")),
+    ("instantiations", re.compile(r"^cuGraphInstantiate\w*$")),
+    ("vmm", re.compile(r"^cuMem(Create|Map|Unmap|SetAccess|Release|AddressReserve|AddressFree)"
+                       r"(_v\d+)?$")),
+    ("allocs", re.compile(r"^cuMem(Alloc|AllocAsync|AllocFromPoolAsync|AllocPitch)(_v\d+)?(_ptsz)?$")),
+    ("frees", re.compile(r"^cuMemFree(Async)?(_v\d+)?(_ptsz)?$")),
+]
+KIND_NAMES = [k for k, _ in KINDS] + ["total"]
+REPORT_TOTALS = ["launches", "updates_seen", "updates_forwarded", "updates_skipped"]
+
+
+def split_list(s):
+    return [x for x in re.split(r"[\s,]+", s or "") if x]
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# ------------------------------------------------------------------ arithmetic
+
+def per_step(short, long, steps):
+    """Steady-state rate: (value after 2S steps - value after S steps) / S.
+    None if either value is missing."""
+    if short is None or long is None or steps <= 0:
+        return None
+    return (long - short) / steps
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def kind_counts(calls):
+    """Sums a {name: count} dict by kind; None if there are no counts."""
+    if calls is None:
+        return None
+    out = {k: 0 for k in KIND_NAMES}
+    for name, n in calls.items():
+        out["total"] += n
+        for kind, pat in KINDS:
+            if pat.match(name):
+                out[kind] += n
+    return out
+
+
+def counts_from_report(report):
+    """Real-GPU path (untested here): the driver calls the library can see,
+    i.e. the hooked calls the program made (updates replaced by those the
+    library forwarded) plus the library's own driver calls. Calls to entry
+    points that are not hooked are invisible, so `total` is a lower bound."""
+    if report is None:
+        return None
+    calls = {}
+    for name, h in (report.get("hooks") or {}).items():
+        if h.get("calls") and not KINDS[0][1].match(name):
+            calls[name] = h["calls"]
+    fwd = (report.get("totals") or {}).get("updates_forwarded", 0)
+    if fwd:
+        calls["cuGraphExecUpdate"] = fwd  # the forwarded updates of every variant, under one name
+    for name, n in (report.get("library_driver_calls") or {}).items():
+        calls[name] = calls.get(name, 0) + n
+    return calls
+
+
+def hooked_calls(report, pattern=None):
+    """Sum of the report's hooks.*.calls (those whose name matches pattern)."""
+    if report is None:
+        return None
+    return sum(h.get("calls", 0) for n, h in (report.get("hooks") or {}).items()
+               if pattern is None or pattern.match(n))
+
+
+def timing_steps(S, est_per_step, min_time, max_factor):
+    """Step count T for the timed runs: a multiple of S (keeps the workloads'
+    periodic patterns whole), large enough that T steps last min_time."""
+    if min_time <= 0 or est_per_step is None or est_per_step <= 0:
+        return S
+    k = math.ceil(min_time / (est_per_step * S) - 1e-9)
+    return S * int(min(max(k, 1), max_factor))
+
+
+# ------------------------------------------------------------------ callgrind
+
+def parse_callgrind(path, lib_name, driver_prefix="libcuda.so"):
+    """Reads a callgrind output file (any name compression, subposition
+    compression, threads combined). Returns a dict:
+      total:     Ir of the whole process (the `totals:`/`summary:` line);
+      self_sum:  the sum of all self costs (equals total: a consistency check);
+      lib_self:  Ir executed in the library object's own code;
+      lib_callees: inclusive Ir of calls the library object makes into other
+                 objects except the driver (libc, ld.so: memcpy, locks, lazy
+                 binding); what the driver does for a forwarded call is not
+                 the library's cost;
+      lib:       lib_self + lib_callees, the figure the bench reports.
+    Self cost lines follow a function; the cost line right after `calls=` is
+    the inclusive cost of that call and belongs to no one's self cost."""
+    names = {}
+    cur_ob = None
+    call_ob = None
+    in_call = False
+    npos = 1
+    ir_idx = 0
+    total = None
+    self_by_ob = {}
+    lib_callees = 0
+
+    def resolve(spec):
+        spec = spec.strip()
+        m = re.match(r"^\((\d+)\)(?:\s+(.*))?$", spec)
+        if not m:
+            return spec
+        if m.group(2) is not None:
+            names[m.group(1)] = m.group(2)
+        return names.get(m.group(1), "?")
+
+    def is_lib(ob):
+        return ob is not None and os.path.basename(ob) == lib_name
+
+    def is_driver(ob):
+        return ob is not None and os.path.basename(ob).startswith(driver_prefix)
+
+    with open(path, errors="replace") as f:
+        for line in f:
+            c = line[:1]
+            if c.isdigit() or c in "+-*":
+                if in_call:
+                    in_call = False
+                    fields = line.split()
+                    cost = int(fields[npos + ir_idx]) if len(fields) > npos + ir_idx else 0
+                    target = call_ob if call_ob is not None else cur_ob
+                    if is_lib(cur_ob) and not is_lib(target) and not is_driver(target):
+                        lib_callees += cost
+                    call_ob = None
+                    continue
+                fields = line.split()
+                cost = int(fields[npos + ir_idx]) if len(fields) > npos + ir_idx else 0
+                self_by_ob[cur_ob] = self_by_ob.get(cur_ob, 0) + cost
+            elif line.startswith("ob="):
+                cur_ob = resolve(line[3:])
+            elif line.startswith("cob="):
+                call_ob = resolve(line[4:])
+            elif line.startswith("calls="):
+                in_call = True
+            elif line.startswith("positions:"):
+                npos = len(line.split()[1:])
+            elif line.startswith("events:"):
+                ev = line.split()[1:]
+                ir_idx = ev.index("Ir") if "Ir" in ev else 0
+            elif line.startswith("totals:") or line.startswith("summary:"):
+                total = int(line.split()[1])
+    lib_self = sum(v for ob, v in self_by_ob.items() if is_lib(ob))
+    return {"total": total, "self_sum": sum(self_by_ob.values()), "lib_self": lib_self,
+            "lib_callees": lib_callees, "lib": lib_self + lib_callees}
+
+
+# ------------------------------------------------------------------ running
+
+class Runner:
+    def __init__(self, args, tmp):
+        self.a = args
+        self.tmp = tmp
+        self.seq = 0
+        self.lib = os.path.join(args.build, "libstablegraph.so")
+        self.emu = os.path.join(args.build, "emu")
+        self.wldir = args.workload_dir or os.path.join(args.build, "workloads")
+
+    def env(self, mode, stats, report):
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("STABLEGRAPH_", "CUDAEMU_")) and k != "LD_PRELOAD"}
+        if self.a.driver == "emu":
+            old = e.get("LD_LIBRARY_PATH")
+            e["LD_LIBRARY_PATH"] = self.emu + (":" + old if old else "")
+            e["CUDAEMU_STATS"] = stats
+        if mode != NOLIB:
+            e["LD_PRELOAD"] = self.lib
+            e["STABLEGRAPH_POLICY"] = mode
+            e["STABLEGRAPH_REPORT"] = report
+            e["STABLEGRAPH_STRICT"] = "1"  # an unknown policy fails instead of running as off
+        return e
+
+    def run(self, wl, nodes, steps, mode, callgrind=False):
+        """One run; returns its record (never raises for a failing program)."""
+        self.seq += 1
+        base = os.path.join(self.tmp, "%s-%d-%d-%s-%s-%d" % (
+            wl, nodes, steps, mode, "cg" if callgrind else "run", self.seq))
+        stats, report, cgout = base + ".stats.json", base + ".report.json", base + ".callgrind"
+        cmd = [os.path.join(self.wldir, wl), "--steps", str(steps), "--nodes", str(nodes)]
+        if callgrind:
+            cmd = ["valgrind", "--tool=callgrind", "-q", "--callgrind-out-file=" + cgout] + cmd
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run(cmd, env=self.env(mode, stats, report), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=self.a.timeout, text=True,
+                               errors="replace")
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as ex:
+            rc, out, err = "timeout", ex.stdout or "", "timed out after %ss" % self.a.timeout
+            out = out if isinstance(out, str) else out.decode(errors="replace")
+        except OSError as ex:
+            rc, out, err = "exec-failed", "", str(ex)
+        wall = time.perf_counter() - t0
+        m = re.search(r"^checksum: *([0-9a-fA-F]+)\s*$", out, re.M)
+        rec = {"rc": rc, "wall": wall, "checksum": m.group(1).lower() if m else None,
+               "stderr": err[-400:], "stats": load_json(stats), "report": load_json(report)}
+        if callgrind:
+            rec["cg"] = parse_callgrind(cgout, os.path.basename(self.lib)) \
+                if os.path.exists(cgout) else None
+            if self.a.keep_raw and os.path.exists(cgout):
+                os.makedirs(os.path.join(self.a.out, "raw"), exist_ok=True)
+                shutil.copy(cgout, os.path.join(self.a.out, "raw", os.path.basename(cgout)))
+        for f in (stats, report, cgout):
+            if os.path.exists(f):
+                if self.a.keep_raw and not f.endswith(".callgrind"):
+                    os.makedirs(os.path.join(self.a.out, "raw"), exist_ok=True)
+                    shutil.copy(f, os.path.join(self.a.out, "raw", os.path.basename(f)))
+                os.unlink(f)
+        return rec
+
+
+def detect_driver(choice):
+    if choice in ("emu", "real"):
+        return choice, None
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            p = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               timeout=30)
+            name = p.stdout.strip().splitlines()[0] if p.stdout.strip() else ""
+            if p.returncode == 0 and name and "cudaemu" not in name.lower():
+                return "real", name
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return "emu", None
+
+
+# ------------------------------------------------------------------ one cell
+
+def counts_of(rec, driver):
+    if driver == "emu":
+        return (rec["stats"] or {}).get("calls")
+    return counts_from_report(rec["report"])
+
+
+def build_cell(a, wl, nodes, mode, runs, base_cell, cgruns, cg_base):
+    """runs: {steps: [records]} for S and 2S. base_cell: the no-library cell
+    of the same workload and size (None for that cell itself)."""
+    S, L = sorted(runs)
+    cell = {"workload": wl, "nodes": nodes, "mode": mode, "steps_short": S, "steps_long": L,
+            "failures": []}
+    fails = cell["failures"]
+    first = {st: runs[st][0] for st in (S, L)}
+
+    for st in (S, L):
+        for i, r in enumerate(runs[st]):
+            if r["rc"] != 0:
+                fails.append("run failed (--steps %d, repeat %d): status %s: %s"
+                             % (st, i, r["rc"], r["stderr"].strip().splitlines()[-1:]))
+            elif r["checksum"] is None:
+                fails.append("no checksum printed (--steps %d, repeat %d)" % (st, i))
+    # The reference: the first no-library run with the same step count.
+    ref = base_cell["_ref"] if base_cell else {st: first[st]["checksum"] for st in (S, L)}
+    cell["_ref"] = ref
+    cell["checksum"] = first[L]["checksum"]
+    cell["checksum_ref"] = ref[L]
+    ok = True
+    for st in (S, L):
+        for i, r in enumerate(runs[st]):
+            if r["checksum"] is not None and r["checksum"] != ref[st]:
+                ok = False
+                fails.append("CHECKSUM MISMATCH (--steps %d, repeat %d): %s, without the library %s"
+                             % (st, i, r["checksum"], ref[st]))
+    cell["checksum_ok"] = ok and all(r["checksum"] for st in (S, L) for r in runs[st])
+
+    # Driver calls per steady-state step.
+    cs, cl = counts_of(first[S], a.driver), counts_of(first[L], a.driver)
+    ks, kl = kind_counts(cs), kind_counts(cl)
+    cell["calls_per_step"] = {k: per_step(ks[k], kl[k], S) for k in KIND_NAMES} \
+        if ks and kl else {k: None for k in KIND_NAMES}
+    if cs is not None and cl is not None:
+        names = sorted(set(cs) | set(cl))
+        cell["calls_per_step_by_name"] = {
+            n: per_step(cs.get(n, 0), cl.get(n, 0), S) for n in names
+            if cs.get(n, 0) != cl.get(n, 0)}
+    else:
+        cell["calls_per_step_by_name"] = None
+    cell["counts_source"] = "CUDAEMU_STATS" if a.driver == "emu" else "library report"
+
+    viol = [((r["stats"] or {}).get("violations")) for st in (S, L) for r in runs[st]]
+    viol = [v for v in viol if v is not None]
+    cell["violations"] = max(viol) if viol else None
+    if base_cell and cell["violations"] and cell["violations"] > (base_cell["violations"] or 0):
+        fails.append("VIOLATIONS: %d (without the library: %s)"
+                     % (cell["violations"], base_cell["violations"]))
+
+    # The library's own totals.
+    rs, rl = first[S]["report"], first[L]["report"]
+    if mode != NOLIB and rs and rl:
+        ts, tl = rs.get("totals", {}), rl.get("totals", {})
+        cell["lib_per_step"] = {k: per_step(ts.get(k), tl.get(k), S) for k in REPORT_TOTALS}
+        cell["bytes_requested"] = tl.get("bytes_requested")
+        cell["bytes_mapped"] = tl.get("bytes_mapped")
+        cell["mapped_over_requested"] = ratio(cell["bytes_mapped"], cell["bytes_requested"])
+        cell["library_driver_calls_per_step"] = {
+            n: per_step((rs.get("library_driver_calls") or {}).get(n, 0), v, S)
+            for n, v in (rl.get("library_driver_calls") or {}).items()}
+        cell["report_policy"] = rl.get("policy")
+        if rl.get("policy") != mode:
+            fails.append("report says policy %r, asked for %r" % (rl.get("policy"), mode))
+    else:
+        cell["lib_per_step"] = {k: None for k in REPORT_TOTALS}
+        cell["bytes_requested"] = cell["bytes_mapped"] = cell["mapped_over_requested"] = None
+        cell["library_driver_calls_per_step"] = None
+        if mode != NOLIB and not fails:
+            fails.append("no library report written")
+
+    # Wall time per steady-state step.
+    ms = statistics.median(r["wall"] for r in runs[S])
+    ml = statistics.median(r["wall"] for r in runs[L])
+    cell["wall_per_step_us"] = per_step(ms, ml, S) * 1e6
+    cell["wall_ratio"] = ratio(cell["wall_per_step_us"], base_cell["wall_per_step_us"]) \
+        if base_cell else 1.0
+
+    cell["callgrind"] = callgrind_figures(a, mode, cgruns, cg_base, fails)
+    return cell
+
+
+def callgrind_figures(a, mode, cgruns, cg_base, fails):
+    """Instruction figures from the callgrind runs of one cell (or None)."""
+    if not cgruns:
+        return None
+    S, L = a.callgrind_steps, 2 * a.callgrind_steps
+    rs, rl = cgruns[S], cgruns[L]
+    for st, r in ((S, rs), (L, rl)):
+        if r["rc"] != 0 or r["cg"] is None:
+            fails.append("callgrind run failed (--steps %d): status %s: %s"
+                         % (st, r["rc"], r["stderr"].strip().splitlines()[-1:]))
+            return None
+    if cg_base is not None:
+        for st, r in ((S, rs), (L, rl)):
+            b = cg_base[st]
+            if b["rc"] == 0 and r["checksum"] != b["checksum"]:
+                fails.append("CHECKSUM MISMATCH under callgrind (--steps %d): %s, without the "
+                             "library %s" % (st, r["checksum"], b["checksum"]))
+    out = {"steps_short": S, "steps_long": L,
+           "process_ir_short": rs["cg"]["total"], "process_ir_long": rl["cg"]["total"]}
+    if mode == NOLIB:
+        return out
+    lib_s, lib_l = rs["cg"]["lib"], rl["cg"]["lib"]
+    self_s, self_l = rs["cg"]["lib_self"], rl["cg"]["lib_self"]
+    hs, hl = hooked_calls(rs["report"]), hooked_calls(rl["report"])
+    # launches the program made (the report counts hook calls under every policy)
+    launches = per_step(hooked_calls(rs["report"], KINDS[1][1]),
+                        hooked_calls(rl["report"], KINDS[1][1]), S)
+    out.update({
+        "lib_ir_short": lib_s, "lib_ir_long": lib_l,
+        "lib_self_ir_short": self_s, "lib_self_ir_long": self_l,
+        "hooked_calls_short": hs, "hooked_calls_long": hl,
+        "hooked_calls_per_step": per_step(hs, hl, S),
+        "lib_ir_per_step": per_step(lib_s, lib_l, S),
+        "lib_self_ir_per_step": per_step(self_s, self_l, S),
+        "lib_ir_per_launch": ratio(per_step(lib_s, lib_l, S), launches),
+        # per hooked call, steady state: library code only
+        "lib_ir_per_hooked_call": ratio(lib_l - lib_s, (hl - hs) if hs is not None else None),
+        "lib_ir_per_hooked_call_whole_run": ratio(lib_s, hs),
+    })
+    if cg_base is not None:
+        bs, bl = cg_base[S]["cg"], cg_base[L]["cg"]
+        if bs and bl:
+            ds, dl = rs["cg"]["total"] - bs["total"], rl["cg"]["total"] - bl["total"]
+            out.update({
+                "process_ir_added_short": ds, "process_ir_added_long": dl,
+                # the brief's method: whole process with minus without, per hooked call
+                "process_ir_added_per_hooked_call_whole_run": ratio(ds, hs),
+                "process_ir_added_per_hooked_call": ratio(dl - ds, (hl - hs) if hs is not None
+                                                          else None),
+            })
+    return out
+
+
+# ------------------------------------------------------------------ outputs
+
+CSV_FIELDS = [
+    "workload", "nodes", "mode", "steps_short", "steps_long", "checksum", "checksum_ref",
+    "checksum_ok", "violations", "failures",
+    "updates_per_step", "launches_per_step", "instantiations_per_step", "vmm_per_step",
+    "allocs_per_step", "frees_per_step", "total_calls_per_step",
+    "lib_launches_per_step", "lib_updates_seen_per_step", "lib_updates_forwarded_per_step",
+    "lib_updates_skipped_per_step", "bytes_requested", "bytes_mapped", "mapped_over_requested",
+    "wall_per_step_us", "wall_ratio",
+    "cg_steps_short", "cg_lib_ir_per_step", "cg_lib_self_ir_per_step", "cg_lib_ir_per_launch",
+    "cg_lib_ir_per_hooked_call", "cg_process_ir_added_per_hooked_call",
+    "cg_process_ir_added_per_hooked_call_whole_run",
+]
+
+
+def flat(cell):
+    r = {k: cell.get(k) for k in ("workload", "nodes", "mode", "steps_short", "steps_long",
+                                  "checksum", "checksum_ref", "checksum_ok", "violations",
+                                  "bytes_requested", "bytes_mapped", "mapped_over_requested",
+                                  "wall_per_step_us", "wall_ratio")}
+    r["failures"] = "; ".join(cell["failures"])
+    cps = cell["calls_per_step"]
+    for k in KIND_NAMES:
+        r[("total_calls" if k == "total" else k) + "_per_step"] = cps.get(k)
+    for k in REPORT_TOTALS:
+        r["lib_%s_per_step" % k] = cell["lib_per_step"].get(k)
+    cg = cell.get("callgrind") or {}
+    r["cg_steps_short"] = cg.get("steps_short")
+    for k in ("lib_ir_per_step", "lib_self_ir_per_step", "lib_ir_per_launch",
+              "lib_ir_per_hooked_call", "process_ir_added_per_hooked_call",
+              "process_ir_added_per_hooked_call_whole_run"):
+        r["cg_" + k] = cg.get(k)
+    return r
+
+
+def fmt(v, nd=2):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        if v == int(v) and abs(v) < 1e9:
+            return str(int(v))
+        return ("%." + str(nd) + "f") % v
+    return str(v)
+
+
+def write_csv(path, cells):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        for c in cells:
+            w.writerow({k: ("" if v is None else v) for k, v in flat(c).items()})
+
+
+def headline(cells):
+    """Instructions per forwarded call under `off` (issue 3 target: <= 100)."""
+    vals = [(c["callgrind"]["lib_ir_per_hooked_call"], c) for c in cells
+            if c["mode"] == "off" and c.get("callgrind")
+            and c["callgrind"].get("lib_ir_per_hooked_call") is not None]
+    proc = [c["callgrind"].get("process_ir_added_per_hooked_call") for _, c in vals]
+    proc = [p for p in proc if p is not None]
+    if not vals:
+        return None
+    worst = max(vals, key=lambda x: x[0])
+    return {"target": 100, "max_lib_ir_per_forwarded_call": worst[0],
+            "at": "%s, %d nodes" % (worst[1]["workload"], worst[1]["nodes"]),
+            "median_lib_ir_per_forwarded_call": statistics.median(v for v, _ in vals),
+            "max_process_ir_added_per_forwarded_call": max(proc) if proc else None,
+            "met": worst[0] <= 100}
+
+
+def pivot(lines, cells, meta, title, getter, nd=2):
+    sizes, modes = meta["sizes"], meta["modes"]
+    lines += ["", "#### " + title, "",
+              "| workload | mode | " + " | ".join(str(s) for s in sizes) + " |",
+              "| --- | --- |" + " ---: |" * len(sizes)]
+    idx = {(c["workload"], c["nodes"], c["mode"]): c for c in cells}
+    for wl in meta["workloads"]:
+        for m in modes:
+            row = [fmt(getter(idx[(wl, s, m)]), nd) if (wl, s, m) in idx else "-" for s in sizes]
+            lines.append("| %s | %s | %s |" % (wl, m, " | ".join(row)))
+
+
+def write_table(path, cells, meta, head):
+    L = ["### Benchmark: %s driver, %s" % (meta["driver_desc"], meta["date"]), "",
+         "Command: `%s` (commit %s). Per steady-state step = (run of 2T steps - run of T steps) "
+         "/ T, T a multiple of %d chosen per workload and size so that T steps take >= %g s "
+         "(results.csv: steps_short); graph sizes in kernel nodes; `none` = without the library. "
+         "Wall time: median of %d runs each, as a ratio to `none` measured in the same "
+         "invocation, modes interleaved (emulated kernels run on the CPU: not GPU timings; "
+         "load average %.1f at start, %.1f at end on %d CPUs)."
+         % (meta["command"], meta["commit"], meta["steps"], meta["min_time"], meta["repeats"],
+            meta["loadavg_start"], meta["loadavg_end"], meta["cpus"])]
+    nbad = sum(1 for c in cells if c["failures"])
+    L += ["", "Checksums equal to the run without the library: %s."
+          % ("all %d cells" % len(cells) if nbad == 0 else "**%d of %d cells FAILED**"
+             % (nbad, len(cells)))]
+    if head:
+        L += ["", "Instructions the library adds per forwarded call under `off` (callgrind, library "
+              "code and the libc/ld.so code it calls, steady state): max **%s** (%s), median %s; "
+              "target <= %d: %s. Whole process with the library minus without: max %s."
+              % (fmt(head["max_lib_ir_per_forwarded_call"], 1), head["at"],
+                 fmt(head["median_lib_ir_per_forwarded_call"], 1), head["target"],
+                 "met" if head["met"] else "**NOT MET**",
+                 fmt(head["max_process_ir_added_per_forwarded_call"], 1)),
+              "", "The library figure is deterministic; the whole-process difference is a "
+              "cross-check only: the emulated driver's threads make a run's total vary by a few "
+              "hundred instructions, which is large against a few dozen per call."]
+    pivot(L, cells, meta, "Graph updates reaching the driver per step",
+          lambda c: c["calls_per_step"]["updates"])
+    pivot(L, cells, meta, "VMM calls reaching the driver per step",
+          lambda c: c["calls_per_step"]["vmm"])
+    pivot(L, cells, meta, "Wall time per step, ratio to no library",
+          lambda c: c["wall_ratio"])
+    cgc = [c for c in cells if c.get("callgrind") and c["mode"] != NOLIB]
+    if cgc:
+        L += ["", "#### Instructions of the library (callgrind, %d vs %d steps)"
+              % (2 * meta["callgrind_steps"], meta["callgrind_steps"]), "",
+              "| workload | nodes | mode | Ir/step | Ir/launch | Ir/hooked call | "
+              "process Ir added/hooked call |", "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
+        for c in cgc:
+            g = c["callgrind"]
+            L.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+                c["workload"], c["nodes"], c["mode"], fmt(g.get("lib_ir_per_step"), 0),
+                fmt(g.get("lib_ir_per_launch"), 0), fmt(g.get("lib_ir_per_hooked_call"), 1),
+                fmt(g.get("process_ir_added_per_hooked_call"), 1)))
+    big = max(meta["sizes"])
+    L += ["", "#### Memory at %d nodes (whole run of 2T steps)" % big, "",
+          "| workload | mode | bytes requested | bytes mapped | mapped/requested | updates skipped/step |",
+          "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for c in cells:
+        if c["nodes"] == big and c["mode"] != NOLIB:
+            L.append("| %s | %s | %s | %s | %s | %s |" % (
+                c["workload"], c["mode"], fmt(c["bytes_requested"]), fmt(c["bytes_mapped"]),
+                fmt(c["mapped_over_requested"], 3), fmt(c["lib_per_step"]["updates_skipped"])))
+    bad = [c for c in cells if c["failures"]]
+    if bad:
+        L += ["", "#### FAILURES", ""]
+        for c in bad:
+            L.append("- %s, %d nodes, %s: %s" % (c["workload"], c["nodes"], c["mode"],
+                                                 "; ".join(c["failures"])))
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def write_plots(out, cells, meta):
+    """Data file of blocks (one per workload x mode, in that order) and the
+    static gnuplot script tests/bench/plot.gp. Returns the PNGs written."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return None, "gnuplot not found (apt-get install -y gnuplot-nox): no plots"
+    dat = os.path.join(out, "plot.dat")
+    idx = {(c["workload"], c["nodes"], c["mode"]): c for c in cells}
+    with open(dat, "w") as f:
+        f.write("# nodes updates/step vmm/step wall_ratio lib_Ir/launch calls/step\n")
+        for wl in meta["workloads"]:
+            for m in meta["modes"]:
+                f.write("# %s %s\n" % (wl, m))
+                for s in meta["sizes"]:
+                    c = idx.get((wl, s, m))
+                    if not c:
+                        continue
+                    g = c.get("callgrind") or {}
+                    vals = [c["calls_per_step"]["updates"], c["calls_per_step"]["vmm"],
+                            c["wall_ratio"], g.get("lib_ir_per_launch"),
+                            c["calls_per_step"]["total"]]
+                    f.write("%d %s\n" % (s, " ".join("?" if v is None else "%.6g" % v
+                                                     for v in vals)))
+                f.write("\n\n")
+    cmd = [gp, "-e", "datafile=%s; outdir=%s; workloads=%s; modes=%s; subtitle=%s" % tuple(
+        '"%s"' % x.replace('"', "'") for x in (
+            dat, out, " ".join(meta["workloads"]), " ".join(meta["modes"]),
+            "%s driver, %s, T >= %s steps (see table.md for the command)"
+            % (meta["driver_desc"], meta["date"], meta["steps"]))),
+        os.path.join(HERE, "plot.gp")]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pngs = sorted(os.path.join(out, n) for n in os.listdir(out) if n.endswith(".png"))
+    if p.returncode != 0:
+        return pngs, "gnuplot failed: " + p.stdout.strip()[-500:]
+    return pngs, None
+
+
+# ------------------------------------------------------------------ main
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--out", default=None, help="default BUILD/bench")
+    ap.add_argument("--workload-dir", default=None, help="default BUILD/workloads")
+    ap.add_argument("--workloads", default=" ".join(ALL_WORKLOADS))
+    ap.add_argument("--sizes", default="16 64 256 1024 4096")
+    ap.add_argument("--policies", default=" ".join(ALL_POLICIES))
+    ap.add_argument("--steps", type=int, default=20, help="S: runs of S and 2S steps")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs per step count")
+    ap.add_argument("--min-time", type=float, default=0.2,
+                    help="seconds the timed runs' difference should last: T, a multiple of "
+                         "--steps, is raised per cell until T steps take this long (0: T = S)")
+    ap.add_argument("--max-steps-factor", type=int, default=50, help="T <= this x --steps")
+    ap.add_argument("--callgrind-sizes", default="16 256", help="empty: no callgrind")
+    ap.add_argument("--callgrind-steps", type=int, default=8)
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="parallel callgrind runs (timed runs are always sequential); more than "
+                         "one makes the whole-process instruction differences noisier")
+    ap.add_argument("--driver", choices=("auto", "emu", "real"), default="auto")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per run")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--keep-raw", action="store_true", help="keep stats, reports, callgrind files")
+    ap.add_argument("--command", default=None, help="command line to quote (make passes its own)")
+    a = ap.parse_args(argv)
+    a.build = os.path.abspath(a.build)
+    a.out = os.path.abspath(a.out or os.path.join(a.build, "bench"))
+    if a.steps < 1 or a.repeats < 1 or a.callgrind_steps < 1:
+        ap.error("--steps, --repeats and --callgrind-steps must be >= 1")
+    workloads = split_list(a.workloads)
+    sizes = [int(s) for s in split_list(a.sizes)]
+    policies = [p for p in split_list(a.policies) if p != NOLIB]
+    modes = [NOLIB] + policies
+    cg_sizes = [int(s) for s in split_list(a.callgrind_sizes) if int(s) in sizes]
+    a.driver, gpu_name = detect_driver(a.driver)
+    if a.driver == "real" and cg_sizes:
+        print("bench: real driver: callgrind runs skipped (instruction counts come from the "
+              "emulated driver)")
+        cg_sizes = []
+    if cg_sizes and not shutil.which("valgrind"):
+        print("bench: valgrind not found: no instruction counts (apt-get install -y valgrind)")
+        cg_sizes = []
+    os.makedirs(a.out, exist_ok=True)
+    date = now_iso()
+    command = a.command or " ".join(shlex.quote(x) for x in [sys.executable] + sys.argv[:1] + argv)
+    try:
+        commit = subprocess.run(["git", "-C", SRC, "rev-parse", "--short", "HEAD"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True).stdout.strip() or "?"
+        if subprocess.run(["git", "-C", SRC, "status", "--porcelain", "--untracked-files=no"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True).stdout.strip():
+            commit += "+changes"
+    except OSError:
+        commit = "?"
+    meta = {"date": date, "command": command,
+            "bench_py_argv": [sys.argv[0]] + list(argv), "commit": commit,
+            "driver": a.driver, "gpu": gpu_name,
+            "driver_desc": ("real (%s)" % gpu_name) if a.driver == "real" else "emulated",
+            "host": os.uname().nodename, "cpus": os.cpu_count(), "build": a.build,
+            "loadavg_start": os.getloadavg()[0],
+            "workloads": workloads, "sizes": sizes, "modes": modes, "steps": a.steps,
+            "repeats": a.repeats, "min_time": a.min_time, "callgrind_sizes": cg_sizes,
+            "callgrind_steps": a.callgrind_steps,
+            "method": {
+                "per_step": "(value after 2T steps - value after T steps) / T; T: a multiple of "
+                            "--steps such that T steps take >= --min-time without the library",
+                "wall_ratio": "median wall time of the runs, same per-step difference, divided "
+                              "by that of the no-library cell measured in this invocation",
+                "callgrind_lib": "self Ir of libstablegraph.so plus inclusive Ir of its calls into "
+                                 "objects other than the driver (libc, ld.so), parsed from the "
+                                 "callgrind output; the driver's own work is excluded",
+                "per_forwarded_call": "library Ir difference between 2S and S steps divided by the "
+                                      "difference of the hooked calls (sum of report hooks.*.calls)",
+            }}
+    t_start = time.time()
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="sgbench.") as tmp:
+        R = Runner(a, tmp)
+        # 1. timed runs, sequential, the modes interleaved
+        runs = {}
+        for wl in workloads:
+            for n in sizes:
+                # calibration: one no-library pair at S and 2S gives the time per step
+                c1, c2 = R.run(wl, n, a.steps, NOLIB), R.run(wl, n, 2 * a.steps, NOLIB)
+                est = per_step(c1["wall"], c2["wall"], a.steps)
+                if est is not None and est <= 0:
+                    est = c2["wall"] / (2 * a.steps)
+                T = timing_steps(a.steps, est, a.min_time, a.max_steps_factor)
+                for _ in range(a.repeats):
+                    for st in (T, 2 * T):
+                        for m in modes:
+                            runs.setdefault((wl, n, m), {}).setdefault(st, []).append(
+                                R.run(wl, n, st, m))
+                print("bench: %-18s %5d nodes: --steps %d and %d, %d runs done" % (
+                    wl, n, T, 2 * T, 2 * a.repeats * len(modes)), flush=True)
+        # 2. callgrind runs, in parallel
+        cg = {}
+        jobs = [(wl, n, m, st) for wl in workloads for n in cg_sizes for m in modes
+                for st in (a.callgrind_steps, 2 * a.callgrind_steps)]
+        if jobs:
+            print("bench: %d callgrind runs (%d at a time)" % (len(jobs), a.jobs), flush=True)
+            with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as ex:
+                futs = {ex.submit(R.run, wl, n, st, m, True): (wl, n, m, st)
+                        for wl, n, m, st in jobs}
+                for f in concurrent.futures.as_completed(futs):
+                    wl, n, m, st = futs[f]
+                    cg.setdefault((wl, n, m), {})[st] = f.result()
+    cells = []
+    for wl in workloads:
+        for n in sizes:
+            base = None
+            for m in modes:
+                c = build_cell(a, wl, n, m, runs[(wl, n, m)], base, cg.get((wl, n, m)),
+                               cg.get((wl, n, NOLIB)) if m != NOLIB else None)
+                if m == NOLIB:
+                    base = c
+                cells.append(c)
+    for c in cells:
+        c.pop("_ref", None)
+        for msg in c["failures"]:
+            failures.append("%s %d nodes %s: %s" % (c["workload"], c["nodes"], c["mode"], msg))
+    head = headline(cells)
+    meta["seconds"] = round(time.time() - t_start, 1)
+    meta["loadavg_end"] = os.getloadavg()[0]
+    res = {"meta": meta, "instr_per_forwarded_call_off": head, "failures": failures,
+           "cells": cells}
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1, sort_keys=False)
+        f.write("\n")
+    write_csv(os.path.join(a.out, "results.csv"), cells)
+    write_table(os.path.join(a.out, "table.md"), cells, meta, head)
+    pngs, plot_note = (None, "plots not requested") if a.no_plots else write_plots(a.out, cells,
+                                                                                   meta)
+
+    # summary
+    print()
+    print("stablegraph bench: %s" % date)
+    print("command: %s" % command)
+    print("driver: %s; commit %s; %d workloads x %d sizes x %d modes = %d cells; "
+          "T >= %d steps (T vs 2T), %d repeats; %.0f s; load average %.1f at start, %.1f at end "
+          "on %d CPUs (other load makes the wall-time ratios noisy)"
+          % (meta["driver_desc"], commit, len(workloads), len(sizes), len(modes), len(cells),
+             a.steps, a.repeats, meta["seconds"], meta["loadavg_start"], meta["loadavg_end"],
+             meta["cpus"]))
+    big = max(sizes)
+    print("\nper steady-state step at %d nodes: driver updates / VMM calls / wall ratio" % big)
+    print("  %-18s" % "workload" + "".join("%22s" % m for m in modes))
+    idx = {(c["workload"], c["nodes"], c["mode"]): c for c in cells}
+    for wl in workloads:
+        row = []
+        for m in modes:
+            c = idx[(wl, big, m)]
+            row.append("%22s" % ("%s / %s / %s" % (fmt(c["calls_per_step"]["updates"]),
+                                                   fmt(c["calls_per_step"]["vmm"]),
+                                                   fmt(c["wall_ratio"]))))
+        print("  %-18s" % wl + "".join(row))
+    if head:
+        print("\ninstructions added per forwarded call under off: max %s at %s (median %s; "
+              "whole-process difference max %s); target <= 100: %s"
+              % (fmt(head["max_lib_ir_per_forwarded_call"], 1), head["at"],
+                 fmt(head["median_lib_ir_per_forwarded_call"], 1),
+                 fmt(head["max_process_ir_added_per_forwarded_call"], 1),
+                 "met" if head["met"] else "NOT MET"))
+    else:
+        print("\ninstructions per forwarded call: not measured (no callgrind runs under off)")
+    print("\noutputs: %s/{results.json,results.csv,table.md}" % a.out)
+    if pngs:
+        print("plots: " + " ".join(pngs))
+    if plot_note:
+        print("plots: " + plot_note)
+    if failures:
+        print("\n" + "!" * 72)
+        print("BENCH FAILED: %d problem(s):" % len(failures))
+        for f_ in failures:
+            print("  " + f_)
+        print("!" * 72)
+        return 1
+    print("\nall %d cells: checksums equal to the run without the library, no failed runs"
+          % len(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
