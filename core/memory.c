@@ -31,9 +31,9 @@
  *
  * Capture safety: every driver call the library makes on its own behalf
  * that the driver could refuse during a capture (VMM, events) runs in
- * CU_STREAM_CAPTURE_MODE_RELAXED (relax(), restored by unrelax() at the end
- * of each operation), so an application's capture in progress is never
- * invalidated by the library.
+ * CU_STREAM_CAPTURE_MODE_RELAXED (sg_vmm_relax() of vmm_util.h, restored by
+ * sg_vmm_unrelax() at the end of each operation), so an application's
+ * capture in progress is never invalidated by the library.
  *
  * Locks, in the order they may be taken (never the other way):
  *   arenas_lock   the list of per-context arenas, the retired list, the
@@ -57,6 +57,7 @@
 #include "driver.h"
 #include "log.h"
 #include "stats.h"
+#include "vmm_util.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -135,43 +136,6 @@ static sg_fwd *fwd_live;
 
 static uint64_t next_id;           /* atomic */
 static unsigned long live_now, mapped_now;   /* atomics */
-
-/* --------------------------------------------------- capture mode, context */
-
-static __thread int tls_relaxed;
-static __thread CUstreamCaptureMode tls_saved_mode;
-
-/* Puts this thread in relaxed capture mode until unrelax() (idempotent). */
-static void relax(void)
-{
-    if (tls_relaxed || !sg_drv.cuThreadExchangeStreamCaptureMode) return;
-    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
-    if (SG_DRIVER_CALL(cuThreadExchangeStreamCaptureMode, &m) == CUDA_SUCCESS) {
-        tls_saved_mode = m;
-        tls_relaxed = 1;
-    }
-}
-
-static void unrelax(void)
-{
-    if (!tls_relaxed) return;
-    CUstreamCaptureMode m = tls_saved_mode;
-    SG_DRIVER_CALL(cuThreadExchangeStreamCaptureMode, &m);
-    tls_relaxed = 0;
-}
-
-/* Makes ctx current if it is not; *prev gets what to restore. 0 or -1. */
-static int ctx_enter(CUcontext ctx, CUcontext *prev)
-{
-    if (SG_DRIVER_CALL(cuCtxGetCurrent, prev) != CUDA_SUCCESS) return -1;
-    if (*prev != ctx && SG_DRIVER_CALL(cuCtxSetCurrent, ctx) != CUDA_SUCCESS) return -1;
-    return 0;
-}
-
-static void ctx_leave(CUcontext ctx, CUcontext prev)
-{
-    if (prev != ctx) SG_DRIVER_CALL(cuCtxSetCurrent, prev);
-}
 
 /* ------------------------------------------------------------- statistics */
 
@@ -395,7 +359,7 @@ static void fwd_untrack(CUdeviceptr p)
 static CUresult op_reserve(void *u, size_t size, size_t align, CUdeviceptr *base)
 {
     (void)u;
-    relax();
+    sg_vmm_relax();
     CUresult rc = SG_DRIVER_CALL(cuMemAddressReserve, base, size, align, 0, 0);
     if (rc == CUDA_SUCCESS) span_add(*base, size);
     return rc;
@@ -404,7 +368,7 @@ static CUresult op_reserve(void *u, size_t size, size_t align, CUdeviceptr *base
 static CUresult op_unreserve(void *u, CUdeviceptr base, size_t size)
 {
     (void)u;
-    relax();
+    sg_vmm_relax();
     span_del(base);
     return SG_DRIVER_CALL(cuMemAddressFree, base, size);
 }
@@ -412,35 +376,35 @@ static CUresult op_unreserve(void *u, CUdeviceptr base, size_t size)
 static CUresult op_create(void *u, size_t size, CUmemGenericAllocationHandle *h)
 {
     sg_ctx_arena *ar = u;
-    relax();
+    sg_vmm_relax();
     return SG_DRIVER_CALL(cuMemCreate, h, size, &ar->prop, 0);
 }
 
 static CUresult op_release(void *u, CUmemGenericAllocationHandle h)
 {
     (void)u;
-    relax();
+    sg_vmm_relax();
     return SG_DRIVER_CALL(cuMemRelease, h);
 }
 
 static CUresult op_map(void *u, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
 {
     (void)u;
-    relax();
+    sg_vmm_relax();
     return SG_DRIVER_CALL(cuMemMap, va, size, 0, h, 0);
 }
 
 static CUresult op_set_access(void *u, CUdeviceptr va, size_t size)
 {
     sg_ctx_arena *ar = u;
-    relax();
+    sg_vmm_relax();
     return SG_DRIVER_CALL(cuMemSetAccess, va, size, ar->access, ar->naccess);
 }
 
 static CUresult op_unmap(void *u, CUdeviceptr va, size_t size)
 {
     (void)u;
-    relax();
+    sg_vmm_relax();
     return SG_DRIVER_CALL(cuMemUnmap, va, size);
 }
 
@@ -449,7 +413,7 @@ static CUresult op_unmap(void *u, CUdeviceptr va, size_t size)
 static int op_event_done(void *u, void *ev)
 {
     (void)u;
-    relax();
+    sg_vmm_relax();
     return SG_DRIVER_CALL(cuEventQuery, (CUevent)ev) == CUDA_SUCCESS;
 }
 
@@ -462,7 +426,7 @@ static void op_event_put(void *u, void *ev)
     if (ar->nevents < SG_MEM_EVENT_POOL) {
         ar->events[ar->nevents++] = (CUevent)ev;
     } else {
-        relax();
+        sg_vmm_relax();
         SG_DRIVER_CALL(cuEventDestroy_v2, (CUevent)ev);
     }
 }
@@ -498,16 +462,16 @@ static sg_ctx_arena *arena_get(CUcontext ctx)
 static void arena_setup(sg_ctx_arena *ar)
 {
     CUcontext prev;
-    int vmm = 0, ndev = 0;
+    int vmm = 0;
     size_t gran = 0, total = 0;
     ar->state = -1;
-    if (ctx_enter(ar->ctx, &prev) != 0) {
+    if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) {
         WARN_ONCE("cannot make context %p current to set up its arena: its allocations go "
                   "to the driver unchanged", (void *)ar->ctx);
         return;
     }
     CUresult rc = SG_DRIVER_CALL(cuCtxGetDevice, &ar->dev);
-    ctx_leave(ar->ctx, prev);
+    sg_vmm_ctx_leave(ar->ctx, prev);
     if (rc != CUDA_SUCCESS) {
         WARN_ONCE("cuCtxGetDevice failed (%d): allocations go to the driver unchanged", (int)rc);
         return;
@@ -531,18 +495,7 @@ static void arena_setup(sg_ctx_arena *ar)
     /* The arena's own device, and every peer that can access its memory:
      * a program that enabled peer access expects to reach cuMemAlloc memory
      * from there (NCCL deadlocks without it). */
-    ar->naccess = 0;
-    ar->access[ar->naccess++] = (CUmemAccessDesc){
-        { CU_MEM_LOCATION_TYPE_DEVICE, ar->dev }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-    if (SG_DRIVER_CALL(cuDeviceGetCount, &ndev) != CUDA_SUCCESS) ndev = 0;
-    for (int d = 0; d < ndev && d < SG_MEM_MAX_DEVICES; d++) {
-        int can = 0;
-        if (d == ar->dev || !sg_drv.cuDeviceCanAccessPeer ||
-            SG_DRIVER_CALL(cuDeviceCanAccessPeer, &can, d, ar->dev) != CUDA_SUCCESS || !can)
-            continue;
-        ar->access[ar->naccess++] = (CUmemAccessDesc){
-            { CU_MEM_LOCATION_TYPE_DEVICE, d }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-    }
+    ar->naccess = sg_vmm_access_descs(ar->dev, ar->access, SG_MEM_MAX_DEVICES);
     /* Address space is cheap and an allocation never moves: reserve twice
      * the device's memory per reservation, so one normally suffices. */
     size_t resv = SG_MEM_RESV_FALLBACK;
@@ -597,7 +550,7 @@ static void arena_teardown(CUcontext ctx)
     }
     ar->nevents = 0;
     pthread_mutex_unlock(&ar->lock);
-    unrelax();
+    sg_vmm_unrelax();
 }
 
 /* ------------------------------------------------------------- allocation */
@@ -678,7 +631,7 @@ static CUresult mem_alloc(const sg_call *c)
         after = sg_arena_mapped(ar->arena);
     }
     pthread_mutex_unlock(&ar->lock);
-    unrelax();
+    sg_vmm_unrelax();
     if (state != 1) return fwd_alloc(c);
     mapped_delta(before, after);
     if (f != SG_ARENA_OK) {
@@ -714,17 +667,17 @@ static CUevent free_event(sg_ctx_arena *ar, const sg_call *c)
             ev = ar->events[--ar->nevents];
         } else {
             CUcontext prev;
-            relax();
-            if (ctx_enter(ar->ctx, &prev) == 0) {
+            sg_vmm_relax();
+            if (sg_vmm_ctx_enter(ar->ctx, &prev) == 0) {
                 if (SG_DRIVER_CALL(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
                     ev = NULL;
-                ctx_leave(ar->ctx, prev);
+                sg_vmm_ctx_leave(ar->ctx, prev);
             }
         }
     }
     pthread_mutex_unlock(&ar->lock);
     if (!ev) return NULL;
-    relax();
+    sg_vmm_relax();
     CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuEventRecord_ptsz, ev, c->stream)
                                 : SG_DRIVER_CALL(cuEventRecord, ev, c->stream);
     if (rc != CUDA_SUCCESS) {
@@ -754,9 +707,9 @@ static CUresult mem_free(const sg_call *c)
          * mode: during a global capture it fails (and invalidates it) as the
          * real cuMemFree would, and nothing is freed. */
         CUcontext prev;
-        if (ctx_enter(ar->ctx, &prev) != 0) return CUDA_ERROR_INVALID_CONTEXT;
+        if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return CUDA_ERROR_INVALID_CONTEXT;
         rc = SG_DRIVER_CALL(cuCtxSynchronize);
-        ctx_leave(ar->ctx, prev);
+        sg_vmm_ctx_leave(ar->ctx, prev);
         if (rc != CUDA_SUCCESS) return rc;
     } else {
         CUstreamCaptureStatus st;
@@ -769,7 +722,7 @@ static CUresult mem_free(const sg_call *c)
         }
         key = stream_key(c);
         if (!(ev = free_event(ar, c))) {
-            unrelax();
+            sg_vmm_unrelax();
             rc = c->per_thread ? SG_DRIVER_CALL(cuStreamSynchronize_ptsz, c->stream)
                                : SG_DRIVER_CALL(cuStreamSynchronize, c->stream);
             if (rc != CUDA_SUCCESS) return rc;
@@ -782,7 +735,7 @@ static CUresult mem_free(const sg_call *c)
             op_event_put(ar, ev);
             pthread_mutex_unlock(&ar->lock);
         }
-        unrelax();
+        sg_vmm_unrelax();
         return CUDA_ERROR_INVALID_VALUE;
     }
     pthread_mutex_lock(&ar->lock);
@@ -790,7 +743,7 @@ static CUresult mem_free(const sg_call *c)
         SG_WARN("out of memory: %zu bytes at 0x%llx are not reused", b->placed,
                 (unsigned long long)b->base);
     pthread_mutex_unlock(&ar->lock);
-    unrelax();
+    sg_vmm_unrelax();
     live_sub(b->size);
     free(b);
     return CUDA_SUCCESS;

@@ -90,3 +90,13 @@ $(SG_E2E)/life_dl: tests/e2e/life_dl.c tests/e2e/life_common.c tests/e2e/life_co
 	$(CC) $(ALL_CFLAGS) -o $@ $< tests/e2e/life_common.c $(ALL_LDFLAGS) -ldl
 
 all: $(SG_LIFE_PROGS) $(SG_E2E)/life_dl
+
+# ---------------------------------------------------------------- stable slots on the emulated VMM
+# Helper of tests/e2e/test_slots.sh (issue 5): drives core/slots.c directly,
+# without the interposer. It links the core/ objects and the toolkit's stub
+# libcuda, and fills core/'s driver table with dlsym (hence -ldl).
+$(SG_E2E)/slots_prog: tests/e2e/slots_prog.c $(SG_CORE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -I. -o $@ $< $(SG_CORE_OBJS) $(STUB_LIBCUDA) $(ALL_LDFLAGS) -ldl
+
+all: $(SG_E2E)/slots_prog
