@@ -98,6 +98,8 @@ $(BUILD)/obj/%.o: %.c
 -include tests/fuzz/fuzz.mk
 -include tests/bench/bench.mk
 -include tests/gpu/gpu.mk
+-include tests/stress/stress.mk
+-include tests/workloads/demo.mk
 
 # ---------------------------------------------------------------- tests
 # Sanitizer builds leave a marker so tests/run.sh can set the runtime's

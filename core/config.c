@@ -16,23 +16,31 @@
 static const char *const policy_names[] = { SG_POLICY_LIST(SG_NAME_ITEM_) NULL };
 static const char *const log_names[] = { SG_LOG_LIST(SG_NAME_ITEM_) NULL };
 static const char *const strict_names[] = { SG_STRICT_LIST(SG_NAME_ITEM_) NULL };
+static const char *const alias_names[] = { SG_ALIAS_LIST(SG_NAME_ITEM_) NULL };
 
-typedef enum { SG_VAR_CHOICE, SG_VAR_PATH, SG_VAR_REPORT_PATH, SG_VAR_BYTES } sg_var_kind;
+typedef enum { SG_VAR_CHOICE, SG_VAR_PATH, SG_VAR_REPORT_PATH, SG_VAR_BYTES, SG_VAR_INT } sg_var_kind;
 
 typedef struct {
     const char *env;
     sg_var_kind kind;
     const char *const *choices;  /* SG_VAR_CHOICE: accepted names, NULL-terminated */
     size_t offset;               /* where in sg_config the result goes */
+    int lo, hi;                  /* SG_VAR_INT: accepted range (an int field) */
 } sg_var;
 
 static const sg_var vars[SG_CONFIG_NVARS] = {
-    { SG_ENV_POLICY, SG_VAR_CHOICE, policy_names, offsetof(sg_config, policy_asked) },
-    { SG_ENV_LOG, SG_VAR_CHOICE, log_names, offsetof(sg_config, log_level) },
-    { SG_ENV_LOG_FILE, SG_VAR_PATH, NULL, offsetof(sg_config, log_file) },
-    { SG_ENV_REPORT, SG_VAR_REPORT_PATH, NULL, offsetof(sg_config, report) },
-    { SG_ENV_STRICT, SG_VAR_CHOICE, strict_names, offsetof(sg_config, strict) },
-    { SG_ENV_PLACE_MAX, SG_VAR_BYTES, NULL, offsetof(sg_config, place_max_bytes) },
+    { SG_ENV_POLICY, SG_VAR_CHOICE, policy_names, offsetof(sg_config, policy_asked), 0, 0 },
+    { SG_ENV_LOG, SG_VAR_CHOICE, log_names, offsetof(sg_config, log_level), 0, 0 },
+    { SG_ENV_LOG_FILE, SG_VAR_PATH, NULL, offsetof(sg_config, log_file), 0, 0 },
+    { SG_ENV_REPORT, SG_VAR_REPORT_PATH, NULL, offsetof(sg_config, report), 0, 0 },
+    { SG_ENV_STRICT, SG_VAR_CHOICE, strict_names, offsetof(sg_config, strict), 0, 0 },
+    { SG_ENV_PLACE_MAX, SG_VAR_BYTES, NULL, offsetof(sg_config, place_max_bytes), 0, 0 },
+    { SG_ENV_PROFILE_STEPS, SG_VAR_INT, NULL, offsetof(sg_config, profile_steps), 1,
+      SG_PROFILE_STEPS_MAX },
+    { SG_ENV_ALIAS, SG_VAR_CHOICE, alias_names, offsetof(sg_config, alias), 0, 0 },
+    { SG_ENV_ALIAS_MIN, SG_VAR_BYTES, NULL, offsetof(sg_config, alias_min_bytes), 0, 0 },
+    { SG_ENV_MAX_GENERATIONS, SG_VAR_INT, NULL, offsetof(sg_config, max_generations), 1,
+      SG_MAX_GENERATIONS_MAX },
 };
 
 const char *sg_policy_name(sg_policy p)
@@ -43,6 +51,11 @@ const char *sg_policy_name(sg_policy p)
 const char *sg_log_level_name(sg_log_level l)
 {
     return (unsigned)l < SG_LOG_COUNT ? log_names[l] : "?";
+}
+
+const char *sg_alias_name(sg_alias_mode a)
+{
+    return (unsigned)a < SG_ALIAS_COUNT ? alias_names[a] : "?";
 }
 
 /* Writes "a|b|c" for a choice list into buf. */
@@ -61,6 +74,8 @@ static void bad_value(sg_config *cfg, const sg_var *v, const char *value, const 
     char *msg = cfg->errors[cfg->nerrors++];
     if (v->kind == SG_VAR_CHOICE) {
         join_choices(v->choices, accepted, sizeof accepted);
+    } else if (v->kind == SG_VAR_INT) {
+        snprintf(accepted, sizeof accepted, "an integer from %d to %d", v->lo, v->hi);
     } else {
         snprintf(accepted, sizeof accepted, "%s",
                  v->kind == SG_VAR_PATH    ? "a file path"
@@ -138,6 +153,17 @@ static int parse_var(sg_config *cfg, const sg_var *v, const char *value)
         memcpy(dst, &bytes, sizeof bytes);
         return 0;
     }
+    case SG_VAR_INT: {
+        size_t n;   /* digits only: no sign, no suffix */
+        if (strspn(value, "0123456789") != len || parse_bytes(value, &n) != 0 ||
+            n < (size_t)v->lo || n > (size_t)v->hi) {
+            bad_value(cfg, v, value, "not an integer in range");
+            return -1;
+        }
+        int i = (int)n;
+        memcpy(dst, &i, sizeof i);
+        return 0;
+    }
     }
     memcpy(dst, value, len + 1);
     return 0;
@@ -145,12 +171,17 @@ static int parse_var(sg_config *cfg, const sg_var *v, const char *value)
 
 int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn)
 {
-    _Static_assert(sizeof(sg_policy) == sizeof(int) && sizeof(sg_log_level) == sizeof(int),
+    _Static_assert(sizeof(sg_policy) == sizeof(int) && sizeof(sg_log_level) == sizeof(int) &&
+                   sizeof(sg_alias_mode) == sizeof(int),
                    "choice fields are written as int");
     memset(cfg, 0, sizeof *cfg);
     cfg->policy_asked = SG_POLICY_DEFAULT;
     cfg->log_level = SG_LOG_DEFAULT;
     cfg->place_max_bytes = SIZE_MAX;
+    cfg->profile_steps = SG_PROFILE_STEPS_DEFAULT;
+    cfg->alias = SG_ALIAS_DEFAULT;
+    cfg->alias_min_bytes = SG_ALIAS_MIN_DEFAULT;
+    cfg->max_generations = SG_MAX_GENERATIONS_DEFAULT;
     for (size_t i = 0; i < SG_CONFIG_NVARS; i++) {
         const char *value = getenv_fn(vars[i].env);
         if (value) parse_var(cfg, &vars[i], value);

@@ -20,6 +20,10 @@
 #define SG_ENV_REPORT   "STABLEGRAPH_REPORT"
 #define SG_ENV_STRICT   "STABLEGRAPH_STRICT"
 #define SG_ENV_PLACE_MAX "STABLEGRAPH_PLACE_MAX_BYTES"
+#define SG_ENV_PROFILE_STEPS "STABLEGRAPH_PROFILE_STEPS"
+#define SG_ENV_ALIAS "STABLEGRAPH_ALIAS"
+#define SG_ENV_ALIAS_MIN "STABLEGRAPH_ALIAS_MIN_BYTES"
+#define SG_ENV_MAX_GENERATIONS "STABLEGRAPH_MAX_GENERATIONS"
 
 /* Accepted values, in order: X(ENUM_SUFFIX, "name"). */
 #define SG_POLICY_LIST(X)                                                     \
@@ -35,21 +39,37 @@
 #define SG_STRICT_LIST(X)                                                     \
     X(NO, "0")                                                                \
     X(YES, "1")
+/* STABLEGRAPH_ALIAS (skip_profiled): whether varying pointers into
+ * own-handle buffers are aliased into slots: auto (when the estimated remap
+ * cost is below the measured update cost), always, never. */
+#define SG_ALIAS_LIST(X)                                                      \
+    X(AUTO, "auto")                                                           \
+    X(ALWAYS, "always")                                                       \
+    X(NEVER, "never")
 
 #define SG_ENUM_ITEM_(prefix, suffix) prefix##suffix,
 #define SG_POLICY_ITEM_(s, n) SG_ENUM_ITEM_(SG_POLICY_, s)
 #define SG_LOG_ITEM_(s, n) SG_ENUM_ITEM_(SG_LOG_, s)
+#define SG_ALIAS_ITEM_(s, n) SG_ENUM_ITEM_(SG_ALIAS_, s)
 typedef enum { SG_POLICY_LIST(SG_POLICY_ITEM_) SG_POLICY_COUNT } sg_policy;
 typedef enum { SG_LOG_LIST(SG_LOG_ITEM_) SG_LOG_COUNT } sg_log_level;
+typedef enum { SG_ALIAS_LIST(SG_ALIAS_ITEM_) SG_ALIAS_COUNT } sg_alias_mode;
 
 #define SG_POLICY_DEFAULT SG_POLICY_ALWAYS_UPDATE
 #define SG_LOG_DEFAULT    SG_LOG_WARN
+/* skip_profiled defaults (README, issue 5). */
+#define SG_PROFILE_STEPS_DEFAULT 3
+#define SG_PROFILE_STEPS_MAX     1000
+#define SG_ALIAS_DEFAULT         SG_ALIAS_AUTO
+#define SG_ALIAS_MIN_DEFAULT     ((size_t)1 << 20)
+#define SG_MAX_GENERATIONS_DEFAULT 4
+#define SG_MAX_GENERATIONS_MAX   16
 
 /* Longest value accepted for any variable (longer values are rejected). */
 #define SG_CONFIG_VALUE_MAX 1024
 /* Room for one complaint about one variable. */
 #define SG_CONFIG_MSG_MAX (SG_CONFIG_VALUE_MAX + 256)
-#define SG_CONFIG_NVARS 6
+#define SG_CONFIG_NVARS 10
 
 typedef struct sg_config {
     sg_policy policy;          /* effective policy: SG_POLICY_OFF after any error */
@@ -60,6 +80,19 @@ typedef struct sg_config {
      * driver unchanged (never placed). A byte count with an optional K, M, G
      * or T suffix (powers of 1024). Default SIZE_MAX: no limit. */
     size_t place_max_bytes;
+    /* skip_profiled (core/profiled.h):
+     * STABLEGRAPH_PROFILE_STEPS: launches profiled per exec before deciding
+     *   (1..1000, default 3);
+     * STABLEGRAPH_ALIAS: auto | always | never (default auto);
+     * STABLEGRAPH_ALIAS_MIN_BYTES: allocations of at least this size get their
+     *   own physical handles so that they can be aliased (byte count as for
+     *   PLACE_MAX_BYTES; default 1M);
+     * STABLEGRAPH_MAX_GENERATIONS: exec variants kept per exec (1..16,
+     *   default 4). */
+    int profile_steps;
+    sg_alias_mode alias;
+    size_t alias_min_bytes;
+    int max_generations;
     char log_file[SG_CONFIG_VALUE_MAX + 1];  /* "" = stderr */
     char report[SG_CONFIG_VALUE_MAX + 1];    /* "" = no report; template with %p %h %r %% */
     int nerrors;               /* number of variables with a bad value */
@@ -77,5 +110,6 @@ int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn);
 /* Name of a policy or log level ("?" when out of range). */
 const char *sg_policy_name(sg_policy p);
 const char *sg_log_level_name(sg_log_level l);
+const char *sg_alias_name(sg_alias_mode a);
 
 #endif /* SG_CONFIG_H */

@@ -4,7 +4,10 @@
  *   memory calls (allocation, free, address queries, IPC, context teardown)
  *     -> sg_mem_call (memory.c: placement in the persistent reservation);
  *   graph calls (instantiate, launch, updates, exec changes and destruction)
- *     -> sg_graph_call (graphs.c: exec records, update skipping, counts).
+ *     -> sg_graph_call (graphs.c: exec records, update skipping, counts;
+ *        profiled.c under skip_profiled).
+ * It also wires the context-teardown notification from memory.c to graphs.c
+ * and slots.c.
  * Everything else is forwarded unchanged.
  * State set by sg_core_init() and sg_core_set_driver() is read-only afterwards
  * (see core.h).
@@ -14,6 +17,7 @@
 #include "graphs.h"
 #include "log.h"
 #include "memory.h"
+#include "slots.h"
 #include "stats.h"
 
 sg_driver sg_drv;
@@ -30,26 +34,24 @@ void sg_core_set_driver(const sg_driver *drv)
     sg_drv = *drv;
 }
 
+/* A context was destroyed: the graph records and the slots of its execs go
+ * before its memory arena does (memory.c calls this first). */
+static void ctx_gone(CUcontext ctx)
+{
+    sg_graph_ctx_gone(ctx);
+    sg_slots_ctx_teardown(ctx);
+}
+
 void sg_core_init(const sg_config *cfg)
 {
+    sg_mem_on_ctx_gone(ctx_gone);
     policy = cfg->policy;
     sg_mem_init(cfg);
     sg_graph_init(cfg);
 }
 
-/* Says, once and only in a process that really reaches the driver through
- * us, what a policy that is not fully built yet does instead. */
-static void say_policy_limits(void)
-{
-    static int said;
-    if (policy != SG_POLICY_SKIP_PROFILED || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) return;
-    SG_WARN("policy skip_profiled: buffer aliasing is not implemented yet: running as skip_temp "
-            "(temporaries placed, identical updates skipped)");
-}
-
 CUresult sg_core_call(const sg_call *c)
 {
-    say_policy_limits();
     switch (c->kind) {
     case SG_CALL_ALLOC:
     case SG_CALL_FREE:

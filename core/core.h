@@ -7,10 +7,11 @@
  * program called, with its original arguments). core/ decides whether and
  * when to forward, observes, and returns the CUresult the program gets.
  *
- * Policies today: off (interpose/ forwards without calling core/),
- * always_update (forward everything, count launches and updates per exec);
- * skip_temp and skip_profiled behave as always_update (later issues build
- * them) and sg_core_init() logs that at start-up.
+ * Policies: off (interpose/ forwards without calling core/), always_update
+ * (forward everything; count launches, updates, and what the other policies
+ * would have skipped), skip_temp (memory.c places allocations, graphs.c skips
+ * identical updates), skip_profiled (skip_temp plus profiled.c: exec variants
+ * and aliasing of caller buffers into slots.c's stable slots).
  *
  * Thread safety: sg_core_init() and sg_core_set_driver() run once, before any
  * sg_core_call(); the state they set is then read-only. sg_core_call() is thread-safe (see

@@ -20,6 +20,11 @@
  *                (not_comparable). Updates are forwarded with that reason; a
  *                successful cuGraphExecUpdate that could be described makes
  *                the record current again.
+ * skip_profiled (and always_update, to count would_skip_profiled): a tracked
+ * exec also has an sg_prof (profiled.h) that profiles its launches, decides,
+ * and in GENERATIONS mode accepts updates without the driver and picks the
+ * exec variant each launch runs; under skip_profiled `fp` is then the
+ * program's logical state, not what every driver exec holds.
  * Exec nodes are named, as CUDA names them, by the node handles of the graph
  * the exec was instantiated from (`map`); an exec first seen at an update has
  * no such map and its per-node updates are always forwarded.
@@ -34,13 +39,15 @@
  * A record is freed when its last reference goes: the table holds one while
  * the exec lives, each call in progress holds one.
  * Inside rec->lock fingerprint.c may take pinfo_lock and sg_mem_find's lock;
- * stats.c's exec_lock is taken for counting.
+ * stats.c's exec_lock is taken for counting; profiled.c takes the slot
+ * locks of slots.c (and may wait for a generation's last launch).
  */
 #include "graphs.h"
 
 #include "driver.h"
 #include "fingerprint.h"
 #include "log.h"
+#include "profiled.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -66,6 +73,7 @@ typedef struct sg_grec {
     sg_fp_scratch scratch;
     sg_fp_map map;
     sg_fp_node node;             /* the candidate of a per-node update */
+    sg_prof *prof;               /* skip_profiled / always_update: NULL if untracked */
 } sg_grec;
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -73,6 +81,7 @@ static sg_grec *table;
 
 static void rec_free(sg_grec *r)
 {
+    sg_prof_free(r->prof);
     pthread_mutex_destroy(&r->lock);
     sg_fp_free(&r->fp);
     sg_fp_free(&r->next);
@@ -148,7 +157,7 @@ static void atfork_register(void) { pthread_atfork(atfork_prepare, atfork_releas
 
 void sg_graph_init(const sg_config *cfg)
 {
-    (void)cfg;   /* the policy is read through sg_core_policy() */
+    sg_prof_init(cfg);   /* the policy itself is read through sg_core_policy() */
     pthread_once(&atfork_once, atfork_register);
 }
 
@@ -160,11 +169,27 @@ static int skipping(void)
     return p == SG_POLICY_SKIP_TEMP || p == SG_POLICY_SKIP_PROFILED;
 }
 
-static CUresult forward_update(const sg_call *c, sg_reason reason)
+static int profiling(void)
+{
+    sg_policy p = sg_core_policy();
+    return p == SG_POLICY_SKIP_PROFILED || p == SG_POLICY_ALWAYS_UPDATE;
+}
+
+/* Forwards an update; a profiling exec's (prof, may be NULL) is timed. */
+static CUresult forward_update_timed(const sg_call *c, sg_reason reason, sg_prof *prof)
 {
     SG_TOTAL_ADD(updates_forwarded, 1);
     sg_exec_update(c->exec, 1, reason);
-    return c->forward(c->args);
+    if (!prof || sg_prof_state(prof) != SG_PROF_PROFILING) return c->forward(c->args);
+    unsigned long long t0 = sg_prof_now_ns();
+    CUresult rc = c->forward(c->args);
+    sg_prof_timed_update(prof, sg_prof_now_ns() - t0);
+    return rc;
+}
+
+static CUresult forward_update(const sg_call *c, sg_reason reason)
+{
+    return forward_update_timed(c, reason, NULL);
 }
 
 /* Answers an identical update without the driver, as the driver would have. */
@@ -195,15 +220,38 @@ static int outs_ok(const sg_call *c)
     return c->result_info || (c->error_node_out && c->update_result_out);
 }
 
-/* Skips, or forwards with `reason` (-1: identical). */
-static CUresult decide(const sg_call *c, int reason)
+/* Skips, or forwards with `reason` (-1: identical). prof: the exec's
+ * profile (NULL if none). lazy (skip_profiled GENERATIONS, or always_update
+ * simulating it): the difference is of the kind GENERATIONS mode accepts
+ * without the driver. Under skip_profiled a lazy update is answered here
+ * (the caller records it); the caller has demoted the exec for any other
+ * difference (demote_unless_lazy). Under always_update the update is
+ * forwarded and counted as would_skip(_profiled). */
+static CUresult decide(const sg_call *c, int reason, sg_prof *prof, int lazy)
 {
+    int gens = prof && sg_prof_state(prof) == SG_PROF_GENERATIONS;
     if (reason < 0) {
         if (skipping() && outs_ok(c)) return skip_update(c);
-        if (!skipping()) sg_exec_would_skip(c->exec);
+        if (!skipping()) {
+            sg_exec_would_skip(c->exec);
+            if (prof) sg_exec_event(c->exec, SG_EXEC_EV_WOULD_SKIP_PROFILED);
+        }
         reason = skipping() ? SG_REASON_NOT_COMPARABLE : SG_REASON_POLICY;
+    } else if (gens && lazy && outs_ok(c)) {
+        if (skipping()) return skip_update(c);
+        sg_exec_event(c->exec, SG_EXEC_EV_WOULD_SKIP_PROFILED);
     }
-    return forward_update(c, (sg_reason)reason);
+    return forward_update_timed(c, (sg_reason)reason, prof);
+}
+
+/* Demotes a GENERATIONS exec before a change it cannot accept reaches the
+ * driver (r->lock held; lazy: the change is acceptable; reason < 0: no
+ * change). Returns CUDA_SUCCESS, or the error the program gets. */
+static CUresult demote_unless_lazy(sg_grec *r, int reason, int lazy)
+{
+    if (reason < 0 || lazy || !r->prof || sg_prof_state(r->prof) != SG_PROF_GENERATIONS)
+        return CUDA_SUCCESS;
+    return sg_prof_demote(r->prof, r->stale ? NULL : &r->fp);
 }
 
 /* Marks r unsupported if its fingerprint or the exec's flags say so, and
@@ -259,6 +307,9 @@ static CUresult instantiate(const sg_call *c)
             r->stale_reason = SG_REASON_NOT_COMPARABLE;
         }
         check_supported(r);
+        if (r->tracked && !r->unsupported && profiling())
+            r->prof = sg_prof_new(exec, c->graph, &r->fp, r->scratch.nodes,
+                                  sg_core_policy() == SG_POLICY_SKIP_PROFILED);
         pthread_mutex_unlock(&r->lock);
         rec_put(r);
     } else {
@@ -286,7 +337,16 @@ static CUresult update_graph(const sg_call *c)
         else if (!built) reason = SG_REASON_NOT_COMPARABLE;
         else reason = sg_fp_compare(&r->fp, &r->next);
     }
-    CUresult rc = decide(c, reason);
+    int lazy = reason >= 0 && built && !r->stale && r->prof &&
+               sg_prof_state(r->prof) == SG_PROF_GENERATIONS && sg_prof_lazy_ok(r->prof, &r->fp, &r->next);
+    if (lazy && skipping() && outs_ok(c)) sg_prof_accept_graph(r->prof, &r->fp, &r->next);
+    CUresult rc = demote_unless_lazy(r, reason, lazy);
+    if (rc != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&r->lock);
+        rec_put(r);
+        return rc;
+    }
+    rc = decide(c, reason, r->prof, lazy);
     if (rc == CUDA_SUCCESS && !r->unsupported && reason >= 0) {
         if (built) {
             sg_fp_swap(&r->fp, &r->next);
@@ -356,7 +416,16 @@ static CUresult update_node(const sg_call *c)
         else if (desc < 0) reason = SG_REASON_NOT_COMPARABLE;
         else reason = sg_fp_node_compare(rec, &r->node, 1);
     }
-    CUresult rc = decide(c, reason);
+    int lazy = reason >= 0 && desc == 0 && r->prof &&
+               sg_prof_state(r->prof) == SG_PROF_GENERATIONS &&
+               sg_prof_lazy_node_ok(r->prof, rec, &r->node);
+    CUresult rc = demote_unless_lazy(r, reason, lazy);
+    if (rc != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&r->lock);
+        rec_put(r);
+        return rc;
+    }
+    rc = decide(c, reason, r->prof, lazy);
     if (rc == CUDA_SUCCESS && !r->unsupported && !r->stale && reason >= 0) {
         if (desc == 0) {
             /* a per-node update leaves the attributes (and what they made of the node) alone */
@@ -364,7 +433,10 @@ static CUresult update_node(const sg_call *c)
             memcpy(r->node.k.attrs, rec->k.attrs, sizeof rec->k.attrs);
             if (rec->k.state != SG_FP_OK && r->node.k.state == SG_FP_OK)
                 r->node.k.state = rec->k.state;
-            if (sg_fp_node_copy(rec, &r->node) == 0) desc = 2;
+            if (sg_fp_node_copy(rec, &r->node) == 0) {
+                desc = 2;
+                if (lazy && skipping()) sg_prof_accept_node(r->prof, (size_t)i);
+            }
         }
         if (desc != 2) {       /* the exec changed in a way the record cannot follow */
             r->stale = 1;
@@ -377,40 +449,102 @@ static CUresult update_node(const sg_call *c)
     return rc;
 }
 
-static CUresult exec_dirty(const sg_call *c)
+/* The record of a known exec with a reference for the caller, or NULL. */
+static sg_grec *rec_find(CUgraphExec exec)
 {
-    CUresult rc = c->forward(c->args);
-    if (rc != CUDA_SUCCESS) return rc;
     sg_grec *r;
     pthread_mutex_lock(&table_lock);
-    HASH_FIND_PTR(table, &c->exec, r);
+    HASH_FIND_PTR(table, &exec, r);
     if (r) r->refs++;
     pthread_mutex_unlock(&table_lock);
+    return r;
+}
+
+/* A call that changes the exec in a way the record cannot follow: a
+ * GENERATIONS exec is demoted first (its own exec restored to the logical
+ * state, which the call then modifies). */
+static CUresult exec_dirty(const sg_call *c)
+{
+    sg_grec *r = rec_find(c->exec);
+    if (!r) return c->forward(c->args);
+    pthread_mutex_lock(&r->lock);
+    CUresult rc = demote_unless_lazy(r, 0, 0);
+    if (rc == CUDA_SUCCESS) rc = c->forward(c->args);
+    if (rc == CUDA_SUCCESS && !r->stale) {
+        r->stale = 1;
+        r->stale_reason = SG_REASON_EXEC_MODIFIED;
+    }
+    pthread_mutex_unlock(&r->lock);
+    rec_put(r);
+    return rc;
+}
+
+/* A launch: under skip_profiled and always_update the exec's profile sees
+ * it (and under skip_profiled may launch a variant instead). */
+static CUresult launch(const sg_call *c)
+{
+    sg_grec *r = profiling() ? rec_find(c->exec) : NULL;
+    CUresult rc;
     if (r) {
         pthread_mutex_lock(&r->lock);
-        if (!r->stale) {
-            r->stale = 1;
-            r->stale_reason = SG_REASON_EXEC_MODIFIED;
-        }
+        rc = r->prof ? sg_prof_launch(r->prof, r->stale || r->unsupported ? NULL : &r->fp, c)
+                     : c->forward(c->args);
         pthread_mutex_unlock(&r->lock);
         rec_put(r);
+    } else {
+        rc = c->forward(c->args);
+    }
+    if (rc == CUDA_SUCCESS) {
+        SG_TOTAL_ADD(launches, 1);
+        sg_exec_launched(c->exec);
     }
     return rc;
 }
 
+/* Destroys the exec; its variants, slots and clone go with it. */
+static CUresult exec_destroy(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    if (rc != CUDA_SUCCESS) return rc;
+    sg_exec_destroyed(c->exec);
+    sg_grec *r = rec_find(c->exec);
+    if (r) {
+        pthread_mutex_lock(&r->lock);
+        sg_prof_free(r->prof);
+        r->prof = NULL;
+        pthread_mutex_unlock(&r->lock);
+        pthread_mutex_lock(&table_lock);
+        rec_remove_locked(c->exec);
+        rec_unref_locked(r);
+        pthread_mutex_unlock(&table_lock);
+    }
+    return rc;
+}
+
+void sg_graph_ctx_gone(CUcontext ctx)
+{
+    sg_grec *r, *tmp;
+    pthread_mutex_lock(&table_lock);
+    HASH_ITER(hh, table, r, tmp) {
+        pthread_mutex_lock(&r->lock);
+        int gone = sg_prof_ctx_gone(r->prof, ctx);
+        pthread_mutex_unlock(&r->lock);
+        if (gone) {
+            sg_exec_destroyed(r->exec);
+            HASH_DEL(table, r);
+            rec_unref_locked(r);
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+}
+
 CUresult sg_graph_call(const sg_call *c)
 {
-    CUresult rc;
     switch (c->kind) {
     case SG_CALL_INSTANTIATE:
         return instantiate(c);
     case SG_CALL_LAUNCH:
-        rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) {
-            SG_TOTAL_ADD(launches, 1);
-            sg_exec_launched(c->exec);
-        }
-        return rc;
+        return launch(c);
     case SG_CALL_UPDATE_GRAPH:
         return update_graph(c);
     case SG_CALL_UPDATE_KERNEL:
@@ -419,14 +553,7 @@ CUresult sg_graph_call(const sg_call *c)
     case SG_CALL_EXEC_DIRTY:
         return exec_dirty(c);
     case SG_CALL_EXEC_DESTROY:
-        rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) {
-            sg_exec_destroyed(c->exec);
-            pthread_mutex_lock(&table_lock);
-            rec_remove_locked(c->exec);
-            pthread_mutex_unlock(&table_lock);
-        }
-        return rc;
+        return exec_destroy(c);
     default:
         return c->forward(c->args);
     }

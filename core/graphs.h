@@ -23,4 +23,8 @@ void sg_graph_init(const sg_config *cfg);
  * EXEC_DIRTY and EXEC_DESTROY calls; returns what the program gets. */
 CUresult sg_graph_call(const sg_call *c);
 
+/* Context ctx was destroyed: drops the records of its execs (the driver
+ * destroyed them) without destroying anything through the driver. */
+void sg_graph_ctx_gone(CUcontext ctx);
+
 #endif /* SG_GRAPHS_H */

@@ -553,6 +553,17 @@ static void arena_teardown(CUcontext ctx)
     sg_vmm_unrelax();
 }
 
+static void (*ctx_gone_hook)(CUcontext ctx);   /* set once at init */
+
+void sg_mem_on_ctx_gone(void (*fn)(CUcontext ctx)) { ctx_gone_hook = fn; }
+
+/* A context is gone: others drop what they hold in it, then the arena goes. */
+static void ctx_gone(CUcontext ctx)
+{
+    if (ctx && ctx_gone_hook) ctx_gone_hook(ctx);
+    arena_teardown(ctx);
+}
+
 /* ------------------------------------------------------------- allocation */
 
 static CUresult fwd_alloc(const sg_call *c)
@@ -879,11 +890,12 @@ static CUresult mem_primary_drop(const sg_call *c)
     CUcontext ctx = primary[c->device];
     primary[c->device] = NULL;
     pthread_mutex_unlock(&arenas_lock);
-    arena_teardown(ctx);
+    ctx_gone(ctx);
     return rc;
 }
 
 /* ---------------------------------------------------------------- entry */
+
 
 void sg_mem_init(const sg_config *cfg)
 {
@@ -914,7 +926,7 @@ CUresult sg_mem_call(const sg_call *c)
         return mem_ipc(c);
     case SG_CALL_CTX_DESTROY:
         rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) arena_teardown(c->ctx);
+        if (rc == CUDA_SUCCESS) ctx_gone(c->ctx);
         return rc;
     case SG_CALL_PRIMARY_RETAIN:
         return mem_primary_retain(c);

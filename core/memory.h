@@ -78,6 +78,12 @@ typedef struct sg_mem_handle {
  * back nothing else; otherwise they may be shared with other allocations. */
 size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max);
 
+/* Registers fn, called once for every context the library sees destroyed
+ * (cuCtxDestroy succeeded, or a primary context became inactive after
+ * cuDevicePrimaryCtxRelease / Reset), before the context's arena is torn
+ * down. Set once at initialisation. */
+void sg_mem_on_ctx_gone(void (*fn)(CUcontext ctx));
+
 /* Tears every arena down (unmapping and releasing through the driver
  * table) and empties the registry (unit tests). */
 void sg_mem_reset(void);

@@ -169,12 +169,27 @@ static void out_exec(const sg_exec_info *e, void *ctx)
     else out_fmt(o, "\"nodes\": null, ");
     out_fmt(o, "\"destroyed\": %s, \"launches\": %lu, \"updates_seen\": %lu, "
                "\"updates_forwarded\": %lu, \"updates_skipped\": %lu, \"would_skip\": %lu, "
-               "\"forwarded_reasons\": {",
+               "\"would_skip_profiled\": %lu, \"forwarded_reasons\": {",
             e->destroyed ? "true" : "false", e->launches, e->updates_seen,
-            e->updates_forwarded, e->updates_skipped, e->would_skip);
+            e->updates_forwarded, e->updates_skipped, e->would_skip, e->would_skip_profiled);
     for (int r = 0; r < SG_REASON_COUNT; r++)
         out_fmt(o, "%s\"%s\": %lu", r ? ", " : "", sg_reason_names[r], e->reasons[r]);
-    OUT_LIT(o, "}}");
+    OUT_LIT(o, "}");
+    const sg_exec_profile *p = &e->profile;
+    if (p->decided) {
+        out_fmt(o, ", \"profile\": {\"mode\": \"%s\", \"positions\": %u, "
+                   "\"varying_positions\": %u, \"varying_scalar_bytes\": %u, ",
+                p->generations ? "generations" : "plain", p->positions, p->varying_positions,
+                p->varying_scalar_bytes);
+        out_fmt(o, "\"aliased_slots\": %u, \"generations_allowed\": %u, "
+                   "\"update_ns_per_step\": %llu, \"remap_ns_per_step\": %llu, \"why\": ",
+                p->aliased_slots, p->generations_allowed, p->update_ns_per_step,
+                p->remap_ns_per_step);
+        out_str(o, p->why ? p->why : "");
+        out_fmt(o, ", \"variants\": %lu, \"demotions\": %lu, \"library_updates\": %lu}",
+                e->variants, e->demotions, e->library_updates);
+    }
+    OUT_LIT(o, "}");
 }
 
 int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
@@ -247,7 +262,9 @@ void sg_report_summary(const char *policy)
     for (size_t i = 0; i < sg_stats_hook_count(); i++) calls += sg_stats_hook(i).calls;
     SG_INFO("summary: policy %s, %lu hooked calls, %zu graph execs, %lu launches, "
             "updates %lu seen / %lu forwarded / %lu skipped (%lu more would be skipped by "
-            "skip_temp), %lu bytes requested, %lu mapped",
+            "skip_temp, %lu by skip_profiled), %lu bytes requested, %lu mapped",
             policy, calls, sg_exec_count(), t.launches, t.updates_seen, t.updates_forwarded,
-            t.updates_skipped, sg_exec_would_skip_total(), t.bytes_requested, t.bytes_mapped);
+            t.updates_skipped, sg_exec_would_skip_total(),
+            sg_exec_event_total(SG_EXEC_EV_WOULD_SKIP_PROFILED), t.bytes_requested,
+            t.bytes_mapped);
 }

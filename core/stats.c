@@ -165,6 +165,55 @@ unsigned long sg_exec_would_skip_total(void)
     return n;
 }
 
+/* The counter of ev in i. */
+static unsigned long *event_field(sg_exec_info *i, sg_exec_ev ev)
+{
+    switch (ev) {
+    case SG_EXEC_EV_VARIANT: return &i->variants;
+    case SG_EXEC_EV_DEMOTION: return &i->demotions;
+    case SG_EXEC_EV_LIB_UPDATE: return &i->library_updates;
+    case SG_EXEC_EV_WOULD_SKIP_PROFILED: break;
+    }
+    return &i->would_skip_profiled;
+}
+
+int sg_exec_event(CUgraphExec exec, sg_exec_ev ev)
+{
+    pthread_mutex_lock(&exec_lock);
+    sg_exec *e = exec_get_locked(exec);
+    if (e) (*event_field(&e->info, ev))++;
+    pthread_mutex_unlock(&exec_lock);
+    return e ? 0 : -1;
+}
+
+unsigned long sg_exec_event_total(sg_exec_ev ev)
+{
+    unsigned long n = 0;
+    pthread_mutex_lock(&exec_lock);
+    for (sg_exec *e = all_head; e; e = e->next) n += *event_field(&e->info, ev);
+    pthread_mutex_unlock(&exec_lock);
+    return n;
+}
+
+unsigned long sg_exec_id(CUgraphExec exec)
+{
+    sg_exec *e;
+    pthread_mutex_lock(&exec_lock);
+    HASH_FIND_PTR(live_execs, &exec, e);
+    unsigned long id = e ? e->info.id : 0;
+    pthread_mutex_unlock(&exec_lock);
+    return id;
+}
+
+int sg_exec_set_profile(CUgraphExec exec, const sg_exec_profile *p)
+{
+    pthread_mutex_lock(&exec_lock);
+    sg_exec *e = exec_get_locked(exec);
+    if (e) e->info.profile = *p;
+    pthread_mutex_unlock(&exec_lock);
+    return e ? 0 : -1;
+}
+
 void sg_exec_destroyed(CUgraphExec exec)
 {
     sg_exec *e;

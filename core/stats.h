@@ -25,6 +25,9 @@
  *   attributes_changed a kernel node attribute (priority, cluster dims, ...)
  *   scalar_changed     an argument byte outside any pointer word
  *   pointer_changed    only argument words holding device addresses
+ *   pointer_not_aliased  skip_profiled: a library exec variant brought to the
+ *                      program's state because a pointer it holds is not
+ *                      aliased (no variant held that state)
  *   memcpy_changed, memset_changed   an operand of such a node
  *   unsupported_node   the graph or exec holds a node type the library does
  *                      not model, a device-updatable kernel node, or was
@@ -41,6 +44,7 @@
     X(ATTRIBUTES_CHANGED, "attributes_changed")                               \
     X(SCALAR_CHANGED, "scalar_changed")                                       \
     X(POINTER_CHANGED, "pointer_changed")                                     \
+    X(POINTER_NOT_ALIASED, "pointer_not_aliased")                             \
     X(MEMCPY_CHANGED, "memcpy_changed")                                       \
     X(MEMSET_CHANGED, "memset_changed")                                       \
     X(UNSUPPORTED_NODE, "unsupported_node")                                   \
@@ -70,6 +74,29 @@ typedef struct sg_hook_counter {
 #define SG_TOTALS_FIELD_(n) unsigned long n;
 typedef struct sg_totals { SG_TOTALS_LIST(SG_TOTALS_FIELD_) } sg_totals;
 
+/* skip_profiled's decision about one exec (core/profiled.c), for the
+ * report's "profile" object and the info log. */
+typedef struct sg_exec_profile {
+    int decided;               /* 0: still profiling (no "profile" in the report) */
+    int generations;           /* 1: GENERATIONS mode; 0: PLAIN (as skip_temp) */
+    unsigned positions;        /* pointer positions seen */
+    unsigned varying_positions;
+    unsigned varying_scalar_bytes;
+    unsigned aliased_slots;    /* groups aliased into slots */
+    unsigned generations_allowed;
+    unsigned long long update_ns_per_step;  /* measured, forwarded updates */
+    unsigned long long remap_ns_per_step;   /* estimated for the aliased slots */
+    const char *why;           /* static text: why this mode (or the fallback) */
+} sg_exec_profile;
+
+/* Per-exec skip_profiled events (sg_exec_event). */
+typedef enum {
+    SG_EXEC_EV_VARIANT,        /* a library exec variant was instantiated */
+    SG_EXEC_EV_DEMOTION,       /* GENERATIONS -> PROFILING (or PLAIN) */
+    SG_EXEC_EV_LIB_UPDATE,     /* an update the library made to restore / translate an exec */
+    SG_EXEC_EV_WOULD_SKIP_PROFILED,  /* always_update: skip_profiled would have skipped it */
+} sg_exec_ev;
+
 /* A snapshot of one exec, for the report. */
 typedef struct sg_exec_info {
     unsigned long id;          /* 1, 2, ... in instantiation order */
@@ -78,6 +105,9 @@ typedef struct sg_exec_info {
     int destroyed;
     unsigned long launches, updates_seen, updates_forwarded, updates_skipped;
     unsigned long would_skip;  /* forwarded although identical (always_update) */
+    unsigned long would_skip_profiled;  /* forwarded, but skip_profiled would not have (always_update) */
+    unsigned long variants, demotions, library_updates;   /* skip_profiled (sg_exec_ev) */
+    sg_exec_profile profile;
     unsigned long reasons[SG_REASON_COUNT];
 } sg_exec_info;
 
@@ -105,6 +135,13 @@ int sg_exec_update(CUgraphExec exec, int forwarded, sg_reason reason);
 int sg_exec_would_skip(CUgraphExec exec);
 /* Sum of would_skip over every exec ever seen. */
 unsigned long sg_exec_would_skip_total(void);
+/* Counts one skip_profiled event for exec; sum of one kind over every exec. */
+int sg_exec_event(CUgraphExec exec, sg_exec_ev ev);
+unsigned long sg_exec_event_total(sg_exec_ev ev);
+/* The report id of a live exec (0 if unknown). */
+unsigned long sg_exec_id(CUgraphExec exec);
+/* Records skip_profiled's decision about exec (copied). */
+int sg_exec_set_profile(CUgraphExec exec, const sg_exec_profile *p);
 void sg_exec_destroyed(CUgraphExec exec);
 
 /* Calls fn for every exec ever seen, in creation order, under exec_lock

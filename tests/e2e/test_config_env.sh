@@ -40,8 +40,17 @@ err=$(STABLEGRAPH_POLICY=skip_temp STABLEGRAPH_LOG=warn STABLEGRAPH_REPORT=$rep 
       LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
 check_eq "skip_temp accepted" "$(json_get "$rep" policy)" skip_temp
 check_eq "skip_temp: no start-up warning" "$err" ""
-err=$(STABLEGRAPH_POLICY=skip_profiled LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
-check "skip_profiled says it runs as skip_temp" grep -q "skip_profiled: buffer aliasing is not implemented yet: running as skip_temp" <<<"$err"
+rep=$TMP/prof.json
+err=$(STABLEGRAPH_POLICY=skip_profiled STABLEGRAPH_PROFILE_STEPS=5 STABLEGRAPH_ALIAS=never \
+      STABLEGRAPH_ALIAS_MIN_BYTES=64K STABLEGRAPH_MAX_GENERATIONS=2 STABLEGRAPH_STRICT=1 \
+      STABLEGRAPH_REPORT=$rep LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
+check_eq "skip_profiled and its variables accepted" "$(json_get "$rep" policy)" skip_profiled
+check_eq "skip_profiled: no start-up warning (aliasing is implemented)" "$err" ""
+for bad in STABLEGRAPH_PROFILE_STEPS=0 STABLEGRAPH_ALIAS=maybe STABLEGRAPH_ALIAS_MIN_BYTES=1X \
+           STABLEGRAPH_MAX_GENERATIONS=17; do
+    err=$(env "$bad" STABLEGRAPH_POLICY=skip_profiled LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
+    check "${bad%%=*} bad: rejected with the accepted values" grep -q "^stablegraph: error: ${bad%%=*}=\"${bad#*=}\" is not valid.*accepted: " <<<"$err"
+done
 
 # The log file receives the lines; info level prints the summary at exit.
 STABLEGRAPH_LOG=info STABLEGRAPH_LOG_FILE=$TMP/log LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct >/dev/null 2>&1

@@ -123,6 +123,41 @@ TEST(place_max_bytes)
     }
 }
 
+/* The skip_profiled variables: defaults, good values, bad values rejected. */
+TEST(skip_profiled_vars)
+{
+    const char *const none[] = { NULL };
+    CHECK_EQ(parse(none), 0);
+    CHECK_EQ(cfg.profile_steps, 3);
+    CHECK_EQ(cfg.alias, SG_ALIAS_AUTO);
+    CHECK(cfg.alias_min_bytes == (size_t)1 << 20);
+    CHECK_EQ(cfg.max_generations, 4);
+    const char *const good[] = { "STABLEGRAPH_PROFILE_STEPS", "1000", "STABLEGRAPH_ALIAS", "never",
+                                 "STABLEGRAPH_ALIAS_MIN_BYTES", "64K",
+                                 "STABLEGRAPH_MAX_GENERATIONS", "16", NULL };
+    CHECK_EQ(parse(good), 0);
+    CHECK_EQ(cfg.profile_steps, 1000);
+    CHECK_EQ(cfg.alias, SG_ALIAS_NEVER);
+    CHECK(cfg.alias_min_bytes == 64u << 10);
+    CHECK_EQ(cfg.max_generations, 16);
+    const char *const always[] = { "STABLEGRAPH_ALIAS", "always", "STABLEGRAPH_PROFILE_STEPS", "1",
+                                   "STABLEGRAPH_MAX_GENERATIONS", "1", NULL };
+    CHECK_EQ(parse(always), 0);
+    CHECK_EQ(cfg.alias, SG_ALIAS_ALWAYS);
+    CHECK_EQ(cfg.profile_steps, 1);
+    CHECK_EQ(cfg.max_generations, 1);
+    CHECK(strcmp(sg_alias_name(SG_ALIAS_ALWAYS), "always") == 0);
+    check_bad("STABLEGRAPH_PROFILE_STEPS", "0", "an integer from 1 to 1000");
+    check_bad("STABLEGRAPH_PROFILE_STEPS", "1001", "an integer from 1 to 1000");
+    check_bad("STABLEGRAPH_PROFILE_STEPS", "3K", "an integer from 1 to 1000");
+    check_bad("STABLEGRAPH_PROFILE_STEPS", "-3", "an integer from 1 to 1000");
+    check_bad("STABLEGRAPH_PROFILE_STEPS", "", "an integer from 1 to 1000");
+    check_bad("STABLEGRAPH_MAX_GENERATIONS", "17", "an integer from 1 to 16");
+    check_bad("STABLEGRAPH_MAX_GENERATIONS", "99999999999999999999999", "an integer from 1 to 16");
+    check_bad("STABLEGRAPH_ALIAS", "sometimes", "auto|always|never");
+    check_bad("STABLEGRAPH_ALIAS_MIN_BYTES", "1MB", "a byte count");
+}
+
 TEST(bad_log_keeps_default_level)
 {
     const char *const env[] = { "STABLEGRAPH_LOG", "loud", NULL };
@@ -161,6 +196,7 @@ int main(void)
     RUN(paths_and_strict);
     RUN(bad_values);
     RUN(place_max_bytes);
+    RUN(skip_profiled_vars);
     RUN(bad_log_keeps_default_level);
     RUN(overlong_values);
     RUN(several_bad_values);

@@ -163,9 +163,10 @@ TEST(core_accounting_and_json)
     /* e2 was first seen at its update: node count unknown */
     CHECK(strstr(j, "{\"id\": 2, \"nodes\": null, \"destroyed\": false, \"launches\": 0, "
                     "\"updates_seen\": 1, \"updates_forwarded\": 1, \"updates_skipped\": 0, "
-                    "\"would_skip\": 0, \"forwarded_reasons\": {\"topology\": 0, "
+                    "\"would_skip\": 0, \"would_skip_profiled\": 0, \"forwarded_reasons\": {\"topology\": 0, "
                     "\"function_changed\": 0, \"dims_changed\": 0, \"attributes_changed\": 0, "
-                    "\"scalar_changed\": 0, \"pointer_changed\": 0, \"memcpy_changed\": 0, "
+                    "\"scalar_changed\": 0, \"pointer_changed\": 0, \"pointer_not_aliased\": 0, "
+                    "\"memcpy_changed\": 0, "
                     "\"memset_changed\": 0, \"unsupported_node\": 0, \"exec_modified\": 0, "
                     "\"untracked_exec\": 1, \"not_comparable\": 0, \"policy\": 0}}") != NULL);
 

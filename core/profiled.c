@@ -1,0 +1,1229 @@
+/*
+ * core/profiled.c: the skip_profiled policy (profiled.h): profiling, the
+ * decision, and exec variants ("generations") whose driver state is the
+ * program's logical state translated through slots (slots.h).
+ *
+ * Terms:
+ *   L      the logical state: what the program last asked the exec to hold
+ *          (graphs.c's record fingerprint, raw values).
+ *   X_g    the driver execs: X_0 is the program's own exec, X_g>0 the
+ *          library's, instantiated from a clone of the graph taken at
+ *          instantiate time (one clone per exec; its nodes found with
+ *          cuGraphNodeFindInClone; `clone_st` tracks what the clone holds).
+ *   group  the aliased positions that pointed into the same own-handle
+ *          allocation at every profiled launch: one slot per group and
+ *          generation.
+ *   canonical payload  a node's payload with every aliased word replaced by
+ *          its offset within the allocation it points into. Generation g's
+ *          driver state equals T_g(L) (aliased words = slot address +
+ *          offset, everything else raw) exactly when the canonical payloads
+ *          it was set from equal L's, node by node, so each generation keeps
+ *          its canonical payloads (`canon`), a per-node equality flag and the
+ *          number of mismatching nodes (`mism`). A changed node of L is
+ *          compared once per generation; a launch whose L did not change
+ *          compares nothing.
+ *
+ * Launch in GENERATIONS mode (choose_generation): the first generation that
+ * holds T_g(L) and whose slots already show L's allocations (no driver call
+ * but the launch); else a new generation while fewer than
+ * STABLEGRAPH_MAX_GENERATIONS exist (slots created and bound, clone set to
+ * T_g(L), instantiated: a variant); else one that holds T_g(L) (rebind, an
+ * idle one first); else the least recently used one (rebind, and the exec
+ * brought to T_g(L) with one cuGraphExecUpdate from the clone: counted as a
+ * forwarded update). Deviation from the brief's order (which rebinds a
+ * matching generation before making a new one): a program rotating among
+ * k <= MAX_GENERATIONS buffer sets would then remap on every launch; making
+ * the new generation first is what gives rotating_inputs its steady state
+ * with no VMM call at all (issue 5).
+ *
+ * Any failure of a slot or instantiate call, an aliased group whose
+ * positions leave their allocation, or a buffer that does not fit its slot:
+ * the exec is demoted (X_0 restored to L with one cuGraphExecUpdate from the
+ * clone, variants destroyed) and stays PLAIN, with the reason logged.
+ *
+ * Thread safety: see profiled.h (the exec record's mutex guards an sg_prof;
+ * the module settings are written once at init).
+ */
+#include "profiled.h"
+
+#include "driver.h"
+#include "log.h"
+#include "stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ settings */
+
+static int prof_steps = SG_PROFILE_STEPS_DEFAULT;
+static sg_alias_mode alias_mode = SG_ALIAS_DEFAULT;
+static int max_gens = SG_MAX_GENERATIONS_DEFAULT;
+
+void sg_prof_init(const sg_config *cfg)
+{
+    prof_steps = cfg->profile_steps > 0 ? cfg->profile_steps : SG_PROFILE_STEPS_DEFAULT;
+    alias_mode = cfg->alias;
+    max_gens = cfg->max_generations > 0 ? cfg->max_generations : SG_MAX_GENERATIONS_DEFAULT;
+    if (cfg->policy == SG_POLICY_SKIP_PROFILED && cfg->alias != SG_ALIAS_NEVER)
+        sg_mem_set_own_handles_min(cfg->alias_min_bytes ? cfg->alias_min_bytes : 1);
+}
+
+static const sg_prof_slot_ops real_ops = {
+    sg_slot_gen_create, sg_slot_addr, sg_slot_gen_matches, sg_slot_gen_idle,
+    sg_slot_gen_bind, sg_slot_gen_launched, sg_slot_gen_destroy, sg_slots_stats,
+};
+static const sg_prof_slot_ops *ops = &real_ops;
+
+void sg_prof_set_slot_ops(const sg_prof_slot_ops *o) { ops = o ? o : &real_ops; }
+
+static sg_prof_find_fn find_hook;
+void sg_prof_set_find(sg_prof_find_fn fn) { find_hook = fn; }
+
+unsigned long long sg_prof_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* Published VMM costs per 2 MiB (background.md, third-party, A100): used
+ * until the library has measured its own binds. */
+#define SG_DEFAULT_BIND_NS (1450ull + 36000ull + 25600ull)
+#define SG_DEFAULT_PAGE ((size_t)2 << 20)
+
+/* ------------------------------------------------------------ lookups */
+
+/* Many lookups in a row: one memory view (or the test's hook). Under
+ * always_update nothing is placed, so the simulation asks the driver for the
+ * allocation range instead (such allocations never have own handles). */
+typedef struct finder { const sg_mem_view *v; int driver; } finder;
+
+static void finder_begin(finder *f)
+{
+    f->v = find_hook ? NULL : sg_mem_view_acquire();
+    f->driver = !find_hook && sg_core_policy() == SG_POLICY_ALWAYS_UPDATE &&
+                sg_drv.cuPointerGetAttribute;
+}
+static void finder_end(finder *f) { if (f->v) sg_mem_view_release(f->v); }
+
+static int driver_find(uint64_t p, sg_alloc_info *ai)
+{
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CUcontext ctx = NULL;
+    if (SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                       (CUdeviceptr)p) != CUDA_SUCCESS ||
+        SG_DRIVER_CALL(cuPointerGetAttribute, &size, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                       (CUdeviceptr)p) != CUDA_SUCCESS)
+        return 0;
+    if (SG_DRIVER_CALL(cuPointerGetAttribute, &ctx, CU_POINTER_ATTRIBUTE_CONTEXT,
+                       (CUdeviceptr)p) != CUDA_SUCCESS)
+        ctx = NULL;
+    *ai = (sg_alloc_info){ .base = start, .size = size, .id = start, .ctx = ctx };
+    return 1;
+}
+
+static int finder_find(const finder *f, uint64_t p, sg_alloc_info *ai)
+{
+    if (!p) return 0;
+    if (find_hook) return find_hook((CUdeviceptr)p, ai);
+    if (f->v ? sg_mem_view_find(f->v, (CUdeviceptr)p, ai) : sg_mem_find((CUdeviceptr)p, ai))
+        return 1;
+    return f->driver && driver_find(p, ai);
+}
+
+static uint64_t word_at(const unsigned char *pay, uint32_t off)
+{
+    uint64_t v;
+    memcpy(&v, pay + off, 8);
+    return v;
+}
+
+static void word_put(unsigned char *pay, uint32_t off, uint64_t v) { memcpy(pay + off, &v, 8); }
+
+/* The address words of a memcpy / memset payload: up to 2 offsets into
+ * `offs`; a memcpy operand counts only with device memory type. */
+static int address_words(const sg_fp_node *n, uint32_t offs[2])
+{
+    int k = 0;
+    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D)) {
+        const CUDA_MEMCPY3D *c = (const CUDA_MEMCPY3D *)(const void *)n->pay;
+        if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE) offs[k++] = offsetof(CUDA_MEMCPY3D, srcDevice);
+        if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE) offs[k++] = offsetof(CUDA_MEMCPY3D, dstDevice);
+    } else if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET &&
+               n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS)) {
+        offs[k++] = offsetof(CUDA_MEMSET_NODE_PARAMS, dst);
+    }
+    return k;
+}
+
+void sg_prof_scan(const sg_fp *fp,
+                  void (*fn)(void *u, sg_prof_pos pos, uint64_t value, const sg_alloc_info *ai),
+                  void *u)
+{
+    finder f;
+    finder_begin(&f);
+    for (size_t i = 0; i < fp->n; i++) {
+        const sg_fp_node *n = &fp->nodes[i];
+        sg_alloc_info ai;
+        if (n->k.state != SG_FP_OK) continue;
+        if (n->k.type == CU_GRAPH_NODE_TYPE_KERNEL) {
+            for (uint32_t off = 0; off + 8 <= n->len; off += 8) {
+                uint64_t v = word_at(n->pay, off);
+                if (finder_find(&f, v, &ai)) fn(u, (sg_prof_pos){ (uint32_t)i, off }, v, &ai);
+            }
+            continue;
+        }
+        uint32_t offs[2];
+        int k = address_words(n, offs);
+        for (int j = 0; j < k; j++) {
+            uint64_t v = word_at(n->pay, offs[j]);
+            if (finder_find(&f, v, &ai)) fn(u, (sg_prof_pos){ (uint32_t)i, offs[j] }, v, &ai);
+        }
+    }
+    finder_end(&f);
+}
+
+/* ------------------------------------------------------------ state */
+
+/* A pointer position while profiling. */
+typedef struct ppos {
+    uint32_t node, off;
+    uint32_t seen;          /* profiled launches at which it pointed into a placed allocation */
+    int own_always;         /* into an own-handle allocation of the exec's context every time */
+    uint64_t id_first, id_last;
+    uint64_t idseq;         /* FNV-1a over the allocation id at each launch (0: none) */
+    uint32_t changes;       /* launches at which its allocation differed from the previous */
+    size_t max_size;        /* largest allocation it pointed into */
+    int32_t group;
+} ppos;
+
+/* An aliased position in GENERATIONS mode. */
+typedef struct apos {
+    uint32_t node, off;
+    uint32_t group;
+    uint64_t canon;         /* value - allocation base at the last reconcile */
+} apos;
+
+typedef struct pgen {
+    int live;
+    CUgraphExec exec;       /* gen 0: the program's */
+    sg_slot_gen *slots;     /* NULL without aliasing (or not made yet) */
+    unsigned char **canon;  /* per node: canonical payload the exec holds; NULL = unknown */
+    uint32_t *clen;
+    unsigned char *eq;      /* per node: canon == L's canonical payload */
+    size_t mism;            /* nodes with eq == 0 */
+    unsigned long last_use;
+} pgen;
+
+struct sg_prof {
+    CUgraphExec exec;
+    int sim;                /* always_update: decide and count, never act */
+    int state;
+    int final_plain;        /* PLAIN after a failure: never profiled again */
+    CUcontext ctx;
+    CUdevice dev;
+    unsigned long long inst_flags;
+    /* the clone */
+    CUgraph clone;
+    CUgraphNode *clone_nodes;
+    sg_fp clone_st;         /* what each clone node holds (keys and payloads) */
+    size_t n;               /* node count (of the clone / L while GENERATIONS) */
+    /* profiling */
+    int launches;
+    unsigned long long update_ns;
+    sg_fp base;             /* L at the first profiled launch */
+    unsigned char **varied; /* per node of base: bytes that differed at some launch */
+    size_t nvaried;
+    ppos *pos;
+    size_t npos, cappos;
+    ppos *tmp;              /* merge buffer */
+    size_t captmp;
+    sg_exec_profile prof;
+    /* generations */
+    apos *ap;
+    size_t nap;
+    uint32_t *ap_first;     /* per node: first index into ap (n + 1 entries) */
+    size_t ngroups;
+    size_t *slot_size;
+    sg_slot_bind *want;     /* per group: what L points into */
+    unsigned char **lc;     /* per node with aliased positions: canonical payload */
+    uint32_t *lc_cap;
+    unsigned char *dirty;
+    uint32_t *dirty_list;
+    size_t ndirty;
+    pgen gens[SG_MAX_GENERATIONS_MAX];
+    int cur;                /* last generation launched */
+    unsigned long tick;
+    unsigned char *scratch; /* a translated payload */
+    size_t scratch_cap;
+};
+
+int sg_prof_state(const sg_prof *p) { return p->state; }
+
+/* Copies src into dst (dst's buffers reused). 0, or -1 if out of memory. */
+static int fp_copy(sg_fp *dst, const sg_fp *src)
+{
+    if (src->n > dst->nodes_cap) {
+        sg_fp_node *nn = realloc(dst->nodes, src->n * sizeof *nn);
+        if (!nn) return -1;
+        memset(nn + dst->nodes_cap, 0, (src->n - dst->nodes_cap) * sizeof *nn);
+        dst->nodes = nn;
+        dst->nodes_cap = src->n;
+    }
+    if (src->nedges > dst->edges_cap) {
+        sg_fp_edge *e = realloc(dst->edges, src->nedges * sizeof *e);
+        if (!e) return -1;
+        dst->edges = e;
+        dst->edges_cap = src->nedges;
+    }
+    for (size_t i = 0; i < src->n; i++)
+        if (sg_fp_node_copy(&dst->nodes[i], &src->nodes[i])) return -1;
+    if (src->nedges) memcpy(dst->edges, src->edges, src->nedges * sizeof *src->edges);
+    dst->n = src->n;
+    dst->nedges = src->nedges;
+    dst->unsupported = src->unsupported;
+    return 0;
+}
+
+/* Whether a and b have the same topology and node keys (payload lengths
+ * included): the only thing profiling may see change is payload bytes. */
+static int same_shape(const sg_fp *a, const sg_fp *b)
+{
+    if (a->n != b->n || a->nedges != b->nedges ||
+        memcmp(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->nodes[i].len != b->nodes[i].len ||
+            memcmp(&a->nodes[i].k, &b->nodes[i].k, sizeof a->nodes[i].k))
+            return 0;
+    return 1;
+}
+
+static void profile_reset(sg_prof *p)
+{
+    for (size_t i = 0; i < p->nvaried; i++) free(p->varied[i]);
+    free(p->varied);
+    p->varied = NULL;
+    p->nvaried = 0;
+    p->base.n = p->base.nedges = 0;
+    p->npos = 0;
+    p->launches = 0;
+    p->update_ns = 0;
+}
+
+sg_prof *sg_prof_new(CUgraphExec exec, CUgraph graph, const sg_fp *fp, const CUgraphNode *nodes,
+                     int clone)
+{
+    sg_prof *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->exec = exec;
+    p->sim = !clone;
+    p->state = SG_PROF_PROFILING;
+    if (sg_drv.cuCtxGetCurrent) SG_DRIVER_CALL(cuCtxGetCurrent, &p->ctx);
+    if (p->ctx && sg_drv.cuCtxGetDevice) SG_DRIVER_CALL(cuCtxGetDevice, &p->dev);
+    if (!clone) return p;
+    cuuint64_t flags = 0;
+    if (sg_drv.cuGraphExecGetFlags &&
+        SG_DRIVER_CALL(cuGraphExecGetFlags, exec, &flags) == CUDA_SUCCESS)
+        p->inst_flags = flags & (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+                                 CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
+    /* Without a clone the exec can only be PLAIN (decided at the decision). */
+    if (!sg_drv.cuGraphClone || !sg_drv.cuGraphNodeFindInClone || !sg_drv.cuGraphDestroy ||
+        SG_DRIVER_CALL(cuGraphClone, &p->clone, graph) != CUDA_SUCCESS) {
+        p->clone = NULL;
+        return p;
+    }
+    p->clone_nodes = calloc(fp->n ? fp->n : 1, sizeof *p->clone_nodes);
+    int ok = p->clone_nodes && fp_copy(&p->clone_st, fp) == 0;
+    for (size_t i = 0; ok && i < fp->n; i++)
+        ok = SG_DRIVER_CALL(cuGraphNodeFindInClone, &p->clone_nodes[i], nodes[i], p->clone) ==
+             CUDA_SUCCESS;
+    if (!ok) {
+        SG_DRIVER_CALL(cuGraphDestroy, p->clone);
+        p->clone = NULL;
+    }
+    p->n = fp->n;
+    return p;
+}
+
+/* ------------------------------------------------------------ profiling */
+
+typedef struct hit { uint32_t node, off; uint64_t id; size_t size; int own; } hit;
+typedef struct hits { hit *h; size_t n, cap; int oom; CUcontext ctx; } hits;
+
+static void collect(void *u, sg_prof_pos pos, uint64_t value, const sg_alloc_info *ai)
+{
+    (void)value;
+    hits *hs = u;
+    if (hs->n == hs->cap) {
+        size_t cap = hs->cap ? 2 * hs->cap : 64;
+        hit *h = realloc(hs->h, cap * sizeof *h);
+        if (!h) { hs->oom = 1; return; }
+        hs->h = h;
+        hs->cap = cap;
+    }
+    hs->h[hs->n++] = (hit){ pos.node, pos.off, ai->id, ai->size,
+                            ai->own_handles && (!hs->ctx || ai->ctx == hs->ctx) };
+}
+
+static uint64_t fnv_mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+#define SG_FNV_BASIS 0xcbf29ce484222325ull
+
+static int pos_cmp(uint32_t an, uint32_t ao, uint32_t bn, uint32_t bo)
+{
+    return an != bn ? (an < bn ? -1 : 1) : ao != bo ? (ao < bo ? -1 : 1) : 0;
+}
+
+/* Merges this launch's hits (sorted) into p->pos. -1 if out of memory. */
+static int merge_hits(sg_prof *p, const hits *hs)
+{
+    size_t need = p->npos + hs->n;
+    if (need > p->captmp) {
+        ppos *t = realloc(p->tmp, need * sizeof *t);
+        if (!t) return -1;
+        p->tmp = t;
+        p->captmp = need;
+    }
+    size_t i = 0, j = 0, k = 0;
+    int first = p->launches == 0;
+    while (i < p->npos || j < hs->n) {
+        int c = i == p->npos ? 1 : j == hs->n ? -1
+              : pos_cmp(p->pos[i].node, p->pos[i].off, hs->h[j].node, hs->h[j].off);
+        ppos q;
+        if (c < 0) {                      /* not a pointer this time */
+            q = p->pos[i++];
+            q.own_always = 0;
+            q.idseq = fnv_mix(q.idseq, 0);
+            q.changes += q.id_last != 0;
+            q.id_last = 0;
+        } else {
+            const hit *h = &hs->h[j++];
+            if (c == 0) {
+                q = p->pos[i++];
+                q.seen++;
+                q.own_always &= h->own;
+                q.changes += q.id_last != h->id;
+            } else {                      /* new: it was no pointer at the earlier launches */
+                memset(&q, 0, sizeof q);
+                q.node = h->node;
+                q.off = h->off;
+                q.seen = 1;
+                q.own_always = first && h->own;
+                q.idseq = SG_FNV_BASIS;
+                for (int l = 0; l < p->launches; l++) q.idseq = fnv_mix(q.idseq, 0);
+                q.id_first = first ? h->id : 0;
+                q.changes = !first;
+                q.group = -1;
+            }
+            q.idseq = fnv_mix(q.idseq, h->id);
+            q.id_last = h->id;
+            if (h->size > q.max_size) q.max_size = h->size;
+        }
+        p->tmp[k++] = q;
+    }
+    ppos *t = p->pos;
+    size_t cap = p->cappos;
+    p->pos = p->tmp;
+    p->cappos = p->captmp;
+    p->tmp = t;
+    p->captmp = cap;
+    p->npos = k;
+    return 0;
+}
+
+/* Records L at a profiled launch. -1 if out of memory (profiling restarts). */
+static int observe(sg_prof *p, const sg_fp *L)
+{
+    if (p->launches > 0 && !same_shape(&p->base, L)) profile_reset(p);
+    if (p->launches == 0) {
+        profile_reset(p);
+        if (fp_copy(&p->base, L)) return -1;
+        p->varied = calloc(L->n ? L->n : 1, sizeof *p->varied);
+        if (!p->varied) return -1;
+        p->nvaried = L->n;
+        for (size_t i = 0; i < L->n; i++)
+            if (L->nodes[i].len && !(p->varied[i] = calloc(1, L->nodes[i].len))) return -1;
+    } else {
+        for (size_t i = 0; i < L->n; i++) {
+            const sg_fp_node *a = &p->base.nodes[i], *b = &L->nodes[i];
+            if (!memcmp(a->pay, b->pay, b->len)) continue;
+            for (uint32_t x = 0; x < b->len; x++)
+                if (a->pay[x] != b->pay[x]) p->varied[i][x] = 1;
+        }
+    }
+    hits hs = { .ctx = p->ctx };
+    sg_prof_scan(L, collect, &hs);
+    int rc = hs.oom || merge_hits(p, &hs) ? -1 : 0;
+    free(hs.h);
+    if (rc == 0) p->launches++;
+    return rc;
+}
+
+void sg_prof_timed_update(sg_prof *p, unsigned long long ns)
+{
+    if (p->state == SG_PROF_PROFILING) p->update_ns += ns;
+}
+
+/* ------------------------------------------------------------ the decision */
+
+static int word_varied(const sg_prof *p, uint32_t node, uint32_t off)
+{
+    if (node >= p->nvaried || !p->varied[node] || off + 8 > p->base.nodes[node].len) return 0;
+    for (int b = 0; b < 8; b++)
+        if (p->varied[node][off + b]) return 1;
+    return 0;
+}
+
+/* Bytes that varied outside every pointer position's word. */
+static unsigned scalar_bytes_varied(const sg_prof *p)
+{
+    unsigned n = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < p->nvaried; i++) {
+        uint32_t len = p->base.nodes[i].len;
+        for (uint32_t x = 0; x < len; x++) {
+            while (k < p->npos && pos_cmp(p->pos[k].node, p->pos[k].off + 7, (uint32_t)i, x) < 0) k++;
+            int covered = k < p->npos && p->pos[k].node == i && p->pos[k].off <= x;
+            if (p->varied[i][x] && !covered) n++;
+        }
+    }
+    return n;
+}
+
+/* Estimated VMM time per bind of an allocation of `size` bytes. */
+static unsigned long long bind_ns(size_t size)
+{
+    sg_slot_stats s = ops->stats();
+    unsigned long real = s.binds > s.binds_reused ? s.binds - s.binds_reused : 0;
+    if (real) return (s.map_ns + s.unmap_ns + s.access_ns) / real;
+    size_t pages = (size + SG_DEFAULT_PAGE - 1) / SG_DEFAULT_PAGE;
+    return (pages ? pages : 1) * SG_DEFAULT_BIND_NS;
+}
+
+/* Groups the aliasable varying positions (own-handle every time, same
+ * allocation sequence); returns the number of groups and fills p->slot_size
+ * and each position's group, plus the estimated remap time per step. */
+static size_t make_groups(sg_prof *p, unsigned long long *remap_ns)
+{
+    size_t ng = 0;
+    *remap_ns = 0;
+    for (size_t i = 0; i < p->npos; i++) p->pos[i].group = -1;
+    for (size_t i = 0; i < p->npos; i++) {
+        ppos *q = &p->pos[i];
+        if (!q->own_always || q->seen != (uint32_t)p->launches || !word_varied(p, q->node, q->off))
+            continue;
+        int32_t g = -1;
+        for (size_t j = 0; j < i && g < 0; j++)
+            if (p->pos[j].group >= 0 && p->pos[j].idseq == q->idseq &&
+                p->pos[j].id_first == q->id_first)
+                g = p->pos[j].group;
+        if (g < 0) {
+            size_t *ss = realloc(p->slot_size, (ng + 1) * sizeof *ss);
+            if (!ss) break;
+            p->slot_size = ss;
+            ss[ng] = 0;
+            g = (int32_t)ng++;
+            unsigned steps = p->launches > 1 ? (unsigned)p->launches - 1 : 1;
+            *remap_ns += bind_ns(q->max_size) * q->changes / steps;
+        }
+        q->group = g;
+        if (q->max_size > p->slot_size[g]) p->slot_size[g] = q->max_size;
+    }
+    return ng;
+}
+
+/* Frees the generation-mode arrays (not the generations). */
+static void gen_arrays_free(sg_prof *p)
+{
+    if (p->lc)
+        for (size_t i = 0; i < p->n; i++) free(p->lc[i]);
+    free(p->lc);
+    free(p->lc_cap);
+    free(p->ap);
+    free(p->ap_first);
+    free(p->want);
+    free(p->dirty);
+    free(p->dirty_list);
+    p->lc = NULL;
+    p->lc_cap = NULL;
+    p->ap = NULL;
+    p->ap_first = NULL;
+    p->want = NULL;
+    p->dirty = NULL;
+    p->dirty_list = NULL;
+    p->nap = p->ngroups = p->ndirty = 0;
+}
+
+static void gen_free_arrays(pgen *g, size_t n)
+{
+    if (g->canon)
+        for (size_t i = 0; i < n; i++) free(g->canon[i]);
+    free(g->canon);
+    free(g->clen);
+    free(g->eq);
+    g->canon = NULL;
+    g->clen = NULL;
+    g->eq = NULL;
+}
+
+static int gen_alloc_arrays(pgen *g, size_t n)
+{
+    size_t m = n ? n : 1;
+    g->canon = calloc(m, sizeof *g->canon);
+    g->clen = calloc(m, sizeof *g->clen);
+    g->eq = calloc(m, 1);
+    g->mism = n;
+    return g->canon && g->clen && g->eq ? 0 : -1;
+}
+
+static void mark_dirty(sg_prof *p, size_t i)
+{
+    if (i < p->n && p->dirty && !p->dirty[i]) {
+        p->dirty[i] = 1;
+        p->dirty_list[p->ndirty++] = (uint32_t)i;
+    }
+}
+
+/* Sets up GENERATIONS mode for L with the aliased groups of the profile.
+ * Generation 0 is the program's exec, holding raw L. -1 if out of memory. */
+static int gen_setup(sg_prof *p, const sg_fp *L, size_t ngroups)
+{
+    size_t n = L->n;
+    p->n = n;
+    p->ngroups = ngroups;
+    p->nap = 0;
+    for (size_t i = 0; i < p->npos; i++) p->nap += p->pos[i].group >= 0;
+    p->ap = calloc(p->nap ? p->nap : 1, sizeof *p->ap);
+    p->ap_first = calloc(n + 1, sizeof *p->ap_first);
+    p->want = calloc(ngroups ? ngroups : 1, sizeof *p->want);
+    p->lc = calloc(n ? n : 1, sizeof *p->lc);
+    p->lc_cap = calloc(n ? n : 1, sizeof *p->lc_cap);
+    p->dirty = calloc(n ? n : 1, 1);
+    p->dirty_list = calloc(n ? n : 1, sizeof *p->dirty_list);
+    if (!p->ap || !p->ap_first || !p->want || !p->lc || !p->lc_cap || !p->dirty || !p->dirty_list)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < p->npos; i++)
+        if (p->pos[i].group >= 0)
+            p->ap[k++] = (apos){ p->pos[i].node, p->pos[i].off, (uint32_t)p->pos[i].group,
+                                 UINT64_MAX };
+    for (size_t i = 0, a = 0; i <= n; i++) {
+        while (a < p->nap && p->ap[a].node < i) a++;
+        p->ap_first[i] = (uint32_t)a;
+    }
+    pgen *g0 = &p->gens[0];
+    memset(g0, 0, sizeof *g0);
+    if (gen_alloc_arrays(g0, n)) return -1;
+    g0->live = 1;
+    g0->exec = p->exec;
+    /* X_0 holds raw L: its canonical form is known for nodes without aliased positions */
+    for (size_t i = 0; i < n; i++) {
+        if (p->ap_first[i] != p->ap_first[i + 1]) continue;
+        g0->canon[i] = malloc(L->nodes[i].len ? L->nodes[i].len : 1);
+        if (!g0->canon[i]) return -1;
+        memcpy(g0->canon[i], L->nodes[i].pay, L->nodes[i].len);
+        g0->clen[i] = L->nodes[i].len;
+    }
+    for (size_t i = 0; i < n; i++) mark_dirty(p, i);
+    p->cur = 0;
+    return 0;
+}
+
+/* Destroys generation g (g > 0: its exec too). */
+static void gen_destroy(sg_prof *p, int g)
+{
+    pgen *x = &p->gens[g];
+    if (!x->live) return;
+    if (x->slots) ops->destroy(x->slots);
+    if (g > 0 && x->exec && sg_drv.cuGraphExecDestroy) SG_DRIVER_CALL(cuGraphExecDestroy, x->exec);
+    gen_free_arrays(x, p->n);
+    memset(x, 0, sizeof *x);
+}
+
+static void log_decision(const sg_prof *p, const char *extra)
+{
+    const sg_exec_profile *d = &p->prof;
+    SG_INFO("graph exec %lu (%p): profiled %d launches: %s (%s%s): %u pointer positions, %u varying, "
+            "%u varying scalar bytes, %u aliased slots, update cost %llu ns/step, estimated remap "
+            "cost %llu ns/step, %u generations allowed",
+            sg_exec_id(p->exec), (void *)p->exec, p->launches,
+            d->generations ? "generations" : "plain", d->why, extra ? extra : "", d->positions,
+            d->varying_positions, d->varying_scalar_bytes, d->aliased_slots,
+            d->update_ns_per_step, d->remap_ns_per_step, d->generations_allowed);
+}
+
+/* Whether every kernel node of L has the attributes its clone node has
+ * (variants are instantiated from the clone, whose attributes are those of
+ * instantiate time). */
+static int attrs_match_clone(const sg_prof *p, const sg_fp *L)
+{
+    if (L->n != p->clone_st.n) return 0;
+    for (size_t i = 0; i < L->n; i++) {
+        const sg_fp_key *a = &L->nodes[i].k, *b = &p->clone_st.nodes[i].k;
+        if (a->type != b->type || a->attr_mask != b->attr_mask ||
+            memcmp(a->attrs, b->attrs, sizeof a->attrs))
+            return 0;
+    }
+    return 1;
+}
+
+/* The decision, at the launch after the last profiled one. */
+static void decide(sg_prof *p, const sg_fp *L)
+{
+    sg_exec_profile *d = &p->prof;
+    memset(d, 0, sizeof *d);
+    d->decided = 1;
+    d->positions = (unsigned)p->npos;
+    for (size_t i = 0; i < p->npos; i++) d->varying_positions += word_varied(p, p->pos[i].node, p->pos[i].off);
+    d->varying_scalar_bytes = scalar_bytes_varied(p);
+    d->update_ns_per_step = p->launches ? p->update_ns / (unsigned long long)p->launches : 0;
+    d->generations_allowed = (unsigned)max_gens;
+    unsigned long long remap = 0;
+    size_t ng = make_groups(p, &remap);
+    int alias = alias_mode == SG_ALIAS_ALWAYS ||
+                (alias_mode == SG_ALIAS_AUTO && remap < d->update_ns_per_step);
+    if (!ng || !alias) {
+        for (size_t i = 0; i < p->npos; i++) p->pos[i].group = -1;
+        ng = 0;
+    }
+    d->aliased_slots = (unsigned)ng;
+    d->remap_ns_per_step = remap;
+    p->state = SG_PROF_PLAIN;
+    if (!d->varying_positions) {
+        d->why = "no pointer varied";
+    } else if (!p->sim && !p->clone) {
+        d->why = "the graph could not be cloned";
+    } else if (!p->sim && !attrs_match_clone(p, L)) {
+        d->why = "node attributes changed since instantiation";
+    } else if (max_gens == 1 && !ng) {
+        d->why = "one generation allowed and nothing aliased";
+    } else {
+        d->generations = 1;
+        d->why = ng ? "varying pointers; aliased into slots"
+                    : alias_mode == SG_ALIAS_NEVER ? "varying pointers; aliasing off (STABLEGRAPH_ALIAS=never)"
+                    : ng == 0 && remap == 0 ? "varying pointers; none in own-handle buffers"
+                                            : "varying pointers; remapping costs more than updating";
+        p->state = SG_PROF_GENERATIONS;
+        if (!p->sim && gen_setup(p, L, ng)) {
+            gen_arrays_free(p);
+            gen_destroy(p, 0);
+            p->state = SG_PROF_PLAIN;
+            d->generations = 0;
+            d->why = "out of memory";
+        }
+    }
+    if (!p->sim) log_decision(p, NULL);
+    sg_exec_set_profile(p->exec, d);
+}
+
+/* ------------------------------------------------------------ lazy acceptance */
+
+/* Whether two memcpy / memset payloads differ only in device address words
+ * whose new value lies in a placed allocation of the exec's context. */
+static int addresses_only(const sg_prof *p, const sg_fp_node *old, const sg_fp_node *nw)
+{
+    uint32_t offs[2];
+    int k = address_words(old, offs);
+    unsigned char tmp[sizeof(CUDA_MEMCPY3D)];
+    if (nw->len > sizeof tmp) return 0;
+    memcpy(tmp, nw->pay, nw->len);
+    finder f;
+    finder_begin(&f);
+    int ok = 1;
+    for (int j = 0; j < k && ok; j++) {
+        uint64_t a = word_at(old->pay, offs[j]), b = word_at(nw->pay, offs[j]);
+        sg_alloc_info ai;
+        if (a == b) continue;
+        ok = finder_find(&f, b, &ai) && (!p->ctx || !ai.ctx || ai.ctx == p->ctx);
+        word_put(tmp, offs[j], a);
+    }
+    finder_end(&f);
+    return ok && !memcmp(tmp, old->pay, old->len);
+}
+
+int sg_prof_lazy_node_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_node *nw)
+{
+    if (old->k.state != SG_FP_OK || nw->k.state != SG_FP_OK || old->len != nw->len) return 0;
+    sg_fp_key a = old->k, b = nw->k;
+    a.attr_mask = b.attr_mask = 0;
+    memset(a.attrs, 0, sizeof a.attrs);
+    memset(b.attrs, 0, sizeof b.attrs);
+    if (memcmp(&a, &b, sizeof a)) return 0;
+    if (!memcmp(old->pay, nw->pay, nw->len)) return 1;
+    switch (a.type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        return 1;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        return addresses_only(p, old, nw);
+    default:
+        return 0;
+    }
+}
+
+int sg_prof_lazy_ok(const sg_prof *p, const sg_fp *a, const sg_fp *b)
+{
+    if (a->n != b->n || a->nedges != b->nedges ||
+        memcmp(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const sg_fp_node *x = &a->nodes[i], *y = &b->nodes[i];
+        if (x->k.attr_mask != y->k.attr_mask || memcmp(x->k.attrs, y->k.attrs, sizeof x->k.attrs) ||
+            !sg_prof_lazy_node_ok(p, x, y))
+            return 0;
+    }
+    return 1;
+}
+
+void sg_prof_accept_graph(sg_prof *p, const sg_fp *L, const sg_fp *b)
+{
+    if (p->sim || p->state != SG_PROF_GENERATIONS) return;
+    for (size_t i = 0; i < L->n && i < b->n; i++)
+        if (memcmp(L->nodes[i].pay, b->nodes[i].pay, b->nodes[i].len)) mark_dirty(p, i);
+}
+
+void sg_prof_accept_node(sg_prof *p, size_t i)
+{
+    if (!p->sim && p->state == SG_PROF_GENERATIONS) mark_dirty(p, i);
+}
+
+/* ------------------------------------------------------------ translation */
+
+/* L's canonical payload of node i (L's own buffer when it has no aliased
+ * positions). */
+static const unsigned char *lc_of(const sg_prof *p, const sg_fp *L, size_t i)
+{
+    return p->ap_first[i] != p->ap_first[i + 1] ? p->lc[i] : L->nodes[i].pay;
+}
+
+/* Recomputes the canonical payloads of the dirty nodes and every
+ * generation's equality with them. -1 if out of memory. */
+static int reconcile(sg_prof *p, const sg_fp *L)
+{
+    for (size_t d = 0; d < p->ndirty; d++) {
+        uint32_t i = p->dirty_list[d];
+        const sg_fp_node *ln = &L->nodes[i];
+        p->dirty[i] = 0;
+        if (p->ap_first[i] != p->ap_first[i + 1]) {
+            if (ln->len > p->lc_cap[i]) {
+                unsigned char *b = realloc(p->lc[i], ln->len);
+                if (!b) return -1;
+                p->lc[i] = b;
+                p->lc_cap[i] = ln->len;
+            }
+            memcpy(p->lc[i], ln->pay, ln->len);
+            for (uint32_t a = p->ap_first[i]; a < p->ap_first[i + 1]; a++)
+                word_put(p->lc[i], p->ap[a].off, p->ap[a].canon);
+        }
+        const unsigned char *c = lc_of(p, L, i);
+        for (int g = 0; g < max_gens; g++) {
+            pgen *x = &p->gens[g];
+            if (!x->live) continue;
+            unsigned char eq = x->canon[i] && x->clen[i] == ln->len && !memcmp(x->canon[i], c, ln->len);
+            if (eq != x->eq[i]) {
+                x->mism += eq ? (size_t)-1 : 1;
+                x->eq[i] = eq;
+            }
+        }
+    }
+    p->ndirty = 0;
+    return 0;
+}
+
+/* Finds what every aliased group points into now (p->want) and the
+ * canonical value of each aliased position (marking changed nodes dirty).
+ * -1 if a group cannot be aliased now (not in one own-handle allocation of
+ * the context, or bigger than its slot). */
+static int resolve_binds(sg_prof *p, const sg_fp *L)
+{
+    if (!p->ngroups) return 0;
+    memset(p->want, 0, p->ngroups * sizeof *p->want);
+    finder f;
+    finder_begin(&f);
+    int rc = 0;
+    for (size_t a = 0; a < p->nap && !rc; a++) {
+        apos *q = &p->ap[a];
+        uint64_t v = word_at(L->nodes[q->node].pay, q->off);
+        sg_alloc_info ai;
+        sg_slot_bind *w = &p->want[q->group];
+        if (!finder_find(&f, v, &ai) || !ai.own_handles || (p->ctx && ai.ctx != p->ctx) ||
+            ai.size > p->slot_size[q->group] || (w->id && w->id != ai.id)) {
+            rc = -1;
+            break;
+        }
+        w->id = ai.id;
+        w->base = ai.base;
+        if (v - ai.base != q->canon) {
+            q->canon = v - ai.base;
+            mark_dirty(p, q->node);
+        }
+    }
+    finder_end(&f);
+    return rc;
+}
+
+/* Writes T_g(L) of node i (g < 0: raw L) into p->scratch; returns it, or NULL
+ * if out of memory. */
+static const unsigned char *translate(sg_prof *p, const sg_fp *L, int g, size_t i)
+{
+    const sg_fp_node *ln = &L->nodes[i];
+    if (g < 0 || p->ap_first[i] == p->ap_first[i + 1]) return ln->pay;
+    if (ln->len > p->scratch_cap) {
+        unsigned char *b = realloc(p->scratch, ln->len);
+        if (!b) return NULL;
+        p->scratch = b;
+        p->scratch_cap = ln->len;
+    }
+    memcpy(p->scratch, ln->pay, ln->len);
+    for (uint32_t a = p->ap_first[i]; a < p->ap_first[i + 1]; a++)
+        word_put(p->scratch, p->ap[a].off,
+                 ops->addr(p->gens[g].slots, p->ap[a].group) + p->ap[a].canon);
+    return p->scratch;
+}
+
+/* Sets clone node i to key k and payload pay. */
+static CUresult clone_set(sg_prof *p, size_t i, const sg_fp_key *k, const unsigned char *pay,
+                          uint32_t len)
+{
+    CUgraphNode node = p->clone_nodes[i];
+    switch (k->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        if (!sg_drv.cuGraphKernelNodeSetParams_v2) return CUDA_ERROR_NOT_SUPPORTED;
+        size_t size = len;
+        void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)pay, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                          &size, CU_LAUNCH_PARAM_END };
+        CUDA_KERNEL_NODE_PARAMS kp = {
+            .func = (CUfunction)(uintptr_t)k->func, .kern = (CUkernel)(uintptr_t)k->kern,
+            .ctx = (CUcontext)(uintptr_t)k->ctx,
+            .gridDimX = k->grid[0], .gridDimY = k->grid[1], .gridDimZ = k->grid[2],
+            .blockDimX = k->block[0], .blockDimY = k->block[1], .blockDimZ = k->block[2],
+            .sharedMemBytes = k->shmem, .extra = len ? extra : NULL,
+        };
+        return SG_DRIVER_CALL(cuGraphKernelNodeSetParams_v2, node, &kp);
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        if (!sg_drv.cuGraphMemcpyNodeSetParams) return CUDA_ERROR_NOT_SUPPORTED;
+        return SG_DRIVER_CALL(cuGraphMemcpyNodeSetParams, node, (const CUDA_MEMCPY3D *)(const void *)pay);
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        if (!sg_drv.cuGraphMemsetNodeSetParams) return CUDA_ERROR_NOT_SUPPORTED;
+        return SG_DRIVER_CALL(cuGraphMemsetNodeSetParams, node,
+                              (const CUDA_MEMSET_NODE_PARAMS *)(const void *)pay);
+    default:
+        return CUDA_SUCCESS;
+    }
+}
+
+/* Makes the clone hold T_g(L) (g < 0: raw L). */
+static CUresult clone_sync(sg_prof *p, const sg_fp *L, int g)
+{
+    for (size_t i = 0; i < L->n; i++) {
+        const sg_fp_node *ln = &L->nodes[i];
+        sg_fp_node *cn = &p->clone_st.nodes[i];
+        const unsigned char *want = translate(p, L, g, i);
+        if (!want) return CUDA_ERROR_OUT_OF_MEMORY;
+        if (cn->len == ln->len && !memcmp(&cn->k, &ln->k, sizeof cn->k) &&
+            !memcmp(cn->pay, want, ln->len))
+            continue;
+        CUresult rc = clone_set(p, i, &ln->k, want, ln->len);
+        if (rc != CUDA_SUCCESS) {
+            cn->len = 0;            /* unknown now: set again next time */
+            cn->k.state = SG_FP_NOT_COMPARABLE;
+            return rc;
+        }
+        if (sg_fp_node_copy(cn, ln)) {
+            cn->len = 0;
+            cn->k.state = SG_FP_NOT_COMPARABLE;
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        memcpy(cn->pay, want, ln->len);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Records that generation g now holds T_g(L) (canonical payloads = L's). */
+static int gen_holds_L(sg_prof *p, const sg_fp *L, int g)
+{
+    pgen *x = &p->gens[g];
+    for (size_t i = 0; i < L->n; i++) {
+        uint32_t len = L->nodes[i].len;
+        if (!x->canon[i] || x->clen[i] < len) {
+            unsigned char *b = realloc(x->canon[i], len ? len : 1);
+            if (!b) return -1;
+            x->canon[i] = b;
+        }
+        memcpy(x->canon[i], lc_of(p, L, i), len);
+        x->clen[i] = len;
+        x->eq[i] = 1;
+    }
+    x->mism = 0;
+    return 0;
+}
+
+/* Brings exec `e` to T_g(L) (g < 0: raw L) with one whole-graph update from
+ * the clone. */
+static CUresult exec_to(sg_prof *p, const sg_fp *L, int g, CUgraphExec e)
+{
+    CUresult rc = clone_sync(p, L, g);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!sg_drv.cuGraphExecUpdate_v2) return CUDA_ERROR_NOT_SUPPORTED;
+    CUgraphExecUpdateResultInfo info;
+    rc = SG_DRIVER_CALL(cuGraphExecUpdate_v2, e, p->clone, &info);
+    return rc;
+}
+
+/* ------------------------------------------------------------ demotion */
+
+/* Leaves GENERATIONS mode: X_0 holds raw L again (one update if it did not),
+ * generations destroyed. final: stay PLAIN (after a failure). */
+static CUresult leave_generations(sg_prof *p, const sg_fp *L, int final, const char *why)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (!p->sim) {
+        int restore = 1;
+        if (!p->ngroups && L && reconcile(p, L) == 0) restore = p->gens[0].mism != 0;
+        if (restore && L) {
+            rc = exec_to(p, L, -1, p->exec);
+            sg_exec_event(p->exec, SG_EXEC_EV_LIB_UPDATE);
+        } else if (restore) {
+            rc = CUDA_ERROR_UNKNOWN;
+        }
+        for (int g = max_gens - 1; g >= (rc == CUDA_SUCCESS ? 0 : 1); g--) gen_destroy(p, g);
+        if (rc != CUDA_SUCCESS) {
+            SG_WARN("graph exec %p: could not restore the program's exec (%d): it keeps its "
+                    "slots until destroyed", (void *)p->exec, (int)rc);
+            final = 1;
+        } else {
+            gen_arrays_free(p);
+        }
+    }
+    sg_exec_event(p->exec, SG_EXEC_EV_DEMOTION);
+    profile_reset(p);
+    p->state = final ? SG_PROF_PLAIN : SG_PROF_PROFILING;
+    p->final_plain |= final;
+    if (final) {
+        p->prof.generations = 0;
+        p->prof.why = why;
+        sg_exec_set_profile(p->exec, &p->prof);
+        SG_INFO("graph exec %lu (%p): generations given up: %s; its updates go to the driver as "
+                "under skip_temp", sg_exec_id(p->exec), (void *)p->exec, why);
+    }
+    return rc;
+}
+
+CUresult sg_prof_demote(sg_prof *p, const sg_fp *L)
+{
+    if (p->state != SG_PROF_GENERATIONS) return CUDA_SUCCESS;
+    return leave_generations(p, L, 0, NULL);
+}
+
+/* ------------------------------------------------------------ launch */
+
+/* Forwarded-update accounting for an update the library makes to bring a
+ * variant to the program's state: scalar_changed if some differing kernel
+ * word does not hold a placed address, else pointer_not_aliased. */
+static sg_reason variant_update_reason(const sg_prof *p, const sg_fp *L, int g)
+{
+    const pgen *x = &p->gens[g];
+    finder f;
+    finder_begin(&f);
+    sg_reason r = SG_REASON_POINTER_NOT_ALIASED;
+    for (size_t i = 0; i < L->n && r == SG_REASON_POINTER_NOT_ALIASED; i++) {
+        const sg_fp_node *ln = &L->nodes[i];
+        if (x->eq[i] || ln->k.type != CU_GRAPH_NODE_TYPE_KERNEL || !x->canon[i] ||
+            x->clen[i] != ln->len)
+            continue;
+        const unsigned char *c = lc_of(p, L, i);
+        sg_alloc_info ai;
+        for (uint32_t off = 0; off < ln->len; off += 8) {
+            uint32_t w = ln->len - off < 8 ? ln->len - off : 8;
+            if (!memcmp(x->canon[i] + off, c + off, w)) continue;
+            if (w < 8 || !finder_find(&f, word_at(ln->pay, off), &ai)) {
+                r = SG_REASON_SCALAR_CHANGED;
+                break;
+            }
+        }
+    }
+    finder_end(&f);
+    return r;
+}
+
+/* Makes a new generation g holding T_g(L): slots created and bound, clone
+ * translated, instantiated. 0, or -1 (nothing left behind). */
+static int gen_create(sg_prof *p, const sg_fp *L, int g)
+{
+    pgen *x = &p->gens[g];
+    memset(x, 0, sizeof *x);
+    if (gen_alloc_arrays(x, p->n)) goto fail;
+    if (p->ngroups && (ops->create(p->ctx, p->dev, p->slot_size, p->ngroups, &x->slots) ||
+                       ops->bind(x->slots, p->want, 1) != 0))
+        goto fail;
+    if (clone_sync(p, L, g) != CUDA_SUCCESS || !sg_drv.cuGraphInstantiateWithFlags ||
+        SG_DRIVER_CALL(cuGraphInstantiateWithFlags, &x->exec, p->clone, p->inst_flags) !=
+            CUDA_SUCCESS)
+        goto fail;
+    x->live = 1;
+    if (gen_holds_L(p, L, g)) {
+        gen_destroy(p, g);
+        return -1;
+    }
+    sg_exec_event(p->exec, SG_EXEC_EV_VARIANT);
+    return 0;
+fail:
+    if (x->slots) ops->destroy(x->slots);
+    gen_free_arrays(x, p->n);
+    memset(x, 0, sizeof *x);
+    return -1;
+}
+
+static int slots_match(const sg_prof *p, const pgen *x)
+{
+    return !p->ngroups || (x->slots && ops->matches(x->slots, p->want));
+}
+
+/* Picks the generation to launch for L (see the header comment); -1 with
+ * *why set if the exec must leave GENERATIONS mode. */
+static int choose_generation(sg_prof *p, const sg_fp *L, const char **why)
+{
+    int nlive = 0, lru = -1, match_idle = -1, match_lru = -1;
+    if (p->gens[p->cur].live && p->gens[p->cur].mism == 0 && slots_match(p, &p->gens[p->cur]))
+        return p->cur;
+    for (int g = 0; g < max_gens; g++) {
+        pgen *x = &p->gens[g];
+        if (!x->live) continue;
+        nlive++;
+        if (lru < 0 || x->last_use < p->gens[lru].last_use) lru = g;
+        if (x->mism) continue;
+        if (slots_match(p, x)) return g;
+        if (match_idle < 0 && x->slots && ops->idle(x->slots)) match_idle = g;
+        if (match_lru < 0 || x->last_use < p->gens[match_lru].last_use) match_lru = g;
+    }
+    if (nlive < max_gens) {
+        for (int g = 0; g < max_gens; g++) {
+            if (p->gens[g].live) continue;
+            if (gen_create(p, L, g) == 0) return g;
+            *why = "a variant could not be made (slots or instantiation failed)";
+            return -1;
+        }
+    }
+    int g = match_idle >= 0 ? match_idle : match_lru;
+    if (g < 0) {
+        g = lru;
+        pgen *x = &p->gens[g];
+        if (p->ngroups && !x->slots &&
+            ops->create(p->ctx, p->dev, p->slot_size, p->ngroups, &x->slots)) {
+            x->slots = NULL;
+            *why = "slots could not be reserved";
+            return -1;
+        }
+        if (p->ngroups && ops->bind(x->slots, p->want, 1) != 0) {
+            *why = "a slot could not be bound";
+            return -1;
+        }
+        sg_reason reason = variant_update_reason(p, L, g);
+        if (exec_to(p, L, g, x->exec) != CUDA_SUCCESS || gen_holds_L(p, L, g)) {
+            x->mism = p->n + 1;     /* unknown: never matches */
+            memset(x->eq, 0, p->n);
+            *why = "a variant could not be updated";
+            return -1;
+        }
+        SG_TOTAL_ADD(updates_seen, 1);
+        SG_TOTAL_ADD(updates_forwarded, 1);
+        sg_exec_update(p->exec, 1, reason);
+        return g;
+    }
+    if (ops->bind(p->gens[g].slots, p->want, 1) != 0) {
+        *why = "a slot could not be bound";
+        return -1;
+    }
+    return g;
+}
+
+static CUresult launch_exec(const sg_prof *p, int g, const sg_call *c)
+{
+    if (g == 0) return c->forward(c->args);
+    CUgraphExec e = p->gens[g].exec;
+    if (c->per_thread)
+        return sg_drv.cuGraphLaunch_ptsz ? SG_DRIVER_CALL(cuGraphLaunch_ptsz, e, c->stream)
+                                         : CUDA_ERROR_NOT_SUPPORTED;
+    return sg_drv.cuGraphLaunch ? SG_DRIVER_CALL(cuGraphLaunch, e, c->stream)
+                                : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult launch_generations(sg_prof *p, const sg_fp *L, const sg_call *c)
+{
+    const char *why = NULL;
+    int g = -1;
+    if (resolve_binds(p, L)) why = "an aliased buffer left its allocation, or outgrew its slot";
+    else if (reconcile(p, L)) why = "out of memory";
+    else g = choose_generation(p, L, &why);
+    if (g < 0) {
+        CUresult rc = leave_generations(p, L, 1, why);
+        return rc == CUDA_SUCCESS ? c->forward(c->args) : rc;
+    }
+    CUresult rc = launch_exec(p, g, c);
+    if (rc == CUDA_SUCCESS) {
+        if (p->gens[g].slots) ops->launched(p->gens[g].slots, c->stream, c->per_thread);
+        p->gens[g].last_use = ++p->tick;
+        p->cur = g;
+    }
+    return rc;
+}
+
+CUresult sg_prof_launch(sg_prof *p, const sg_fp *L, const sg_call *c)
+{
+    if (p->state == SG_PROF_GENERATIONS) {
+        if (p->sim) return c->forward(c->args);
+        if (!L) {            /* the exec's content is unknown: cannot translate */
+            CUresult rc = leave_generations(p, NULL, 1, "the exec's content became unknown");
+            return rc == CUDA_SUCCESS ? c->forward(c->args) : rc;
+        }
+        return launch_generations(p, L, c);
+    }
+    if (p->state != SG_PROF_PROFILING) return c->forward(c->args);
+    if (!L) {
+        profile_reset(p);
+        return c->forward(c->args);
+    }
+    if (p->launches >= prof_steps && same_shape(&p->base, L)) {
+        decide(p, L);
+        if (p->state == SG_PROF_GENERATIONS && !p->sim) return launch_generations(p, L, c);
+        return c->forward(c->args);
+    }
+    if (observe(p, L)) profile_reset(p);
+    return c->forward(c->args);
+}
+
+/* ------------------------------------------------------------ end of life */
+
+int sg_prof_ctx_gone(sg_prof *p, CUcontext ctx)
+{
+    if (!p || p->ctx != ctx) return 0;
+    for (int g = 0; g < max_gens; g++) p->gens[g].exec = NULL;
+    return 1;
+}
+
+void sg_prof_free(sg_prof *p)
+{
+    if (!p) return;
+    for (int g = max_gens - 1; g >= 0; g--) gen_destroy(p, g);
+    gen_arrays_free(p);
+    profile_reset(p);
+    if (p->clone && sg_drv.cuGraphDestroy) SG_DRIVER_CALL(cuGraphDestroy, p->clone);
+    free(p->clone_nodes);
+    sg_fp_free(&p->clone_st);
+    sg_fp_free(&p->base);
+    free(p->pos);
+    free(p->tmp);
+    free(p->slot_size);
+    free(p->scratch);
+    free(p);
+}

@@ -1,0 +1,487 @@
+/*
+ * tests/unit/test_profiled.c: core/profiled.c through sg_core_call() and its
+ * own API, against the in-memory fake driver (fake_graph.h) extended with a
+ * fake clone / instantiate / exec update / launch, a fake slot API
+ * (sg_prof_set_slot_ops) and a fake allocation table (sg_prof_set_find):
+ * pointer discovery (interior pointers, pointers inside by-value structs,
+ * `extra` buffers, memcpy / memset operands), the decision (plain,
+ * generations, each fallback), lazy acceptance against demotion, the order
+ * in which generations are chosen, translation through slots, and
+ * always_update's would_skip_profiled.
+ */
+#include "check.h"
+#include "fake_graph.h"
+#include "core/fingerprint.h"
+#include "core/profiled.h"
+#include "core/stats.h"
+
+#include <stdlib.h>
+
+/* ------------------------------------------------------------ fake allocations */
+
+#define CTX ((CUcontext)(uintptr_t)0xc7c7)
+static const sg_alloc_info allocs[] = {
+    { 0x71000000, 0x1000, 1, CTX, 1 },  /* in[0] */
+    { 0x71010000, 0x1000, 2, CTX, 1 },  /* in[1] */
+    { 0x71020000, 0x1000, 3, CTX, 1 },  /* in[2] */
+    { 0x72000000, 0x1000, 4, CTX, 1 },  /* out */
+    { 0x73000000, 0x1000, 5, CTX, 0 },  /* shared handles */
+};
+static int fake_find(CUdeviceptr p, sg_alloc_info *out)
+{
+    for (size_t i = 0; i < sizeof allocs / sizeof *allocs; i++)
+        if (p >= allocs[i].base && p < allocs[i].base + allocs[i].size) {
+            *out = allocs[i];
+            return 1;
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------ fake graph execs */
+
+static struct {
+    int clone, inst, exec_update, launch, launch_ptsz, exec_destroy, graph_destroy, kset;
+    CUgraphExec launched;
+    uint64_t kset_word0;            /* first argument word of the last kernel node set */
+    int fail_inst;
+} fx;
+static fg clones[4];
+static int nclones;
+
+static CUresult fx_clone(CUgraph *out, CUgraph g)
+{
+    fx.clone++;
+    fg_copy(&clones[nclones], (fg *)g);
+    *out = (CUgraph)&clones[nclones++];
+    return CUDA_SUCCESS;
+}
+static CUresult fx_find_in_clone(CUgraphNode *out, CUgraphNode orig, CUgraph clone)
+{
+    fg_node *o = (fg_node *)orig;
+    *out = (CUgraphNode)&((fg *)clone)->nodes[o - o->g->nodes];
+    return CUDA_SUCCESS;
+}
+static CUresult fx_kset(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    (void)n;
+    fx.kset++;
+    CHECK(p->extra && p->extra[0] == CU_LAUNCH_PARAM_BUFFER_POINTER && !p->kernelParams);
+    memcpy(&fx.kset_word0, p->extra[1], 8);
+    return CUDA_SUCCESS;
+}
+static CUresult fx_inst(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+    (void)g; (void)flags;
+    if (fx.fail_inst) return CUDA_ERROR_OUT_OF_MEMORY;
+    *e = (CUgraphExec)(uintptr_t)(0xa000 + ++fx.inst);
+    return CUDA_SUCCESS;
+}
+static CUresult fx_exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *i)
+{
+    (void)e; (void)g; (void)i;
+    fx.exec_update++;
+    return CUDA_SUCCESS;
+}
+static CUresult fx_launch(CUgraphExec e, CUstream s) { (void)s; fx.launch++; fx.launched = e; return CUDA_SUCCESS; }
+static CUresult fx_exec_destroy(CUgraphExec e) { (void)e; fx.exec_destroy++; return CUDA_SUCCESS; }
+static CUresult fx_graph_destroy(CUgraph g) { (void)g; fx.graph_destroy++; return CUDA_SUCCESS; }
+static CUresult fx_ctx_device(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+
+/* ------------------------------------------------------------ fake slots */
+
+struct sg_slot_gen { CUdeviceptr base; size_t n; uint64_t bound[4]; };
+static struct { int create, bind, remap, launched, destroy, fail_create, fail_bind; } fs;
+static int fs_create(CUcontext c, CUdevice d, const size_t *sizes, size_t n, sg_slot_gen **out)
+{
+    (void)c; (void)d; (void)sizes;
+    if (fs.fail_create) return -1;
+    sg_slot_gen *g = calloc(1, sizeof *g);
+    g->base = 0x90000000ull + (CUdeviceptr)fs.create++ * 0x1000000;
+    g->n = n;
+    *out = g;
+    return 0;
+}
+static CUdeviceptr fs_addr(const sg_slot_gen *g, size_t i) { return g->base + i * 0x10000; }
+static int fs_matches(const sg_slot_gen *g, const sg_slot_bind *w)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->bound[i] != w[i].id) return 0;
+    return 1;
+}
+static int fs_idle(sg_slot_gen *g) { (void)g; return 1; }
+static int fs_bind(sg_slot_gen *g, const sg_slot_bind *w, int wait)
+{
+    (void)wait;
+    fs.bind++;
+    if (fs.fail_bind) return -1;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->bound[i] != w[i].id) { g->bound[i] = w[i].id; fs.remap++; }
+    return 0;
+}
+static int fs_launched(sg_slot_gen *g, CUstream s, int pt) { (void)g; (void)s; (void)pt; fs.launched++; return 0; }
+static void fs_destroy(sg_slot_gen *g) { fs.destroy++; free(g); }
+static sg_slot_stats fs_stats(void) { sg_slot_stats s; memset(&s, 0, sizeof s); return s; }
+static const sg_prof_slot_ops fake_slots = { fs_create, fs_addr, fs_matches, fs_idle, fs_bind,
+                                             fs_launched, fs_destroy, fs_stats };
+
+/* ------------------------------------------------------------ set-up */
+
+static ff f_k;
+static CUdeviceptr v_in, v_out = 0x72000000;
+static uint32_t v_salt = 7;
+static fg graph;
+
+/* kernel(in, salt, out) -> memcpy in -> out -> memset out */
+static void make(void) { fg_make_chain(&graph, &f_k, &v_in, &v_salt, &v_out); }
+
+static void setup(sg_policy policy, sg_alias_mode alias, int gens, int with_clone)
+{
+    sg_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.policy = policy;
+    cfg.profile_steps = 3;
+    cfg.alias = alias;
+    cfg.alias_min_bytes = 4096;
+    cfg.max_generations = gens;
+    sg_stats_reset();
+    sg_core_init(&cfg);
+    fg_install();
+    sg_driver d = sg_drv;
+    if (with_clone) {
+        d.cuGraphClone = fx_clone;
+        d.cuGraphNodeFindInClone = fx_find_in_clone;
+    }
+    d.cuGraphKernelNodeSetParams_v2 = fx_kset;
+    d.cuGraphInstantiateWithFlags = fx_inst;
+    d.cuGraphExecUpdate_v2 = fx_exec_update;
+    d.cuGraphLaunch = fx_launch;
+    d.cuGraphExecDestroy = fx_exec_destroy;
+    d.cuGraphDestroy = fx_graph_destroy;
+    d.cuCtxGetDevice = fx_ctx_device;
+    sg_core_set_driver(&d);
+    sg_prof_set_slot_ops(&fake_slots);
+    sg_prof_set_find(fake_find);
+    memset(&fx, 0, sizeof fx);
+    memset(&fs, 0, sizeof fs);
+    nclones = 0;
+    static const size_t sizes[] = { 8, 4, 8 };
+    f_k = ff_make(3, sizes);
+    v_in = allocs[0].base;
+    make();
+}
+
+typedef struct fwd { int calls; CUgraphExec *out; CUgraphExec make; } fwd;
+static CUresult fake_forward(const void *p)
+{
+    fwd *a = (fwd *)p;
+    a->calls++;
+    if (a->out) *a->out = a->make;
+    return CUDA_SUCCESS;
+}
+
+#define EXEC ((CUgraphExec)(uintptr_t)0xe001)
+static void instantiate(void)
+{
+    CUgraphExec got = NULL;
+    fwd f = { 0, &got, EXEC };
+    sg_call c = { .kind = SG_CALL_INSTANTIATE, .forward = fake_forward, .args = &f,
+                  .exec_out = &got, .graph = (CUgraph)&graph };
+    CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
+}
+
+/* Points the kernel node at `in` (cuGraphExecKernelNodeSetParams_v2);
+ * returns whether the program's call reached the (fake) driver. */
+static int set_in(CUdeviceptr in)
+{
+    v_in = in;
+    fg_node *nd = &graph.nodes[0];
+    memcpy(nd->args[0], &in, 8);
+    fwd f = { 0, NULL, NULL };
+    sg_call c = { .kind = SG_CALL_UPDATE_KERNEL, .forward = fake_forward, .args = &f, .exec = EXEC,
+                  .node = (CUgraphNode)nd, .kparams = &nd->kp };
+    CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
+    return f.calls;
+}
+
+/* Launches; returns whether the program's own call (X_0) was forwarded. */
+static int launch(void)
+{
+    fwd f = { 0, NULL, NULL };
+    sg_call c = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &f, .exec = EXEC };
+    CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
+    return f.calls;
+}
+
+static void destroy(void)
+{
+    fwd f = { 0, NULL, NULL };
+    sg_call c = { .kind = SG_CALL_EXEC_DESTROY, .forward = fake_forward, .args = &f, .exec = EXEC };
+    CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
+}
+
+static void grab(const sg_exec_info *e, void *u) { *(sg_exec_info *)u = *e; }
+static sg_exec_info exec_info(void)
+{
+    sg_exec_info i;
+    memset(&i, 0, sizeof i);
+    sg_exec_foreach(grab, &i);
+    return i;
+}
+
+/* Three profiled launches over in[0], in[1], in[2]. */
+static void profile_rotation(void)
+{
+    for (int s = 0; s < 3; s++) {
+        set_in(allocs[s].base);
+        CHECK_EQ(launch(), 1);
+    }
+}
+
+/* ------------------------------------------------------------ tests */
+
+typedef struct found { sg_prof_pos p[16]; int n; } found;
+static void on_pos(void *u, sg_prof_pos pos, uint64_t v, const sg_alloc_info *ai)
+{
+    found *f = u;
+    (void)v; (void)ai;
+    if (f->n < 16) f->p[f->n++] = pos;
+}
+
+TEST(pointer_discovery)
+{
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_AUTO, 4, 1);
+    /* f(ptr, 4-byte scalar, struct { u64 x; interior ptr }) */
+    static const size_t sz[] = { 8, 4, 16 };
+    static ff f3;
+    f3 = ff_make(3, sz);
+    fg g;
+    memset(&g, 0, sizeof g);
+    CUdeviceptr p0 = allocs[3].base;
+    uint32_t scalar = 7;
+    unsigned char st[16];
+    uint64_t x = 5, interior = allocs[1].base + 0x80;
+    memcpy(st, &x, 8);
+    memcpy(st + 8, &interior, 8);
+    const void *vals[] = { &p0, &scalar, st };
+    fg_kernel(&g, &f3, vals);
+    /* the same kernel through `extra`: a packed buffer */
+    fg_node *ex = fg_kernel(&g, &f3, vals);
+    static unsigned char buf[32];
+    static size_t bufsize = 32;
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, &p0, 8);
+    memcpy(buf + 8, &scalar, 4);
+    memcpy(buf + 16, st, 16);
+    static void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                             &bufsize, CU_LAUNCH_PARAM_END };
+    ex->kp.kernelParams = NULL;
+    ex->kp.extra = extra;
+    fg_node *cp = fg_other(&g, CU_GRAPH_NODE_TYPE_MEMCPY);
+    cp->cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    cp->cp.srcDevice = allocs[2].base + 0x10;
+    cp->cp.dstMemoryType = CU_MEMORYTYPE_HOST;      /* host operand: not a position */
+    cp->cp.dstHost = (void *)(uintptr_t)allocs[3].base;
+    cp->cp.WidthInBytes = 16;
+    cp->cp.Height = cp->cp.Depth = 1;
+    fg_node *ms = fg_other(&g, CU_GRAPH_NODE_TYPE_MEMSET);
+    ms->ms.dst = allocs[3].base + 0x20;
+    ms->ms.elementSize = 4;
+    ms->ms.width = 4;
+    ms->ms.height = 1;
+    sg_fp fp;
+    sg_fp_scratch s;
+    memset(&fp, 0, sizeof fp);
+    memset(&s, 0, sizeof s);
+    CHECK_EQ(sg_fp_build(&fp, (CUgraph)&g, &s, NULL), 0);
+    found f = { .n = 0 };
+    sg_prof_scan(&fp, on_pos, &f);
+    CHECK_EQ(f.n, 6);
+    uint32_t want[][2] = { { 0, 0 }, { 0, 24 }, { 1, 0 }, { 1, 24 },
+                           { 2, offsetof(CUDA_MEMCPY3D, srcDevice) },
+                           { 3, offsetof(CUDA_MEMSET_NODE_PARAMS, dst) } };
+    for (int i = 0; i < f.n && i < 6; i++) {
+        CHECK_EQ(f.p[i].node, want[i][0]);
+        CHECK_EQ(f.p[i].off, want[i][1]);
+    }
+    sg_fp_free(&fp);
+    sg_fp_scratch_free(&s);
+}
+
+TEST(decision_plain_when_nothing_varies)
+{
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_AUTO, 4, 1);
+    instantiate();
+    CHECK_EQ(fx.clone, 1);
+    for (int s = 0; s < 4; s++) CHECK_EQ(launch(), 1);
+    sg_exec_info i = exec_info();
+    CHECK_EQ(i.profile.decided, 1);
+    CHECK_EQ(i.profile.generations, 0);
+    CHECK(strcmp(i.profile.why, "no pointer varied") == 0);
+    CHECK(i.profile.positions >= 3);
+    /* a pointer update now goes to the driver (PLAIN = skip_temp) */
+    CHECK_EQ(set_in(allocs[1].base), 1);
+    destroy();
+    CHECK_EQ(fx.graph_destroy, 1);
+}
+
+/* Varying pointers without aliasing: the generation holding L is found
+ * first; a new one is made while fewer than the maximum exist; then the
+ * least recently used one is updated. */
+TEST(generations_choice_order)
+{
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 2, 1);
+    instantiate();
+    profile_rotation();                       /* X_0 holds in[2] */
+    CHECK_EQ(set_in(allocs[0].base), 1);      /* still profiling: forwarded */
+    CHECK_EQ(launch(), 1);                    /* decides; X_0 now holds in[0] */
+    sg_exec_info i = exec_info();
+    CHECK_EQ(i.profile.generations, 1);
+    CHECK_EQ(i.profile.varying_positions, 1);  /* the kernel's `in` (the memcpy keeps its own) */
+    CHECK_EQ(set_in(allocs[1].base), 0);      /* accepted without the driver */
+    CHECK_EQ(launch(), 0);                    /* a new variant runs instead of X_0 */
+    CHECK_EQ(fx.inst, 1);
+    CHECK_EQ(fx.launch, 1);
+    CHECK(fx.launched == (CUgraphExec)(uintptr_t)0xa001);
+    CHECK_EQ(fx.kset_word0, allocs[1].base); /* the clone got the raw new pointer */
+    CHECK_EQ(set_in(allocs[0].base), 0);
+    CHECK_EQ(launch(), 1);                    /* X_0 holds in[0]: no driver call but the launch */
+    CHECK_EQ(fx.exec_update, 0);
+    CHECK_EQ(set_in(allocs[2].base), 0);
+    CHECK_EQ(launch(), 0);                    /* two exist: the LRU (variant 1) is updated */
+    CHECK_EQ(fx.exec_update, 1);
+    CHECK_EQ(fx.inst, 1);
+    i = exec_info();
+    CHECK_EQ(i.reasons[SG_REASON_POINTER_NOT_ALIASED], 1);
+    CHECK_EQ(i.variants, 1);
+    destroy();
+    CHECK_EQ(fx.exec_destroy, 1);             /* the variant went with the exec */
+}
+
+/* A change GENERATIONS mode cannot accept (dims) demotes: X_0 restored to
+ * L, variants destroyed, profiling again, the update forwarded. */
+TEST(demotion_on_dims_change)
+{
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    instantiate();
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();
+    set_in(allocs[1].base);
+    CHECK_EQ(launch(), 0);                    /* variant 1 */
+    CHECK_EQ(fx.inst, 1);
+    graph.nodes[0].kp.gridDimX = 8;
+    int before = fx.exec_update;
+    CHECK_EQ(set_in(allocs[1].base), 1);      /* forwarded */
+    CHECK_EQ(fx.exec_update, before + 1);     /* X_0 (holding in[0]) restored to L first */
+    CHECK_EQ(fx.exec_destroy, 1);
+    sg_exec_info i = exec_info();
+    CHECK_EQ(i.demotions, 1);
+    CHECK_EQ(i.reasons[SG_REASON_DIMS_CHANGED], 1);
+    CHECK_EQ(launch(), 1);                    /* profiling: the program's exec */
+    destroy();
+}
+
+/* Aliasing with one generation: X_0 is translated once (slot address +
+ * the interior offset); afterwards other buffers only rebind the slot. */
+TEST(aliasing_translation_and_rebind)
+{
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_ALWAYS, 1, 1);
+    instantiate();
+    profile_rotation();
+    CHECK_EQ(set_in(allocs[0].base + 0x40), 1);
+    CHECK_EQ(launch(), 1);                    /* decide; translate X_0 */
+    sg_exec_info i = exec_info();
+    CHECK_EQ(i.profile.aliased_slots, 1);
+    CHECK_EQ(fs.create, 1);
+    CHECK_EQ(fx.exec_update, 1);
+    CHECK_EQ(fx.kset_word0, 0x90000000ull + 0x40);   /* slot 0 + offset */
+    CHECK_EQ(fs.launched, 1);
+    CHECK_EQ(set_in(allocs[1].base + 0x40), 0);
+    int remaps = fs.remap;
+    CHECK_EQ(launch(), 1);
+    CHECK_EQ(fs.remap, remaps + 1);           /* rebound, not updated */
+    CHECK_EQ(fx.exec_update, 1);
+    CHECK_EQ(launch(), 1);                    /* nothing changed: no bind at all */
+    CHECK_EQ(fs.remap, remaps + 1);
+    /* a buffer without own handles cannot be aliased: demoted for good */
+    CHECK_EQ(set_in(allocs[4].base), 0);      /* the kernel word change is accepted ... */
+    CHECK_EQ(launch(), 1);                    /* ... but the launch gives up and restores X_0 */
+    CHECK_EQ(fx.exec_update, 2);
+    CHECK_EQ(fs.destroy, 1);
+    CHECK_EQ(exec_info().profile.generations, 0);
+    CHECK_EQ(set_in(allocs[1].base), 1);      /* PLAIN now: forwarded */
+    destroy();
+}
+
+TEST(fallbacks)
+{
+    /* no clone: PLAIN */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 0);
+    instantiate();
+    profile_rotation();
+    launch();
+    CHECK(strcmp(exec_info().profile.why, "the graph could not be cloned") == 0);
+    CHECK_EQ(set_in(allocs[0].base), 1);
+    destroy();
+    /* instantiate failure: demoted for good, X_0 launched, right state */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    instantiate();
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();
+    fx.fail_inst = 1;
+    CHECK_EQ(set_in(allocs[1].base), 0);
+    CHECK_EQ(launch(), 1);                    /* X_0, restored to in[1] */
+    CHECK_EQ(fx.exec_update, 1);
+    CHECK_EQ(exec_info().profile.generations, 0);
+    CHECK_EQ(set_in(allocs[2].base), 1);
+    destroy();
+    /* slot reservation failure with aliasing */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_ALWAYS, 1, 1);
+    instantiate();
+    profile_rotation();
+    fs.fail_create = 1;
+    set_in(allocs[0].base);
+    CHECK_EQ(launch(), 1);
+    CHECK_EQ(exec_info().profile.generations, 0);
+    CHECK_EQ(fx.kset_word0 >= 0x90000000ull, 0);   /* never translated */
+    destroy();
+}
+
+/* always_update simulates the state machine: identical and lazily
+ * acceptable updates after profiling count as would_skip_profiled. */
+TEST(always_update_counts_would_skip_profiled)
+{
+    setup(SG_POLICY_ALWAYS_UPDATE, SG_ALIAS_AUTO, 4, 1);
+    instantiate();
+    CHECK_EQ(fx.clone, 0);                    /* no clone: nothing is acted on */
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();                                 /* decides (simulated) */
+    CHECK_EQ(exec_info().profile.generations, 1);
+    for (int s = 0; s < 5; s++) {
+        CHECK_EQ(set_in(allocs[s % 3].base), 1);   /* always forwarded */
+        CHECK_EQ(launch(), 1);
+    }
+    /* 5, plus the first profiled step's identical update (skipped in any state) */
+    sg_exec_info i = exec_info();
+    CHECK_EQ(i.would_skip_profiled, 6);
+    graph.nodes[0].kp.blockDimX = 64;         /* not lazily acceptable: demotes */
+    set_in(allocs[1].base);
+    CHECK_EQ(exec_info().would_skip_profiled, 6);
+    CHECK_EQ(exec_info().demotions, 1);
+    CHECK_EQ(fx.inst + fx.exec_update, 0);
+    destroy();
+}
+
+int main(void)
+{
+    RUN(pointer_discovery);
+    RUN(decision_plain_when_nothing_varies);
+    RUN(generations_choice_order);
+    RUN(demotion_on_dims_change);
+    RUN(aliasing_translation_and_rebind);
+    RUN(fallbacks);
+    RUN(always_update_counts_would_skip_profiled);
+    return check_done();
+}
