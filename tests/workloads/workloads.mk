@@ -6,7 +6,8 @@
 #   $(BUILD)/workloads/wl_kernels.fatbin   the same kernels in CUDA C, when
 #                                          nvcc is present (sm_80, sm_90, PTX)
 
-WL_NAMES  := recapture_temps rotating_inputs fresh_inputs slices scalar_changes topology_changes
+WL_NAMES  := recapture_temps rotating_inputs fresh_inputs slices scalar_changes topology_changes \
+             train_loop
 WL_DIR    := $(BUILD)/workloads
 WL_OBJDIR := $(BUILD)/obj/tests/workloads
 WL_PROGS  := $(addprefix $(WL_DIR)/,$(WL_NAMES))
