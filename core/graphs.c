@@ -56,7 +56,7 @@
 
 static int table_oom;    /* set by uthash on a failed add (table_lock held) */
 #define uthash_nonfatal_oom(elt) (table_oom = 1)
-#include <uthash.h>
+#include "hash.h"
 
 typedef struct sg_grec {
     CUgraphExec exec;            /* key (table_lock) */
@@ -74,6 +74,7 @@ typedef struct sg_grec {
     sg_fp_map map;
     sg_fp_node node;             /* the candidate of a per-node update */
     sg_prof *prof;               /* skip_profiled / always_update: NULL if untracked */
+    struct sg_exec *stat;        /* the exec's counters (stats.c); set at instantiate */
 } sg_grec;
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -311,14 +312,22 @@ static CUresult instantiate(const sg_call *c)
             r->prof = sg_prof_new(exec, c->graph, &r->fp, r->scratch.nodes,
                                   sg_core_policy() == SG_POLICY_SKIP_PROFILED);
         pthread_mutex_unlock(&r->lock);
-        rec_put(r);
     } else {
         SG_WARN("out of memory: the updates of graph exec %p will always go to the driver",
                 (void *)exec);
     }
     if (!known) nodes = graph_node_count(c->graph, &known);
+    /* sg_exec_created retires an entry the handle had before: the record's
+     * shortcut is taken after it, so that it names the new one. */
     if (sg_exec_created(exec, nodes, known) != 0)
         SG_WARN("out of memory: graph exec %p is not counted", (void *)exec);
+    if (r) {
+        struct sg_exec *stat = sg_exec_entry(exec);
+        pthread_mutex_lock(&r->lock);
+        r->stat = stat;
+        pthread_mutex_unlock(&r->lock);
+        rec_put(r);
+    }
     return rc;
 }
 
@@ -352,6 +361,7 @@ static CUresult update_graph(const sg_call *c)
             sg_fp_swap(&r->fp, &r->next);
             r->stale = 0;
             check_supported(r);
+            if (lazy && r->prof) sg_prof_settle(r->prof, &r->fp);
         } else {
             r->stale = 1;
             r->stale_reason = SG_REASON_NOT_COMPARABLE;
@@ -435,7 +445,10 @@ static CUresult update_node(const sg_call *c)
                 r->node.k.state = rec->k.state;
             if (sg_fp_node_copy(rec, &r->node) == 0) {
                 desc = 2;
-                if (lazy && skipping()) sg_prof_accept_node(r->prof, (size_t)i);
+                if (lazy && skipping()) {
+                    sg_prof_accept_node(r->prof, (size_t)i);
+                    sg_prof_settle(r->prof, &r->fp);
+                }
             }
         }
         if (desc != 2) {       /* the exec changed in a way the record cannot follow */
@@ -484,9 +497,11 @@ static CUresult exec_dirty(const sg_call *c)
 static CUresult launch(const sg_call *c)
 {
     sg_grec *r = profiling() ? rec_find(c->exec) : NULL;
+    struct sg_exec *stat = NULL;
     CUresult rc;
     if (r) {
         pthread_mutex_lock(&r->lock);
+        stat = r->stat;
         rc = r->prof ? sg_prof_launch(r->prof, r->stale || r->unsupported ? NULL : &r->fp, c)
                      : c->forward(c->args);
         pthread_mutex_unlock(&r->lock);
@@ -496,7 +511,8 @@ static CUresult launch(const sg_call *c)
     }
     if (rc == CUDA_SUCCESS) {
         SG_TOTAL_ADD(launches, 1);
-        sg_exec_launched(c->exec);
+        if (stat) sg_exec_entry_launched(stat);
+        else sg_exec_launched(c->exec);
     }
     return rc;
 }

@@ -67,7 +67,7 @@
 /* With HASH_NONFATAL_OOM a failed uthash allocation sets fwd_oom (reg_lock). */
 static int fwd_oom;
 #define uthash_nonfatal_oom(elt) (fwd_oom = 1)
-#include <uthash.h>
+#include "hash.h"
 
 #define SG_MEM_MAX_DEVICES 64
 #define SG_MEM_EVENT_POOL 64           /* events kept per arena for reuse */

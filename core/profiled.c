@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdio.h>
 
 /* ------------------------------------------------------------ settings */
 
@@ -839,6 +840,12 @@ static int reconcile(sg_prof *p, const sg_fp *L)
     return 0;
 }
 
+void sg_prof_settle(sg_prof *p, const sg_fp *L)
+{
+    /* On failure (out of memory) the nodes stay dirty: the launch retries. */
+    if (!p->sim && p->state == SG_PROF_GENERATIONS && p->ndirty) (void)reconcile(p, L);
+}
+
 /* Finds what every aliased group points into now (p->want) and the
  * canonical value of each aliased position (marking changed nodes dirty).
  * -1 if a group cannot be aliased now (not in one own-handle allocation of
@@ -977,6 +984,7 @@ static CUresult exec_to(sg_prof *p, const sg_fp *L, int g, CUgraphExec e)
     if (!sg_drv.cuGraphExecUpdate_v2) return CUDA_ERROR_NOT_SUPPORTED;
     CUgraphExecUpdateResultInfo info;
     rc = SG_DRIVER_CALL(cuGraphExecUpdate_v2, e, p->clone, &info);
+    fprintf(stderr, "DBG update -> %d result %d\n", rc, (int)info.result);
     return rc;
 }
 
@@ -1066,10 +1074,10 @@ static int gen_create(sg_prof *p, const sg_fp *L, int g)
     if (p->ngroups && (ops->create(p->ctx, p->dev, p->slot_size, p->ngroups, &x->slots) ||
                        ops->bind(x->slots, p->want, 1) != 0))
         goto fail;
-    if (clone_sync(p, L, g) != CUDA_SUCCESS || !sg_drv.cuGraphInstantiateWithFlags ||
-        SG_DRIVER_CALL(cuGraphInstantiateWithFlags, &x->exec, p->clone, p->inst_flags) !=
-            CUDA_SUCCESS)
-        goto fail;
+    CUresult r1 = clone_sync(p, L, g), r2 = -1;
+    if (r1 == 0) r2 = SG_DRIVER_CALL(cuGraphInstantiateWithFlags, &x->exec, p->clone, p->inst_flags);
+    fprintf(stderr, "DBG gen_create %d %d\n", r1, r2);
+    if (r1 || r2) goto fail;
     x->live = 1;
     if (gen_holds_L(p, L, g)) {
         gen_destroy(p, g);

@@ -117,6 +117,10 @@ int sg_prof_lazy_node_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_no
  * before swapping) / node i of L was just replaced. Marks what changed. */
 void sg_prof_accept_graph(sg_prof *p, const sg_fp *L, const sg_fp *b);
 void sg_prof_accept_node(sg_prof *p, size_t i);
+/* GENERATIONS: after L was updated (sg_fp_swap, node copy), compares the
+ * changed nodes with every generation now, so that this work is part of the
+ * accepted update and the launch that follows only checks its buffers. */
+void sg_prof_settle(sg_prof *p, const sg_fp *L);
 
 /* A forwarded update of a PROFILING exec took ns nanoseconds. */
 void sg_prof_timed_update(sg_prof *p, unsigned long long ns);

@@ -15,7 +15,7 @@
  * allocation here instead of exiting; exec_oom is guarded by exec_lock. */
 static int exec_oom;
 #define uthash_nonfatal_oom(elt) (exec_oom = 1)
-#include <uthash.h>
+#include "hash.h"
 
 #define SG_REASON_NAME_(s, n) n,
 const char *const sg_reason_names[SG_REASON_COUNT] = { SG_REASON_LIST(SG_REASON_NAME_) };
@@ -121,12 +121,23 @@ int sg_exec_created(CUgraphExec exec, size_t nodes, int nodes_known)
     return e ? 0 : -1;
 }
 
-int sg_exec_launched(CUgraphExec exec)
+struct sg_exec *sg_exec_entry(CUgraphExec exec)
 {
     pthread_mutex_lock(&exec_lock);
     sg_exec *e = exec_get_locked(exec);
-    if (e) e->info.launches++;
     pthread_mutex_unlock(&exec_lock);
+    return e;
+}
+
+void sg_exec_entry_launched(struct sg_exec *e)
+{
+    __atomic_fetch_add(&e->info.launches, 1, __ATOMIC_RELAXED);
+}
+
+int sg_exec_launched(CUgraphExec exec)
+{
+    sg_exec *e = sg_exec_entry(exec);
+    if (e) sg_exec_entry_launched(e);
     return e ? 0 : -1;
 }
 
@@ -229,7 +240,11 @@ void sg_exec_destroyed(CUgraphExec exec)
 void sg_exec_foreach(void (*fn)(const sg_exec_info *e, void *ctx), void *ctx)
 {
     pthread_mutex_lock(&exec_lock);
-    for (sg_exec *e = all_head; e; e = e->next) fn(&e->info, ctx);
+    for (sg_exec *e = all_head; e; e = e->next) {
+        sg_exec_info info = e->info;
+        info.launches = __atomic_load_n(&e->info.launches, __ATOMIC_RELAXED);
+        fn(&info, ctx);
+    }
     pthread_mutex_unlock(&exec_lock);
 }
 

@@ -6,7 +6,8 @@
  *   - hook counters and totals are atomics (relaxed); no lock.
  *   - the exec table (live execs, a uthash keyed by CUgraphExec) and the list
  *     of every exec ever seen (creation order, also destroyed ones) are
- *     guarded by one mutex, exec_lock in stats.c. Launch and update
+ *     guarded by one mutex, exec_lock in stats.c; an entry's launch count is
+ *     an atomic (the launch path counts without the lock). Launch and update
  *     accounting take it for one lookup and a few increments.
  *   - fork: sg_stats_atfork_{prepare,parent,child} hold exec_lock across
  *     fork so the child never inherits it locked; the child starts from
@@ -130,6 +131,12 @@ sg_totals sg_stats_totals(void);
 int sg_exec_created(CUgraphExec exec, size_t nodes, int nodes_known);
 /* Unknown execs (created before the library saw them) are added on first use. */
 int sg_exec_launched(CUgraphExec exec);
+/* The launch path's shortcut: an exec's entry (found or added; NULL if out of
+ * memory), valid for the life of the process (entries are never freed), and
+ * a lock-free launch count on it. */
+struct sg_exec;
+struct sg_exec *sg_exec_entry(CUgraphExec exec);
+void sg_exec_entry_launched(struct sg_exec *e);
 int sg_exec_update(CUgraphExec exec, int forwarded, sg_reason reason);
 /* An update skip_temp would have skipped went to the driver (always_update). */
 int sg_exec_would_skip(CUgraphExec exec);
