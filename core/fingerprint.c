@@ -11,6 +11,22 @@
  * end of the list are not cached (the handle may be bad now and valid later):
  * the node is then not comparable.
  *
+ * The build's common case, a kernel node where the hint had one of the same
+ * function, goes through fast_run (one out-of-line loop, few values live
+ * across the eleven driver calls per node, arguments copied as one block
+ * when the driver's kernelParams point into one packed copy, the calls
+ * counted once per run); sg_fp_compare skips equal nodes with a chunked
+ * comparison (node_scan, AVX2 where the CPU has it). Both give exactly the
+ * results of the general code: test_fingerprint builds every case both
+ * ways. `make bench` measures the cost (instructions per kernel node per
+ * skip decision, issue 4: at most 200).
+ *
+ * Attributes: all of SG_FP_ATTR_LIST are still read and compared. cuda.h's
+ * cuGraphExecUpdate documents CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED
+ * and limits on the cooperative, priority and device-updatable attributes,
+ * so an update may apply or reject a change of any of them; none is
+ * documented as one an update never changes, so none was dropped.
+ *
  * Nothing here logs: these functions run on the update path.
  */
 #include "fingerprint.h"
@@ -25,19 +41,27 @@
 /* Set by uthash when an add runs out of memory (pinfo_lock held). */
 static int pinfo_oom;
 #define uthash_nonfatal_oom(elt) (pinfo_oom = 1)
-#include <uthash.h>
+#include "hash.h"
 
 _Static_assert(sizeof(sg_fp_key) == 64 + SG_FP_ATTR_BYTES, "sg_fp_key must have no padding");
 
 /* Most parameters a kernel can have (CUDA allows 32764 bytes of them). */
 #define SG_FP_MAX_PARAMS 8192
 
+typedef struct sg_fp_parg {
+    uint32_t off, size;              /* one argument: offset and size in the canonical form */
+} sg_fp_parg;
+
 struct sg_fp_pinfo {
     const void *h;                   /* CUfunction or CUkernel */
     int ok;                          /* 0: no layout (the node is not comparable) */
     int gaps;                        /* the layout has bytes no argument covers */
+    uint32_t dense_n;                /* min(n, 9) if n >= 1, argument i starts where i - 1 ends
+                                      * and the first at 0 (the canonical form is the arguments
+                                      * back to back, no gaps); else 0 */
     uint32_t n, total;               /* arguments; bytes of the canonical form */
-    uint32_t *off, *size;            /* n each, in the same allocation */
+    sg_fp_parg *arg;                 /* n of them, in the same allocation */
+    uint64_t *off64;                 /* n: arg[i].off as 64 bits (the dense check) */
     UT_hash_handle hh;
 };
 
@@ -56,15 +80,14 @@ static CUresult pinfo_query(int is_kern, const void *h, size_t i, size_t *off, s
     return SG_DRIVER_CALL(cuFuncGetParamInfo, (CUfunction)(uintptr_t)h, i, off, size);
 }
 
-/* Probes the layout of h. Returns a new entry, &pinfo_none if the driver
- * cannot tell, or NULL if out of memory. */
-static sg_fp_pinfo *pinfo_probe(int is_kern, const void *h)
+/* One pass over h's parameters: *out (malloc'd pairs of offset, size) and
+ * *count. Returns 0; 1 if the driver cannot tell (an error other than the
+ * end of the list, or too many parameters); -1 if out of memory. */
+static int pinfo_pass(int is_kern, const void *h, uint32_t **out, size_t *count)
 {
-    if (is_kern ? !sg_drv.cuKernelGetParamInfo : !sg_drv.cuFuncGetParamInfo)
-        return (sg_fp_pinfo *)&pinfo_none;
     size_t cap = 16, n = 0;
     uint32_t *tmp = malloc(2 * cap * sizeof *tmp);
-    if (!tmp) return NULL;
+    if (!tmp) return -1;
     for (;; n++) {
         size_t off = 0, size = 0;
         CUresult r = pinfo_query(is_kern, h, n, &off, &size);
@@ -72,32 +95,65 @@ static sg_fp_pinfo *pinfo_probe(int is_kern, const void *h)
         if (r != CUDA_SUCCESS || n >= SG_FP_MAX_PARAMS || off > UINT32_MAX / 2 ||
             size > UINT32_MAX / 2) {
             free(tmp);
-            return (sg_fp_pinfo *)&pinfo_none;
+            return 1;
         }
         if (n == cap) {
             uint32_t *t = realloc(tmp, 4 * cap * sizeof *tmp);
-            if (!t) { free(tmp); return NULL; }
+            if (!t) { free(tmp); return -1; }
             tmp = t;
             cap *= 2;
         }
         tmp[2 * n] = (uint32_t)off;
         tmp[2 * n + 1] = (uint32_t)size;
     }
-    sg_fp_pinfo *e = calloc(1, sizeof *e + 2 * (n ? n : 1) * sizeof(uint32_t));
+    *out = tmp;
+    *count = n;
+    return 0;
+}
+
+/* Probes the layout of h. Returns a new entry, &pinfo_none if the driver
+ * cannot tell, or NULL if out of memory.
+ * CUDA_ERROR_INVALID_VALUE means "past the last parameter", but a failing
+ * call may say it too, and a layout cut short would let changed arguments
+ * compare equal. So the layout is probed twice and trusted only if both
+ * passes agree (a call failing once, or failing from some call on, makes
+ * them differ); the result is cached, so this costs twice a handful of
+ * calls per function. */
+static sg_fp_pinfo *pinfo_probe(int is_kern, const void *h)
+{
+    if (is_kern ? !sg_drv.cuKernelGetParamInfo : !sg_drv.cuFuncGetParamInfo)
+        return (sg_fp_pinfo *)&pinfo_none;
+    uint32_t *tmp = NULL, *again = NULL;
+    size_t n = 0, n2 = 0;
+    int r1 = pinfo_pass(is_kern, h, &tmp, &n);
+    if (r1) return r1 < 0 ? NULL : (sg_fp_pinfo *)&pinfo_none;
+    int r2 = pinfo_pass(is_kern, h, &again, &n2);
+    int same = r2 == 0 && n2 == n && !memcmp(tmp, again, 2 * n * sizeof *tmp);
+    free(again);
+    if (!same) {
+        free(tmp);
+        return r2 < 0 ? NULL : (sg_fp_pinfo *)&pinfo_none;
+    }
+    size_t m = n ? n : 1;
+    sg_fp_pinfo *e = calloc(1, sizeof *e + m * sizeof *e->off64 + m * sizeof *e->arg);
     if (!e) { free(tmp); return NULL; }
     e->h = h;
     e->ok = 1;
     e->n = (uint32_t)n;
-    e->off = (uint32_t *)(e + 1);
-    e->size = e->off + n;
+    e->off64 = (uint64_t *)(e + 1);
+    e->arg = (sg_fp_parg *)(e->off64 + m);
     uint64_t covered = 0;
+    int dense = n > 0;
     for (size_t i = 0; i < n; i++) {
-        e->off[i] = tmp[2 * i];
-        e->size[i] = tmp[2 * i + 1];
-        if (e->off[i] + e->size[i] > e->total) e->total = e->off[i] + e->size[i];
-        covered += e->size[i];
+        e->arg[i].off = tmp[2 * i];
+        e->arg[i].size = tmp[2 * i + 1];
+        e->off64[i] = e->arg[i].off;
+        if (e->arg[i].off != (i ? e->arg[i - 1].off + e->arg[i - 1].size : 0)) dense = 0;
+        if (e->arg[i].off + e->arg[i].size > e->total) e->total = e->arg[i].off + e->arg[i].size;
+        covered += e->arg[i].size;
     }
     e->gaps = covered != e->total;   /* overlapping arguments also count as gaps */
+    e->dense_n = dense && !e->gaps ? (e->n < 9 ? e->n : 9) : 0;
     free(tmp);
     return e;
 }
@@ -145,7 +201,27 @@ void sg_fp_cache_reset(void)
 
 /* ------------------------------------------------------------ node descriptions */
 
-/* Makes room for `len` payload bytes. Returns 0, or -1 if out of memory. */
+/* 16 bytes moved or compared without a call (GCC vector extension: SSE2 on
+ * x86-64, two words elsewhere). may_alias: used on keys and byte buffers. */
+typedef uint64_t sg_v16 __attribute__((vector_size(16), may_alias));
+static inline sg_v16 ld16(const unsigned char *p)
+{
+    sg_v16 v;
+    memcpy(&v, p, 16);
+    return v;
+}
+static inline void st16(unsigned char *p, sg_v16 v) { memcpy(p, &v, 16); }
+static inline int v16_zero(sg_v16 v) { return (v[0] | v[1]) == 0; }
+
+/* Payload padding: a payload of len bytes is followed by zero bytes up to
+ * the next multiple of 32 (SG_FP_PAD32), so that two payloads are compared in
+ * 16- or 32-byte chunks (node_scan) with no tail. Every writer here keeps
+ * it; a payload whose padding is not zero only loses the fast comparison
+ * (the exact one over len bytes decides then). */
+#define SG_FP_PAD32(len) (((len) + 31u) & ~31u)
+
+/* Makes room for `len` payload bytes. Returns 0, or -1 if out of memory.
+ * Capacities are 64 << k, so SG_FP_PAD32(len) <= cap always holds. */
 static int pay_reserve(sg_fp_node *n, uint32_t len)
 {
     if (len <= n->cap) return 0;
@@ -156,6 +232,16 @@ static int pay_reserve(sg_fp_node *n, uint32_t len)
     n->pay = p;
     n->cap = cap;
     return 0;
+}
+
+/* Zeroes the padding of a payload of len bytes (pay_reserve(len) done);
+ * before the bytes below len are written. */
+static inline void pay_pad(unsigned char *pay, uint32_t len)
+{
+    if (len & 31u) {
+        st16(pay + (len & ~31u), (sg_v16){ 0, 0 });
+        st16(pay + (len & ~31u) + 16, (sg_v16){ 0, 0 });
+    }
 }
 
 /* The argument buffer and its size from an `extra` array; 0 if malformed. */
@@ -195,6 +281,61 @@ static int kernel_fail(sg_fp_node *n, int state)
     return state;
 }
 
+/* Writes the canonical argument bytes of layout pi into n's payload, from
+ * kernelParams kp or (if buf) from the `extra` buffer buf (at least
+ * pi->total bytes long). Returns SG_FP_OK, SG_FP_NOT_COMPARABLE (a NULL
+ * argument pointer; n->len is then 0) or -1 if out of memory. Inlined into
+ * both callers: the argument loop is the hot part of a skip decision. */
+static inline __attribute__((always_inline)) int
+pack_args(sg_fp_node *n, const sg_fp_pinfo *pi, void *const *kp, const unsigned char *buf)
+{
+    uint32_t total = pi->total;
+    if (__builtin_expect(total > n->cap, 0) && pay_reserve(n, total)) return -1;
+    unsigned char *pay = n->pay;      /* locals: the stores into pay must not force reloads */
+    if (pi->gaps) memset(pay, 0, SG_FP_PAD32(total));
+    else pay_pad(pay, total);
+    const sg_fp_parg *a = pi->arg, *end = a + pi->n;
+    if (buf) {
+        for (; a < end; a++) memcpy(pay + a->off, buf + a->off, a->size);
+    } else {
+        for (; a < end; a++, kp++) {
+            const unsigned char *src = *kp;
+            if (__builtin_expect(!src, 0)) { n->len = 0; return SG_FP_NOT_COMPARABLE; }
+            if (a->size == 8) memcpy(pay + a->off, src, 8);       /* the common sizes without a call */
+            else if (a->size == 4) memcpy(pay + a->off, src, 4);
+            else memcpy(pay + a->off, src, a->size);
+        }
+    }
+    n->len = total;
+    return SG_FP_OK;
+}
+
+/* Copies len bytes without a call: 16-byte moves, the last one ending at
+ * len (it may overlap the one before; both write the same bytes). */
+static inline void copy_block(unsigned char *dst, const unsigned char *src, uint32_t len)
+{
+    if (len >= 16) {
+        for (uint32_t i = 0; i + 16 < len; i += 16) st16(dst + i, ld16(src + i));
+        st16(dst + len - 16, ld16(src + len - 16));
+    } else if (len >= 8) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + len - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + len - 8, &b, 8);
+    } else {
+        memcpy(dst, src, len);
+    }
+}
+
+/* pack_args for kernelParams, out of line (fast_run's fallback when the
+ * arguments are not one packed block). */
+static __attribute__((noinline)) int pack_args_each(sg_fp_node *n, const sg_fp_pinfo *pi,
+                                                    void *const *kp)
+{
+    return pack_args(n, pi, kp, NULL);
+}
+
 int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint)
 {
     memset(&n->k, 0, sizeof n->k);
@@ -229,22 +370,14 @@ int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint
             return kernel_fail(n, SG_FP_NOT_COMPARABLE);
     } else if (!k->kernelParams && pi->n) {
         return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+    } else if (k->kernelParams && !pi->n) {
+        /* "No parameters" with an argument array present cannot be told from
+         * a probe that failed at its first call: never compare equal. */
+        return kernel_fail(n, SG_FP_NOT_COMPARABLE);
     }
-    if (pay_reserve(n, pi->total)) return -1;
-    if (pi->gaps) memset(n->pay, 0, pi->total);
-    /* locals, so the stores into the payload do not force reloads of pi */
-    const uint32_t *off = pi->off, *size = pi->size;
-    unsigned char *pay = n->pay;
-    void **kp = k->kernelParams;
-    for (uint32_t i = 0, cnt = pi->n; i < cnt; i++) {
-        const void *src = buf ? buf + off[i] : kp[i];
-        if (!src) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-        uint32_t sz = size[i];
-        if (sz == 8) memcpy(pay + off[i], src, 8);       /* the common sizes without a call */
-        else if (sz == 4) memcpy(pay + off[i], src, 4);
-        else memcpy(pay + off[i], src, sz);
-    }
-    n->len = pi->total;
+    int st = pack_args(n, pi, k->kernelParams, buf);
+    if (st < 0) return -1;
+    if (st != SG_FP_OK) return kernel_fail(n, st);
     return SG_FP_OK;
 }
 
@@ -266,7 +399,7 @@ static int copy_desc_begin(sg_fp_node *n, CUgraphNodeType type, CUcontext ctx, u
     n->pi = NULL;
     n->len = 0;
     if (pay_reserve(n, len)) return -1;
-    memset(n->pay, 0, len);          /* padding inside the struct stays zero */
+    memset(n->pay, 0, SG_FP_PAD32(len));   /* padding inside the struct stays zero */
     n->len = len;
     return 0;
 }
@@ -289,9 +422,23 @@ int sg_fp_memset_desc(sg_fp_node *n, const CUDA_MEMSET_NODE_PARAMS *in, CUcontex
 
 /* ------------------------------------------------------------ attributes */
 
-#define SG_FP_ATTR_END_(id, bytes, off) _Static_assert((off) + (bytes) <= SG_FP_ATTR_BYTES && \
+#define SG_FP_ATTR_CHECK_(id, bytes, off) _Static_assert((off) + (bytes) <= SG_FP_ATTR_BYTES && \
     (id) < 32, "SG_FP_ATTR_LIST: offset, size or id out of range");
-SG_FP_ATTR_LIST(SG_FP_ATTR_END_)
+SG_FP_ATTR_LIST(SG_FP_ATTR_CHECK_)
+
+/* Every attribute bit, the bytes the list covers and where they end. The
+ * fast reader writes each attribute's bytes and zeroes only the bytes from
+ * SG_FP_ATTR_END on: that needs the list to tile [0, SG_FP_ATTR_END)
+ * exactly (checked here for the sum, and byte by byte in the unit test). */
+#define SG_FP_ATTR_BIT_(id, bytes, off) | (1u << (id))
+#define SG_FP_ATTR_SUM_(id, bytes, off) + (bytes)
+enum {
+    SG_FP_ATTR_ALL = 0u SG_FP_ATTR_LIST(SG_FP_ATTR_BIT_),
+    SG_FP_ATTR_SUM = 0 SG_FP_ATTR_LIST(SG_FP_ATTR_SUM_),
+};
+#define SG_FP_ATTR_TILE_(id, bytes, off) _Static_assert((off) + (bytes) <= SG_FP_ATTR_SUM, \
+    "SG_FP_ATTR_LIST must tile [0, the sum of its sizes)");
+SG_FP_ATTR_LIST(SG_FP_ATTR_TILE_)
 
 /* One attribute (unrolled: constant id, size and offset). */
 #define SG_FP_ATTR_READ_(id, bytes, off)                                      \
@@ -306,7 +453,8 @@ SG_FP_ATTR_LIST(SG_FP_ATTR_END_)
         failed = 1;                                                           \
     }
 
-/* Reads the attributes of kernel node `node` into n's key. */
+/* Reads the attributes of kernel node `node` into n's key (attrs and
+ * attr_mask zero on entry). */
 static void read_attrs(sg_fp_node *n, CUgraphNode node)
 {
     if (!sg_drv.cuGraphKernelNodeGetAttribute) return;
@@ -316,6 +464,86 @@ static void read_attrs(sg_fp_node *n, CUgraphNode node)
     SG_FP_ATTR_LIST(SG_FP_ATTR_READ_)
     if (updatable) n->k.state = SG_FP_UNSUPPORTED;
     else if (failed && n->k.state == SG_FP_OK) n->k.state = SG_FP_NOT_COMPARABLE;
+}
+
+/* read_attrs for the build loop, giving the same key. Every attribute's
+ * bytes are written, so the key needs no clearing first, and the answers of
+ * the ten driver calls are only OR-ed together: if any was not
+ * CUDA_SUCCESS, the attributes are read again by read_attrs_again, with the
+ * exact rules of read_attrs (absent on CUDA_ERROR_NOT_SUPPORTED, else not
+ * comparable), so the values copied after a failed call never count. With
+ * only k, node, get_attr and the OR live across the calls, each costs about
+ * seven instructions. The caller counts the SG_FP_ATTR_COUNT calls.
+ *
+ * Attributes are written in list order, which tiles [0, SG_FP_ATTR_SUM) in
+ * ascending offsets (checked by the unit test), so an attribute may write
+ * past its own bytes: a later one overwrites them. Hence a value is copied
+ * in whole machine moves (SG_FP_ATTR_CW_: a 12-byte one as one 16-byte move)
+ * while that stays below SG_FP_ATTR_SUM, and an attribute at an 8-byte
+ * aligned offset whose whole CUkernelNodeAttrValue (what the driver writes)
+ * fits in attrs is written there by the driver itself (SG_FP_ATTR_DIRECT_:
+ * the access policy window, at 0). attrs is 16-byte aligned (the key is). */
+#define SG_FP_ATTR_CW_(bytes, off)                                            \
+    ((bytes) <= 4 ? (bytes) : (bytes) <= 8 ? ((off) + 8 <= SG_FP_ATTR_SUM ? 8 : (bytes))     \
+     : (bytes) <= 16 ? ((off) + 16 <= SG_FP_ATTR_SUM ? 16 : (bytes)) : (bytes))
+#define SG_FP_ATTR_DIRECT_(off) \
+    ((off) % 8 == 0 && (off) + sizeof(CUkernelNodeAttrValue) <= SG_FP_ATTR_BYTES)
+#define SG_FP_ATTR_FAST_(id, bytes, off)                                      \
+    if (SG_FP_ATTR_DIRECT_(off)) {                                            \
+        any |= get_attr(*node, id, (CUkernelNodeAttrValue *)(void *)(k->attrs + (off))); \
+    } else {                                                                  \
+        any |= get_attr(*node, id, &v);                                       \
+        memcpy(k->attrs + (off), &v, SG_FP_ATTR_CW_(bytes, off));             \
+    }
+#define SG_FP_ATTR_ONE_(id, bytes, off) + 1
+#define SG_FP_ATTR_DU_(id, bytes, off) \
+    + ((id) == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE ? (off) + 1 : 0)
+enum {
+    SG_FP_ATTR_COUNT = 0 SG_FP_ATTR_LIST(SG_FP_ATTR_ONE_),
+    SG_FP_ATTR_DU_OFF = -1 SG_FP_ATTR_LIST(SG_FP_ATTR_DU_),   /* where deviceUpdatable is */
+};
+_Static_assert(SG_FP_ATTR_DU_OFF >= 0, "SG_FP_ATTR_LIST has the device-updatable attribute");
+
+typedef CUresult (*sg_get_attr_fn)(CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue *);
+
+/* The fast reader's way out: some attribute query did not succeed, or the
+ * node is device-updatable. Reads them all again as read_attrs does (its
+ * calls counted there). Returns 1 if the node is now SG_FP_UNSUPPORTED. */
+static __attribute__((noinline, cold)) int read_attrs_again(sg_fp_key *k, CUgraphNode node)
+{
+    sg_fp_node tmp;
+    tmp.k = *k;
+    tmp.k.attr_mask = 0;
+    memset(tmp.k.attrs, 0, sizeof tmp.k.attrs);
+    read_attrs(&tmp, node);
+    k->attr_mask = tmp.k.attr_mask;
+    memcpy(k->attrs, tmp.k.attrs, sizeof k->attrs);
+    k->state = tmp.k.state;
+    return k->state == SG_FP_UNSUPPORTED;
+}
+
+/* Sets k's attributes from *node's and updates k->state (set before: as
+ * read_attrs does). Returns 1 if that made the node SG_FP_UNSUPPORTED. (The
+ * handle is read through its pointer at each call: one instruction either
+ * way, and one register fewer held across the calls.) */
+static inline __attribute__((always_inline)) int read_attrs_fast(sg_fp_key *k,
+                                                                 const CUgraphNode *node,
+                                                                 sg_get_attr_fn get_attr)
+{
+    CUkernelNodeAttrValue v;
+    unsigned any = 0;                /* the answers OR-ed: 0 if all were CUDA_SUCCESS */
+    k->attr_mask = SG_FP_ATTR_ALL;
+    SG_FP_ATTR_LIST(SG_FP_ATTR_FAST_)
+    if (__builtin_expect(any != CUDA_SUCCESS, 0)) return read_attrs_again(k, *node);
+    /* a device-updatable node (deviceUpdatableKernelNode.deviceUpdatable
+     * != 0) also takes the way out: read_attrs makes it SG_FP_UNSUPPORTED */
+    int updatable;
+    memcpy(&updatable, k->attrs + SG_FP_ATTR_DU_OFF, sizeof updatable);
+    if (__builtin_expect(updatable != 0, 0)) return read_attrs_again(k, *node);
+    /* attrs bytes from SG_FP_ATTR_SUM on: never written by this function,
+     * and zero in every description (every writer zeroes them or copies
+     * them from another description): nothing to do */
+    return 0;
 }
 
 /* ------------------------------------------------------------ graphs */
@@ -351,22 +579,30 @@ static int edges_reserve(sg_fp_scratch *s, size_t n)
     return 0;
 }
 
-/* Describes node `node` into n. Returns 0, or -1 if the driver cannot say
- * what the node is or memory ran out. */
-static int describe_node(sg_fp_node *n, CUgraphNode node, const sg_fp_pinfo *hint)
+/* Describes node `node` into n. p: its kernel parameters if the caller has
+ * them already, else NULL; tried: whether the caller asked for them (and
+ * the driver refused: not a kernel node). A hint means the node at this
+ * place was a kernel node: then the parameters are asked for first (only
+ * kernel nodes answer cuGraphKernelNodeGetParams), which saves asking for the
+ * type. Returns 0, or -1 if the driver cannot say what the node is or memory
+ * ran out. */
+static __attribute__((noinline)) int describe_node(sg_fp_node *n, CUgraphNode node,
+                                                  const sg_fp_pinfo *hint,
+                                                  const CUDA_KERNEL_NODE_PARAMS *have, int tried)
 {
     CUgraphNodeType t;
     CUDA_KERNEL_NODE_PARAMS p;
-    /* A hint means the node at this place was a kernel node: try that first
-     * (only kernel nodes answer cuGraphKernelNodeGetParams) and save asking
-     * for the type. */
-    int have_params = hint && sg_drv.cuGraphKernelNodeGetParams_v2 &&
-                      SG_DRIVER_CALL(cuGraphKernelNodeGetParams_v2, node, &p) == CUDA_SUCCESS;
-    if (have_params) t = CU_GRAPH_NODE_TYPE_KERNEL;
+    if (have) {
+        p = *have;
+    } else if (!tried && hint && sg_drv.cuGraphKernelNodeGetParams_v2 &&
+               SG_DRIVER_CALL(cuGraphKernelNodeGetParams_v2, node, &p) == CUDA_SUCCESS) {
+        have = &p;
+    }
+    if (have) t = CU_GRAPH_NODE_TYPE_KERNEL;
     else if (SG_DRIVER_CALL(cuGraphNodeGetType, node, &t) != CUDA_SUCCESS) return -1;
     switch (t) {
     case CU_GRAPH_NODE_TYPE_KERNEL: {
-        if (!have_params &&
+        if (!have &&
             (!sg_drv.cuGraphKernelNodeGetParams_v2 ||
              SG_DRIVER_CALL(cuGraphKernelNodeGetParams_v2, node, &p) != CUDA_SUCCESS)) {
             key_only(n, t, SG_FP_NOT_COMPARABLE);
@@ -402,6 +638,126 @@ static int describe_node(sg_fp_node *n, CUgraphNode node, const sg_fp_pinfo *hin
     return 0;
 }
 
+_Static_assert(CU_GRAPH_NODE_TYPE_KERNEL == 0 && SG_FP_OK == 0,
+               "fast_run writes type and state as zero bytes");
+/* The kernel node fields the fast path copies as one block. */
+_Static_assert(offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimY) == offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimX) + 4 &&
+               offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimZ) == offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimX) + 8 &&
+               offsetof(CUDA_KERNEL_NODE_PARAMS, blockDimX) == offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimX) + 12 &&
+               offsetof(CUDA_KERNEL_NODE_PARAMS, blockDimY) == offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimX) + 16 &&
+               offsetof(CUDA_KERNEL_NODE_PARAMS, blockDimZ) == offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimX) + 20 &&
+               offsetof(CUDA_KERNEL_NODE_PARAMS, sharedMemBytes) == offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimX) + 24 &&
+               offsetof(sg_fp_key, block) == offsetof(sg_fp_key, grid) + 12 &&
+               offsetof(sg_fp_key, shmem) == offsetof(sg_fp_key, grid) + 24,
+               "grid, block and shared memory are copied as 28 contiguous bytes");
+
+#define SG_KP_CHECK_(i) \
+    check_##i: if ((uintptr_t)kp[i] - (uintptr_t)base != off[i]) goto by_argument;
+
+/* Where fast_run stopped. */
+enum { FR_END = 0, FR_PARAMS = 1, FR_NOT_KERNEL = 2, FR_OOM = -1 };
+typedef struct fast_run_st {
+    CUDA_KERNEL_NODE_PARAMS p;       /* FR_PARAMS: the parameters of the node it stopped at */
+    int stop;                        /* FR_* */
+    int unsupported;                 /* some node it described is SG_FP_UNSUPPORTED */
+} fast_run_st;
+
+/* The build loop's common case, for nodes i, i + 1, ... below nh: a node
+ * at a place where the hint had a kernel node of layout h (usable, for
+ * function h->h). Asks for its parameters; if it is a kernel node of
+ * function h->h given by kernelParams, describes it completely, as
+ * describe_node would. Returns the index of the first node it did not
+ * describe, and why in st->stop: FR_END (nh reached, or no layout in the
+ * hint there: the driver was not asked), FR_PARAMS (the parameters are in
+ * st->p: not this function, or not by kernelParams), FR_NOT_KERNEL (the
+ * driver refused them) or FR_OOM (out of memory). Driver calls made: one
+ * per node described or stopped at with FR_PARAMS, FR_NOT_KERNEL or
+ * FR_OOM, plus SG_FP_ATTR_COUNT per node described; the caller counts them.
+ * Not inlined, with cursors instead of indices, so that little is live
+ * across the driver calls and each costs only its own setup. Needs
+ * cuGraphKernelNodeGetParams_v2 and cuGraphKernelNodeGetAttribute. */
+static __attribute__((noinline)) size_t fast_run(sg_fp_node *nodes_out, const sg_fp_node *hint_nodes,
+                                                 const CUgraphNode *nodes, size_t i, size_t nh,
+                                                 fast_run_st *st)
+{
+    static const void *const check_from[10] = {   /* [0]: not used (dense_n checked) */
+        &&by_argument, &&check_0, &&check_1, &&check_2, &&check_3, &&check_4, &&check_5,
+        &&check_6, &&check_7, &&check_more,
+    };
+    sg_get_attr_fn get_attr = sg_drv.cuGraphKernelNodeGetAttribute;
+    sg_fp_node *n = nodes_out + i;
+    const sg_fp_node *hp = hint_nodes + i, *hend = hint_nodes + nh;
+    const CUgraphNode *np = nodes + i;
+    int stop = FR_END;
+    CUDA_KERNEL_NODE_PARAMS p;
+    for (; hp < hend; n++, hp++, np++) {
+        if (!hp->pi) break;
+        if (sg_drv.cuGraphKernelNodeGetParams_v2(*np, &p) != CUDA_SUCCESS) {
+            stop = FR_NOT_KERNEL;
+            break;
+        }
+        const sg_fp_pinfo *h = hp->pi;
+        /* (no parameters: the general path decides whether that can be trusted) */
+        if (__builtin_expect(h->h != (const void *)p.func || p.extra || !p.kernelParams || !h->n, 0)) {
+            st->p = p;
+            stop = FR_PARAMS;
+            break;
+        }
+        sg_fp_key *k = &n->k;
+        k->func = (uintptr_t)p.func;     /* h->h is never NULL */
+        /* kern and ctx 0 (CUDA ignores ctx when func is set), type kernel, state OK */
+        memset(&k->kern, 0, offsetof(sg_fp_key, grid) - offsetof(sg_fp_key, kern));
+        memcpy(k->grid, &p.gridDimX, 28);
+        n->pi = h;
+        /* The arguments. When the layout is dense and kp[i] == kp[0] + the
+         * offset of argument i for every i (the driver hands back pointers
+         * into its own packed copy of the arguments), the bytes from kp[0]
+         * on are exactly the canonical form, copied as one block; any other
+         * kp goes argument by argument (pack_args). The same result either
+         * way. The checks start at kp[dense_n - 1] (a computed goto:
+         * dense_n <= 9 by construction, no bounds check). */
+        void *const *kp = p.kernelParams;
+        uint32_t dense_n = h->dense_n, total = h->total;
+        if (!dense_n) goto by_argument;  /* not dense, or no parameters: kp[0] may not exist */
+        const unsigned char *base = kp[0];
+        const uint64_t *off = h->off64;  /* off[0] == 0: dense */
+        if (!base) goto by_argument;
+        goto *check_from[dense_n];
+    check_more:
+        for (uint32_t j = h->n - 1; j >= 8; j--)
+            if ((uintptr_t)kp[j] - (uintptr_t)base != off[j]) goto by_argument;
+        SG_KP_CHECK_(7) SG_KP_CHECK_(6) SG_KP_CHECK_(5) SG_KP_CHECK_(4) SG_KP_CHECK_(3)
+        SG_KP_CHECK_(2) SG_KP_CHECK_(1)
+    check_0:
+        if (__builtin_expect(total > n->cap, 0) && pay_reserve(n, total)) goto oom;
+        unsigned char *pay = n->pay;
+        if (total - 17u <= 15u) {        /* 16 < total <= 32, the usual: two moves, padding first */
+            st16(pay + 16, (sg_v16){ 0, 0 });
+            st16(pay, ld16(base));
+            st16(pay + total - 16, ld16(base + total - 16));
+        } else {
+            pay_pad(pay, total);
+            copy_block(pay, base, total);
+        }
+        n->len = total;
+        goto packed;
+    by_argument:;
+        int ps = pack_args_each(n, h, kp);
+        if (__builtin_expect(ps != SG_FP_OK, 0)) {
+            if (ps < 0) goto oom;
+            k->state = (uint32_t)ps;
+        }
+    packed:
+        if (__builtin_expect(read_attrs_fast(k, np, get_attr), 0)) st->unsupported = 1;
+    }
+    if (0) {
+    oom:
+        stop = FR_OOM;
+    }
+    st->stop = stop;
+    return (size_t)(hp - hint_nodes);
+}
+
 int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
 {
     size_t n = 0, n2, ne = 0, ne2;
@@ -416,45 +772,90 @@ int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
     n2 = n;
     if (n && (SG_DRIVER_CALL(cuGraphGetNodes, g, s->nodes, &n2) != CUDA_SUCCESS || n2 != n))
         return -1;
+
+    /* Nodes. The common case, a kernel node at a place where the hint had a
+     * kernel node with the same function, given by kernelParams, is
+     * described inline (fast path below, the same bytes as describe_node:
+     * test_fingerprint checks both paths against each other); anything else
+     * goes through describe_node. The fast path's driver calls are counted
+     * once, after the loop. */
+    /* nodes [0, nh) have a place in the hint (and the fast path its calls) */
+    size_t nh = hint && sg_drv.cuGraphKernelNodeGetParams_v2 &&
+                sg_drv.cuGraphKernelNodeGetAttribute ? (hint->n < n ? hint->n : n) : 0;
+    const sg_fp_node *hn = hint ? hint->nodes : NULL;
+    size_t hcount = hint ? hint->n : 0;
+    unsigned long tried = 0, fast = 0;   /* GetParams calls of fast_run; nodes it described */
+    int rc = -1;
+    const CUgraphNode *nodes = s->nodes;
+    fast_run_st st;
+    st.unsupported = 0;
     for (size_t i = 0; i < n; i++) {
-        const sg_fp_pinfo *h = hint && i < hint->n ? hint->nodes[i].pi : NULL;
-        if (describe_node(&fp->nodes[i], s->nodes[i], h)) return -1;
-        if (fp->nodes[i].k.state == SG_FP_UNSUPPORTED) fp->unsupported = 1;
+        const sg_fp_pinfo *h = i < hcount ? hn[i].pi : NULL;
+        int stop = FR_END;
+        if (h && i < nh) {               /* a kernel node here last time */
+            size_t j = fast_run(fp->nodes, hn, nodes, i, nh, &st);
+            fast += j - i;
+            tried += j - i;
+            i = j;
+            stop = st.stop;
+            if (stop != FR_END) tried++;
+            if (stop == FR_OOM) goto out;
+            if (i == n) break;
+            h = i < hcount ? hn[i].pi : NULL;
+        }
+        if (describe_node(&fp->nodes[i], nodes[i], h, stop == FR_PARAMS ? &st.p : NULL,
+                          stop != FR_END))
+            goto out;
+        st.unsupported |= fp->nodes[i].k.state == SG_FP_UNSUPPORTED;
     }
+    int unsupported = st.unsupported;
     fp->n = n;
+    fp->unsupported = unsupported;
+
     if (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, NULL, NULL, NULL, &ne) != CUDA_SUCCESS ||
         ne > UINT32_MAX)
-        return -1;
-    if (edges_reserve(s, ne)) return -1;
-    if (grow((void **)&fp->edges, &fp->edges_cap, ne, sizeof *fp->edges)) return -1;
+        goto out;
+    if (edges_reserve(s, ne)) goto out;
+    if (grow((void **)&fp->edges, &fp->edges_cap, ne, sizeof *fp->edges)) goto out;
     ne2 = ne;
     if (ne && (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, s->from, s->to, s->edata, &ne2) !=
                    CUDA_SUCCESS || ne2 != ne))
-        return -1;
+        goto out;
     /* Endpoints to indices: the hint's edge i usually names the same indices
-     * (one comparison each); the node map is built only when it does not. */
-    int mapped = 0;
-    for (size_t i = 0; i < ne; i++) {
-        long a = -1, b = -1;
-        if (hint && i < hint->nedges) {
-            a = hint->edges[i].from;
-            b = hint->edges[i].to;
-            if ((size_t)a >= n || s->nodes[a] != s->from[i]) a = -1;
-            if ((size_t)b >= n || s->nodes[b] != s->to[i]) b = -1;
-        }
-        if (a < 0 || b < 0) {
-            if (!mapped && sg_fp_map_build(&s->map, s->nodes, n)) return -1;
-            mapped = 1;
-            a = sg_fp_map_find(&s->map, s->from[i]);
-            b = sg_fp_map_find(&s->map, s->to[i]);
-            if (a < 0 || b < 0) return -1;
-        }
-        fp->edges[i].from = (uint32_t)a;
-        fp->edges[i].to = (uint32_t)b;
-        memcpy(fp->edges[i].data, &s->edata[i], sizeof fp->edges[i].data);
+     * (two comparisons each); the node map is built only when it does not.
+     * The hint's indices are below hint->n (sg_fp_build made them), so with
+     * hint->n == n they index s->nodes without a bounds check. */
+    size_t i = 0, m = hint && hint->n == n ? (hint->nedges < ne ? hint->nedges : ne) : 0;
+    const sg_fp_edge *he = hint ? hint->edges : NULL;
+    const CUgraphNode *from = s->from, *to = s->to;
+    sg_fp_edge *oe = fp->edges;
+    const CUgraphEdgeData *ed = s->edata;
+#pragma GCC unroll 4
+    for (; i < m; i++) {
+        uint64_t ab;                     /* from | to << 32, as the hint has them */
+        memcpy(&ab, &he[i], sizeof ab);
+        if (nodes[(uint32_t)ab] != from[i] || nodes[ab >> 32] != to[i]) break;
+        memcpy(&oe[i], &ab, sizeof ab);
+        memcpy(oe[i].data, &ed[i], sizeof oe[i].data);
+    }
+    if (i < ne && sg_fp_map_build(&s->map, nodes, n)) goto out;
+    for (; i < ne; i++) {
+        long a = sg_fp_map_find(&s->map, from[i]), b = sg_fp_map_find(&s->map, to[i]);
+        if (a < 0 || b < 0) goto out;
+        oe[i].from = (uint32_t)a;
+        oe[i].to = (uint32_t)b;
+        memcpy(oe[i].data, &s->edata[i], sizeof oe[i].data);
     }
     fp->nedges = ne;
-    return 0;
+    rc = 0;
+out:
+    if (tried)
+        __atomic_fetch_add(&sg_driver_calls[SG_DRV_cuGraphKernelNodeGetParams_v2], tried,
+                           __ATOMIC_RELAXED);
+    if (fast)
+        __atomic_fetch_add(&sg_driver_calls[SG_DRV_cuGraphKernelNodeGetAttribute],
+                           fast * SG_FP_ATTR_COUNT, __ATOMIC_RELAXED);
+    return rc;
 }
 
 /* ------------------------------------------------------------ comparison */
@@ -475,6 +876,118 @@ static int reason_rank(int r)
     default: return r < 0 ? 0 : 1;
     }
 }
+
+/* The fast comparison: node_scan returns the first node of [x, end) that
+ * does not equal its partner in y byte for byte (state SG_FP_OK, equal keys,
+ * lengths and payloads, padding included: see SG_FP_PAD32), or end. Keys
+ * are 16-byte aligned (fingerprint.h) and payload buffers come from malloc
+ * (aligned for any fundamental type: 16 on x86-64). With AVX2 (checked at
+ * run time) 32 bytes are compared per instruction, else 16 (SSE2 on x86-64,
+ * two words elsewhere). */
+_Static_assert(sizeof(sg_fp_key) == 9 * 16 && _Alignof(sg_fp_key) >= 16,
+               "keys are compared as 9 aligned 16-byte chunks");
+#define SG_X16_(i) (p[i] ^ q[i])
+
+static const sg_fp_node *node_scan_16(const sg_fp_node *x, const sg_fp_node *y,
+                                      const sg_fp_node *end)
+{
+    for (; x < end; x++, y++) {
+        uint32_t len = x->len;
+        if (x->k.state != SG_FP_OK || len != y->len) break;
+        const sg_v16 *p = (const sg_v16 *)(const void *)&x->k,
+                     *q = (const sg_v16 *)(const void *)&y->k;
+        sg_v16 d = SG_X16_(0) | SG_X16_(1) | SG_X16_(2) | SG_X16_(3) | SG_X16_(4) | SG_X16_(5) |
+                   SG_X16_(6) | SG_X16_(7) | SG_X16_(8);
+        if (len) {
+            p = __builtin_assume_aligned(x->pay, 16);
+            q = __builtin_assume_aligned(y->pay, 16);
+            d |= SG_X16_(0) | SG_X16_(1);
+            for (uint32_t i = 2; i < SG_FP_PAD32(len) / 16; i++) d |= SG_X16_(i);
+        }
+        if (!v16_zero(d)) break;
+    }
+    return x;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SG_X32_(a, b) _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(a)), \
+                                       _mm256_loadu_si256((const __m256i *)(const void *)(b)))
+/* The bytes of x and y that differ, OR-ed into *d; 0 if x is not
+ * SG_FP_OK or the lengths differ (then *d is not set). */
+__attribute__((target("avx2"), always_inline))
+static inline int node_diff_32(const sg_fp_node *x, const sg_fp_node *y, __m256i *dout)
+{
+    uint32_t len = x->len;
+    if ((x->k.state | (len ^ y->len)) != 0) return 0;   /* not SG_FP_OK, or other lengths */
+    const unsigned char *p = (const unsigned char *)&x->k, *q = (const unsigned char *)&y->k;
+    /* 144 bytes: 0, 32, 64, 96 and 112 (overlapping) */
+    __m256i d = _mm256_or_si256(_mm256_or_si256(SG_X32_(p, q), SG_X32_(p + 32, q + 32)),
+                                _mm256_or_si256(SG_X32_(p + 64, q + 64), SG_X32_(p + 96, q + 96)));
+    d = _mm256_or_si256(d, SG_X32_(p + 112, q + 112));
+    p = x->pay;
+    q = y->pay;
+    if (__builtin_expect(len - 1u < 32u, 1)) {         /* 1 to 32 bytes: one chunk */
+        d = _mm256_or_si256(d, SG_X32_(p, q));
+    } else if (len) {
+        for (uint32_t i = 0; i < len; i += 32) d = _mm256_or_si256(d, SG_X32_(p + i, q + i));
+    }
+    *dout = d;
+    return 1;
+}
+
+__attribute__((target("avx2")))
+static const sg_fp_node *node_scan_32(const sg_fp_node *x, const sg_fp_node *y,
+                                      const sg_fp_node *end)
+{
+    /* two nodes per test; on a difference the loop below finds which */
+    for (; end - x >= 2; x += 2, y += 2) {
+        __m256i d0, d1;
+        if (!node_diff_32(x, y, &d0) || !node_diff_32(x + 1, y + 1, &d1)) break;
+        d0 = _mm256_or_si256(d0, d1);
+        if (!_mm256_testz_si256(d0, d0)) break;
+    }
+    for (; x < end; x++, y++) {
+        __m256i d;
+        if (!node_diff_32(x, y, &d) || !_mm256_testz_si256(d, d)) break;
+    }
+    return x;
+}
+
+/* 1 if the CPU has AVX2, 0 if not, -1 before the first call. */
+static int have_avx2 = -1;
+
+static const sg_fp_node *node_scan(const sg_fp_node *x, const sg_fp_node *y,
+                                   const sg_fp_node *end)
+{
+    int h = __atomic_load_n(&have_avx2, __ATOMIC_RELAXED);
+    if (__builtin_expect(h < 0, 0)) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&have_avx2, h, __ATOMIC_RELAXED);
+    }
+    return h ? node_scan_32(x, y, end) : node_scan_16(x, y, end);
+}
+
+int sg_fp_scan_width(int force)
+{
+    int h = __atomic_load_n(&have_avx2, __ATOMIC_RELAXED);
+    if (h < 0 || force == 32) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    if (force == 16) h = 0;
+    if (force) __atomic_store_n(&have_avx2, h, __ATOMIC_RELAXED);
+    return h ? 32 : 16;
+}
+#else
+#define node_scan node_scan_16
+int sg_fp_scan_width(int force)
+{
+    (void)force;
+    return 16;
+}
+#endif
 
 /* Whether v is an address inside a live allocation: one the library placed
  * (sg_mem_find) or one the driver knows (its allocation range). */
@@ -498,8 +1011,8 @@ static int args_reason(const sg_fp_node *old, const sg_fp_node *nw)
     const sg_fp_pinfo *pi = nw->pi;
     if (!pi || old->len != nw->len) return SG_REASON_SCALAR_CHANGED;
     for (uint32_t i = 0; i < pi->n; i++) {
-        const unsigned char *a = old->pay + pi->off[i], *b = nw->pay + pi->off[i];
-        uint32_t size = pi->size[i], w;
+        const unsigned char *a = old->pay + pi->arg[i].off, *b = nw->pay + pi->arg[i].off;
+        uint32_t size = pi->arg[i].size, w;
         if (!memcmp(a, b, size)) continue;
         for (w = 0; w + 8 <= size; w += 8) {
             uint64_t va, vb;
@@ -512,7 +1025,7 @@ static int args_reason(const sg_fp_node *old, const sg_fp_node *nw)
     if (pi->gaps && memcmp(old->pay, nw->pay, nw->len)) {
         /* only reachable if overlapping arguments hid a difference: be conservative */
         for (uint32_t i = 0; i < pi->n; i++)
-            if (memcmp(old->pay + pi->off[i], nw->pay + pi->off[i], pi->size[i]))
+            if (memcmp(old->pay + pi->arg[i].off, nw->pay + pi->arg[i].off, pi->arg[i].size))
                 return SG_REASON_POINTER_CHANGED;
         return SG_REASON_SCALAR_CHANGED;
     }
@@ -558,11 +1071,13 @@ int sg_fp_compare(const sg_fp *a, const sg_fp *b)
         memcmp(a->edges, b->edges, a->nedges * sizeof *a->edges))
         return SG_REASON_TOPOLOGY;
     int worst = -1;
-    for (size_t i = 0; i < a->n; i++) {
-        const sg_fp_node *x = &a->nodes[i], *y = &b->nodes[i];
-        if (x->k.state == SG_FP_OK && x->len == y->len && !memcmp(&x->k, &y->k, sizeof x->k) &&
-            !memcmp(x->pay, y->pay, x->len))
-            continue;
+    const sg_fp_node *x = a->nodes, *y = b->nodes, *end = x + a->n;
+    for (; x < end; x++, y++) {
+        /* skip the nodes equal byte for byte: the same exec state */
+        const sg_fp_node *z = node_scan(x, y, end);
+        y += z - x;
+        x = z;
+        if (x == end) break;
         int r = sg_fp_node_compare(x, y, 0);
         if (reason_rank(r) > reason_rank(worst)) worst = r;
         if (worst == SG_REASON_TOPOLOGY) break;
@@ -575,7 +1090,7 @@ int sg_fp_compare(const sg_fp *a, const sg_fp *b)
 int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src)
 {
     if (pay_reserve(dst, src->len)) return -1;
-    if (src->len) memcpy(dst->pay, src->pay, src->len);
+    if (src->len) memcpy(dst->pay, src->pay, SG_FP_PAD32(src->len));   /* the padding too */
     dst->k = src->k;
     dst->len = src->len;
     dst->pi = src->pi;

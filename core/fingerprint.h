@@ -24,10 +24,14 @@
  * SG_FP_NOT_COMPARABLE; such nodes never compare equal.
  *
  * Cost: building reuses the buffers of the sg_fp it fills (no allocation in
- * the steady state) and takes a per-node hint (the previous description's
- * parameter info) so that the parameter-info cache is not consulted while a
- * node keeps its function. Comparing is memcmp over fixed-size keys and
- * payloads; the reason is only worked out when something differs.
+ * the steady state) and takes a hint (normally the exec's record): where the
+ * hint had a kernel node of the same function, the node is described by a
+ * fast path (fingerprint.c: fast_run) that gives the same bytes as the
+ * general one; the hint's edges are tried first for the edge endpoints.
+ * Comparing is a chunked byte comparison of keys and payloads (AVX2 where
+ * the CPU has it); the reason is only worked out when something differs.
+ * `make bench` reports the library's instructions per kernel node per skip
+ * decision (issue 4's target: at most 200).
  *
  * Thread safety: an sg_fp, sg_fp_node or sg_fp_map is owned by its caller
  * (graphs.c holds the exec's mutex). The parameter-info cache is global,
@@ -70,9 +74,11 @@ enum { SG_FP_OK = 0, SG_FP_UNSUPPORTED = 1, SG_FP_NOT_COMPARABLE = 2 };
 /* Parameter layout of one function (cached; immutable once made). */
 typedef struct sg_fp_pinfo sg_fp_pinfo;
 
-/* The fixed part of a node's description: compared with memcmp, so it has
- * no padding and every byte is written. */
-typedef struct sg_fp_key {
+/* The fixed part of a node's description: compared bytewise (as memcmp
+ * would), so it has no padding and every byte is written. 16-byte aligned,
+ * a multiple of 16 bytes long: fingerprint.c compares keys in aligned
+ * 16-byte chunks. */
+typedef struct __attribute__((aligned(16))) sg_fp_key {
     uint64_t func, kern, ctx;        /* kernel: function identity; memcpy/memset: ctx only */
     uint32_t type;                   /* CUgraphNodeType */
     uint32_t state;                  /* SG_FP_* */
@@ -82,7 +88,11 @@ typedef struct sg_fp_key {
 } sg_fp_key;
 
 /* One node: the key, plus a payload (canonical argument bytes for kernels,
- * the canonical struct for memcpy / memset) in a buffer it owns. */
+ * the canonical struct for memcpy / memset) in a buffer it owns: pay holds
+ * cap bytes, allocated by fingerprint.c only (cap is then a multiple of 64,
+ * and fingerprint.c keeps the bytes from len up to the next multiple of 32
+ * zero so that payloads compare in whole chunks; a payload written
+ * elsewhere with other bytes there only loses that fast comparison). */
 typedef struct sg_fp_node {
     sg_fp_key k;
     unsigned char *pay;
@@ -144,7 +154,9 @@ typedef struct sg_fp_kin {
 /* Builds the fingerprint of graph g into fp (its buffers reused). hint, if
  * not NULL, is an earlier fingerprint whose node i's parameter layout is
  * reused for node i when the function is the same, and its edges are tried
- * first when mapping edge endpoints to indices. Afterwards s->nodes holds g's
+ * first when mapping edge endpoints to indices (so it must be a fingerprint
+ * that sg_fp_build completed: its edge indices are trusted when it has as
+ * many nodes as g). Afterwards s->nodes holds g's
  * node handles in order (s->map is scratch). Returns 0, or -1 if
  * the driver could not describe the graph or memory ran out (fp is then
  * incomplete and must not be compared). */
@@ -186,5 +198,10 @@ void sg_fp_map_free(sg_fp_map *m);
 
 /* Frees the parameter-info cache (tests; no fingerprint may still point into it). */
 void sg_fp_cache_reset(void);
+
+/* Tests: the width in bytes of the chunks sg_fp_compare compares, 16
+ * (SSE2) or 32 (AVX2, where the CPU has it); force 16 or 32 to choose
+ * (32 only where the CPU has AVX2), 0 to leave it. Returns the width now. */
+int sg_fp_scan_width(int force);
 
 #endif /* SG_FINGERPRINT_H */

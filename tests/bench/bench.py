@@ -21,6 +21,15 @@ it records:
     the library's own code plus the non-driver code it calls (libc, ld.so),
     per step and per launch, and per hooked call (see `parse_callgrind`).
 
+Separately, for the --skip-cost-sizes (issue 4's target: at most 200), the
+library's instructions per kernel node per skip decision: recapture_temps
+under skip_temp (when both are selected) runs under callgrind counting only
+inside the library's graph entry point (--toggle-collect=sg_graph_call) with
+--skip-cost-steps S and S + 2; the difference of the library object's own
+instructions, divided by the updates skipped in between (from the report)
+and by the node count, is the figure (`skip_cost`; the same with the libc /
+ld.so code the library calls is given beside it).
+
 Every run's checksum must equal the no-library run's: a mismatch, a failed
 run or more violations than without the library is a failure, printed loudly,
 recorded in the results, and makes the exit status 1.
@@ -446,6 +455,114 @@ def callgrind_figures(a, mode, cgruns, cg_base, fails):
     return out
 
 
+# ------------------------------------------------------------------ skip decision cost
+
+SKIP_COST_WORKLOAD = "recapture_temps"
+SKIP_COST_POLICY = "skip_temp"
+SKIP_COST_TARGET = 200
+SKIP_COST_TOGGLE = "sg_graph_call"   # the library's entry for graph calls (core/graphs.c)
+
+
+def skip_cost(short, long, nodes):
+    """Library instructions per kernel node per skip decision from two runs
+    (dicts: lib_self, lib from parse_callgrind; skipped, seen, forwarded from
+    the report totals). None where something is missing, or when an update
+    between the two runs was not skipped (then it is not a skip decision)."""
+    need = ("lib_self", "lib", "skipped", "seen", "forwarded")
+    if any(r is None or r.get(k) is None for r in (short, long) for k in need) or nodes <= 0:
+        return None
+    skipped = long["skipped"] - short["skipped"]
+    if skipped <= 0 or long["seen"] - short["seen"] != skipped or \
+            long["forwarded"] != short["forwarded"]:
+        return None
+    return {"updates_skipped": skipped,
+            "lib_self_ir_per_node": (long["lib_self"] - short["lib_self"]) / skipped / nodes,
+            "lib_ir_per_node": (long["lib"] - short["lib"]) / skipped / nodes}
+
+
+def skip_cost_command(runner, nodes, steps):
+    """The command line of one skip-cost run, as a string to quote (what
+    run_skip_cost runs, in a form a shell can run as it stands)."""
+    return ("%sSTABLEGRAPH_POLICY=%s valgrind --tool=callgrind --trace-children=yes "
+            "--collect-atstart=no --toggle-collect=%s env LD_PRELOAD=%s %s --nodes %d --steps %d"
+            % ("LD_LIBRARY_PATH=%s " % runner.emu if runner.a.driver == "emu" else "",
+               SKIP_COST_POLICY, SKIP_COST_TOGGLE, runner.lib,
+               os.path.join(runner.wldir, SKIP_COST_WORKLOAD), nodes, steps))
+
+
+def run_skip_cost(runner, a, nodes, steps):
+    """One callgrind run for the skip cost; returns the dict skip_cost wants
+    plus rc / stderr."""
+    runner.seq += 1
+    base = os.path.join(runner.tmp, "skipcost-%d-%d-%d" % (nodes, steps, runner.seq))
+    stats, report, cgout = base + ".stats.json", base + ".report.json", base + ".callgrind"
+    cmd = ["valgrind", "--tool=callgrind", "-q", "--collect-atstart=no",
+           "--toggle-collect=" + SKIP_COST_TOGGLE, "--callgrind-out-file=" + cgout,
+           os.path.join(runner.wldir, SKIP_COST_WORKLOAD), "--steps", str(steps),
+           "--nodes", str(nodes)]
+    try:
+        p = subprocess.run(cmd, env=runner.env(SKIP_COST_POLICY, stats, report),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=a.timeout,
+                           text=True, errors="replace")
+        rc, err = p.returncode, p.stderr
+    except subprocess.TimeoutExpired:
+        rc, err = "timeout", "timed out after %ss" % a.timeout
+    except OSError as ex:
+        rc, err = "exec-failed", str(ex)
+    out = {"rc": rc, "stderr": (err or "")[-400:], "lib_self": None, "lib": None,
+           "skipped": None, "seen": None, "forwarded": None}
+    if rc == 0 and os.path.exists(cgout):
+        cg = parse_callgrind(cgout, os.path.basename(runner.lib))
+        out["lib_self"], out["lib"] = cg["lib_self"], cg["lib"]
+    t = (load_json(report) or {}).get("totals") or {}
+    out["skipped"], out["seen"] = t.get("updates_skipped"), t.get("updates_seen")
+    out["forwarded"] = t.get("updates_forwarded")
+    if a.keep_raw and os.path.exists(cgout):
+        os.makedirs(os.path.join(a.out, "raw"), exist_ok=True)
+        shutil.copy(cgout, os.path.join(a.out, "raw", os.path.basename(cgout)))
+    for f in (stats, report, cgout):
+        if os.path.exists(f):
+            os.unlink(f)
+    return out
+
+
+def skip_cost_rows(runner, a, sizes, steps):
+    """The skip-cost rows for the given sizes; failures as strings."""
+    rows, fails = [], []
+    for n in sizes:
+        short, long = run_skip_cost(runner, a, n, steps), run_skip_cost(runner, a, n, steps + 2)
+        fig = skip_cost(short, long, n)
+        row = {"workload": SKIP_COST_WORKLOAD, "policy": SKIP_COST_POLICY, "nodes": n,
+               "steps_short": steps, "steps_long": steps + 2,
+               "command": skip_cost_command(runner, n, steps) + " (and --steps %d)" % (steps + 2),
+               "lib_self_ir_per_node": None, "lib_ir_per_node": None, "updates_skipped": None}
+        if fig:
+            row.update(fig)
+            row["met"] = fig["lib_self_ir_per_node"] <= SKIP_COST_TARGET
+        else:
+            row["met"] = None
+            why = [("--steps %d: status %s: %s" % (st, r["rc"], r["stderr"].strip()
+                                                    .splitlines()[-1:]))
+                   for st, r in ((steps, short), (steps + 2, long)) if r["rc"] != 0]
+            fails.append("skip cost, %d nodes: not measured (%s)" % (
+                n, "; ".join(why) or "an update between the runs was not skipped"))
+        rows.append(row)
+    return rows, fails
+
+
+def skip_cost_summary(rows):
+    vals = [r for r in rows if r.get("lib_self_ir_per_node") is not None]
+    if not vals:
+        return None
+    worst = max(vals, key=lambda r: r["lib_self_ir_per_node"])
+    return {"target": SKIP_COST_TARGET, "workload": SKIP_COST_WORKLOAD,
+            "policy": SKIP_COST_POLICY,
+            "max_lib_self_ir_per_node": worst["lib_self_ir_per_node"],
+            "at_nodes": worst["nodes"],
+            "max_lib_ir_per_node": max(r["lib_ir_per_node"] for r in vals),
+            "met": all(r["met"] for r in vals) and len(vals) == len(rows)}
+
+
 # ------------------------------------------------------------------ outputs
 
 CSV_FIELDS = [
@@ -459,6 +576,7 @@ CSV_FIELDS = [
     "cg_steps_short", "cg_lib_ir_per_step", "cg_lib_self_ir_per_step", "cg_lib_ir_per_launch",
     "cg_lib_ir_per_hooked_call", "cg_process_ir_added_per_hooked_call",
     "cg_process_ir_added_per_hooked_call_whole_run",
+    "skip_lib_self_ir_per_node", "skip_lib_ir_per_node",
 ]
 
 
@@ -479,6 +597,9 @@ def flat(cell):
               "lib_ir_per_hooked_call", "process_ir_added_per_hooked_call",
               "process_ir_added_per_hooked_call_whole_run"):
         r["cg_" + k] = cg.get(k)
+    sk = cell.get("skip_cost") or {}
+    r["skip_lib_self_ir_per_node"] = sk.get("lib_self_ir_per_node")
+    r["skip_lib_ir_per_node"] = sk.get("lib_ir_per_node")
     return r
 
 
@@ -531,7 +652,7 @@ def pivot(lines, cells, meta, title, getter, nd=2):
             lines.append("| %s | %s | %s |" % (wl, m, " | ".join(row)))
 
 
-def write_table(path, cells, meta, head):
+def write_table(path, cells, meta, head, skip=None):
     L = ["### Benchmark: %s driver, %s" % (meta["driver_desc"], meta["date"]), "",
          "Command: `%s` (commit %s). Per steady-state step = (run of 2T steps - run of T steps) "
          "/ T, T a multiple of %d chosen per workload and size so that T steps take >= %g s "
@@ -556,6 +677,25 @@ def write_table(path, cells, meta, head):
               "", "The library figure is deterministic; the whole-process difference is a "
               "cross-check only: the emulated driver's threads make a run's total vary by a few "
               "hundred instructions, which is large against a few dozen per call."]
+    if skip and skip.get("rows"):
+        sm = skip.get("summary")
+        L += ["", "#### Library instructions per kernel node per skip decision (callgrind)", "",
+              "%s under %s, counted only inside the library's graph entry point "
+              "(`--toggle-collect=%s`): (library Ir at --steps %d+2 - at --steps %d) / updates "
+              "skipped in between / nodes. `library` is the library object's own code (the "
+              "target: <= %d); `with libc` adds the libc / ld.so code it calls. %s"
+              % (SKIP_COST_WORKLOAD, SKIP_COST_POLICY, SKIP_COST_TOGGLE, skip["steps"],
+                 skip["steps"], SKIP_COST_TARGET,
+                 ("Max **%s** (%d nodes): %s." % (fmt(sm["max_lib_self_ir_per_node"], 1),
+                                                  sm["at_nodes"],
+                                                  "met" if sm["met"] else "**NOT MET**"))
+                 if sm else "**Not measured.**"),
+              "", "| nodes | library Ir/node | with libc Ir/node | updates skipped | command |",
+              "| ---: | ---: | ---: | ---: | --- |"]
+        for r in skip["rows"]:
+            L.append("| %d | %s | %s | %s | `%s` |" % (
+                r["nodes"], fmt(r["lib_self_ir_per_node"], 1), fmt(r["lib_ir_per_node"], 1),
+                fmt(r["updates_skipped"]), r["command"]))
     pivot(L, cells, meta, "Graph updates reaching the driver per step",
           lambda c: c["calls_per_step"]["updates"])
     pivot(L, cells, meta, "VMM calls reaching the driver per step",
@@ -648,6 +788,11 @@ def main(argv):
     ap.add_argument("--max-steps-factor", type=int, default=50, help="T <= this x --steps")
     ap.add_argument("--callgrind-sizes", default="16 256", help="empty: no callgrind")
     ap.add_argument("--callgrind-steps", type=int, default=8)
+    ap.add_argument("--skip-cost-sizes", default="256 1024",
+                    help="sizes for the instructions per kernel node per skip decision "
+                         "(recapture_temps under skip_temp, when both are selected); empty: none")
+    ap.add_argument("--skip-cost-steps", type=int, default=3,
+                    help="S: the skip-cost runs use --steps S and S + 2")
     ap.add_argument("--jobs", type=int, default=1,
                     help="parallel callgrind runs (timed runs are always sequential); more than "
                          "one makes the whole-process instruction differences noisier")
@@ -659,8 +804,8 @@ def main(argv):
     a = ap.parse_args(argv)
     a.build = os.path.abspath(a.build)
     a.out = os.path.abspath(a.out or os.path.join(a.build, "bench"))
-    if a.steps < 1 or a.repeats < 1 or a.callgrind_steps < 1:
-        ap.error("--steps, --repeats and --callgrind-steps must be >= 1")
+    if a.steps < 1 or a.repeats < 1 or a.callgrind_steps < 1 or a.skip_cost_steps < 1:
+        ap.error("--steps, --repeats, --callgrind-steps and --skip-cost-steps must be >= 1")
     workloads = split_list(a.workloads)
     sizes = [int(s) for s in split_list(a.sizes)]
     policies = [p for p in split_list(a.policies) if p != NOLIB]
@@ -674,6 +819,16 @@ def main(argv):
     if cg_sizes and not shutil.which("valgrind"):
         print("bench: valgrind not found: no instruction counts (apt-get install -y valgrind)")
         cg_sizes = []
+    skip_sizes = [int(x) for x in split_list(a.skip_cost_sizes)]
+    if SKIP_COST_WORKLOAD not in workloads or SKIP_COST_POLICY not in policies:
+        skip_sizes = []
+    elif skip_sizes and a.driver == "real":
+        print("bench: real driver: no skip-decision instruction counts (they come from the "
+              "emulated driver)")
+        skip_sizes = []
+    elif skip_sizes and not shutil.which("valgrind"):
+        print("bench: valgrind not found: no skip-decision instruction counts")
+        skip_sizes = []
     os.makedirs(a.out, exist_ok=True)
     date = now_iso()
     command = a.command or " ".join(shlex.quote(x) for x in [sys.executable] + sys.argv[:1] + argv)
@@ -695,7 +850,8 @@ def main(argv):
             "loadavg_start": os.getloadavg()[0],
             "workloads": workloads, "sizes": sizes, "modes": modes, "steps": a.steps,
             "repeats": a.repeats, "min_time": a.min_time, "callgrind_sizes": cg_sizes,
-            "callgrind_steps": a.callgrind_steps,
+            "callgrind_steps": a.callgrind_steps, "skip_cost_sizes": skip_sizes,
+            "skip_cost_steps": a.skip_cost_steps,
             "method": {
                 "per_step": "(value after 2T steps - value after T steps) / T; T: a multiple of "
                             "--steps such that T steps take >= --min-time without the library",
@@ -706,6 +862,11 @@ def main(argv):
                                  "callgrind output; the driver's own work is excluded",
                 "per_forwarded_call": "library Ir difference between 2S and S steps divided by the "
                                       "difference of the hooked calls (sum of report hooks.*.calls)",
+                "skip_cost": "recapture_temps under skip_temp, callgrind --collect-atstart=no "
+                             "--toggle-collect=sg_graph_call, --skip-cost-steps S and S + 2: "
+                             "(library object's own Ir difference) / updates skipped in between "
+                             "(report) / nodes; lib_ir_per_node adds the libc / ld.so code the "
+                             "library calls",
             }}
     t_start = time.time()
     failures = []
@@ -740,6 +901,12 @@ def main(argv):
                 for f in concurrent.futures.as_completed(futs):
                     wl, n, m, st = futs[f]
                     cg.setdefault((wl, n, m), {})[st] = f.result()
+        # 3. instructions per kernel node per skip decision
+        skip_rows, skip_fails = [], []
+        if skip_sizes:
+            print("bench: skip-decision cost at %s nodes (callgrind)"
+                  % " ".join(str(n) for n in skip_sizes), flush=True)
+            skip_rows, skip_fails = skip_cost_rows(R, a, skip_sizes, a.skip_cost_steps)
     cells = []
     for wl in workloads:
         for n in sizes:
@@ -750,6 +917,14 @@ def main(argv):
                 if m == NOLIB:
                     base = c
                 cells.append(c)
+    by_size = {r["nodes"]: r for r in skip_rows}
+    for c in cells:
+        if c["workload"] == SKIP_COST_WORKLOAD and c["mode"] == SKIP_COST_POLICY and \
+                c["nodes"] in by_size:
+            c["skip_cost"] = by_size[c["nodes"]]
+    failures.extend(skip_fails)
+    skip = {"steps": a.skip_cost_steps, "summary": skip_cost_summary(skip_rows),
+            "rows": skip_rows} if skip_rows else None
     for c in cells:
         c.pop("_ref", None)
         for msg in c["failures"]:
@@ -757,13 +932,13 @@ def main(argv):
     head = headline(cells)
     meta["seconds"] = round(time.time() - t_start, 1)
     meta["loadavg_end"] = os.getloadavg()[0]
-    res = {"meta": meta, "instr_per_forwarded_call_off": head, "failures": failures,
-           "cells": cells}
+    res = {"meta": meta, "instr_per_forwarded_call_off": head,
+           "instr_per_node_per_skip_decision": skip, "failures": failures, "cells": cells}
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=False)
         f.write("\n")
     write_csv(os.path.join(a.out, "results.csv"), cells)
-    write_table(os.path.join(a.out, "table.md"), cells, meta, head)
+    write_table(os.path.join(a.out, "table.md"), cells, meta, head, skip)
     pngs, plot_note = (None, "plots not requested") if a.no_plots else write_plots(a.out, cells,
                                                                                    meta)
 
@@ -798,6 +973,19 @@ def main(argv):
                  "met" if head["met"] else "NOT MET"))
     else:
         print("\ninstructions per forwarded call: not measured (no callgrind runs under off)")
+    if skip and skip["summary"]:
+        sm = skip["summary"]
+        print("\nlibrary instructions per kernel node per skip decision (%s, %s): %s; "
+              "max %s at %d nodes (with libc: %s); target <= %d: %s"
+              % (SKIP_COST_WORKLOAD, SKIP_COST_POLICY,
+                 ", ".join("%d nodes %s" % (r["nodes"], fmt(r["lib_self_ir_per_node"], 1))
+                           for r in skip["rows"]),
+                 fmt(sm["max_lib_self_ir_per_node"], 1), sm["at_nodes"],
+                 fmt(sm["max_lib_ir_per_node"], 1), sm["target"],
+                 "met" if sm["met"] else "NOT MET"))
+        print("  measured with: %s" % skip["rows"][0]["command"])
+    elif skip_sizes:
+        print("\nlibrary instructions per kernel node per skip decision: not measured")
     print("\noutputs: %s/{results.json,results.csv,table.md}" % a.out)
     if pngs:
         print("plots: " + " ".join(pngs))

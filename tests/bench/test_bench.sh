@@ -79,6 +79,24 @@ import bench; r = bench.parse_callgrind('$TMP/cg.out', 'libstablegraph.so')
 print(r['total'], r['self_sum'], r['lib_self'], r['lib_callees'], r['lib'])")
 check_eq "callgrind parser: total self_sum lib_self lib_callees lib" "$out" "1165 1165 15 40 55"
 
+# The skip-decision cost: (library Ir at S+2 - at S) / updates skipped / nodes;
+# none when an update in between was forwarded.
+out=$(cd "$SRC/tests/bench" && $PY - <<'PY'
+import bench
+s = {"lib_self": 1000, "lib": 1200, "skipped": 2, "seen": 2, "forwarded": 0}
+l = {"lib_self": 1000 + 2 * 16 * 150, "lib": 1200 + 2 * 16 * 160, "skipped": 4, "seen": 4,
+     "forwarded": 0}
+r = bench.skip_cost(s, l, 16)
+print(r["updates_skipped"], r["lib_self_ir_per_node"], r["lib_ir_per_node"])
+print(bench.skip_cost(s, dict(l, seen=5, forwarded=1), 16), bench.skip_cost(s, dict(l, lib=None), 16))
+print(bench.skip_cost_summary([{"nodes": 16, "lib_self_ir_per_node": 150.0, "lib_ir_per_node": 160.0,
+                                "met": True}])["met"])
+PY
+)
+check_eq "skip cost: updates, library Ir/node, with libc" "$(sed -n 1p <<<"$out")" "2 150.0 160.0"
+check_eq "skip cost: none with a forwarded update or a missing count" "$(sed -n 2p <<<"$out")" "None None"
+check_eq "skip cost: summary target" "$(sed -n 3p <<<"$out")" "True"
+
 # ---------------------------------------------------------------- fake workloads
 # Known counts: per step 3 updates, 1 launch, 5 allocations; a warm-up of 2
 # updates and 1 cuMemCreate; the library report: per step 1 update forwarded,
@@ -197,6 +215,37 @@ if [ -z "$plots" ]; then
     check "real cell: PNG plots" test -s "$TMP/real/updates_per_step.png" -a -s "$TMP/real/wall_ratio.png"
 else
     ok "real cell: PNG plots # SKIP gnuplot not installed"
+fi
+
+# ---------------------------------------------------------------- skip-decision cost
+# recapture_temps, 16 nodes, under skip_temp: the instructions per kernel
+# node per skip decision, in results.json, results.csv and table.md.
+$PY "$BENCH" --build "$BUILD" --out "$TMP/skip" --workloads recapture_temps --sizes 16 --steps 2 \
+    --repeats 1 --min-time 0 --policies skip_temp --callgrind-sizes "" --skip-cost-sizes "$cg" \
+    --driver emu --no-plots >"$TMP/skip.log" 2>&1; rc=$?
+check_eq "skip cost: bench exits 0" "$rc" 0
+[ "$rc" -eq 0 ] || diag "$(tail -20 "$TMP/skip.log")"
+if [ -n "$cg" ]; then
+    out=$($PY - "$TMP/skip/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+k = r["instr_per_node_per_skip_decision"]
+row = k["rows"][0]
+cell = [c for c in r["cells"] if c["mode"] == "skip_temp"][0]
+print(row["nodes"], row["updates_skipped"], row["lib_self_ir_per_node"] > 0,
+      row["lib_ir_per_node"] >= row["lib_self_ir_per_node"],
+      "--toggle-collect=sg_graph_call" in row["command"], k["summary"]["target"],
+      cell["skip_cost"]["lib_self_ir_per_node"] == row["lib_self_ir_per_node"])
+PY
+)
+    check_eq "skip cost: row (nodes, updates skipped, Ir > 0, with libc >= own, command, target, in cell)" \
+        "$out" "16 2 True True True 200 True"
+    check "skip cost: results.csv column" grep -q "skip_lib_self_ir_per_node" "$TMP/skip/results.csv"
+    check "skip cost: table.md section" grep -q "per kernel node per skip decision" "$TMP/skip/table.md"
+    check "skip cost: summary line" \
+        grep -q "^library instructions per kernel node per skip decision" "$TMP/skip.log"
+else
+    ok "skip cost: figures # SKIP no valgrind or a sanitizer build"
 fi
 
 done_testing

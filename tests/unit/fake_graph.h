@@ -29,6 +29,8 @@ typedef struct ff {                 /* a fake CUfunction / CUkernel */
     int n;
     size_t off[8], size[8];
     CUresult info_error;            /* if set, cuFuncGetParamInfo answers this */
+    int calls, fail_from;           /* if fail_from: its calls from that one on answer
+                                       CUDA_ERROR_INVALID_VALUE (a failing driver) */
 } ff;
 
 typedef struct fg fg;
@@ -196,6 +198,7 @@ static CUresult fg_param_info(CUfunction h, size_t i, size_t *off, size_t *size)
     const ff *f = (const ff *)h;
     fg_calls.param_info++;
     if (f->info_error) return f->info_error;
+    if (f->fail_from && ((ff *)h)->calls++ + 1 >= f->fail_from) return CUDA_ERROR_INVALID_VALUE;
     if (i >= (size_t)f->n) return CUDA_ERROR_INVALID_VALUE;
     *off = f->off[i];
     *size = f->size[i];

@@ -3,16 +3,23 @@
  * fake driver (fake_graph.h): equality of identical graphs, the reason for a
  * change in each field, kernelParams vs extra and v1 vs v2 parameters giving
  * the same canonical bytes, unsupported and not comparable nodes, attributes
- * the driver does not support, the parameter-info cache, the node map.
+ * the driver does not support, the parameter-info cache, the node map; and
+ * the build's fast path (a kernel node where the hint had one of the same
+ * function) against the general one: the same bytes, every field's change
+ * detected, arguments from a packed block or not, the driver calls counted,
+ * both comparison widths.
  */
 #include "check.h"
 #include "fake_graph.h"
 #include "core/fingerprint.h"
 
+#include "core/driver.h"
+
 #include <stdlib.h>
 
 static const size_t sizes3[] = { 8, 4, 8 };   /* ptr, u32, ptr: a 4-byte gap at 12 */
-static ff f_a, f_b;
+static const size_t sizes_dense[] = { 8, 8, 4, 4, 4 };   /* 28 bytes back to back */
+static ff f_a, f_b, f_d;
 static CUdeviceptr p_in = FG_DEV_LO + 0x1000, p_out = FG_DEV_LO + 0x2000;
 static uint32_t salt = 7;
 
@@ -40,6 +47,7 @@ static void setup(void)
     fg_install();
     f_a = ff_make(3, sizes3);
     f_b = ff_make(3, sizes3);
+    f_d = ff_make(5, sizes_dense);
 }
 
 TEST(identical_graphs_compare_equal)
@@ -242,9 +250,32 @@ TEST(param_info_is_cached)
     fg_copy(&b, &a);
     fg_calls.param_info = 0;
     CHECK_EQ(diff(&a, &b), -1);
-    CHECK_EQ(fg_calls.param_info, 4);    /* 3 arguments + the end of the list, once */
+    CHECK_EQ(fg_calls.param_info, 8);    /* 3 arguments + the end of the list, twice */
     CHECK_EQ(diff(&a, &b), -1);
-    CHECK_EQ(fg_calls.param_info, 4);
+    CHECK_EQ(fg_calls.param_info, 8);
+}
+
+/* A cuFuncGetParamInfo that fails (answering "end of list" early) must not
+ * give a layout cut short, whichever call it starts failing at: the node is
+ * then never comparable, so changed arguments are never skipped. */
+TEST(param_info_failing_midway)
+{
+    for (int from = 1; from <= 8; from++) {
+        fg a, b;
+        ff f_c = ff_make(3, sizes3);
+        f_c.fail_from = from;
+        make_graph(&a);
+        a.nodes[0].kp.func = (CUfunction)(uintptr_t)&f_c;
+        fg_copy(&b, &a);
+        sg_fp_cache_reset();
+        int r = diff(&a, &b);
+        if (from <= 7) {
+            CHECK(r != -1);                      /* a failing probe: never equal */
+            CHECK_EQ(fa.nodes[0].k.state, SG_FP_NOT_COMPARABLE);
+        } else {
+            CHECK_EQ(r, -1);                     /* both passes done before the failures */
+        }
+    }
 }
 
 TEST(node_map)
@@ -264,6 +295,355 @@ TEST(node_map)
     sg_fp_map_free(&m);
 }
 
+
+/* ------------------------------------------------------------ fast path */
+
+/* Per node of a graph: a packed copy of its arguments (what a driver hands
+ * back: kernelParams pointing into one block). */
+typedef struct packed_args {
+    unsigned char buf[FG_MAX][64];
+    void *argv[FG_MAX][8];
+} packed_args;
+
+/* Points node i's kernelParams into pa's block, holding its current values. */
+static void pack_node(fg *g, int i, packed_args *pa)
+{
+    fg_node *nd = &g->nodes[i];
+    const ff *f = (const ff *)(void *)nd->kp.func;
+    memset(pa->buf[i], 0x5c, sizeof pa->buf[i]);   /* bytes past the arguments: garbage */
+    for (int a = 0; a < f->n; a++) {
+        memcpy(pa->buf[i] + f->off[a], nd->args[a], f->size[a]);
+        pa->argv[i][a] = pa->buf[i] + f->off[a];
+    }
+    nd->kp.kernelParams = pa->argv[i];
+}
+
+static CUdeviceptr p_a = FG_DEV_LO + 0x3000, p_b = FG_DEV_LO + 0x4000;
+static uint32_t u_1 = 1, u_2 = 2, u_3 = 3;
+
+/* kernel f_d (packed args) -> kernel f_a (gap layout) -> memcpy -> memset ->
+ * kernel f_d (separate argument slots), chained. */
+static void make_mixed(fg *g, packed_args *pa)
+{
+    fg_make_chain(g, &f_a, &p_in, &salt, &p_out);   /* 0: f_a, 1: memcpy, 2: memset */
+    const void *vals[] = { &p_a, &p_b, &u_1, &u_2, &u_3 };
+    fg_kernel(g, &f_d, vals);                       /* 3 */
+    fg_kernel(g, &f_d, vals);                       /* 4 */
+    fg_edge(g, 2, 3);
+    fg_edge(g, 3, 4);
+    fg_node *k = &g->nodes[3];
+    k->attr[CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW].accessPolicyWindow.num_bytes = 4096;
+    k->attr[CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW].accessPolicyWindow.missProp =
+        CU_ACCESS_PROPERTY_STREAMING;
+    k->attr[CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION].clusterDim.z = 3;
+    k->attr[CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION].clusterDim.z = 5;
+    k->attr[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority = 2;
+    k->attr[CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING].nvlinkUtilCentricScheduling = 1;
+    pack_node(g, 3, pa);
+}
+
+/* Whether two descriptions are the same bytes: key, length, payload and its
+ * zero padding up to the next multiple of 32. */
+static int same_bytes(const sg_fp_node *a, const sg_fp_node *b)
+{
+    if (memcmp(&a->k, &b->k, sizeof a->k) || a->len != b->len) return 0;
+    if (!a->len) return 1;
+    uint32_t pad = (a->len + 31) & ~31u;
+    if (memcmp(a->pay, b->pay, pad)) return 0;
+    for (uint32_t i = a->len; i < pad; i++)
+        if (a->pay[i] || b->pay[i]) return 0;
+    return 1;
+}
+
+static sg_fp fc;
+static sg_fp_scratch sc;
+
+TEST(fast_path_gives_the_general_bytes)
+{
+    fg a, b;
+    packed_args pa, pb;
+    make_mixed(&a, &pa);
+    fg_copy(&b, &a);
+    pack_node(&b, 3, &pb);
+    unsigned long drv_kp = sg_driver_calls[SG_DRV_cuGraphKernelNodeGetParams_v2],
+                  drv_attr = sg_driver_calls[SG_DRV_cuGraphKernelNodeGetAttribute],
+                  drv_type = sg_driver_calls[SG_DRV_cuGraphNodeGetType];
+    int kp0 = fg_calls.kparams, attr0 = fg_calls.attr, type0 = fg_calls.get_type;
+    CHECK_EQ(sg_fp_build(&fa, (CUgraph)&a, &sa, NULL), 0);     /* the general path */
+    int type_general = fg_calls.get_type - type0;
+    type0 = fg_calls.get_type;
+    CHECK_EQ(sg_fp_build(&fb, (CUgraph)&b, &sb, &fa), 0);      /* kernels: the fast path */
+    CHECK_EQ(fg_calls.get_type - type0, 2);                     /* memcpy, memset only */
+    CHECK_EQ(type_general, 5);
+    CHECK_EQ(sg_fp_build(&fc, (CUgraph)&a, &sc, &fb), 0);      /* fast again, from a fast one */
+    /* every driver call the library made is counted, fast path included */
+    CHECK_EQ(sg_driver_calls[SG_DRV_cuGraphKernelNodeGetParams_v2] - drv_kp,
+             (unsigned long)(fg_calls.kparams - kp0));
+    CHECK_EQ(sg_driver_calls[SG_DRV_cuGraphKernelNodeGetAttribute] - drv_attr,
+             (unsigned long)(fg_calls.attr - attr0));
+    CHECK_EQ(sg_driver_calls[SG_DRV_cuGraphNodeGetType] - drv_type,
+             (unsigned long)(fg_calls.get_type - type0 + type_general));
+    int bad = 0;
+    for (size_t i = 0; i < fa.n; i++)
+        bad += !same_bytes(&fa.nodes[i], &fb.nodes[i]) + !same_bytes(&fa.nodes[i], &fc.nodes[i]);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(fa.nodes[3].len, 28);
+    CHECK_EQ(fa.nodes[3].k.attr_mask, fa.nodes[0].k.attr_mask);
+    CHECK_EQ(sg_fp_compare(&fa, &fb), -1);
+    CHECK_EQ(sg_fp_compare(&fb, &fc), -1);
+    CHECK_EQ(fa.nedges, fb.nedges);
+    CHECK(memcmp(fa.edges, fb.edges, fa.nedges * sizeof *fa.edges) == 0);
+}
+
+/* b = a with node `node`'s attribute `id` changed in byte `at` of its value. */
+static int attr_change(fg *a, int node, int id, size_t at)
+{
+    fg b;
+    packed_args pa, pb;
+    fg_copy(&b, a);
+    pack_node(a, 3, &pa);
+    pack_node(&b, 3, &pb);
+    ((unsigned char *)&b.nodes[node].attr[id])[at] ^= 0x40;
+    return diff(a, &b);
+}
+
+TEST(fast_path_detects_each_field)
+{
+    fg a, b;
+    packed_args pa, pb;
+    make_mixed(&a, &pa);
+    /* the meaningful bytes of each attribute's value: first and last */
+    static const struct { int id; size_t bytes; } attrs[] = {
+#define SG_T_ATTR_(id, bytes, off) { id, bytes },
+        SG_FP_ATTR_LIST(SG_T_ATTR_)
+    };
+    int missed = 0;
+    for (size_t j = 0; j < sizeof attrs / sizeof attrs[0]; j++) {
+        if (attrs[j].id == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) continue;
+        for (int node = 0; node < 5; node += 3) {   /* the gap layout, the packed one */
+            if (attr_change(&a, node, attrs[j].id, 0) != SG_REASON_ATTRIBUTES_CHANGED) missed++;
+            if (attr_change(&a, node, attrs[j].id, attrs[j].bytes - 1) !=
+                SG_REASON_ATTRIBUTES_CHANGED)
+                missed++;
+        }
+    }
+    CHECK_EQ(missed, 0);
+    /* bytes past an attribute's own are not part of it */
+    CHECK_EQ(attr_change(&a, 3, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, 12), -1);
+    CHECK_EQ(attr_change(&a, 3, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 40), -1);
+
+    /* parameters of the packed node, each argument, first and last byte */
+    uint32_t u_9 = 9;
+    CUdeviceptr moved = FG_DEV_LO + 0x9000;
+    for (int arg = 0; arg < 5; arg++) {
+        for (int end = 0; end < 2; end++) {
+            fg_copy(&b, &a);
+            b.nodes[3].args[arg][end ? f_d.size[arg] - 1 : 0] ^= 0x10;
+            pack_node(&a, 3, &pa);
+            pack_node(&b, 3, &pb);
+            int r = diff(&a, &b);
+            if (r != SG_REASON_SCALAR_CHANGED && r != SG_REASON_POINTER_CHANGED) missed++;
+        }
+    }
+    CHECK_EQ(missed, 0);
+    fg_copy(&b, &a); memcpy(b.nodes[3].args[1], &moved, 8);
+    pack_node(&a, 3, &pa); pack_node(&b, 3, &pb);
+    CHECK_EQ(diff(&a, &b), SG_REASON_POINTER_CHANGED);
+    fg_copy(&b, &a); memcpy(b.nodes[3].args[4], &u_9, 4);
+    pack_node(&a, 3, &pa); pack_node(&b, 3, &pb);
+    CHECK_EQ(diff(&a, &b), SG_REASON_SCALAR_CHANGED);
+    fg_copy(&b, &a); b.nodes[3].kp.gridDimZ = 2;
+    pack_node(&a, 3, &pa); pack_node(&b, 3, &pb);
+    CHECK_EQ(diff(&a, &b), SG_REASON_DIMS_CHANGED);
+    fg_copy(&b, &a); b.nodes[3].kp.sharedMemBytes = 16;
+    pack_node(&a, 3, &pa); pack_node(&b, 3, &pb);
+    CHECK_EQ(diff(&a, &b), SG_REASON_DIMS_CHANGED);
+    fg_copy(&b, &a); b.nodes[3].kp.func = (CUfunction)(uintptr_t)&f_a;   /* another layout */
+    pack_node(&a, 3, &pa);
+    CHECK_EQ(diff(&a, &b), SG_REASON_FUNCTION_CHANGED);
+    /* the same values from separate slots (not a packed block): equal */
+    fg_copy(&b, &a);
+    pack_node(&a, 3, &pa);
+    CHECK_EQ(diff(&a, &b), -1);
+    CHECK(same_bytes(&fa.nodes[3], &fb.nodes[3]));
+    /* a packed block whose pointers are not where the layout says: per argument */
+    fg_copy(&b, &a);
+    pack_node(&a, 3, &pa);
+    pack_node(&b, 3, &pb);
+    unsigned char other[8];
+    memcpy(other, b.nodes[3].args[2], 4);
+    pb.argv[3][2] = other;                    /* same value, elsewhere */
+    CHECK_EQ(diff(&a, &b), -1);
+    memset(other, 0x77, 4);
+    CHECK_EQ(diff(&a, &b), SG_REASON_SCALAR_CHANGED);
+    pb.argv[3][2] = NULL;                     /* a NULL argument: not comparable */
+    CHECK_EQ(diff(&a, &b), SG_REASON_NOT_COMPARABLE);
+}
+
+TEST(fast_path_states)
+{
+    fg a, b;
+    packed_args pa, pb;
+    /* NOT_SUPPORTED: absent, on both paths; another error: not comparable */
+    make_mixed(&a, &pa);
+    a.nodes[3].attr_err[CU_LAUNCH_ATTRIBUTE_PRIORITY] = CUDA_ERROR_NOT_SUPPORTED;
+    fg_copy(&b, &a);
+    pack_node(&b, 3, &pb);
+    CHECK_EQ(diff(&a, &b), -1);
+    CHECK(same_bytes(&fa.nodes[3], &fb.nodes[3]));
+    CHECK(!(fb.nodes[3].k.attr_mask & (1u << CU_LAUNCH_ATTRIBUTE_PRIORITY)));
+    CHECK_EQ(fb.nodes[3].k.state, SG_FP_OK);
+    b.nodes[3].attr_err[CU_LAUNCH_ATTRIBUTE_PRIORITY] = CUDA_ERROR_INVALID_VALUE;
+    CHECK_EQ(diff(&a, &b), SG_REASON_NOT_COMPARABLE);
+    CHECK_EQ(fb.nodes[3].k.state, SG_FP_NOT_COMPARABLE);
+    /* device-updatable, found on the fast path */
+    make_mixed(&a, &pa);
+    fg_copy(&b, &a);
+    pack_node(&b, 3, &pb);
+    b.nodes[3].attr[CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE].deviceUpdatableKernelNode
+        .deviceUpdatable = 1;
+    CHECK_EQ(diff(&a, &b), SG_REASON_UNSUPPORTED_NODE);
+    CHECK(fb.unsupported);
+    CHECK_EQ(fb.nodes[3].k.state, SG_FP_UNSUPPORTED);
+    CHECK(!fa.unsupported);
+    /* a node that is no longer a kernel node, or a kernel given by `extra` */
+    make_mixed(&a, &pa);
+    fg_copy(&b, &a);
+    b.nodes[3].type = CU_GRAPH_NODE_TYPE_EMPTY;
+    CHECK_EQ(diff(&a, &b), SG_REASON_TOPOLOGY);
+    CHECK_EQ(fb.nodes[3].k.type, CU_GRAPH_NODE_TYPE_EMPTY);
+    unsigned char buf[28];
+    size_t bsize = sizeof buf;
+    memcpy(buf, &p_a, 8); memcpy(buf + 8, &p_b, 8);
+    memcpy(buf + 16, &u_1, 4); memcpy(buf + 20, &u_2, 4); memcpy(buf + 24, &u_3, 4);
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &bsize,
+                      CU_LAUNCH_PARAM_END };
+    fg_copy(&b, &a);
+    b.nodes[3].kp.kernelParams = NULL;
+    b.nodes[3].kp.extra = extra;
+    pack_node(&a, 3, &pa);
+    CHECK_EQ(diff(&a, &b), -1);
+    CHECK(same_bytes(&fa.nodes[3], &fb.nodes[3]));
+}
+
+TEST(attribute_list_tiles_in_order)
+{
+    /* fingerprint.c writes attributes in list order and lets one write past
+     * its own bytes into the next: the list must cover [0, sum of sizes)
+     * exactly, in ascending offsets */
+    static const struct { size_t bytes, off; } l[] = {
+#define SG_T_TILE_(id, bytes, off) { bytes, off },
+        SG_FP_ATTR_LIST(SG_T_TILE_)
+    };
+    size_t end = 0;
+    int bad = 0;
+    for (size_t j = 0; j < sizeof l / sizeof l[0]; j++) {
+        bad += l[j].off != end;
+        end = l[j].off + l[j].bytes;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(end <= SG_FP_ATTR_BYTES);
+}
+
+TEST(compare_widths_and_payload_sizes)
+{
+    /* payloads of 8 (one chunk), 28 and 40 bytes (a loop), both widths */
+    static const size_t s1[] = { 8 }, s5[] = { 8, 8, 8, 8, 8 };
+    ff f1 = ff_make(1, s1), f5 = ff_make(5, s5);
+    CUdeviceptr v[5] = { p_a, p_b, p_in, p_out, p_a };
+    const void *vals[] = { &v[0], &v[1], &v[2], &v[3], &v[4] };
+    int widths[2] = { 16, sg_fp_scan_width(0) };
+    for (int w = 0; w < 2; w++) {
+        CHECK_EQ(sg_fp_scan_width(widths[w]), widths[w]);
+        fg a, b;
+        packed_args pa, pb;
+        make_mixed(&a, &pa);
+        fg_kernel(&a, &f1, vals);   /* 5 */
+        fg_kernel(&a, &f5, vals);   /* 6 */
+        fg_edge(&a, 4, 5);
+        fg_edge(&a, 5, 6);
+        fg_copy(&b, &a);
+        pack_node(&a, 3, &pa);
+        pack_node(&b, 3, &pb);
+        CHECK_EQ(diff(&a, &b), -1);
+        CHECK_EQ(fb.nodes[6].len, 40);
+        int missed = 0;
+        for (int node = 5; node <= 6; node++) {
+            const ff *f = node == 5 ? &f1 : &f5;
+            for (int arg = 0; arg < f->n; arg++) {
+                fg_copy(&b, &a);
+                pack_node(&b, 3, &pb);
+                b.nodes[node].args[arg][7] ^= 1;      /* the last byte of each argument */
+                missed += diff(&a, &b) != SG_REASON_SCALAR_CHANGED;
+            }
+        }
+        CHECK_EQ(missed, 0);
+        /* every key byte: a change anywhere in it is seen */
+        fg_copy(&b, &a);
+        pack_node(&b, 3, &pb);
+        CHECK_EQ(diff(&a, &b), -1);
+        for (size_t at = 0; at < sizeof(sg_fp_key); at++) {
+            sg_fp_node save = fb.nodes[3];
+            ((unsigned char *)&fb.nodes[3].k)[at] ^= 1;
+            missed += sg_fp_compare(&fa, &fb) == -1;
+            fb.nodes[3] = save;
+        }
+        CHECK_EQ(missed, 0);
+        CHECK_EQ(sg_fp_compare(&fa, &fb), -1);
+        /* padding that differs only costs the exact comparison */
+        fb.nodes[3].pay[29] = 1;
+        CHECK_EQ(sg_fp_compare(&fa, &fb), -1);
+        fb.nodes[3].pay[29] = 0;
+    }
+    sg_fp_scan_width(widths[1]);
+}
+
+TEST(kernel_without_parameters)
+{
+    /* no parameters: kernelParams may point at nothing (here: NULL, then an
+     * empty array the library must not read) */
+    ff f0 = ff_make(0, NULL);
+    fg a, b;
+    packed_args pa;
+    make_mixed(&a, &pa);
+    a.nodes[4].kp.func = (CUfunction)(uintptr_t)&f0;
+    a.nodes[4].kp.kernelParams = NULL;
+    fg_copy(&b, &a);
+    pack_node(&b, 3, &pa);
+    CHECK_EQ(diff(&a, &b), -1);
+    CHECK_EQ(fb.nodes[4].len, 0);
+    CHECK_EQ(fb.nodes[4].k.state, SG_FP_OK);
+    /* An argument array with "no parameters" cannot be told from a probe that
+     * failed at its first call: such a node never compares equal (and the
+     * array is not read: ASan sees any read of it). */
+    void **none = malloc(1);
+    b.nodes[4].kp.kernelParams = none;
+    CHECK_EQ(sg_fp_build(&fc, (CUgraph)&b, &sc, &fb), 0);
+    CHECK_EQ(fc.nodes[4].k.state, SG_FP_NOT_COMPARABLE);
+    CHECK(sg_fp_compare(&fb, &fc) != -1);
+    free(none);
+}
+
+TEST(hint_of_another_size)
+{
+    /* a hint with fewer or more nodes: its edges are not used, its layouts
+     * are for the places both have */
+    fg a, b;
+    packed_args pa, pb;
+    make_mixed(&a, &pa);
+    fg_copy(&b, &a);
+    pack_node(&b, 3, &pb);
+    fg_other(&b, CU_GRAPH_NODE_TYPE_EMPTY);
+    fg_edge(&b, 4, 5);
+    CHECK_EQ(diff(&a, &b), SG_REASON_TOPOLOGY);
+    CHECK_EQ(fb.n, 6);
+    CHECK_EQ(fb.edges[4].from, 4);
+    CHECK_EQ(fb.edges[4].to, 5);
+    CHECK(same_bytes(&fa.nodes[3], &fb.nodes[3]));
+    CHECK_EQ(sg_fp_build(&fc, (CUgraph)&a, &sc, &fb), 0);   /* hint larger */
+    CHECK_EQ(sg_fp_compare(&fa, &fc), -1);
+}
+
 int main(void)
 {
     setup();
@@ -272,11 +652,21 @@ int main(void)
     RUN(kernel_params_and_extra_give_the_same_bytes);
     RUN(unsupported_and_not_comparable_nodes);
     RUN(param_info_is_cached);
+    RUN(param_info_failing_midway);
     RUN(node_map);
+    RUN(fast_path_gives_the_general_bytes);
+    RUN(fast_path_detects_each_field);
+    RUN(fast_path_states);
+    RUN(attribute_list_tiles_in_order);
+    RUN(compare_widths_and_payload_sizes);
+    RUN(kernel_without_parameters);
+    RUN(hint_of_another_size);
     sg_fp_free(&fa);
     sg_fp_free(&fb);
+    sg_fp_free(&fc);
     sg_fp_scratch_free(&sa);
     sg_fp_scratch_free(&sb);
+    sg_fp_scratch_free(&sc);
     sg_fp_cache_reset();
     return check_done();
 }
