@@ -83,6 +83,9 @@
     X(cuGraphExecGetFlags, CUresult, (CUgraphExec, cuuint64_t *))             \
     X(cuGraphExecUpdate_v2, CUresult, (CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *)) \
     X(cuGraphExecKernelNodeSetParams_v2, CUresult, (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)) \
+    X(cuGraphExecMemcpyNodeSetParams, CUresult, (CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D *, CUcontext)) \
+    X(cuGraphExecMemsetNodeSetParams, CUresult, (CUgraphExec, CUgraphNode, const CUDA_MEMSET_NODE_PARAMS *, CUcontext)) \
+    X(cuGraphNodeSetParams, CUresult, (CUgraphNode, CUgraphNodeParams *))     \
     X(cuGraphLaunch, CUresult, (CUgraphExec, CUstream))                       \
     X(cuGraphLaunch_ptsz, CUresult, (CUgraphExec, CUstream))                  \
     X(cuFuncGetParamInfo, CUresult, (CUfunction, size_t, size_t *, size_t *)) \

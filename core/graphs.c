@@ -30,8 +30,13 @@
  * no such map and its per-node updates are always forwarded.
  *
  * Locks (in this order; neither is held while taking the other in reverse):
- *   table_lock   the record table (uthash by CUgraphExec) and every record's
- *                `refs`. Held for a lookup and a reference count change only.
+ *   table_lock   the record table (uthash by CUgraphExec). Held for a lookup
+ *                (and the reference it takes) and an add / remove only.
+ *                `refs` is atomic: taken under table_lock by a lookup, dropped
+ *                without it (rec_put). The table holds one reference while
+ *                the record is in it and drops it only when removing it, so
+ *                the last reference goes after no lookup can find the record
+ *                any more: whoever drops it frees it, with no lock.
  *   rec->lock    one per record: everything else in it. Held while building,
  *                comparing and forwarding an update of that exec, so two
  *                threads updating one exec (the program's race) are
@@ -61,7 +66,7 @@ static int table_oom;    /* set by uthash on a failed add (table_lock held) */
 typedef struct sg_grec {
     CUgraphExec exec;            /* key (table_lock) */
     UT_hash_handle hh;           /* table_lock */
-    int refs;                    /* table_lock */
+    int refs;                    /* atomic (see Locks above) */
     pthread_mutex_t lock;        /* guards the fields below */
     int unsupported;
     int stale;
@@ -92,18 +97,13 @@ static void rec_free(sg_grec *r)
     free(r);
 }
 
-/* Drops one reference; table_lock held. */
+/* Drops one reference (with or without table_lock). */
 static void rec_unref_locked(sg_grec *r)
 {
-    if (--r->refs == 0) rec_free(r);
+    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) rec_free(r);
 }
 
-static void rec_put(sg_grec *r)
-{
-    pthread_mutex_lock(&table_lock);
-    rec_unref_locked(r);
-    pthread_mutex_unlock(&table_lock);
-}
+static void rec_put(sg_grec *r) { rec_unref_locked(r); }
 
 /* Removes exec's record from the table, if any; table_lock held. */
 static void rec_remove_locked(CUgraphExec exec)
@@ -145,7 +145,7 @@ static sg_grec *rec_get(CUgraphExec exec)
     sg_grec *r;
     pthread_mutex_lock(&table_lock);
     HASH_FIND_PTR(table, &exec, r);
-    if (r) r->refs++;
+    if (r) __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
     else r = rec_add_locked(exec);
     pthread_mutex_unlock(&table_lock);
     return r;
@@ -228,9 +228,10 @@ static int outs_ok(const sg_call *c)
  * (the caller records it); the caller has demoted the exec for any other
  * difference (demote_unless_lazy). Under always_update the update is
  * forwarded and counted as would_skip(_profiled). */
-static CUresult decide(const sg_call *c, int reason, sg_prof *prof, int lazy)
+static CUresult decide(const sg_call *c, int reason, sg_prof *prof, int lazy, int *forwarded)
 {
     int gens = prof && sg_prof_state(prof) == SG_PROF_GENERATIONS;
+    *forwarded = 0;
     if (reason < 0) {
         if (skipping() && outs_ok(c)) return skip_update(c);
         if (!skipping()) {
@@ -242,15 +243,23 @@ static CUresult decide(const sg_call *c, int reason, sg_prof *prof, int lazy)
         if (skipping()) return skip_update(c);
         sg_exec_event(c->exec, SG_EXEC_EV_WOULD_SKIP_PROFILED);
     }
+    *forwarded = 1;
     return forward_update_timed(c, (sg_reason)reason, prof);
 }
 
 /* Demotes a GENERATIONS exec before a change it cannot accept reaches the
- * driver (r->lock held; lazy: the change is acceptable; reason < 0: no
- * change). Returns CUDA_SUCCESS, or the error the program gets. */
+ * driver, and retries the restore of a stale one (profiled.h) (r->lock
+ * held; lazy: the change is acceptable; reason < 0: no change). Returns
+ * CUDA_SUCCESS, or the error profiled.c gives when the program's exec could
+ * not be restored: the program's updates go ahead anyway (forwarded: a
+ * whole-graph one that succeeds sets every node, the eager application of
+ * the program's state; launches stay blocked until the exec holds it),
+ * exec_dirty's call gets the error (it would modify an exec whose content
+ * the record could then no longer restore). */
 static CUresult demote_unless_lazy(sg_grec *r, int reason, int lazy)
 {
-    if (reason < 0 || lazy || !r->prof || sg_prof_state(r->prof) != SG_PROF_GENERATIONS)
+    if (reason < 0 || lazy || !r->prof ||
+        (sg_prof_state(r->prof) != SG_PROF_GENERATIONS && !sg_prof_x0_stale(r->prof)))
         return CUDA_SUCCESS;
     return sg_prof_demote(r->prof, r->stale ? NULL : &r->fp);
 }
@@ -349,13 +358,9 @@ static CUresult update_graph(const sg_call *c)
     int lazy = reason >= 0 && built && !r->stale && r->prof &&
                sg_prof_state(r->prof) == SG_PROF_GENERATIONS && sg_prof_lazy_ok(r->prof, &r->fp, &r->next);
     if (lazy && skipping() && outs_ok(c)) sg_prof_accept_graph(r->prof, &r->fp, &r->next);
-    CUresult rc = demote_unless_lazy(r, reason, lazy);
-    if (rc != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&r->lock);
-        rec_put(r);
-        return rc;
-    }
-    rc = decide(c, reason, r->prof, lazy);
+    (void)demote_unless_lazy(r, reason, lazy);   /* on failure the update still goes ahead */
+    int fwd;
+    CUresult rc = decide(c, reason, r->prof, lazy, &fwd);
     if (rc == CUDA_SUCCESS && !r->unsupported && reason >= 0) {
         if (built) {
             sg_fp_swap(&r->fp, &r->next);
@@ -367,6 +372,8 @@ static CUresult update_graph(const sg_call *c)
             r->stale_reason = SG_REASON_NOT_COMPARABLE;
         }
     }
+    if (rc == CUDA_SUCCESS && fwd && r->prof)
+        sg_prof_forwarded(r->prof, r->stale ? NULL : &r->fp, -1);
     pthread_mutex_unlock(&r->lock);
     rec_put(r);
     return rc;
@@ -429,13 +436,9 @@ static CUresult update_node(const sg_call *c)
     int lazy = reason >= 0 && desc == 0 && r->prof &&
                sg_prof_state(r->prof) == SG_PROF_GENERATIONS &&
                sg_prof_lazy_node_ok(r->prof, rec, &r->node);
-    CUresult rc = demote_unless_lazy(r, reason, lazy);
-    if (rc != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&r->lock);
-        rec_put(r);
-        return rc;
-    }
-    rc = decide(c, reason, r->prof, lazy);
+    (void)demote_unless_lazy(r, reason, lazy);   /* on failure the update still goes ahead */
+    int fwd;
+    CUresult rc = decide(c, reason, r->prof, lazy, &fwd);
     if (rc == CUDA_SUCCESS && !r->unsupported && !r->stale && reason >= 0) {
         if (desc == 0) {
             /* a per-node update leaves the attributes (and what they made of the node) alone */
@@ -457,6 +460,8 @@ static CUresult update_node(const sg_call *c)
                                                 : SG_REASON_NOT_COMPARABLE;
         }
     }
+    if (rc == CUDA_SUCCESS && fwd && r->prof)
+        sg_prof_forwarded(r->prof, r->stale ? NULL : &r->fp, i);
     pthread_mutex_unlock(&r->lock);
     rec_put(r);
     return rc;
@@ -468,7 +473,7 @@ static sg_grec *rec_find(CUgraphExec exec)
     sg_grec *r;
     pthread_mutex_lock(&table_lock);
     HASH_FIND_PTR(table, &exec, r);
-    if (r) r->refs++;
+    if (r) __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&table_lock);
     return r;
 }

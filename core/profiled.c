@@ -38,8 +38,32 @@
  *
  * Any failure of a slot or instantiate call, an aliased group whose
  * positions leave their allocation, or a buffer that does not fit its slot:
- * the exec is demoted (X_0 restored to L with one cuGraphExecUpdate from the
- * clone, variants destroyed) and stays PLAIN, with the reason logged.
+ * the exec is demoted (X_0 restored to L, variants destroyed) and stays
+ * PLAIN, with the reason logged.
+ *
+ * Restoring the program's exec (x0_restore): X_0 must never be launched in a
+ * state other than raw L. Three paths, each on driver entries the others do
+ * not use but for cuGraphExecUpdate_v2 (A and C), so that one failing entry
+ * leaves one working:
+ *   A  the clone set to raw L through the per-type setters
+ *      (cuGraphKernelNodeSetParams_v2, cuGraphMemcpyNodeSetParams,
+ *      cuGraphMemsetNodeSetParams), one cuGraphExecUpdate_v2 of X_0;
+ *   B  per-node exec updates of X_0 (cuGraphExecKernelNodeSetParams_v2 with
+ *      L's canonical payload as an `extra` buffer, cuGraphExecMemcpy /
+ *      MemsetNodeSetParams) for the nodes where what X_0 holds (`x0_st`,
+ *      kept from the decision on) differs from L; these name the nodes of
+ *      the graph X_0 was instantiated from, so they fail once the program
+ *      has destroyed that graph;
+ *   C  (when A failed before its update) the clone set through the generic
+ *      cuGraphNodeSetParams, one cuGraphExecUpdate_v2.
+ * If all fail, X_0 is "stale": PLAIN, keeping generation 0's slots; every
+ * later launch and demote retries the restore, and the launch returns an
+ * error instead of running X_0 (plausible(): CUDA_ERROR_OUT_OF_MEMORY, or
+ * a driver error that says the context is unusable), until a restore or a
+ * forwarded whole-graph update of the program (which sets every node:
+ * graphs.c forwards the program's updates of a demoted exec even when the
+ * restore before them failed, the eager application of its state) brings
+ * X_0 to the program's state.
  *
  * Thread safety: see profiled.h (the exec record's mutex guards an sg_prof;
  * the module settings are written once at init).
@@ -53,7 +77,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <stdio.h>
 
 /* ------------------------------------------------------------ settings */
 
@@ -133,6 +156,10 @@ static int finder_find(const finder *f, uint64_t p, sg_alloc_info *ai)
         return 1;
     return f->driver && driver_find(p, ai);
 }
+
+/* A node's payload; never NULL (a payload of length 0 may have no buffer). */
+static const unsigned char empty_pay[8];
+static const unsigned char *pay_of(const sg_fp_node *n) { return n->pay ? n->pay : empty_pay; }
 
 static uint64_t word_at(const unsigned char *pay, uint32_t off)
 {
@@ -230,6 +257,11 @@ struct sg_prof {
     CUgraph clone;
     CUgraphNode *clone_nodes;
     sg_fp clone_st;         /* what each clone node holds (keys and payloads) */
+    /* X_0 (restore paths, see "Restoring the program's exec" above) */
+    CUgraphNode *nodes;     /* the nodes X_0 was instantiated from (its per-node updates name them) */
+    sg_fp x0_st;            /* what X_0 holds, raw, while x0_known */
+    int x0_known;
+    int x0_stale;           /* X_0 does not hold L: nothing may launch it before it is restored */
     size_t n;               /* node count (of the clone / L while GENERATIONS) */
     /* profiling */
     int launches;
@@ -256,6 +288,7 @@ struct sg_prof {
     size_t ndirty;
     pgen gens[SG_MAX_GENERATIONS_MAX];
     int cur;                /* last generation launched */
+    int hit;                /* the launch fast path's generation, or -1 (see set_hit) */
     unsigned long tick;
     unsigned char *scratch; /* a translated payload */
     size_t scratch_cap;
@@ -322,6 +355,7 @@ sg_prof *sg_prof_new(CUgraphExec exec, CUgraph graph, const sg_fp *fp, const CUg
     p->exec = exec;
     p->sim = !clone;
     p->state = SG_PROF_PROFILING;
+    p->hit = -1;
     if (sg_drv.cuCtxGetCurrent) SG_DRIVER_CALL(cuCtxGetCurrent, &p->ctx);
     if (p->ctx && sg_drv.cuCtxGetDevice) SG_DRIVER_CALL(cuCtxGetDevice, &p->dev);
     if (!clone) return p;
@@ -337,6 +371,8 @@ sg_prof *sg_prof_new(CUgraphExec exec, CUgraph graph, const sg_fp *fp, const CUg
         return p;
     }
     p->clone_nodes = calloc(fp->n ? fp->n : 1, sizeof *p->clone_nodes);
+    p->nodes = malloc((fp->n ? fp->n : 1) * sizeof *p->nodes);
+    if (p->nodes && fp->n) memcpy(p->nodes, nodes, fp->n * sizeof *nodes);
     int ok = p->clone_nodes && fp_copy(&p->clone_st, fp) == 0;
     for (size_t i = 0; ok && i < fp->n; i++)
         ok = SG_DRIVER_CALL(cuGraphNodeFindInClone, &p->clone_nodes[i], nodes[i], p->clone) ==
@@ -588,6 +624,7 @@ static int gen_alloc_arrays(pgen *g, size_t n)
 
 static void mark_dirty(sg_prof *p, size_t i)
 {
+    p->hit = -1;
     if (i < p->n && p->dirty && !p->dirty[i]) {
         p->dirty[i] = 1;
         p->dirty_list[p->ndirty++] = (uint32_t)i;
@@ -626,6 +663,7 @@ static int gen_setup(sg_prof *p, const sg_fp *L, size_t ngroups)
     if (gen_alloc_arrays(g0, n)) return -1;
     g0->live = 1;
     g0->exec = p->exec;
+    p->x0_known = fp_copy(&p->x0_st, L) == 0;
     /* X_0 holds raw L: its canonical form is known for nodes without aliased positions */
     for (size_t i = 0; i < n; i++) {
         if (p->ap_first[i] != p->ap_first[i + 1]) continue;
@@ -643,6 +681,7 @@ static int gen_setup(sg_prof *p, const sg_fp *L, size_t ngroups)
 static void gen_destroy(sg_prof *p, int g)
 {
     pgen *x = &p->gens[g];
+    p->hit = -1;
     if (!x->live) return;
     if (x->slots) ops->destroy(x->slots);
     if (g > 0 && x->exec && sg_drv.cuGraphExecDestroy) SG_DRIVER_CALL(cuGraphExecDestroy, x->exec);
@@ -677,6 +716,19 @@ static int attrs_match_clone(const sg_prof *p, const sg_fp *L)
     return 1;
 }
 
+/* Whether some kernel node of L has no argument bytes: its layout may be one
+ * the driver could not report (cuFuncGetParamInfo failing at index 0 reads
+ * as "no parameters"), and then its arguments are invisible: a lazily
+ * accepted update would drop their changes, and variants would run the
+ * clone's. Such an exec stays PLAIN (skip_temp forwards any update in which
+ * something else changed, the whole graph with it). */
+static int argless_kernel(const sg_fp *L)
+{
+    for (size_t i = 0; i < L->n; i++)
+        if (L->nodes[i].k.type == CU_GRAPH_NODE_TYPE_KERNEL && L->nodes[i].len == 0) return 1;
+    return 0;
+}
+
 /* The decision, at the launch after the last profiled one. */
 static void decide(sg_prof *p, const sg_fp *L)
 {
@@ -703,6 +755,8 @@ static void decide(sg_prof *p, const sg_fp *L)
         d->why = "no pointer varied";
     } else if (!p->sim && !p->clone) {
         d->why = "the graph could not be cloned";
+    } else if (argless_kernel(L)) {
+        d->why = "a kernel node without argument bytes (its layout may be unknown)";
     } else if (!p->sim && !attrs_match_clone(p, L)) {
         d->why = "node attributes changed since instantiation";
     } else if (max_gens == 1 && !ng) {
@@ -803,7 +857,29 @@ void sg_prof_accept_node(sg_prof *p, size_t i)
  * positions). */
 static const unsigned char *lc_of(const sg_prof *p, const sg_fp *L, size_t i)
 {
-    return p->ap_first[i] != p->ap_first[i + 1] ? p->lc[i] : L->nodes[i].pay;
+    return p->ap_first[i] != p->ap_first[i + 1] ? p->lc[i] : pay_of(&L->nodes[i]);
+}
+
+/* The launch fast path (sg_prof_launch): p->hit is the generation
+ * choose_generation would pick without any driver call, or -1. It is only
+ * set without aliased groups (whose slots must be checked against where L's
+ * buffers are at every launch), in GENERATIONS mode, with L reconciled: the
+ * last generation launched if it holds L, else the first that does. Any
+ * change of a generation (creation, update, destruction) or of L (marked
+ * dirty) resets it; reconcile and a successful slow launch set it again. */
+static void set_hit(sg_prof *p)
+{
+    p->hit = -1;
+    if (p->sim || p->ngroups || p->state != SG_PROF_GENERATIONS || p->x0_stale || p->ndirty) return;
+    if (p->gens[p->cur].live && p->gens[p->cur].mism == 0) {
+        p->hit = p->cur;
+        return;
+    }
+    for (int g = 0; g < max_gens; g++)
+        if (p->gens[g].live && p->gens[g].mism == 0) {
+            p->hit = g;
+            return;
+        }
 }
 
 /* Recomputes the canonical payloads of the dirty nodes and every
@@ -837,6 +913,7 @@ static int reconcile(sg_prof *p, const sg_fp *L)
         }
     }
     p->ndirty = 0;
+    set_hit(p);
     return 0;
 }
 
@@ -883,7 +960,7 @@ static int resolve_binds(sg_prof *p, const sg_fp *L)
 static const unsigned char *translate(sg_prof *p, const sg_fp *L, int g, size_t i)
 {
     const sg_fp_node *ln = &L->nodes[i];
-    if (g < 0 || p->ap_first[i] == p->ap_first[i + 1]) return ln->pay;
+    if (g < 0 || p->ap_first[i] == p->ap_first[i + 1]) return pay_of(ln);
     if (ln->len > p->scratch_cap) {
         unsigned char *b = realloc(p->scratch, ln->len);
         if (!b) return NULL;
@@ -897,30 +974,88 @@ static const unsigned char *translate(sg_prof *p, const sg_fp *L, int g, size_t 
     return p->scratch;
 }
 
-/* Sets clone node i to key k and payload pay. */
+/* A kernel node's raw parameters rebuilt from key k and canonical payload
+ * pay (the `extra` buffer layout): b->kp, pointing into b. */
+typedef struct kbuf {
+    size_t size;
+    void *extra[5];
+    CUDA_KERNEL_NODE_PARAMS kp;
+} kbuf;
+
+static const CUDA_KERNEL_NODE_PARAMS *kparams_of(kbuf *b, const sg_fp_key *k,
+                                                 const unsigned char *pay, uint32_t len)
+{
+    b->size = len;
+    b->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+    b->extra[1] = (void *)pay;
+    b->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+    b->extra[3] = &b->size;
+    b->extra[4] = CU_LAUNCH_PARAM_END;
+    b->kp = (CUDA_KERNEL_NODE_PARAMS){
+        .func = (CUfunction)(uintptr_t)k->func, .kern = (CUkernel)(uintptr_t)k->kern,
+        .ctx = (CUcontext)(uintptr_t)k->ctx,
+        .gridDimX = k->grid[0], .gridDimY = k->grid[1], .gridDimZ = k->grid[2],
+        .blockDimX = k->block[0], .blockDimY = k->block[1], .blockDimZ = k->block[2],
+        .sharedMemBytes = k->shmem, .extra = len ? b->extra : NULL,
+    };
+    return &b->kp;
+}
+
+/* The context a memcpy / memset node runs in: its own, else the exec's. */
+static CUcontext node_ctx(const sg_prof *p, const sg_fp_key *k)
+{
+    return k->ctx ? (CUcontext)(uintptr_t)k->ctx : p->ctx;
+}
+
+/* Sets clone node i to key k and payload pay, through the per-type setters
+ * (cuGraphKernelNodeSetParams_v2, ...) or, generic, through
+ * cuGraphNodeSetParams (an independent driver entry: restore path C). */
 static CUresult clone_set(sg_prof *p, size_t i, const sg_fp_key *k, const unsigned char *pay,
-                          uint32_t len)
+                          uint32_t len, int generic)
 {
     CUgraphNode node = p->clone_nodes[i];
+    CUgraphNodeParams np;
+    kbuf kb;
+    if (generic) {
+        if (!sg_drv.cuGraphNodeSetParams) return CUDA_ERROR_NOT_SUPPORTED;
+        memset(&np, 0, sizeof np);
+        np.type = (CUgraphNodeType)k->type;
+    }
     switch (k->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL: {
+        const CUDA_KERNEL_NODE_PARAMS *kp = kparams_of(&kb, k, pay, len);
+        if (generic) {
+            np.kernel = (CUDA_KERNEL_NODE_PARAMS_v3){
+                .func = kp->func, .gridDimX = kp->gridDimX, .gridDimY = kp->gridDimY,
+                .gridDimZ = kp->gridDimZ, .blockDimX = kp->blockDimX, .blockDimY = kp->blockDimY,
+                .blockDimZ = kp->blockDimZ, .sharedMemBytes = kp->sharedMemBytes,
+                .extra = kp->extra, .kern = kp->kern, .ctx = kp->ctx,
+            };
+            return SG_DRIVER_CALL(cuGraphNodeSetParams, node, &np);
+        }
         if (!sg_drv.cuGraphKernelNodeSetParams_v2) return CUDA_ERROR_NOT_SUPPORTED;
-        size_t size = len;
-        void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)pay, CU_LAUNCH_PARAM_BUFFER_SIZE,
-                          &size, CU_LAUNCH_PARAM_END };
-        CUDA_KERNEL_NODE_PARAMS kp = {
-            .func = (CUfunction)(uintptr_t)k->func, .kern = (CUkernel)(uintptr_t)k->kern,
-            .ctx = (CUcontext)(uintptr_t)k->ctx,
-            .gridDimX = k->grid[0], .gridDimY = k->grid[1], .gridDimZ = k->grid[2],
-            .blockDimX = k->block[0], .blockDimY = k->block[1], .blockDimZ = k->block[2],
-            .sharedMemBytes = k->shmem, .extra = len ? extra : NULL,
-        };
-        return SG_DRIVER_CALL(cuGraphKernelNodeSetParams_v2, node, &kp);
+        return SG_DRIVER_CALL(cuGraphKernelNodeSetParams_v2, node, kp);
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY:
+        if (len < sizeof(CUDA_MEMCPY3D)) return CUDA_ERROR_NOT_SUPPORTED;
+        if (generic) {
+            np.memcpy.copyCtx = node_ctx(p, k);
+            memcpy(&np.memcpy.copyParams, pay, sizeof np.memcpy.copyParams);
+            return SG_DRIVER_CALL(cuGraphNodeSetParams, node, &np);
+        }
         if (!sg_drv.cuGraphMemcpyNodeSetParams) return CUDA_ERROR_NOT_SUPPORTED;
         return SG_DRIVER_CALL(cuGraphMemcpyNodeSetParams, node, (const CUDA_MEMCPY3D *)(const void *)pay);
     case CU_GRAPH_NODE_TYPE_MEMSET:
+        if (len < sizeof(CUDA_MEMSET_NODE_PARAMS)) return CUDA_ERROR_NOT_SUPPORTED;
+        if (generic) {
+            CUDA_MEMSET_NODE_PARAMS m;
+            memcpy(&m, pay, sizeof m);
+            np.memset = (CUDA_MEMSET_NODE_PARAMS_v2){
+                .dst = m.dst, .pitch = m.pitch, .value = m.value, .elementSize = m.elementSize,
+                .width = m.width, .height = m.height, .ctx = node_ctx(p, k),
+            };
+            return SG_DRIVER_CALL(cuGraphNodeSetParams, node, &np);
+        }
         if (!sg_drv.cuGraphMemsetNodeSetParams) return CUDA_ERROR_NOT_SUPPORTED;
         return SG_DRIVER_CALL(cuGraphMemsetNodeSetParams, node,
                               (const CUDA_MEMSET_NODE_PARAMS *)(const void *)pay);
@@ -929,8 +1064,8 @@ static CUresult clone_set(sg_prof *p, size_t i, const sg_fp_key *k, const unsign
     }
 }
 
-/* Makes the clone hold T_g(L) (g < 0: raw L). */
-static CUresult clone_sync(sg_prof *p, const sg_fp *L, int g)
+/* Makes the clone hold T_g(L) (g < 0: raw L); generic: see clone_set. */
+static CUresult clone_sync_with(sg_prof *p, const sg_fp *L, int g, int generic)
 {
     for (size_t i = 0; i < L->n; i++) {
         const sg_fp_node *ln = &L->nodes[i];
@@ -938,9 +1073,9 @@ static CUresult clone_sync(sg_prof *p, const sg_fp *L, int g)
         const unsigned char *want = translate(p, L, g, i);
         if (!want) return CUDA_ERROR_OUT_OF_MEMORY;
         if (cn->len == ln->len && !memcmp(&cn->k, &ln->k, sizeof cn->k) &&
-            !memcmp(cn->pay, want, ln->len))
+            !memcmp(pay_of(cn), want, ln->len))
             continue;
-        CUresult rc = clone_set(p, i, &ln->k, want, ln->len);
+        CUresult rc = clone_set(p, i, &ln->k, want, ln->len, generic);
         if (rc != CUDA_SUCCESS) {
             cn->len = 0;            /* unknown now: set again next time */
             cn->k.state = SG_FP_NOT_COMPARABLE;
@@ -951,15 +1086,18 @@ static CUresult clone_sync(sg_prof *p, const sg_fp *L, int g)
             cn->k.state = SG_FP_NOT_COMPARABLE;
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
-        memcpy(cn->pay, want, ln->len);
+        if (ln->len) memcpy(cn->pay, want, ln->len);
     }
     return CUDA_SUCCESS;
 }
+
+static CUresult clone_sync(sg_prof *p, const sg_fp *L, int g) { return clone_sync_with(p, L, g, 0); }
 
 /* Records that generation g now holds T_g(L) (canonical payloads = L's). */
 static int gen_holds_L(sg_prof *p, const sg_fp *L, int g)
 {
     pgen *x = &p->gens[g];
+    p->hit = -1;
     for (size_t i = 0; i < L->n; i++) {
         uint32_t len = L->nodes[i].len;
         if (!x->canon[i] || x->clen[i] < len) {
@@ -967,7 +1105,7 @@ static int gen_holds_L(sg_prof *p, const sg_fp *L, int g)
             if (!b) return -1;
             x->canon[i] = b;
         }
-        memcpy(x->canon[i], lc_of(p, L, i), len);
+        if (len) memcpy(x->canon[i], lc_of(p, L, i), len);
         x->clen[i] = len;
         x->eq[i] = 1;
     }
@@ -975,16 +1113,142 @@ static int gen_holds_L(sg_prof *p, const sg_fp *L, int g)
     return 0;
 }
 
+/* One whole-graph update of exec e from the clone; X_0 then holds what the
+ * clone holds. */
+static CUresult update_from_clone(sg_prof *p, CUgraphExec e)
+{
+    if (!sg_drv.cuGraphExecUpdate_v2) return CUDA_ERROR_NOT_SUPPORTED;
+    CUgraphExecUpdateResultInfo info;
+    CUresult rc = SG_DRIVER_CALL(cuGraphExecUpdate_v2, e, p->clone, &info);
+    if (rc == CUDA_SUCCESS && e == p->exec) p->x0_known = fp_copy(&p->x0_st, &p->clone_st) == 0;
+    return rc;
+}
+
 /* Brings exec `e` to T_g(L) (g < 0: raw L) with one whole-graph update from
  * the clone. */
 static CUresult exec_to(sg_prof *p, const sg_fp *L, int g, CUgraphExec e)
 {
     CUresult rc = clone_sync(p, L, g);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!sg_drv.cuGraphExecUpdate_v2) return CUDA_ERROR_NOT_SUPPORTED;
-    CUgraphExecUpdateResultInfo info;
-    rc = SG_DRIVER_CALL(cuGraphExecUpdate_v2, e, p->clone, &info);
-    fprintf(stderr, "DBG update -> %d result %d\n", rc, (int)info.result);
+    return rc != CUDA_SUCCESS ? rc : update_from_clone(p, e);
+}
+
+/* ------------------------------------------------------------ restoring X_0 */
+
+/* Sets X_0's node i to L's node i with the per-node exec update of its type. */
+static CUresult x0_node_set(sg_prof *p, const sg_fp_node *ln, size_t i)
+{
+    CUgraphNode node = p->nodes[i];
+    const unsigned char *pay = pay_of(ln);
+    if (ln->k.state != SG_FP_OK) return CUDA_ERROR_NOT_SUPPORTED;
+    switch (ln->k.type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        kbuf kb;
+        if (!sg_drv.cuGraphExecKernelNodeSetParams_v2) return CUDA_ERROR_NOT_SUPPORTED;
+        return SG_DRIVER_CALL(cuGraphExecKernelNodeSetParams_v2, p->exec, node,
+                              kparams_of(&kb, &ln->k, pay, ln->len));
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        if (!sg_drv.cuGraphExecMemcpyNodeSetParams || ln->len < sizeof(CUDA_MEMCPY3D))
+            return CUDA_ERROR_NOT_SUPPORTED;
+        return SG_DRIVER_CALL(cuGraphExecMemcpyNodeSetParams, p->exec, node,
+                              (const CUDA_MEMCPY3D *)(const void *)pay, node_ctx(p, &ln->k));
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        if (!sg_drv.cuGraphExecMemsetNodeSetParams || ln->len < sizeof(CUDA_MEMSET_NODE_PARAMS))
+            return CUDA_ERROR_NOT_SUPPORTED;
+        return SG_DRIVER_CALL(cuGraphExecMemsetNodeSetParams, p->exec, node,
+                              (const CUDA_MEMSET_NODE_PARAMS *)(const void *)pay,
+                              node_ctx(p, &ln->k));
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+/* Path B: per-node exec updates of X_0, for the nodes where what it holds
+ * (x0_st) differs from L (every node if that is not known). */
+static CUresult x0_nodes_to(sg_prof *p, const sg_fp *L)
+{
+    if (!p->nodes || L->n != p->n) return CUDA_ERROR_NOT_SUPPORTED;
+    int known = p->x0_known && p->x0_st.n == L->n;
+    CUresult rc = CUDA_SUCCESS;
+    for (size_t i = 0; i < L->n; i++) {
+        const sg_fp_node *ln = &L->nodes[i];
+        if (known) {
+            const sg_fp_node *xn = &p->x0_st.nodes[i];
+            if (xn->len == ln->len && !memcmp(&xn->k, &ln->k, sizeof xn->k) &&
+                !memcmp(pay_of(xn), pay_of(ln), ln->len))
+                continue;
+        }
+        CUresult r = x0_node_set(p, ln, i);
+        if (r != CUDA_SUCCESS) {
+            rc = r;
+            continue;       /* the others still get closer to L */
+        }
+        if (known && sg_fp_node_copy(&p->x0_st.nodes[i], ln)) known = p->x0_known = 0;
+    }
+    if (rc == CUDA_SUCCESS && !known) p->x0_known = fp_copy(&p->x0_st, L) == 0;
+    return rc;
+}
+
+/* The error a program's call gets when X_0 could not be brought to the
+ * program's state by any path: an error that says the context or the
+ * driver is unusable is passed on (the program's own call would have got it
+ * too); anything else (an error about a call the program never made)
+ * becomes CUDA_ERROR_OUT_OF_MEMORY, as when the driver cannot obtain what it
+ * needs to prepare the exec (cuGraphLaunch's upload, an exec update). */
+static CUresult plausible(CUresult rc)
+{
+    switch (rc) {
+    case CUDA_SUCCESS:
+    case CUDA_ERROR_DEINITIALIZED:
+    case CUDA_ERROR_NOT_INITIALIZED:
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return rc;
+    default:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+}
+
+/* Brings X_0 to raw L: path A (clone through the per-type setters, one
+ * cuGraphExecUpdate), else path B (per-node exec updates of the nodes that
+ * differ), else path C (clone through cuGraphNodeSetParams, one
+ * cuGraphExecUpdate; only when A failed before its update). Clears x0_stale
+ * on success; returns the last driver error otherwise. */
+static CUresult x0_restore(sg_prof *p, const sg_fp *L)
+{
+    if (!L) return CUDA_ERROR_UNKNOWN;
+    sg_exec_event(p->exec, SG_EXEC_EV_LIB_UPDATE);
+    const char *path = "A";
+    CUresult rc = clone_sync(p, L, -1);
+    int synced = rc == CUDA_SUCCESS;
+    if (synced) rc = update_from_clone(p, p->exec);
+    if (rc != CUDA_SUCCESS) {
+        path = "B";
+        rc = x0_nodes_to(p, L);
+    }
+    if (rc != CUDA_SUCCESS && !synced) {
+        path = "C";
+        rc = clone_sync_with(p, L, -1, 1);
+        if (rc == CUDA_SUCCESS) rc = update_from_clone(p, p->exec);
+    }
+    if (rc == CUDA_SUCCESS) {
+        if (path[0] != 'A')
+            SG_INFO("graph exec %p: restored to the program's state through path %s (per-node %s)",
+                    (void *)p->exec, path, path[0] == 'B' ? "exec updates" : "cuGraphNodeSetParams");
+        p->x0_stale = 0;
+    }
     return rc;
 }
 
@@ -998,22 +1262,20 @@ static CUresult leave_generations(sg_prof *p, const sg_fp *L, int final, const c
     if (!p->sim) {
         int restore = 1;
         if (!p->ngroups && L && reconcile(p, L) == 0) restore = p->gens[0].mism != 0;
-        if (restore && L) {
-            rc = exec_to(p, L, -1, p->exec);
-            sg_exec_event(p->exec, SG_EXEC_EV_LIB_UPDATE);
-        } else if (restore) {
-            rc = CUDA_ERROR_UNKNOWN;
-        }
+        if (restore) rc = x0_restore(p, L);
         for (int g = max_gens - 1; g >= (rc == CUDA_SUCCESS ? 0 : 1); g--) gen_destroy(p, g);
         if (rc != CUDA_SUCCESS) {
-            SG_WARN("graph exec %p: could not restore the program's exec (%d): it keeps its "
-                    "slots until destroyed", (void *)p->exec, (int)rc);
+            SG_WARN("graph exec %p: could not restore the program's exec (%d): it keeps "
+                    "generation 0's slots, and every launch tries again before it may run",
+                    (void *)p->exec, (int)rc);
+            p->x0_stale = 1;
             final = 1;
         } else {
             gen_arrays_free(p);
         }
     }
     sg_exec_event(p->exec, SG_EXEC_EV_DEMOTION);
+    p->hit = -1;
     profile_reset(p);
     p->state = final ? SG_PROF_PLAIN : SG_PROF_PROFILING;
     p->final_plain |= final;
@@ -1027,10 +1289,38 @@ static CUresult leave_generations(sg_prof *p, const sg_fp *L, int final, const c
     return rc;
 }
 
+/* After a failed restore: tries again; on success X_0's slots go. */
+static CUresult x0_recover(sg_prof *p, const sg_fp *L)
+{
+    CUresult rc = x0_restore(p, L);
+    if (rc == CUDA_SUCCESS) {
+        gen_destroy(p, 0);
+        gen_arrays_free(p);
+    }
+    return rc;
+}
+
 CUresult sg_prof_demote(sg_prof *p, const sg_fp *L)
 {
-    if (p->state != SG_PROF_GENERATIONS) return CUDA_SUCCESS;
-    return leave_generations(p, L, 0, NULL);
+    if (p->state == SG_PROF_GENERATIONS) return plausible(leave_generations(p, L, 0, NULL));
+    return p->x0_stale ? plausible(x0_recover(p, L)) : CUDA_SUCCESS;
+}
+
+int sg_prof_x0_stale(const sg_prof *p) { return p->x0_stale; }
+
+void sg_prof_forwarded(sg_prof *p, const sg_fp *L, long i)
+{
+    if (!p->x0_stale) return;
+    if (i < 0) {                 /* X_0 holds the program's whole graph now */
+        p->x0_stale = 0;
+        p->x0_known = 0;
+        gen_destroy(p, 0);
+        gen_arrays_free(p);
+        return;
+    }
+    if (!L || !p->x0_known || (size_t)i >= p->x0_st.n || (size_t)i >= L->n ||
+        sg_fp_node_copy(&p->x0_st.nodes[i], &L->nodes[i]))
+        p->x0_known = 0;
 }
 
 /* ------------------------------------------------------------ launch */
@@ -1074,10 +1364,10 @@ static int gen_create(sg_prof *p, const sg_fp *L, int g)
     if (p->ngroups && (ops->create(p->ctx, p->dev, p->slot_size, p->ngroups, &x->slots) ||
                        ops->bind(x->slots, p->want, 1) != 0))
         goto fail;
-    CUresult r1 = clone_sync(p, L, g), r2 = -1;
-    if (r1 == 0) r2 = SG_DRIVER_CALL(cuGraphInstantiateWithFlags, &x->exec, p->clone, p->inst_flags);
-    fprintf(stderr, "DBG gen_create %d %d\n", r1, r2);
-    if (r1 || r2) goto fail;
+    if (clone_sync(p, L, g) != CUDA_SUCCESS || !sg_drv.cuGraphInstantiateWithFlags ||
+        SG_DRIVER_CALL(cuGraphInstantiateWithFlags, &x->exec, p->clone, p->inst_flags) !=
+            CUDA_SUCCESS)
+        goto fail;
     x->live = 1;
     if (gen_holds_L(p, L, g)) {
         gen_destroy(p, g);
@@ -1139,6 +1429,7 @@ static int choose_generation(sg_prof *p, const sg_fp *L, const char **why)
         sg_reason reason = variant_update_reason(p, L, g);
         if (exec_to(p, L, g, x->exec) != CUDA_SUCCESS || gen_holds_L(p, L, g)) {
             x->mism = p->n + 1;     /* unknown: never matches */
+            p->hit = -1;
             memset(x->eq, 0, p->n);
             *why = "a variant could not be updated";
             return -1;
@@ -1175,24 +1466,30 @@ static CUresult launch_generations(sg_prof *p, const sg_fp *L, const sg_call *c)
     else g = choose_generation(p, L, &why);
     if (g < 0) {
         CUresult rc = leave_generations(p, L, 1, why);
-        return rc == CUDA_SUCCESS ? c->forward(c->args) : rc;
+        return rc == CUDA_SUCCESS ? c->forward(c->args) : plausible(rc);
     }
     CUresult rc = launch_exec(p, g, c);
     if (rc == CUDA_SUCCESS) {
         if (p->gens[g].slots) ops->launched(p->gens[g].slots, c->stream, c->per_thread);
         p->gens[g].last_use = ++p->tick;
         p->cur = g;
+        set_hit(p);
     }
     return rc;
 }
 
-CUresult sg_prof_launch(sg_prof *p, const sg_fp *L, const sg_call *c)
+/* Everything but the fast path. */
+static __attribute__((noinline)) CUresult launch_slow(sg_prof *p, const sg_fp *L, const sg_call *c)
 {
+    if (p->x0_stale) {       /* a restore failed: X_0 must not run as it is */
+        CUresult rc = x0_recover(p, L);
+        if (rc != CUDA_SUCCESS) return plausible(rc);
+    }
     if (p->state == SG_PROF_GENERATIONS) {
         if (p->sim) return c->forward(c->args);
         if (!L) {            /* the exec's content is unknown: cannot translate */
             CUresult rc = leave_generations(p, NULL, 1, "the exec's content became unknown");
-            return rc == CUDA_SUCCESS ? c->forward(c->args) : rc;
+            return rc == CUDA_SUCCESS ? c->forward(c->args) : plausible(rc);
         }
         return launch_generations(p, L, c);
     }
@@ -1208,6 +1505,23 @@ CUresult sg_prof_launch(sg_prof *p, const sg_fp *L, const sg_call *c)
     }
     if (observe(p, L)) profile_reset(p);
     return c->forward(c->args);
+}
+
+CUresult sg_prof_launch(sg_prof *p, const sg_fp *L, const sg_call *c)
+{
+    /* Fast path (issue 5: the steady state of a program rotating among
+     * generations): the generation settled by the last update, no driver
+     * call but the launch. */
+    int g = p->hit;
+    if (__builtin_expect(g >= 0 && L != NULL, 1)) {
+        CUresult rc = launch_exec(p, g, c);
+        if (rc == CUDA_SUCCESS) {
+            p->gens[g].last_use = ++p->tick;
+            p->cur = g;
+        }
+        return rc;
+    }
+    return launch_slow(p, L, c);
 }
 
 /* ------------------------------------------------------------ end of life */
@@ -1227,7 +1541,9 @@ void sg_prof_free(sg_prof *p)
     profile_reset(p);
     if (p->clone && sg_drv.cuGraphDestroy) SG_DRIVER_CALL(cuGraphDestroy, p->clone);
     free(p->clone_nodes);
+    free(p->nodes);
     sg_fp_free(&p->clone_st);
+    sg_fp_free(&p->x0_st);
     sg_fp_free(&p->base);
     free(p->pos);
     free(p->tmp);

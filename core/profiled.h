@@ -127,21 +127,38 @@ void sg_prof_timed_update(sg_prof *p, unsigned long long ns);
 
 /* An update that GENERATIONS mode cannot accept arrived (or the exec's
  * content became unknown: L NULL): brings the program's exec back to the
- * logical state L (one cuGraphExecUpdate from the clone, only if it does not
- * hold it already; always, even before the program's own whole-graph
- * update, because that update may fail and leave the exec as it was),
- * destroys the variants and goes back to PROFILING. Returns CUDA_SUCCESS, or
- * the driver's error if the program's exec could not be restored (then the
- * exec stays PLAIN and keeps generation 0's slots until it is destroyed; the
- * caller returns the error to the program). */
+ * logical state L (only if it does not hold it already; always, even before
+ * the program's own whole-graph update, because that update may fail and
+ * leave the exec as it was), destroys the variants and goes back to
+ * PROFILING. The restore tries three independent paths (profiled.c,
+ * "Restoring the program's exec"): one cuGraphExecUpdate from the clone set
+ * through the per-type node setters; per-node exec updates of the nodes
+ * that differ; the clone set through cuGraphNodeSetParams. Returns
+ * CUDA_SUCCESS, or, when every path failed, an error the program's own call
+ * could have got (CUDA_ERROR_OUT_OF_MEMORY, or the driver's error when it
+ * says the context is unusable): the exec is then PLAIN and "X_0 stale":
+ * it keeps generation 0's slots, and no launch runs it before a restore
+ * (retried at each launch and each demote) or a forwarded whole-graph
+ * update of the program has brought it to the program's state. Also called
+ * outside GENERATIONS: retries the restore of a stale X_0. */
 CUresult sg_prof_demote(sg_prof *p, const sg_fp *L);
+
+/* Whether the program's exec is stale (see sg_prof_demote). */
+int sg_prof_x0_stale(const sg_prof *p);
+
+/* A program's update of the exec was forwarded and succeeded: whole graph
+ * (i < 0; the exec now holds what the program asked) or node i, which now
+ * holds L's node i (L: the record after the update, NULL if unknown). */
+void sg_prof_forwarded(sg_prof *p, const sg_fp *L, long i);
 
 /* ------------------------------------------------------------ launch (graphs.c) */
 
 /* Handles a launch of the exec: L is the logical state (NULL if unknown).
  * PROFILING records and forwards; the launch after the last profiled one
  * decides; PLAIN forwards; GENERATIONS picks a variant and launches it with
- * the program's launch variant. Returns what the program gets. */
+ * the program's launch variant. A stale program's exec (sg_prof_demote) is
+ * restored first, or not launched at all (the restore's error, as
+ * sg_prof_demote returns it). Returns what the program gets. */
 CUresult sg_prof_launch(sg_prof *p, const sg_fp *L, const sg_call *c);
 
 /* Frees nothing: the clock (CLOCK_MONOTONIC) in nanoseconds. */

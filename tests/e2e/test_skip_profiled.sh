@@ -21,6 +21,11 @@
 #     exec included: <= PROFILE_STEPS + 2), cuMemMap every step, right
 #     checksum, 0 violations; then the same with a fault injected in each VMM
 #     and event call the aliasing makes (1st call, and from the Nth on).
+#   - restoring the program's exec with the library's own driver calls
+#     failing (each restore path's entries, one at a time, 1st call on):
+#     checksum equal to the run without the library, no error reaching the
+#     program, the fallback path that restored it; every path failing: the
+#     launch gets CUDA_ERROR_OUT_OF_MEMORY instead of running a wrong state.
 #   - always_update's would_skip_profiled equals skip_profiled's skipped count
 #     (rotating_inputs, fresh_inputs); the report carries a "profile" object.
 . "$(dirname "$0")/../lib.sh"
@@ -135,6 +140,44 @@ for f in cuMemMap cuMemSetAccess cuMemUnmap cuMemAddressReserve cuEventRecord; d
         check_eq "fault $f:$when: violations" "$(json_get "$TMP/fault.json" violations)" 0
     done
 done
+
+# Restoring the program's exec when the library's own driver calls fail
+# (profiled.c, "Restoring the program's exec"): each entry failing from its
+# 1st call on, the checksum equals the run without the library and nothing
+# is launched in another state. slices destroys its graph every step, so
+# the per-node exec updates (path B) cannot name its nodes there: the clone
+# set through cuGraphNodeSetParams (path C) restores it; rotating_inputs
+# keeps its graph: path B.
+for spec in slices:cuGraphKernelNodeSetParams_v2:1+:CUDA_ERROR_UNKNOWN:C \
+            slices:cuGraphMemcpyNodeSetParams:1+:CUDA_ERROR_UNKNOWN:C \
+            slices:cuGraphMemsetNodeSetParams:1+:CUDA_ERROR_UNKNOWN:C \
+            slices:cuGraphNodeSetParams:1+:CUDA_ERROR_UNKNOWN:- \
+            slices:cuGraphExecMemcpyNodeSetParams:1+:CUDA_ERROR_UNKNOWN:- \
+            slices:cuGraphExecMemsetNodeSetParams:1+:CUDA_ERROR_UNKNOWN:- \
+            slices:cuFuncGetParamInfo:1:CUDA_ERROR_INVALID_VALUE:- \
+            rotating_inputs:cuGraphKernelNodeSetParams_v2:1+:CUDA_ERROR_UNKNOWN:B \
+            rotating_inputs:cuGraphExecUpdate_v2:1+:CUDA_ERROR_UNKNOWN:- \
+            fresh_inputs:cuGraphKernelNodeSetParams_v2:1+:CUDA_ERROR_UNKNOWN:C; do
+    IFS=: read -r name entry when err path <<<"$spec"
+    tag="restore $name $entry:$when:$err"
+    run base $name none 12
+    run fault $name skip_profiled 12 STABLEGRAPH_LOG=info CUDAEMU_FAIL=$entry:$when:$err
+    check_eq "$tag: checksum" "$(sum_of fault)" "$(sum_of base)"
+    check_eq "$tag: violations" "$(json_get "$TMP/fault.json" violations)" 0
+    check "$tag: no error reaches the program" [ -z "$(grep ' failed: ' "$TMP/fault.out")" ]
+    if [ "$path" != - ]; then
+        check "$tag: restored through path $path" grep -q "through path $path" "$TMP/fault.out"
+    fi
+done
+# Every path failing (the per-type and the generic clone setters; slices'
+# nodes cannot be named for path B): the program's launch gets
+# CUDA_ERROR_OUT_OF_MEMORY and its exec never runs in another state.
+run fault slices skip_profiled 12 \
+    CUDAEMU_FAIL=cuGraphKernelNodeSetParams_v2:1+:CUDA_ERROR_UNKNOWN,cuGraphNodeSetParams:1+:CUDA_ERROR_UNKNOWN
+check "restore: all paths fail: the launch gets CUDA_ERROR_OUT_OF_MEMORY" \
+    grep -q 'cuGraphLaunch(exec, w->stream) failed: CUDA_ERROR_OUT_OF_MEMORY' "$TMP/fault.out"
+check "restore: all paths fail: no checksum" [ -z "$(sum_of fault)" ]
+check_eq "restore: all paths fail: violations" "$(json_get "$TMP/fault.json" violations)" 0
 
 # always_update counts what skip_profiled would skip.
 for name in rotating_inputs fresh_inputs; do

@@ -44,6 +44,12 @@ static struct {
     CUgraphExec launched;
     uint64_t kset_word0;            /* first argument word of the last kernel node set */
     int fail_inst;
+    /* restore paths: failures to inject, and what the X_0 per-node path got */
+    int fail_kset, fail_update, fail_xkset, fail_nset;
+    int xkset, nset;
+    CUgraphExec xkset_exec;
+    CUgraphNode xkset_node;
+    uint64_t xkset_word0;
 } fx;
 static fg clones[4];
 static int nclones;
@@ -65,8 +71,30 @@ static CUresult fx_kset(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p)
 {
     (void)n;
     fx.kset++;
+    if (fx.fail_kset) return CUDA_ERROR_UNKNOWN;
     CHECK(p->extra && p->extra[0] == CU_LAUNCH_PARAM_BUFFER_POINTER && !p->kernelParams);
     memcpy(&fx.kset_word0, p->extra[1], 8);
+    return CUDA_SUCCESS;
+}
+static CUresult fx_xkset(CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    fx.xkset++;
+    if (fx.fail_xkset) return CUDA_ERROR_INVALID_VALUE;
+    CHECK(p->extra && p->extra[0] == CU_LAUNCH_PARAM_BUFFER_POINTER && !p->kernelParams);
+    fx.xkset_exec = e;
+    fx.xkset_node = n;
+    memcpy(&fx.xkset_word0, p->extra[1], 8);
+    return CUDA_SUCCESS;
+}
+static CUresult fx_nset(CUgraphNode n, CUgraphNodeParams *p)
+{
+    (void)n;
+    fx.nset++;
+    if (fx.fail_nset) return CUDA_ERROR_UNKNOWN;
+    if (p->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        CHECK(p->kernel.extra && !p->kernel.kernelParams);
+        memcpy(&fx.kset_word0, p->kernel.extra[1], 8);
+    }
     return CUDA_SUCCESS;
 }
 static CUresult fx_inst(CUgraphExec *e, CUgraph g, unsigned long long flags)
@@ -80,7 +108,7 @@ static CUresult fx_exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResult
 {
     (void)e; (void)g; (void)i;
     fx.exec_update++;
-    return CUDA_SUCCESS;
+    return fx.fail_update ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
 }
 static CUresult fx_launch(CUgraphExec e, CUstream s) { (void)s; fx.launch++; fx.launched = e; return CUDA_SUCCESS; }
 static CUresult fx_exec_destroy(CUgraphExec e) { (void)e; fx.exec_destroy++; return CUDA_SUCCESS; }
@@ -152,6 +180,8 @@ static void setup(sg_policy policy, sg_alias_mode alias, int gens, int with_clon
         d.cuGraphNodeFindInClone = fx_find_in_clone;
     }
     d.cuGraphKernelNodeSetParams_v2 = fx_kset;
+    d.cuGraphExecKernelNodeSetParams_v2 = fx_xkset;
+    d.cuGraphNodeSetParams = fx_nset;
     d.cuGraphInstantiateWithFlags = fx_inst;
     d.cuGraphExecUpdate_v2 = fx_exec_update;
     d.cuGraphLaunch = fx_launch;
@@ -200,6 +230,16 @@ static int set_in(CUdeviceptr in)
     sg_call c = { .kind = SG_CALL_UPDATE_KERNEL, .forward = fake_forward, .args = &f, .exec = EXEC,
                   .node = (CUgraphNode)nd, .kparams = &nd->kp };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
+    return f.calls;
+}
+
+/* Launches; *rc gets what the program got; returns whether the program's
+ * own call (X_0) was forwarded. */
+static int launch_rc(CUresult *rc)
+{
+    fwd f = { 0, NULL, NULL };
+    sg_call c = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &f, .exec = EXEC };
+    *rc = sg_core_call(&c);
     return f.calls;
 }
 
@@ -448,6 +488,94 @@ TEST(fallbacks)
     destroy();
 }
 
+/* Restoring X_0 when the library's own calls fail (profiled.c, "Restoring
+ * the program's exec"): path B (per-node exec updates of the nodes that
+ * differ), path C (the clone through cuGraphNodeSetParams), and every path
+ * failing: the launch gets CUDA_ERROR_OUT_OF_MEMORY and X_0 does not run
+ * until a later launch restores it. */
+TEST(restore_paths)
+{
+    CUresult rc;
+    /* A fails at its update: B sets the one differing node of X_0 */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    instantiate();
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();                                 /* decides; X_0 holds in[0] */
+    fx.fail_inst = 1;
+    fx.fail_update = 1;
+    CHECK_EQ(set_in(allocs[1].base), 0);      /* accepted lazily */
+    CHECK_EQ(launch_rc(&rc), 1);              /* no variant: X_0 restored through B, launched */
+    CHECK_CU(rc, CUDA_SUCCESS);
+    CHECK_EQ(fx.xkset, 1);                    /* only the kernel node differed */
+    CHECK(fx.xkset_exec == EXEC);
+    CHECK(fx.xkset_node == (CUgraphNode)&graph.nodes[0]);
+    CHECK_EQ(fx.xkset_word0, allocs[1].base);
+    CHECK_EQ(fx.nset, 0);
+    CHECK_EQ(set_in(allocs[2].base), 1);      /* PLAIN: forwarded */
+    destroy();
+
+    /* A fails at the clone, B fails: C (generic setter + update) */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    instantiate();
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();
+    fx.fail_inst = 1;
+    fx.fail_kset = 1;
+    fx.fail_xkset = 1;
+    CHECK_EQ(set_in(allocs[1].base), 0);
+    int upd = fx.exec_update;
+    CHECK_EQ(launch_rc(&rc), 1);
+    CHECK_CU(rc, CUDA_SUCCESS);
+    CHECK_EQ(fx.nset, 1);
+    CHECK_EQ(fx.kset_word0, allocs[1].base);
+    CHECK_EQ(fx.exec_update, upd + 1);
+    destroy();
+
+    /* every path fails: no launch of X_0, OUT_OF_MEMORY; retried later */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    instantiate();
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();
+    fx.fail_inst = 1;
+    fx.fail_kset = 1;
+    fx.fail_xkset = 1;
+    fx.fail_nset = 1;
+    CHECK_EQ(set_in(allocs[1].base), 0);
+    CHECK_EQ(launch_rc(&rc), 0);              /* X_0 holds in[0]: not launched */
+    CHECK_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(launch_rc(&rc), 0);              /* still stale */
+    CHECK_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
+    fx.fail_xkset = 0;
+    CHECK_EQ(launch_rc(&rc), 1);              /* B works again: restored, launched */
+    CHECK_CU(rc, CUDA_SUCCESS);
+    CHECK_EQ(fx.xkset_word0, allocs[1].base);
+    destroy();
+
+    /* every path fails, then the program's own update sets the node: X_0
+     * holds its state again and runs (B has nothing left to set) */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    instantiate();
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();
+    fx.fail_inst = 1;
+    fx.fail_kset = 1;
+    fx.fail_xkset = 1;
+    fx.fail_nset = 1;
+    CHECK_EQ(set_in(allocs[1].base), 0);
+    CHECK_EQ(launch_rc(&rc), 0);
+    CHECK_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(set_in(allocs[2].base), 1);      /* forwarded: X_0's kernel node = L's */
+    int xk = fx.xkset;
+    CHECK_EQ(launch_rc(&rc), 1);
+    CHECK_CU(rc, CUDA_SUCCESS);
+    CHECK_EQ(fx.xkset, xk);                   /* nothing left to set */
+    destroy();
+}
+
 /* always_update simulates the state machine: identical and lazily
  * acceptable updates after profiling count as would_skip_profiled. */
 TEST(always_update_counts_would_skip_profiled)
@@ -482,6 +610,7 @@ int main(void)
     RUN(demotion_on_dims_change);
     RUN(aliasing_translation_and_rebind);
     RUN(fallbacks);
+    RUN(restore_paths);
     RUN(always_update_counts_would_skip_profiled);
     return check_done();
 }
