@@ -55,7 +55,7 @@ typedef enum { SG_POLICY_LIST(SG_POLICY_ITEM_) SG_POLICY_COUNT } sg_policy;
 typedef enum { SG_LOG_LIST(SG_LOG_ITEM_) SG_LOG_COUNT } sg_log_level;
 typedef enum { SG_ALIAS_LIST(SG_ALIAS_ITEM_) SG_ALIAS_COUNT } sg_alias_mode;
 
-#define SG_POLICY_DEFAULT SG_POLICY_ALWAYS_UPDATE
+#define SG_POLICY_DEFAULT SG_POLICY_SKIP_PROFILED
 #define SG_LOG_DEFAULT    SG_LOG_WARN
 /* skip_profiled defaults (README, issue 5). */
 #define SG_PROFILE_STEPS_DEFAULT 3

@@ -54,6 +54,6 @@ done
 
 # The log file receives the lines; info level prints the summary at exit.
 STABLEGRAPH_LOG=info STABLEGRAPH_LOG_FILE=$TMP/log LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct >/dev/null 2>&1
-check "log file: start-up line" grep -q '^stablegraph: info: loaded: policy always_update' "$TMP/log"
-check "log file: summary at exit" grep -q '^stablegraph: info: summary: policy always_update' "$TMP/log"
+check "log file: start-up line (default policy skip_profiled)" grep -q '^stablegraph: info: loaded: policy skip_profiled' "$TMP/log"
+check "log file: summary at exit" grep -q '^stablegraph: info: summary: policy skip_profiled' "$TMP/log"
 done_testing

@@ -29,7 +29,7 @@ TEST(defaults)
 {
     const char *const env[] = { NULL };
     CHECK_EQ(parse(env), 0);
-    CHECK_EQ(cfg.policy, SG_POLICY_ALWAYS_UPDATE);
+    CHECK_EQ(cfg.policy, SG_POLICY_SKIP_PROFILED);   /* the default since issue 5's acceptance */
     CHECK_EQ(cfg.log_level, SG_LOG_WARN);
     CHECK_EQ(cfg.strict, 0);
     CHECK(cfg.report[0] == '\0' && cfg.log_file[0] == '\0');
@@ -119,7 +119,7 @@ TEST(place_max_bytes)
         const char *const env[] = { "STABLEGRAPH_PLACE_MAX_BYTES", cases[i].v, NULL };
         CHECK_EQ(parse(env), 0);
         CHECK(cfg.place_max_bytes == cases[i].want);
-        CHECK_EQ(cfg.policy, SG_POLICY_ALWAYS_UPDATE);
+        CHECK_EQ(cfg.policy, SG_POLICY_DEFAULT);         /* a good value keeps the policy */
     }
 }
 
