@@ -62,7 +62,7 @@ typedef enum { SG_ALIAS_LIST(SG_ALIAS_ITEM_) SG_ALIAS_COUNT } sg_alias_mode;
 #define SG_PROFILE_STEPS_MAX     1000
 #define SG_ALIAS_DEFAULT         SG_ALIAS_AUTO
 #define SG_ALIAS_MIN_DEFAULT     ((size_t)1 << 20)
-#define SG_MAX_GENERATIONS_DEFAULT 4
+#define SG_MAX_GENERATIONS_DEFAULT 8
 #define SG_MAX_GENERATIONS_MAX   16
 
 /* Longest value accepted for any variable (longer values are rejected). */
@@ -88,7 +88,7 @@ typedef struct sg_config {
      *   own physical handles so that they can be aliased (byte count as for
      *   PLACE_MAX_BYTES; default 1M);
      * STABLEGRAPH_MAX_GENERATIONS: exec variants kept per exec (1..16,
-     *   default 4). */
+     *   default 8: a rotation among up to 8 buffer sets is served without updates). */
     int profile_steps;
     sg_alias_mode alias;
     size_t alias_min_bytes;

@@ -8,9 +8,8 @@
 #     cuGraphExecNodeSetParams) at most (PROFILE_STEPS + 2) x the updates the
 #     program makes per step (rotating_inputs makes one per seed node, the
 #     others one), and none at all between step 10 and step 30 (--steps 10
-#     vs --steps 30). slices rotates among 7 states, so it gets
-#     STABLEGRAPH_MAX_GENERATIONS=8 (7 variants); with the default 4 it must
-#     still be right.
+#     vs --steps 30). slices rotates among 7 states: the default 8
+#     generations serve it; with 4 it must still be right.
 #   - rotating_inputs steady state: no cuMemMap / cuMemUnmap / cuMemSetAccess
 #     / cuMemCreate between step 10 and step 30.
 #   - scalar_changes: every changed scalar reaches the driver; topology_changes:
@@ -67,7 +66,7 @@ for delay in 0 200; do
     export CUDAEMU_KERNEL_DELAY_US=$delay
     for name in rotating_inputs fresh_inputs slices; do
         tag="$name/delay=$delay"
-        extra=(); [ $name = slices ] && extra=(STABLEGRAPH_MAX_GENERATIONS=8)
+        extra=()
         run base $name none $STEPS
         run prof $name skip_profiled $STEPS "${extra[@]}"
         run prof10 $name skip_profiled 10 "${extra[@]}"
@@ -88,8 +87,8 @@ for delay in 0 200; do
                 "$(calls prof10 $VMM)" "$(calls prof $VMM)"
         fi
     done
-    # slices with the default 4 generations: 7 states, so variants get updated; still right
-    run prof slices skip_profiled $STEPS
+    # slices with 4 generations: 7 states, so variants get updated; still right
+    run prof slices skip_profiled $STEPS STABLEGRAPH_MAX_GENERATIONS=4
     run base slices none $STEPS
     check_eq "slices/delay=$delay, 4 generations: checksum" "$(sum_of prof)" "$(sum_of base)"
     check_eq "slices/delay=$delay, 4 generations: violations" "$(json_get "$TMP/prof.json" violations)" 0

@@ -131,7 +131,7 @@ TEST(skip_profiled_vars)
     CHECK_EQ(cfg.profile_steps, 3);
     CHECK_EQ(cfg.alias, SG_ALIAS_AUTO);
     CHECK(cfg.alias_min_bytes == (size_t)1 << 20);
-    CHECK_EQ(cfg.max_generations, 4);
+    CHECK_EQ(cfg.max_generations, 8);
     const char *const good[] = { "STABLEGRAPH_PROFILE_STEPS", "1000", "STABLEGRAPH_ALIAS", "never",
                                  "STABLEGRAPH_ALIAS_MIN_BYTES", "64K",
                                  "STABLEGRAPH_MAX_GENERATIONS", "16", NULL };
