@@ -34,6 +34,19 @@ ifneq ($(filter-out $(NO_TOOLCHAIN_GOALS),$(or $(MAKECMDGOALS),all)),)
   endif
 endif
 
+# A build directory remembers the SAN it was built with ($(BUILD)/san.cfg);
+# objects do not depend on SAN, so building into it with another SAN starts
+# it afresh (only a directory that has our san.cfg is ever removed).
+ifneq ($(wildcard $(BUILD)/san.cfg),)
+  SAN_BUILT := $(strip $(shell cat '$(BUILD)/san.cfg'))
+  ifneq ($(SAN_BUILT),$(strip $(SAN)))
+    ifeq ($(filter clean deps help,$(MAKECMDGOALS)),)
+      $(info stablegraph: $(BUILD) was built with SAN='$(SAN_BUILT)': rebuilding it with SAN='$(SAN)')
+      $(shell rm -rf '$(BUILD)')
+    endif
+  endif
+endif
+
 SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
@@ -114,7 +127,33 @@ all: $(BUILD)/san.cfg
 test: all
 	BUILD=$(abspath $(BUILD)) tests/run.sh
 
-check-all: test
+# check-all: the suite three times, each build in its own directory (objects
+# do not depend on SAN, so a directory last built with another SAN is
+# cleaned first): normal in $(BUILD), ASan+UBSan in $(BUILD)-asan, TSan in
+# $(BUILD)-tsan. Every stage runs; then one line per stage; fails if any did.
+check-all:
+	@rc=0; sum=""; \
+	for stage in normal asan tsan; do \
+	    case $$stage in \
+	    normal) dir='$(BUILD)'; san= ;; \
+	    asan) dir='$(BUILD)-asan'; san=address,undefined ;; \
+	    tsan) dir='$(BUILD)-tsan'; san=thread ;; \
+	    esac; \
+	    if [ -f "$$dir/san.cfg" ] && [ "$$(cat "$$dir/san.cfg")" != "$$san" ]; then \
+	        echo "check-all: $$dir was built with SAN=$$(cat "$$dir/san.cfg"): cleaning it"; \
+	        $(MAKE) --no-print-directory BUILD="$$dir" clean; \
+	    fi; \
+	    echo "==== check-all: $$stage (BUILD=$$dir SAN=$$san)"; \
+	    start=$$(date +%s); mkdir -p "$$dir"; \
+	    { $(MAKE) --no-print-directory BUILD="$$dir" SAN="$$san" test; echo $$? >"$$dir/check-all.rc"; } 2>&1 \
+	        | tee "$$dir/check-all.log"; \
+	    secs=$$(( $$(date +%s) - start )); \
+	    counts=$$(grep -E '^[0-9]+ passed, [0-9]+ failed$$' "$$dir/check-all.log" | tail -n 1); \
+	    if [ "$$(cat "$$dir/check-all.rc")" = 0 ]; then res=PASS; else res=FAIL; rc=1; fi; \
+	    sum="$$sum$$(printf '%s %-6s %-36s %s, %ss' $$res $$stage "BUILD=$$dir SAN=$$san" \
+	        "$${counts:-no summary (build failed?)}" $$secs)\n"; \
+	done; \
+	echo; echo "check-all:"; printf "$$sum"; exit $$rc
 
 # ---------------------------------------------------------------- set-up
 deps:

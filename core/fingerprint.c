@@ -1022,7 +1022,7 @@ static int args_reason(const sg_fp_node *old, const sg_fp_node *nw)
         }
         if (w < size && memcmp(a + w, b + w, size - w)) return SG_REASON_SCALAR_CHANGED;
     }
-    if (pi->gaps && memcmp(old->pay, nw->pay, nw->len)) {
+    if (pi->gaps && !sg_bytes_eq(old->pay, nw->pay, nw->len)) {
         /* only reachable if overlapping arguments hid a difference: be conservative */
         for (uint32_t i = 0; i < pi->n; i++)
             if (memcmp(old->pay + pi->arg[i].off, nw->pay + pi->arg[i].off, pi->arg[i].size))
@@ -1049,7 +1049,7 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
             return SG_REASON_DIMS_CHANGED;
         if (!params_only && (a->attr_mask != b->attr_mask || memcmp(a->attrs, b->attrs, sizeof a->attrs)))
             return SG_REASON_ATTRIBUTES_CHANGED;
-        if (old->len == nw->len && !memcmp(old->pay, nw->pay, nw->len)) return -1;
+        if (old->len == nw->len && sg_bytes_eq(old->pay, nw->pay, nw->len)) return -1;
         return args_reason(old, nw);
     case CU_GRAPH_NODE_TYPE_MEMCPY:
         payload_reason = SG_REASON_MEMCPY_CHANGED;
@@ -1060,7 +1060,7 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
     default:
         return -1;   /* empty */
     }
-    if (a->ctx != b->ctx || old->len != nw->len || memcmp(old->pay, nw->pay, nw->len))
+    if (a->ctx != b->ctx || old->len != nw->len || !sg_bytes_eq(old->pay, nw->pay, nw->len))
         return payload_reason;
     return -1;
 }
@@ -1068,7 +1068,7 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
 int sg_fp_compare(const sg_fp *a, const sg_fp *b)
 {
     if (a->n != b->n || a->nedges != b->nedges ||
-        memcmp(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
         return SG_REASON_TOPOLOGY;
     int worst = -1;
     const sg_fp_node *x = a->nodes, *y = b->nodes, *end = x + a->n;

@@ -46,6 +46,7 @@
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "stats.h"
 
@@ -67,6 +68,13 @@
     X(CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, 4, 70)                \
     X(CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING, 4, 74)
 #define SG_FP_ATTR_BYTES 80   /* the last offset + its bytes, rounded up to 8 */
+
+/* memcmp(a, b, n) == 0 that is also defined when n is 0 and a pointer is
+ * NULL (a node without a payload has pay == NULL). */
+static inline int sg_bytes_eq(const void *a, const void *b, size_t n)
+{
+    return n == 0 || memcmp(a, b, n) == 0;
+}
 
 /* State of one node's description. */
 enum { SG_FP_OK = 0, SG_FP_UNSUPPORTED = 1, SG_FP_NOT_COMPARABLE = 2 };

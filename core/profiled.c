@@ -326,7 +326,7 @@ static int fp_copy(sg_fp *dst, const sg_fp *src)
 static int same_shape(const sg_fp *a, const sg_fp *b)
 {
     if (a->n != b->n || a->nedges != b->nedges ||
-        memcmp(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
         return 0;
     for (size_t i = 0; i < a->n; i++)
         if (a->nodes[i].len != b->nodes[i].len ||
@@ -492,7 +492,7 @@ static int observe(sg_prof *p, const sg_fp *L)
     } else {
         for (size_t i = 0; i < L->n; i++) {
             const sg_fp_node *a = &p->base.nodes[i], *b = &L->nodes[i];
-            if (!memcmp(a->pay, b->pay, b->len)) continue;
+            if (sg_bytes_eq(a->pay, b->pay, b->len)) continue;
             for (uint32_t x = 0; x < b->len; x++)
                 if (a->pay[x] != b->pay[x]) p->varied[i][x] = 1;
         }
@@ -802,7 +802,7 @@ static int addresses_only(const sg_prof *p, const sg_fp_node *old, const sg_fp_n
         word_put(tmp, offs[j], a);
     }
     finder_end(&f);
-    return ok && !memcmp(tmp, old->pay, old->len);
+    return ok && sg_bytes_eq(tmp, old->pay, old->len);
 }
 
 int sg_prof_lazy_node_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_node *nw)
@@ -813,7 +813,7 @@ int sg_prof_lazy_node_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_no
     memset(a.attrs, 0, sizeof a.attrs);
     memset(b.attrs, 0, sizeof b.attrs);
     if (memcmp(&a, &b, sizeof a)) return 0;
-    if (!memcmp(old->pay, nw->pay, nw->len)) return 1;
+    if (sg_bytes_eq(old->pay, nw->pay, nw->len)) return 1;
     switch (a.type) {
     case CU_GRAPH_NODE_TYPE_KERNEL:
         return 1;
@@ -828,7 +828,7 @@ int sg_prof_lazy_node_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_no
 int sg_prof_lazy_ok(const sg_prof *p, const sg_fp *a, const sg_fp *b)
 {
     if (a->n != b->n || a->nedges != b->nedges ||
-        memcmp(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
         return 0;
     for (size_t i = 0; i < a->n; i++) {
         const sg_fp_node *x = &a->nodes[i], *y = &b->nodes[i];
@@ -843,7 +843,7 @@ void sg_prof_accept_graph(sg_prof *p, const sg_fp *L, const sg_fp *b)
 {
     if (p->sim || p->state != SG_PROF_GENERATIONS) return;
     for (size_t i = 0; i < L->n && i < b->n; i++)
-        if (memcmp(L->nodes[i].pay, b->nodes[i].pay, b->nodes[i].len)) mark_dirty(p, i);
+        if (!sg_bytes_eq(L->nodes[i].pay, b->nodes[i].pay, b->nodes[i].len)) mark_dirty(p, i);
 }
 
 void sg_prof_accept_node(sg_prof *p, size_t i)
@@ -905,7 +905,7 @@ static int reconcile(sg_prof *p, const sg_fp *L)
         for (int g = 0; g < max_gens; g++) {
             pgen *x = &p->gens[g];
             if (!x->live) continue;
-            unsigned char eq = x->canon[i] && x->clen[i] == ln->len && !memcmp(x->canon[i], c, ln->len);
+            unsigned char eq = x->canon[i] && x->clen[i] == ln->len && sg_bytes_eq(x->canon[i], c, ln->len);
             if (eq != x->eq[i]) {
                 x->mism += eq ? (size_t)-1 : 1;
                 x->eq[i] = eq;
@@ -1073,7 +1073,7 @@ static CUresult clone_sync_with(sg_prof *p, const sg_fp *L, int g, int generic)
         const unsigned char *want = translate(p, L, g, i);
         if (!want) return CUDA_ERROR_OUT_OF_MEMORY;
         if (cn->len == ln->len && !memcmp(&cn->k, &ln->k, sizeof cn->k) &&
-            !memcmp(pay_of(cn), want, ln->len))
+            sg_bytes_eq(pay_of(cn), want, ln->len))
             continue;
         CUresult rc = clone_set(p, i, &ln->k, want, ln->len, generic);
         if (rc != CUDA_SUCCESS) {
@@ -1177,7 +1177,7 @@ static CUresult x0_nodes_to(sg_prof *p, const sg_fp *L)
         if (known) {
             const sg_fp_node *xn = &p->x0_st.nodes[i];
             if (xn->len == ln->len && !memcmp(&xn->k, &ln->k, sizeof xn->k) &&
-                !memcmp(pay_of(xn), pay_of(ln), ln->len))
+                sg_bytes_eq(pay_of(xn), pay_of(ln), ln->len))
                 continue;
         }
         CUresult r = x0_node_set(p, ln, i);

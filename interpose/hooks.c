@@ -107,14 +107,7 @@ void *sg_hook_real(int i)
     return p;
 }
 
-int sg_hook_find(const char *name)
-{
-    /* Every hooked name starts with "cu": reject everything else at once. */
-    if (!name || name[0] != 'c' || name[1] != 'u') return -1;
-    for (int i = 0; i < SG_HOOK_COUNT; i++)
-        if (strcmp(sg_hooks[i].name + 2, name + 2) == 0) return i;
-    return -1;
-}
+/* sg_hook_find() is in dlsym_entry.c (reached from dlsym before start-up). */
 
 void *sg_hook_hand_out(int i)
 {

@@ -103,7 +103,8 @@ extern sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 void *sg_hook_real(int i);
 
 /* Index of the hook with exactly this ELF name, or -1. Cheap, no locks, no
- * allocation: safe inside dlsym. */
+ * allocation, no intercepted libc calls, not instrumented (dlsym_entry.c):
+ * safe inside dlsym, even before a sanitizer runtime is initialised. */
 int sg_hook_find(const char *name);
 
 /* Counts one hand-out of hook i's wrapper and returns the wrapper. */
@@ -125,8 +126,14 @@ static inline void sg_ensure_init(void)
 }
 
 /* --- resolution (resolve.c) --- */
-/* The real dlsym (bootstrapped once with dlvsym). */
+/* The real dlsym (bootstrapped once with dlvsym, dlsym_entry.c). */
 void *sg_real_dlsym(void *handle, const char *name);
+/* dlsym_entry.c: the real dlsym, found on first use; called by the dlsym
+ * trampoline and by sg_real_dlsym(). */
+void *(*sg_dlsym_bootstrap(void))(void *, const char *);
+/* resolve.c: dlsym of hook i's exact name; caller is the return address of
+ * the program's dlsym call (tail-jumped to from the trampoline). */
+void *sg_dlsym_hooked(void *handle, const char *name, int i, void *caller);
 /* Resolves every hook's real function from libcuda.so.1 and fills the driver
  * table for core/. Aborts if a "real" function is one of our wrappers.
  * Idempotent. */

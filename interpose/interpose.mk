@@ -14,6 +14,14 @@ SG_MAP       := $(BUILD)/interpose/libstablegraph.map
 $(SG_CORE_OBJS) $(SG_IP_OBJS): ALL_CFLAGS += -fvisibility=hidden
 $(SG_IP_OBJS): interpose/hooks.def
 
+# The exported dlsym and what it reaches (interpose/dlsym_entry.c) run inside
+# a sanitizer runtime's own start-up (it looks up "mmap" & co. with dlsym
+# before its shadow memory / thread state exist), so that object is never
+# instrumented, whatever SAN says; the file #errors if it is. Target-specific,
+# so only this object (ALL_CFLAGS expands $(SANFLAGS) when the recipe runs);
+# the library is still linked with $(SANFLAGS).
+$(BUILD)/obj/interpose/dlsym_entry.o: SANFLAGS :=
+
 # The version script: exactly the names of hooks.def, plus dlsym.
 $(SG_MAP): interpose/hooks.def interpose/interpose.mk
 	@mkdir -p $(@D)

@@ -3,20 +3,14 @@
  * functions, our exported dlsym and the cuGetProcAddress hooks.
  *
  * Globals and their guards:
- *   sg_dlsym_next: the real dlsym; written (atomically, always the same
- *     value) by dlsym_bootstrap(), read by the dlsym trampoline.
  *   sg_real (hooks.h) and the driver table handed to core/: written once in
  *     resolve_once() under resolve_guard (pthread_once), read-only after.
  *
- * Why the exported dlsym starts in assembly: glibc's dlsym finds its caller
- * from its own return address, and that decides what RTLD_NEXT (and, for
- * objects loaded with RTLD_LOCAL, RTLD_DEFAULT) means. Calling the real dlsym
- * from C would make every lookup relative to this library instead (HAMi-core
- * needed a tail jump for the same reason). So the trampoline checks the name
- * against the hook table and, for every other name, jumps to the real dlsym
- * with the caller's return address still on the stack: glibc sees exactly
- * the call the program made. Only exact hook names reach sg_dlsym_hooked(),
- * which gets the caller's return address as an argument.
+ * The exported dlsym itself (an assembly trampoline), the hook-name lookup
+ * and the bootstrap of the real dlsym live in dlsym_entry.c, which is built
+ * without sanitizer instrumentation because a sanitizer runtime calls dlsym
+ * before it is initialised. Only exact hook names reach sg_dlsym_hooked()
+ * here, and no sanitizer runtime looks up a driver name.
  */
 #include "hooks.h"
 
@@ -31,73 +25,6 @@
 #include <unistd.h>
 
 #define SG_LIBCUDA "libcuda.so.1"
-
-void *(*sg_dlsym_next)(void *, const char *);
-void *(*sg_dlsym_bootstrap(void))(void *, const char *);
-void *sg_dlsym_hooked(void *handle, const char *name, int i, void *caller);
-
-#if defined(__x86_64__)
-#if defined(__CET__)
-#define SG_ENDBR "endbr64\n"
-#else
-#define SG_ENDBR ""
-#endif
-/* dlsym(handle, name): rdi, rsi; the caller's return address at (%rsp).
- * The stack is realigned to 16 bytes around each call. */
-__asm__(".text\n"
-        ".globl dlsym\n"
-        ".type dlsym, @function\n"
-        ".p2align 4\n"
-        "dlsym:\n"
-        SG_ENDBR
-        "    push %rdi\n"
-        "    push %rsi\n"
-        "    sub $8, %rsp\n"
-        "    mov %rsi, %rdi\n"
-        "    call sg_hook_find@PLT\n"
-        "    add $8, %rsp\n"
-        "    pop %rsi\n"
-        "    pop %rdi\n"
-        "    test %eax, %eax\n"
-        "    js 1f\n"
-        "    mov %eax, %edx\n"          /* i */
-        "    mov (%rsp), %rcx\n"        /* caller */
-        "    jmp sg_dlsym_hooked@PLT\n"
-        "1:  mov sg_dlsym_next(%rip), %rax\n"
-        "    test %rax, %rax\n"
-        "    jz 2f\n"
-        "    jmp *%rax\n"
-        "2:  push %rdi\n"
-        "    push %rsi\n"
-        "    sub $8, %rsp\n"
-        "    call sg_dlsym_bootstrap@PLT\n"
-        "    add $8, %rsp\n"
-        "    pop %rsi\n"
-        "    pop %rdi\n"
-        "    jmp *%rax\n"
-        ".size dlsym, .-dlsym\n");
-#else
-#error "the dlsym trampoline (interpose/resolve.c) is written for x86-64 only"
-#endif
-
-/* Finds the real dlsym: the next definition after this library, preferring
- * the current symbol version. Aborts if there is none (nothing can work). */
-void *(*sg_dlsym_bootstrap(void))(void *, const char *)
-{
-    void *(*fn)(void *, const char *) = __atomic_load_n(&sg_dlsym_next, __ATOMIC_ACQUIRE);
-    if (fn) return fn;
-    void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    if (!p) {
-        static const char msg[] = "stablegraph: error: cannot find the real dlsym\n";
-        ssize_t w = write(2, msg, sizeof msg - 1);
-        (void)w;
-        abort();
-    }
-    memcpy(&fn, &p, sizeof fn);
-    __atomic_store_n(&sg_dlsym_next, fn, __ATOMIC_RELEASE);
-    return fn;
-}
 
 void *sg_real_dlsym(void *handle, const char *name)
 {

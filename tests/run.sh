@@ -13,11 +13,25 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$SRC/build}
 export SRC BUILD EMU_LIB=${EMU_LIB:-$BUILD/emu}
 filter=${1:-}
-# Sanitizer builds (make test SAN=...): the library is preloaded into tools
-# that are not instrumented (bash, env, timeout), so the runtime must not
-# insist on being first; leaks are still reported by instrumented programs.
+# Sanitizer builds (make test SAN=...; $BUILD/san.cfg says which). A user's
+# own ASAN_OPTIONS / TSAN_OPTIONS are kept; an option is only added when the
+# user did not set it.
+#   address: the library is preloaded into tools that are not instrumented
+#     (bash, env, timeout), so the runtime must not insist on being first;
+#     leaks are still reported by instrumented programs.
+#   thread: tests fork from multi-threaded processes (a child that goes on
+#     using CUDA, the emulator's worker threads); TSan would kill such a
+#     child by default (die_after_fork=1).
+# san_opt VAR NAME=VALUE: appends NAME=VALUE to $VAR unless NAME is set there.
+san_opt() {
+    local cur=${!1:-}
+    case ":${cur// /:}:" in *":${2%%=*}="*) ;; *) export "$1=${cur:+$cur:}$2" ;; esac
+}
 if [ -s "$BUILD/san.cfg" ] && grep -q address "$BUILD/san.cfg"; then
-    export ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0}
+    san_opt ASAN_OPTIONS verify_asan_link_order=0
+fi
+if [ -s "$BUILD/san.cfg" ] && grep -q thread "$BUILD/san.cfg"; then
+    san_opt TSAN_OPTIONS die_after_fork=0
 fi
 per_test_timeout=${TEST_TIMEOUT:-300}
 logdir=$BUILD/test-logs

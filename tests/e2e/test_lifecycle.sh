@@ -18,16 +18,33 @@ MOD=$BUILD/tests/emu/mod_test.so
 . "$(dirname "$0")/life_lib.sh"
 mkdir -p "$TMP/empty"
 
+# Sanitizer builds: LeakSanitizer off where the emulated driver's own state
+# is legitimately lost, with or without the library (the baseline would
+# otherwise exit 1 or flip between 1 and the program's status):
+#   fork: the child without CUDA exits while the parent's emulator worker
+#     thread, absent in the child, owned in-flight work items;
+#   dlclose: libcuda (the emulator) is unloaded with its state still
+#     allocated (with the library it stays loaded, so nothing is reported).
+# Harmless in other builds; the user's other ASan options are kept.
+NOLEAK="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 scenario basic 1 -- "$PROG" basic "$MOD"
 # parent + the exec'd CUDA child; not the child without CUDA, nor /bin/true
-scenario fork 2 -- "$PROG" fork "$MOD"
+scenario fork 2 "$NOLEAK" -- "$PROG" fork "$MOD"
 scenario fork_first 2 -- "$PROG" fork_first "$MOD"
 scenario exit_thread 1 CUDAEMU_KERNEL_DELAY_US=5000 -- "$PROG" exit_thread "$MOD"
 check_eq "exit_thread: the worker's exit status" "$(cat "$TMP/exit_thread.base.rc")" 5
 scenario ctx_destroy 1 -- "$PROG" ctx_destroy "$MOD"
 scenario primary_reset 1 -- "$PROG" primary_reset "$MOD"
-scenario dlclose 1 -- "$DL" "$MOD"
-check "dlclose: the driver was used twice" [ "$(grep -c 'checksum:' "$TMP/dlclose.base.out")" -eq 2 ]
+if grep -qs thread "$BUILD/san.cfg"; then
+    # Under TSan the baseline itself (no library) sometimes dies with SIGSEGV
+    # after dlclose unloads the instrumented emulator (life_dl prints
+    # "dlclose = 0", then status 139; about 1 run in 15 on a loaded machine):
+    # nothing to compare with.
+    ok "dlclose # skip sanitizer build (TSan): the baseline without the library crashes after dlclose of the emulator"
+else
+    scenario dlclose 1 "$NOLEAK" -- "$DL" "$MOD"
+    check "dlclose: the driver was used twice" [ "$(grep -c 'checksum:' "$TMP/dlclose.base.out")" -eq 2 ]
+fi
 
 # ---------------------------------------------------------------- no CUDA: no effect
 # quiet NAME CMD...: with and without the library, identical in every way.

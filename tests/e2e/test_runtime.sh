@@ -11,9 +11,22 @@ if [ ! -x "$PROG" ]; then
     ok "# SKIP no nvcc: $PROG not built"
     done_testing; exit
 fi
-base=$(emu "$PROG")
+# Sanitizer build (make test SAN=address,... or SAN=thread): rt_prog (nvcc,
+# not instrumented) would load the ASan/TSan runtime only as a dependency of
+# the instrumented emulated driver or library, too late for it to work (ASan
+# dies at start-up; TSan never sees the CUDA runtime's threads and their
+# calls into instrumented code crash): preload the runtime the library links
+# first. No leak check: the static CUDA runtime, which gives up here, leaves
+# its own (uninstrumented) allocations behind, and LeakSanitizer's exit would
+# lose the output; the library's paths are leak-checked by instrumented tests.
+san_pre=
+if [ -s "$BUILD/san.cfg" ]; then
+    san_pre=$(ldd "$BUILD/libstablegraph.so" | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
+    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+fi
+base=$(LD_PRELOAD=$san_pre emu "$PROG")
 rep=$TMP/rt.json
-out=$(STABLEGRAPH_REPORT=$rep LD_PRELOAD=$BUILD/libstablegraph.so emu "$PROG")
+out=$(STABLEGRAPH_REPORT=$rep LD_PRELOAD=${san_pre:+$san_pre:}$BUILD/libstablegraph.so emu "$PROG")
 check_eq "same runtime result as without the library (expected: not supported on the emulation)" "$out" "$base"
 diag "runtime says: $out"
 check "the runtime went through cuGetProcAddress_v2" [ "$(json_get "$rep" hooks.cuGetProcAddress_v2.calls)" -gt 100 ]

@@ -20,6 +20,36 @@
 KIT_SRC=$SRC KIT_BUILD=$BUILD KIT_LIB=$BUILD/libstablegraph.so
 NVCC=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
 RUNALL=$SRC/tests/gpu/run-all.sh
+# Sanitizer build (make test SAN=address,... or SAN=thread): the kit's nvcc
+# programs are not instrumented; the instrumented emulated driver (and
+# library) would load the ASan/TSan runtime only as a dependency, too late
+# for it to work (ASan dies at start-up; TSan never sees the program's threads
+# and their calls into instrumented code crash). Run them with the runtime
+# the library links preloaded first: kitprog PROG ARGS...
+# directly, and through wrapper scripts (san_wrap) where kitlib.sh runs them
+# (it clears LD_PRELOAD, then stablegraph-run appends the library). Without
+# a leak check: the static CUDA runtime, which gives up on the emulation,
+# leaves its own (uninstrumented) allocations behind, and LeakSanitizer's
+# exit would lose the output; the library's own paths are leak-checked by
+# the instrumented tests.
+san_pre=
+if [ -s "$BUILD/san.cfg" ]; then
+    san_pre=$(ldd "$BUILD/libstablegraph.so" | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
+fi
+kitprog() {
+    if [ -n "$san_pre" ]; then
+        LD_PRELOAD=$san_pre${LD_PRELOAD:+:$LD_PRELOAD} \
+            ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$@"
+    else
+        "$@"
+    fi
+}
+# san_wrap REAL DEST: DEST runs REAL as kitprog does.
+san_wrap() {
+    printf '#!/bin/sh\nLD_PRELOAD=%q${LD_PRELOAD:+:$LD_PRELOAD} ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %q "$@"\n' \
+        "$san_pre" "$1" >"$2"
+    chmod +x "$2"
+}
 
 # ------------------------------------------------------------------ compiled
 # archs FILE: the code kinds of every fatbin embedded in FILE ("ptx_90 sm_80 ...").
@@ -52,7 +82,7 @@ fi
 
 # ------------------------------------------------------------------ on the emulated driver
 if [ -x "$BUILD/gpu/rt_graphs" ]; then
-    out=$(emu "$BUILD/gpu/rt_graphs" --steps 3 --nodes 4 --elems 256 2>&1); rc=$?
+    out=$(emu kitprog "$BUILD/gpu/rt_graphs" --steps 3 --nodes 4 --elems 256 2>&1); rc=$?
     if [ "$rc" = 3 ]; then
         check "rt_graphs on the emulation: stops with the documented message" \
             grep -q 'the runtime cannot run on the emulation (cuGetExportTable is not emulated)' <<<"$out"
@@ -61,19 +91,19 @@ if [ -x "$BUILD/gpu/rt_graphs" ]; then
             test "$rc" = 0 -a -n "$(sed -n 's/^checksum: //p' <<<"$out")"
     fi
     diag "rt_graphs says: $(head -n 1 <<<"$out")"
-    out=$(emu "$BUILD/gpu/rt_graphs" --steps 0 2>&1)
+    out=$(emu kitprog "$BUILD/gpu/rt_graphs" --steps 0 2>&1)
     check_eq "rt_graphs: a bad option exits 2" "$?" 2
 fi
 if [ -x "$BUILD/gpu/step_timer" ]; then
     for w in recapture_temps rotating_inputs; do
-        t=$(emu "$BUILD/gpu/step_timer" "$w" --steps 12 --nodes 9 2>&1)
+        t=$(emu kitprog "$BUILD/gpu/step_timer" "$w" --steps 12 --nodes 9 2>&1)
         check_eq "step_timer $w: same checksum as the workload" "$(kit_checksum <(echo "$t"))" \
             "$(kit_checksum <(emu "$BUILD/workloads/$w" --steps 12 --nodes 9))"
         check "step_timer $w: event and host medians over steps 3-12" \
             grep -qE '^step_ms_events: median=[0-9.]+ .* steps=10 ' <<<"$t"
         check "step_timer $w: says it ran on the emulated driver" grep -q 'driver=emulated' <<<"$t"
     done
-    emu "$BUILD/gpu/step_timer" bogus >/dev/null 2>&1
+    emu kitprog "$BUILD/gpu/step_timer" bogus >/dev/null 2>&1
     check_eq "step_timer: an unknown loop exits 2" "$?" 2
 fi
 
@@ -81,7 +111,12 @@ fi
 KIT_DRIVER_PATH=$(kit_strip_emulator "$EMU_LIB:/nonexistent")
 check_eq "the emulator's directory is never taken for the system driver" "$KIT_DRIVER_PATH" /nonexistent
 KIT_DRIVER_PATH=$EMU_LIB
-if kit_detect_gpu; then
+if grep -qs thread "$BUILD/san.cfg"; then
+    # kit_probe_driver dlopens libcuda.so.1 from python3 with LD_PRELOAD
+    # cleared; a TSan-instrumented one needs libtsan, which cannot be dlopened
+    # ("cannot allocate memory in static TLS block").
+    ok "the emulated driver is not a GPU # skip sanitizer build (TSan): python3 cannot dlopen the TSan-instrumented emulated driver"
+elif kit_detect_gpu; then
     not_ok "the emulated driver is not a GPU"; diag "$KIT_GPU_WHY"
 else
     check "the emulated driver is not a GPU, and the reason says so" grep -q cudaemu <<<"$KIT_GPU_WHY"
@@ -182,6 +217,11 @@ if [ -x "$BUILD/gpu/step_timer" ]; then
     fb=$TMP/fakebuild; mkdir -p "$fb/workloads" "$fb/gpu"
     for f in "$BUILD"/*; do case "$(basename "$f")" in workloads|gpu) ;; *) ln -s "$f" "$fb/" ;; esac; done
     for f in "$BUILD"/workloads/* "$BUILD"/gpu/*; do [ -f "$f" ] && ln -s "$f" "$fb/${f#"$BUILD/"}"; done
+    if [ -n "$san_pre" ]; then
+        for p in rt_graphs step_timer; do
+            [ -x "$BUILD/gpu/$p" ] && rm "$fb/gpu/$p" && san_wrap "$BUILD/gpu/$p" "$fb/gpu/$p"
+        done
+    fi
     rm "$fb/workloads/slices"
     printf '#!/bin/sh\ncase "${LD_PRELOAD:-}" in *stablegraph*) echo "checksum: 0000000000000bad";; *) exec %q "$@";; esac\n' \
         "$BUILD/workloads/slices" >"$fb/workloads/slices"
