@@ -82,7 +82,7 @@ $(EMU_LIB): $(EMU_OBJS) tests/emu/emu.map
 	    -Wl,-Bsymbolic -Wl,-z,defs $(ALL_LDFLAGS) -ldl -lrt
 	ln -sf libcuda.so.1 $(BUILD)/emu/libcuda.so
 
-$(BUILD)/tests/emu/test_%: tests/emu/test_%.c tests/check.h $(EMU_LIB) $(EMU_MODS)
+$(BUILD)/tests/emu/test_%: tests/emu/test_%.c tests/check.h $(filter-out tests/emu/emu_internal.h,$(wildcard tests/emu/*.h)) $(EMU_LIB) $(EMU_MODS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/emu -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS) -ldl
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_test.h"
 
 static CUcontext g_ctx;
 static CUfunction k_fill, k_affine, k_add, k_slow;
@@ -31,18 +32,8 @@ static CUfunction k_fill, k_affine, k_add, k_slow;
 
 static void gu_setup(void)
 {
-    CUdevice dev;
     CUmodule mod;
-    char exe[PATH_MAX], path[PATH_MAX + 32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) { printf("Bail out! readlink /proc/self/exe\n"); exit(1); }
-    exe[n] = 0;
-    snprintf(path, sizeof path, "%s/mod_graph.so", dirname(exe));
-    SETUP_CU(cuInit(0));
-    SETUP_CU(cuDeviceGet(&dev, 0));
-    SETUP_CU(cuDevicePrimaryCtxRetain(&g_ctx, dev));
-    SETUP_CU(cuCtxSetCurrent(g_ctx));
-    SETUP_CU(cuModuleLoad(&mod, path));
+    SETUP_CU(emu_test_open("mod_graph.so", &g_ctx, &mod));
     SETUP_CU(cuModuleGetFunction(&k_fill, mod, "fill_u32"));
     SETUP_CU(cuModuleGetFunction(&k_affine, mod, "affine_u32"));
     SETUP_CU(cuModuleGetFunction(&k_add, mod, "add_u32"));

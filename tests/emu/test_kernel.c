@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_test.h"
 
 typedef struct trio { int a, b, c; } trio;
 
@@ -35,17 +36,8 @@ static CUfunction func(CUmodule m, const char *name)
 
 TEST(setup)
 {
-    CUdevice dev;
-    char path[PATH_MAX];
-    CHECK_CU(cuInit(0), CUDA_SUCCESS);
-    CHECK_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
-    CHECK_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    CHECK(n > 0);
-    path[n > 0 ? n : 0] = 0;
-    snprintf(mod_path, sizeof mod_path, "%s/mod_test.so", dirname(path));
-    CHECK_CU(cuModuleLoad(&mod, mod_path), CUDA_SUCCESS);
+    CHECK_CU(emu_test_open("mod_test.so", &ctx, &mod), CUDA_SUCCESS);
+    CHECK_EQ(emu_test_module_path("mod_test.so", mod_path, sizeof mod_path), 0);
 }
 
 TEST(module_load_errors)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_test.h"
 
 #define DELAY_US 100000
 #define N 256
@@ -64,17 +65,7 @@ static uint32_t word(CUdeviceptr p, size_t i) { return ((volatile uint32_t *)p)[
 
 TEST(setup)
 {
-    CUdevice dev;
-    char path[PATH_MAX], mpath[PATH_MAX + 16];
-    CHECK_CU(cuInit(0), CUDA_SUCCESS);
-    CHECK_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
-    CHECK_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    CHECK(n > 0);
-    path[n > 0 ? n : 0] = 0;
-    snprintf(mpath, sizeof mpath, "%s/mod_test.so", dirname(path));
-    CHECK_CU(cuModuleLoad(&mod, mpath), CUDA_SUCCESS);
+    CHECK_CU(emu_test_open("mod_test.so", &ctx, &mod), CUDA_SUCCESS);
     CHECK_CU(cuModuleGetFunction(&k_fill, mod, "fill_u32"), CUDA_SUCCESS);
     CHECK_CU(cuModuleGetFunction(&k_inc, mod, "inc_u32"), CUDA_SUCCESS);
 }
