@@ -1,63 +1,68 @@
 /*
- * core/memory.c: the program's allocations under each policy (memory.h).
+ * core/memory.c: the program's device memory under each policy (memory.h).
  *
  * always_update: every memory call is forwarded; the live bytes of successful
  * allocations are tracked until freed so that bytes_requested is the peak the
  * program held at once.
  *
  * skip_temp, skip_profiled: cuMemAlloc_v2 and cuMemAllocAsync(_ptsz) are
- * placed in a per-context arena (arena.c: VA reservations whose mapped prefix
- * grows with cuMemCreate + cuMemMap + cuMemSetAccess, first fit, never
- * unmapped before the context goes), so that a program that repeats its
+ * placed in a per-context arena (arena.c), so that a program that repeats its
  * allocation pattern gets the same addresses and its graphs stay identical.
- * The library answers for placed memory what the driver would answer for a
- * cuMemAlloc block (address range, attributes, IPC, double free). Anything it
- * does not place goes to the driver unchanged: size 0, sizes above
- * STABLEGRAPH_PLACE_MAX_BYTES, cuMemAllocFromPoolAsync (the pool's properties
- * are the program's), cuMemAllocAsync on a capturing stream (a graph memory
- * node), devices without VMM, and any allocation whose growth failed in a
- * VMM call (logged once per failing call).
+ * Anything the library does not place goes to the driver unchanged: size 0,
+ * sizes above STABLEGRAPH_PLACE_MAX_BYTES, cuMemAllocFromPoolAsync (the pool's
+ * properties are the program's), cuMemAllocAsync on a capturing stream (a
+ * graph memory node), cuMemAlloc while any stream capture is in progress (the
+ * driver then refuses it, and invalidates the capture, exactly when the
+ * capture mode says so), devices without VMM, and any allocation whose
+ * placement failed.
  *
- * Why memory stays mapped: a freed block goes back to the free list but its
- * physical memory stays mapped until the context is destroyed, so a graph
- * exec that captured it (or queued work) never touches unmapped memory.
+ * Memory pressure: freed blocks stay mapped (their granules serve the next
+ * blocks at the same addresses, with no VMM call), until something runs
+ * short: when placing needs a new chunk and cuMemCreate says
+ * CUDA_ERROR_OUT_OF_MEMORY, or an allocation the library forwards (any path:
+ * cuMemAlloc, cuMemCreate, pools, managed, pitched, arrays) gets that error,
+ * every arena gives back its unused chunks (sg_arena_trim) and the call is
+ * tried once more; placing that still fails goes to the driver's allocator.
+ * cuMemGetInfo reports the mapped bytes no block uses as free, as the
+ * driver would after the program's frees.
  *
  * Frees: cuMemFree of a placed block keeps the driver's implicit
- * synchronization (cuCtxSynchronize in the program's capture mode: if that
- * fails, e.g. during a global capture, the program gets its error and nothing
- * is freed, as with the driver). cuMemFreeAsync records an event from a small
- * per-arena pool on the freeing stream; the block is reusable at once on that
- * stream and elsewhere once the event completed (arena.h).
+ * synchronization (cuCtxSynchronize in the block's context, in the program's
+ * capture mode: during a global capture it fails and invalidates it as the
+ * real cuMemFree would, and nothing is freed). If the block's context cannot
+ * be made current (a failing cuCtxGetCurrent), the block is freed for the
+ * program but its range is quarantined: reused only after the next successful
+ * synchronization of that context. cuMemFreeAsync records an event from a
+ * small per-arena pool on the freeing stream; the block is reusable at once on
+ * that stream and elsewhere once the event completed (arena.h); if no event
+ * can be recorded the range is quarantined (never a host wait). On a
+ * capturing stream the call goes to the driver, which decides (a free of
+ * memory not allocated in the capture).
  *
- * Capture safety: every driver call the library makes on its own behalf
- * that the driver could refuse during a capture (VMM, events) runs in
- * CU_STREAM_CAPTURE_MODE_RELAXED (sg_vmm_relax() of vmm_util.h, restored by
- * sg_vmm_unrelax() at the end of each operation), so an application's
- * capture in progress is never invalidated by the library.
+ * The library's own driver calls run in relaxed capture mode (vmm.h), so a
+ * capture in progress is never invalidated by them.
  *
  * Locks, in the order they may be taken (never the other way):
- *   arenas_lock   the list of per-context arenas, the retired list, the
- *                 primary-context table;
- *   ar->lock      one per context: its arena (placement, extent, chunks),
- *                 its event pool, its state;
+ *   contexts.c's record lock (VMM set-up, the arena part pointer);
+ *   ar->lock      one per context: its arena, event pool, quarantine, state;
  *   reg_lock      the registry: live placed blocks (sorted by base), the
  *                 reservation spans, the snapshot view, the forwarded-
- *                 allocation table of always_update.
+ *                 allocation table.
  * No lock is held across a call that can block on the GPU
- * (cuCtxSynchronize, cuStreamSynchronize) or across forward(). VMM and
- * event calls (cuMemCreate, cuMemMap, cuEventQuery, ...) run under ar->lock:
- * they do not wait for the GPU.
- *
- * Arena records of destroyed contexts are retired, never freed (a thread may
- * still hold a pointer to one); they hold no memory.
+ * (cuCtxSynchronize) or across forward(). VMM and event calls (cuMemCreate,
+ * cuMemMap, cuEventQuery, ...) run under ar->lock: they do not wait for the GPU.
  */
 #include "memory.h"
 
 #include "arena.h"
+#include "capture.h"
+#include "contexts.h"
 #include "driver.h"
 #include "log.h"
 #include "stats.h"
-#include "vmm_util.h"
+#include "streams.h"
+#include "util.h"
+#include "vmm.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -69,38 +74,32 @@ static int fwd_oom;
 #define uthash_nonfatal_oom(elt) (fwd_oom = 1)
 #include "hash.h"
 
-#define SG_MEM_MAX_DEVICES 64
-#define SG_MEM_EVENT_POOL 64           /* events kept per arena for reuse */
-#define SG_MEM_RESV_FALLBACK ((size_t)64 << 30)
-
-/* A warning printed the first time this place is reached only. */
-#define WARN_ONCE(...)                                                        \
-    do {                                                                      \
-        static int sg_once_;                                                  \
-        if (!__atomic_exchange_n(&sg_once_, 1, __ATOMIC_RELAXED)) SG_WARN(__VA_ARGS__); \
-    } while (0)
+#define EVENT_POOL 64                  /* events kept per arena for reuse */
+#define RESV_FALLBACK ((size_t)64 << 30)
 
 /* ------------------------------------------------------------------ state */
 
-typedef struct sg_ctx_arena {
-    CUcontext ctx;
+/* One context's arena: contexts.c's record holds it as SG_CTX_PART_ARENA.
+ * refs: the record's reference plus one per operation in progress; the last
+ * one frees it (after teardown). */
+typedef struct mem_arena {
+    int refs;                      /* atomic */
     pthread_mutex_t lock;          /* guards everything below */
     int state;                     /* 0 not set up, 1 placing, -1 forwarding, -2 context gone */
-    CUdevice dev;
+    CUcontext ctx;
+    sg_vmm_dev vmm;                /* copied from the context record */
     sg_arena *arena;
-    CUmemAllocationProp prop;
-    CUmemAccessDesc access[SG_MEM_MAX_DEVICES];
-    size_t naccess;
-    CUevent events[SG_MEM_EVENT_POOL];
+    CUevent events[EVENT_POOL];
     size_t nevents;
-    struct sg_ctx_arena *next;
-} sg_ctx_arena;
+    struct qrange { CUdeviceptr addr; size_t placed; } *quar;   /* freed, awaiting a sync */
+    size_t nquar, capquar;
+} mem_arena;
 
 typedef struct sg_block {
     CUdeviceptr base;
     size_t size, placed;
     uint64_t id;
-    sg_ctx_arena *owner;
+    mem_arena *owner;
     int own;
     int ipc_warned;
 } sg_block;
@@ -119,17 +118,14 @@ struct sg_mem_view {
 
 static int placing;                /* set once by sg_mem_init */
 static size_t place_max = SIZE_MAX;
-static size_t own_min = SIZE_MAX;  /* atomic */
-
-static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
-static sg_ctx_arena *arenas, *retired;
-static CUcontext primary[SG_MEM_MAX_DEVICES];
+static size_t own_min = SIZE_MAX;
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static sg_block **blocks;          /* sorted by base */
 static size_t nblocks, capblocks;
 static struct span { CUdeviceptr base; size_t size; } *spans;
 static size_t nspans, capspans;
+static CUdeviceptr span_lo = UINTPTR_MAX, span_hi;   /* atomics: every span is inside */
 static sg_mem_view *view_cur;
 static int view_dirty = 1;
 static sg_fwd *fwd_live;
@@ -159,6 +155,13 @@ static void mapped_delta(size_t before, size_t after)
 
 /* --------------------------------------------------------------- registry */
 
+/* 0 if p cannot be the library's (outside every reservation): no lock. */
+static int maybe_ours(CUdeviceptr p)
+{
+    return p >= __atomic_load_n(&span_lo, __ATOMIC_ACQUIRE) &&
+           p < __atomic_load_n(&span_hi, __ATOMIC_ACQUIRE);
+}
+
 /* Index of the first block whose base is > p (reg_lock held). */
 static size_t reg_upper(CUdeviceptr p)
 {
@@ -179,13 +182,6 @@ static sg_block *reg_containing(CUdeviceptr p)
     return p - b->base < b->size ? b : NULL;
 }
 
-/* The live block starting exactly at p, or NULL (reg_lock held). */
-static sg_block *reg_exact(CUdeviceptr p)
-{
-    sg_block *b = reg_containing(p);
-    return b && b->base == p ? b : NULL;
-}
-
 /* 1 if p lies in one of the library's reservations (reg_lock held). */
 static int reg_in_spans(CUdeviceptr p)
 {
@@ -197,12 +193,7 @@ static int reg_in_spans(CUdeviceptr p)
 static int reg_insert(sg_block *b)
 {
     pthread_mutex_lock(&reg_lock);
-    int ok = nblocks < capblocks;
-    if (!ok) {
-        size_t ncap = capblocks ? capblocks * 2 : 64;
-        sg_block **nb = realloc(blocks, ncap * sizeof *nb);
-        if (nb) { blocks = nb; capblocks = ncap; ok = 1; }
-    }
+    int ok = sg_grow((void **)&blocks, &capblocks, nblocks + 1, sizeof *blocks) == 0;
     if (ok) {
         size_t i = reg_upper(b->base);
         memmove(&blocks[i + 1], &blocks[i], (nblocks - i) * sizeof *blocks);
@@ -226,8 +217,9 @@ static void reg_remove_at(size_t i)
 static sg_block *reg_take(CUdeviceptr p)
 {
     pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_exact(p);
-    if (b) reg_remove_at(reg_upper(p) - 1);
+    sg_block *b = reg_containing(p);
+    if (b && b->base == p) reg_remove_at(reg_upper(p) - 1);
+    else b = NULL;
     pthread_mutex_unlock(&reg_lock);
     return b;
 }
@@ -235,14 +227,12 @@ static sg_block *reg_take(CUdeviceptr p)
 static void span_add(CUdeviceptr base, size_t size)
 {
     pthread_mutex_lock(&reg_lock);
-    if (nspans == capspans) {
-        size_t ncap = capspans ? capspans * 2 : 8;
-        struct span *ns = realloc(spans, ncap * sizeof *ns);
-        if (ns) { spans = ns; capspans = ncap; }
-    }
     /* Out of memory: the span is not known, so a double free there is
      * forwarded and the driver answers it (still an error). */
-    if (nspans < capspans) spans[nspans++] = (struct span){ base, size };
+    if (sg_grow((void **)&spans, &capspans, nspans + 1, sizeof *spans) == 0)
+        spans[nspans++] = (struct span){ base, size };
+    if (base < span_lo) __atomic_store_n(&span_lo, base, __ATOMIC_RELEASE);
+    if (base + size > span_hi) __atomic_store_n(&span_hi, base + size, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&reg_lock);
 }
 
@@ -266,11 +256,35 @@ static void info_of(const sg_block *b, sg_alloc_info *out)
 
 int sg_mem_find(CUdeviceptr p, sg_alloc_info *out)
 {
+    if (!maybe_ours(p)) return 0;
     pthread_mutex_lock(&reg_lock);
     sg_block *b = reg_containing(p);
     if (b && out) info_of(b, out);
     pthread_mutex_unlock(&reg_lock);
     return b != NULL;
+}
+
+/* Looks p up: 1 and *out if inside a live placed block, 0 if inside a
+ * reservation of the library but no live block, -1 if not ours. */
+static int lookup(CUdeviceptr p, sg_alloc_info *out)
+{
+    if (!maybe_ours(p)) return -1;
+    pthread_mutex_lock(&reg_lock);
+    sg_block *b = reg_containing(p);
+    int r = b ? 1 : reg_in_spans(p) ? 0 : -1;
+    if (b) info_of(b, out);
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}
+
+CUresult sg_mem_check_range(CUdeviceptr p, size_t len)
+{
+    sg_alloc_info b;
+    if (len == 0 || !placing) return CUDA_SUCCESS;
+    int r = lookup(p, &b);
+    if (r < 0) return CUDA_SUCCESS;
+    if (r == 0) return CUDA_ERROR_INVALID_VALUE;            /* freed placed memory */
+    return len <= b.size - (size_t)(p - b.base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 static void view_unref_locked(sg_mem_view *v)
@@ -300,26 +314,44 @@ const sg_mem_view *sg_mem_view_acquire(void)
     return v;
 }
 
-int sg_mem_view_find(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
+/* Index of the first view entry whose base is > p. */
+static size_t view_upper(const sg_mem_view *v, CUdeviceptr p)
 {
     size_t lo = 0, hi = v->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (v->v[mid].base <= p) lo = mid + 1; else hi = mid;
     }
-    if (lo == 0 || p - v->v[lo - 1].base >= v->v[lo - 1].size) return 0;
-    if (out) *out = v->v[lo - 1];
+    return lo;
+}
+
+int sg_mem_view_find(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
+{
+    size_t i = view_upper(v, p);
+    if (i == 0 || p - v->v[i - 1].base >= v->v[i - 1].size) return 0;
+    if (out) *out = v->v[i - 1];
     return 1;
 }
 
-void sg_mem_view_release(const sg_mem_view *v)
+int sg_mem_view_find_end(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
 {
+    size_t i = view_upper(v, p - 1);
+    if (i == 0 || v->v[i - 1].base + v->v[i - 1].size != p) return 0;
+    if (out) *out = v->v[i - 1];
+    return 1;
+}
+
+void sg_mem_view_release(const sg_mem_view *cv)
+{
+    sg_mem_view *v = (sg_mem_view *)cv;
+    if (!v) return;
     pthread_mutex_lock(&reg_lock);
-    view_unref_locked((sg_mem_view *)v);
+    view_unref_locked(v);
     pthread_mutex_unlock(&reg_lock);
 }
 
-/* Forwarded allocations (live bytes accounting only). */
+/* ----------------------------------------------- forwarded allocations */
+
 static void fwd_track(CUdeviceptr p, size_t size)
 {
     sg_fwd *e = calloc(1, sizeof *e);
@@ -329,22 +361,25 @@ static void fwd_track(CUdeviceptr p, size_t size)
     pthread_mutex_lock(&reg_lock);
     sg_fwd *old;
     HASH_FIND(hh, fwd_live, &p, sizeof p, old);
-    if (old) {                     /* the driver reused an address we missed the free of */
+    if (old) {
         HASH_DEL(fwd_live, old);
         live_sub(old->size);
         free(old);
     }
     fwd_oom = 0;
     HASH_ADD(hh, fwd_live, p, sizeof e->p, e);
-    if (fwd_oom) { free(e); e = NULL; }
+    if (fwd_oom) {
+        free(e);
+        e = NULL;
+    }
     pthread_mutex_unlock(&reg_lock);
     if (e) live_add(size);
 }
 
 static void fwd_untrack(CUdeviceptr p)
 {
-    pthread_mutex_lock(&reg_lock);
     sg_fwd *e;
+    pthread_mutex_lock(&reg_lock);
     HASH_FIND(hh, fwd_live, &p, sizeof p, e);
     if (e) HASH_DEL(fwd_live, e);
     pthread_mutex_unlock(&reg_lock);
@@ -359,8 +394,7 @@ static void fwd_untrack(CUdeviceptr p)
 static CUresult op_reserve(void *u, size_t size, size_t align, CUdeviceptr *base)
 {
     (void)u;
-    sg_vmm_relax();
-    CUresult rc = SG_DRIVER_CALL(cuMemAddressReserve, base, size, align, 0, 0);
+    CUresult rc = sg_vmm_reserve(size, align, base);
     if (rc == CUDA_SUCCESS) span_add(*base, size);
     return rc;
 }
@@ -368,44 +402,36 @@ static CUresult op_reserve(void *u, size_t size, size_t align, CUdeviceptr *base
 static CUresult op_unreserve(void *u, CUdeviceptr base, size_t size)
 {
     (void)u;
-    sg_vmm_relax();
     span_del(base);
-    return SG_DRIVER_CALL(cuMemAddressFree, base, size);
+    return sg_vmm_unreserve(base, size);
 }
 
 static CUresult op_create(void *u, size_t size, CUmemGenericAllocationHandle *h)
 {
-    sg_ctx_arena *ar = u;
-    sg_vmm_relax();
-    return SG_DRIVER_CALL(cuMemCreate, h, size, &ar->prop, 0);
+    return sg_vmm_create(&((mem_arena *)u)->vmm, size, h);
 }
 
 static CUresult op_release(void *u, CUmemGenericAllocationHandle h)
 {
     (void)u;
-    sg_vmm_relax();
-    return SG_DRIVER_CALL(cuMemRelease, h);
+    return sg_vmm_release(h);
 }
 
 static CUresult op_map(void *u, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
 {
     (void)u;
-    sg_vmm_relax();
-    return SG_DRIVER_CALL(cuMemMap, va, size, 0, h, 0);
+    return sg_vmm_map(va, size, h);
 }
 
 static CUresult op_set_access(void *u, CUdeviceptr va, size_t size)
 {
-    sg_ctx_arena *ar = u;
-    sg_vmm_relax();
-    return SG_DRIVER_CALL(cuMemSetAccess, va, size, ar->access, ar->naccess);
+    return sg_vmm_set_access(&((mem_arena *)u)->vmm, va, size);
 }
 
 static CUresult op_unmap(void *u, CUdeviceptr va, size_t size)
 {
     (void)u;
-    sg_vmm_relax();
-    return SG_DRIVER_CALL(cuMemUnmap, va, size);
+    return sg_vmm_unmap(va, size);
 }
 
 /* An event that cannot be queried (an error other than NOT_READY) is taken
@@ -421,9 +447,9 @@ static int op_event_done(void *u, void *ev)
  * went with it. */
 static void op_event_put(void *u, void *ev)
 {
-    sg_ctx_arena *ar = u;
+    mem_arena *ar = u;
     if (ar->state == -2) return;
-    if (ar->nevents < SG_MEM_EVENT_POOL) {
+    if (ar->nevents < EVENT_POOL) {
         ar->events[ar->nevents++] = (CUevent)ev;
     } else {
         sg_vmm_relax();
@@ -439,96 +465,62 @@ static const sg_arena_ops driver_ops = {
 
 /* ------------------------------------------------------------------ arenas */
 
-/* The arena record of ctx, created (not set up) if missing. NULL if out of
- * memory. */
-static sg_ctx_arena *arena_get(CUcontext ctx)
+static void arena_unref(mem_arena *ar)
 {
-    pthread_mutex_lock(&arenas_lock);
-    sg_ctx_arena *ar = arenas;
-    while (ar && ar->ctx != ctx) ar = ar->next;
-    if (!ar && (ar = calloc(1, sizeof *ar))) {
+    if (ar && __atomic_sub_fetch(&ar->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        pthread_mutex_destroy(&ar->lock);
+        free(ar->quar);
+        free(ar);
+    }
+}
+
+/* The arena of ctx, made (not set up) if missing, with a reference for the
+ * caller. NULL if out of memory. */
+static mem_arena *arena_get(CUcontext ctx)
+{
+    sg_ctx *cx = sg_ctx_get(ctx);
+    if (!cx) return NULL;
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    if (!ar && !cx->dead && (ar = calloc(1, sizeof *ar))) {
+        ar->refs = 1;                  /* the record's */
         ar->ctx = ctx;
         pthread_mutex_init(&ar->lock, NULL);
-        ar->next = arenas;
-        arenas = ar;
+        if (sg_ctx_vmm_locked(cx)) ar->vmm = cx->vmm;
+        else ar->state = -1;
+        cx->part[SG_CTX_PART_ARENA] = ar;
     }
-    pthread_mutex_unlock(&arenas_lock);
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    sg_ctx_put(cx);
     return ar;
 }
 
-/* Sets up ar (ar->lock held): device, VMM support, granularity, which
- * devices get access, reservation size. On failure ar forwards from then on
- * and the log says why, once. */
-static void arena_setup(sg_ctx_arena *ar)
+/* Sets up ar (ar->lock held). */
+static void arena_setup(mem_arena *ar)
 {
-    CUcontext prev;
-    int vmm = 0;
-    size_t gran = 0, total = 0;
-    ar->state = -1;
-    if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) {
-        WARN_ONCE("cannot make context %p current to set up its arena: its allocations go "
-                  "to the driver unchanged", (void *)ar->ctx);
-        return;
-    }
-    CUresult rc = SG_DRIVER_CALL(cuCtxGetDevice, &ar->dev);
-    sg_vmm_ctx_leave(ar->ctx, prev);
-    if (rc != CUDA_SUCCESS) {
-        WARN_ONCE("cuCtxGetDevice failed (%d): allocations go to the driver unchanged", (int)rc);
-        return;
-    }
-    rc = SG_DRIVER_CALL(cuDeviceGetAttribute, &vmm,
-                        CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, ar->dev);
-    if (rc != CUDA_SUCCESS || !vmm) {
-        WARN_ONCE("device %d has no virtual memory management support: allocations go to the "
-                  "driver unchanged (no stable addresses for temporaries)", (int)ar->dev);
-        return;
-    }
-    ar->prop = (CUmemAllocationProp){ .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-                                      .location = { CU_MEM_LOCATION_TYPE_DEVICE, ar->dev } };
-    rc = SG_DRIVER_CALL(cuMemGetAllocationGranularity, &gran, &ar->prop,
-                        CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-    if (rc != CUDA_SUCCESS || gran == 0 || (gran & (gran - 1))) {
-        WARN_ONCE("cuMemGetAllocationGranularity failed (%d): allocations go to the driver "
-                  "unchanged", (int)rc);
-        return;
-    }
-    /* The arena's own device, and every peer that can access its memory:
-     * a program that enabled peer access expects to reach cuMemAlloc memory
-     * from there (NCCL deadlocks without it). */
-    ar->naccess = sg_vmm_access_descs(ar->dev, ar->access, SG_MEM_MAX_DEVICES);
     /* Address space is cheap and an allocation never moves: reserve twice
      * the device's memory per reservation, so one normally suffices. */
-    size_t resv = SG_MEM_RESV_FALLBACK;
-    if (sg_drv.cuDeviceTotalMem_v2 &&
-        SG_DRIVER_CALL(cuDeviceTotalMem_v2, &total, ar->dev) == CUDA_SUCCESS && total > 0 &&
-        total <= SIZE_MAX / 2)
-        resv = total * 2;
+    size_t resv = ar->vmm.total && ar->vmm.total <= SIZE_MAX / 2 ? ar->vmm.total * 2 : RESV_FALLBACK;
     sg_arena_ops ops = driver_ops;
     ops.user = ar;
-    if (!(ar->arena = sg_arena_new(&ops, gran, resv))) {
-        WARN_ONCE("out of memory setting up an arena: allocations go to the driver unchanged");
+    ar->state = -1;
+    if (!(ar->arena = sg_arena_new(&ops, ar->vmm.gran, resv))) {
+        SG_WARN_ONCE("out of memory setting up an arena: allocations go to the driver unchanged");
         return;
     }
     ar->state = 1;
 }
 
-/* Unmaps and frees everything of ctx's arena and forgets its blocks. The
- * context is gone (its work with it), so nothing can touch the memory. */
-static void arena_teardown(CUcontext ctx)
+/* Context teardown (contexts.h, step 3): the context is gone, its work and
+ * events with it. Forgets its blocks, unmaps and releases its memory. */
+static void arena_teardown(sg_ctx *cx)
 {
-    if (!ctx) return;
-    pthread_mutex_lock(&arenas_lock);
-    sg_ctx_arena **pp = &arenas;
-    while (*pp && (*pp)->ctx != ctx) pp = &(*pp)->next;
-    sg_ctx_arena *ar = *pp;
-    if (ar) {
-        *pp = ar->next;
-        ar->next = retired;
-        retired = ar;
-    }
-    pthread_mutex_unlock(&arenas_lock);
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    cx->part[SG_CTX_PART_ARENA] = NULL;
+    pthread_mutex_unlock(&cx->lock);
     if (!ar) return;
-
     size_t freed = 0;
     pthread_mutex_lock(&reg_lock);
     for (size_t i = nblocks; i-- > 0;) {
@@ -539,62 +531,85 @@ static void arena_teardown(CUcontext ctx)
     }
     pthread_mutex_unlock(&reg_lock);
     live_sub(freed);
-
     pthread_mutex_lock(&ar->lock);
     int was = ar->state;
-    ar->state = -2;                /* events went with the context: op_event_put drops them */
+    ar->state = -2;                /* events went with the context */
     if (was == 1) {
         mapped_delta(sg_arena_mapped(ar->arena), 0);
-        sg_arena_destroy(ar->arena);
+        sg_arena_destroy(ar->arena, 0);
         ar->arena = NULL;
     }
     ar->nevents = 0;
+    ar->nquar = 0;
     pthread_mutex_unlock(&ar->lock);
     sg_vmm_unrelax();
+    arena_unref(ar);
 }
 
-static void (*ctx_gone_hook)(CUcontext ctx);   /* set once at init */
-
-void sg_mem_on_ctx_gone(void (*fn)(CUcontext ctx)) { ctx_gone_hook = fn; }
-
-/* A context is gone: others drop what they hold in it, then the arena goes. */
-static void ctx_gone(CUcontext ctx)
+/* Trims one arena; returns the bytes given back. */
+static size_t arena_trim(mem_arena *ar)
 {
-    if (ctx && ctx_gone_hook) ctx_gone_hook(ctx);
-    arena_teardown(ctx);
+    size_t given = 0;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 1) {
+        size_t before = sg_arena_mapped(ar->arena);
+        given = sg_arena_trim(ar->arena);
+        mapped_delta(before, sg_arena_mapped(ar->arena));
+    }
+    pthread_mutex_unlock(&ar->lock);
+    return given;
+}
+
+static void trim_one(sg_ctx *cx, void *u)
+{
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    if (!ar) return;
+    *(size_t *)u += arena_trim(ar);
+    arena_unref(ar);
+}
+
+size_t sg_mem_trim(void)
+{
+    size_t given = 0;
+    if (!placing) return 0;
+    sg_ctx_foreach(trim_one, &given);
+    sg_vmm_unrelax();
+    if (given) SG_DEBUG("memory pressure: gave back %zu bytes of unused placed memory", given);
+    return given;
 }
 
 /* ------------------------------------------------------------- allocation */
 
-static CUresult fwd_alloc(const sg_call *c)
+/* Forwards an allocation; on CUDA_ERROR_OUT_OF_MEMORY gives back what the
+ * arenas hold and tries once more. */
+static CUresult forward_retry(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
-    if (rc == CUDA_SUCCESS && c->dptr_out) fwd_track(*c->dptr_out, c->bytes);
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
+    return rc;
+}
+
+static CUresult fwd_alloc(const sg_call *c)
+{
+    CUresult rc = forward_retry(c);
+    if (rc == CUDA_SUCCESS && c->u.alloc.out) fwd_track(*c->u.alloc.out, c->u.alloc.bytes);
     return rc;
 }
 
 static CUresult fwd_free(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
-    if (rc == CUDA_SUCCESS) fwd_untrack(c->dptr);
+    if (rc == CUDA_SUCCESS) fwd_untrack(c->u.free.ptr);
     return rc;
 }
 
-/* The stream a stream-ordered call names, as a key: NULL means the legacy
- * or the per-thread default stream, and per-thread streams of different
- * threads differ. */
-static sg_arena_key stream_key(const sg_call *c)
+static sg_arena_key key_of(CUstream s, int per_thread)
 {
-    CUstream s = c->stream ? c->stream : c->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-    sg_arena_key k = { (uintptr_t)s, 0 };
-    if (s == CU_STREAM_PER_THREAD) k.thread = (uintptr_t)pthread_self();
-    return k;
-}
-
-static CUresult stream_capturing(const sg_call *c, CUstreamCaptureStatus *st)
-{
-    return c->per_thread ? SG_DRIVER_CALL(cuStreamIsCapturing_ptsz, c->stream, st)
-                         : SG_DRIVER_CALL(cuStreamIsCapturing, c->stream, st);
+    sg_stream_id id = sg_stream_id_of(s, per_thread);
+    return (sg_arena_key){ id.stream, id.thread };
 }
 
 static void log_growth_failure(sg_arena_fail f, CUresult rc, size_t bytes)
@@ -606,53 +621,63 @@ static void log_growth_failure(sg_arena_fail f, CUresult rc, size_t bytes)
                 "(logged once)", sg_arena_fail_name(f), (int)rc, bytes);
 }
 
+/* Places `bytes` in ar for key. Returns SG_ARENA_OK with *addr, *placed. */
+static sg_arena_fail place(mem_arena *ar, size_t bytes, int own, sg_arena_key key,
+                           CUdeviceptr *addr, size_t *placed, CUresult *rc)
+{
+    sg_arena_fail f = SG_ARENA_FAIL_NOMEM;
+    size_t before = 0, after = 0;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 0) arena_setup(ar);
+    if (ar->state == 1) {
+        before = sg_arena_mapped(ar->arena);
+        f = sg_arena_alloc(ar->arena, bytes, own, key, addr, placed, rc);
+        after = sg_arena_mapped(ar->arena);
+    }
+    int state = ar->state;
+    pthread_mutex_unlock(&ar->lock);
+    mapped_delta(before, after);
+    return state == 1 ? f : SG_ARENA_FAIL_NOMEM + 1;
+}
+
 static CUresult mem_alloc(const sg_call *c)
 {
-    if (!placing || c->bytes == 0 || c->bytes > place_max || !c->dptr_out ||
-        (c->async && c->pool))
+    size_t bytes = c->u.alloc.bytes;
+    CUstream s = c->u.alloc.stream;
+    if (!placing || bytes == 0 || bytes > place_max || !c->u.alloc.out ||
+        (c->u.alloc.async && c->u.alloc.pool))
         return fwd_alloc(c);
     CUcontext ctx = NULL;
     sg_arena_key key = { 0, 0 };
-    if (c->async) {
-        CUstreamCaptureStatus st;
-        if (stream_capturing(c, &st) != CUDA_SUCCESS) return fwd_alloc(c);
-        if (st != CU_STREAM_CAPTURE_STATUS_NONE) return c->forward(c->args);  /* graph memory node */
-        CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuStreamGetCtx_ptsz, c->stream, &ctx)
-                                    : SG_DRIVER_CALL(cuStreamGetCtx, c->stream, &ctx);
+    if (c->u.alloc.async) {
+        if (sg_capture_active() && sg_capture_stream(s, c->per_thread))
+            return c->forward(c->args);          /* a graph memory node, or the driver's verdict */
+        CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuStreamGetCtx_ptsz, s, &ctx)
+                                    : SG_DRIVER_CALL(cuStreamGetCtx, s, &ctx);
         if (rc != CUDA_SUCCESS) return fwd_alloc(c);
-        key = stream_key(c);
-    } else if (SG_DRIVER_CALL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS) {
+        key = key_of(s, c->per_thread);
+    } else if (sg_capture_active() || SG_DRIVER_CALL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS) {
         return fwd_alloc(c);
     }
     if (!ctx) return fwd_alloc(c);
-    sg_ctx_arena *ar = arena_get(ctx);
+    mem_arena *ar = arena_get(ctx);
     if (!ar) return fwd_alloc(c);
-    int own = c->bytes >= __atomic_load_n(&own_min, __ATOMIC_RELAXED);
-
+    int own = bytes >= own_min;
     CUdeviceptr addr = 0;
-    size_t placed = 0, before = 0, after = 0;
+    size_t placed = 0;
     CUresult rc = CUDA_SUCCESS;
-    sg_arena_fail f = SG_ARENA_FAIL_NOMEM;
-    pthread_mutex_lock(&ar->lock);
-    if (ar->state == 0) arena_setup(ar);
-    int state = ar->state;
-    if (state == 1) {
-        before = sg_arena_mapped(ar->arena);
-        f = sg_arena_alloc(ar->arena, c->bytes, own, key, &addr, &placed, &rc);
-        after = sg_arena_mapped(ar->arena);
-    }
-    pthread_mutex_unlock(&ar->lock);
+    sg_arena_fail f = place(ar, bytes, own, key, &addr, &placed, &rc);
+    if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0)
+        f = place(ar, bytes, own, key, &addr, &placed, &rc);
     sg_vmm_unrelax();
-    if (state != 1) return fwd_alloc(c);
-    mapped_delta(before, after);
     if (f != SG_ARENA_OK) {
-        log_growth_failure(f, rc, c->bytes);
+        if (f <= SG_ARENA_FAIL_NOMEM) log_growth_failure(f, rc, bytes);
+        arena_unref(ar);
         return fwd_alloc(c);
     }
-
     sg_block *b = calloc(1, sizeof *b);
     if (b) {
-        *b = (sg_block){ .base = addr, .size = c->bytes, .placed = placed, .owner = ar, .own = own,
+        *b = (sg_block){ .base = addr, .size = bytes, .placed = placed, .owner = ar, .own = own,
                          .id = SG_MEM_ID_BASE + __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED) };
     }
     if (!b || reg_insert(b) != 0) {
@@ -660,16 +685,18 @@ static CUresult mem_alloc(const sg_call *c)
         pthread_mutex_lock(&ar->lock);
         if (ar->state == 1) sg_arena_free(ar->arena, addr, placed, (sg_arena_key){ 0, 0 }, NULL);
         pthread_mutex_unlock(&ar->lock);
+        arena_unref(ar);
         return fwd_alloc(c);
     }
-    *c->dptr_out = addr;
-    live_add(c->bytes);
+    arena_unref(ar);
+    *c->u.alloc.out = addr;
+    live_add(bytes);
     return CUDA_SUCCESS;
 }
 
-/* An event recorded on the freeing stream, for a stream-ordered free of a
- * block of ar; NULL if none could be had (the caller then synchronizes). */
-static CUevent free_event(sg_ctx_arena *ar, const sg_call *c)
+/* An event recorded on the freeing stream (ar->ctx current or not: the
+ * stream names its context); NULL if none could be had. */
+static CUevent free_event(mem_arena *ar, const sg_call *c)
 {
     CUevent ev = NULL;
     pthread_mutex_lock(&ar->lock);
@@ -689,8 +716,8 @@ static CUevent free_event(sg_ctx_arena *ar, const sg_call *c)
     pthread_mutex_unlock(&ar->lock);
     if (!ev) return NULL;
     sg_vmm_relax();
-    CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuEventRecord_ptsz, ev, c->stream)
-                                : SG_DRIVER_CALL(cuEventRecord, ev, c->stream);
+    CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuEventRecord_ptsz, ev, c->u.free.stream)
+                                : SG_DRIVER_CALL(cuEventRecord, ev, c->u.free.stream);
     if (rc != CUDA_SUCCESS) {
         pthread_mutex_lock(&ar->lock);
         op_event_put(ar, ev);
@@ -700,46 +727,60 @@ static CUevent free_event(sg_ctx_arena *ar, const sg_call *c)
     return ev;
 }
 
+/* The implicit synchronization of cuMemFree: cuCtxSynchronize in ar's
+ * context, in the program's capture mode. 0 done; 1 the context could not be
+ * made current (nothing synchronized); -1 the driver refused (*rc). */
+static int ctx_sync(mem_arena *ar, CUresult *rc)
+{
+    CUcontext prev;
+    if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
+    *rc = SG_DRIVER_CALL(cuCtxSynchronize);
+    sg_vmm_ctx_leave(ar->ctx, prev);
+    return *rc == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* After a successful synchronization of ar's context: the quarantined
+ * ranges are free (ar->lock held). */
+static void quarantine_release_locked(mem_arena *ar)
+{
+    for (size_t i = 0; i < ar->nquar && ar->state == 1; i++)
+        sg_arena_free(ar->arena, ar->quar[i].addr, ar->quar[i].placed, (sg_arena_key){ 0, 0 }, NULL);
+    ar->nquar = 0;
+}
+
 static CUresult mem_free(const sg_call *c)
 {
-    if (!placing) return fwd_free(c);
+    CUdeviceptr p = c->u.free.ptr;
+    if (!placing || !maybe_ours(p)) return fwd_free(c);
     pthread_mutex_lock(&reg_lock);
-    sg_block *found = reg_exact(c->dptr);
-    sg_ctx_arena *ar = found ? found->owner : NULL;
-    int ours = found || reg_in_spans(c->dptr);
+    sg_block *found = reg_containing(p);
+    if (found && found->base != p) found = NULL;
+    mem_arena *ar = found ? found->owner : NULL;
+    int ours = found || reg_in_spans(p);
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&reg_lock);
     if (!found) return ours ? CUDA_ERROR_INVALID_VALUE : fwd_free(c);
 
     CUevent ev = NULL;
     sg_arena_key key = { 0, 0 };
-    CUresult rc;
-    if (!c->async) {
-        /* The driver's implicit synchronization, in the program's own capture
-         * mode: during a global capture it fails (and invalidates it) as the
-         * real cuMemFree would, and nothing is freed. */
-        CUcontext prev;
-        if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return CUDA_ERROR_INVALID_CONTEXT;
-        rc = SG_DRIVER_CALL(cuCtxSynchronize);
-        sg_vmm_ctx_leave(ar->ctx, prev);
-        if (rc != CUDA_SUCCESS) return rc;
+    int synced = 0;
+    CUresult rc = CUDA_SUCCESS;
+    if (!c->u.free.async) {
+        int r = ctx_sync(ar, &rc);
+        if (r < 0) {
+            arena_unref(ar);
+            return rc;         /* as the driver's cuMemFree: nothing freed */
+        }
+        synced = r == 0;
     } else {
-        CUstreamCaptureStatus st;
-        if ((rc = stream_capturing(c, &st)) != CUDA_SUCCESS) return rc;
-        if (st != CU_STREAM_CAPTURE_STATUS_NONE) {
-            WARN_ONCE("cuMemFreeAsync of memory the library placed, on a capturing stream: "
-                      "not supported (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); free it outside "
-                      "the capture");
-            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        if (sg_capture_active() && sg_capture_stream(c->u.free.stream, c->per_thread)) {
+            arena_unref(ar);
+            return c->forward(c->args);   /* the driver decides; the block stays */
         }
-        key = stream_key(c);
-        if (!(ev = free_event(ar, c))) {
-            sg_vmm_unrelax();
-            rc = c->per_thread ? SG_DRIVER_CALL(cuStreamSynchronize_ptsz, c->stream)
-                               : SG_DRIVER_CALL(cuStreamSynchronize, c->stream);
-            if (rc != CUDA_SUCCESS) return rc;
-        }
+        key = key_of(c->u.free.stream, c->per_thread);
+        ev = free_event(ar, c);
     }
-    sg_block *b = reg_take(c->dptr);
+    sg_block *b = reg_take(p);
     if (!b) {                      /* another thread freed it meanwhile */
         if (ev) {
             pthread_mutex_lock(&ar->lock);
@@ -747,39 +788,39 @@ static CUresult mem_free(const sg_call *c)
             pthread_mutex_unlock(&ar->lock);
         }
         sg_vmm_unrelax();
+        arena_unref(ar);
         return CUDA_ERROR_INVALID_VALUE;
     }
     pthread_mutex_lock(&ar->lock);
-    if (ar->state == 1 && sg_arena_free(ar->arena, b->base, b->placed, key, ev) != 0)
-        SG_WARN("out of memory: %zu bytes at 0x%llx are not reused", b->placed,
-                (unsigned long long)b->base);
+    if (ar->state == 1) {
+        if (synced) quarantine_release_locked(ar);
+        int quarantine = !ev && !synced;
+        if (quarantine) {
+            if (sg_grow((void **)&ar->quar, &ar->capquar, ar->nquar + 1, sizeof *ar->quar) == 0)
+                ar->quar[ar->nquar++] = (struct qrange){ b->base, b->placed };
+            /* else: the range stays unusable until the context goes */
+        } else if (sg_arena_free(ar->arena, b->base, b->placed, key, ev) != 0) {
+            SG_WARN("out of memory: %zu bytes at 0x%llx are not reused", b->placed,
+                    (unsigned long long)b->base);
+        }
+    }
     pthread_mutex_unlock(&ar->lock);
     sg_vmm_unrelax();
     live_sub(b->size);
     free(b);
+    arena_unref(ar);
     return CUDA_SUCCESS;
 }
 
 /* ---------------------------------------------------------------- queries */
 
-/* Looks p up: 1 and *out if inside a live placed block, 0 if inside a
- * reservation of the library but no live block, -1 if not ours. */
-static int lookup(CUdeviceptr p, sg_alloc_info *out)
-{
-    pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_containing(p);
-    int r = b ? 1 : reg_in_spans(p) ? 0 : -1;
-    if (b) info_of(b, out);
-    pthread_mutex_unlock(&reg_lock);
-    return r;
-}
-
 static void put_u64(void *d, unsigned long long v) { memcpy(d, &v, sizeof v); }
+static void put_int(void *d, int v) { memcpy(d, &v, sizeof v); }
 
 /* Writes what a cuMemAlloc block would report for attribute a, for the
  * attributes whose driver answer would reveal the arena (the reservation,
- * the shared chunk, its id, no context); 0 if a is not one of them (the
- * driver's answer stands: memory type, device, access, IPC capability 0...). */
+ * the shared chunk, its id, VMM handle types, no context); 0 if a is not one
+ * of them (the driver's answer stands: memory type, device, access...). */
 static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *data)
 {
     switch (a) {
@@ -800,6 +841,12 @@ static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *da
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         put_u64(data, b->size);
         return 1;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        put_u64(data, CU_MEM_HANDLE_TYPE_NONE);
+        return 1;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        put_int(data, 1);          /* what cuMemAlloc memory says (README: legacy IPC) */
+        return 1;
     default:
         return 0;
     }
@@ -808,35 +855,37 @@ static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *da
 static CUresult mem_addr_range(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = placing ? lookup(c->dptr, &b) : -1;
+    int r = placing ? lookup(c->u.range.ptr, &b) : -1;
     if (r < 0) return c->forward(c->args);
     if (r == 0) return CUDA_ERROR_NOT_FOUND;
-    if (c->base_out) *c->base_out = b.base;
-    if (c->size_out) *c->size_out = b.size;
+    if (c->u.range.base) *c->u.range.base = b.base;
+    if (c->u.range.size) *c->u.range.size = b.size;
     return CUDA_SUCCESS;
 }
 
 static CUresult mem_ptr_attr(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = placing && c->attr_data ? lookup(c->dptr, &b) : -1;
+    int r = placing && c->u.attr.data ? lookup(c->u.attr.ptr, &b) : -1;
     if (r < 0) return c->forward(c->args);
     if (r == 0) return CUDA_ERROR_INVALID_VALUE;   /* as for unallocated memory */
-    return attr_override(&b, c->attr, c->attr_data) ? CUDA_SUCCESS : c->forward(c->args);
+    return attr_override(&b, c->u.attr.attr, c->u.attr.data) ? CUDA_SUCCESS : c->forward(c->args);
 }
 
 static CUresult mem_ptr_attrs(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = placing ? lookup(c->dptr, &b) : -1;
+    int r = placing ? lookup(c->u.attrs.ptr, &b) : -1;
     if (r < 0) return c->forward(c->args);
     if (r == 0) { /* freed placed memory: what the driver says of an unallocated pointer */
         if (!sg_drv.cuPointerGetAttributes) return CUDA_ERROR_INVALID_VALUE;
-        return SG_DRIVER_CALL(cuPointerGetAttributes, c->nattrs, c->attrs, c->attr_datas, 0);
+        return SG_DRIVER_CALL(cuPointerGetAttributes, c->u.attrs.n, c->u.attrs.attrs,
+                              c->u.attrs.data, 0);
     }
     CUresult rc = c->forward(c->args);
     if (rc != CUDA_SUCCESS) return rc;
-    for (unsigned i = 0; i < c->nattrs; i++) attr_override(&b, c->attrs[i], c->attr_datas[i]);
+    for (unsigned i = 0; i < c->u.attrs.n; i++)
+        if (c->u.attrs.data[i]) attr_override(&b, c->u.attrs.attrs[i], c->u.attrs.data[i]);
     return CUDA_SUCCESS;
 }
 
@@ -845,10 +894,10 @@ static CUresult mem_ptr_attrs(const sg_call *c)
  * keep such allocations away from the library. */
 static CUresult mem_ipc(const sg_call *c)
 {
-    if (!placing) return c->forward(c->args);
+    if (!placing || !maybe_ours(c->u.ipc.ptr)) return c->forward(c->args);
     pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_containing(c->dptr);
-    int ours = b || reg_in_spans(c->dptr);
+    sg_block *b = reg_containing(c->u.ipc.ptr);
+    int ours = b || reg_in_spans(c->u.ipc.ptr);
     int warn = b && !b->ipc_warned;
     CUdeviceptr base = b ? b->base : 0;
     size_t size = b ? b->size : 0;
@@ -864,56 +913,180 @@ static CUresult mem_ipc(const sg_call *c)
     return CUDA_ERROR_INVALID_VALUE;
 }
 
-/* ---------------------------------------------------------------- contexts */
+/* cuMemRetainAllocationHandle and cuMemGetAccess answer for VMM mappings
+ * only: on cuMemAlloc memory the driver says CUDA_ERROR_INVALID_VALUE, and so
+ * does the library for placed memory (its chunks are not the program's). */
+static CUresult mem_vmm_query(const sg_call *c, CUdeviceptr p)
+{
+    sg_alloc_info b;
+    if (!placing || lookup(p, &b) < 0) return c->forward(c->args);
+    return CUDA_ERROR_INVALID_VALUE;
+}
 
-static CUresult mem_primary_retain(const sg_call *c)
+static void free_of_device(sg_ctx *cx, void *u)
+{
+    struct { CUdevice dev; size_t bytes; } *q = u;
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->vmm_state == 1 && cx->vmm.dev == q->dev ? cx->part[SG_CTX_PART_ARENA] : NULL;
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    if (!ar) return;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 1) q->bytes += sg_arena_mapped_free(ar->arena);
+    pthread_mutex_unlock(&ar->lock);
+    arena_unref(ar);
+}
+
+/* cuMemGetInfo: the driver's figure plus the placed memory the program has
+ * freed (mapped, unused), which the driver would count as free. */
+static CUresult mem_info(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
-    if (rc == CUDA_SUCCESS && c->ctx_out && c->device >= 0 && c->device < SG_MEM_MAX_DEVICES) {
-        pthread_mutex_lock(&arenas_lock);
-        primary[c->device] = *c->ctx_out;
-        pthread_mutex_unlock(&arenas_lock);
-    }
+    if (rc != CUDA_SUCCESS || !placing || !c->u.info.free) return rc;
+    struct { CUdevice dev; size_t bytes; } q = { 0, 0 };
+    if (SG_DRIVER_CALL(cuCtxGetDevice, &q.dev) != CUDA_SUCCESS) return rc;
+    sg_ctx_foreach(free_of_device, &q);
+    size_t total = c->u.info.total ? *c->u.info.total : SIZE_MAX;
+    size_t f = *c->u.info.free + q.bytes;
+    *c->u.info.free = f < *c->u.info.free || f > total ? total : f;
     return rc;
 }
 
-static CUresult mem_primary_drop(const sg_call *c)
+/* ----------------------------------------------------------- range checks */
+
+/* The bytes a 2D / 3D copy operand touches from its base pointer. */
+static size_t extent3d(size_t x, size_t y, size_t z, size_t pitch, size_t height, size_t w,
+                       size_t h, size_t d)
+{
+    if (!w || !h || !d) return 0;
+    return ((z + d - 1) * height + (y + h - 1)) * pitch + x + w;
+}
+
+static int device_operand(CUmemorytype t, CUdeviceptr p)
+{
+    return t == CU_MEMORYTYPE_DEVICE || (t == CU_MEMORYTYPE_UNIFIED && maybe_ours(p));
+}
+
+static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (device_operand(p->srcMemoryType, p->srcDevice))
+        rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
+                                                       p->srcHeight, p->WidthInBytes, p->Height,
+                                                       p->Depth));
+    if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
+        rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
+                                                       p->dstHeight, p->WidthInBytes, p->Height,
+                                                       p->Depth));
+    return rc;
+}
+
+static CUresult check_memset(CUdeviceptr dst, size_t pitch, size_t es, size_t w, size_t h)
+{
+    return sg_mem_check_range(dst, h ? (h - 1) * pitch + w * es : 0);
+}
+
+/* CUDA_SUCCESS, or the error the driver gives for a range outside its
+ * allocation. */
+static CUresult check_op(const sg_call *c)
+{
+    const void *d = c->u.memop.desc;
+    CUresult rc = CUDA_SUCCESS;
+    switch (c->u.memop.kind) {
+    case SG_OP_RANGES:
+        if (c->u.memop.dst) rc = sg_mem_check_range(c->u.memop.dst, c->u.memop.dst_bytes);
+        if (rc == CUDA_SUCCESS && c->u.memop.src)
+            rc = sg_mem_check_range(c->u.memop.src, c->u.memop.src_bytes);
+        return rc;
+    case SG_OP_COPY2D: {
+        const CUDA_MEMCPY2D *p = d;
+        if (!p) return CUDA_SUCCESS;
+        if (device_operand(p->srcMemoryType, p->srcDevice))
+            rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch,
+                                                           0, p->WidthInBytes, p->Height, 1));
+        if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
+            rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch,
+                                                           0, p->WidthInBytes, p->Height, 1));
+        return rc;
+    }
+    case SG_OP_COPY3D:
+        return d ? check_copy3d(d) : CUDA_SUCCESS;
+    case SG_OP_MEMSET_NODE: {
+        const CUDA_MEMSET_NODE_PARAMS *m = d;
+        return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height)
+                 : CUDA_SUCCESS;
+    }
+    case SG_OP_NODE_PARAMS: {
+        const CUgraphNodeParams *n = d;
+        if (!n) return CUDA_SUCCESS;
+        if (n->type == CU_GRAPH_NODE_TYPE_MEMSET)
+            return check_memset(n->memset.dst, n->memset.pitch, n->memset.elementSize,
+                                n->memset.width, n->memset.height);
+        if (n->type == CU_GRAPH_NODE_TYPE_MEMCPY) return check_copy3d(&n->memcpy.copyParams);
+        return CUDA_SUCCESS;
+    }
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p) { return p ? check_copy3d(p) : CUDA_SUCCESS; }
+
+CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m)
+{
+    return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height) : CUDA_SUCCESS;
+}
+
+static CUresult mem_op(const sg_call *c)
+{
+    if (placing) {
+        CUresult rc = check_op(c);
+        if (rc != CUDA_SUCCESS) return rc;
+    }
+    return c->forward(c->args);
+}
+
+/* A destroyed stream's handle may come back for another stream: its pending
+ * frees wait for their events only. */
+static void rekey_one(sg_ctx *cx, void *u)
+{
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    if (!ar) return;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 1) sg_arena_rekey(ar->arena, *(sg_arena_key *)u);
+    pthread_mutex_unlock(&ar->lock);
+    arena_unref(ar);
+}
+
+static CUresult mem_stream_destroy(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
-    if (rc != CUDA_SUCCESS || c->device < 0 || c->device >= SG_MEM_MAX_DEVICES) return rc;
-    unsigned flags;
-    int active = 1;
-    if (SG_DRIVER_CALL(cuDevicePrimaryCtxGetState, c->device, &flags, &active) != CUDA_SUCCESS ||
-        active)
-        return rc;
-    pthread_mutex_lock(&arenas_lock);
-    CUcontext ctx = primary[c->device];
-    primary[c->device] = NULL;
-    pthread_mutex_unlock(&arenas_lock);
-    ctx_gone(ctx);
+    if (rc == CUDA_SUCCESS && placing && c->u.stream.stream) {
+        sg_arena_key k = key_of(c->u.stream.stream, 0);
+        sg_ctx_foreach(rekey_one, &k);
+    }
     return rc;
 }
 
 /* ---------------------------------------------------------------- entry */
 
-
-void sg_mem_init(const sg_config *cfg)
+void sg_mem_init(const sg_caps *caps)
 {
-    placing = cfg->policy == SG_POLICY_SKIP_TEMP || cfg->policy == SG_POLICY_SKIP_PROFILED;
-    place_max = cfg->place_max_bytes;
-}
-
-void sg_mem_set_own_handles_min(size_t min_bytes)
-{
-    __atomic_store_n(&own_min, min_bytes, __ATOMIC_RELAXED);
+    placing = caps->place;
+    place_max = caps->place_max_bytes;
+    own_min = caps->own_handles_min;
+    sg_ctx_on_teardown(SG_CTX_PART_ARENA, arena_teardown);
 }
 
 CUresult sg_mem_call(const sg_call *c)
 {
-    CUresult rc;
     switch (c->kind) {
     case SG_CALL_ALLOC:
         return mem_alloc(c);
+    case SG_CALL_DEV_ALLOC:
+        return placing ? forward_retry(c) : c->forward(c->args);
     case SG_CALL_FREE:
         return mem_free(c);
     case SG_CALL_ADDR_RANGE:
@@ -924,14 +1097,16 @@ CUresult sg_mem_call(const sg_call *c)
         return mem_ptr_attrs(c);
     case SG_CALL_IPC_HANDLE:
         return mem_ipc(c);
-    case SG_CALL_CTX_DESTROY:
-        rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) ctx_gone(c->ctx);
-        return rc;
-    case SG_CALL_PRIMARY_RETAIN:
-        return mem_primary_retain(c);
-    case SG_CALL_PRIMARY_DROP:
-        return mem_primary_drop(c);
+    case SG_CALL_RETAIN_HANDLE:
+        return mem_vmm_query(c, (CUdeviceptr)(uintptr_t)c->u.retain.addr);
+    case SG_CALL_MEM_ACCESS:
+        return mem_vmm_query(c, c->u.access.ptr);
+    case SG_CALL_MEM_INFO:
+        return mem_info(c);
+    case SG_CALL_MEMOP:
+        return mem_op(c);
+    case SG_CALL_STREAM_DESTROY:
+        return mem_stream_destroy(c);
     default:
         return c->forward(c->args);
     }
@@ -940,54 +1115,51 @@ CUresult sg_mem_call(const sg_call *c)
 size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max)
 {
     pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_exact(base);
-    sg_ctx_arena *ar = b ? b->owner : NULL;
-    size_t placed = b ? b->placed : 0;
+    sg_block *b = reg_containing(base);
+    mem_arena *ar = b && b->base == base ? b->owner : NULL;
+    size_t placed = ar ? b->placed : 0;
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&reg_lock);
     if (!ar) return 0;
     sg_arena_chunk *tmp = max ? malloc(max * sizeof *tmp) : NULL;
-    if (max && !tmp) return 0;
-    pthread_mutex_lock(&ar->lock);
-    size_t n = ar->state == 1 ? sg_arena_chunks(ar->arena, base, placed, tmp, max) : 0;
-    pthread_mutex_unlock(&ar->lock);
-    for (size_t i = 0; i < n && i < max; i++)
-        out[i] = (sg_mem_handle){ tmp[i].handle, tmp[i].va, tmp[i].size,
-                                  (long long)(tmp[i].va - base) };
+    size_t n = 0;
+    if (!max || tmp) {
+        pthread_mutex_lock(&ar->lock);
+        n = ar->state == 1 ? sg_arena_chunks(ar->arena, base, placed, tmp, max) : 0;
+        pthread_mutex_unlock(&ar->lock);
+        for (size_t i = 0; i < n && i < max; i++)
+            out[i] = (sg_mem_handle){ tmp[i].handle, tmp[i].va, tmp[i].size,
+                                      (long long)(tmp[i].va - base) };
+    }
     free(tmp);
+    arena_unref(ar);
     return n;
+}
+
+void sg_mem_atfork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&reg_lock);
+    else pthread_mutex_unlock(&reg_lock);
 }
 
 void sg_mem_reset(void)
 {
-    for (;;) {
-        pthread_mutex_lock(&arenas_lock);
-        CUcontext ctx = arenas ? arenas->ctx : NULL;
-        int any = arenas != NULL;
-        pthread_mutex_unlock(&arenas_lock);
-        if (!any) break;
-        arena_teardown(ctx);
-    }
-    pthread_mutex_lock(&arenas_lock);
-    while (retired) {
-        sg_ctx_arena *ar = retired;
-        retired = ar->next;
-        pthread_mutex_destroy(&ar->lock);
-        free(ar);
-    }
-    memset(primary, 0, sizeof primary);
-    pthread_mutex_unlock(&arenas_lock);
+    sg_ctx_reset();                /* tears every arena down */
     pthread_mutex_lock(&reg_lock);
     sg_fwd *e, *tmp;
     HASH_ITER(hh, fwd_live, e, tmp) {
         HASH_DEL(fwd_live, e);
         free(e);
     }
+    for (size_t i = 0; i < nblocks; i++) free(blocks[i]);
+    nblocks = 0;
     view_unref_locked(view_cur);
     view_cur = NULL;
     view_dirty = 1;
     nspans = 0;
+    __atomic_store_n(&span_lo, UINTPTR_MAX, __ATOMIC_RELAXED);
+    __atomic_store_n(&span_hi, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&reg_lock);
     __atomic_store_n(&live_now, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&mapped_now, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&own_min, SIZE_MAX, __ATOMIC_RELAXED);
 }

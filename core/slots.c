@@ -26,7 +26,7 @@
  * held; a failed record (or a failed event wait) falls back to
  * cuCtxSynchronize of the generation's context.
  *
- * Every VMM and event call runs in relaxed capture mode (vmm_util.h) and is
+ * Every VMM and event call runs in relaxed capture mode (vmm.h) and is
  * counted, VMM ones timed with CLOCK_MONOTONIC, in the global statistics
  * (atomics).
  *
@@ -46,16 +46,17 @@
  */
 #include "slots.h"
 
+#include "contexts.h"
 #include "driver.h"
 #include "log.h"
-#include "vmm_util.h"
+#include "streams.h"
+#include "util.h"
+#include "vmm.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define SG_SLOTS_MAX_DEVICES 64
 #define SG_SLOT_TIMELINES 8
 #define SG_SLOTS_RESV_FALLBACK ((size_t)64 << 30)
 #define SG_SLOTS_STACK_HANDLES 8
@@ -76,17 +77,15 @@ typedef struct resv {
 
 typedef struct sg_slot_ctx {
     CUcontext ctx;
-    CUdevice dev;
-    size_t gran;
-    CUmemAccessDesc access[SG_SLOTS_MAX_DEVICES];
-    size_t naccess;
-    pthread_mutex_t lock;        /* resvs, gens */
+    sg_vmm_dev vmm;              /* the context's device, granularity, access */
+    size_t gran;                 /* vmm.gran */
+    pthread_mutex_t lock;        /* resvs, gens, retiring */
     resv *resvs;
     size_t nresvs, capresvs;
     sg_slot_gen *gens;
+    sg_slot_gen *retiring;       /* released while busy: destroyed once idle */
     range *orphans;              /* mappings of destroyed slots whose unmap failed */
     size_t norphans, caporphans;
-    struct sg_slot_ctx *next;
 } sg_slot_ctx;
 
 typedef struct piece {           /* one handle mapped at slot base + off */
@@ -102,7 +101,7 @@ typedef struct slot {
 } slot;
 
 typedef struct timeline {
-    uintptr_t stream, thread;    /* key: stream handle (+ thread for per-thread streams) */
+    sg_stream_id key;            /* the stream (streams.h) */
     int used;
     CUevent ev;                  /* created on first use */
     int busy;                    /* recorded, completion not seen yet */
@@ -124,8 +123,9 @@ struct sg_slot_gen {
     slot s[];
 };
 
+/* ctxs_lock guards dead_gens and resv_size, and is held across generation
+ * creation and destruction (the context records are contexts.c's). */
 static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
-static sg_slot_ctx *ctxs;
 static sg_slot_gen *dead_gens;
 static size_t resv_size;         /* 0: default; under ctxs_lock */
 
@@ -135,55 +135,31 @@ static sg_slot_stats stats;      /* fields are atomics */
 
 /* --------------------------------------------------------------- helpers */
 
-static size_t round_up(size_t v, size_t q) { return (v + q - 1) / q * q; }
-
-static unsigned long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
-/* Makes room for need elements of elem bytes in *v. 0 or -1 (unchanged). */
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t ncap = *cap ? *cap * 2 : 4;
-    while (ncap < need) ncap *= 2;
-    void *nv = realloc(*v, ncap * elem);
-    if (!nv) return -1;
-    *v = nv;
-    *cap = ncap;
-    return 0;
-}
-
-/* The three VMM calls of aliasing, counted and timed. */
+/* The three VMM calls of aliasing (vmm.h), counted and timed here: the
+ * profiled policy's estimate of what a remap costs. */
 static CUresult vmm_map(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
 {
-    sg_vmm_relax();
-    unsigned long long t0 = now_ns();
-    CUresult rc = SG_DRIVER_CALL(cuMemMap, va, size, 0, h, 0);
-    STAT_ADD(map_ns, now_ns() - t0);
+    uint64_t t0 = sg_now_ns();
+    CUresult rc = sg_vmm_map(va, size, h);
+    STAT_ADD(map_ns, sg_now_ns() - t0);
     STAT_ADD(maps, 1);
     return rc;
 }
 
 static CUresult vmm_unmap(CUdeviceptr va, size_t size)
 {
-    sg_vmm_relax();
-    unsigned long long t0 = now_ns();
-    CUresult rc = SG_DRIVER_CALL(cuMemUnmap, va, size);
-    STAT_ADD(unmap_ns, now_ns() - t0);
+    uint64_t t0 = sg_now_ns();
+    CUresult rc = sg_vmm_unmap(va, size);
+    STAT_ADD(unmap_ns, sg_now_ns() - t0);
     STAT_ADD(unmaps, 1);
     return rc;
 }
 
 static CUresult vmm_access(const sg_slot_ctx *cx, CUdeviceptr va, size_t size)
 {
-    sg_vmm_relax();
-    unsigned long long t0 = now_ns();
-    CUresult rc = SG_DRIVER_CALL(cuMemSetAccess, va, size, cx->access, cx->naccess);
-    STAT_ADD(access_ns, now_ns() - t0);
+    uint64_t t0 = sg_now_ns();
+    CUresult rc = sg_vmm_set_access(&cx->vmm, va, size);
+    STAT_ADD(access_ns, sg_now_ns() - t0);
     STAT_ADD(set_access, 1);
     return rc;
 }
@@ -209,23 +185,18 @@ static int range_take(sg_slot_ctx *cx, size_t bytes, CUdeviceptr *out)
             return 0;
         }
     }
-    if (grow((void **)&cx->resvs, &cx->capresvs, cx->nresvs + 1, sizeof *cx->resvs) != 0)
+    if (sg_grow((void **)&cx->resvs, &cx->capresvs, cx->nresvs + 1, sizeof *cx->resvs) != 0)
         return -1;
     size_t want = resv_size;
     if (want == 0) {
-        size_t total = 0;
         want = SG_SLOTS_RESV_FALLBACK;
-        if (sg_drv.cuDeviceTotalMem_v2 &&
-            SG_DRIVER_CALL(cuDeviceTotalMem_v2, &total, cx->dev) == CUDA_SUCCESS && total > 0 &&
-            total <= SIZE_MAX / 4)
-            want = total * 2;
+        if (cx->vmm.total > 0 && cx->vmm.total <= SIZE_MAX / 4) want = cx->vmm.total * 2;
     }
-    want = round_up(want, cx->gran);
+    want = sg_round_up(want, cx->gran);
     if (want < bytes) want = bytes;
     resv r = { 0 };
-    if (grow((void **)&r.free, &r.capfree, 1, sizeof *r.free) != 0) return -1;
-    sg_vmm_relax();
-    CUresult rc = SG_DRIVER_CALL(cuMemAddressReserve, &r.base, want, cx->gran, 0, 0);
+    if (sg_grow((void **)&r.free, &r.capfree, 1, sizeof *r.free) != 0) return -1;
+    CUresult rc = sg_vmm_reserve(want, cx->gran, &r.base);
     if (rc != CUDA_SUCCESS) {
         SG_WARN("slots: cuMemAddressReserve of %zu bytes failed (error %d)", want, (int)rc);
         free(r.free);
@@ -258,7 +229,7 @@ static void range_give(sg_slot_ctx *cx, CUdeviceptr base, size_t bytes)
         } else if (right) {
             r->free[i].base = base;
             r->free[i].size += bytes;
-        } else if (grow((void **)&r->free, &r->capfree, r->nfree + 1, sizeof *r->free) == 0) {
+        } else if (sg_grow((void **)&r->free, &r->capfree, r->nfree + 1, sizeof *r->free) == 0) {
             memmove(&r->free[i + 1], &r->free[i], (r->nfree - i) * sizeof *r->free);
             r->free[i] = (range){ base, bytes };
             r->nfree++;
@@ -269,31 +240,26 @@ static void range_give(sg_slot_ctx *cx, CUdeviceptr base, size_t bytes)
 
 /* ----------------------------------------------------------------- contexts */
 
-/* The record of ctx, created and set up if missing (ctxs_lock held). NULL
- * if the driver cannot say the granularity or out of memory (logged). */
-static sg_slot_ctx *ctx_get(CUcontext ctx, CUdevice dev)
+static void gen_free(sg_slot_gen *g);
+static void retiring_reap(sg_slot_ctx *cx);
+
+/* The slots record of ctx (contexts.c's record, part SLOTS), made if
+ * missing; NULL if the device has no VMM or out of memory. ctxs_lock held. */
+static sg_slot_ctx *ctx_get(CUcontext ctx)
 {
-    for (sg_slot_ctx *cx = ctxs; cx; cx = cx->next)
-        if (cx->ctx == ctx) return cx;
-    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, dev } };
-    size_t gran = 0;
-    CUresult rc = SG_DRIVER_CALL(cuMemGetAllocationGranularity, &gran, &prop,
-                                 CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-    if (rc != CUDA_SUCCESS || gran == 0 || (gran & (gran - 1))) {
-        SG_WARN("slots: cuMemGetAllocationGranularity failed (error %d) for device %d",
-                (int)rc, (int)dev);
-        return NULL;
+    sg_ctx *c = sg_ctx_get(ctx);
+    if (!c) return NULL;
+    pthread_mutex_lock(&c->lock);
+    sg_slot_ctx *cx = c->part[SG_CTX_PART_SLOTS];
+    if (!cx && !c->dead && sg_ctx_vmm_locked(c) && (cx = calloc(1, sizeof *cx))) {
+        cx->ctx = ctx;
+        cx->vmm = c->vmm;
+        cx->gran = c->vmm.gran;
+        pthread_mutex_init(&cx->lock, NULL);
+        c->part[SG_CTX_PART_SLOTS] = cx;
     }
-    sg_slot_ctx *cx = calloc(1, sizeof *cx);
-    if (!cx) return NULL;
-    cx->ctx = ctx;
-    cx->dev = dev;
-    cx->gran = gran;
-    cx->naccess = sg_vmm_access_descs(dev, cx->access, SG_SLOTS_MAX_DEVICES);
-    pthread_mutex_init(&cx->lock, NULL);
-    cx->next = ctxs;
-    ctxs = cx;
+    pthread_mutex_unlock(&c->lock);
+    sg_ctx_put(c);
     return cx;
 }
 
@@ -382,7 +348,7 @@ static int slot_rebind(const sg_slot_ctx *cx, slot *s, const sg_slot_bind *want)
         goto out;
     }
     if (want->id == 0) goto out;                  /* asked to show nothing: done */
-    if (grow((void **)&s->pieces, &s->cappieces, nh, sizeof *s->pieces) != 0) {
+    if (sg_grow((void **)&s->pieces, &s->cappieces, nh, sizeof *s->pieces) != 0) {
         rc = -1;
         goto out;
     }
@@ -482,12 +448,12 @@ static int gen_wait_locked(sg_slot_gen *g)
 
 /* The timeline entry for a stream key: its own, a free one, or one whose
  * event completed (g->lock held). NULL if all are busy with other streams. */
-static timeline *timeline_for(sg_slot_gen *g, uintptr_t stream, uintptr_t thread)
+static timeline *timeline_for(sg_slot_gen *g, sg_stream_id key)
 {
     timeline *spare = NULL;
     for (int i = 0; i < SG_SLOT_TIMELINES; i++) {
         timeline *t = &g->tl[i];
-        if (t->used && t->stream == stream && t->thread == thread) return t;
+        if (t->used && sg_stream_id_eq(t->key, key)) return t;
         if (!spare && !t->used) spare = t;
     }
     if (!spare) {
@@ -497,8 +463,7 @@ static timeline *timeline_for(sg_slot_gen *g, uintptr_t stream, uintptr_t thread
     }
     if (spare) {
         spare->used = 1;
-        spare->stream = stream;
-        spare->thread = thread;
+        spare->key = key;
     }
     return spare;
 }
@@ -511,15 +476,17 @@ int sg_slot_gen_create(CUcontext ctx, CUdevice dev, const size_t *sizes, size_t 
     *out = NULL;
     sg_slot_gen *g = calloc(1, sizeof *g + n * sizeof g->s[0]);
     if (!g) return -1;
+    (void)dev;                                 /* the context record knows its device */
     pthread_mutex_lock(&ctxs_lock);
-    sg_slot_ctx *cx = ctx_get(ctx, dev);
+    sg_slot_ctx *cx = ctx_get(ctx);
     int rc = -1;
     if (cx) {
         pthread_mutex_lock(&cx->lock);
+        retiring_reap(cx);
         size_t span = 0;
         int overflow = 0;
         for (size_t i = 0; i < n; i++) {
-            size_t sz = round_up(sizes[i] ? sizes[i] : 1, cx->gran);
+            size_t sz = sg_round_up(sizes[i] ? sizes[i] : 1, cx->gran);
             if (sz < sizes[i] || span + sz < span) overflow = 1;
             g->s[i].size = sz;
             span += sz;
@@ -608,16 +575,12 @@ out:
 
 int sg_slot_gen_launched(sg_slot_gen *g, CUstream stream, int per_thread)
 {
-    uintptr_t key = (uintptr_t)stream, thread = 0;
-    if (!stream && per_thread) key = (uintptr_t)CU_STREAM_PER_THREAD;
-    else if (!stream) key = (uintptr_t)CU_STREAM_LEGACY;
-    if (key == (uintptr_t)CU_STREAM_PER_THREAD) thread = (uintptr_t)pthread_self();
-
+    sg_stream_id key = sg_stream_id_of(stream, per_thread);
     pthread_mutex_lock(&g->lock);
     int rc = -1;
     if (!g->dead) {
         g->seq++;
-        timeline *t = timeline_for(g, key, thread);
+        timeline *t = timeline_for(g, key);
         if (t && !t->ev) {
             CUcontext prev;
             sg_vmm_relax();
@@ -679,6 +642,55 @@ static void orphans_retry(sg_slot_ctx *cx)
     cx->norphans = keep;
 }
 
+/* Unmaps g's slots, destroys its events, gives its range back and frees it
+ * (ctxs_lock and cx->lock held; g unlinked from every list). */
+static void gen_dispose(sg_slot_ctx *cx, sg_slot_gen *g)
+{
+    pthread_mutex_lock(&g->lock);
+    orphans_retry(cx);
+    int leaked = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        slot *sl = &g->s[i];
+        sl->id = 0;
+        if (slot_unmap(sl) == 0) continue;
+        leaked = 1;
+        SG_WARN("slots: cuMemUnmap failed destroying a slot at 0x%llx: retried later; its "
+                "address range is not reused before the context goes", (unsigned long long)sl->base);
+        for (size_t k = 0; k < sl->npieces; k++) {
+            if (sg_grow((void **)&cx->orphans, &cx->caporphans, cx->norphans + 1,
+                        sizeof *cx->orphans) != 0)
+                break;                        /* out of memory: the context's teardown frees the range */
+            cx->orphans[cx->norphans++] = (range){ sl->base + sl->pieces[k].off, sl->pieces[k].size };
+        }
+    }
+    for (int i = 0; i < SG_SLOT_TIMELINES; i++) {
+        if (!g->tl[i].ev) continue;
+        sg_vmm_relax();
+        SG_DRIVER_CALL(cuEventDestroy_v2, g->tl[i].ev);
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (g->span && !leaked) range_give(cx, g->base, g->span);
+    gen_free(g);
+}
+
+/* Disposes of the retired generations that became idle (cx->lock held). */
+static void retiring_reap(sg_slot_ctx *cx)
+{
+    sg_slot_gen **pp = &cx->retiring;
+    while (*pp) {
+        sg_slot_gen *g = *pp;
+        pthread_mutex_lock(&g->lock);
+        int idle = gen_idle_locked(g);
+        pthread_mutex_unlock(&g->lock);
+        if (!idle) {
+            pp = &g->next;
+            continue;
+        }
+        *pp = g->next;
+        gen_dispose(cx, g);
+    }
+}
+
 void sg_slot_gen_destroy(sg_slot_gen *g)
 {
     if (!g) return;
@@ -696,46 +708,47 @@ void sg_slot_gen_destroy(sg_slot_gen *g)
     }
     sg_slot_ctx *cx = g->cx;
     pthread_mutex_lock(&cx->lock);
-    pthread_mutex_lock(&g->lock);
-    orphans_retry(cx);
-    int leaked = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        slot *sl = &g->s[i];
-        sl->id = 0;
-        if (slot_unmap(sl) == 0) continue;
-        leaked = 1;
-        SG_WARN("slots: cuMemUnmap failed destroying a slot at 0x%llx: retried later; its "
-                "address range is not reused before the context goes", (unsigned long long)sl->base);
-        for (size_t k = 0; k < sl->npieces; k++) {
-            if (grow((void **)&cx->orphans, &cx->caporphans, cx->norphans + 1,
-                     sizeof *cx->orphans) != 0)
-                break;                        /* out of memory: the context's teardown frees the range */
-            cx->orphans[cx->norphans++] = (range){ sl->base + sl->pieces[k].off, sl->pieces[k].size };
-        }
-    }
-    for (int i = 0; i < SG_SLOT_TIMELINES; i++) {
-        if (!g->tl[i].ev) continue;
-        sg_vmm_relax();
-        SG_DRIVER_CALL(cuEventDestroy_v2, g->tl[i].ev);
-    }
-    pthread_mutex_unlock(&g->lock);
     gen_unlink(&cx->gens, g);
-    if (g->span && !leaked) range_give(cx, g->base, g->span);
+    gen_dispose(cx, g);
     pthread_mutex_unlock(&cx->lock);
     pthread_mutex_unlock(&ctxs_lock);
     sg_vmm_unrelax();
-    gen_free(g);
 }
 
-/* Takes cx out of the list and tears it down (ctxs_lock held). */
-static void ctx_teardown_locked(sg_slot_ctx **pp)
+void sg_slot_gen_retire(sg_slot_gen *g)
 {
-    sg_slot_ctx *cx = *pp;
-    *pp = cx->next;
+    if (!g) return;
+    pthread_mutex_lock(&ctxs_lock);
+    if (gen_unlink(&dead_gens, g)) {
+        pthread_mutex_unlock(&ctxs_lock);
+        gen_free(g);
+        return;
+    }
+    sg_slot_ctx *cx = g->cx;
     pthread_mutex_lock(&cx->lock);
-    while (cx->gens) {
-        sg_slot_gen *g = cx->gens;
-        cx->gens = g->next;
+    gen_unlink(&cx->gens, g);
+    pthread_mutex_lock(&g->lock);
+    int idle = gen_idle_locked(g);
+    pthread_mutex_unlock(&g->lock);
+    if (idle) {
+        gen_dispose(cx, g);
+    } else {
+        g->next = cx->retiring;                /* its launches still run: later */
+        cx->retiring = g;
+    }
+    retiring_reap(cx);
+    pthread_mutex_unlock(&cx->lock);
+    pthread_mutex_unlock(&ctxs_lock);
+    sg_vmm_unrelax();
+}
+
+/* Marks the generations of list *head dead (their mappings went with the
+ * context's teardown below) and moves them to dead_gens (ctxs_lock held). */
+static void gens_kill(sg_slot_gen **head, int retired)
+{
+    while (*head) {
+        sg_slot_gen *g = *head;
+        *head = g->next;
         pthread_mutex_lock(&g->lock);
         for (size_t i = 0; i < g->n; i++) {
             g->s[i].id = 0;
@@ -745,31 +758,46 @@ static void ctx_teardown_locked(sg_slot_ctx **pp)
         g->dead = 1;
         g->cx = NULL;
         pthread_mutex_unlock(&g->lock);
-        g->next = dead_gens;
-        dead_gens = g;
+        if (retired) {
+            gen_free(g);                     /* nobody holds a retired generation */
+        } else {
+            g->next = dead_gens;
+            dead_gens = g;
+        }
     }
-    orphans_retry(cx);
-    free(cx->orphans);
-    for (size_t k = 0; k < cx->nresvs; k++) {
-        sg_vmm_relax();
-        SG_DRIVER_CALL(cuMemAddressFree, cx->resvs[k].base, cx->resvs[k].size);
-        free(cx->resvs[k].free);
-    }
-    free(cx->resvs);
-    pthread_mutex_unlock(&cx->lock);
-    pthread_mutex_destroy(&cx->lock);
-    free(cx);
 }
 
-void sg_slots_ctx_teardown(CUcontext ctx)
+/* Context teardown (contexts.h, step 1): unmaps every slot of the context
+ * and frees its reservations; makes no event call (the context's events
+ * went with it). A generation its owner still holds stays valid but dead
+ * until sg_slot_gen_destroy / retire, which then only frees it. */
+static void ctx_teardown(sg_ctx *c)
 {
     pthread_mutex_lock(&ctxs_lock);
-    sg_slot_ctx **pp = &ctxs;
-    while (*pp && (*pp)->ctx != ctx) pp = &(*pp)->next;
-    if (*pp) ctx_teardown_locked(pp);
+    pthread_mutex_lock(&c->lock);
+    sg_slot_ctx *cx = c->part[SG_CTX_PART_SLOTS];
+    c->part[SG_CTX_PART_SLOTS] = NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (cx) {
+        pthread_mutex_lock(&cx->lock);
+        gens_kill(&cx->gens, 0);
+        gens_kill(&cx->retiring, 1);
+        orphans_retry(cx);
+        free(cx->orphans);
+        for (size_t k = 0; k < cx->nresvs; k++) {
+            sg_vmm_unreserve(cx->resvs[k].base, cx->resvs[k].size);
+            free(cx->resvs[k].free);
+        }
+        free(cx->resvs);
+        pthread_mutex_unlock(&cx->lock);
+        pthread_mutex_destroy(&cx->lock);
+        free(cx);
+    }
     pthread_mutex_unlock(&ctxs_lock);
     sg_vmm_unrelax();
 }
+
+void sg_slots_init(void) { sg_ctx_on_teardown(SG_CTX_PART_SLOTS, ctx_teardown); }
 
 void sg_slots_set_reservation_size(size_t bytes)
 {
@@ -780,8 +808,8 @@ void sg_slots_set_reservation_size(size_t bytes)
 
 void sg_slots_reset(void)
 {
+    sg_ctx_reset();                            /* tears every context's slots down */
     pthread_mutex_lock(&ctxs_lock);
-    while (ctxs) ctx_teardown_locked(&ctxs);
     while (dead_gens) {
         sg_slot_gen *g = dead_gens;
         dead_gens = g->next;

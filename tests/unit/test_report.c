@@ -5,6 +5,7 @@
  */
 #include "check.h"
 #include "core/core.h"
+#include "core/driver.h"
 #include "core/report.h"
 #include "core/stats.h"
 
@@ -101,23 +102,24 @@ TEST(core_accounting_and_json)
     cfg.policy = SG_POLICY_ALWAYS_UPDATE;
     sg_driver drv = { .cuGraphGetNodes = fake_cuGraphGetNodes };
     sg_stats_set_hooks(hook_names, hook_counters, 2);
-    sg_stats_reset();
+    sg_core_reset();
     sg_core_init(&cfg);
-    sg_core_set_driver(&drv);
+    sg_driver_set(&drv);
     hook_counters[1].calls = 5;
     hook_counters[1].resolved = 2;
 
     CUgraphExec e1 = (CUgraphExec)0x1000, e2 = (CUgraphExec)0x2000, got = NULL;
     fake_args inst = { CUDA_SUCCESS, 0, e1, &got };
     sg_call c = { .kind = SG_CALL_INSTANTIATE, .forward = fake_forward, .args = &inst,
-                  .exec_out = &got, .graph = (CUgraph)0x1 };
+                  .u.inst = { .out = &got, .graph = (CUgraph)0x1 } };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
     CHECK(got == e1);
     CHECK_EQ(fake_get_nodes_calls, 1);
     CHECK_EQ(sg_driver_calls[SG_DRV_cuGraphGetNodes], 1);
 
     fake_args launch = { CUDA_SUCCESS, 0, NULL, NULL };
-    sg_call l = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &launch, .exec = e1 };
+    sg_call l = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &launch,
+                  .u.launch = { .exec = e1 } };
     CHECK_CU(sg_core_call(&l), CUDA_SUCCESS);
     CHECK_CU(sg_core_call(&l), CUDA_SUCCESS);
     launch.result = CUDA_ERROR_INVALID_HANDLE;   /* failed launches are not counted */
@@ -126,20 +128,20 @@ TEST(core_accounting_and_json)
 
     fake_args upd = { CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, 0, NULL, NULL };
     CUgraphExecUpdateResultInfo info;
-    sg_call u = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &upd, .exec = e2,
-                  .graph = (CUgraph)0x2, .result_info = &info };
+    sg_call u = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &upd,
+                  .u.update = { .exec = e2, .graph = (CUgraph)0x2, .info = &info } };
     CHECK_CU(sg_core_call(&u), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);  /* result passed through */
     CHECK_EQ(upd.calls, 1);
 
     fake_args alloc = { CUDA_SUCCESS, 0, NULL, NULL };
     CUdeviceptr dp = 0x50000;   /* what the fake "driver" allocated */
-    sg_call a = { .kind = SG_CALL_ALLOC, .forward = fake_forward, .args = &alloc, .bytes = 4096,
-                  .dptr_out = &dp };
+    sg_call a = { .kind = SG_CALL_ALLOC, .forward = fake_forward, .args = &alloc,
+                  .u.alloc = { .bytes = 4096, .out = &dp } };
     CHECK_CU(sg_core_call(&a), CUDA_SUCCESS);
 
     fake_args destroy = { CUDA_SUCCESS, 0, NULL, NULL };
     sg_call d = { .kind = SG_CALL_EXEC_DESTROY, .forward = fake_forward, .args = &destroy,
-                  .exec = e1 };
+                  .u.exec = { .exec = e1 } };
     CHECK_CU(sg_core_call(&d), CUDA_SUCCESS);
 
     sg_totals t = sg_stats_totals();
