@@ -247,6 +247,13 @@ static CUresult fix(void *st, const sg_exec_view *x)
                                     "or a setter of a node type the library does not model)");
     else if (p->x0_stale)
         rc = sg_prof_x0_recover(p, x);
+    if (!p->final_plain) {          /* the report says why, decided or not */
+        p->prof.decided = 1;
+        p->prof.generations = 0;
+        p->prof.why = "the exec holds state no variant carries (a disabled node, or a setter of "
+                      "a node type the library does not model)";
+        sg_exec_set_profile(p->exec, &p->prof);
+    }
     p->final_plain = 1;
     p->state = SG_PROF_PLAIN;
     return rc == CUDA_SUCCESS ? rc : sg_prof_plausible(rc);
