@@ -45,14 +45,12 @@
  * Locks, in the order they may be taken (never the other way):
  *   contexts.c's record lock (VMM set-up, the arena part pointer);
  *   ar->lock      one per context: its arena, event pool, quarantine, state;
- *   reg_lock      the registry: live placed blocks (sorted by base), the
- *                 reservation spans, the snapshot view, the forwarded-
- *                 allocation table.
+ *   the registry's lock (mem_registry.c).
  * No lock is held across a call that can block on the GPU
  * (cuCtxSynchronize) or across forward(). VMM and event calls (cuMemCreate,
  * cuMemMap, cuEventQuery, ...) run under ar->lock: they do not wait for the GPU.
  */
-#include "memory.h"
+#include "mem_internal.h"
 
 #include "arena.h"
 #include "capture.h"
@@ -68,11 +66,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* With HASH_NONFATAL_OOM a failed uthash allocation sets fwd_oom (reg_lock). */
-static int fwd_oom;
-#define uthash_nonfatal_oom(elt) (fwd_oom = 1)
-#include "hash.h"
 
 #define EVENT_POOL 64                  /* events kept per arena for reuse */
 #define RESV_FALLBACK ((size_t)64 << 30)
@@ -95,299 +88,9 @@ typedef struct mem_arena {
     size_t nquar, capquar;
 } mem_arena;
 
-typedef struct sg_block {
-    CUdeviceptr base;
-    size_t size, placed;
-    uint64_t id;
-    mem_arena *owner;
-    int own;
-    int ipc_warned;
-} sg_block;
-
-typedef struct sg_fwd {
-    CUdeviceptr p;
-    size_t size;
-    UT_hash_handle hh;
-} sg_fwd;
-
-struct sg_mem_view {
-    int refs;                      /* guarded by reg_lock */
-    size_t n;
-    sg_alloc_info v[];
-};
-
-static int placing;                /* set once by sg_mem_init */
+int sg_mem_placing;                /* set once by sg_mem_init */
 static size_t place_max = SIZE_MAX;
 static size_t own_min = SIZE_MAX;
-
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static sg_block **blocks;          /* sorted by base */
-static size_t nblocks, capblocks;
-static struct span { CUdeviceptr base; size_t size; } *spans;
-static size_t nspans, capspans;
-static CUdeviceptr span_lo = UINTPTR_MAX, span_hi;   /* atomics: every span is inside */
-static sg_mem_view *view_cur;
-static int view_dirty = 1;
-static sg_fwd *fwd_live;
-
-static uint64_t next_id;           /* atomic */
-static unsigned long live_now, mapped_now;   /* atomics */
-
-/* ------------------------------------------------------------- statistics */
-
-static void live_add(size_t n)
-{
-    unsigned long now = __atomic_add_fetch(&live_now, n, __ATOMIC_RELAXED);
-    SG_TOTAL_MAX(bytes_requested, now);
-}
-
-static void live_sub(size_t n) { __atomic_sub_fetch(&live_now, n, __ATOMIC_RELAXED); }
-
-static void mapped_delta(size_t before, size_t after)
-{
-    if (after > before) {
-        unsigned long now = __atomic_add_fetch(&mapped_now, after - before, __ATOMIC_RELAXED);
-        SG_TOTAL_MAX(bytes_mapped, now);
-    } else if (before > after) {
-        __atomic_sub_fetch(&mapped_now, before - after, __ATOMIC_RELAXED);
-    }
-}
-
-/* --------------------------------------------------------------- registry */
-
-/* 0 if p cannot be the library's (outside every reservation): no lock. */
-static int maybe_ours(CUdeviceptr p)
-{
-    return p >= __atomic_load_n(&span_lo, __ATOMIC_ACQUIRE) &&
-           p < __atomic_load_n(&span_hi, __ATOMIC_ACQUIRE);
-}
-
-/* Index of the first block whose base is > p (reg_lock held). */
-static size_t reg_upper(CUdeviceptr p)
-{
-    size_t lo = 0, hi = nblocks;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (blocks[mid]->base <= p) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
-/* The live block containing p, or NULL (reg_lock held). */
-static sg_block *reg_containing(CUdeviceptr p)
-{
-    size_t i = reg_upper(p);
-    if (i == 0) return NULL;
-    sg_block *b = blocks[i - 1];
-    return p - b->base < b->size ? b : NULL;
-}
-
-/* 1 if p lies in one of the library's reservations (reg_lock held). */
-static int reg_in_spans(CUdeviceptr p)
-{
-    for (size_t i = 0; i < nspans; i++)
-        if (p >= spans[i].base && p - spans[i].base < spans[i].size) return 1;
-    return 0;
-}
-
-static int reg_insert(sg_block *b)
-{
-    pthread_mutex_lock(&reg_lock);
-    int ok = sg_grow((void **)&blocks, &capblocks, nblocks + 1, sizeof *blocks) == 0;
-    if (ok) {
-        size_t i = reg_upper(b->base);
-        memmove(&blocks[i + 1], &blocks[i], (nblocks - i) * sizeof *blocks);
-        blocks[i] = b;
-        nblocks++;
-        view_dirty = 1;
-    }
-    pthread_mutex_unlock(&reg_lock);
-    return ok ? 0 : -1;
-}
-
-/* Removes blocks[i] (reg_lock held). */
-static void reg_remove_at(size_t i)
-{
-    memmove(&blocks[i], &blocks[i + 1], (nblocks - i - 1) * sizeof *blocks);
-    nblocks--;
-    view_dirty = 1;
-}
-
-/* Takes the live block starting at p out of the registry; NULL if none. */
-static sg_block *reg_take(CUdeviceptr p)
-{
-    pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_containing(p);
-    if (b && b->base == p) reg_remove_at(reg_upper(p) - 1);
-    else b = NULL;
-    pthread_mutex_unlock(&reg_lock);
-    return b;
-}
-
-static void span_add(CUdeviceptr base, size_t size)
-{
-    pthread_mutex_lock(&reg_lock);
-    /* Out of memory: the span is not known, so a double free there is
-     * forwarded and the driver answers it (still an error). */
-    if (sg_grow((void **)&spans, &capspans, nspans + 1, sizeof *spans) == 0)
-        spans[nspans++] = (struct span){ base, size };
-    if (base < span_lo) __atomic_store_n(&span_lo, base, __ATOMIC_RELEASE);
-    if (base + size > span_hi) __atomic_store_n(&span_hi, base + size, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&reg_lock);
-}
-
-static void span_del(CUdeviceptr base)
-{
-    pthread_mutex_lock(&reg_lock);
-    for (size_t i = 0; i < nspans; i++) {
-        if (spans[i].base == base) {
-            spans[i] = spans[--nspans];
-            break;
-        }
-    }
-    pthread_mutex_unlock(&reg_lock);
-}
-
-static void info_of(const sg_block *b, sg_alloc_info *out)
-{
-    *out = (sg_alloc_info){ .base = b->base, .size = b->size, .id = b->id,
-                            .ctx = b->owner->ctx, .own_handles = b->own };
-}
-
-int sg_mem_find(CUdeviceptr p, sg_alloc_info *out)
-{
-    if (!maybe_ours(p)) return 0;
-    pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_containing(p);
-    if (b && out) info_of(b, out);
-    pthread_mutex_unlock(&reg_lock);
-    return b != NULL;
-}
-
-/* Looks p up: 1 and *out if inside a live placed block, 0 if inside a
- * reservation of the library but no live block, -1 if not ours. */
-static int lookup(CUdeviceptr p, sg_alloc_info *out)
-{
-    if (!maybe_ours(p)) return -1;
-    pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_containing(p);
-    int r = b ? 1 : reg_in_spans(p) ? 0 : -1;
-    if (b) info_of(b, out);
-    pthread_mutex_unlock(&reg_lock);
-    return r;
-}
-
-CUresult sg_mem_check_range(CUdeviceptr p, size_t len)
-{
-    sg_alloc_info b;
-    if (len == 0 || !placing) return CUDA_SUCCESS;
-    int r = lookup(p, &b);
-    if (r < 0) return CUDA_SUCCESS;
-    if (r == 0) return CUDA_ERROR_INVALID_VALUE;            /* freed placed memory */
-    return len <= b.size - (size_t)(p - b.base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-static void view_unref_locked(sg_mem_view *v)
-{
-    if (v && --v->refs == 0) free(v);
-}
-
-const sg_mem_view *sg_mem_view_acquire(void)
-{
-    pthread_mutex_lock(&reg_lock);
-    if (view_dirty || !view_cur) {
-        sg_mem_view *v = malloc(sizeof *v + nblocks * sizeof v->v[0]);
-        if (!v) {
-            pthread_mutex_unlock(&reg_lock);
-            return NULL;
-        }
-        v->refs = 1;                  /* the reference of view_cur itself */
-        v->n = nblocks;
-        for (size_t i = 0; i < nblocks; i++) info_of(blocks[i], &v->v[i]);
-        view_unref_locked(view_cur);
-        view_cur = v;
-        view_dirty = 0;
-    }
-    sg_mem_view *v = view_cur;
-    v->refs++;
-    pthread_mutex_unlock(&reg_lock);
-    return v;
-}
-
-/* Index of the first view entry whose base is > p. */
-static size_t view_upper(const sg_mem_view *v, CUdeviceptr p)
-{
-    size_t lo = 0, hi = v->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (v->v[mid].base <= p) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
-int sg_mem_view_find(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
-{
-    size_t i = view_upper(v, p);
-    if (i == 0 || p - v->v[i - 1].base >= v->v[i - 1].size) return 0;
-    if (out) *out = v->v[i - 1];
-    return 1;
-}
-
-int sg_mem_view_find_end(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
-{
-    size_t i = view_upper(v, p - 1);
-    if (i == 0 || v->v[i - 1].base + v->v[i - 1].size != p) return 0;
-    if (out) *out = v->v[i - 1];
-    return 1;
-}
-
-void sg_mem_view_release(const sg_mem_view *cv)
-{
-    sg_mem_view *v = (sg_mem_view *)cv;
-    if (!v) return;
-    pthread_mutex_lock(&reg_lock);
-    view_unref_locked(v);
-    pthread_mutex_unlock(&reg_lock);
-}
-
-/* ----------------------------------------------- forwarded allocations */
-
-static void fwd_track(CUdeviceptr p, size_t size)
-{
-    sg_fwd *e = calloc(1, sizeof *e);
-    if (!e) return;
-    e->p = p;
-    e->size = size;
-    pthread_mutex_lock(&reg_lock);
-    sg_fwd *old;
-    HASH_FIND(hh, fwd_live, &p, sizeof p, old);
-    if (old) {
-        HASH_DEL(fwd_live, old);
-        live_sub(old->size);
-        free(old);
-    }
-    fwd_oom = 0;
-    HASH_ADD(hh, fwd_live, p, sizeof e->p, e);
-    if (fwd_oom) {
-        free(e);
-        e = NULL;
-    }
-    pthread_mutex_unlock(&reg_lock);
-    if (e) live_add(size);
-}
-
-static void fwd_untrack(CUdeviceptr p)
-{
-    sg_fwd *e;
-    pthread_mutex_lock(&reg_lock);
-    HASH_FIND(hh, fwd_live, &p, sizeof p, e);
-    if (e) HASH_DEL(fwd_live, e);
-    pthread_mutex_unlock(&reg_lock);
-    if (e) {
-        live_sub(e->size);
-        free(e);
-    }
-}
 
 /* ----------------------------------------------------- arena ops (driver) */
 
@@ -395,14 +98,14 @@ static CUresult op_reserve(void *u, size_t size, size_t align, CUdeviceptr *base
 {
     (void)u;
     CUresult rc = sg_vmm_reserve(size, align, base);
-    if (rc == CUDA_SUCCESS) span_add(*base, size);
+    if (rc == CUDA_SUCCESS) sg_mem_span_add(*base, size);
     return rc;
 }
 
 static CUresult op_unreserve(void *u, CUdeviceptr base, size_t size)
 {
     (void)u;
-    span_del(base);
+    sg_mem_span_del(base);
     return sg_vmm_unreserve(base, size);
 }
 
@@ -474,6 +177,8 @@ static void arena_unref(mem_arena *ar)
     }
 }
 
+static void arena_hold(mem_arena *ar) { __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED); }
+
 /* The arena of ctx, made (not set up) if missing, with a reference for the
  * caller. NULL if out of memory. */
 static mem_arena *arena_get(CUcontext ctx)
@@ -521,21 +226,12 @@ static void arena_teardown(sg_ctx *cx)
     cx->part[SG_CTX_PART_ARENA] = NULL;
     pthread_mutex_unlock(&cx->lock);
     if (!ar) return;
-    size_t freed = 0;
-    pthread_mutex_lock(&reg_lock);
-    for (size_t i = nblocks; i-- > 0;) {
-        if (blocks[i]->owner != ar) continue;
-        freed += blocks[i]->size;
-        free(blocks[i]);
-        reg_remove_at(i);
-    }
-    pthread_mutex_unlock(&reg_lock);
-    live_sub(freed);
+    sg_mem_live_sub(sg_mem_reg_drop_owner(ar));
     pthread_mutex_lock(&ar->lock);
     int was = ar->state;
     ar->state = -2;                /* events went with the context */
     if (was == 1) {
-        mapped_delta(sg_arena_mapped(ar->arena), 0);
+        sg_mem_mapped_delta(sg_arena_mapped(ar->arena), 0);
         sg_arena_destroy(ar->arena, 0);
         ar->arena = NULL;
     }
@@ -554,7 +250,7 @@ static size_t arena_trim(mem_arena *ar)
     if (ar->state == 1) {
         size_t before = sg_arena_mapped(ar->arena);
         given = sg_arena_trim(ar->arena);
-        mapped_delta(before, sg_arena_mapped(ar->arena));
+        sg_mem_mapped_delta(before, sg_arena_mapped(ar->arena));
     }
     pthread_mutex_unlock(&ar->lock);
     return given;
@@ -571,10 +267,31 @@ static void trim_one(sg_ctx *cx, void *u)
     arena_unref(ar);
 }
 
+static void free_of_device(sg_ctx *cx, void *u)
+{
+    struct { CUdevice dev; size_t bytes; } *q = u;
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->vmm_state == 1 && cx->vmm.dev == q->dev ? cx->part[SG_CTX_PART_ARENA] : NULL;
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    if (!ar) return;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 1) q->bytes += sg_arena_mapped_free(ar->arena);
+    pthread_mutex_unlock(&ar->lock);
+    arena_unref(ar);
+}
+
+size_t sg_mem_mapped_free_on(CUdevice dev)
+{
+    struct { CUdevice dev; size_t bytes; } q = { dev, 0 };
+    sg_ctx_foreach(free_of_device, &q);
+    return q.bytes;
+}
+
 size_t sg_mem_trim(void)
 {
     size_t given = 0;
-    if (!placing) return 0;
+    if (!sg_mem_placing) return 0;
     sg_ctx_foreach(trim_one, &given);
     sg_vmm_unrelax();
     if (given) SG_DEBUG("memory pressure: gave back %zu bytes of unused placed memory", given);
@@ -595,14 +312,14 @@ static CUresult forward_retry(const sg_call *c)
 static CUresult fwd_alloc(const sg_call *c)
 {
     CUresult rc = forward_retry(c);
-    if (rc == CUDA_SUCCESS && c->u.alloc.out) fwd_track(*c->u.alloc.out, c->u.alloc.bytes);
+    if (rc == CUDA_SUCCESS && c->u.alloc.out) sg_mem_fwd_track(*c->u.alloc.out, c->u.alloc.bytes);
     return rc;
 }
 
 static CUresult fwd_free(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
-    if (rc == CUDA_SUCCESS) fwd_untrack(c->u.free.ptr);
+    if (rc == CUDA_SUCCESS) sg_mem_fwd_untrack(c->u.free.ptr);
     return rc;
 }
 
@@ -636,7 +353,7 @@ static sg_arena_fail place(mem_arena *ar, size_t bytes, int own, sg_arena_key ke
     }
     int state = ar->state;
     pthread_mutex_unlock(&ar->lock);
-    mapped_delta(before, after);
+    sg_mem_mapped_delta(before, after);
     return state == 1 ? f : SG_ARENA_FAIL_NOMEM + 1;
 }
 
@@ -644,7 +361,7 @@ static CUresult mem_alloc(const sg_call *c)
 {
     size_t bytes = c->u.alloc.bytes;
     CUstream s = c->u.alloc.stream;
-    if (!placing || bytes == 0 || bytes > place_max || !c->u.alloc.out ||
+    if (!sg_mem_placing || bytes == 0 || bytes > place_max || !c->u.alloc.out ||
         (c->u.alloc.async && c->u.alloc.pool))
         return fwd_alloc(c);
     CUcontext ctx = NULL;
@@ -677,10 +394,10 @@ static CUresult mem_alloc(const sg_call *c)
     }
     sg_block *b = calloc(1, sizeof *b);
     if (b) {
-        *b = (sg_block){ .base = addr, .size = bytes, .placed = placed, .owner = ar, .own = own,
-                         .id = SG_MEM_ID_BASE + __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED) };
+        *b = (sg_block){ .base = addr, .size = bytes, .placed = placed, .owner = ar, .ctx = ctx,
+                         .own = own, .id = sg_mem_next_id() };
     }
-    if (!b || reg_insert(b) != 0) {
+    if (!b || sg_mem_reg_insert(b) != 0) {
         free(b);
         pthread_mutex_lock(&ar->lock);
         if (ar->state == 1) sg_arena_free(ar->arena, addr, placed, (sg_arena_key){ 0, 0 }, NULL);
@@ -690,7 +407,7 @@ static CUresult mem_alloc(const sg_call *c)
     }
     arena_unref(ar);
     *c->u.alloc.out = addr;
-    live_add(bytes);
+    sg_mem_live_add(bytes);
     return CUDA_SUCCESS;
 }
 
@@ -751,15 +468,11 @@ static void quarantine_release_locked(mem_arena *ar)
 static CUresult mem_free(const sg_call *c)
 {
     CUdeviceptr p = c->u.free.ptr;
-    if (!placing || !maybe_ours(p)) return fwd_free(c);
-    pthread_mutex_lock(&reg_lock);
-    sg_block *found = reg_containing(p);
-    if (found && found->base != p) found = NULL;
-    mem_arena *ar = found ? found->owner : NULL;
-    int ours = found || reg_in_spans(p);
-    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&reg_lock);
+    if (!sg_mem_placing || !sg_mem_maybe_ours(p)) return fwd_free(c);
+    int ours;
+    sg_block *found = sg_mem_reg_exact(p, &ours, arena_hold);
     if (!found) return ours ? CUDA_ERROR_INVALID_VALUE : fwd_free(c);
+    mem_arena *ar = found->owner;     /* held: found itself may go at once */
 
     CUevent ev = NULL;
     sg_arena_key key = { 0, 0 };
@@ -780,7 +493,7 @@ static CUresult mem_free(const sg_call *c)
         key = key_of(c->u.free.stream, c->per_thread);
         ev = free_event(ar, c);
     }
-    sg_block *b = reg_take(p);
+    sg_block *b = sg_mem_reg_take(p);
     if (!b) {                      /* another thread freed it meanwhile */
         if (ev) {
             pthread_mutex_lock(&ar->lock);
@@ -806,243 +519,10 @@ static CUresult mem_free(const sg_call *c)
     }
     pthread_mutex_unlock(&ar->lock);
     sg_vmm_unrelax();
-    live_sub(b->size);
+    sg_mem_live_sub(b->size);
     free(b);
     arena_unref(ar);
     return CUDA_SUCCESS;
-}
-
-/* ---------------------------------------------------------------- queries */
-
-static void put_u64(void *d, unsigned long long v) { memcpy(d, &v, sizeof v); }
-static void put_int(void *d, int v) { memcpy(d, &v, sizeof v); }
-
-/* Writes what a cuMemAlloc block would report for attribute a, for the
- * attributes whose driver answer would reveal the arena (the reservation,
- * the shared chunk, its id, VMM handle types, no context); 0 if a is not one
- * of them (the driver's answer stands: memory type, device, access...). */
-static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *data)
-{
-    switch (a) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT: {
-        CUcontext ctx = b->ctx;
-        memcpy(data, &ctx, sizeof ctx);
-        return 1;
-    }
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
-        put_u64(data, b->id);
-        return 1;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
-        put_u64(data, b->base);
-        return 1;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
-        put_u64(data, b->size);
-        return 1;
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
-        put_u64(data, CU_MEM_HANDLE_TYPE_NONE);
-        return 1;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        put_int(data, 1);          /* what cuMemAlloc memory says (README: legacy IPC) */
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static CUresult mem_addr_range(const sg_call *c)
-{
-    sg_alloc_info b;
-    int r = placing ? lookup(c->u.range.ptr, &b) : -1;
-    if (r < 0) return c->forward(c->args);
-    if (r == 0) return CUDA_ERROR_NOT_FOUND;
-    if (c->u.range.base) *c->u.range.base = b.base;
-    if (c->u.range.size) *c->u.range.size = b.size;
-    return CUDA_SUCCESS;
-}
-
-static CUresult mem_ptr_attr(const sg_call *c)
-{
-    sg_alloc_info b;
-    int r = placing && c->u.attr.data ? lookup(c->u.attr.ptr, &b) : -1;
-    if (r < 0) return c->forward(c->args);
-    if (r == 0) return CUDA_ERROR_INVALID_VALUE;   /* as for unallocated memory */
-    return attr_override(&b, c->u.attr.attr, c->u.attr.data) ? CUDA_SUCCESS : c->forward(c->args);
-}
-
-static CUresult mem_ptr_attrs(const sg_call *c)
-{
-    sg_alloc_info b;
-    int r = placing ? lookup(c->u.attrs.ptr, &b) : -1;
-    if (r < 0) return c->forward(c->args);
-    if (r == 0) { /* freed placed memory: what the driver says of an unallocated pointer */
-        if (!sg_drv.cuPointerGetAttributes) return CUDA_ERROR_INVALID_VALUE;
-        return SG_DRIVER_CALL(cuPointerGetAttributes, c->u.attrs.n, c->u.attrs.attrs,
-                              c->u.attrs.data, 0);
-    }
-    CUresult rc = c->forward(c->args);
-    if (rc != CUDA_SUCCESS) return rc;
-    for (unsigned i = 0; i < c->u.attrs.n; i++)
-        if (c->u.attrs.data[i]) attr_override(&b, c->u.attrs.attrs[i], c->u.attrs.data[i]);
-    return CUDA_SUCCESS;
-}
-
-/* Legacy IPC cannot export VMM memory: the driver's own answer for it is
- * CUDA_ERROR_INVALID_VALUE. Say once per allocation which one and how to
- * keep such allocations away from the library. */
-static CUresult mem_ipc(const sg_call *c)
-{
-    if (!placing || !maybe_ours(c->u.ipc.ptr)) return c->forward(c->args);
-    pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_containing(c->u.ipc.ptr);
-    int ours = b || reg_in_spans(c->u.ipc.ptr);
-    int warn = b && !b->ipc_warned;
-    CUdeviceptr base = b ? b->base : 0;
-    size_t size = b ? b->size : 0;
-    if (b) b->ipc_warned = 1;
-    pthread_mutex_unlock(&reg_lock);
-    if (!ours) return c->forward(c->args);
-    if (warn)
-        SG_WARN("cuIpcGetMemHandle on the allocation at 0x%llx (%zu bytes), which the library "
-                "placed in VMM memory: legacy IPC is not possible there (CUDA_ERROR_INVALID_VALUE). "
-                "To give such allocations to the driver unchanged, set %s below their size "
-                "(e.g. %s=%zu)", (unsigned long long)base, size, SG_ENV_PLACE_MAX,
-                SG_ENV_PLACE_MAX, size ? size - 1 : 0);
-    return CUDA_ERROR_INVALID_VALUE;
-}
-
-/* cuMemRetainAllocationHandle and cuMemGetAccess answer for VMM mappings
- * only: on cuMemAlloc memory the driver says CUDA_ERROR_INVALID_VALUE, and so
- * does the library for placed memory (its chunks are not the program's). */
-static CUresult mem_vmm_query(const sg_call *c, CUdeviceptr p)
-{
-    sg_alloc_info b;
-    if (!placing || lookup(p, &b) < 0) return c->forward(c->args);
-    return CUDA_ERROR_INVALID_VALUE;
-}
-
-static void free_of_device(sg_ctx *cx, void *u)
-{
-    struct { CUdevice dev; size_t bytes; } *q = u;
-    pthread_mutex_lock(&cx->lock);
-    mem_arena *ar = cx->vmm_state == 1 && cx->vmm.dev == q->dev ? cx->part[SG_CTX_PART_ARENA] : NULL;
-    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&cx->lock);
-    if (!ar) return;
-    pthread_mutex_lock(&ar->lock);
-    if (ar->state == 1) q->bytes += sg_arena_mapped_free(ar->arena);
-    pthread_mutex_unlock(&ar->lock);
-    arena_unref(ar);
-}
-
-/* cuMemGetInfo: the driver's figure plus the placed memory the program has
- * freed (mapped, unused), which the driver would count as free. */
-static CUresult mem_info(const sg_call *c)
-{
-    CUresult rc = c->forward(c->args);
-    if (rc != CUDA_SUCCESS || !placing || !c->u.info.free) return rc;
-    struct { CUdevice dev; size_t bytes; } q = { 0, 0 };
-    if (SG_DRIVER_CALL(cuCtxGetDevice, &q.dev) != CUDA_SUCCESS) return rc;
-    sg_ctx_foreach(free_of_device, &q);
-    size_t total = c->u.info.total ? *c->u.info.total : SIZE_MAX;
-    size_t f = *c->u.info.free + q.bytes;
-    *c->u.info.free = f < *c->u.info.free || f > total ? total : f;
-    return rc;
-}
-
-/* ----------------------------------------------------------- range checks */
-
-/* The bytes a 2D / 3D copy operand touches from its base pointer. */
-static size_t extent3d(size_t x, size_t y, size_t z, size_t pitch, size_t height, size_t w,
-                       size_t h, size_t d)
-{
-    if (!w || !h || !d) return 0;
-    return ((z + d - 1) * height + (y + h - 1)) * pitch + x + w;
-}
-
-static int device_operand(CUmemorytype t, CUdeviceptr p)
-{
-    return t == CU_MEMORYTYPE_DEVICE || (t == CU_MEMORYTYPE_UNIFIED && maybe_ours(p));
-}
-
-static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
-{
-    CUresult rc = CUDA_SUCCESS;
-    if (device_operand(p->srcMemoryType, p->srcDevice))
-        rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
-                                                       p->srcHeight, p->WidthInBytes, p->Height,
-                                                       p->Depth));
-    if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
-        rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
-                                                       p->dstHeight, p->WidthInBytes, p->Height,
-                                                       p->Depth));
-    return rc;
-}
-
-static CUresult check_memset(CUdeviceptr dst, size_t pitch, size_t es, size_t w, size_t h)
-{
-    return sg_mem_check_range(dst, h ? (h - 1) * pitch + w * es : 0);
-}
-
-/* CUDA_SUCCESS, or the error the driver gives for a range outside its
- * allocation. */
-static CUresult check_op(const sg_call *c)
-{
-    const void *d = c->u.memop.desc;
-    CUresult rc = CUDA_SUCCESS;
-    switch (c->u.memop.kind) {
-    case SG_OP_RANGES:
-        if (c->u.memop.dst) rc = sg_mem_check_range(c->u.memop.dst, c->u.memop.dst_bytes);
-        if (rc == CUDA_SUCCESS && c->u.memop.src)
-            rc = sg_mem_check_range(c->u.memop.src, c->u.memop.src_bytes);
-        return rc;
-    case SG_OP_COPY2D: {
-        const CUDA_MEMCPY2D *p = d;
-        if (!p) return CUDA_SUCCESS;
-        if (device_operand(p->srcMemoryType, p->srcDevice))
-            rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch,
-                                                           0, p->WidthInBytes, p->Height, 1));
-        if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
-            rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch,
-                                                           0, p->WidthInBytes, p->Height, 1));
-        return rc;
-    }
-    case SG_OP_COPY3D:
-        return d ? check_copy3d(d) : CUDA_SUCCESS;
-    case SG_OP_MEMSET_NODE: {
-        const CUDA_MEMSET_NODE_PARAMS *m = d;
-        return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height)
-                 : CUDA_SUCCESS;
-    }
-    case SG_OP_NODE_PARAMS: {
-        const CUgraphNodeParams *n = d;
-        if (!n) return CUDA_SUCCESS;
-        if (n->type == CU_GRAPH_NODE_TYPE_MEMSET)
-            return check_memset(n->memset.dst, n->memset.pitch, n->memset.elementSize,
-                                n->memset.width, n->memset.height);
-        if (n->type == CU_GRAPH_NODE_TYPE_MEMCPY) return check_copy3d(&n->memcpy.copyParams);
-        return CUDA_SUCCESS;
-    }
-    }
-    return CUDA_SUCCESS;
-}
-
-CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p) { return p ? check_copy3d(p) : CUDA_SUCCESS; }
-
-CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m)
-{
-    return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height) : CUDA_SUCCESS;
-}
-
-static CUresult mem_op(const sg_call *c)
-{
-    if (placing) {
-        CUresult rc = check_op(c);
-        if (rc != CUDA_SUCCESS) return rc;
-    }
-    return c->forward(c->args);
 }
 
 /* A destroyed stream's handle may come back for another stream: its pending
@@ -1063,7 +543,7 @@ static void rekey_one(sg_ctx *cx, void *u)
 static CUresult mem_stream_destroy(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
-    if (rc == CUDA_SUCCESS && placing && c->u.stream.stream) {
+    if (rc == CUDA_SUCCESS && sg_mem_placing && c->u.stream.stream) {
         sg_arena_key k = key_of(c->u.stream.stream, 0);
         sg_ctx_foreach(rekey_one, &k);
     }
@@ -1074,7 +554,7 @@ static CUresult mem_stream_destroy(const sg_call *c)
 
 void sg_mem_init(const sg_caps *caps)
 {
-    placing = caps->place;
+    sg_mem_placing = caps->place;
     place_max = caps->place_max_bytes;
     own_min = caps->own_handles_min;
     sg_ctx_on_teardown(SG_CTX_PART_ARENA, arena_teardown);
@@ -1086,41 +566,23 @@ CUresult sg_mem_call(const sg_call *c)
     case SG_CALL_ALLOC:
         return mem_alloc(c);
     case SG_CALL_DEV_ALLOC:
-        return placing ? forward_retry(c) : c->forward(c->args);
+        return sg_mem_placing ? forward_retry(c) : c->forward(c->args);
     case SG_CALL_FREE:
         return mem_free(c);
-    case SG_CALL_ADDR_RANGE:
-        return mem_addr_range(c);
-    case SG_CALL_PTR_ATTR:
-        return mem_ptr_attr(c);
-    case SG_CALL_PTR_ATTRS:
-        return mem_ptr_attrs(c);
-    case SG_CALL_IPC_HANDLE:
-        return mem_ipc(c);
-    case SG_CALL_RETAIN_HANDLE:
-        return mem_vmm_query(c, (CUdeviceptr)(uintptr_t)c->u.retain.addr);
-    case SG_CALL_MEM_ACCESS:
-        return mem_vmm_query(c, c->u.access.ptr);
-    case SG_CALL_MEM_INFO:
-        return mem_info(c);
-    case SG_CALL_MEMOP:
-        return mem_op(c);
     case SG_CALL_STREAM_DESTROY:
         return mem_stream_destroy(c);
     default:
-        return c->forward(c->args);
+        return sg_mem_query(c);
     }
 }
 
 size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max)
 {
-    pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_containing(base);
-    mem_arena *ar = b && b->base == base ? b->owner : NULL;
-    size_t placed = ar ? b->placed : 0;
-    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&reg_lock);
-    if (!ar) return 0;
+    int ours;
+    sg_block *b = sg_mem_reg_exact(base, &ours, arena_hold);
+    if (!b) return 0;
+    mem_arena *ar = b->owner;
+    size_t placed = b->placed;     /* a block is never changed, only freed (then ar is held) */
     sg_arena_chunk *tmp = max ? malloc(max * sizeof *tmp) : NULL;
     size_t n = 0;
     if (!max || tmp) {
@@ -1136,30 +598,10 @@ size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max)
     return n;
 }
 
-void sg_mem_atfork(int phase)
-{
-    if (phase == 0) pthread_mutex_lock(&reg_lock);
-    else pthread_mutex_unlock(&reg_lock);
-}
+void sg_mem_atfork(int phase) { sg_mem_reg_atfork(phase); }
 
 void sg_mem_reset(void)
 {
     sg_ctx_reset();                /* tears every arena down */
-    pthread_mutex_lock(&reg_lock);
-    sg_fwd *e, *tmp;
-    HASH_ITER(hh, fwd_live, e, tmp) {
-        HASH_DEL(fwd_live, e);
-        free(e);
-    }
-    for (size_t i = 0; i < nblocks; i++) free(blocks[i]);
-    nblocks = 0;
-    view_unref_locked(view_cur);
-    view_cur = NULL;
-    view_dirty = 1;
-    nspans = 0;
-    __atomic_store_n(&span_lo, UINTPTR_MAX, __ATOMIC_RELAXED);
-    __atomic_store_n(&span_hi, 0, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&reg_lock);
-    __atomic_store_n(&live_now, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&mapped_now, 0, __ATOMIC_RELAXED);
+    sg_mem_reg_reset();
 }
