@@ -1,50 +1,46 @@
 /*
- * core/slots.c: stable slots (see slots.h for the contract).
+ * core/slots.c: stable slots (see slots.h for the contract): generations,
+ * their timelines, their life and the context teardown. Mapping one slot
+ * and the address ranges are slot_map.c's.
  *
- * Layout. Per context (sg_slot_ctx) the library reserves address space
- * (reservations of sg_slots_set_reservation_size bytes, more added when one
- * is full) and carves one contiguous range per generation out of it, first
- * fit, returned on destroy (free ranges coalesce). Inside a generation's
- * range slot i starts at the sum of the sizes of slots 0..i-1, each size
- * rounded up to the granularity, so the layout is deterministic.
- *
- * A slot remembers the allocation id it shows and the pieces mapped at its
- * base (one per physical handle: offset, size). Binding another allocation
- * unmaps every piece (one cuMemUnmap each: the driver never unmaps part of
- * a mapping, and one call per handle is what it accepts everywhere), maps
- * each of the new allocation's handles at slot base + handle offset, then
- * one cuMemSetAccess over the whole mapped extent for the context's device
- * and its peers. Any failure leaves the slot showing nothing (id 0): what
- * was mapped is unmapped again; a piece whose unmap failed stays listed and
- * is retried by the next bind or by destroy, so nothing is lost track of.
+ * Layout. Per context (contexts.c's record, part SLOTS) the library
+ * reserves address space (reservations of sg_slots_set_reservation_size
+ * bytes, more added when one is full) and carves one contiguous range per
+ * generation out of it, first fit, returned when the generation goes.
+ * Inside a generation's range slot i starts at the sum of the sizes of slots
+ * 0..i-1, each rounded up to the granularity, so the layout is deterministic.
  *
  * Timeline. Each generation keeps up to SG_SLOT_TIMELINES (stream, event)
- * entries; sg_slot_gen_launched records the stream's event after each
- * launch. Idle = every entry's event seen complete (cuEventQuery, after
- * which the entry costs nothing until the next record) and no launch whose
- * record failed. Waiting synchronizes one busy event at a time with no lock
- * held; a failed record (or a failed event wait) falls back to
- * cuCtxSynchronize of the generation's context.
+ * entries (the stream as streams.h names it: per-thread default streams of
+ * different threads differ, for good); sg_slot_gen_launched records the
+ * stream's event after each launch. Idle = every entry's event seen complete
+ * (cuEventQuery, after which the entry costs nothing until the next record)
+ * and no launch whose record failed. The library never waits: it binds
+ * without waiting (SG_SLOTS_BUSY) and retires generations
+ * (sg_slot_gen_retire: unmapped once idle, checked at the context's next
+ * slot operation). Only sg_slot_gen_bind(wait = 1) and sg_slot_gen_destroy
+ * wait (one busy event at a time, with no lock held; a failed record falls
+ * back to cuCtxSynchronize of the context): for callers outside any hook.
  *
- * Every VMM and event call runs in relaxed capture mode (vmm.h) and is
- * counted, VMM ones timed with CLOCK_MONOTONIC, in the global statistics
- * (atomics).
+ * Every VMM and event call runs in relaxed capture mode (vmm.h); the VMM
+ * ones are counted and timed (slot_map.c).
  *
  * Locks, in the order they may be taken:
- *   ctxs_lock   the list of per-context records and the list of dead
- *               generations (their context was torn down); held across
- *               generation creation (it may reserve address space);
+ *   ctxs_lock   the list of dead generations (their context was torn down)
+ *               and the reservation size; held across generation creation
+ *               and destruction (they may reserve address space);
+ *   contexts.c's record lock (the part pointer);
  *   cx->lock    one per context: its reservations and free ranges, its
- *               list of live generations, its orphans (mappings of
- *               destroyed slots whose cuMemUnmap failed: retried at each
- *               destroy and at teardown);
+ *               lists of live and retiring generations, its orphans
+ *               (mappings of destroyed slots whose cuMemUnmap failed:
+ *               retried at each destroy and at teardown);
  *   g->lock     one per generation: its slots (ids, mapped pieces), its
  *               timeline entries, dead. Held across VMM calls (they do not
  *               wait for the GPU), released across every wait.
  * Immutable after creation (read without a lock): g->n, g->cx, the slots'
- * base and size, cx->gran, cx->access, cx->naccess, cx->ctx, cx->dev.
+ * base and size, cx->gran, cx->vmm, cx->ctx.
  */
-#include "slots.h"
+#include "slot_internal.h"
 
 #include "contexts.h"
 #include "driver.h"
@@ -57,186 +53,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SG_SLOT_TIMELINES 8
-#define SG_SLOTS_RESV_FALLBACK ((size_t)64 << 30)
-#define SG_SLOTS_STACK_HANDLES 8
 
-/* ------------------------------------------------------------------ state */
-
-typedef struct range {
-    CUdeviceptr base;
-    size_t size;
-} range;
-
-typedef struct resv {
-    CUdeviceptr base;
-    size_t size;
-    range *free;                 /* sorted by base, coalesced */
-    size_t nfree, capfree;
-} resv;
-
-typedef struct sg_slot_ctx {
-    CUcontext ctx;
-    sg_vmm_dev vmm;              /* the context's device, granularity, access */
-    size_t gran;                 /* vmm.gran */
-    pthread_mutex_t lock;        /* resvs, gens, retiring */
-    resv *resvs;
-    size_t nresvs, capresvs;
-    sg_slot_gen *gens;
-    sg_slot_gen *retiring;       /* released while busy: destroyed once idle */
-    range *orphans;              /* mappings of destroyed slots whose unmap failed */
-    size_t norphans, caporphans;
-} sg_slot_ctx;
-
-typedef struct piece {           /* one handle mapped at slot base + off */
-    size_t off, size;
-} piece;
-
-typedef struct slot {
-    CUdeviceptr base;
-    size_t size;
-    uint64_t id;                 /* allocation shown; 0 = none */
-    piece *pieces;               /* mapped (or failed to unmap) */
-    size_t npieces, cappieces;
-} slot;
-
-typedef struct timeline {
-    sg_stream_id key;            /* the stream (streams.h) */
-    int used;
-    CUevent ev;                  /* created on first use */
-    int busy;                    /* recorded, completion not seen yet */
-    int failed;                  /* a launch here was not followed by a record */
-    unsigned long seq;           /* g->seq when last recorded */
-} timeline;
-
-struct sg_slot_gen {
-    sg_slot_ctx *cx;
-    pthread_mutex_t lock;
-    int dead;                    /* context torn down */
-    int unknown;                 /* a launch could not be tracked at all */
-    unsigned long seq;           /* launches recorded (or attempted) */
-    timeline tl[SG_SLOT_TIMELINES];
-    CUdeviceptr base;            /* the generation's range */
-    size_t span;
-    sg_slot_gen *next;           /* cx->gens, or the dead list */
-    size_t n;
-    slot s[];
-};
-
-/* ctxs_lock guards dead_gens and resv_size, and is held across generation
- * creation and destruction (the context records are contexts.c's). */
 static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
 static sg_slot_gen *dead_gens;
 static size_t resv_size;         /* 0: default; under ctxs_lock */
 
-static sg_slot_stats stats;      /* fields are atomics */
-
-#define STAT_ADD(field, v) __atomic_add_fetch(&stats.field, (v), __ATOMIC_RELAXED)
-
-/* --------------------------------------------------------------- helpers */
-
-/* The three VMM calls of aliasing (vmm.h), counted and timed here: the
- * profiled policy's estimate of what a remap costs. */
-static CUresult vmm_map(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
-{
-    uint64_t t0 = sg_now_ns();
-    CUresult rc = sg_vmm_map(va, size, h);
-    STAT_ADD(map_ns, sg_now_ns() - t0);
-    STAT_ADD(maps, 1);
-    return rc;
-}
-
-static CUresult vmm_unmap(CUdeviceptr va, size_t size)
-{
-    uint64_t t0 = sg_now_ns();
-    CUresult rc = sg_vmm_unmap(va, size);
-    STAT_ADD(unmap_ns, sg_now_ns() - t0);
-    STAT_ADD(unmaps, 1);
-    return rc;
-}
-
-static CUresult vmm_access(const sg_slot_ctx *cx, CUdeviceptr va, size_t size)
-{
-    uint64_t t0 = sg_now_ns();
-    CUresult rc = sg_vmm_set_access(&cx->vmm, va, size);
-    STAT_ADD(access_ns, sg_now_ns() - t0);
-    STAT_ADD(set_access, 1);
-    return rc;
-}
-
-/* ----------------------------------------------------- address ranges */
-
-/* Takes bytes (a multiple of the granularity, > 0) from cx's reservations,
- * first fit, reserving more if none has room (cx->lock held). 0 or -1
- * (nothing changed). */
-static int range_take(sg_slot_ctx *cx, size_t bytes, CUdeviceptr *out)
-{
-    for (size_t k = 0; k < cx->nresvs; k++) {
-        resv *r = &cx->resvs[k];
-        for (size_t i = 0; i < r->nfree; i++) {
-            if (r->free[i].size < bytes) continue;
-            *out = r->free[i].base;
-            r->free[i].base += bytes;
-            r->free[i].size -= bytes;
-            if (r->free[i].size == 0) {
-                memmove(&r->free[i], &r->free[i + 1], (r->nfree - i - 1) * sizeof *r->free);
-                r->nfree--;
-            }
-            return 0;
-        }
-    }
-    if (sg_grow((void **)&cx->resvs, &cx->capresvs, cx->nresvs + 1, sizeof *cx->resvs) != 0)
-        return -1;
-    size_t want = resv_size;
-    if (want == 0) {
-        want = SG_SLOTS_RESV_FALLBACK;
-        if (cx->vmm.total > 0 && cx->vmm.total <= SIZE_MAX / 4) want = cx->vmm.total * 2;
-    }
-    want = sg_round_up(want, cx->gran);
-    if (want < bytes) want = bytes;
-    resv r = { 0 };
-    if (sg_grow((void **)&r.free, &r.capfree, 1, sizeof *r.free) != 0) return -1;
-    CUresult rc = sg_vmm_reserve(want, cx->gran, &r.base);
-    if (rc != CUDA_SUCCESS) {
-        SG_WARN("slots: cuMemAddressReserve of %zu bytes failed (error %d)", want, (int)rc);
-        free(r.free);
-        return -1;
-    }
-    r.size = want;
-    *out = r.base;
-    if (want > bytes) r.free[r.nfree++] = (range){ r.base + bytes, want - bytes };
-    cx->resvs[cx->nresvs++] = r;
-    return 0;
-}
-
-/* Gives [base, base+bytes) back (cx->lock held). If the free list cannot
- * grow (out of host memory) the range is lost until the context goes. */
-static void range_give(sg_slot_ctx *cx, CUdeviceptr base, size_t bytes)
-{
-    for (size_t k = 0; k < cx->nresvs; k++) {
-        resv *r = &cx->resvs[k];
-        if (base < r->base || base - r->base >= r->size) continue;
-        size_t i = 0;
-        while (i < r->nfree && r->free[i].base < base) i++;
-        int left = i > 0 && r->free[i - 1].base + r->free[i - 1].size == base;
-        int right = i < r->nfree && base + bytes == r->free[i].base;
-        if (left && right) {
-            r->free[i - 1].size += bytes + r->free[i].size;
-            memmove(&r->free[i], &r->free[i + 1], (r->nfree - i - 1) * sizeof *r->free);
-            r->nfree--;
-        } else if (left) {
-            r->free[i - 1].size += bytes;
-        } else if (right) {
-            r->free[i].base = base;
-            r->free[i].size += bytes;
-        } else if (sg_grow((void **)&r->free, &r->capfree, r->nfree + 1, sizeof *r->free) == 0) {
-            memmove(&r->free[i + 1], &r->free[i], (r->nfree - i) * sizeof *r->free);
-            r->free[i] = (range){ base, bytes };
-            r->nfree++;
-        }
-        return;
-    }
-}
 
 /* ----------------------------------------------------------------- contexts */
 
@@ -261,118 +82,6 @@ static sg_slot_ctx *ctx_get(CUcontext ctx)
     pthread_mutex_unlock(&c->lock);
     sg_ctx_put(c);
     return cx;
-}
-
-/* ---------------------------------------------------------------- slots */
-
-/* Unmaps every piece of s (g->lock held). Pieces whose unmap fails stay
- * listed. 0 if none is left, else -1. */
-static int slot_unmap(slot *s)
-{
-    size_t keep = 0;
-    for (size_t i = 0; i < s->npieces; i++) {
-        if (vmm_unmap(s->base + s->pieces[i].off, s->pieces[i].size) != CUDA_SUCCESS)
-            s->pieces[keep++] = s->pieces[i];
-    }
-    s->npieces = keep;
-    return keep ? -1 : 0;
-}
-
-/* 1 if s shows exactly want (g->lock held). */
-static int slot_matches(const slot *s, const sg_slot_bind *want)
-{
-    return s->id == want->id && (want->id != 0 || s->npieces == 0);
-}
-
-/* Fills *hs / *nh with the handles to map for want (hs may become a malloc'd
- * array, to be freed by the caller if != stack). 0, or -1 (logged) if the
- * allocation is not a live own-handle one with this id, or its handles do not
- * tile [0, total) from offset 0 in whole granules within size bytes. */
-static int handles_of(const sg_slot_ctx *cx, const sg_slot_bind *want, size_t size,
-                      sg_mem_handle *stack, const sg_mem_handle **hs, size_t *nh)
-{
-    if (want->nhandles > 0) {
-        *hs = want->handles;
-        *nh = want->nhandles;
-    } else {
-        sg_alloc_info info;
-        if (!sg_mem_find(want->base, &info) || info.base != want->base || info.id != want->id ||
-            !info.own_handles) {
-            SG_DEBUG("slots: 0x%llx is not the live own-handle allocation %llu",
-                     (unsigned long long)want->base, (unsigned long long)want->id);
-            return -1;
-        }
-        size_t n = sg_mem_block_handles(want->base, stack, SG_SLOTS_STACK_HANDLES);
-        sg_mem_handle *buf = stack;
-        if (n > SG_SLOTS_STACK_HANDLES) {
-            if (!(buf = malloc(n * sizeof *buf))) return -1;
-            size_t m = sg_mem_block_handles(want->base, buf, n);
-            if (m != n) {
-                free(buf);
-                return -1;
-            }
-        }
-        *hs = buf;
-        *nh = n;
-    }
-    size_t off = 0;
-    for (size_t i = 0; i < *nh; i++) {
-        const sg_mem_handle *h = &(*hs)[i];
-        if (h->offset != (long long)off || h->size == 0 || h->size % cx->gran ||
-            h->size > size - off) {
-            SG_DEBUG("slots: allocation %llu (handle %zu of %zu at offset %lld, %zu bytes) does "
-                     "not fit a slot of %zu bytes", (unsigned long long)want->id, i, *nh,
-                     h->offset, h->size, size);
-            if (*hs != stack && *hs != want->handles) free((void *)*hs);
-            *hs = NULL;
-            *nh = 0;
-            return -1;
-        }
-        off += h->size;
-    }
-    if (*nh == 0) return -1;
-    return 0;
-}
-
-/* Makes s show want (g->lock held, generation idle). 0, or -1 with s empty. */
-static int slot_rebind(const sg_slot_ctx *cx, slot *s, const sg_slot_bind *want)
-{
-    sg_mem_handle stack[SG_SLOTS_STACK_HANDLES];
-    const sg_mem_handle *hs = NULL;
-    size_t nh = 0;
-    int valid = want->id == 0 || handles_of(cx, want, s->size, stack, &hs, &nh) == 0;
-    s->id = 0;
-    int rc = slot_unmap(s);
-    if (rc != 0 || !valid) {
-        rc = -1;
-        goto out;
-    }
-    if (want->id == 0) goto out;                  /* asked to show nothing: done */
-    if (sg_grow((void **)&s->pieces, &s->cappieces, nh, sizeof *s->pieces) != 0) {
-        rc = -1;
-        goto out;
-    }
-    CUresult cr = CUDA_SUCCESS;
-    size_t total = 0;
-    for (size_t i = 0; i < nh && cr == CUDA_SUCCESS; i++) {
-        cr = vmm_map(s->base + (size_t)hs[i].offset, hs[i].size, hs[i].handle);
-        if (cr == CUDA_SUCCESS) {
-            s->pieces[s->npieces++] = (piece){ (size_t)hs[i].offset, hs[i].size };
-            total += hs[i].size;
-        }
-    }
-    if (cr == CUDA_SUCCESS) cr = vmm_access(cx, s->base, total);
-    if (cr != CUDA_SUCCESS) {
-        SG_WARN("slots: mapping allocation %llu at slot 0x%llx failed (error %d): the slot stays "
-                "empty", (unsigned long long)want->id, (unsigned long long)s->base, (int)cr);
-        slot_unmap(s);
-        rc = -1;
-        goto out;
-    }
-    s->id = want->id;
-out:
-    if (hs && hs != stack && hs != want->handles) free((void *)hs);
-    return rc;
 }
 
 /* ------------------------------------------------------------- timeline */
@@ -491,7 +200,7 @@ int sg_slot_gen_create(CUcontext ctx, CUdevice dev, const size_t *sizes, size_t 
             g->s[i].size = sz;
             span += sz;
         }
-        if (!overflow && (span == 0 || range_take(cx, span, &g->base) == 0)) {
+        if (!overflow && (span == 0 || sg_slot_range_take(cx, span, resv_size, &g->base) == 0)) {
             CUdeviceptr at = g->base;
             for (size_t i = 0; i < n; i++) {
                 g->s[i].base = at;
@@ -526,7 +235,7 @@ int sg_slot_gen_matches(const sg_slot_gen *cg, const sg_slot_bind *want)
     sg_slot_gen *g = (sg_slot_gen *)cg;        /* the lock only */
     pthread_mutex_lock(&g->lock);
     int all = !g->dead;
-    for (size_t i = 0; i < g->n && all; i++) all = slot_matches(&g->s[i], &want[i]);
+    for (size_t i = 0; i < g->n && all; i++) all = sg_slot_matches(&g->s[i], &want[i]);
     pthread_mutex_unlock(&g->lock);
     return all;
 }
@@ -544,7 +253,7 @@ int sg_slot_gen_bind(sg_slot_gen *g, const sg_slot_bind *want, int wait)
 {
     pthread_mutex_lock(&g->lock);
     size_t same = 0;
-    for (size_t i = 0; i < g->n; i++) same += slot_matches(&g->s[i], &want[i]);
+    for (size_t i = 0; i < g->n; i++) same += sg_slot_matches(&g->s[i], &want[i]);
     STAT_ADD(binds, g->n);
     STAT_ADD(binds_reused, same);
     int rc = 0;
@@ -557,13 +266,13 @@ int sg_slot_gen_bind(sg_slot_gen *g, const sg_slot_bind *want, int wait)
         CUcontext prev = NULL;
         int entered = 0;
         for (size_t i = 0; i < g->n && rc != SG_SLOTS_BUSY; i++) {
-            if (slot_matches(&g->s[i], &want[i])) continue;   /* also after a wait */
+            if (sg_slot_matches(&g->s[i], &want[i])) continue;   /* also after a wait */
             if (!entered && sg_vmm_ctx_enter(g->cx->ctx, &prev) != 0) {
                 rc = -1;
                 break;
             }
             entered = 1;
-            if (slot_rebind(g->cx, &g->s[i], &want[i]) != 0) rc = -1;
+            if (sg_slot_rebind(g->cx, &g->s[i], &want[i]) != 0) rc = -1;
         }
         if (entered) sg_vmm_ctx_leave(g->cx->ctx, prev);
     }
@@ -631,28 +340,17 @@ static int gen_unlink(sg_slot_gen **head, sg_slot_gen *g)
     return 0;
 }
 
-/* Retries the unmaps that failed when slots of cx were destroyed (cx->lock
- * held); what fails again stays listed. */
-static void orphans_retry(sg_slot_ctx *cx)
-{
-    size_t keep = 0;
-    for (size_t i = 0; i < cx->norphans; i++)
-        if (vmm_unmap(cx->orphans[i].base, cx->orphans[i].size) != CUDA_SUCCESS)
-            cx->orphans[keep++] = cx->orphans[i];
-    cx->norphans = keep;
-}
-
 /* Unmaps g's slots, destroys its events, gives its range back and frees it
  * (ctxs_lock and cx->lock held; g unlinked from every list). */
 static void gen_dispose(sg_slot_ctx *cx, sg_slot_gen *g)
 {
     pthread_mutex_lock(&g->lock);
-    orphans_retry(cx);
+    sg_slot_orphans_retry(cx);
     int leaked = 0;
     for (size_t i = 0; i < g->n; i++) {
         slot *sl = &g->s[i];
         sl->id = 0;
-        if (slot_unmap(sl) == 0) continue;
+        if (sg_slot_unmap(sl) == 0) continue;
         leaked = 1;
         SG_WARN("slots: cuMemUnmap failed destroying a slot at 0x%llx: retried later; its "
                 "address range is not reused before the context goes", (unsigned long long)sl->base);
@@ -669,7 +367,7 @@ static void gen_dispose(sg_slot_ctx *cx, sg_slot_gen *g)
         SG_DRIVER_CALL(cuEventDestroy_v2, g->tl[i].ev);
     }
     pthread_mutex_unlock(&g->lock);
-    if (g->span && !leaked) range_give(cx, g->base, g->span);
+    if (g->span && !leaked) sg_slot_range_give(cx, g->base, g->span);
     gen_free(g);
 }
 
@@ -752,7 +450,7 @@ static void gens_kill(sg_slot_gen **head, int retired)
         pthread_mutex_lock(&g->lock);
         for (size_t i = 0; i < g->n; i++) {
             g->s[i].id = 0;
-            slot_unmap(&g->s[i]);
+            sg_slot_unmap(&g->s[i]);
             g->s[i].npieces = 0;             /* the context's mappings are gone anyway */
         }
         g->dead = 1;
@@ -782,7 +480,7 @@ static void ctx_teardown(sg_ctx *c)
         pthread_mutex_lock(&cx->lock);
         gens_kill(&cx->gens, 0);
         gens_kill(&cx->retiring, 1);
-        orphans_retry(cx);
+        sg_slot_orphans_retry(cx);
         free(cx->orphans);
         for (size_t k = 0; k < cx->nresvs; k++) {
             sg_vmm_unreserve(cx->resvs[k].base, cx->resvs[k].size);
@@ -818,13 +516,13 @@ void sg_slots_reset(void)
     resv_size = 0;
     pthread_mutex_unlock(&ctxs_lock);
     sg_vmm_unrelax();
-    memset(&stats, 0, sizeof stats);
+    memset(&sg_slot_stats_, 0, sizeof sg_slot_stats_);
 }
 
 sg_slot_stats sg_slots_stats(void)
 {
     sg_slot_stats s;
-#define LOAD_(f) s.f = __atomic_load_n(&stats.f, __ATOMIC_RELAXED)
+#define LOAD_(f) s.f = __atomic_load_n(&sg_slot_stats_.f, __ATOMIC_RELAXED)
     LOAD_(maps); LOAD_(unmaps); LOAD_(set_access); LOAD_(waits);
     LOAD_(map_ns); LOAD_(unmap_ns); LOAD_(access_ns);
     LOAD_(binds); LOAD_(binds_reused);
