@@ -1,6 +1,6 @@
 /*
- * core/report.h: the report. Expansion of the STABLEGRAPH_REPORT template,
- * the JSON writer, the atomic write at exit and the human summary.
+ * core/report.h: the report. The JSON writer, the write at exit and the
+ * human summary (the STABLEGRAPH_REPORT template is core/pathtmpl.h).
  *
  * No locks of its own: the writer reads counters (atomics) and walks the
  * exec table through sg_exec_foreach (which takes exec_lock).
@@ -22,26 +22,7 @@
 #include <stddef.h>
 
 #include "config.h"
-
-/* What %p, %h and %r expand to. */
-typedef struct sg_path_env {
-    long pid;
-    const char *host;
-    const char *rank;   /* NULL: no rank variable set; %r gives "norank" */
-} sg_path_env;
-
-/* The rank from RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK (first
- * one set), or NULL. */
-const char *sg_rank_from_env(sg_getenv_fn getenv_fn);
-
-/* 0 if tmpl is a non-empty template whose % sequences are all %p %h %r %%;
- * -1 otherwise. */
-int sg_report_path_check(const char *tmpl);
-
-/* Expands tmpl into out (n bytes). '/' inside host or rank becomes '_'.
- * Returns 0, or -1 if tmpl is bad or the result does not fit (out is then
- * an empty string). */
-int sg_report_path_expand(const char *tmpl, const sg_path_env *env, char *out, size_t n);
+#include "pathtmpl.h"   /* the template that names the report file */
 
 /* Writes the JSON report to fd. Returns 0, or -1 on a write error. */
 int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
