@@ -89,6 +89,15 @@ static void out_key(sg_out *o, int *first, const char *key)
 
 typedef struct { sg_out *o; int first; } sg_exec_out;
 
+/* "forwarded_reasons": {...} */
+static void out_reasons(sg_out *o, const unsigned long *reasons)
+{
+    OUT_LIT(o, "\"forwarded_reasons\": {");
+    for (int r = 0; r < SG_REASON_COUNT; r++)
+        out_fmt(o, "%s\"%s\": %lu", r ? ", " : "", sg_reason_names[r], reasons[r]);
+    OUT_LIT(o, "}");
+}
+
 static void out_exec(const sg_exec_info *e, void *ctx)
 {
     sg_exec_out *x = ctx;
@@ -100,12 +109,10 @@ static void out_exec(const sg_exec_info *e, void *ctx)
     else out_fmt(o, "\"nodes\": null, ");
     out_fmt(o, "\"destroyed\": %s, \"launches\": %lu, \"updates_seen\": %lu, "
                "\"updates_forwarded\": %lu, \"updates_skipped\": %lu, \"would_skip\": %lu, "
-               "\"would_skip_profiled\": %lu, \"forwarded_reasons\": {",
+               "\"would_skip_profiled\": %lu, ",
             e->destroyed ? "true" : "false", e->launches, e->updates_seen,
             e->updates_forwarded, e->updates_skipped, e->would_skip, e->would_skip_profiled);
-    for (int r = 0; r < SG_REASON_COUNT; r++)
-        out_fmt(o, "%s\"%s\": %lu", r ? ", " : "", sg_reason_names[r], e->reasons[r]);
-    OUT_LIT(o, "}");
+    out_reasons(o, e->reasons);
     const sg_exec_profile *p = &e->profile;
     if (p->decided) {
         out_fmt(o, ", \"profile\": {\"mode\": \"%s\", \"positions\": %u, "
@@ -150,7 +157,13 @@ int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
         out_key(&o, &first, sg_driver_names[i]);
         out_fmt(&o, "%lu", __atomic_load_n(&sg_driver_calls[i], __ATOMIC_RELAXED));
     }
-    OUT_LIT(&o, "\n  },\n  \"execs\": [");
+    OUT_LIT(&o, "\n  },\n  \"execs_folded\": {");
+    sg_exec_info f;
+    out_fmt(&o, "\"execs\": %lu, ", sg_exec_folded(&f));
+#define SG_COUNT_OUT_(n) out_fmt(&o, "\"" #n "\": %lu, ", f.n);
+    SG_EXEC_COUNTS_LIST(SG_COUNT_OUT_)
+    out_reasons(&o, f.reasons);
+    OUT_LIT(&o, "},\n  \"execs\": [");
     sg_exec_out x = { &o, 1 };
     sg_exec_foreach(out_exec, &x);
     OUT_LIT(&o, "\n  ]\n}\n");

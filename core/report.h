@@ -12,9 +12,17 @@
  *     "totals": { "launches": N, "updates_seen": N, "updates_forwarded": N,
  *                 "updates_skipped": N, "bytes_requested": N, "bytes_mapped": N },
  *     "library_driver_calls": { "<ELF name>": N, ... },   (calls the library itself made)
+ *     "execs_folded": { "execs": N, "launches": N, ... (SG_EXEC_COUNTS_LIST),
+ *                       "forwarded_reasons": { ... } },   (destroyed execs not listed)
  *     "execs": [ { "id": N, "nodes": N|null, "destroyed": bool, "launches": N,
  *                  "updates_seen": N, "updates_forwarded": N, "updates_skipped": N,
- *                  "forwarded_reasons": { "topology": N, ... } }, ... ] }
+ *                  "would_skip": N, "would_skip_profiled": N,
+ *                  "forwarded_reasons": { "topology": N, ... },
+ *                  "profile": { ... } (skip_profiled's decision, once made) }, ... ] }
+ *   "execs" lists the live execs and the SG_EXEC_KEEP most interesting
+ *   destroyed ones (stats.h); every count of the other destroyed execs is
+ *   in "execs_folded", so a count summed over "execs" plus the same count
+ *   of "execs_folded" covers every exec.
  */
 #ifndef SG_REPORT_H
 #define SG_REPORT_H
