@@ -4,7 +4,8 @@
 # input and security").
 #   - In a sticky world-writable folder: a symbolic link planted at the
 #     report path (to a victim file, or dangling), or at the temporary
-#     names beside it, is never followed; another user's file at the report
+#     names beside it, is never followed (links to FIFOs, devices and the
+#     program's own descriptors: tests/e2e/test_files.sh); another user's file at the report
 #     path is never truncated (checked as user nobody when possible); no
 #     temporary file is left behind.
 #   - %n %s %x in STABLEGRAPH_REPORT, STABLEGRAPH_LOG_FILE, STABLEGRAPH_POLICY,
