@@ -15,29 +15,9 @@
 # In every case the program's exit status and checksum are those it has
 # without the library, and nothing waits longer than the test's timeout.
 . "$(dirname "$0")/../lib.sh"
-LIB=$BUILD/libstablegraph.so
-WL=$BUILD/workloads/rotating_inputs
-WL_ARGS=(--steps 2)
-LIMIT=30   # seconds; a run that blocks is stopped (status 124)
+. "$(dirname "$0")/wl_lib.sh"
+WL_LIMIT=30   # a run that blocks is stopped (status 124)
 
-emu "$WL" "${WL_ARGS[@]}" >"$TMP/base.out" 2>&1
-base_rc=$?
-base_sum=$(grep '^checksum:' "$TMP/base.out")
-check "the workload runs without the library" [ "$base_rc" -eq 0 -a -n "$base_sum" ]
-
-# wl NAME [VAR=VALUE...]: the workload with the library and the variables;
-# stdout, stderr and status in $TMP/NAME.{out,err,rc}.
-wl() {
-    local name=$1; shift
-    timeout "$LIMIT" env LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$EMU_LIB" "$@" "$WL" "${WL_ARGS[@]}" \
-        >"$TMP/$name.out" 2>"$TMP/$name.err"
-    echo $? >"$TMP/$name.rc"
-}
-same_as_without() {
-    check_eq "$1: exit status as without the library" "$(cat "$TMP/$1.rc")" "$base_rc"
-    check_eq "$1: checksum as without the library" "$(grep '^checksum:' "$TMP/$1.out")" "$base_sum"
-}
-err_has() { grep -qF -- "$2" "$TMP/$1.err"; }
 # report_after_output FILE: FILE holds the program's lines, then one JSON report.
 report_after_output() {
     python3 - "$1" <<'PY'
@@ -98,7 +78,7 @@ check "a link to /proc/self/fd/1: still a link" [ -L "$TMP/stdout-link" ]
 # /dev/stdout itself, in a mount namespace of its own with a fresh /dev, so
 # that a library that replaced it could not harm this machine.
 if unshare -m true 2>/dev/null; then
-    timeout "$LIMIT" unshare -m bash -c \
+    timeout "$WL_LIMIT" unshare -m bash -c \
         'mount -t tmpfs tmpfs /dev && ln -s /proc/self/fd/1 /dev/stdout && "$@"; rc=$?
          [ -L /dev/stdout ] && echo "still a link" >&2; exit $rc' _ \
         env LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$EMU_LIB" STABLEGRAPH_REPORT=/dev/stdout \
@@ -175,7 +155,7 @@ else
 fi
 
 # ---------------------------------------------------------------- the log file
-LD_PRELOAD="$LIB" STABLEGRAPH_LOG_FILE="$TMP/never.log" timeout "$LIMIT" /bin/true
+LD_PRELOAD="$LIB" STABLEGRAPH_LOG_FILE="$TMP/never.log" timeout "$WL_LIMIT" /bin/true
 check "a process that logs nothing does not create the log file" [ ! -e "$TMP/never.log" ]
 
 wl log_fifo STABLEGRAPH_LOG=info STABLEGRAPH_LOG_FILE="$TMP/fifo"
