@@ -17,6 +17,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/wl_lib.sh"
 WL_LIMIT=30   # a run that blocks is stopped (status 124)
+cd "$TMP" || exit 1   # a library that took "-" for a file name would write it here
 
 # report_after_output FILE: FILE holds the program's lines, then one JSON report.
 report_after_output() {
