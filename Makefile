@@ -113,6 +113,7 @@ $(BUILD)/obj/%.o: %.c
 -include tests/gpu/gpu.mk
 -include tests/stress/stress.mk
 -include tests/workloads/demo.mk
+-include tests/e2e/bounds.mk
 
 # ---------------------------------------------------------------- tests
 # Sanitizer builds leave a marker so tests/run.sh can set the runtime's

@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_report.c: report path templates, the counters and exec
- * table, the JSON writer (parsed back by a tiny field lookup) and the
- * atomic file write. core/ runs against a fake driver table.
+ * table (bounded by what is alive; a forked child starts from zero without
+ * freeing entries), the JSON writer (parsed back by a tiny field lookup)
+ * and the atomic file write. core/ runs against a fake driver table.
  */
 #include "check.h"
 #include "core/core.h"
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 TEST(path_expansion)
@@ -181,6 +183,117 @@ TEST(core_accounting_and_json)
     CHECK_EQ(hook_counters[1].calls, 0);
 }
 
+/* Sums one exec counter over the listed execs (sg_exec_foreach). */
+typedef struct { unsigned long forwarded, launches, listed, destroyed_listed; } listed_sum;
+static void sum_listed(const sg_exec_info *e, void *ctx)
+{
+    listed_sum *s = ctx;
+    s->forwarded += e->updates_forwarded;
+    s->launches += e->launches;
+    s->listed++;
+    s->destroyed_listed += e->destroyed != 0;
+}
+
+/* 1000 execs instantiated, launched and destroyed one after the other: the
+ * table keeps SG_EXEC_KEEP destroyed ones (every exec with a forwarded
+ * update among them) plus the live one, folds the rest into one sum that
+ * still adds up, and reuses entries instead of allocating new ones. */
+TEST(destroyed_execs_are_folded)
+{
+    sg_stats_reset();
+    enum { N = 1000, LIVE = (int)0x7fff0 };
+    struct sg_exec *seen[SG_EXEC_KEEP + 2];
+    size_t nseen = 0, fresh = 0;
+    unsigned long launches = 0;
+    for (int i = 0; i < N; i++) {
+        CUgraphExec x = (CUgraphExec)(uintptr_t)(0x10 + (i % 3) * 0x10);  /* handles come back */
+        CHECK_EQ(sg_exec_created(x, 4, 1), 0);
+        struct sg_exec *e = sg_exec_entry(x);
+        size_t k = 0;
+        while (k < nseen && seen[k] != e) k++;
+        if (k == nseen) {
+            fresh++;
+            if (nseen < sizeof seen / sizeof seen[0]) seen[nseen++] = e;
+        }
+        for (int l = 0; l <= i % 5; l++, launches++) sg_exec_entry_launched(e);
+        if (i % 100 == 7) CHECK_EQ(sg_exec_update(x, 1, SG_REASON_SCALAR_CHANGED), 0);
+        sg_exec_destroyed(x);
+    }
+    CHECK_EQ(sg_exec_created((CUgraphExec)(uintptr_t)LIVE, 2, 1), 0);
+    CHECK(fresh <= SG_EXEC_KEEP + 1);     /* entries are reused, not allocated per exec */
+    CHECK_EQ(sg_exec_count(), N + 1);
+
+    listed_sum s = { 0, 0, 0, 0 };
+    sg_exec_foreach(sum_listed, &s);
+    CHECK_EQ(s.listed, SG_EXEC_KEEP + 1);
+    CHECK_EQ(s.destroyed_listed, SG_EXEC_KEEP);
+    CHECK_EQ(s.forwarded, N / 100);       /* the execs with a forwarded update are all listed */
+    sg_exec_info f;
+    CHECK_EQ(sg_exec_folded(&f), N - SG_EXEC_KEEP);
+    CHECK_EQ(f.updates_forwarded, 0);
+    CHECK_EQ(s.launches + f.launches, launches);
+    CHECK_EQ(f.reasons[SG_REASON_SCALAR_CHANGED], 0);
+
+    /* The report says how many it folded, and stays small. */
+    const char *j = report_text();
+    char want[64];
+    snprintf(want, sizeof want, "\"execs_folded\": {\"execs\": %d, ", N - SG_EXEC_KEEP);
+    CHECK(strstr(j, want) != NULL);
+    CHECK(strlen(j) < 64 * 1024);
+    sg_stats_reset();
+    CHECK_EQ(sg_exec_folded(&f), 0);
+}
+
+/* A forked child starts from zero counts, but its live execs keep the
+ * entries other modules point at (graphs.c keeps one per exec for the
+ * launch path): counting through such a pointer in the child must land in
+ * the child's table, not in freed memory (issue 10, item 14). */
+TEST(fork_child_keeps_live_entries)
+{
+    sg_stats_set_hooks(hook_names, hook_counters, 2);
+    sg_stats_reset();
+    CUgraphExec live = (CUgraphExec)0x4000, gone = (CUgraphExec)0x5000;
+    CHECK_EQ(sg_exec_created(live, 3, 1), 0);
+    struct sg_exec *e = sg_exec_entry(live);
+    sg_exec_entry_launched(e);
+    sg_exec_entry_launched(e);
+    CHECK_EQ(sg_exec_update(live, 1, SG_REASON_TOPOLOGY), 0);
+    CHECK_EQ(sg_exec_created(gone, 3, 1), 0);
+    sg_exec_destroyed(gone);
+    SG_TOTAL_ADD(launches, 2);
+    hook_counters[0].calls = 9;
+
+    sg_stats_atfork_prepare();
+    pid_t pid = fork();
+    if (pid == 0) {
+        sg_stats_atfork_child();
+        int bad = 0;
+        listed_sum s = { 0, 0, 0, 0 };
+        sg_exec_foreach(sum_listed, &s);
+        bad |= s.listed != 1 || s.launches != 0 || s.forwarded != 0;
+        bad |= sg_exec_count() != 1 || sg_exec_id(live) != 1 || sg_exec_entry(live) != e;
+        bad |= sg_stats_totals().launches != 0 || sg_stats_hook(0).calls != 0;
+        sg_exec_entry_launched(e);     /* the pointer graphs.c holds */
+        memset(&s, 0, sizeof s);
+        sg_exec_foreach(sum_listed, &s);
+        bad |= s.launches != 1;
+        sg_exec_info f;
+        bad |= sg_exec_folded(&f) != 0;
+        _exit(bad ? 1 : 0);
+    }
+    sg_stats_atfork_parent();
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* the parent keeps its counts */
+    listed_sum s = { 0, 0, 0, 0 };
+    sg_exec_foreach(sum_listed, &s);
+    CHECK_EQ(s.listed, 2);
+    CHECK_EQ(s.launches, 2);
+    CHECK_EQ(sg_stats_totals().launches, 2);
+    sg_stats_reset();
+}
+
 /* JSON is checked by python3 when available: the writer's escapes and
  * structure must parse. */
 TEST(json_parses)
@@ -221,6 +334,8 @@ int main(void)
     RUN(path_expansion);
     RUN(rank_order);
     RUN(core_accounting_and_json);
+    RUN(destroyed_execs_are_folded);
+    RUN(fork_child_keeps_live_entries);
     RUN(json_parses);
     return check_done();
 }
