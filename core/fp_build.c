@@ -565,29 +565,14 @@ static __attribute__((noinline)) size_t fast_run(sg_fp_node *nodes_out, const sg
     return (size_t)(hp - hint_nodes);
 }
 
-int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
+/* The nodes of g (s->nodes, n of them) into fp. The common case, a kernel
+ * node at a place where the hint had a kernel node with the same function,
+ * given by kernelParams, is described inline (fast_run: the same bytes as
+ * describe_node; test_fingerprint checks both paths against each other);
+ * anything else goes through describe_node. The fast path's driver calls are
+ * counted once, at the end. 0, or -1. */
+static int build_nodes(sg_fp *fp, sg_fp_scratch *s, size_t n, const sg_fp *hint)
 {
-    size_t n = 0, n2, ne = 0, ne2;
-    fp->epoch = sg_fp_epoch();
-    if (hint && hint->epoch != fp->epoch) hint = NULL;   /* its layouts may be of unloaded functions */
-    fp->n = fp->nedges = 0;
-    fp->unsupported = 0;
-    if (!sg_drv.cuGraphGetNodes || !sg_drv.cuGraphNodeGetType || !sg_drv.cuGraphGetEdges_v2 ||
-        SG_DRIVER_CALL(cuGraphGetNodes, g, NULL, &n) != CUDA_SUCCESS || n > UINT32_MAX)
-        return -1;
-    if (grow((void **)&s->nodes, &s->nodes_cap, n, sizeof *s->nodes) ||
-        grow((void **)&fp->nodes, &fp->nodes_cap, n, sizeof *fp->nodes))
-        return -1;
-    n2 = n;
-    if (n && (SG_DRIVER_CALL(cuGraphGetNodes, g, s->nodes, &n2) != CUDA_SUCCESS || n2 != n))
-        return -1;
-
-    /* Nodes. The common case, a kernel node at a place where the hint had a
-     * kernel node with the same function, given by kernelParams, is
-     * described inline (fast path below, the same bytes as describe_node:
-     * test_fingerprint checks both paths against each other); anything else
-     * goes through describe_node. The fast path's driver calls are counted
-     * once, after the loop. */
     /* nodes [0, nh) have a place in the hint (and the fast path its calls) */
     size_t nh = hint && sg_drv.cuGraphKernelNodeGetParams_v2 &&
                 sg_drv.cuGraphKernelNodeGetAttribute ? (hint->n < n ? hint->n : n) : 0;
@@ -617,45 +602,8 @@ int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
             goto out;
         st.unsupported |= fp->nodes[i].k.state == SG_FP_UNSUPPORTED;
     }
-    int unsupported = st.unsupported;
     fp->n = n;
-    fp->unsupported = unsupported;
-
-    if (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, NULL, NULL, NULL, &ne) != CUDA_SUCCESS ||
-        ne > UINT32_MAX)
-        goto out;
-    if (edges_reserve(s, ne)) goto out;
-    if (grow((void **)&fp->edges, &fp->edges_cap, ne, sizeof *fp->edges)) goto out;
-    ne2 = ne;
-    if (ne && (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, s->from, s->to, s->edata, &ne2) !=
-                   CUDA_SUCCESS || ne2 != ne))
-        goto out;
-    /* Endpoints to indices: the hint's edge i usually names the same indices
-     * (two comparisons each); the node map is built only when it does not.
-     * The hint's indices are below hint->n (sg_fp_build made them), so with
-     * hint->n == n they index s->nodes without a bounds check. */
-    size_t i = 0, m = hint && hint->n == n ? (hint->nedges < ne ? hint->nedges : ne) : 0;
-    const sg_fp_edge *he = hint ? hint->edges : NULL;
-    const CUgraphNode *from = s->from, *to = s->to;
-    sg_fp_edge *oe = fp->edges;
-    const CUgraphEdgeData *ed = s->edata;
-#pragma GCC unroll 4
-    for (; i < m; i++) {
-        uint64_t ab;                     /* from | to << 32, as the hint has them */
-        memcpy(&ab, &he[i], sizeof ab);
-        if (nodes[(uint32_t)ab] != from[i] || nodes[ab >> 32] != to[i]) break;
-        memcpy(&oe[i], &ab, sizeof ab);
-        memcpy(oe[i].data, &ed[i], sizeof oe[i].data);
-    }
-    if (i < ne && sg_fp_map_build(&s->map, nodes, n)) goto out;
-    for (; i < ne; i++) {
-        long a = sg_fp_map_find(&s->map, from[i]), b = sg_fp_map_find(&s->map, to[i]);
-        if (a < 0 || b < 0) goto out;
-        oe[i].from = (uint32_t)a;
-        oe[i].to = (uint32_t)b;
-        memcpy(oe[i].data, &s->edata[i], sizeof oe[i].data);
-    }
-    fp->nedges = ne;
+    fp->unsupported = st.unsupported;
     rc = 0;
 out:
     if (tried)
@@ -667,3 +615,64 @@ out:
     return rc;
 }
 
+/* The edges of g into fp, endpoints as node indices (s->nodes holds the n
+ * node handles). 0, or -1. */
+static int build_edges(sg_fp *fp, CUgraph g, sg_fp_scratch *s, size_t n, const sg_fp *hint)
+{
+    size_t ne = 0, ne2;
+    if (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, NULL, NULL, NULL, &ne) != CUDA_SUCCESS ||
+        ne > UINT32_MAX)
+        return -1;
+    if (edges_reserve(s, ne)) return -1;
+    if (grow((void **)&fp->edges, &fp->edges_cap, ne, sizeof *fp->edges)) return -1;
+    ne2 = ne;
+    if (ne && (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, s->from, s->to, s->edata, &ne2) !=
+                   CUDA_SUCCESS || ne2 != ne))
+        return -1;
+    /* Endpoints to indices: the hint's edge i usually names the same indices
+     * (two comparisons each); the node map is built only when it does not.
+     * The hint's indices are below hint->n (sg_fp_build made them), so with
+     * hint->n == n they index s->nodes without a bounds check. */
+    size_t i = 0, m = hint && hint->n == n ? (hint->nedges < ne ? hint->nedges : ne) : 0;
+    const sg_fp_edge *he = hint ? hint->edges : NULL;
+    const CUgraphNode *nodes = s->nodes, *from = s->from, *to = s->to;
+    sg_fp_edge *oe = fp->edges;
+    const CUgraphEdgeData *ed = s->edata;
+#pragma GCC unroll 4
+    for (; i < m; i++) {
+        uint64_t ab;                     /* from | to << 32, as the hint has them */
+        memcpy(&ab, &he[i], sizeof ab);
+        if (nodes[(uint32_t)ab] != from[i] || nodes[ab >> 32] != to[i]) break;
+        memcpy(&oe[i], &ab, sizeof ab);
+        memcpy(oe[i].data, &ed[i], sizeof oe[i].data);
+    }
+    if (i < ne && sg_fp_map_build(&s->map, nodes, n)) return -1;
+    for (; i < ne; i++) {
+        long a = sg_fp_map_find(&s->map, from[i]), b = sg_fp_map_find(&s->map, to[i]);
+        if (a < 0 || b < 0) return -1;
+        oe[i].from = (uint32_t)a;
+        oe[i].to = (uint32_t)b;
+        memcpy(oe[i].data, &s->edata[i], sizeof oe[i].data);
+    }
+    fp->nedges = ne;
+    return 0;
+}
+
+int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
+{
+    size_t n = 0, n2;
+    fp->epoch = sg_fp_epoch();
+    if (hint && hint->epoch != fp->epoch) hint = NULL;   /* its layouts may be of unloaded functions */
+    fp->n = fp->nedges = 0;
+    fp->unsupported = 0;
+    if (!sg_drv.cuGraphGetNodes || !sg_drv.cuGraphNodeGetType || !sg_drv.cuGraphGetEdges_v2 ||
+        SG_DRIVER_CALL(cuGraphGetNodes, g, NULL, &n) != CUDA_SUCCESS || n > UINT32_MAX)
+        return -1;
+    if (grow((void **)&s->nodes, &s->nodes_cap, n, sizeof *s->nodes) ||
+        grow((void **)&fp->nodes, &fp->nodes_cap, n, sizeof *fp->nodes))
+        return -1;
+    n2 = n;
+    if (n && (SG_DRIVER_CALL(cuGraphGetNodes, g, s->nodes, &n2) != CUDA_SUCCESS || n2 != n))
+        return -1;
+    return build_nodes(fp, s, n, hint) == 0 && build_edges(fp, g, s, n, hint) == 0 ? 0 : -1;
+}
