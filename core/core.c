@@ -39,6 +39,7 @@ CUresult sg_core_call(const sg_call *c)
     case SG_CALL_ALLOC:
     case SG_CALL_DEV_ALLOC:
     case SG_CALL_FREE:
+        return sg_mem_call(c);
     case SG_CALL_ADDR_RANGE:
     case SG_CALL_PTR_ATTR:
     case SG_CALL_PTR_ATTRS:
@@ -47,7 +48,7 @@ CUresult sg_core_call(const sg_call *c)
     case SG_CALL_MEM_ACCESS:
     case SG_CALL_MEM_INFO:
     case SG_CALL_MEMOP:
-        return sg_mem_call(c);
+        return sg_mem_query(c);
     case SG_CALL_STREAM_DESTROY:
         sg_graph_stream_gone(c->u.stream.stream);   /* before the stream goes */
         return sg_mem_call(c);

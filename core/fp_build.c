@@ -30,17 +30,6 @@ _Static_assert(sizeof(sg_fp_key) == 64 + SG_FP_ATTR_BYTES, "sg_fp_key must have 
 
 
 
-int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len)
-{
-    if (len <= n->cap) return 0;
-    uint32_t cap = n->cap ? n->cap : 64;
-    while (cap < len) cap *= 2;
-    unsigned char *p = realloc(n->pay, cap);
-    if (!p) return -1;
-    n->pay = p;
-    n->cap = cap;
-    return 0;
-}
 
 /* Zeroes the padding of a payload of len bytes (pay_reserve(len) done);
  * before the bytes below len are written. */

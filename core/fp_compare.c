@@ -243,6 +243,19 @@ int sg_fp_compare(const sg_fp *a, const sg_fp *b)
 
 /* ------------------------------------------------------------ ownership */
 
+int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len)
+{
+    if (len <= n->cap) return 0;
+    uint32_t cap = n->cap ? n->cap : 64;
+    while (cap < len) cap *= 2;
+    unsigned char *p = realloc(n->pay, cap);
+    if (!p) return -1;
+    n->pay = p;
+    n->cap = cap;
+    return 0;
+}
+
+
 int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src)
 {
     if (sg_fp_pay_reserve(dst, src->len)) return -1;

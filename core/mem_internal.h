@@ -29,7 +29,7 @@ typedef struct sg_block {
     int ipc_warned;
 } sg_block;
 
-extern int sg_mem_placing;     /* set once by sg_mem_init */
+extern int sg_mem_placing;     /* set once by sg_mem_init (mem_registry.c) */
 
 /* 0 if p cannot be the library's (outside every reservation): no lock. */
 int sg_mem_maybe_ours(CUdeviceptr p);
@@ -70,9 +70,6 @@ uint64_t sg_mem_next_id(void);
 
 /* Mapped placed memory no block uses, on device dev (memory.c). */
 size_t sg_mem_mapped_free_on(CUdevice dev);
-
-/* Queries (mem_query.c). */
-CUresult sg_mem_query(const sg_call *c);
 
 void sg_mem_reg_atfork(int phase);
 void sg_mem_reg_reset(void);

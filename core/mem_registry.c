@@ -36,6 +36,8 @@ struct sg_mem_view {
     sg_alloc_info v[];
 };
 
+int sg_mem_placing;                /* set once by sg_mem_init */
+
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static sg_block **blocks;          /* sorted by base */
 static size_t nblocks, capblocks;

@@ -88,7 +88,6 @@ typedef struct mem_arena {
     size_t nquar, capquar;
 } mem_arena;
 
-int sg_mem_placing;                /* set once by sg_mem_init */
 static size_t place_max = SIZE_MAX;
 static size_t own_min = SIZE_MAX;
 
@@ -572,7 +571,7 @@ CUresult sg_mem_call(const sg_call *c)
     case SG_CALL_STREAM_DESTROY:
         return mem_stream_destroy(c);
     default:
-        return sg_mem_query(c);
+        return c->forward(c->args);
     }
 }
 

@@ -27,10 +27,14 @@
  * context teardown. Called once at start-up. */
 void sg_mem_init(const sg_caps *caps);
 
-/* Handles ALLOC, DEV_ALLOC, FREE, ADDR_RANGE, PTR_ATTR(S), IPC_HANDLE,
- * RETAIN_HANDLE, MEM_ACCESS, MEM_INFO, MEMOP and STREAM_DESTROY calls;
+/* Handles ALLOC, DEV_ALLOC, FREE and STREAM_DESTROY calls (memory.c);
  * returns what the program gets. */
 CUresult sg_mem_call(const sg_call *c);
+
+/* Handles ADDR_RANGE, PTR_ATTR(S), IPC_HANDLE, RETAIN_HANDLE, MEM_ACCESS,
+ * MEM_INFO and MEMOP calls: what the program asks of its memory
+ * (mem_query.c). */
+CUresult sg_mem_query(const sg_call *c);
 
 /* A live allocation placed by the library. */
 typedef struct sg_alloc_info {

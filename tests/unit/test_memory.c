@@ -248,7 +248,12 @@ static CUresult call(sg_call c)
     if (c.kind == SG_CALL_CTX_DESTROY || c.kind == SG_CALL_PRIMARY_RETAIN || c.kind == SG_CALL_PRIMARY_DROP)
         return sg_ctx_call(&cc);
     if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_capture_call(&cc);
-    return sg_mem_call(&cc);
+    switch (c.kind) {
+    case SG_CALL_ALLOC: case SG_CALL_DEV_ALLOC: case SG_CALL_FREE: case SG_CALL_STREAM_DESTROY:
+        return sg_mem_call(&cc);
+    default:
+        return sg_mem_query(&cc);
+    }
 }
 
 static CUresult alloc(CUdeviceptr *p, size_t n)
