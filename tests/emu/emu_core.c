@@ -628,6 +628,10 @@ EMU_EXPORT CUresult cuCtxSynchronize(void)
     if (r != CUDA_SUCCESS) return r;
     r = emu_capture_check_unsafe(__func__);
     if (r != CUDA_SUCCESS) return r;
+    /* Synchronizing a context one of whose streams captures is invalid in
+     * every capture mode (emu_capture_check_ctx). */
+    r = emu_capture_check_ctx(c, 0, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    if (r != CUDA_SUCCESS) return r;
     emu_streams_sync_all(c);
     return CUDA_SUCCESS;
 }

@@ -664,6 +664,45 @@ CUresult emu_capture_check_unsafe(const char *call)
     return bad ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
+/* CUDA Programming Guide, "Prohibited and Unhandled Operations" and
+ * "Invalidation" (docs.nvidia.com/cuda/cuda-c-programming-guide, stream
+ * capture): "It is also invalid to query the execution status of or
+ * synchronize a broader handle which encompasses an active stream capture,
+ * such as a device or context handle"; "When any stream in the same context
+ * is being captured, and it was not created with cudaStreamNonBlocking, any
+ * attempted use of the legacy stream is invalid"; "When an invalid operation
+ * is attempted during stream capture, any associated capture graphs are
+ * invalidated." */
+CUresult emu_capture_check_ctx(CUcontext ctx, int blocking_only, CUresult err)
+{
+    if (atomic_load(&ncaptures) == 0) return CUDA_SUCCESS;
+    int bad = 0;
+    pthread_mutex_lock(&cap_lock);
+    for (struct emu_capture *c = captures; c; c = c->next) {
+        for (size_t i = 0; i < c->nstreams; i++) {
+            emu_stream *s = c->streams[i].s;
+            if (emu_stream_ctx(s) != ctx || (blocking_only && !emu_stream_blocking(s))) continue;
+            c->invalidated = 1;
+            bad = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&cap_lock);
+    return bad ? err : CUDA_SUCCESS;
+}
+
+/* Same source: "It is invalid to synchronize or query the execution status
+ * of ... a captured event". */
+int emu_capture_event_busy(CUevent ev)
+{
+    if (atomic_load(&ncaptures) == 0) return 0;
+    pthread_mutex_lock(&cap_lock);
+    struct emu_capture *c = ev->cap ? capture_by_id(ev->cap->capture_id) : NULL;
+    if (c) c->invalidated = 1;
+    pthread_mutex_unlock(&cap_lock);
+    return c != NULL;
+}
+
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
 {
     emu_nparams np;

@@ -205,6 +205,9 @@ CUresult emu_stream_enqueue(emu_stream *s, emu_work *w);
 void emu_stream_wait_idle(emu_stream *s);
 /* Blocks until every stream of ctx (or of all contexts if NULL) is idle. */
 void emu_streams_sync_all(CUcontext ctx);
+/* 1 if work on s waits for the legacy stream (a user stream created without
+ * CU_STREAM_NON_BLOCKING, or a per-thread default stream). */
+int emu_stream_blocking(emu_stream *s);
 /* The capture state of a stream (owned by emu_graph.c), NULL if not capturing. */
 struct emu_capture *emu_stream_capture(emu_stream *s);
 void emu_stream_set_capture(emu_stream *s, struct emu_capture *c);
@@ -267,6 +270,18 @@ struct emu_capture;
  * capture(s) concerned are invalidated and CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
  * is returned; otherwise CUDA_SUCCESS. */
 CUresult emu_capture_check_unsafe(const char *call);
+/* The operations the CUDA Programming Guide ("Prohibited and Unhandled
+ * Operations") calls invalid in every capture mode, RELAXED included:
+ *   - synchronizing a context while one of its streams captures
+ *     (blocking_only == 0, err CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+ *   - any use of the legacy stream while a blocking stream of its context
+ *     captures (blocking_only == 1, err CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
+ * Invalidates every capture concerned and returns err; CUDA_SUCCESS if none. */
+CUresult emu_capture_check_ctx(CUcontext ctx, int blocking_only, CUresult err);
+/* Querying or synchronizing an event whose last record was made in a
+ * capture still in progress (invalid in every mode): invalidates that
+ * capture and returns 1; 0 if the event is not such an event. */
+int emu_capture_event_busy(CUevent ev);
 
 /* Adds a node to the capture in progress on s (the stream operation is then
  * recorded, not executed). type is CU_GRAPH_NODE_TYPE_KERNEL (params:

@@ -453,10 +453,13 @@ EMU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
     return host_alloc(__func__, pp, bytesize, 0);
 }
 
-/* Like cudaFreeHost, waits for the current context's work first. */
+/* Like cudaFreeHost, waits for the current context's work first; like
+ * cuMemFree, it is a potentially unsafe call during capture. */
 EMU_EXPORT CUresult cuMemFreeHost(void *p)
 {
     EMU_ENTRY_INIT();
+    CUresult rc = emu_capture_check_unsafe(__func__);
+    if (rc != CUDA_SUCCESS) return rc;
     CUcontext ctx = emu_ctx_current();
     return block_free(__func__, (CUdeviceptr)p, FREE_HOST, FREE_HOST, ctx);
 }

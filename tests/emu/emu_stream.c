@@ -408,6 +408,19 @@ CUresult emu_stream_get(CUstream h, int per_thread, emu_stream **out)
 
 CUcontext emu_stream_ctx(emu_stream *s) { return s->ctx; }
 
+int emu_stream_blocking(emu_stream *s)
+{
+    return s->kind != S_LEGACY && !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* Any use of the legacy stream while a blocking stream of its context
+ * captures is invalid (emu_capture_check_ctx). */
+static CUresult legacy_check(emu_stream *s)
+{
+    if (s->kind != S_LEGACY) return CUDA_SUCCESS;
+    return emu_capture_check_ctx(s->ctx, 1, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+}
+
 struct emu_capture *emu_stream_capture(emu_stream *s)
 {
     return __atomic_load_n(&s->capture, __ATOMIC_ACQUIRE);
@@ -572,8 +585,13 @@ static size_t implicit_deps(emu_stream *s, dep **out)
 static CUresult enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)
 {
     dep *deps;
+    CUresult r = legacy_check(s);
+    if (r != CUDA_SUCCESS) {
+        work_release(w);
+        return r;
+    }
     size_t n = implicit_deps(s, &deps);
-    CUresult r = push_wait(s, deps, n, w->what);
+    r = push_wait(s, deps, n, w->what);
     free(deps);
     if (r != CUDA_SUCCESS) {
         work_release(w);
@@ -771,6 +789,7 @@ static CUresult stream_sync(const char *call, CUstream h, int pt)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     if ((r = emu_capture_check_unsafe(call)) != CUDA_SUCCESS) return r;
+    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_stream_wait_idle(s);
     return CUDA_SUCCESS;
 }
@@ -796,6 +815,7 @@ static CUresult stream_query(CUstream h, int pt)
         capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
+    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&s->lock);
     int idle = s->completed == s->submitted;
     pthread_mutex_unlock(&s->lock);
@@ -1080,12 +1100,14 @@ static void event_target(emu_event *e, emu_stream **s, uint64_t *seq)
     pthread_mutex_unlock(&ev_lock);
 }
 
-/* An event recorded only during capture has no work behind it: queries and
- * waits see it complete. */
+/* An event recorded during a capture still in progress may not be queried
+ * or waited for (the capture is invalidated); once that capture ended, the
+ * event has no work behind it: queries and waits see it complete. */
 EMU_EXPORT CUresult cuEventQuery(CUevent hEvent)
 {
     EMU_ENTRY_INIT();
     if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    if (emu_capture_event_busy(hEvent)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     emu_stream *s;
     uint64_t seq;
     event_target(ev_of(hEvent), &s, &seq);
@@ -1101,6 +1123,7 @@ EMU_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
     if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     CUresult r = emu_capture_check_unsafe(__func__);
     if (r != CUDA_SUCCESS) return r;
+    if (emu_capture_event_busy(hEvent)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     emu_stream *s;
     uint64_t seq;
     event_target(ev_of(hEvent), &s, &seq);
