@@ -55,7 +55,7 @@ typedef enum range_kind {
     RK_ALLOC = 1,   /* cuMemAlloc */
     RK_ASYNC,       /* cuMemAllocAsync / FromPoolAsync */
     RK_MAP,         /* one cuMemMap */
-    RK_HOST         /* cuMemHostAlloc / cuMemAllocHost */
+    RK_HOST         /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
 } range_kind;
 
 /* A physical allocation made by cuMemCreate. Lives while it has references
@@ -84,6 +84,7 @@ typedef struct mem_range {
     CUcontext ctx;              /* allocating context (NULL for VMM) */
     unsigned long long buffer_id;
     unsigned host_flags;        /* RK_HOST */
+    int registered;             /* RK_HOST: the program's memory (cuMemHostRegister), not unmapped */
     mem_handle *handle;         /* RK_MAP */
     span resv;                  /* RK_MAP: the reservation it lies in */
     CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
@@ -233,7 +234,7 @@ static void block_detach(mem_range *r)
 
 static void block_release(mem_range *r)
 {
-    munmap((void *)r->s.base, r->mapped);
+    if (!r->registered) munmap((void *)r->s.base, r->mapped);
     free(r);
 }
 
@@ -262,14 +263,17 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
     free(dead);
 }
 
-/* Which plain block kinds a free call accepts. */
-enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC, FREE_HOST = 1 << RK_HOST };
+/* Which plain blocks a free call accepts: kinds, and for host memory whether
+ * it was registered (FREE_REGISTERED: cuMemHostUnregister) or allocated. */
+enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC, FREE_HOST = 1 << RK_HOST, FREE_REGISTERED = 1 << 16 };
 
-/* The block starting exactly at p whose kind is in `kinds` (mem_lock held). */
+/* The block starting exactly at p that `kinds` accepts (mem_lock held). */
 static mem_range *block_at(CUdeviceptr p, unsigned kinds)
 {
     mem_range *r = range_find(p);
-    return r && r->s.base == p && (kinds & (1u << r->kind)) ? r : NULL;
+    if (!r || r->s.base != p || !(kinds & (1u << r->kind))) return NULL;
+    if (r->kind == RK_HOST && !r->registered != !(kinds & FREE_REGISTERED)) return NULL;
+    return r;
 }
 
 /* Frees the block at p for `call`: validates, optionally waits for ctx's
@@ -476,8 +480,66 @@ EMU_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, un
     int ok = r && r->kind == RK_HOST;
     pthread_mutex_unlock(&mem_lock);
     if (!ok) return CUDA_ERROR_INVALID_VALUE;
-    *pdptr = (CUdeviceptr)p;    /* unified addressing: same address */
+    /* unified addressing and CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: the
+     * device pointer is the host pointer (an interior pointer stays one) */
+    *pdptr = (CUdeviceptr)p;
     return CUDA_SUCCESS;
+}
+
+/* cuMemHostRegister (driver API, Memory Management): page-locks an existing
+ * host range and maps it for the device; the device pointer equals the host
+ * pointer (the emulated device reports
+ * CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM). A range that
+ * overlaps registered or pinned memory: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED.
+ * READ_ONLY (the device does not report READ_ONLY_HOST_REGISTER_SUPPORTED) and
+ * IOMEMORY: CUDA_ERROR_NOT_SUPPORTED. The memory stays the program's: it is
+ * never unmapped by the emulator. */
+static CUresult host_register(void *p, size_t bytesize, unsigned flags)
+{
+    CUcontext ctx;
+    CUresult rc = emu_ctx_require(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                           CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    CUdeviceptr b = (CUdeviceptr)p;
+    if (!p || !bytesize || (flags & ~known) || b + bytesize < b) return CUDA_ERROR_INVALID_VALUE;
+    if (flags & (CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY)) return CUDA_ERROR_NOT_SUPPORTED;
+    mem_range *r = calloc(1, sizeof *r);
+    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
+    *r = (mem_range){ .s = { b, bytesize }, .mapped = bytesize, .kind = RK_HOST, .device = ctx->device,
+                      .ctx = ctx, .host_flags = flags, .registered = 1 };
+    pthread_mutex_lock(&mem_lock);
+    if (span_overlap(&mem.ranges, b, b + bytesize)) rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    else if (span_insert(&mem.ranges, &r->s) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    else r->buffer_id = mem.next_buffer_id++;
+    pthread_mutex_unlock(&mem_lock);
+    if (rc != CUDA_SUCCESS) free(r);
+    return rc;
+}
+
+EMU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    EMU_ENTRY_INIT();
+    return host_register(p, bytesize, Flags);
+}
+
+EMU_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    EMU_ENTRY_INIT();
+    return host_register(p, bytesize, Flags);
+}
+
+/* The base address given to cuMemHostRegister; anything else:
+ * CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED. Waits for the context's work, like
+ * cuMemFreeHost, and reports queued work that still uses the range. */
+EMU_EXPORT CUresult cuMemHostUnregister(void *p)
+{
+    EMU_ENTRY_INIT();
+    CUcontext ctx;
+    CUresult rc = emu_ctx_require(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    rc = block_free(__func__, (CUdeviceptr)p, FREE_HOST | FREE_REGISTERED, FREE_HOST, ctx);
+    return rc == CUDA_ERROR_INVALID_VALUE ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED : rc;
 }
 
 /* ------------------------------------------------------------------------
