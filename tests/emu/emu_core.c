@@ -3,12 +3,16 @@
  *
  * Responsible for: bootstrap and the CUDAEMU_* knobs, call statistics and the
  * CUDAEMU_STATS file, CUDAEMU_FAIL fault injection, logging and violations,
- * the handle registry, error names, cuInit, devices, and contexts (primary and
- * created, the per-thread current context and its push/pop stack).
+ * the handle registry (with each handle's owning context, and the handles a
+ * context teardown ended), the handle memory pools (LIFO reuse of freed
+ * handle values), error names, cuInit, devices, and contexts (primary and
+ * created, the per-thread current context and its push/pop stack, and the
+ * teardown order of a context's resources).
  *
  * Locks:
  *   - stat list: lock-free (atomic push of each entry's static record).
- *   - handle_lock guards the handle registry (handles).
+ *   - emu_handle_lock guards the handle registry (emu_handles).
+ *   - emu_pool_lock guards the handle memory pools (emu_pools); a leaf lock.
  *   - emu_ctx_lock guards the primary-context table (emu_primary[]) and the
  *     list of destroyed contexts (emu_dead_ctxs).
  *     Never held while calling into streams (emu_streams_*), which may block.
@@ -204,6 +208,10 @@ __attribute__((constructor)) static void emu_ctor(void) { emu_bootstrap(); }
 
 /* ------------------------------------------------------------------ statistics */
 
+/* The entry point the calling thread is in (set by emu_enter), for reports
+ * made below it; NULL on stream worker threads. */
+static __thread const char *emu_cur_call;
+
 static _Atomic(emu_entry_stat *) emu_stat_list;
 
 CUresult emu_enter(emu_entry_stat *st)
@@ -224,6 +232,7 @@ CUresult emu_enter(emu_entry_stat *st)
                 sched_yield();
         }
     }
+    emu_cur_call = st->name;
     unsigned long n = atomic_fetch_add((_Atomic unsigned long *)&st->calls, 1) + 1;
     if (st->rules) {
         for (const emu_fail_rule *r = st->rules; r; r = r->next) {
@@ -258,20 +267,35 @@ static void emu_write_stats(void)
 
 /* ------------------------------------------------------------------ handles */
 
-typedef struct emu_handle { const void *h; emu_kind kind; UT_hash_handle hh; } emu_handle;
+/* A registered handle. `ended`: its context's teardown ended it; the entry
+ * stays so a later use is reported (emu_handle_ok) until a new handle takes
+ * the address. */
+typedef struct emu_handle {
+    const void *h;
+    emu_kind kind;
+    CUcontext owner;
+    int ended;
+    UT_hash_handle hh;
+} emu_handle;
 static emu_handle *emu_handles;                       /* guarded by emu_handle_lock */
 static pthread_mutex_t emu_handle_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void emu_handle_add(const void *h, emu_kind kind)
+void emu_handle_add_ctx(const void *h, emu_kind kind, CUcontext owner)
 {
-    emu_handle *e = calloc(1, sizeof *e);
+    emu_handle *e = calloc(1, sizeof *e), *old;
     if (!e) { emu_log("out of host memory registering a handle"); abort(); }
     e->h = h;
     e->kind = kind;
+    e->owner = owner;
     pthread_mutex_lock(&emu_handle_lock);
+    HASH_FIND_PTR(emu_handles, &h, old);
+    if (old) HASH_DEL(emu_handles, old);      /* an ended handle's address reused */
     HASH_ADD_PTR(emu_handles, h, e);
     pthread_mutex_unlock(&emu_handle_lock);
+    free(old);
 }
+
+void emu_handle_add(const void *h, emu_kind kind) { emu_handle_add_ctx(h, kind, NULL); }
 
 void emu_handle_del(const void *h)
 {
@@ -283,15 +307,94 @@ void emu_handle_del(const void *h)
     free(e);
 }
 
-int emu_handle_ok(const void *h, emu_kind kind)
+void emu_handle_end(const void *h)
+{
+    pthread_mutex_lock(&emu_handle_lock);
+    emu_handle *e;
+    HASH_FIND_PTR(emu_handles, &h, e);
+    if (e) e->ended = 1;
+    pthread_mutex_unlock(&emu_handle_lock);
+}
+
+/* 1 alive, 0 unknown or of another kind, -1 ended by its context's teardown. */
+static int handle_state(const void *h, emu_kind kind)
 {
     if (!h) return 0;
     pthread_mutex_lock(&emu_handle_lock);
     emu_handle *e;
     HASH_FIND_PTR(emu_handles, &h, e);
-    int ok = e && e->kind == kind;
+    int st = !e || e->kind != kind ? 0 : e->ended ? -1 : 1;
     pthread_mutex_unlock(&emu_handle_lock);
-    return ok;
+    return st;
+}
+
+int emu_handle_alive(const void *h, emu_kind kind) { return handle_state(h, kind) == 1; }
+
+int emu_handle_ok(const void *h, emu_kind kind)
+{
+    static const char *const names[EMU_K_COUNT] = {
+        [EMU_K_STREAM] = "stream", [EMU_K_EVENT] = "event", [EMU_K_MODULE] = "module",
+        [EMU_K_FUNC] = "function", [EMU_K_EXEC] = "graph exec",
+    };
+    int st = handle_state(h, kind);
+    if (st < 0)
+        emu_violation(emu_cur_call ? emu_cur_call : "stream work",
+                      "%s %p belonged to a context that was destroyed or reset (cuCtxDestroy: using the "
+                      "context's resources afterwards is undefined behavior)",
+                      names[kind] ? names[kind] : "handle", h);
+    return st == 1;
+}
+
+size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out)
+{
+    size_t n = 0, cap = 0;
+    const void **v = NULL;
+    pthread_mutex_lock(&emu_handle_lock);
+    for (emu_handle *e = emu_handles; e; e = e->hh.next) {
+        if (e->owner != ctx || e->kind != kind || e->ended) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            const void **nv = realloc(v, cap * sizeof *v);
+            if (!nv) { emu_log("out of host memory"); abort(); }
+            v = nv;
+        }
+        v[n++] = e->h;
+    }
+    pthread_mutex_unlock(&emu_handle_lock);
+    *out = v;
+    return n;
+}
+
+/* Handle memory pools: one LIFO free list per kind, linked through the first
+ * word of each free object; guarded by emu_pool_lock. */
+static pthread_mutex_t emu_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *free; size_t size; } emu_pools[EMU_K_COUNT];
+
+void *emu_handle_mem_get(emu_kind kind, size_t size)
+{
+    if (size < sizeof(void *)) size = sizeof(void *);
+    pthread_mutex_lock(&emu_pool_lock);
+    if (!emu_pools[kind].size) emu_pools[kind].size = size;
+    if (emu_pools[kind].size != size) {
+        emu_log("internal error: handle pool %d holds %zu-byte objects, asked for %zu",
+                (int)kind, emu_pools[kind].size, size);
+        abort();
+    }
+    void *p = emu_pools[kind].free;
+    if (p) emu_pools[kind].free = *(void **)p;
+    pthread_mutex_unlock(&emu_pool_lock);
+    if (p) memset(p, 0, size);
+    else if (!(p = calloc(1, size))) { emu_log("out of host memory"); abort(); }
+    return p;
+}
+
+void emu_handle_mem_put(emu_kind kind, void *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&emu_pool_lock);
+    *(void **)p = emu_pools[kind].free;
+    emu_pools[kind].free = p;
+    pthread_mutex_unlock(&emu_pool_lock);
 }
 
 /* ------------------------------------------------------------------ init, devices */
@@ -502,6 +605,8 @@ static CUcontext emu_ctx_new(int dev, unsigned flags, int primary)
 static void emu_ctx_teardown(CUcontext c, int free_handle)
 {
     emu_streams_ctx_destroyed(c);
+    emu_graph_ctx_destroyed(c);
+    emu_stream_ctx_resources_destroyed(c);
     emu_mem_ctx_destroyed(c);
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;

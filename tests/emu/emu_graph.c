@@ -925,6 +925,23 @@ void emu_capture_invalidate(emu_stream *s)
     pthread_mutex_unlock(&cap_lock);
 }
 
+void emu_capture_stream_gone(emu_stream *s)
+{
+    pthread_mutex_lock(&cap_lock);
+    struct emu_capture *c = emu_stream_capture(s);
+    cap_stream *cs = c ? cap_find(c, s) : NULL;
+    if (cs && c->origin == s) {
+        cap_terminate(c, 1);            /* nobody can end it any more */
+    } else if (cs) {
+        c->invalidated = 1;
+        free(cs->deps);
+        free(cs->edata);
+        *cs = c->streams[--c->nstreams];
+        emu_stream_set_capture(s, NULL);
+    }
+    pthread_mutex_unlock(&cap_lock);
+}
+
 /* cuStreamUpdateCaptureDependencies: adds to or replaces the dependency set
  * of the capturing stream h. */
 static CUresult capture_update_deps(CUstream h, int per_thread, CUgraphNode *deps,
@@ -1715,7 +1732,12 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
     e->n = n;
     e->graph_uid = g->uid;
     e->flags = flags;
-    emu_handle_add(e, EMU_K_EXEC);
+    /* The exec belongs to the context of its nodes (else the current one):
+     * that context's teardown ends it. */
+    CUcontext owner = emu_ctx_current();
+    for (size_t i = 0; i < n; i++)
+        if (e->nodes[i].p.ctx) { owner = e->nodes[i].p.ctx; break; }
+    emu_handle_add_ctx(e, EMU_K_EXEC, owner);
     *out = e;
     *result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
     return CUDA_SUCCESS;
@@ -1785,7 +1807,7 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     pthread_mutex_lock(&e->lock);
     for (size_t i = 0; i < n; i++) {
         const emu_nparams *p = &e->nodes[e->order[i]].p;
-        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && !emu_handle_ok(p->args->func, EMU_K_FUNC)) {
+        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && !emu_args_func_loaded(p->args)) {
             emu_violation(call, "kernel node %zu uses function %p, which is no longer loaded",
                           e->order[i], (void *)p->args->func);
             r = CUDA_ERROR_INVALID_HANDLE;
@@ -1904,6 +1926,17 @@ EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
     emu_handle_del(hGraphExec);
     exec_free(hGraphExec);          /* queued launches run from their own snapshots */
     return CUDA_SUCCESS;
+}
+
+void emu_graph_ctx_destroyed(CUcontext ctx)
+{
+    const void **v;
+    size_t n = emu_handles_of_ctx(ctx, EMU_K_EXEC, &v);
+    for (size_t i = 0; i < n; i++) {
+        emu_handle_end(v[i]);
+        exec_free((CUgraphExec)(uintptr_t)v[i]);   /* its launches ran: the streams are gone */
+    }
+    free(v);
 }
 
 EMU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)

@@ -115,11 +115,35 @@ unsigned long emu_violation_count(void);
  * ---------------------------------------------------------------------- */
 typedef enum emu_kind {
     EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
-    EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL
+    EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL,
+    EMU_K_COUNT
 } emu_kind;
 void emu_handle_add(const void *h, emu_kind kind);
+/* Registers a handle that belongs to context `owner` (cuCtxDestroy and the
+ * primary context's reset end it: emu_handle_end). A handle registered at the
+ * address of an ended one replaces it. */
+void emu_handle_add_ctx(const void *h, emu_kind kind, CUcontext owner);
 void emu_handle_del(const void *h);
-int emu_handle_ok(const void *h, emu_kind kind);   /* 1 if alive and of that kind */
+/* 1 if alive and of that kind. A handle its context's teardown ended is not
+ * alive, and asking about it is a use of a destroyed context's resource
+ * (undefined in CUDA, cuCtxDestroy): it is reported as a violation of the
+ * entry point being called. For API argument checks. */
+int emu_handle_ok(const void *h, emu_kind kind);
+/* The same without the report: for the emulator's own probes. */
+int emu_handle_alive(const void *h, emu_kind kind);
+/* Context teardown: ends handle h (it stays known as ended, see above). */
+void emu_handle_end(const void *h);
+/* The live handles of `kind` that belong to ctx, in a malloc'd array (*out,
+ * NULL when none); returns the count. */
+size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out);
+
+/* Handle memory with the driver's reuse of freed handle values: objects of
+ * one kind (one size per kind) come from a LIFO free list, so the value of
+ * the handle freed last is the next one given out. Returned zeroed. Never
+ * gives memory back to the system (a stale handle never points at unmapped
+ * memory). Thread-safe. */
+void *emu_handle_mem_get(emu_kind kind, size_t size);
+void emu_handle_mem_put(emu_kind kind, void *p);
 
 /* ------------------------------------------------------------------------
  * emu_core.c: devices and contexts
@@ -154,9 +178,10 @@ int emu_mem_find(CUdeviceptr p, emu_range *out);
 /* 1 if every byte of [p, p+n) lies in live device ranges that device `dev`
  * may access (VMM mappings: cuMemSetAccess gave dev read/write). */
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);
-/* Context teardown: frees every allocation (cuMemAlloc, stream-ordered,
- * pinned host) the context made, as the driver does; VMM memory is not tied
- * to a context and stays. Called after the context's streams are gone. */
+/* Context teardown: frees every cuMemAlloc and pinned host allocation the
+ * context made and drops its host registrations, as the driver does; VMM and
+ * stream-ordered memory is not tied to a context and stays. Called after the
+ * context's streams are gone. */
 void emu_mem_ctx_destroyed(CUcontext ctx);
 /* Plain copy/set used by streams and graphs once validated. */
 void emu_mem_copy(void *dst, const void *src, size_t n);
@@ -244,6 +269,7 @@ int emu_inflight_check(const char *call, CUdeviceptr base, size_t size);
 /* Kernel arguments packed by the module ABI's layout. */
 typedef struct emu_args {
     CUfunction func;
+    uint64_t func_gen;          /* which load of func (handle values are reused) */
     size_t size;                /* bytes of packed argument data */
     unsigned num_params;
     void *params[32];           /* params[i] points into data */
@@ -258,6 +284,12 @@ emu_args *emu_args_clone(const emu_args *a);
 void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const char *call);
 /* Name of a function, for messages. */
 const char *emu_func_name(CUfunction f);
+/* 1 if the function the arguments were packed for is still loaded (not
+ * unloaded, its handle value not reused by a later load). */
+int emu_args_func_loaded(const emu_args *a);
+/* Context teardown, after its streams: ends and releases the context's
+ * events and unloads its modules (their functions end with them). */
+void emu_stream_ctx_resources_destroyed(CUcontext ctx);
 
 /* ------------------------------------------------------------------------
  * emu_graph.c: capture hooks used by stream operations
@@ -303,6 +335,12 @@ int emu_capture_event_wait(emu_stream *s, CUevent ev, CUresult *res);
 /* Invalidates the capture in progress on s, if any (for stream operations
  * that cannot be captured). */
 void emu_capture_invalidate(emu_stream *s);
+/* s is being destroyed: it leaves its capture, if any (a capture whose
+ * origin stream goes is ended and its graph destroyed; another stream's
+ * capture is invalidated). */
+void emu_capture_stream_gone(emu_stream *s);
+/* Context teardown: ends and frees the graph execs of ctx. */
+void emu_graph_ctx_destroyed(CUcontext ctx);
 /* Frees an event's capture-time state (ev->cap) under the capture lock: call
  * it when the event is recorded outside capture or destroyed. */
 void emu_capture_event_forget(CUevent ev);

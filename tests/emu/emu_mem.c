@@ -247,7 +247,9 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
     dead = calloc(mem.ranges.n ? mem.ranges.n : 1, sizeof *dead);
     for (size_t i = 0; dead && i < mem.ranges.n;) {
         mem_range *r = (mem_range *)mem.ranges.v[i];
-        if (r->ctx == ctx && r->kind != RK_MAP) {
+        /* cuCtxDestroy: "will not destroy memory allocations by cuMemCreate(),
+         * cuMemAllocAsync() and cuMemAllocFromPoolAsync()". */
+        if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_HOST)) {
             block_detach(r);        /* removes entry i: do not advance */
             dead[n++] = r;
         } else {

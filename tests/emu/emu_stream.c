@@ -35,7 +35,9 @@
  * locks. No lock is held while work runs.
  *
  * Module handles (CUmod_st, CUfunc_st) are immutable once published; the
- * handle registry (emu_core.c) says whether they are alive.
+ * handle registry (emu_core.c) says whether they are alive. Stream slots,
+ * events, modules and functions come from the handle pools (emu_core.c), so
+ * freed handle values are reused last-freed first, as a driver's are.
  */
 #include "emu_internal.h"
 
@@ -65,6 +67,7 @@ struct emu_stream {
     pthread_t owner;                /* S_PER_THREAD: the thread it belongs to */
     int refs;                       /* atomic: handle/owner, worker, events, deps */
     struct emu_capture *capture;    /* atomic, owned by emu_graph.c */
+    struct stream_slot *handle;     /* S_USER: its CUstream until destroyed, else NULL */
 
     pthread_mutex_t lock;
     pthread_cond_t cond;            /* new work, completion, exit */
@@ -76,9 +79,20 @@ struct emu_stream {
     emu_stream *next;               /* all_streams, streams_lock */
 };
 
+/* The value of a CUstream: a slot naming the stream. A destroyed stream's
+ * slot goes back to the handle pool at once (the next cuStreamCreate gets the
+ * same value, as with the driver) while the stream itself finishes its queued
+ * work and is freed by its worker. */
+typedef struct stream_slot { emu_stream *s; } stream_slot;
+
+/* Functions and modules come from the handle pools (emu_handle_mem_get):
+ * an unloaded module's CUfunction and CUmodule values are given to the
+ * functions and modules loaded next. `gen` tells a reused function from the
+ * one an argument block was packed for. */
 struct CUfunc_st {
     const emu_kernel *k;
     CUmodule mod;
+    uint64_t gen;                   /* unique over the process */
     size_t off[32];                 /* ABI offset of each argument */
     size_t abi_size;                /* end of the last argument */
 };
@@ -87,7 +101,7 @@ struct CUmod_st {
     void *dl;
     CUcontext ctx;
     unsigned nfuncs;
-    struct CUfunc_st *funcs;
+    struct CUfunc_st **funcs;
 };
 
 struct CUmemPoolHandle_st { int device; };
@@ -243,6 +257,7 @@ static void fork_child(void)
 }
 
 static void stream_retire(emu_stream *s);
+static void stream_destroy(emu_stream *s, int del);
 
 /* Thread exit: retire the per-thread streams the thread owned. */
 static void pt_destructor(void *v)
@@ -306,7 +321,6 @@ static emu_stream *stream_new(CUcontext ctx, enum stream_kind kind, unsigned fla
  * the caller's reference. */
 static void stream_retire(emu_stream *s)
 {
-    if (s->kind == S_USER) emu_handle_del(s);
     pthread_mutex_lock(&s->lock);
     s->exiting = 1;
     pthread_cond_broadcast(&s->cond);
@@ -402,7 +416,7 @@ CUresult emu_stream_get(CUstream h, int per_thread, emu_stream **out)
         return CUDA_SUCCESS;
     }
     if (!emu_handle_ok(h, EMU_K_STREAM)) return CUDA_ERROR_INVALID_HANDLE;
-    *out = (emu_stream *)(void *)h;
+    *out = ((stream_slot *)(void *)h)->s;
     return CUDA_SUCCESS;
 }
 
@@ -658,7 +672,8 @@ void emu_streams_ctx_destroyed(CUcontext ctx)
         pthread_mutex_unlock(&s->lock);
         /* The owner's reference: the handle for user streams, ctx->legacy for
          * the legacy stream, the owning thread for per-thread streams. */
-        if (!retired) stream_retire(s);
+        if (!retired && s->kind == S_USER) stream_destroy(s, 0);
+        else if (!retired) stream_retire(s);
         stream_unref(v[i]);
     }
     free(v);
@@ -752,8 +767,11 @@ static CUresult stream_create(CUstream *ph, unsigned flags, int priority)
     if (priority > 0) priority = 0;
     if (priority < -5) priority = -5;
     emu_stream *s = stream_new(ctx, S_USER, flags, priority);
-    emu_handle_add(s, EMU_K_STREAM);
-    *ph = (CUstream)(void *)s;
+    stream_slot *slot = emu_handle_mem_get(EMU_K_STREAM, sizeof *slot);
+    slot->s = s;
+    s->handle = slot;
+    emu_handle_add_ctx(slot, EMU_K_STREAM, ctx);
+    *ph = (CUstream)(void *)slot;
     return CUDA_SUCCESS;
 }
 
@@ -769,13 +787,25 @@ EMU_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int 
     return stream_create(phStream, flags, priority);
 }
 
+/* Ends a user stream's handle (del: destroyed by the program; else ended by
+ * its context's teardown), takes it out of any capture, and retires it: its
+ * queued work still runs. */
+static void stream_destroy(emu_stream *s, int del)
+{
+    stream_slot *slot = s->handle;
+    s->handle = NULL;
+    if (del) emu_handle_del(slot);
+    else emu_handle_end(slot);
+    emu_handle_mem_put(EMU_K_STREAM, slot);
+    emu_capture_stream_gone(s);
+    stream_retire(s);
+}
+
 EMU_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 {
     EMU_ENTRY_INIT();
     if (!hStream || !emu_handle_ok(hStream, EMU_K_STREAM)) return CUDA_ERROR_INVALID_HANDLE;
-    emu_stream *s = (emu_stream *)(void *)hStream;
-    if (emu_stream_capture(s)) capture_invalidate(s);
-    stream_retire(s);
+    stream_destroy(((stream_slot *)(void *)hStream)->s, 1);
     return CUDA_SUCCESS;
 }
 
@@ -980,7 +1010,7 @@ static void event_unref(emu_event *e)
     if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     emu_stream *s = e->pub.stream;
     emu_capture_event_forget(&e->pub);
-    free(e);
+    emu_handle_mem_put(EMU_K_EVENT, e);    /* the next cuEventCreate reuses the value */
     if (s) stream_unref(s);
 }
 
@@ -993,10 +1023,10 @@ EMU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     CUcontext ctx;
     CUresult r = emu_ctx_require(&ctx);
     if (r != CUDA_SUCCESS) return r;
-    emu_event *e = xcalloc(1, sizeof *e);
+    emu_event *e = emu_handle_mem_get(EMU_K_EVENT, sizeof *e);
     e->pub.flags = Flags;
     e->refs = 1;
-    emu_handle_add(&e->pub, EMU_K_EVENT);
+    emu_handle_add_ctx(&e->pub, EMU_K_EVENT, ctx);
     *phEvent = &e->pub;
     return CUDA_SUCCESS;
 }
@@ -1008,6 +1038,19 @@ EMU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
     emu_handle_del(hEvent);
     event_unref(ev_of(hEvent));     /* pending records keep it alive */
     return CUDA_SUCCESS;
+}
+
+/* Context teardown (after its streams are gone): ends and releases every
+ * event created in ctx. */
+static void events_ctx_destroyed(CUcontext ctx)
+{
+    const void **v;
+    size_t n = emu_handles_of_ctx(ctx, EMU_K_EVENT, &v);
+    for (size_t i = 0; i < n; i++) {
+        emu_handle_end(v[i]);
+        event_unref(ev_of((CUevent)(uintptr_t)v[i]));
+    }
+    free(v);
 }
 
 typedef struct mark_work {
@@ -1758,25 +1801,27 @@ static CUresult module_from_dl(void *dl, CUcontext ctx, CUmodule *out)
         }
         n++;
     }
-    CUmodule m = xcalloc(1, sizeof *m);
+    static uint64_t func_gens;      /* atomic */
+    CUmodule m = emu_handle_mem_get(EMU_K_MODULE, sizeof *m);
     m->dl = dl;
     m->ctx = ctx;
     m->nfuncs = n;
     m->funcs = xcalloc(n ? n : 1, sizeof *m->funcs);
     for (unsigned i = 0; i < n; i++) {
-        struct CUfunc_st *f = &m->funcs[i];
+        struct CUfunc_st *f = m->funcs[i] = emu_handle_mem_get(EMU_K_FUNC, sizeof *f);
         size_t end = 0;
         f->k = &table[i];
         f->mod = m;
+        f->gen = __atomic_add_fetch(&func_gens, 1, __ATOMIC_RELAXED);
         for (unsigned j = 0; j < table[i].num_params; j++) {
             size_t a = abi_align(table[i].param_sizes[j]);
             f->off[j] = (end + a - 1) / a * a;
             end = f->off[j] + table[i].param_sizes[j];
         }
         f->abi_size = end;
-        emu_handle_add(f, EMU_K_FUNC);
+        emu_handle_add_ctx(f, EMU_K_FUNC, ctx);
     }
-    emu_handle_add(m, EMU_K_MODULE);
+    emu_handle_add_ctx(m, EMU_K_MODULE, ctx);
     *out = m;
     return CUDA_SUCCESS;
 }
@@ -1847,19 +1892,39 @@ EMU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
     return module_from_dl(dl, ctx, module);
 }
 
+/* Unloads a module: its handles end (deleted, or ended by its context's
+ * teardown), its code goes once no stream runs it, and the handle values go
+ * back to the pools, the functions so that a module loaded next gets this
+ * module's function values in the same order. */
+static void module_unload(CUmodule m, int teardown)
+{
+    void (*end)(const void *) = teardown ? emu_handle_end : emu_handle_del;
+    end(m);
+    for (unsigned i = 0; i < m->nfuncs; i++) end(m->funcs[i]);
+    emu_streams_sync_all(NULL);
+    dlclose(m->dl);
+    for (unsigned i = m->nfuncs; i-- > 0;) emu_handle_mem_put(EMU_K_FUNC, m->funcs[i]);
+    free(m->funcs);
+    emu_handle_mem_put(EMU_K_MODULE, m);
+}
+
 /* Waits for every stream first, so no kernel of the module is still running
  * when its code goes away. */
 EMU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
     EMU_ENTRY_INIT();
     if (!hmod || !emu_handle_ok(hmod, EMU_K_MODULE)) return CUDA_ERROR_INVALID_HANDLE;
-    emu_handle_del(hmod);
-    for (unsigned i = 0; i < hmod->nfuncs; i++) emu_handle_del(&hmod->funcs[i]);
-    emu_streams_sync_all(NULL);
-    dlclose(hmod->dl);
-    free(hmod->funcs);
-    free(hmod);
+    module_unload(hmod, 0);
     return CUDA_SUCCESS;
+}
+
+void emu_stream_ctx_resources_destroyed(CUcontext ctx)
+{
+    events_ctx_destroyed(ctx);
+    const void **v;
+    size_t n = emu_handles_of_ctx(ctx, EMU_K_MODULE, &v);
+    for (size_t i = 0; i < n; i++) module_unload((CUmodule)(uintptr_t)v[i], 1);
+    free(v);
 }
 
 EMU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
@@ -1868,8 +1933,8 @@ EMU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const 
     if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
     if (!hmod || !emu_handle_ok(hmod, EMU_K_MODULE)) return CUDA_ERROR_INVALID_HANDLE;
     for (unsigned i = 0; i < hmod->nfuncs; i++) {
-        if (strcmp(hmod->funcs[i].k->name, name) == 0) {
-            *hfunc = &hmod->funcs[i];
+        if (strcmp(hmod->funcs[i]->k->name, name) == 0) {
+            *hfunc = hmod->funcs[i];
             return CUDA_SUCCESS;
         }
     }
@@ -1897,12 +1962,18 @@ EMU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 
 CUcontext emu_func_ctx(CUfunction f)
 {
-    return f && emu_handle_ok(f, EMU_K_FUNC) ? f->mod->ctx : NULL;
+    return f && emu_handle_alive(f, EMU_K_FUNC) ? f->mod->ctx : NULL;
 }
 
 const char *emu_func_name(CUfunction f)
 {
-    return f && emu_handle_ok(f, EMU_K_FUNC) ? f->k->name : "<unloaded function>";
+    return f && emu_handle_alive(f, EMU_K_FUNC) ? f->k->name : "<unloaded function>";
+}
+
+int emu_args_func_loaded(const emu_args *a)
+{
+    /* Pool memory is never unmapped: reading a stale function's gen is safe. */
+    return emu_handle_alive(a->func, EMU_K_FUNC) && a->func->gen == a->func_gen;
 }
 
 /* ------------------------------------------------------------------------
@@ -1913,6 +1984,7 @@ static emu_args *args_alloc(CUfunction f, size_t size)
     emu_args *a = calloc(1, sizeof *a + size);
     if (!a) return NULL;
     a->func = f;
+    a->func_gen = f->gen;
     a->size = size;
     a->num_params = f->k->num_params;
     for (unsigned i = 0; i < a->num_params; i++) a->params[i] = a->data + f->off[i];
@@ -1979,7 +2051,7 @@ void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const 
         struct timespec ts = { emu_cfg.kernel_delay_us / 1000000, (emu_cfg.kernel_delay_us % 1000000) * 1000L };
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
     }
-    if (!emu_handle_ok(a->func, EMU_K_FUNC)) {
+    if (!emu_args_func_loaded(a)) {
         emu_violation(call, "launch of a function whose module was unloaded");
         return;
     }
