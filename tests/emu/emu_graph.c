@@ -317,6 +317,9 @@ static CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_np
         const CUDA_MEMCPY3D *a = &old->copy, *b = &nw->copy;
         if (a->srcMemoryType != b->srcMemoryType || a->dstMemoryType != b->dstMemoryType)
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        /* The node's checks again, memory may have changed since it was made:
+         * an operand that now runs past its allocation is refused. */
+        if (emu_memcpy3d_check(b) != CUDA_SUCCESS) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         if (exec_set && (!is_1d_copy(a) || !is_1d_copy(b) || !b->WidthInBytes))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         int dev = ctx_device(old->ctx);
@@ -328,7 +331,7 @@ static CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_np
     }
     case CU_GRAPH_NODE_TYPE_MEMSET: {
         const CUDA_MEMSET_NODE_PARAMS *a = &old->set, *b = &nw->set;
-        if (!b->width) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        if (!b->width || emu_memset_check(b) != CUDA_SUCCESS) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         if (!is_1d_set(a) || !is_1d_set(b)) {
             /* 2D: only address and value may change. */
             if (a->width != b->width || a->height != b->height || a->pitch != b->pitch ||

@@ -178,6 +178,12 @@ int emu_mem_find(CUdeviceptr p, emu_range *out);
 /* 1 if every byte of [p, p+n) lies in live device ranges that device `dev`
  * may access (VMM mappings: cuMemSetAccess gave dev read/write). */
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);
+/* The driver's range check of an API-level copy, memset or memory node:
+ * 1 if [p, p+n) lies inside the allocation that contains p (the requested
+ * size of a cuMemAlloc, stream-ordered, pinned or registered block; for VMM
+ * memory, the run of adjacent mappings that starts with the one holding p);
+ * 0 if p is in no device range or the range runs past that end. */
+int emu_mem_extent_ok(CUdeviceptr p, size_t n);
 /* Context teardown: frees every cuMemAlloc and pinned host allocation the
  * context made and drops its host registrations, as the driver does; VMM and
  * stream-ordered memory is not tied to a context and stays. Called after the

@@ -334,6 +334,24 @@ int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
     return ok;
 }
 
+int emu_mem_extent_ok(CUdeviceptr p, size_t n)
+{
+    CUdeviceptr end = p + n;
+    if (end < p) return 0;
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find(p);
+    CUdeviceptr reach = r ? r->s.base + r->s.size : 0;
+    /* VMM: a mapping may be followed by another one right after it (memory
+     * grown by mapping more of a reservation is one buffer). */
+    while (r && r->kind == RK_MAP && reach < end) {
+        mem_range *next = range_find(reach);
+        if (!next || next->kind != RK_MAP || next->s.base != reach) break;
+        reach = next->s.base + next->s.size;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return r && end <= reach;
+}
+
 void emu_mem_copy(void *dst, const void *src, size_t n)
 {
     if (n) memmove(dst, src, n);

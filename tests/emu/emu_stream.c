@@ -1373,7 +1373,16 @@ static CUresult side_check(const side *s, const CUDA_MEMCPY3D *p)
     int rows = p->Height > 1 || p->Depth > 1 || s->y || s->z;
     if (rows && s->pitch < s->x + p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
     if ((p->Depth > 1 || s->z) && s->height < s->y + p->Height) return CUDA_ERROR_INVALID_VALUE;
-    if (s->type == CU_MEMORYTYPE_DEVICE && !emu_mem_find(side_row(s, 0, 0), &r)) return CUDA_ERROR_INVALID_VALUE;
+    /* Device memory (and unified addresses that are device memory): the whole
+     * span, first row to end of last row, lies in the allocation holding its
+     * start (emu_mem_extent_ok). */
+    uintptr_t first = side_row(s, 0, 0);
+    if (s->type == CU_MEMORYTYPE_DEVICE && !emu_mem_find(first, &r)) return CUDA_ERROR_INVALID_VALUE;
+    if (s->type != CU_MEMORYTYPE_HOST && emu_mem_find(first, &r)) {
+        size_t rows = (p->Depth - 1) * s->height + p->Height - 1;
+        if (s->pitch && rows > (SIZE_MAX - p->WidthInBytes) / s->pitch) return CUDA_ERROR_INVALID_VALUE;
+        if (!emu_mem_extent_ok(first, rows * s->pitch + p->WidthInBytes)) return CUDA_ERROR_INVALID_VALUE;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -1580,6 +1589,10 @@ CUresult emu_memset_check(const CUDA_MEMSET_NODE_PARAMS *p)
     if (p->dst % es) return CUDA_ERROR_INVALID_VALUE;
     if (p->height > 1 && (p->pitch < p->width * es || p->pitch % es)) return CUDA_ERROR_INVALID_VALUE;
     if (!emu_mem_find(p->dst, &r)) return CUDA_ERROR_INVALID_VALUE;
+    /* The whole span lies in the allocation holding dst. */
+    if (p->width > SIZE_MAX / es || (p->height > 1 && p->height - 1 > (SIZE_MAX - p->width * es) / p->pitch))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_mem_extent_ok(p->dst, (p->height - 1) * p->pitch + p->width * es)) return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }
 
