@@ -198,9 +198,10 @@ void emu_mem_copy(void *dst, const void *src, size_t n);
 CUresult emu_mem_free_async_begin(CUdeviceptr p);
 /* Releases memory queued by cuMemFreeAsync (called on the stream worker). */
 void emu_mem_free_async_complete(CUdeviceptr p);
-/* Allocation used by cuMemAllocAsync/FromPoolAsync (memory available at once;
- * the emulator's pool never reuses an address before the free completed). */
-CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, const char *call);
+/* Allocation used by cuMemAllocAsync/FromPoolAsync from `pool` (memory
+ * available at once; the emulator's pool never reuses an address before the
+ * free completed). CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE reports the pool. */
+CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call);
 
 /* ------------------------------------------------------------------------
  * emu_stream.c: work on streams

@@ -32,7 +32,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int mem_hash_oom;          /* set by uthash when an add ran out of memory */
@@ -68,6 +70,7 @@ typedef struct mem_handle {
     unsigned long refs;         /* not yet released */
     unsigned long maps;         /* live mappings */
     unsigned long long block_id;
+    int imported;               /* cuMemImportFromShareableHandle: memory charged by the original */
     UT_hash_handle hh;
 } mem_handle;
 
@@ -89,6 +92,7 @@ typedef struct mem_range {
     span resv;                  /* RK_MAP: the reservation it lies in */
     CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
     int free_pending;           /* RK_ASYNC: cuMemFreeAsync queued, not yet reached */
+    CUmemoryPool pool;          /* RK_ASYNC: the pool it came from */
 } mem_range;
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -357,12 +361,19 @@ void emu_mem_copy(void *dst, const void *src, size_t n)
     if (n) memmove(dst, src, n);
 }
 
-CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, const char *call)
+CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call)
 {
     (void)call;
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
-    return block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
+    CUresult rc = block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
+    if (rc == CUDA_SUCCESS) {
+        pthread_mutex_lock(&mem_lock);
+        mem_range *r = range_find(*out);
+        if (r) r->pool = pool;
+        pthread_mutex_unlock(&mem_lock);
+    }
+    return rc;
 }
 
 CUresult emu_mem_free_async_begin(CUdeviceptr p)
@@ -616,6 +627,7 @@ typedef struct ptr_info {
     span resv;
     unsigned long long allowed_types;
     unsigned long long block_id;
+    int rdma;                   /* VMM: allocFlags.gpuDirectRDMACapable */
 } ptr_info;
 
 static void ptr_lookup(CUdeviceptr p, ptr_info *pi)
@@ -629,6 +641,7 @@ static void ptr_lookup(CUdeviceptr p, ptr_info *pi)
         pi->r = *r;
         pi->block_id = r->kind == RK_MAP ? r->handle->block_id : r->buffer_id;
         if (r->kind == RK_MAP) pi->allowed_types = r->handle->prop.requestedHandleTypes;
+        if (r->kind == RK_MAP) pi->rdma = r->handle->prop.allocFlags.gpuDirectRDMACapable != 0;
     }
     span *rs = span_find(&mem.resvs, p);
     if (rs) { pi->in_resv = 1; pi->resv = *rs; }
@@ -659,9 +672,16 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
         *size = 8; *val = r->buffer_id; return in;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
         return in;
+    /* The device reports GPU_DIRECT_RDMA_SUPPORTED: cuMemAlloc memory is
+     * capable; VMM memory if cuMemCreate asked for it (allocFlags); pool and
+     * host memory are not. */
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        *val = r->kind == RK_ALLOC || (map && pi->rdma);
+        return in;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:   /* NULL unless from a pool */
+        *size = sizeof(CUmemoryPool); *val = r->kind == RK_ASYNC ? (uintptr_t)r->pool : 0; return in;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *val = (unsigned)r->device; return in;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
@@ -681,8 +701,10 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
         *val = map ? (unsigned)r->access[dev] : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
         return in;
     }
+    /* "the actual underlying mapping": a plain block is mapped whole pages
+     * (the size its memory is charged, block_alloc). */
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
-        *size = sizeof(size_t); *val = r->s.size; return in;
+        *size = sizeof(size_t); *val = r->mapped; return in;
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
         *size = sizeof(void *); *val = r->s.base; return in;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
@@ -780,7 +802,7 @@ static void handle_maybe_destroy(mem_handle *h)
 {
     if (h->refs || h->maps) return;
     HASH_DEL(mem.handles, h);
-    mem.used[h->prop.location.id] -= h->size;
+    if (!h->imported) mem.used[h->prop.location.id] -= h->size;
     close(h->fd);
     free(h);
 }
@@ -1123,6 +1145,68 @@ EMU_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *ha
     }
     pthread_mutex_unlock(&mem_lock);
     return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* cuMemExportToShareableHandle: only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+ * is emulated (the device reports HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
+ * only), and only for a handle whose cuMemCreate requested it
+ * (requestedHandleTypes, which CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES
+ * reports): *(int *)shareableHandle gets a new file descriptor of the
+ * memory. Another requested type: CUDA_ERROR_INVALID_VALUE; a type the device
+ * does not support: CUDA_ERROR_NOT_SUPPORTED. */
+EMU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                                 CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 0);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!shareableHandle || flags) return CUDA_ERROR_INVALID_VALUE;
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return handleType == CU_MEM_HANDLE_TYPE_NONE ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
+    int fd = -1;
+    pthread_mutex_lock(&mem_lock);
+    mem_handle *h = handle_get(handle);
+    if (!h || !(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) rc = CUDA_ERROR_INVALID_VALUE;
+    else if ((fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0)) < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&mem_lock);
+    if (rc == CUDA_SUCCESS) memcpy(shareableHandle, &fd, sizeof fd);
+    return rc;
+}
+
+/* The file descriptor of an exported allocation of this process gives a new
+ * handle to the same memory (same properties and block id; its memory is
+ * charged once). A descriptor of anything else: CUDA_ERROR_INVALID_VALUE. */
+EMU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                                   CUmemAllocationHandleType shHandleType)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    struct stat want, have;
+    int osfd = (int)(intptr_t)osHandle;
+    if (fstat(osfd, &want) != 0) return CUDA_ERROR_INVALID_VALUE;
+    mem_handle *n = calloc(1, sizeof *n);
+    if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+    rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mem_lock);
+    for (mem_handle *h = mem.handles; h; h = h->hh.next) {
+        if (fstat(h->fd, &have) != 0 || have.st_ino != want.st_ino || have.st_dev != want.st_dev) continue;
+        *n = (mem_handle){ .fd = fcntl(osfd, F_DUPFD_CLOEXEC, 0), .size = h->size, .prop = h->prop,
+                           .refs = 1, .block_id = h->block_id, .imported = 1 };
+        if (n->fd < 0) { rc = CUDA_ERROR_OUT_OF_MEMORY; break; }
+        n->id = mem.next_handle_id++;
+        mem_hash_oom = 0;
+        HASH_ADD(hh, mem.handles, id, sizeof n->id, n);
+        rc = mem_hash_oom ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+        if (rc == CUDA_SUCCESS) *handle = n->id;
+        else close(n->fd);
+        break;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (rc != CUDA_SUCCESS) free(n);
+    return rc;
 }
 
 EMU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,

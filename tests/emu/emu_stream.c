@@ -1732,7 +1732,8 @@ static CUresult alloc_async(const char *call, CUdeviceptr *dptr, size_t bytes, C
         capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    return emu_mem_alloc_device(dptr, bytes, pool ? pool->device : s->device, call);
+    int dev = pool ? pool->device : s->device;
+    return emu_mem_alloc_device(dptr, bytes, dev, pool ? pool : &default_pools[dev], call);
 }
 
 EMU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
