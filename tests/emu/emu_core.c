@@ -121,17 +121,31 @@ static void emu_bad_knob(const char *var, const char *val, const char *want)
     exit(2);
 }
 
-/* Parses a decimal unsigned value of `var` into *out; unset keeps *out. */
-static void emu_knob_ull(const char *var, unsigned long long lo, unsigned long long hi,
-                         unsigned long long *out, const char *want)
+/* Parses a decimal unsigned value of `var` into *out; unset keeps *out.
+ * `sizes`: a K, M, G or T suffix (powers of 1024) may follow. */
+static void emu_knob_parse(const char *var, unsigned long long lo, unsigned long long hi,
+                           unsigned long long *out, const char *want, int sizes)
 {
     const char *v = getenv(var);
     if (!v) return;
     char *end;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) emu_bad_knob(var, v, want);
+    int shift = 0;
+    if (sizes && *end && !end[1]) {
+        const char *units = "KMGT", *u = strchr(units, end[0] & ~0x20);
+        if (u && end[0]) { shift = 10 * (int)(u - units + 1); end++; }
+    }
+    if (errno || end == v || *end || v[0] == '-' || (shift && x > hi >> shift)) emu_bad_knob(var, v, want);
+    x <<= shift;
+    if (x < lo || x > hi) emu_bad_knob(var, v, want);
     *out = x;
+}
+
+static void emu_knob_ull(const char *var, unsigned long long lo, unsigned long long hi,
+                         unsigned long long *out, const char *want)
+{
+    emu_knob_parse(var, lo, hi, out, want, 0);
 }
 
 /* CUDAEMU_FAIL=NAME:N[+]:ERROR[,...]: the Nth call of NAME (or, with '+', the
@@ -179,14 +193,16 @@ static pthread_once_t emu_boot_once = PTHREAD_ONCE_INIT;
 static void emu_boot(void)
 {
     unsigned long long g = 2u << 20, delay = 0, devs = 1, novmm = 0, mem = 16ull << 30, verbose = 0;
-    emu_knob_ull("CUDAEMU_GRANULARITY", 4096, 1ull << 30, &g, "a power of two between 4096 and 1073741824");
+    emu_knob_parse("CUDAEMU_GRANULARITY", 4096, 1ull << 30, &g,
+                   "a power of two between 4096 and 1073741824 (K, M, G suffixes allowed)", 1);
     if (g & (g - 1)) emu_bad_knob("CUDAEMU_GRANULARITY", getenv("CUDAEMU_GRANULARITY"), "a power of two");
     if (g % (unsigned long long)sysconf(_SC_PAGESIZE))
         emu_bad_knob("CUDAEMU_GRANULARITY", getenv("CUDAEMU_GRANULARITY"), "a multiple of the page size");
     emu_knob_ull("CUDAEMU_KERNEL_DELAY_US", 0, 10000000, &delay, "microseconds, 0..10000000");
     emu_knob_ull("CUDAEMU_DEVICES", 0, 8, &devs, "a device count, 0..8");
     emu_knob_ull("CUDAEMU_NO_VMM", 0, 1, &novmm, "0 or 1");
-    emu_knob_ull("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem, "bytes per device, 1 MiB..64 TiB");
+    emu_knob_parse("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem,
+                   "bytes per device, 1 MiB..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
     emu_knob_ull("CUDAEMU_VERBOSE", 0, 1, &verbose, "0 or 1");
     emu_cfg.granularity = (size_t)g;
     emu_cfg.kernel_delay_us = (unsigned)delay;
@@ -528,6 +544,7 @@ static int emu_attribute(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: return 1;
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 512;   /* cuMemAllocPitch's */
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return !emu_cfg.no_vmm;
     default: return 0;
@@ -742,6 +759,7 @@ EMU_EXPORT CUresult cuCtxSynchronize(void)
     r = emu_capture_check_ctx(c, 0, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     if (r != CUDA_SUCCESS) return r;
     emu_streams_sync_all(c);
+    emu_mem_pools_sync();
     return CUDA_SUCCESS;
 }
 

@@ -196,6 +196,13 @@ void emu_mem_copy(void *dst, const void *src, size_t n);
  * CUDA_ERROR_INVALID_VALUE); CUDA_ERROR_INVALID_VALUE if p is not the base of
  * a live one. */
 CUresult emu_mem_free_async_begin(CUdeviceptr p);
+/* The stream, event and context synchronize calls: every device pool gives
+ * back the held bytes above its release threshold. */
+void emu_mem_pools_sync(void);
+/* cuMemPoolTrimTo of device dev's pool. */
+void emu_mem_pool_trim(int dev, size_t keep);
+/* cuMemPoolGetAttribute (set == 0) / cuMemPoolSetAttribute of dev's pool. */
+CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *value);
 /* Releases memory queued by cuMemFreeAsync (called on the stream worker). */
 void emu_mem_free_async_complete(CUdeviceptr p);
 /* Allocation used by cuMemAllocAsync/FromPoolAsync from `pool` (memory

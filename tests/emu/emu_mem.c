@@ -95,15 +95,27 @@ typedef struct mem_range {
     CUmemoryPool pool;          /* RK_ASYNC: the pool it came from */
 } mem_range;
 
+/* A device's default memory pool (the only pool emulated): its bytes are
+ * charged to the device while in use and while held after being freed. */
+typedef struct pool_state {
+    size_t used;                /* live allocations (pages) */
+    size_t held;                /* freed, kept by the pool, still charged */
+    size_t used_high, reserved_high;
+    cuuint64_t threshold;       /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+    int reuse[3];               /* the three REUSE_* attributes (no effect here) */
+} pool_state;
+
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {                 /* all guarded by mem_lock */
     span_vec ranges;            /* mem_range, every live device range */
     span_vec resvs;             /* reservation */
     mem_handle *handles;        /* uthash by id */
-    size_t used[MEM_MAX_DEVICES];
+    size_t used[MEM_MAX_DEVICES];   /* charged bytes per device (cuMemGetInfo) */
+    pool_state pools[MEM_MAX_DEVICES];
     unsigned long long next_buffer_id;
     unsigned long long next_handle_id;
-} mem = { .next_buffer_id = 1, .next_handle_id = 0x1000 };
+} mem = { .next_buffer_id = 1, .next_handle_id = 0x1000,
+          .pools = { [0 ... MEM_MAX_DEVICES - 1] = { .reuse = { 1, 1, 1 } } } };
 
 static size_t page_size(void)
 {
@@ -187,6 +199,53 @@ static int usage_take(int dev, size_t bytes)
     return 1;
 }
 
+/* Device memory accounting (mem_lock held). What each kind costs:
+ *   cuMemAlloc, cuMemAllocPitch: the bytes rounded up to whole pages (4 KiB),
+ *     charged until freed;
+ *   stream-ordered: the same, from the device's pool, which first reuses
+ *     bytes it holds; freed bytes stay held (charged) until a synchronize
+ *     releases those above the release threshold, or cuMemPoolTrimTo;
+ *   cuMemCreate: its size (a multiple of the granularity), until released
+ *     and unmapped; pinned host memory: nothing. */
+static void pool_note_highs(pool_state *ps)
+{
+    if (ps->used > ps->used_high) ps->used_high = ps->used;
+    if (ps->used + ps->held > ps->reserved_high) ps->reserved_high = ps->used + ps->held;
+}
+
+static int charge_take(int dev, range_kind kind, size_t len)
+{
+    if (kind == RK_HOST) return 1;
+    if (kind != RK_ASYNC) return usage_take(dev, len);
+    pool_state *ps = &mem.pools[dev];
+    size_t reuse = ps->held < len ? ps->held : len;
+    if (!usage_take(dev, len - reuse)) return 0;
+    ps->held -= reuse;
+    ps->used += len;
+    pool_note_highs(ps);
+    return 1;
+}
+
+static void charge_give(int dev, range_kind kind, size_t len)
+{
+    if (kind == RK_HOST) return;
+    if (kind != RK_ASYNC) { mem.used[dev] -= len; return; }
+    mem.pools[dev].used -= len;
+    mem.pools[dev].held += len;     /* the pool keeps it */
+}
+
+/* Gives held pool bytes back to the device until the pool reserves at most
+ * `keep` (it cannot give what is in use). */
+static void pool_release(int dev, uint64_t keep)
+{
+    pool_state *ps = &mem.pools[dev];
+    uint64_t reserved = ps->used + ps->held;
+    if (reserved <= keep) return;
+    size_t rel = reserved - keep < ps->held ? (size_t)(reserved - keep) : ps->held;
+    ps->held -= rel;
+    mem.used[dev] -= rel;
+}
+
 static void *map_anon(size_t bytes, int prot)
 {
     void *p = mmap(NULL, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -198,7 +257,6 @@ static void *map_anon(size_t bytes, int prot)
 static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int dev,
                             CUcontext ctx, unsigned host_flags)
 {
-    int counted = kind != RK_HOST;
     size_t len = round_up(bytes, page_size());
     if (bytes == 0 || len < bytes) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= MEM_MAX_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
@@ -206,7 +264,7 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
     mem_range *r = calloc(1, sizeof *r);
     if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&mem_lock);
-    int ok = !counted || usage_take(dev, len);
+    int ok = charge_take(dev, kind, len);
     pthread_mutex_unlock(&mem_lock);
     if (!ok) { free(r); return CUDA_ERROR_OUT_OF_MEMORY; }
 
@@ -222,7 +280,7 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
             return CUDA_SUCCESS;
         }
     }
-    if (counted) mem.used[dev] -= len;
+    charge_give(dev, kind, len);
     pthread_mutex_unlock(&mem_lock);
     if (p) munmap(p, len);
     free(r);
@@ -233,7 +291,7 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
 static void block_detach(mem_range *r)
 {
     span_remove(&mem.ranges, &r->s);
-    if (r->kind != RK_HOST) mem.used[r->device] -= r->mapped;
+    charge_give(r->device, r->kind, r->mapped);
 }
 
 static void block_release(mem_range *r)
@@ -386,6 +444,64 @@ CUresult emu_mem_free_async_begin(CUdeviceptr p)
     return rc;
 }
 
+void emu_mem_pools_sync(void)
+{
+    pthread_mutex_lock(&mem_lock);
+    for (int d = 0; d < MEM_MAX_DEVICES; d++) pool_release(d, mem.pools[d].threshold);
+    pthread_mutex_unlock(&mem_lock);
+}
+
+void emu_mem_pool_trim(int dev, size_t keep)
+{
+    pthread_mutex_lock(&mem_lock);
+    pool_release(dev, keep);
+    pthread_mutex_unlock(&mem_lock);
+}
+
+CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *value)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mem_lock);
+    pool_state *ps = &mem.pools[dev];
+    cuuint64_t v64 = 0;
+    if (set && attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) memcpy(&v64, value, sizeof v64);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: {
+        int *slot = &ps->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+        if (set) *slot = *(const int *)value != 0;
+        else *(int *)value = *slot;
+        break;
+    }
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        if (set) ps->threshold = v64;
+        else v64 = ps->threshold;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+        if (set) rc = CUDA_ERROR_INVALID_VALUE;
+        else v64 = attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ? ps->used : ps->used + ps->held;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:    /* setting resets it; only 0 is legal */
+        if (set && v64) rc = CUDA_ERROR_INVALID_VALUE;
+        else if (set) ps->reserved_high = ps->used + ps->held;
+        else v64 = ps->reserved_high;
+        break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (set && v64) rc = CUDA_ERROR_INVALID_VALUE;
+        else if (set) ps->used_high = ps->used;
+        else v64 = ps->used_high;
+        break;
+    default:
+        rc = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (rc == CUDA_SUCCESS && !set && attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) memcpy(value, &v64, sizeof v64);
+    return rc;
+}
+
 void emu_mem_free_async_complete(CUdeviceptr p)
 {
     pthread_mutex_lock(&mem_lock);
@@ -412,6 +528,28 @@ EMU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
     if (!dptr) return CUDA_ERROR_INVALID_VALUE;
     return block_alloc(dptr, bytesize, RK_ALLOC, ctx->device, ctx, 0);
+}
+
+/* cuMemAllocPitch: the pitch is the width rounded up to EMU_PITCH_ALIGN bytes
+ * (which matches the device's texture pitch alignment, as documented);
+ * ElementSizeBytes must be 4, 8 or 16; a zero width or height is refused.
+ * Charged like cuMemAlloc(pitch * height). */
+#define EMU_PITCH_ALIGN 512
+EMU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                       unsigned int ElementSizeBytes)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = emu_capture_check_unsafe(__func__);
+    if (rc != CUDA_SUCCESS) return rc;
+    CUcontext ctx;
+    if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
+    if (!dptr || !pPitch || !WidthInBytes || !Height ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t pitch = round_up(WidthInBytes, EMU_PITCH_ALIGN);
+    if (pitch < WidthInBytes || Height > SIZE_MAX / pitch) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = block_alloc(dptr, pitch * Height, RK_ALLOC, ctx->device, ctx, 0)) == CUDA_SUCCESS) *pPitch = pitch;
+    return rc;
 }
 
 /* cuMemAlloc memory gets the driver's implicit synchronization; stream-ordered
@@ -661,8 +799,10 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
     *size = 4;
     *val = 0;
     switch (a) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT:      /* VMM memory has no context: NULL */
-        *size = sizeof(CUcontext); *val = (uintptr_t)r->ctx; return in;
+    /* VMM and stream-ordered memory have no context: NULL (Programming
+     * Guide, Stream-Ordered Memory Allocator, "Pointer Attributes"). */
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *size = sizeof(CUcontext); *val = r->kind == RK_ASYNC ? 0 : (uintptr_t)r->ctx; return in;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *val = r->kind == RK_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; return in;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:

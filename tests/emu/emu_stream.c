@@ -821,6 +821,7 @@ static CUresult stream_sync(const char *call, CUstream h, int pt)
     if ((r = emu_capture_check_unsafe(call)) != CUDA_SUCCESS) return r;
     if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_stream_wait_idle(s);
+    emu_mem_pools_sync();
     return CUDA_SUCCESS;
 }
 
@@ -1170,9 +1171,11 @@ EMU_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
     emu_stream *s;
     uint64_t seq;
     event_target(ev_of(hEvent), &s, &seq);
-    if (!s) return CUDA_SUCCESS;
-    stream_wait_seq(s, seq);
-    stream_unref(s);
+    if (s) {
+        stream_wait_seq(s, seq);
+        stream_unref(s);
+    }
+    emu_mem_pools_sync();
     return CUDA_SUCCESS;
 }
 
@@ -1716,6 +1719,37 @@ EMU_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
     EMU_ENTRY_INIT();
     return default_pool(pool, dev);
+}
+
+/* A pool argument: one of the devices' default pools. */
+static int pool_ok(CUmemoryPool pool)
+{
+    pthread_once(&pools_once, pools_init);
+    return pool >= &default_pools[0] && pool < &default_pools[emu_device_count()];
+}
+
+/* cuMemPoolTrimTo: "Releases memory back to the OS until the pool contains
+ * fewer than minBytesToKeep reserved bytes"; memory in use stays. */
+EMU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    EMU_ENTRY_INIT();
+    if (!pool_ok(pool)) return CUDA_ERROR_INVALID_VALUE;
+    emu_mem_pool_trim(pool->device, minBytesToKeep);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    EMU_ENTRY_INIT();
+    if (!pool_ok(pool)) return CUDA_ERROR_INVALID_VALUE;
+    return emu_mem_pool_attr(pool->device, attr, 1, value);
+}
+
+EMU_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    EMU_ENTRY_INIT();
+    if (!pool_ok(pool)) return CUDA_ERROR_INVALID_VALUE;
+    return emu_mem_pool_attr(pool->device, attr, 0, value);
 }
 
 static CUresult alloc_async(const char *call, CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream h,
