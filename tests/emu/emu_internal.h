@@ -191,11 +191,12 @@ int emu_mem_extent_ok(CUdeviceptr p, size_t n);
 void emu_mem_ctx_destroyed(CUcontext ctx);
 /* Plain copy/set used by streams and graphs once validated. */
 void emu_mem_copy(void *dst, const void *src, size_t n);
-/* cuMemFreeAsync, at the call: marks the stream-ordered allocation at p as
- * being freed (so a second free, or a cuMemFree, is refused with
- * CUDA_ERROR_INVALID_VALUE); CUDA_ERROR_INVALID_VALUE if p is not the base of
- * a live one. */
-CUresult emu_mem_free_async_begin(CUdeviceptr p);
+/* cuMemFreeAsync, at the call: marks the stream-ordered (or graph)
+ * allocation at p as being freed (so a second free, or a cuMemFree, is
+ * refused with CUDA_ERROR_INVALID_VALUE); CUDA_ERROR_INVALID_VALUE if p is
+ * not the base of a live one. *token names what is freed (for a graph
+ * allocation: its incarnation). */
+CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token);
 /* The stream, event and context synchronize calls: every device pool gives
  * back the held bytes above its release threshold. */
 void emu_mem_pools_sync(void);
@@ -203,8 +204,33 @@ void emu_mem_pools_sync(void);
 void emu_mem_pool_trim(int dev, size_t keep);
 /* cuMemPoolGetAttribute (set == 0) / cuMemPoolSetAttribute of dev's pool. */
 CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *value);
-/* Releases memory queued by cuMemFreeAsync (called on the stream worker). */
-void emu_mem_free_async_complete(CUdeviceptr p);
+/* Releases memory queued by cuMemFreeAsync or a free node (called on the
+ * stream worker) with the token emu_mem_free_async_begin or
+ * emu_gmem_request_free gave. */
+void emu_mem_free_async_complete(CUdeviceptr p, uint64_t token);
+
+/* Graph allocations (allocation nodes; emu_mem.c, "Graph allocations").
+ * emu_gmem_create reserves the address range of a new allocation node of
+ * graph `graph_uid` (one reference: the node). emu_gmem_ref adds delta
+ * references (each copy of the node's parameters holds one); the range goes
+ * once none is left and it is not allocated. emu_gmem_info: 1 if p is the
+ * address of a graph allocation, with the graph that made it and the graph
+ * that holds its free node (0: none); emu_gmem_set_freed_in sets (set) or
+ * clears that graph. emu_gmem_arm allocates, for a launch, the allocations
+ * of its allocation nodes, all or none: CUDA_ERROR_INVALID_VALUE if one is
+ * still allocated from an earlier launch and not being freed (unless
+ * auto_free), CUDA_ERROR_OUT_OF_MEMORY beyond the device memory.
+ * emu_gmem_request_free marks the current allocation of p as being freed
+ * and returns the token for emu_mem_free_async_complete (0: not allocated
+ * or already being freed). emu_gmem_graph_attr reads (current, high == 1)
+ * or resets (high == 2) the bytes graphs hold on dev. */
+CUresult emu_gmem_create(size_t bytes, int dev, uint64_t graph_uid, CUdeviceptr *out);
+void emu_gmem_ref(CUdeviceptr p, int delta);
+int emu_gmem_info(CUdeviceptr p, uint64_t *owner_graph, uint64_t *freed_in);
+void emu_gmem_set_freed_in(CUdeviceptr p, uint64_t graph_uid, int set);
+CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free);
+uint64_t emu_gmem_request_free(CUdeviceptr p);
+void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, uint64_t *out_high);
 /* Allocation used by cuMemAllocAsync/FromPoolAsync from `pool` (memory
  * available at once; the emulator's pool never reuses an address before the
  * free completed). CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE reports the pool. */
@@ -332,7 +358,10 @@ int emu_capture_event_busy(CUevent ev);
 /* Adds a node to the capture in progress on s (the stream operation is then
  * recorded, not executed). type is CU_GRAPH_NODE_TYPE_KERNEL (params:
  * const emu_args * plus launch), MEMCPY (CUDA_MEMCPY3D), MEMSET
- * (CUDA_MEMSET_NODE_PARAMS), HOST (CUDA_HOST_NODE_PARAMS). */
+ * (CUDA_MEMSET_NODE_PARAMS), HOST (CUDA_HOST_NODE_PARAMS), MEM_ALLOC
+ * (cuMemAllocAsync) or MEM_FREE (cuMemFreeAsync; an address that is not a
+ * graph allocation, or one already freed by a graph, gives
+ * CUDA_ERROR_INVALID_VALUE and invalidates the capture). */
 typedef struct emu_capture_op {
     CUgraphNodeType type;
     const emu_args *args;             /* KERNEL */
@@ -340,6 +369,10 @@ typedef struct emu_capture_op {
     const CUDA_MEMCPY3D *copy;        /* MEMCPY */
     const CUDA_MEMSET_NODE_PARAMS *set; /* MEMSET */
     const CUDA_HOST_NODE_PARAMS *host;  /* HOST */
+    size_t mem_bytes;                 /* MEM_ALLOC: size, device; *mem_out gets the address */
+    int mem_dev;
+    CUdeviceptr *mem_out;
+    CUdeviceptr mem_ptr;              /* MEM_FREE */
 } emu_capture_op;
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op);
 /* Event record / wait while capturing (fork-join across streams). */

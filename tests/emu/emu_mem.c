@@ -57,8 +57,29 @@ typedef enum range_kind {
     RK_ALLOC = 1,   /* cuMemAlloc */
     RK_ASYNC,       /* cuMemAllocAsync / FromPoolAsync */
     RK_MAP,         /* one cuMemMap */
-    RK_HOST         /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
+    RK_HOST,        /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
+    RK_GRAPH        /* a graph allocation while it is allocated (gmem) */
 } range_kind;
+
+/* A graph allocation (an allocation node's memory, emu_gmem_* in
+ * emu_internal.h). Its address range is reserved (PROT_NONE) when the node
+ * is made and stays reserved while a node refers to it (the graph's node and
+ * each exec's copy); a launch of an exec allocates it (charged, readable, a
+ * RK_GRAPH device range) until a free (free node, cuMemFreeAsync, cuMemFree)
+ * releases it (contents dropped, PROT_NONE again). Each allocation by a
+ * launch is one incarnation (gen); a free requested for an earlier
+ * incarnation does nothing to a later one. */
+typedef struct gmem {
+    span s;                     /* the reserved range, requested size */
+    size_t len;                 /* pages: reserved, and charged while live */
+    int device;
+    unsigned long refs;         /* nodes holding it */
+    int live;                   /* allocated */
+    int free_pending;           /* a free of this incarnation is queued */
+    uint64_t gen;               /* incarnation */
+    uint64_t owner_graph;       /* uid of the graph whose node made it */
+    uint64_t freed_in;          /* uid of the graph with its free node, 0 if none */
+} gmem;
 
 /* A physical allocation made by cuMemCreate. Lives while it has references
  * (cuMemCreate, cuMemRetainAllocationHandle) or mappings. */
@@ -93,6 +114,7 @@ typedef struct mem_range {
     CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
     int free_pending;           /* RK_ASYNC: cuMemFreeAsync queued, not yet reached */
     CUmemoryPool pool;          /* RK_ASYNC: the pool it came from */
+    gmem *g;                    /* RK_GRAPH */
 } mem_range;
 
 /* A device's default memory pool (the only pool emulated): its bytes are
@@ -111,6 +133,8 @@ static struct {                 /* all guarded by mem_lock */
     span_vec resvs;             /* reservation */
     mem_handle *handles;        /* uthash by id */
     size_t used[MEM_MAX_DEVICES];   /* charged bytes per device (cuMemGetInfo) */
+    span_vec gmems;             /* gmem, every graph allocation's reservation */
+    size_t graph_used[MEM_MAX_DEVICES], graph_high[MEM_MAX_DEVICES];
     pool_state pools[MEM_MAX_DEVICES];
     unsigned long long next_buffer_id;
     unsigned long long next_handle_id;
@@ -216,6 +240,12 @@ static void pool_note_highs(pool_state *ps)
 static int charge_take(int dev, range_kind kind, size_t len)
 {
     if (kind == RK_HOST) return 1;
+    if (kind == RK_GRAPH) {
+        if (!usage_take(dev, len)) return 0;
+        mem.graph_used[dev] += len;
+        if (mem.graph_used[dev] > mem.graph_high[dev]) mem.graph_high[dev] = mem.graph_used[dev];
+        return 1;
+    }
     if (kind != RK_ASYNC) return usage_take(dev, len);
     pool_state *ps = &mem.pools[dev];
     size_t reuse = ps->held < len ? ps->held : len;
@@ -229,6 +259,7 @@ static int charge_take(int dev, range_kind kind, size_t len)
 static void charge_give(int dev, range_kind kind, size_t len)
 {
     if (kind == RK_HOST) return;
+    if (kind == RK_GRAPH) mem.graph_used[dev] -= len;
     if (kind != RK_ASYNC) { mem.used[dev] -= len; return; }
     mem.pools[dev].used -= len;
     mem.pools[dev].held += len;     /* the pool keeps it */
@@ -294,9 +325,12 @@ static void block_detach(mem_range *r)
     charge_give(r->device, r->kind, r->mapped);
 }
 
+static void gmem_unback(gmem *g);
+
 static void block_release(mem_range *r)
 {
-    if (!r->registered) munmap((void *)r->s.base, r->mapped);
+    if (r->kind == RK_GRAPH) gmem_unback(r->g);
+    else if (!r->registered) munmap((void *)r->s.base, r->mapped);
     free(r);
 }
 
@@ -329,7 +363,8 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
 
 /* Which plain blocks a free call accepts: kinds, and for host memory whether
  * it was registered (FREE_REGISTERED: cuMemHostUnregister) or allocated. */
-enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC, FREE_HOST = 1 << RK_HOST, FREE_REGISTERED = 1 << 16 };
+enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC | 1 << RK_GRAPH, FREE_HOST = 1 << RK_HOST,
+       FREE_REGISTERED = 1 << 16 };
 
 /* The block starting exactly at p that `kinds` accepts (mem_lock held). */
 static mem_range *block_at(CUdeviceptr p, unsigned kinds)
@@ -370,11 +405,15 @@ static CUresult block_free(const char *call, CUdeviceptr p, unsigned kinds,
  * Internal interface (emu_internal.h)
  * ---------------------------------------------------------------------- */
 
+/* A device range, or else a graph allocation's reservation: work may name
+ * a graph allocation before a launch allocates it (emu_mem_accessible then
+ * tells whether it is allocated). */
 int emu_mem_find(CUdeviceptr p, emu_range *out)
 {
     pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find(p);
-    if (r && out) *out = (emu_range){ r->s.base, r->s.size };
+    span *r = (span *)range_find(p);
+    if (!r) r = span_find(&mem.gmems, p);
+    if (r && out) *out = (emu_range){ r->base, r->size };
     pthread_mutex_unlock(&mem_lock);
     return r != NULL;
 }
@@ -402,7 +441,8 @@ int emu_mem_extent_ok(CUdeviceptr p, size_t n)
     if (end < p) return 0;
     pthread_mutex_lock(&mem_lock);
     mem_range *r = range_find(p);
-    CUdeviceptr reach = r ? r->s.base + r->s.size : 0;
+    span *g = r ? NULL : span_find(&mem.gmems, p);
+    CUdeviceptr reach = r ? r->s.base + r->s.size : g ? g->base + g->size : 0;
     /* VMM: a mapping may be followed by another one right after it (memory
      * grown by mapping more of a reservation is one buffer). */
     while (r && r->kind == RK_MAP && reach < end) {
@@ -411,7 +451,7 @@ int emu_mem_extent_ok(CUdeviceptr p, size_t n)
         reach = next->s.base + next->s.size;
     }
     pthread_mutex_unlock(&mem_lock);
-    return r && end <= reach;
+    return (r || g) && end <= reach;
 }
 
 void emu_mem_copy(void *dst, const void *src, size_t n)
@@ -434,12 +474,19 @@ CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemo
     return rc;
 }
 
-CUresult emu_mem_free_async_begin(CUdeviceptr p)
+CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token)
 {
     pthread_mutex_lock(&mem_lock);
-    mem_range *r = block_at(p, 1u << RK_ASYNC);
-    CUresult rc = r && !r->free_pending ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    if (rc == CUDA_SUCCESS) r->free_pending = 1;
+    mem_range *r = block_at(p, 1u << RK_ASYNC | 1u << RK_GRAPH);
+    int pending = r && (r->kind == RK_GRAPH ? r->g->free_pending : r->free_pending);
+    CUresult rc = r && !pending ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    *token = 0;
+    if (rc == CUDA_SUCCESS && r->kind == RK_GRAPH) {
+        r->g->free_pending = 1;
+        *token = r->g->gen;
+    } else if (rc == CUDA_SUCCESS) {
+        r->free_pending = 1;
+    }
     pthread_mutex_unlock(&mem_lock);
     return rc;
 }
@@ -502,10 +549,14 @@ CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *val
     return rc;
 }
 
-void emu_mem_free_async_complete(CUdeviceptr p)
+void emu_mem_free_async_complete(CUdeviceptr p, uint64_t token)
 {
     pthread_mutex_lock(&mem_lock);
-    mem_range *r = block_at(p, 1u << RK_ASYNC);
+    mem_range *r = block_at(p, 1u << RK_ASYNC | 1u << RK_GRAPH);
+    if (r && r->kind == RK_GRAPH && r->g->gen != token) {   /* reallocated since: not ours */
+        pthread_mutex_unlock(&mem_lock);
+        return;
+    }
     if (r) block_detach(r);
     pthread_mutex_unlock(&mem_lock);
     if (r)
@@ -802,7 +853,8 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
     /* VMM and stream-ordered memory have no context: NULL (Programming
      * Guide, Stream-Ordered Memory Allocator, "Pointer Attributes"). */
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *size = sizeof(CUcontext); *val = r->kind == RK_ASYNC ? 0 : (uintptr_t)r->ctx; return in;
+        *size = sizeof(CUcontext); *val = r->kind == RK_ASYNC || r->kind == RK_GRAPH ? 0 : (uintptr_t)r->ctx;
+        return in;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *val = r->kind == RK_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; return in;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
@@ -1361,4 +1413,145 @@ EMU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *
     if (h) *prop = h->prop;
     pthread_mutex_unlock(&mem_lock);
     return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------------------
+ * Graph allocations (allocation and free nodes)
+ * ---------------------------------------------------------------------- */
+
+static gmem *gmem_at(CUdeviceptr p)
+{
+    span *s = span_find(&mem.gmems, p);
+    return s && s->base == p ? (gmem *)s : NULL;
+}
+
+/* Gives the reservation back once no node refers to it and it is not
+ * allocated (mem_lock held). */
+static void gmem_maybe_destroy(gmem *g)
+{
+    if (g->refs || g->live) return;
+    span_remove(&mem.gmems, &g->s);
+    munmap((void *)g->s.base, g->len);
+    free(g);
+}
+
+/* A graph allocation's range was detached (block_release): drop its
+ * contents and make it inaccessible again (mem_lock NOT held: takes it). */
+static void gmem_unback(gmem *g)
+{
+    madvise((void *)g->s.base, g->len, MADV_DONTNEED);
+    mprotect((void *)g->s.base, g->len, PROT_NONE);
+    pthread_mutex_lock(&mem_lock);
+    g->live = 0;
+    g->free_pending = 0;
+    gmem_maybe_destroy(g);
+    pthread_mutex_unlock(&mem_lock);
+}
+
+CUresult emu_gmem_create(size_t bytes, int dev, uint64_t graph_uid, CUdeviceptr *out)
+{
+    size_t len = round_up(bytes, page_size());
+    if (!bytes || len < bytes) return CUDA_ERROR_INVALID_VALUE;
+    gmem *g = calloc(1, sizeof *g);
+    void *p = g ? va_reserve(len, page_size(), 0) : NULL;
+    if (!p) { free(g); return CUDA_ERROR_OUT_OF_MEMORY; }
+    *g = (gmem){ .s = { (CUdeviceptr)p, bytes }, .len = len, .device = dev, .refs = 1, .owner_graph = graph_uid };
+    pthread_mutex_lock(&mem_lock);
+    int bad = span_insert(&mem.gmems, &g->s);
+    pthread_mutex_unlock(&mem_lock);
+    if (bad) { munmap(p, len); free(g); return CUDA_ERROR_OUT_OF_MEMORY; }
+    *out = (CUdeviceptr)p;
+    return CUDA_SUCCESS;
+}
+
+void emu_gmem_ref(CUdeviceptr p, int delta)
+{
+    pthread_mutex_lock(&mem_lock);
+    gmem *g = gmem_at(p);
+    if (g) {
+        g->refs += delta;
+        gmem_maybe_destroy(g);
+    }
+    pthread_mutex_unlock(&mem_lock);
+}
+
+int emu_gmem_info(CUdeviceptr p, uint64_t *owner_graph, uint64_t *freed_in)
+{
+    pthread_mutex_lock(&mem_lock);
+    gmem *g = gmem_at(p);
+    if (g) {
+        if (owner_graph) *owner_graph = g->owner_graph;
+        if (freed_in) *freed_in = g->freed_in;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return g != NULL;
+}
+
+void emu_gmem_set_freed_in(CUdeviceptr p, uint64_t graph_uid, int set)
+{
+    pthread_mutex_lock(&mem_lock);
+    gmem *g = gmem_at(p);
+    if (g && (set || g->freed_in == graph_uid)) g->freed_in = set ? graph_uid : 0;
+    pthread_mutex_unlock(&mem_lock);
+}
+
+CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
+{
+    size_t need[MEM_MAX_DEVICES] = { 0 };
+    mem_range **rs = calloc(n ? n : 1, sizeof *rs);
+    if (!rs) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_mutex_lock(&mem_lock);
+    for (size_t i = 0; i < n && rc == CUDA_SUCCESS; i++) {
+        gmem *g = gmem_at(v[i]);
+        if (!g) rc = CUDA_ERROR_INVALID_VALUE;
+        else if (g->live && !g->free_pending && !auto_free) rc = CUDA_ERROR_INVALID_VALUE;  /* still allocated */
+        else if (!g->live) need[g->device] += g->len;
+    }
+    for (int d = 0; d < MEM_MAX_DEVICES && rc == CUDA_SUCCESS; d++)
+        if (need[d] > emu_cfg.device_memory - mem.used[d]) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n && rc == CUDA_SUCCESS; i++) {
+        gmem *g = gmem_at(v[i]);
+        g->gen++;                        /* a new incarnation: earlier frees no longer apply */
+        g->free_pending = 0;
+        if (g->live) continue;           /* reallocated in place (auto-free, or a free still queued) */
+        if (!(rs[i] = calloc(1, sizeof *rs[i])) ||
+            mprotect((void *)g->s.base, g->len, PROT_READ | PROT_WRITE) != 0) {
+            rc = CUDA_ERROR_OUT_OF_MEMORY;   /* host trouble: the ones armed stay armed */
+            break;
+        }
+        *rs[i] = (mem_range){ .s = g->s, .mapped = g->len, .kind = RK_GRAPH, .device = g->device,
+                              .buffer_id = mem.next_buffer_id++, .g = g };
+        if (span_insert(&mem.ranges, &rs[i]->s) != 0) {
+            mprotect((void *)g->s.base, g->len, PROT_NONE);
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        charge_take(g->device, RK_GRAPH, g->len);   /* room checked above */
+        g->live = 1;
+        rs[i] = NULL;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    for (size_t i = 0; i < n; i++) free(rs[i]);
+    free(rs);
+    return rc;
+}
+
+uint64_t emu_gmem_request_free(CUdeviceptr p)
+{
+    pthread_mutex_lock(&mem_lock);
+    gmem *g = gmem_at(p);
+    uint64_t gen = g && g->live && !g->free_pending ? g->gen : 0;
+    if (gen) g->free_pending = 1;
+    pthread_mutex_unlock(&mem_lock);
+    return gen;
+}
+
+void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, uint64_t *out_high)
+{
+    pthread_mutex_lock(&mem_lock);
+    if (current) *out_current = mem.graph_used[dev];
+    if (high == 1) *out_high = mem.graph_high[dev];
+    if (high == 2) mem.graph_high[dev] = mem.graph_used[dev];   /* reset */
+    pthread_mutex_unlock(&mem_lock);
 }

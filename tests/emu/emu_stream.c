@@ -1686,8 +1686,7 @@ MEMSET_2D(cuMemsetD2D32, unsigned int, 4)
 
 /* ------------------------------------------------------------------------
  * Stream-ordered allocation (the default pool of each device only). Inside a
- * capture these calls fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
- * invalidate the capture: the emulation has no graph memory nodes.
+ * capture they make allocation and free nodes (emu_graph.c).
  * ---------------------------------------------------------------------- */
 static struct CUmemPoolHandle_st default_pools[8];
 static pthread_once_t pools_once = PTHREAD_ONCE_INIT;
@@ -1762,11 +1761,14 @@ static CUresult alloc_async(const char *call, CUdeviceptr *dptr, size_t bytes, C
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
-    if (emu_stream_capture(s)) {
-        capture_invalidate(s);
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
     int dev = pool ? pool->device : s->device;
+    if (emu_stream_capture(s)) {
+        /* cuMemAllocAsync: "During stream capture, this function results in
+         * the creation of an allocation node." */
+        emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEM_ALLOC, .mem_bytes = bytes, .mem_dev = dev,
+                              .mem_out = dptr };
+        return emu_capture_add(s, &op);
+    }
     return emu_mem_alloc_device(dptr, bytes, dev, pool ? pool : &default_pools[dev], call);
 }
 
@@ -1792,12 +1794,14 @@ EMU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes
 typedef struct free_work {
     emu_work w;
     CUdeviceptr p;
+    uint64_t token;
 } free_work;
 
 static void free_run(emu_work *w, emu_stream *s)
 {
     (void)s;
-    emu_mem_free_async_complete(((free_work *)w)->p);
+    free_work *fw = (free_work *)w;
+    emu_mem_free_async_complete(fw->p, fw->token);
 }
 
 static CUresult free_async(const char *call, CUdeviceptr p, CUstream h, int pt)
@@ -1806,15 +1810,21 @@ static CUresult free_async(const char *call, CUdeviceptr p, CUstream h, int pt)
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
     if (emu_stream_capture(s)) {
-        capture_invalidate(s);
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        /* cuMemFreeAsync: "During stream capture, this function results in
+         * the creation of a free node and must therefore be passed the
+         * address of a graph allocation" (else INVALID_VALUE, and the
+         * capture is invalidated: emu_capture_add). */
+        emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEM_FREE, .mem_ptr = p };
+        return emu_capture_add(s, &op);
     }
-    r = emu_mem_free_async_begin(p);
+    uint64_t token;
+    r = emu_mem_free_async_begin(p, &token);
     if (r != CUDA_SUCCESS) return r;
     /* The free itself touches nothing: work queued after it on the stream
      * that still uses p is what the release reports. */
     free_work *fw = (free_work *)emu_work_new(sizeof *fw, call, free_run);
     fw->p = p;
+    fw->token = token;
     return enqueue_seq(s, &fw->w, NULL);
 }
 

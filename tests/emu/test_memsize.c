@@ -11,7 +11,9 @@
  *     like cuMemAlloc; freed bytes stay reserved by the pool (and charged)
  *     until a stream, event or context synchronize gives back what exceeds
  *     the release threshold (default 0), or cuMemPoolTrimTo; the pool reuses
- *     what it holds; RESERVED/USED_MEM_CURRENT/HIGH report it.
+ *     what it holds; RESERVED/USED_MEM_CURRENT/HIGH report it;
+ *   graph allocations: pages, from the launch that allocates them until
+ *     freed (a launch beyond the budget fails with OUT_OF_MEMORY).
  */
 #include "graph_util.h"
 
@@ -197,6 +199,47 @@ TEST(stream_ordered_pool)
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* Graph allocations are charged from the launch that allocates them until
+ * freed; a launch that cannot have them fails with OUT_OF_MEMORY. */
+TEST(graph_allocations)
+{
+    CUgraph g;
+    CUgraphNode an, fn;
+    CUgraphExec e;
+    CUDA_MEM_ALLOC_NODE_PARAMS ap;
+    memset(&ap, 0, sizeof ap);
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.bytesize = 200 * MIB;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiate(&e, g, 0), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);                       /* reserved address only */
+    CUdeviceptr p;
+    CHECK_CU(cuMemAlloc(&p, 100 * MIB), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 200 * MIB);
+    cuuint64_t used = 0;
+    CHECK_CU(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used), CUDA_SUCCESS);
+    CHECK_EQ(used, 200 * MIB);
+    CHECK_CU(cuMemAlloc(&p, 100 * MIB), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuMemFreeAsync(ap.dptr, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    /* Freed in the graph: charged only while the launch holds it. */
+    CHECK_CU(cuGraphAddMemFreeNode(&fn, g, &an, 1, ap.dptr), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiate(&e, g, 0), CUDA_SUCCESS);
+    for (int i = 0; i < 3; i++) CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -214,5 +257,6 @@ int main(int argc, char **argv)
     RUN(alloc_pitch);
     RUN(mem_create_shares_the_budget);
     RUN(stream_ordered_pool);
+    RUN(graph_allocations);
     return check_done();
 }
