@@ -136,31 +136,47 @@ TEST(copies)
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* Two granules, two handles, mapped side by side (read-write) at the start of
+ * a reservation of `granules` granules. */
+typedef struct two_maps { CUdeviceptr va; size_t gran, granules; CUmemGenericAllocationHandle h[2]; } two_maps;
+
+static two_maps map_two(size_t granules)
+{
+    two_maps m = { .granules = granules };
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+    CHECK_CU(cuMemGetAllocationGranularity(&m.gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+    CHECK_CU(cuMemAddressReserve(&m.va, granules * m.gran, 0, 0, 0), CUDA_SUCCESS);
+    for (int i = 0; i < 2; i++) {
+        CHECK_CU(cuMemCreate(&m.h[i], m.gran, &prop, 0), CUDA_SUCCESS);
+        CHECK_CU(cuMemMap(m.va + i * m.gran, m.gran, 0, m.h[i], 0), CUDA_SUCCESS);
+    }
+    CUmemAccessDesc acc = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    CHECK_CU(cuMemSetAccess(m.va, 2 * m.gran, &acc, 1), CUDA_SUCCESS);
+    return m;
+}
+
+/* Unmaps what is still mapped (mapped granules from the start), frees all. */
+static void unmap_two(two_maps *m, size_t mapped)
+{
+    CHECK_CU(cuMemUnmap(m->va, mapped * m->gran), CUDA_SUCCESS);
+    CHECK_CU(cuMemAddressFree(m->va, m->granules * m->gran), CUDA_SUCCESS);
+    CHECK_CU(cuMemRelease(m->h[0]), CUDA_SUCCESS);
+    CHECK_CU(cuMemRelease(m->h[1]), CUDA_SUCCESS);
+}
+
 /* VMM: a range over two adjacent mappings is one buffer; past the last
  * mapping it is refused. */
 TEST(vmm_mappings)
 {
-    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
-    size_t gran;
-    CHECK_CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
-    CUmemGenericAllocationHandle h1, h2;
-    CUdeviceptr va;
-    CHECK_CU(cuMemCreate(&h1, gran, &prop, 0), CUDA_SUCCESS);
-    CHECK_CU(cuMemCreate(&h2, gran, &prop, 0), CUDA_SUCCESS);
-    CHECK_CU(cuMemAddressReserve(&va, 3 * gran, 0, 0, 0), CUDA_SUCCESS);
-    CHECK_CU(cuMemMap(va, gran, 0, h1, 0), CUDA_SUCCESS);
-    CHECK_CU(cuMemMap(va + gran, gran, 0, h2, 0), CUDA_SUCCESS);
-    CUmemAccessDesc acc = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-    CHECK_CU(cuMemSetAccess(va, 2 * gran, &acc, 1), CUDA_SUCCESS);
+    two_maps m = map_two(3);
+    CUdeviceptr va = m.va;
+    size_t gran = m.gran;
     CHECK_CU(cuMemsetD8(va + gran - 8, 7, 16), CUDA_SUCCESS);           /* across the seam */
     CHECK_CU(cuMemsetD8(va, 7, 2 * gran), CUDA_SUCCESS);
     CHECK_CU(cuMemsetD8(va + gran, 7, gran + 1), CUDA_ERROR_INVALID_VALUE);  /* into the unmapped third */
     CHECK_CU(cuMemsetD8(va + 2 * gran, 7, 1), CUDA_ERROR_INVALID_VALUE);     /* not mapped at all */
-    CHECK_CU(cuMemUnmap(va, 2 * gran), CUDA_SUCCESS);
-    CHECK_CU(cuMemAddressFree(va, 3 * gran), CUDA_SUCCESS);
-    CHECK_CU(cuMemRelease(h1), CUDA_SUCCESS);
-    CHECK_CU(cuMemRelease(h2), CUDA_SUCCESS);
+    unmap_two(&m, 2);
 }
 
 /* The legacy ELF name, which cuda.h maps to cuGraphExecUpdate_v2. */
@@ -218,19 +234,9 @@ TEST(graph_nodes)
  * second is unmapped, updating an exec from that graph is refused. */
 TEST(exec_update_with_node_past_the_end)
 {
-    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
-    size_t gran;
-    CHECK_CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
-    CUmemGenericAllocationHandle h1, h2;
-    CUdeviceptr va;
-    CHECK_CU(cuMemCreate(&h1, gran, &prop, 0), CUDA_SUCCESS);
-    CHECK_CU(cuMemCreate(&h2, gran, &prop, 0), CUDA_SUCCESS);
-    CHECK_CU(cuMemAddressReserve(&va, 2 * gran, 0, 0, 0), CUDA_SUCCESS);
-    CHECK_CU(cuMemMap(va, gran, 0, h1, 0), CUDA_SUCCESS);
-    CHECK_CU(cuMemMap(va + gran, gran, 0, h2, 0), CUDA_SUCCESS);
-    CUmemAccessDesc acc = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-    CHECK_CU(cuMemSetAccess(va, 2 * gran, &acc, 1), CUDA_SUCCESS);
+    two_maps m = map_two(2);
+    CUdeviceptr va = m.va;
+    size_t gran = m.gran;
     CUgraph g1, g2;
     CUgraphNode n1, n2;
     CUgraphExec e;
@@ -260,10 +266,7 @@ TEST(exec_update_with_node_past_the_end)
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g1), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);
-    CHECK_CU(cuMemUnmap(va, gran), CUDA_SUCCESS);
-    CHECK_CU(cuMemAddressFree(va, 2 * gran), CUDA_SUCCESS);
-    CHECK_CU(cuMemRelease(h1), CUDA_SUCCESS);
-    CHECK_CU(cuMemRelease(h2), CUDA_SUCCESS);
+    unmap_two(&m, 1);
 }
 
 int main(void)

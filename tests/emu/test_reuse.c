@@ -17,37 +17,6 @@
 
 #include <stdlib.h>
 
-static int saved_stderr = -1;
-static char err_path[64];
-
-static void count_begin(void)
-{
-    fflush(stderr);
-    snprintf(err_path, sizeof err_path, "/tmp/test_reuse.%d.XXXXXX", (int)getpid());
-    int fd = mkstemp(err_path);
-    CHECK(fd >= 0);
-    saved_stderr = dup(2);
-    dup2(fd, 2);
-    close(fd);
-}
-
-static int count_end(void)
-{
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    FILE *f = fopen(err_path, "r");
-    int n = 0;
-    char line[1024];
-    while (f && fgets(line, sizeof line, f)) {
-        if (strstr(line, "VIOLATION:")) n++;
-        printf("#   stderr: %s", line);
-    }
-    if (f) fclose(f);
-    unlink(err_path);
-    return n;
-}
-
 static CUmodule load(const char *name)
 {
     char path[PATH_MAX + 64];
@@ -143,9 +112,9 @@ TEST(stale_function_in_graph_is_caught)
     CUfunction fill2;
     CHECK_CU(cuModuleGetFunction(&fill2, m2, "fill_u32"), CUDA_SUCCESS);
     CHECK(fill2 == fill);                       /* the value is alive again */
-    count_begin();
+    emu_test_stderr_begin();
     CHECK_CU(cuGraphLaunch(e, NULL), CUDA_ERROR_INVALID_HANDLE);
-    CHECK_EQ(count_end(), 1);
+    CHECK_EQ(emu_test_violations(), 1);
     /* Built anew with the new function, it runs. */
     CUgraphExecUpdateResultInfo info;
     CUgraph g2;

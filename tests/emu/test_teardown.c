@@ -14,43 +14,7 @@
  */
 #include "graph_util.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
-
-/* ---------------------------------------------------- violation counting */
-
-static int saved_stderr = -1;
-static char err_path[64];
-
-/* Sends fd 2 (where the emulator reports) to a file until count_end(). */
-static void count_begin(void)
-{
-    fflush(stderr);
-    snprintf(err_path, sizeof err_path, "/tmp/test_teardown.%d.XXXXXX", (int)getpid());
-    int fd = mkstemp(err_path);
-    CHECK(fd >= 0);
-    saved_stderr = dup(2);
-    dup2(fd, 2);
-    close(fd);
-}
-
-/* Restores fd 2, echoes what was written, returns the violation count. */
-static int count_end(void)
-{
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    FILE *f = fopen(err_path, "r");
-    int n = 0;
-    char line[1024];
-    while (f && fgets(line, sizeof line, f)) {
-        if (strstr(line, "VIOLATION:")) n++;
-        printf("#   stderr: %s", line);
-    }
-    if (f) fclose(f);
-    unlink(err_path);
-    return n;
-}
 
 /* --------------------------------------------------------- the resources */
 
@@ -125,7 +89,7 @@ static void check_after(res *r)
     CHECK_CU(cuMemRelease(h), CUDA_SUCCESS);
     ((volatile uint32_t *)r->mapped)[0] = 3;       /* still mapped */
 
-    count_begin();
+    emu_test_stderr_begin();
     int want = 0;
 #define STALE(expr, err) do { CHECK_CU(expr, err); want++; } while (0)
     uint32_t v = 1;
@@ -152,7 +116,7 @@ static void check_after(res *r)
     CHECK_CU(cuMemGetAddressRange(&base, &size, r->dev), CUDA_ERROR_NOT_FOUND);
     CHECK_CU(cuMemFree(r->dev), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuMemFreeHost(r->host), CUDA_ERROR_INVALID_VALUE);
-    CHECK_EQ(count_end(), want);
+    CHECK_EQ(emu_test_violations(), want);
 
     /* The graph is not a context resource; the rest is freed normally. */
     CHECK_CU(cuGraphDestroy(r->g), CUDA_SUCCESS);
@@ -230,10 +194,10 @@ TEST(ended_handle_values_are_reused)
     CHECK_CU(cuEventCreate(&ev2, 0), CUDA_SUCCESS);
     CHECK(s2 == s);
     CHECK(ev2 == ev);
-    count_begin();
+    emu_test_stderr_begin();
     CHECK_CU(cuEventRecord(ev, s), CUDA_SUCCESS);
     CHECK_CU(cuEventSynchronize(ev), CUDA_SUCCESS);
-    CHECK_EQ(count_end(), 0);
+    CHECK_EQ(emu_test_violations(), 0);
     CHECK_CU(cuEventDestroy(ev2), CUDA_SUCCESS);
     CHECK_CU(cuStreamDestroy(s2), CUDA_SUCCESS);
     CHECK_CU(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
