@@ -2,26 +2,31 @@
  * emu_mem.c: device memory of the emulated driver.
  *
  * Responsible for:
- *   - cuMemAlloc/cuMemFree and the allocations behind cuMemAllocAsync
- *     (emu_mem_alloc_device / emu_mem_free_async_complete), with per-device
- *     accounting against emu_cfg.device_memory (cuMemGetInfo);
- *   - pinned host memory (cuMemHostAlloc, cuMemAllocHost, cuMemFreeHost,
- *     cuMemHostGetDevicePointer);
+ *   - cuMemAlloc/cuMemAllocPitch/cuMemFree and the allocations behind
+ *     cuMemAllocAsync (emu_mem_alloc_device / emu_mem_free_async_complete);
+ *   - one memory budget per device (emu_cfg.device_memory, cuMemGetInfo)
+ *     charged by every path ("Device memory accounting" below), the default
+ *     pool's held memory, release threshold and trim (emu_mem_pool_*);
+ *   - graph allocations of allocation and free nodes (emu_gmem_*, at the end);
+ *   - pinned and registered host memory (cuMemHostAlloc, cuMemAllocHost,
+ *     cuMemFreeHost, cuMemHostRegister/Unregister, cuMemHostGetDevicePointer);
  *   - the virtual memory management API with real page semantics:
  *     reservations are PROT_NONE anonymous mappings, physical handles are
  *     memfd files, cuMemMap maps the memfd MAP_SHARED|MAP_FIXED (so one handle
- *     mapped twice truly aliases), cuMemSetAccess is mprotect;
+ *     mapped twice truly aliases), cuMemSetAccess is mprotect; export and
+ *     import as POSIX file descriptors;
  *   - address ranges, pointer attributes and legacy IPC handles;
- *   - the device-range registry: every live allocation, VMM mapping and
- *     pinned host block, findable by any interior address (emu_mem_find,
- *     emu_mem_accessible), used by streams and kernels.
+ *   - the device-range registry: every live allocation, VMM mapping, graph
+ *     allocation and pinned host block, findable by any interior address
+ *     (emu_mem_find, emu_mem_accessible, emu_mem_extent_ok for the driver's
+ *     range checks), used by streams and kernels.
  *
  * Device pointers are host addresses. Every block comes from mmap (never
  * malloc), so freed or unmapped device memory faults when touched.
  *
  * Locking: one mutex, mem_lock, guards everything in `mem` below: the range
- * registry, the reservation list, the handle table, the per-device usage
- * counters and the id counters. It is a leaf lock: nothing that may take
+ * registry, the reservation list, the graph allocations, the handle table,
+ * the per-device usage counters, the pools' state and the id counters. It is a leaf lock: nothing that may take
  * another emulator lock (emu_inflight_check, emu_streams_sync_all,
  * emu_capture_check_unsafe, emu_violation) is called while it is held. Calls
  * that must check in-flight work validate under the lock, drop it, check,

@@ -596,22 +596,29 @@ static size_t implicit_deps(emu_stream *s, dep **out)
     return n;
 }
 
-static CUresult enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)
+/* enqueue_seq without the legacy stream's capture check (for callers that
+ * made it before taking ev_lock: the capture lock is never taken under it). */
+static CUresult enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq)
 {
     dep *deps;
-    CUresult r = legacy_check(s);
-    if (r != CUDA_SUCCESS) {
-        work_release(w);
-        return r;
-    }
     size_t n = implicit_deps(s, &deps);
-    r = push_wait(s, deps, n, w->what);
+    CUresult r = push_wait(s, deps, n, w->what);
     free(deps);
     if (r != CUDA_SUCCESS) {
         work_release(w);
         return r;
     }
     return stream_push(s, w, seq);
+}
+
+static CUresult enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)
+{
+    CUresult r = legacy_check(s);
+    if (r != CUDA_SUCCESS) {
+        work_release(w);
+        return r;
+    }
+    return enqueue_unchecked(s, w, seq);
 }
 
 CUresult emu_stream_enqueue(emu_stream *s, emu_work *w)
@@ -1082,6 +1089,7 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
     if (r != CUDA_SUCCESS) return r;
     if (emu_stream_capture(s)) return emu_capture_event_record(s, h);
 
+    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_event *e = ev_of(h);
     mark_work *mw = (mark_work *)emu_work_new(sizeof *mw, call, mark_run);
     mw->w.release = mark_release;
@@ -1091,7 +1099,7 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
      * run (it takes ev_lock) before. */
     __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&ev_lock);
-    r = enqueue_seq(s, &mw->w, &seq);
+    r = enqueue_unchecked(s, &mw->w, &seq);
     emu_stream *old = NULL;
     if (r == CUDA_SUCCESS) {
         old = e->pub.stream;
