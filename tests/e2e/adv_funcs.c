@@ -1,0 +1,97 @@
+/*
+ * tests/e2e/adv_funcs.c: issue 10, class 9 (stale function handles). The
+ * program loads 64 modules holding version 1 of a kernel (2 arguments),
+ * runs each once through a graph, and unloads them; then loads version 2
+ * (3 arguments) and updates only the new third argument, step after step,
+ * with cuGraphExecKernelNodeSetParams. The driver may hand the new
+ * CUfunction a handle value it handed out before; anything a library
+ * remembers about a handle (its parameter layout) must die with the module.
+ *
+ * Checks: every version 1 run; every version 2 step's output.
+ * Usage: adv_funcs [STEPS]  (default 10)
+ */
+#include "adv_common.h"
+
+#define MODULES 64
+
+static CUstream s;
+static CUdeviceptr out;
+
+/* Captures one launch of f with args, instantiates it; *node = its node. */
+static CUgraphExec one_node_exec(CUfunction f, void **args, CUgraph *g, CUgraphNode *node)
+{
+    CUgraphExec exec;
+    size_t n = 1;
+    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    MUST(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+    MUST(cuStreamEndCapture(s, g));
+    MUST(cuGraphGetNodes(*g, node, &n));
+    MUST(cuGraphInstantiateWithFlags(&exec, *g, 0));
+    return exec;
+}
+
+static uint32_t read_out(void)
+{
+    uint32_t v = 0;
+    R(cuStreamSynchronize(s));
+    R(cuMemcpyDtoH(&v, out, 4));
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    int steps = argc > 1 ? atoi(argv[1]) : 10;
+    CUcontext ctx;
+    CUmodule mods[MODULES], v2;
+    char p1[PATH_MAX + 64], p2[PATH_MAX + 64];
+    adv_open(&ctx, NULL);
+    adv_path("adv_ver1.so", p1, sizeof p1);
+    adv_path("adv_ver2.so", p2, sizeof p2);
+    MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    MUST(cuMemAlloc(&out, 4));
+
+    int good1 = 0;
+    for (int m = 0; m < MODULES; m++) {
+        CUfunction f;
+        CUgraph g;
+        CUgraphNode node;
+        uint32_t a = 100u + (uint32_t)m;
+        void *args[] = { &out, &a };
+        MUST(cuModuleLoad(&mods[m], p1));
+        MUST(cuModuleGetFunction(&f, mods[m], "versioned"));
+        CUgraphExec exec = one_node_exec(f, args, &g, &node);
+        R(cuGraphLaunch(exec, s));
+        good1 += read_out() == a;
+        R(cuGraphExecDestroy(exec));
+        R(cuGraphDestroy(g));
+    }
+    adv_check("version 1 runs", good1 == MODULES, "%d of %d", good1, MODULES);
+    for (int m = 0; m < MODULES; m++) R(cuModuleUnload(mods[m]));
+
+    CUfunction f2;
+    CUgraph g;
+    CUgraphNode node;
+    uint32_t a = 7, b = 0;
+    void *args[] = { &out, &a, &b };
+    MUST(cuModuleLoad(&v2, p2));
+    MUST(cuModuleGetFunction(&f2, v2, "versioned"));
+    CUgraphExec exec = one_node_exec(f2, args, &g, &node);
+    CUDA_KERNEL_NODE_PARAMS kp = { .func = f2, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                                   .kernelParams = args };
+    int good2 = 0;
+    for (int st = 0; st < steps; st++) {
+        b = (uint32_t)st + 1;
+        R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+        R(cuGraphLaunch(exec, s));
+        good2 += read_out() == 7000u + b;
+    }
+    adv_check("version 2 steps whose new argument arrived", good2 == steps, "%d of %d", good2,
+              steps);
+    R(cuGraphExecDestroy(exec));
+    R(cuGraphDestroy(g));
+    R(cuModuleUnload(v2));
+    R(cuMemFree(out));
+    R(cuStreamDestroy(s));
+    return adv_finish();
+}
