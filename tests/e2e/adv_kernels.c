@@ -154,6 +154,13 @@ static void ptr_eq(void **params, const emu_launch *l)
     *ARG(uint32_t *, 2) = stored[0] == p;
 }
 
+/* grid_tag(u32 *out, u32 v): out[0] = v * 1000 + grid.x * 10 + block.x (a
+ * kernel whose result depends on its launch dimensions). */
+static void grid_tag(void **params, const emu_launch *l)
+{
+    *ARG(uint32_t *, 0) = ARG(uint32_t, 1) * 1000u + l->grid.x * 10u + l->block.x;
+}
+
 const emu_kernel emu_module[] = {
     { "ring_write", ring_write, 5, { P, P, P, 4, 4 } },
     { "store_ptr", store_ptr, 4, { P, 4, P, 4 } },
@@ -166,6 +173,7 @@ const emu_kernel emu_module[] = {
     { "sleep_count", sleep_count, 5, { P, 4, 8, 4, P } },
     { "list_walk", list_walk, 4, { P, P, 4, P } },
     { "ptr_eq", ptr_eq, 3, { P, P, P } },
+    { "grid_tag", grid_tag, 2, { P, 4 } },
     { 0, 0, 0, { 0 } },
 };
 
