@@ -5,14 +5,19 @@
  * `if (p >= end) p -= end - begin`; each step the program moves `cur` with
  * cuGraphExecKernelNodeSetParams and launches. Only `cur` varies, so a
  * library that aliases the buffer translates `cur` into a slot while
- * `begin` and `end` stay raw: the wrap goes wrong.
+ * `begin` and `end` stay raw: the wrap goes wrong. The ring is the first
+ * 1 MiB of a 1.25 MiB buffer, so writes that miss the wrap land in the
+ * guard behind it (which must stay zero) rather than, by chance, in another
+ * mapping of the same memory.
  *
- * Checks: the ring's final contents equal the host's model, word for word.
+ * Checks: the buffer's final contents (ring and guard) equal the host's
+ * model, word for word.
  * Usage: adv_ring [STEPS]  (default 16)
  */
 #include "adv_common.h"
 
-#define WORDS (256u * 1024u)        /* 1 MiB */
+#define WORDS (256u * 1024u)        /* the ring: 1 MiB */
+#define GUARD (64u * 1024u)         /* 256 KiB behind it */
 #define PER_STEP 50000u
 #define STRIDE 70001u
 
@@ -26,8 +31,8 @@ int main(int argc, char **argv)
     adv_open(&ctx, &mod);
     CUfunction f = adv_fn(mod, "ring_write");
     MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    MUST(cuMemAlloc(&buf, WORDS * 4));
-    MUST(cuMemsetD32(buf, 0, WORDS));
+    MUST(cuMemAlloc(&buf, (WORDS + GUARD) * 4));
+    MUST(cuMemsetD32(buf, 0, WORDS + GUARD));
 
     CUdeviceptr begin = buf, end = buf + WORDS * 4, cur = buf;
     uint32_t n = PER_STEP, val = 0;
@@ -42,7 +47,7 @@ int main(int argc, char **argv)
     MUST(cuGraphGetNodes(g, &node, &nn));
     MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
 
-    uint32_t *model = calloc(WORDS, 4);
+    uint32_t *model = calloc(WORDS + GUARD, 4);
     if (!model) return 2;
     uint32_t pos = 0;
     for (int st = 0; st < steps; st++) {
@@ -60,7 +65,7 @@ int main(int argc, char **argv)
         }
     }
     R(cuStreamSynchronize(s));
-    adv_check_words("ring contents", buf, model, WORDS);
+    adv_check_words("ring and guard contents", buf, model, WORDS + GUARD);
     free(model);
     R(cuGraphExecDestroy(exec));
     R(cuGraphDestroy(g));
