@@ -35,12 +35,7 @@ static CUgraph graph;
 /* Instantiates a one-node exec of f with args (kernelParams). */
 static void make_exec(CUfunction f, void **args)
 {
-    size_t nn = 1;
-    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    MUST(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
-    MUST(cuStreamEndCapture(s, &graph));
-    MUST(cuGraphGetNodes(graph, &node, &nn));
-    MUST(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    exec = adv_one_node_exec(s, f, args, &graph, &node);
 }
 
 /* Sets the node to f(args) with grid x `grid` (kernelParams, or the

@@ -169,6 +169,46 @@ static inline CUfunction adv_fn(CUmodule mod, const char *name)
         R(cuLaunchKernel((f), 1, 1, 1, 1, 1, 1, 0, (s), adv_args_, NULL));    \
     })
 
+/* Captures one launch of f(args) (grid and block 1x1x1) on s into *g,
+ * instantiates it; *node = its node. Set-up: exits on failure. */
+static inline CUgraphExec adv_one_node_exec(CUstream s, CUfunction f, void **args, CUgraph *g,
+                                            CUgraphNode *node)
+{
+    CUgraphExec exec;
+    size_t n = 1;
+    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    MUST(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+    MUST(cuStreamEndCapture(s, g));
+    MUST(cuGraphGetNodes(*g, node, &n));
+    MUST(cuGraphInstantiateWithFlags(&exec, *g, 0));
+    return exec;
+}
+
+/* The n nodes of g, a chain (as one stream's capture makes), in chain order
+ * (cuGraphGetNodes does not promise creation order). Exits on failure. */
+static inline void adv_chain_nodes(CUgraph g, CUgraphNode *out, size_t n)
+{
+    size_t k = 1;
+    MUST(cuGraphGetRootNodes(g, &out[0], &k));
+    for (size_t i = 1; i < n; i++) {
+        k = 1;
+        MUST(cuGraphNodeGetDependentNodes(out[i - 1], &out[i], NULL, &k));
+    }
+}
+
+/* cuGraphExecKernelNodeSetParams(exec, node, f(args)) with grid and block
+ * 1x1x1, counted as a call at the caller's line. */
+static inline CUresult adv_set_kernel_at(int line, CUgraphExec exec, CUgraphNode node,
+                                         CUfunction f, void **args)
+{
+    CUDA_KERNEL_NODE_PARAMS kp = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                                   .kernelParams = args };
+    return adv_r(cuGraphExecKernelNodeSetParams(exec, node, &kp),
+                 "cuGraphExecKernelNodeSetParams(exec, node, f(args))", line);
+}
+#define ADV_SET_KERNEL(exec, node, f, args) adv_set_kernel_at(__LINE__, exec, node, f, args)
+
 /* FNV-1a 64 over n bytes. */
 static inline uint64_t adv_fnv(const void *p, size_t n)
 {

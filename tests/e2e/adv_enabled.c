@@ -31,18 +31,6 @@ static void record(CUstream s, CUdeviceptr *p, CUdeviceptr *in)
     R(cuLaunchKernel(f_mad, 1, 1, 1, 1, 1, 1, 0, s, c, NULL));
 }
 
-/* The nodes A, B, C of g, in chain order (from the root: cuGraphGetNodes
- * does not promise creation order). */
-static void chain_nodes(CUgraph g, CUgraphNode out[3])
-{
-    size_t n = 1;
-    MUST(cuGraphGetRootNodes(g, &out[0], &n));
-    for (int i = 1; i < 3; i++) {
-        n = 1;
-        MUST(cuGraphNodeGetDependentNodes(out[i - 1], &out[i], NULL, &n));
-    }
-}
-
 int main(int argc, char **argv)
 {
     static const char *const cases[] = { "recapture", "setparams", NULL };
@@ -73,7 +61,7 @@ int main(int argc, char **argv)
     MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     record(s, &p, &cur);
     MUST(cuStreamEndCapture(s, &g));
-    chain_nodes(g, nodes);
+    adv_chain_nodes(g, nodes, 3);
     MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
     MUST(cuGraphNodeSetEnabled(exec, nodes[1], 0));
 
@@ -92,10 +80,7 @@ int main(int argc, char **argv)
         } else {
             uint64_t n = N;
             void *c[] = { &cur, &p, &n };
-            CUDA_KERNEL_NODE_PARAMS kp = { .func = f_mad, .gridDimX = 1, .gridDimY = 1,
-                                           .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
-                                           .blockDimZ = 1, .kernelParams = c };
-            R(cuGraphExecKernelNodeSetParams(exec, nodes[2], &kp));
+            ADV_SET_KERNEL(exec, nodes[2], f_mad, c);
         }
         R(cuGraphLaunch(exec, s));
         R(cuStreamSynchronize(s));

@@ -53,12 +53,7 @@ int main(int argc, char **argv)
         MUST(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
     }
     MUST(cuStreamEndCapture(s, &g));
-    size_t nn = 1;
-    MUST(cuGraphGetRootNodes(g, &nodes[0], &nn));
-    for (uint32_t j = 1; j < NODES; j++) {
-        nn = 1;
-        MUST(cuGraphNodeGetDependentNodes(nodes[j - 1], &nodes[j], NULL, &nn));
-    }
+    adv_chain_nodes(g, nodes, NODES);
     MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
 
     int good = 0;
@@ -68,10 +63,7 @@ int main(int argc, char **argv)
         for (uint32_t j = 0; j < NODES; j++) {
             CUdeviceptr b = in[k] + (CUdeviceptr)j * CHUNK * 4, e = b + CHUNK * 4, o = out + j * 8;
             void *args[] = { &b, &e, &o };
-            CUDA_KERNEL_NODE_PARAMS kp = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                           .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                           .kernelParams = args };
-            R(cuGraphExecKernelNodeSetParams(exec, nodes[j], &kp));
+            ADV_SET_KERNEL(exec, nodes[j], f, args);
         }
         R(cuGraphLaunch(exec, s));
         R(cuStreamSynchronize(s));

@@ -38,22 +38,13 @@ int main(int argc, char **argv)
     CUdeviceptr p = buf;
     void *args[] = { &table, &idx, &p, &v };
     CUgraph g;
-    CUgraphExec exec;
     CUgraphNode node;
-    size_t nn = 1;
-    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    MUST(cuLaunchKernel(store, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
-    MUST(cuStreamEndCapture(s, &g));
-    MUST(cuGraphGetNodes(g, &node, &nn));
-    MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CUgraphExec exec = adv_one_node_exec(s, store, args, &g, &node);
     for (int st = 0; st < steps; st++) {
         idx = (uint32_t)st;
         p = buf + (CUdeviceptr)st * SPACING;
         v = 1000u + (uint32_t)st;
-        CUDA_KERNEL_NODE_PARAMS kp = { .func = store, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                       .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                       .kernelParams = args };
-        R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+        ADV_SET_KERNEL(exec, node, store, args);
         R(cuGraphLaunch(exec, s));
     }
     R(cuStreamSynchronize(s));

@@ -34,10 +34,7 @@ static void step(CUgraphExec exec, int k)
 {
     uint64_t n = N;
     void *args[] = { &in[k], &acc, &n };
-    CUDA_KERNEL_NODE_PARAMS kp = { .func = mad, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                   .kernelParams = args };
-    R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+    ADV_SET_KERNEL(exec, node, mad, args);
     R(cuGraphLaunch(exec, s));
     for (uint32_t i = 0; i < N; i++) model[i] = model[i] * 3u + hin[k][i];
 }
@@ -46,14 +43,7 @@ static CUgraphExec make_exec(CUgraph *g, CUgraphNode *out_node)
 {
     uint64_t n = N;
     void *args[] = { &in[0], &acc, &n };
-    CUgraphExec exec;
-    size_t nn = 1;
-    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
-    MUST(cuStreamEndCapture(s, g));
-    MUST(cuGraphGetNodes(*g, out_node, &nn));
-    MUST(cuGraphInstantiateWithFlags(&exec, *g, 0));
-    return exec;
+    return adv_one_node_exec(s, mad, args, g, out_node);
 }
 
 int main(void)

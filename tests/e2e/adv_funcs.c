@@ -17,19 +17,6 @@
 static CUstream s;
 static CUdeviceptr out;
 
-/* Captures one launch of f with args, instantiates it; *node = its node. */
-static CUgraphExec one_node_exec(CUfunction f, void **args, CUgraph *g, CUgraphNode *node)
-{
-    CUgraphExec exec;
-    size_t n = 1;
-    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    MUST(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
-    MUST(cuStreamEndCapture(s, g));
-    MUST(cuGraphGetNodes(*g, node, &n));
-    MUST(cuGraphInstantiateWithFlags(&exec, *g, 0));
-    return exec;
-}
-
 static uint32_t read_out(void)
 {
     uint32_t v = 0;
@@ -59,7 +46,7 @@ int main(int argc, char **argv)
         void *args[] = { &out, &a };
         MUST(cuModuleLoad(&mods[m], p1));
         MUST(cuModuleGetFunction(&f, mods[m], "versioned"));
-        CUgraphExec exec = one_node_exec(f, args, &g, &node);
+        CUgraphExec exec = adv_one_node_exec(s, f, args, &g, &node);
         R(cuGraphLaunch(exec, s));
         good1 += read_out() == a;
         R(cuGraphExecDestroy(exec));
@@ -75,14 +62,11 @@ int main(int argc, char **argv)
     void *args[] = { &out, &a, &b };
     MUST(cuModuleLoad(&v2, p2));
     MUST(cuModuleGetFunction(&f2, v2, "versioned"));
-    CUgraphExec exec = one_node_exec(f2, args, &g, &node);
-    CUDA_KERNEL_NODE_PARAMS kp = { .func = f2, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                   .kernelParams = args };
+    CUgraphExec exec = adv_one_node_exec(s, f2, args, &g, &node);
     int good2 = 0;
     for (int st = 0; st < steps; st++) {
         b = (uint32_t)st + 1;
-        R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+        ADV_SET_KERNEL(exec, node, f2, args);
         R(cuGraphLaunch(exec, s));
         good2 += read_out() == 7000u + b;
     }

@@ -53,27 +53,13 @@ static void point_at(CUgraphExec exec, const CUgraphNode *nodes, CUdeviceptr in)
         CUdeviceptr a = in + (CUdeviceptr)j * CHUNK * 4, b = acc + (CUdeviceptr)j * CHUNK * 4;
         uint64_t n = CHUNK;
         void *args[] = { &a, &b, &n };
-        CUDA_KERNEL_NODE_PARAMS kp = { .func = f_mad, .gridDimX = 1, .gridDimY = 1,
-                                       .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
-                                       .blockDimZ = 1, .kernelParams = args };
-        R(cuGraphExecKernelNodeSetParams(exec, nodes[j], &kp));
+        ADV_SET_KERNEL(exec, nodes[j], f_mad, args);
     }
 }
 
 static void model_step(uint32_t *model, const uint32_t *in)
 {
     for (uint32_t i = 0; i < WORDS; i++) model[i] = model[i] * 3u + in[i];
-}
-
-/* The nodes of g in chain order (the capture is one chain). */
-static void chain_nodes(CUgraph g, CUgraphNode *out)
-{
-    size_t n = 1;
-    MUST(cuGraphGetRootNodes(g, &out[0], &n));
-    for (uint32_t i = 1; i < NODES; i++) {
-        n = 1;
-        MUST(cuGraphNodeGetDependentNodes(out[i - 1], &out[i], NULL, &n));
-    }
 }
 
 int main(int argc, char **argv)
@@ -109,7 +95,7 @@ int main(int argc, char **argv)
     MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     record(s, in[0], 1);
     MUST(cuStreamEndCapture(s, &g));
-    chain_nodes(g, nodes);
+    adv_chain_nodes(g, nodes, NODES);
     MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
 
     /* Warm-up: the library profiles these launches and decides. */

@@ -49,25 +49,16 @@ int main(int argc, char **argv)
     uint64_t n = N;
     void *args[] = { &in, &acc, &n };
     CUgraph g;
-    CUgraphExec exec;
     CUgraphNode node;
-    size_t nn = 1;
-    MUST(cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, s1, args, NULL));
-    MUST(cuStreamEndCapture(s1, &g));
-    MUST(cuGraphGetNodes(g, &node, &nn));
-    MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
-    CUDA_KERNEL_NODE_PARAMS kp = { .func = mad, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                   .kernelParams = args };
+    CUgraphExec exec = adv_one_node_exec(s1, mad, args, &g, &node);
     int good_steps = 0;
     for (int st = 0; st < steps; st++) {
         R(cuLaunchHostFunc(s1, slow_host, NULL));
         in = a;
-        R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+        ADV_SET_KERNEL(exec, node, mad, args);
         R(cuGraphLaunch(exec, s1));
         in = b;
-        R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+        ADV_SET_KERNEL(exec, node, mad, args);
         R(cuGraphLaunch(exec, s2));
         R(cuStreamSynchronize(s1));
         R(cuStreamSynchronize(s2));

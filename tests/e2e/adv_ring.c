@@ -38,14 +38,8 @@ int main(int argc, char **argv)
     uint32_t n = PER_STEP, val = 0;
     void *args[] = { &begin, &end, &cur, &n, &val };
     CUgraph g;
-    CUgraphExec exec;
     CUgraphNode node;
-    size_t nn = 1;
-    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    MUST(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
-    MUST(cuStreamEndCapture(s, &g));
-    MUST(cuGraphGetNodes(g, &node, &nn));
-    MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CUgraphExec exec = adv_one_node_exec(s, f, args, &g, &node);
 
     uint32_t *model = calloc(WORDS + GUARD, 4);
     if (!model) return 2;
@@ -54,10 +48,7 @@ int main(int argc, char **argv)
         pos = (uint32_t)(((uint64_t)st * STRIDE) % WORDS);
         cur = buf + (CUdeviceptr)pos * 4;
         val = (uint32_t)st + 1;
-        CUDA_KERNEL_NODE_PARAMS kp = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                       .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                       .kernelParams = args };
-        R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+        ADV_SET_KERNEL(exec, node, f, args);
         R(cuGraphLaunch(exec, s));
         for (uint32_t i = 0, p = pos; i < n; i++) {
             model[p] = val * 0x9e3779b1u + i;

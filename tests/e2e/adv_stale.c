@@ -44,24 +44,15 @@ int main(int argc, char **argv)
     CUdeviceptr cur = in[0];
     uint64_t n = N;
     void *args[] = { &cur, &out, &n };
-    CUDA_KERNEL_NODE_PARAMS kp = { .func = mad, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                   .kernelParams = args };
     CUgraph g, other = NULL;
-    CUgraphExec exec;
     CUgraphNode node, onode;
-    size_t nn = 1;
-    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
-    MUST(cuStreamEndCapture(s, &g));
-    MUST(cuGraphGetNodes(g, &node, &nn));
-    MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CUgraphExec exec = adv_one_node_exec(s, mad, args, &g, &node);
     int k = 0;
     int steps = which == 1 ? 8 : 1;
     for (int st = 0; st < steps; st++) {
         k = st % 3;
         cur = in[k];
-        R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+        ADV_SET_KERNEL(exec, node, mad, args);
         R(cuGraphLaunch(exec, s));
         R(cuStreamSynchronize(s));
         for (uint32_t i = 0; i < N; i++) model[i] = model[i] * 3u + hin[k][i];
@@ -69,17 +60,14 @@ int main(int argc, char **argv)
 
     CUresult r;
     if (which == 2) {
-        MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-        MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
-        MUST(cuStreamEndCapture(s, &other));
-        nn = 1;
-        MUST(cuGraphGetNodes(other, &onode, &nn));
-        r = R(cuGraphExecKernelNodeSetParams(exec, onode, &kp));
+        CUgraphExec oexec = adv_one_node_exec(s, mad, args, &other, &onode);
+        R(cuGraphExecDestroy(oexec));
+        r = ADV_SET_KERNEL(exec, onode, mad, args);
     } else {
         R(cuGraphDestroy(g));
         g = NULL;
         if (which == 1) cur = in[(k + 1) % 3];
-        r = R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
+        r = ADV_SET_KERNEL(exec, node, mad, args);
     }
     printf("update naming a node the exec does not have: %s\n", adv_err(r));
     /* What the exec holds now: the update's input if it was applied. */

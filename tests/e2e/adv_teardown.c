@@ -59,12 +59,7 @@ static void round_in_context(const char *label, int keep)
         MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
     }
     MUST(cuStreamEndCapture(s, &g));
-    size_t n1 = 1;
-    MUST(cuGraphGetRootNodes(g, &nodes[0], &n1));
-    for (uint32_t j = 1; j < NODES; j++) {
-        n1 = 1;
-        MUST(cuGraphNodeGetDependentNodes(nodes[j - 1], &nodes[j], NULL, &n1));
-    }
+    adv_chain_nodes(g, nodes, NODES);
     MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
     for (int st = 0; st < STEPS; st++) {
         int k = st % INPUTS;
@@ -72,10 +67,7 @@ static void round_in_context(const char *label, int keep)
             CUdeviceptr a = in[k] + (CUdeviceptr)j * CHUNK * 4, b = acc + (CUdeviceptr)j * CHUNK * 4;
             uint64_t n = CHUNK;
             void *args[] = { &a, &b, &n };
-            CUDA_KERNEL_NODE_PARAMS kp = { .func = mad, .gridDimX = 1, .gridDimY = 1,
-                                           .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
-                                           .blockDimZ = 1, .kernelParams = args };
-            R(cuGraphExecKernelNodeSetParams(exec, nodes[j], &kp));
+            ADV_SET_KERNEL(exec, nodes[j], mad, args);
         }
         R(cuGraphLaunch(exec, s));
         for (uint32_t i = 0; i < WORDS; i++) model[i] = model[i] * 3u + hin[(size_t)k * WORDS + i];

@@ -239,9 +239,9 @@ adv name=c10/streams_ptds eng_p="$PLACED" \
 adv name=c10/streams_reuse eng_p="$PLACED" \
     attack="stream-ordered reuse keyed by a destroyed stream's reused handle" -- adv_streams stream_reuse
 adv name=c11/nodes eng_t="$SEEN" \
-    attack="memcpy/memset operands (control: the driver describes them)" -- adv_nodes
+    attack="variants vs. memcpy/memset operands changed by a whole-graph update (control: the driver describes them)" -- adv_nodes
 adv name=c11/nodes_getparams_fail env="$GETPARAMS_FAIL" eng_t="$SEEN" \
-    attack="memcpy/memset nodes the library cannot read (GetParams fails)" -- adv_nodes
+    attack="memcpy/memset nodes the library cannot read (GetParams fails): variants from the clone of instantiation time" -- adv_nodes
 adv name=c12/memory_small env="$MEM256" eng_p="$PLACED" \
     attack="own handles rounded up to 2 MiB; held memory never given back" -- adv_memory small
 for c in primary_reset ctx_destroy; do
