@@ -14,7 +14,10 @@
  *                 (cuStreamDestroy: its queued work still runs) before the
  *                 second is created (the driver may reuse the handle).
  * Checks: the slow kernel saw its own block unchanged (0 words changed),
- * and the second user's block holds what it wrote.
+ * and the second user's block holds what it wrote. stream_reuse also says
+ * on stderr whether the driver handed out the destroyed stream's handle
+ * again (the runner needs that of the baseline: without it the case tests
+ * nothing).
  * Usage: adv_streams ptds|stream_reuse
  */
 #include "adv_common.h"
@@ -94,6 +97,7 @@ int main(int argc, char **argv)
         first_user(a);
         R(cuStreamDestroy(a));
         MUST(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+        fprintf(stderr, "note: destroyed stream handle reused: %s\n", a == b ? "yes" : "no");
         second_user(b);
         R(cuStreamDestroy(b));
     }

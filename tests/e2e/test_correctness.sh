@@ -78,7 +78,8 @@ def say(status, what, diag=""):
     print(f"{status}\t{name}/delay={delay}{what}\t" + diag.replace("\n", "\\n"))
 
 base_out = read(f"{d}/base/out")
-gaps = [n.split("::", 1)[1] for n in filter(None, needs.split("||")) if n.split("::", 1)[0] not in base_out]
+base_all = base_out + read(f"{d}/base/err")
+gaps = [n.split("::", 1)[1] for n in filter(None, needs.split("||")) if n.split("::", 1)[0] not in base_all]
 bad_base = []
 if rc("base") != 0: bad_base.append(f"exit status {rc('base')}")
 if "wrong: 0" not in base_out: bad_base.append("its own checks failed")
@@ -159,7 +160,7 @@ run1() {
 #   env=     extra environment for every run (space-separated)
 #   eng_t=, eng_p=  the engagement predicates for temp and for prof/alias
 #            (Python over the report: T totals, X execs, P profiles)
-#   needs=   "TEXT::behaviour||..." lines the baseline must print
+#   needs=   "TEXT::behaviour||...": text the baseline must print (stdout or stderr)
 #   xchk=    "EXPR::description": a further check of every report
 adv() {
     local name="" attack="" cfg="temp prof" envs="" eng_t="T['bytes_mapped'] > 0"
@@ -233,10 +234,12 @@ for c in same changed foreign; do
         attack="updates answered without the driver for a node of a destroyed graph" -- adv_stale $c
 done
 adv name=c09/funcs eng_t='T["updates_seen"] >= 10' eng_p='T["updates_seen"] >= 10' \
+    needs="function handle reused: yes::a CUfunction handle value reused after cuModuleUnload" \
     attack="the parameter-layout cache keyed by a reused CUfunction handle" -- adv_funcs
 adv name=c10/streams_ptds eng_p="$PLACED" \
     attack="stream-ordered reuse keyed by pthread_self() for per-thread streams" -- adv_streams ptds
 adv name=c10/streams_reuse eng_p="$PLACED" \
+    needs="stream handle reused: yes::a stream handle reused after cuStreamDestroy" \
     attack="stream-ordered reuse keyed by a destroyed stream's reused handle" -- adv_streams stream_reuse
 adv name=c11/nodes eng_t="$SEEN" \
     attack="variants vs. memcpy/memset operands changed by a whole-graph update (control: the driver describes them)" -- adv_nodes
