@@ -27,12 +27,25 @@
  * driver would after the program's frees.
  *
  * Frees: cuMemFree of a placed block keeps the driver's implicit
- * synchronization (cuCtxSynchronize in the block's context, in the program's
- * capture mode: during a global capture it fails and invalidates it as the
- * real cuMemFree would, and nothing is freed). If the block's context cannot
- * be made current (a failing cuCtxGetCurrent), the block is freed for the
- * program but its range is quarantined: reused only after the next successful
- * synchronization of that context. cuMemFreeAsync records an event from a
+ * synchronization and its answer during a capture.
+ *  - No capture in progress: cuCtxSynchronize in the block's context; the
+ *    range is reusable at once.
+ *  - A capture in progress: the library cannot synchronize the context
+ *    (cuCtxSynchronize is refused, and invalidates the captures, whenever a
+ *    stream of the context captures, in every mode). The verdict comes from
+ *    the driver itself: the library allocates a one-page block of its own
+ *    (relaxed) and frees it through the driver in the program's capture
+ *    mode. Refused (a global or thread-local capture that forbids the call):
+ *    the program gets that error, the driver has invalidated what it
+ *    invalidates, nothing is freed. Allowed: the block is freed for the
+ *    program and its range quarantined.
+ * A quarantined range is reused only after a synchronization of its context
+ * the library makes itself with no capture in progress (the next cuMemFree
+ * or memory pressure). The same holds when the block's context cannot be made
+ * current (a failing cuCtxGetCurrent).
+ * Limit: a cuStreamBeginCapture racing, on another thread of the same context,
+ * with a cuMemFree of a placed block that found no capture in progress can
+ * see its capture invalidated by that cuMemFree's cuCtxSynchronize. cuMemFreeAsync records an event from a
  * small per-arena pool on the freeing stream; the block is reusable at once on
  * that stream and elsewhere once the event completed (arena.h); if no event
  * can be recorded the range is quarantined (never a host wait). On a
@@ -241,10 +254,14 @@ static void arena_teardown(sg_ctx *cx)
     arena_unref(ar);
 }
 
-/* Trims one arena; returns the bytes given back. */
+static void quarantine_sync(mem_arena *ar);
+
+/* Trims one arena (after releasing its quarantine where it can); returns
+ * the bytes given back. */
 static size_t arena_trim(mem_arena *ar)
 {
     size_t given = 0;
+    quarantine_sync(ar);
     pthread_mutex_lock(&ar->lock);
     if (ar->state == 1) {
         size_t before = sg_arena_mapped(ar->arena);
@@ -443,6 +460,15 @@ static CUevent free_event(mem_arena *ar, const sg_call *c)
     return ev;
 }
 
+/* After a successful synchronization of ar's context: the quarantined
+ * ranges are free (ar->lock held). */
+static void quarantine_release_locked(mem_arena *ar)
+{
+    for (size_t i = 0; i < ar->nquar && ar->state == 1; i++)
+        sg_arena_free(ar->arena, ar->quar[i].addr, ar->quar[i].placed, (sg_arena_key){ 0, 0 }, NULL);
+    ar->nquar = 0;
+}
+
 /* The implicit synchronization of cuMemFree: cuCtxSynchronize in ar's
  * context, in the program's capture mode. 0 done; 1 the context could not be
  * made current (nothing synchronized); -1 the driver refused (*rc). */
@@ -455,13 +481,53 @@ static int ctx_sync(mem_arena *ar, CUresult *rc)
     return *rc == CUDA_SUCCESS ? 0 : -1;
 }
 
-/* After a successful synchronization of ar's context: the quarantined
- * ranges are free (ar->lock held). */
-static void quarantine_release_locked(mem_arena *ar)
+/* cuMemFree while a capture is in progress (see the header): the driver's
+ * own cuMemFree of a one-page token, in the program's capture mode, decides.
+ * 1 allowed (nothing the library may count on was synchronized: quarantine);
+ * -1 refused (*rc, the program's answer). If no token can be had (the device
+ * has not one page left, or the context cannot be made current) the free is
+ * allowed: a valid program does not free where its capture forbids it. */
+static int free_verdict(mem_arena *ar, CUresult *rc)
 {
-    for (size_t i = 0; i < ar->nquar && ar->state == 1; i++)
-        sg_arena_free(ar->arena, ar->quar[i].addr, ar->quar[i].placed, (sg_arena_key){ 0, 0 }, NULL);
-    ar->nquar = 0;
+    CUcontext prev;
+    CUdeviceptr token = 0;
+    if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
+    sg_vmm_relax();
+    CUresult a = SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1);
+    sg_vmm_unrelax();
+    int verdict = 1;
+    if (a == CUDA_SUCCESS) {
+        *rc = SG_DRIVER_CALL(cuMemFree_v2, token);
+        if (*rc != CUDA_SUCCESS) {
+            verdict = -1;
+            sg_vmm_relax();        /* the token itself still goes */
+            SG_DRIVER_CALL(cuMemFree_v2, token);
+            sg_vmm_unrelax();
+        }
+    } else {
+        SG_WARN_ONCE("no device memory for the capture-time verdict of cuMemFree (%d): "
+                     "frees during captures are taken as allowed", (int)a);
+    }
+    sg_vmm_ctx_leave(ar->ctx, prev);
+    return verdict;
+}
+
+/* The synchronization the library makes for its quarantine (no lock held):
+ * only with no capture in progress, where it cannot invalidate one. */
+static void quarantine_sync(mem_arena *ar)
+{
+    pthread_mutex_lock(&ar->lock);
+    size_t n = ar->state == 1 ? ar->nquar : 0;
+    pthread_mutex_unlock(&ar->lock);
+    CUresult rc;
+    if (!n || sg_capture_active()) return;
+    sg_vmm_relax();
+    int r = ctx_sync(ar, &rc);
+    sg_vmm_unrelax();
+    if (r != 0) return;
+    pthread_mutex_lock(&ar->lock);
+    quarantine_release_locked(ar);
+    pthread_mutex_unlock(&ar->lock);
 }
 
 static CUresult mem_free(const sg_call *c)
@@ -478,7 +544,7 @@ static CUresult mem_free(const sg_call *c)
     int synced = 0;
     CUresult rc = CUDA_SUCCESS;
     if (!c->u.free.async) {
-        int r = ctx_sync(ar, &rc);
+        int r = sg_capture_active() ? free_verdict(ar, &rc) : ctx_sync(ar, &rc);
         if (r < 0) {
             arena_unref(ar);
             return rc;         /* as the driver's cuMemFree: nothing freed */

@@ -18,7 +18,17 @@
  *   free_sync           cuMemFree of a block allocated before the capture;
  *   other_thread        (beyond the issue) another thread, not capturing,
  *                       calls cuMemAlloc while this thread's global-mode
- *                       capture is active.
+ *                       capture is active;
+ *   free_relaxed        cuMemFree of a block allocated before the capture,
+ *                       on the capturing thread in relaxed mode (allowed);
+ *   free_other_thread_local  another thread frees such a block while this
+ *                       thread's thread-local capture is active (allowed: the
+ *                       capture is not the other thread's);
+ *   free_other_global   the same during a global-mode capture (refused, and
+ *                       the capture is invalidated).
+ * A library whose cuMemFree synchronizes the context itself (cuCtxSynchronize
+ * is refused whenever a stream of the context captures, in every mode) fails
+ * the allowed cases: the free refused, the capture invalidated.
  * Printed: the result of the call, the capture status after it, the result
  * of cuStreamEndCapture; then, whatever happened, the program runs its
  * kernel normally and checks the result (the process is still usable).
@@ -29,6 +39,16 @@
 static CUfunction f_fill;
 static CUstream s;
 static CUdeviceptr buf;
+
+static CUdeviceptr victim;
+static CUresult other_free_rc;
+
+static void *other_free(void *arg)
+{
+    MUST(cuCtxSetCurrent((CUcontext)arg));
+    other_free_rc = R(cuMemFree(victim));
+    return NULL;
+}
 
 static void *other_thread(void *arg)
 {
@@ -45,7 +65,9 @@ static void *other_thread(void *arg)
 int main(int argc, char **argv)
 {
     static const char *const cases[] = { "alloc_global", "alloc_thread_local", "alloc_relaxed",
-                                         "free_async", "free_sync", "other_thread", NULL };
+                                         "free_async", "free_sync", "other_thread",
+                                         "free_relaxed", "free_other_thread_local",
+                                         "free_other_global", NULL };
     int which = adv_case(argc, argv, cases);
     CUcontext ctx;
     CUmodule mod;
@@ -53,16 +75,16 @@ int main(int argc, char **argv)
     f_fill = adv_fn(mod, "fill_u32");
     MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     MUST(cuMemAlloc(&buf, 4096));
-    CUdeviceptr warm, victim = 0;
+    CUdeviceptr warm;
     MUST(cuMemAlloc(&warm, 4096));
     MUST(cuMemFree(warm));
     if (which == 3) MUST(cuMemAllocAsync(&victim, 4096, s));
-    if (which == 4) MUST(cuMemAlloc(&victim, 4096));
+    if (which == 4 || which >= 6) MUST(cuMemAlloc(&victim, 4096));
     MUST(cuStreamSynchronize(s));
 
-    CUstreamCaptureMode mode = which == 1 ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-                               : which == 2 ? CU_STREAM_CAPTURE_MODE_RELAXED
-                                            : CU_STREAM_CAPTURE_MODE_GLOBAL;
+    CUstreamCaptureMode mode = which == 1 || which == 7 ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+                               : which == 2 || which == 6 ? CU_STREAM_CAPTURE_MODE_RELAXED
+                                                          : CU_STREAM_CAPTURE_MODE_GLOBAL;
     uint32_t v = 5;
     uint64_t n = 1024;
     CUgraph g = NULL;
@@ -80,16 +102,24 @@ int main(int argc, char **argv)
         r = R(cuMemFreeAsync(victim, s));
         break;
     case 4:
+    case 6:
         r = R(cuMemFree(victim));
         break;
-    default: {
+    case 5: {
         pthread_t t;
         pthread_create(&t, NULL, other_thread, ctx);
         pthread_join(t, NULL);
         break;
     }
+    default: {
+        pthread_t t;
+        pthread_create(&t, NULL, other_free, ctx);
+        pthread_join(t, NULL);
+        r = other_free_rc;
+        break;
     }
-    if (which < 5) printf("call under test: %s\n", adv_err(r));
+    }
+    if (which != 5) printf("call under test: %s\n", adv_err(r));
     printf("capture status after it: %s\n", adv_capture_status(s));
     CUresult e = R(cuStreamEndCapture(s, &g));
     printf("cuStreamEndCapture: %s, graph %s\n", adv_err(e), g ? "returned" : "none");

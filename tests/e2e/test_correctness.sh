@@ -225,7 +225,8 @@ for c in launches destroy demote; do
 done
 adv name=c06/memory_churn env="$MEM256" eng_p="$PLACED" \
     attack="placement: freed physical memory never released, split or reused" -- adv_memory churn
-for c in alloc_global alloc_thread_local alloc_relaxed free_async free_sync other_thread; do
+for c in alloc_global alloc_thread_local alloc_relaxed free_async free_sync other_thread \
+         free_relaxed free_other_thread_local free_other_global; do
     adv name=c07/capture_$c eng_p="$PLACED" \
         attack="placement without a driver call during a capture" -- adv_capture $c
 done
