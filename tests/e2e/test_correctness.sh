@@ -244,7 +244,11 @@ adv name=c10/streams_reuse eng_p="$PLACED" \
     attack="stream-ordered reuse keyed by a destroyed stream's reused handle" -- adv_streams stream_reuse
 adv name=c11/nodes eng_t="$SEEN" \
     attack="variants vs. memcpy/memset operands changed by a whole-graph update (control: the driver describes them)" -- adv_nodes
-adv name=c11/nodes_getparams_fail env="$GETPARAMS_FAIL" eng_t="$SEEN" \
+# With capture-time records the library knows these operands without asking
+# the driver; what it cannot learn is the captured nodes' handles (reading the
+# graph back fails), so the per-node updates stay with the driver: engaged =
+# it saw the updates.
+adv name=c11/nodes_getparams_fail env="$GETPARAMS_FAIL" eng_t="$SEEN" eng_p="$SEEN" \
     attack="memcpy/memset nodes the library cannot read (GetParams fails): variants from the clone of instantiation time" -- adv_nodes
 adv name=c12/memory_small env="$MEM256" eng_p="$PLACED" \
     attack="own handles rounded up to 2 MiB; held memory never given back" -- adv_memory small
