@@ -20,7 +20,9 @@
 
 #include "call.h"
 
-extern int sg_captures_active;   /* atomic: read it through sg_capture_active() */
+/* atomic: read it through sg_capture_active(); hidden, so that
+ * interpose/hooks.c reaches it without the GOT */
+extern int sg_captures_active __attribute__((visibility("hidden")));
 
 /* Nonzero while some capture may be in progress. */
 static inline int sg_capture_active(void)

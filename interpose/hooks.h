@@ -131,7 +131,7 @@ int sg_hook_find(const char *name);
 void *sg_hook_hand_out(int i);
 
 /* --- init (init.c) --- */
-extern int sg_ready;
+extern int sg_ready __attribute__((visibility("hidden")));
 extern int sg_passthrough_all;
 extern __thread int sg_in_hook __attribute__((tls_model("initial-exec")));
 /* Reads the configuration (once); exits with status 2 under
