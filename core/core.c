@@ -98,14 +98,14 @@ CUresult sg_core_call(const sg_call *c)
     }
 }
 
-/* Global locks in the order they may be taken: graph records before
- * contexts (a teardown goes from contexts to graphs without holding either),
- * the recorder's, memory's registry, the fingerprint cache, the
- * statistics (docs/locking.md). */
+/* The global locks, taken in the order of docs/locking.md: the exec
+ * records' table, the slots', the contexts' table, the recorder's, memory's
+ * registry, the fingerprint cache, the statistics. */
 void sg_core_atfork(int phase)
 {
     if (phase == 0) {
         sg_graph_atfork(0);
+        sg_slots_atfork(0);
         sg_ctx_atfork(0);
         sg_rec_atfork(0);
         sg_mem_atfork(0);
@@ -119,6 +119,7 @@ void sg_core_atfork(int phase)
     sg_mem_atfork(phase);
     sg_rec_atfork(phase);
     sg_ctx_atfork(phase);
+    sg_slots_atfork(phase);
     sg_graph_atfork(phase);
 }
 
