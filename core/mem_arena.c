@@ -3,12 +3,13 @@
  * context's first placed allocation, set up over the driver's VMM calls
  * (the arena.c operations below), trimmed under memory pressure, torn down
  * with the context (contexts.h, step 3), and the quarantine of ranges freed
- * without a synchronization the library could count on.
+ * without a synchronization the library could count on (released by the
+ * next free of the context that synchronized: memory.c).
  *
  * Locks: ar->lock, one per arena, guards its arena.c state, event pool,
  * quarantine and state; contexts.c's record lock is taken before it (the
  * arena part pointer), the registry's lock after it. VMM and event calls run
- * under ar->lock (they do not wait for the GPU); cuCtxSynchronize never does.
+ * under ar->lock (they do not wait for the GPU).
  */
 #include "mem_internal.h"
 
@@ -176,14 +177,10 @@ static void arena_teardown(sg_ctx *cx)
     sg_marena_unref(ar);
 }
 
-static void quarantine_sync(mem_arena *ar);
-
-/* Trims one arena (after releasing its quarantine where it can); returns
- * the bytes given back. */
+/* Trims one arena; returns the bytes given back. */
 static size_t arena_trim(mem_arena *ar)
 {
     size_t given = 0;
-    quarantine_sync(ar);
     pthread_mutex_lock(&ar->lock);
     if (ar->state == 1) {
         size_t before = sg_arena_mapped(ar->arena);
@@ -243,36 +240,6 @@ void sg_marena_quarantine_release_locked(mem_arena *ar)
     for (size_t i = 0; i < ar->nquar && ar->state == 1; i++)
         sg_arena_free(ar->arena, ar->quar[i].addr, ar->quar[i].placed, (sg_arena_key){ 0, 0 }, NULL);
     ar->nquar = 0;
-}
-
-/* The implicit synchronization of cuMemFree: cuCtxSynchronize in ar's
- * context, in the program's capture mode. 0 done; 1 the context could not be
- * made current (nothing synchronized); -1 the driver refused (*rc). */
-int sg_marena_ctx_sync(mem_arena *ar, CUresult *rc)
-{
-    CUcontext prev;
-    if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
-    *rc = SG_DRIVER_CALL(cuCtxSynchronize);
-    sg_vmm_ctx_leave(ar->ctx, prev);
-    return *rc == CUDA_SUCCESS ? 0 : -1;
-}
-
-/* The synchronization the library makes for its quarantine (no lock held):
- * only with no capture in progress, where it cannot invalidate one. */
-static void quarantine_sync(mem_arena *ar)
-{
-    pthread_mutex_lock(&ar->lock);
-    size_t n = ar->state == 1 ? ar->nquar : 0;
-    pthread_mutex_unlock(&ar->lock);
-    CUresult rc;
-    if (!n || sg_capture_active()) return;
-    sg_vmm_relax();
-    int r = sg_marena_ctx_sync(ar, &rc);
-    sg_vmm_unrelax();
-    if (r != 0) return;
-    pthread_mutex_lock(&ar->lock);
-    sg_marena_quarantine_release_locked(ar);
-    pthread_mutex_unlock(&ar->lock);
 }
 
 /* A destroyed stream's handle may come back for another stream: its pending

@@ -49,9 +49,6 @@ void sg_marena_unref(mem_arena *ar);
 void sg_marena_setup_locked(mem_arena *ar);
 /* An event back to ar's pool (ar->lock held). */
 void sg_marena_event_put(void *ar, void *ev);
-/* cuCtxSynchronize in ar's context, in the calling thread's capture mode. 0
- * done; 1 the context could not be made current; -1 refused (*rc). */
-int sg_marena_ctx_sync(mem_arena *ar, CUresult *rc);
 /* After a successful synchronization of ar's context: the quarantined
  * ranges are free (ar->lock held). */
 void sg_marena_quarantine_release_locked(mem_arena *ar);

@@ -26,26 +26,23 @@
  * cuMemGetInfo reports the mapped bytes no block uses as free, as the
  * driver would after the program's frees.
  *
- * Frees: cuMemFree of a placed block keeps the driver's implicit
- * synchronization and its answer during a capture.
- *  - No capture in progress: cuCtxSynchronize in the block's context; the
- *    range is reusable at once.
- *  - A capture in progress: the library cannot synchronize the context
- *    (cuCtxSynchronize is refused, and invalidates the captures, whenever a
- *    stream of the context captures, in every mode). The verdict comes from
- *    the driver itself: the library allocates a one-page block of its own
- *    (relaxed) and frees it through the driver in the program's capture
- *    mode. Refused (a global or thread-local capture that forbids the call):
- *    the program gets that error, the driver has invalidated what it
- *    invalidates, nothing is freed. Allowed: the block is freed for the
- *    program and its range quarantined.
- * A quarantined range is reused only after a synchronization of its context
- * the library makes itself with no capture in progress (the next cuMemFree
- * or memory pressure). The same holds when the block's context cannot be made
- * current (a failing cuCtxGetCurrent).
- * Limit: a cuStreamBeginCapture racing, on another thread of the same context,
- * with a cuMemFree of a placed block that found no capture in progress can
- * see its capture invalidated by that cuMemFree's cuCtxSynchronize. cuMemFreeAsync records an event from a
+ * Frees: cuMemFree of a placed block gets the driver's own answer and
+ * implicit synchronization: the library frees a one-page block of its own
+ * (cuMemAlloc in relaxed mode, then cuMemFree in the program's capture mode)
+ * in the block's context. Refused (a capture whose mode forbids the call):
+ * the program gets that error, the driver has invalidated what it
+ * invalidates, nothing is freed. Allowed: the driver synchronized the
+ * context as for the program's own block (cuda.h: cuMemFree "may perform
+ * implicit synchronization"; the emulated driver waits for every stream of
+ * the context, as drivers do), so the range is reusable at once. The library
+ * never calls cuCtxSynchronize, which a capture in progress anywhere in the
+ * context (even one that begins on another thread while it runs) refuses,
+ * invalidating that capture, except when not one page is left for its block
+ * and no capture is in progress. If no block can be had during a capture, or
+ * the context cannot be made current, the free is allowed (a valid program
+ * does not free where its capture forbids it) and the range quarantined until
+ * the next free of that context that synchronized.
+ * cuMemFreeAsync records an event from a
  * small per-arena pool on the freeing stream; the block is reusable at once on
  * that stream and elsewhere once the event completed (arena.h); if no event
  * can be recorded the range is quarantined (never a host wait). On a
@@ -229,32 +226,42 @@ static CUevent free_event(mem_arena *ar, const sg_call *c)
     return ev;
 }
 
-/* cuMemFree while a capture is in progress (see the header): the driver's
- * own cuMemFree of a one-page token, in the program's capture mode, decides.
- * 1 allowed (nothing the library may count on was synchronized: quarantine);
- * -1 refused (*rc, the program's answer). If no token can be had (the device
- * has not one page left, or the context cannot be made current) the free is
- * allowed: a valid program does not free where its capture forbids it. */
+/* The implicit synchronization and the capture verdict of cuMemFree, from
+ * the driver (see the header). 0 allowed and synchronized; 1 allowed, not
+ * synchronized (quarantine); -1 refused (*rc, the program's answer). */
 static int free_verdict(mem_arena *ar, CUresult *rc)
 {
     CUcontext prev;
     CUdeviceptr token = 0;
     if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
     sg_vmm_relax();
-    CUresult a = SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1);
+    int have = sg_drv.cuMemAlloc_v2 && sg_drv.cuMemFree_v2;
+    CUresult a = have ? SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1) : CUDA_ERROR_NOT_SUPPORTED;
     sg_vmm_unrelax();
     int verdict = 1;
+    if (a == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) {
+        sg_vmm_relax();
+        a = SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1);
+        sg_vmm_unrelax();
+    }
     if (a == CUDA_SUCCESS) {
         *rc = SG_DRIVER_CALL(cuMemFree_v2, token);
+        verdict = 0;
         if (*rc != CUDA_SUCCESS) {
             verdict = -1;
             sg_vmm_relax();        /* the token itself still goes */
             SG_DRIVER_CALL(cuMemFree_v2, token);
             sg_vmm_unrelax();
         }
+    } else if (!sg_capture_active() && sg_drv.cuCtxSynchronize) {
+        /* the device is full: with no capture in progress, the
+         * synchronization cuMemFree would make */
+        *rc = SG_DRIVER_CALL(cuCtxSynchronize);
+        verdict = *rc == CUDA_SUCCESS ? 0 : -1;
     } else {
-        SG_WARN_ONCE("no device memory for the capture-time verdict of cuMemFree (%d): "
-                     "frees during captures are taken as allowed", (int)a);
+        SG_WARN_ONCE("cuMemAlloc of one page failed (%d) during a capture: a cuMemFree of a "
+                     "placed block is taken as allowed and its range kept out of use until a "
+                     "later free synchronizes its context", (int)a);
     }
     sg_vmm_ctx_leave(ar->ctx, prev);
     return verdict;
@@ -274,7 +281,7 @@ static CUresult mem_free(const sg_call *c)
     int synced = 0;
     CUresult rc = CUDA_SUCCESS;
     if (!c->u.free.async) {
-        int r = sg_capture_active() ? free_verdict(ar, &rc) : sg_marena_ctx_sync(ar, &rc);
+        int r = free_verdict(ar, &rc);
         if (r < 0) {
             sg_marena_unref(ar);
             return rc;         /* as the driver's cuMemFree: nothing freed */

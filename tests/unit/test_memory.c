@@ -462,21 +462,38 @@ TEST(what_the_program_observes)
     CHECK_EQ(rs, 0);                                     /* as for unallocated memory */
 }
 
-TEST(free_synchronizes_in_program_mode)
+/* cuMemFree of a placed block: the driver's own cuMemFree (of a one-page
+ * block the library allocates in relaxed mode) runs in the program's mode
+ * and gives the answer and the implicit synchronization, in or out of a
+ * capture; the library never calls cuCtxSynchronize (which a capture on any
+ * stream of the context refuses, and which would invalidate it). */
+TEST(free_asks_the_driver)
 {
     setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
-    CUdeviceptr a, b;
+    CUdeviceptr a, b, c, d;
     CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
-    F.sync_rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;   /* e.g. during a global capture */
+    F.token_free_rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;   /* e.g. during a global capture */
     CHECK_CU(mfree(a), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    CHECK(sg_mem_find(a, NULL));                         /* nothing freed */
+    CHECK(sg_mem_find(a, NULL));                                /* nothing freed */
+    CHECK_EQ(F.tokens_live, 0);                                 /* the token went anyway */
     CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
     CHECK(b != a);
-    F.sync_rc = CUDA_SUCCESS;
+    F.token_free_rc = CUDA_SUCCESS;
     CHECK_CU(mfree(a), CUDA_SUCCESS);
-    CHECK_EQ(F.syncs, 2);
-    CHECK_EQ(F.syncs_relaxed, 0);                        /* the program's own mode */
     CHECK(!sg_mem_find(a, NULL));
+    CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
+    CHECK_EQ(c, a);                                             /* synchronized: reused at once */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_BEGIN }), CUDA_SUCCESS);
+    CHECK_CU(mfree(c), CUDA_SUCCESS);                           /* allowed during a capture too */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_END }), CUDA_SUCCESS);
+    CHECK_CU(alloc(&d, 4096), CUDA_SUCCESS);
+    CHECK_EQ(d, a);
+    CHECK_EQ(F.syncs, 0);                                       /* never cuCtxSynchronize */
+    CHECK_EQ(F.token_frees_program_mode, 3);                    /* each in the program's mode */
+    CHECK_EQ(F.token_allocs, 3);
+    CHECK_EQ(F.tokens_live, 0);
+    sg_mem_reset();
+    check_released();
 }
 
 /* Each VMM call failing: the allocation is forwarded, nothing leaks, and
@@ -761,41 +778,6 @@ TEST(alloc_during_capture_goes_to_the_driver)
     CHECK(sg_mem_find(b, NULL));
 }
 
-/* cuMemFree during a capture: the library cannot synchronize the context
- * (cuCtxSynchronize would be refused and invalidate the capture in every
- * mode); the driver's own cuMemFree of a token, in the program's mode,
- * decides. Refused: the program's answer, nothing freed. Allowed: freed, the
- * range quarantined until the library synchronizes with no capture. */
-TEST(free_during_capture_asks_the_driver)
-{
-    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
-    CUdeviceptr a, b, c, d;
-    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
-    CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_BEGIN }), CUDA_SUCCESS);
-    int syncs = F.syncs;
-    F.token_free_rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;      /* a global capture */
-    CHECK_CU(mfree(a), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    CHECK(sg_mem_find(a, NULL));                                  /* nothing freed */
-    CHECK_EQ(F.token_frees_program_mode, 1);
-    CHECK_EQ(F.tokens_live, 0);                                   /* the token went anyway */
-    F.token_free_rc = CUDA_SUCCESS;                               /* relaxed, or another thread's */
-    CHECK_CU(mfree(a), CUDA_SUCCESS);
-    CHECK(!sg_mem_find(a, NULL));
-    CHECK_EQ(F.syncs, syncs);                                     /* never cuCtxSynchronize */
-    CHECK_EQ(F.token_allocs, 2);
-    CHECK_EQ(F.tokens_live, 0);
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_END }), CUDA_SUCCESS);
-    CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
-    CHECK(c != a);                                                /* quarantined */
-    CHECK_CU(mfree(b), CUDA_SUCCESS);                             /* synchronizes: a is free */
-    CHECK_EQ(F.syncs, syncs + 1);
-    CHECK_CU(alloc(&d, 4096), CUDA_SUCCESS);
-    CHECK_EQ(d, a);
-    sg_mem_reset();
-    check_released();
-}
-
 /* A free whose context cannot be made current (cuCtxGetCurrent failing,
  * issue 14): the program gets success, nothing leaks, and the range is
  * reused only after the next synchronization of that context. */
@@ -806,9 +788,9 @@ TEST(free_without_context_quarantines)
     CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
     CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
     F.ctx_get_fails = 1;
-    int syncs = F.syncs;
+    int frees = F.token_frees;
     CHECK_CU(mfree(a), CUDA_SUCCESS);
-    CHECK_EQ(F.syncs, syncs);                              /* could not synchronize */
+    CHECK_EQ(F.token_frees, frees);                        /* could not synchronize */
     CHECK(!sg_mem_find(a, NULL));
     F.ctx_get_fails = 0;
     CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
@@ -844,7 +826,7 @@ int main(void)
     RUN(skip_temp_places_deterministically);
     RUN(registry_and_views);
     RUN(what_the_program_observes);
-    RUN(free_synchronizes_in_program_mode);
+    RUN(free_asks_the_driver);
     RUN(vmm_failures_fall_back);
     RUN(no_vmm_forwards_everything);
     RUN(stream_ordered_reuse);
@@ -856,7 +838,6 @@ int main(void)
     RUN(range_checks);
     RUN(vmm_queries_see_a_cumemalloc_block);
     RUN(alloc_during_capture_goes_to_the_driver);
-    RUN(free_during_capture_asks_the_driver);
     RUN(free_without_context_quarantines);
     RUN(destroyed_stream_pending_frees);
     sg_mem_reset();
