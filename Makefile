@@ -1,7 +1,7 @@
 # stablegraph: top-level build.
 #
 #   make                 build everything into build/
-#   make test            build, then run every test (summary: "N passed, N failed")
+#   make test            build, then run every test (summary: "N passed, N failed, N skipped")
 #   make deps            check (and, as root, install) the Debian packages needed
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean
@@ -149,7 +149,7 @@ check-all:
 	    { $(MAKE) --no-print-directory BUILD="$$dir" SAN="$$san" test; echo $$? >"$$dir/check-all.rc"; } 2>&1 \
 	        | tee "$$dir/check-all.log"; \
 	    secs=$$(( $$(date +%s) - start )); \
-	    counts=$$(grep -E '^[0-9]+ passed, [0-9]+ failed$$' "$$dir/check-all.log" | tail -n 1); \
+	    counts=$$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$$' "$$dir/check-all.log" | tail -n 1); \
 	    if [ "$$(cat "$$dir/check-all.rc")" = 0 ]; then res=PASS; else res=FAIL; rc=1; fi; \
 	    sum="$$sum$$(printf '%s %-6s %-36s %s, %ss' $$res $$stage "BUILD=$$dir SAN=$$san" \
 	        "$${counts:-no summary (build failed?)}" $$secs)\n"; \

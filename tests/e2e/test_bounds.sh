@@ -88,7 +88,7 @@ for loop in topology execs contexts; do
         within "$t: report size" $((report - report_small))
         diag "$t: report $report_small -> $report bytes"
         if [ -n "$sanitized" ]; then
-            ok "$t: heap and resident memory # SKIP under SAN=$sanitized"
+            skip "$t: heap and resident memory" "under SAN=$sanitized"
             continue
         fi
         lib_heap_small=$((heap_small - heap0_small)) lib_heap_large=$((heap - heap0_large))

@@ -40,7 +40,7 @@ if grep -qs thread "$BUILD/san.cfg"; then
     # after dlclose unloads the instrumented emulator (life_dl prints
     # "dlclose = 0", then status 139; about 1 run in 15 on a loaded machine):
     # nothing to compare with.
-    ok "dlclose # skip sanitizer build (TSan): the baseline without the library crashes after dlclose of the emulator"
+    skip "dlclose" "sanitizer build (TSan): the baseline without the library crashes after dlclose of the emulator"
 else
     scenario dlclose 1 "$NOLEAK" -- "$DL" "$MOD"
     check "dlclose: the driver was used twice" [ "$(grep -c 'checksum:' "$TMP/dlclose.base.out")" -eq 2 ]

@@ -131,6 +131,6 @@ if [ "$(id -u)" = 0 ] && cp /bin/cat "$TMP/cat-other" && chown 65534 "$TMP/cat-o
     check_eq "setgid to another group: the library is not loaded" "$loaded" no
     check_eq "setgid to another group: warned" "$warned" yes
 else
-    ok "setuid/setgid to another user # SKIP not root"
+    skip "setuid/setgid to another user" "not root"
 fi
 done_testing
