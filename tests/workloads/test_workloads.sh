@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# test_workloads.sh: the workload programs on the emulated driver: they run,
-# their checksums are stable across runs, depend on the work done and match
-# an independent model (wl_reference.py); the driver sees exactly the calls
-# each workload is meant to make (CUDAEMU_STATS); no violations with slow
-# kernels; driver errors are reported by name; the fatbin for real GPUs is
-# built when nvcc is present.
+# tests/workloads/test_workloads.sh: the workload programs on the emulated
+# driver: they run, their checksums are stable across runs, depend on the
+# work done and match an independent model (wl_reference.py); the driver sees
+# exactly the calls each workload is meant to make (CUDAEMU_STATS); no
+# violations with slow kernels; driver errors are reported by name; the
+# fatbin for real GPUs is built when nvcc is present. (The workloads with the
+# library: tests/e2e/test_passthrough.sh and the policies' tests.)
 . "$(dirname "$0")/../lib.sh"
 WL=$BUILD/workloads
 REF=$SRC/tests/workloads/wl_reference.py

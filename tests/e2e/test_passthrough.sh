@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/e2e/test_workloads.sh: every workload in $BUILD/workloads/, run
+# tests/e2e/test_passthrough.sh: every workload in $BUILD/workloads/, run
 # without the library, under policy off and under always_update, prints the
 # same checksum, and the emulated driver sees exactly the same calls (nothing
 # added, nothing lost). Under always_update the library's own driver calls
