@@ -108,6 +108,7 @@ $(BUILD)/obj/%.o: %.c
 # ---------------------------------------------------------------- parts with their own rules
 -include tests/workloads/workloads.mk
 -include interpose/interpose.mk
+-include tests/e2e/adv.mk
 -include tests/fuzz/fuzz.mk
 -include tests/bench/bench.mk
 -include tests/gpu/gpu.mk

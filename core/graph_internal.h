@@ -1,8 +1,9 @@
 /*
- * core/graph_internal.h: what graphs.c (exec records: their table, life,
- * launches, notifications) and graph_update.c (the update decisions) share.
- * Not for the rest of core/: graphs.h is the interface. Locks: graphs.c's
- * header.
+ * core/graph_internal.h: what the three graph files share: graph_records.c
+ * (the record table and each record's life), graphs.c (instantiation,
+ * launches, notifications, the router's entry) and graph_update.c (the
+ * update decisions). Not for the rest of core/: graphs.h is the interface.
+ * Locks: graph_records.c's header.
  */
 #ifndef SG_GRAPH_INTERNAL_H
 #define SG_GRAPH_INTERNAL_H
@@ -11,7 +12,7 @@
 
 #include <pthread.h>
 
-/* uthash reports a failed add here (graphs.c, its table lock held). */
+/* uthash reports a failed add here (graph_records.c, its table lock held). */
 extern int sg_graph_table_oom;
 #define uthash_nonfatal_oom(elt) (sg_graph_table_oom = 1)
 #include "hash.h"
@@ -54,6 +55,20 @@ void sg_grec_make_stale(sg_grec *r, sg_reason why);
 /* Marks r unsupported if its fingerprint or the exec's flags say so, and
  * logs it once (r->lock held). */
 void sg_grec_check_supported(sg_grec *r);
+
+/* Calls fn on every record, each locked in turn and referenced (the table
+ * lock is not held during fn). */
+void sg_grec_foreach(void (*fn)(sg_grec *r, void *u), void *u);
+/* A fresh record for exec (replacing any; stale: untracked_exec), with a
+ * reference for the caller; NULL if out of memory. */
+sg_grec *sg_grec_add(CUgraphExec exec);
+/* Removes exec's record from the table, if any. */
+void sg_grec_remove(CUgraphExec exec);
+/* Takes every record of ctx out of the table: a malloc'd array (*n records,
+ * the table's references move to the caller). */
+sg_grec **sg_grec_take_ctx(CUcontext ctx, size_t *n);
+void sg_grec_atfork(int phase);
+void sg_grec_reset(void);
 
 /* UPDATE_GRAPH and UPDATE_NODE calls (graph_update.c). */
 CUresult sg_graph_update(const sg_call *c);

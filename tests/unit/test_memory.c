@@ -48,6 +48,9 @@ static struct fake {
     int create_oom_after; /* cuMemCreate fails with OUT_OF_MEMORY after this many live chunks */
     size_t drv_free;
     int ctx_get_fails;
+    /* the driver's own cuMemAlloc/cuMemFree (the library's token) */
+    CUresult token_free_rc;   /* in a non-relaxed mode */
+    int token_allocs, token_frees, token_frees_program_mode, tokens_live;
 } F;
 
 static int failing(const char *name)
@@ -178,6 +181,28 @@ static CUresult d_attrs(unsigned n, CUpointer_attribute *a, void **data, CUdevic
     return CUDA_SUCCESS;
 }
 
+static CUresult d_mem_alloc(CUdeviceptr *p, size_t n)
+{
+    (void)n;
+    F.token_allocs++;
+    F.tokens_live++;
+    *p = 0x7000000;
+    return CUDA_SUCCESS;
+}
+/* Refused (token_free_rc) unless relaxed, as the driver refuses an unsafe
+ * call that the capture mode forbids. */
+static CUresult d_mem_free(CUdeviceptr p)
+{
+    (void)p;
+    F.token_frees++;
+    if (F.mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+        F.token_frees_program_mode++;
+        if (F.token_free_rc != CUDA_SUCCESS) return F.token_free_rc;
+    }
+    F.tokens_live--;
+    return CUDA_SUCCESS;
+}
+
 static void fake_install(void)
 {
     sg_driver d;
@@ -207,6 +232,8 @@ static void fake_install(void)
     d.cuMemSetAccess = d_access;
     d.cuMemGetAllocationGranularity = d_gran;
     d.cuPointerGetAttributes = d_attrs;
+    d.cuMemAlloc_v2 = d_mem_alloc;
+    d.cuMemFree_v2 = d_mem_free;
     sg_driver_set(&d);
 }
 
@@ -731,6 +758,41 @@ TEST(alloc_during_capture_goes_to_the_driver)
     CHECK(sg_mem_find(b, NULL));
 }
 
+/* cuMemFree during a capture: the library cannot synchronize the context
+ * (cuCtxSynchronize would be refused and invalidate the capture in every
+ * mode); the driver's own cuMemFree of a token, in the program's mode,
+ * decides. Refused: the program's answer, nothing freed. Allowed: freed, the
+ * range quarantined until the library synchronizes with no capture. */
+TEST(free_during_capture_asks_the_driver)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b, c, d;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_BEGIN }), CUDA_SUCCESS);
+    int syncs = F.syncs;
+    F.token_free_rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;      /* a global capture */
+    CHECK_CU(mfree(a), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(sg_mem_find(a, NULL));                                  /* nothing freed */
+    CHECK_EQ(F.token_frees_program_mode, 1);
+    CHECK_EQ(F.tokens_live, 0);                                   /* the token went anyway */
+    F.token_free_rc = CUDA_SUCCESS;                               /* relaxed, or another thread's */
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK(!sg_mem_find(a, NULL));
+    CHECK_EQ(F.syncs, syncs);                                     /* never cuCtxSynchronize */
+    CHECK_EQ(F.token_allocs, 2);
+    CHECK_EQ(F.tokens_live, 0);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_END }), CUDA_SUCCESS);
+    CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
+    CHECK(c != a);                                                /* quarantined */
+    CHECK_CU(mfree(b), CUDA_SUCCESS);                             /* synchronizes: a is free */
+    CHECK_EQ(F.syncs, syncs + 1);
+    CHECK_CU(alloc(&d, 4096), CUDA_SUCCESS);
+    CHECK_EQ(d, a);
+    sg_mem_reset();
+    check_released();
+}
+
 /* A free whose context cannot be made current (cuCtxGetCurrent failing,
  * issue 14): the program gets success, nothing leaks, and the range is
  * reused only after the next synchronization of that context. */
@@ -791,6 +853,7 @@ int main(void)
     RUN(range_checks);
     RUN(vmm_queries_see_a_cumemalloc_block);
     RUN(alloc_during_capture_goes_to_the_driver);
+    RUN(free_during_capture_asks_the_driver);
     RUN(free_without_context_quarantines);
     RUN(destroyed_stream_pending_frees);
     sg_mem_reset();
