@@ -10,7 +10,8 @@
 # gets one line: PASS, SKIP (every case skipped) or FAIL. Exit status: 0 if
 # nothing failed and at least one case passed.
 #
-# Usage: tests/run.sh [FILTER]   (FILTER: a substring of the test's path)
+# Usage: tests/run.sh [FILTER]   (FILTER: a substring of the test's name, e.g.
+#        tests/e2e/test_lifecycle.sh or tests/unit/test_arena)
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$SRC/build}
@@ -48,8 +49,8 @@ while IFS= read -r t; do tests+=("$t"); done < <(
 
 passed=0 failed=0 skipped=0 failed_names=()
 for t in "${tests[@]}"; do
-    case "$t" in *"$filter"*) ;; *) continue ;; esac
     name=${t#"$BUILD/"}; name=${name#"$SRC/"}
+    case "$name" in *"$filter"*) ;; *) continue ;; esac
     log="$logdir/$(echo "$name" | tr '/' '_').log"
     start=$(date +%s)
     if [[ $t == *.sh ]]; then

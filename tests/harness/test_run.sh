@@ -65,6 +65,9 @@ check "skip reasons are shown" grep -q '^    ok 2 - b # skip not root$' "$TMP/ru
 runner test_pass
 check_eq "only passing tests: exit 0" "$rc" 0
 check_eq "only passing tests: summary" "$(tail -n 1 "$TMP/run.out")" "2 passed, 0 failed, 0 skipped"
+runner tree
+check_eq "the filter matches the test's name, not the directories above it" \
+    "$(tail -n 1 "$TMP/run.out")" "0 passed, 0 failed, 0 skipped"
 runner test_skiponly
 check "only skipped cases: exit non-zero (nothing was tested)" [ "$rc" -ne 0 ]
 check_eq "only skipped cases: summary" "$(tail -n 1 "$TMP/run.out")" "0 passed, 0 failed, 2 skipped"
