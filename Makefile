@@ -115,9 +115,9 @@ include tests/e2e/bounds.mk
 # its rule, with a new stamp (and back again: the old one is removed). Nothing
 # is deleted while the makefiles are read, and `make -n` changes nothing.
 SG_BUILD_VARS := CC CFLAGS LDFLAGS SAN CUDA_HOME NVCC
-sq = '$(subst ','\'',$(1))'
-SG_FLAGS_LINES = $(foreach v,$(SG_BUILD_VARS),$(call sq,$(v)=$($(v)))) \
-                 $(call sq,compile: $(CC) $(ALL_CFLAGS)) $(call sq,link: $(ALL_LDFLAGS))
+sg_sq = '$(subst ','\'',$(1))'
+SG_FLAGS_LINES = $(foreach v,$(SG_BUILD_VARS),$(call sg_sq,$(v)=$($(v)))) \
+                 $(call sg_sq,compile: $(CC) $(ALL_CFLAGS)) $(call sg_sq,link: $(ALL_LDFLAGS))
 ifneq ($(filter-out $(NO_TOOLCHAIN_GOALS),$(or $(MAKECMDGOALS),all)),)
   SG_FLAGS := $(BUILD)/flags.$(shell printf '%s\n' $(SG_FLAGS_LINES) | md5sum | cut -c1-12)
   .EXTRA_PREREQS := $(SG_FLAGS)
