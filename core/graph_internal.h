@@ -35,8 +35,11 @@ typedef struct sg_grec {
     sg_fp_scratch scratch;
     CUgraph graph;               /* the graph it was instantiated from (map valid while set) */
     sg_fp_map map;               /* its node handles -> indices */
-    CUgraphNode *nodes;          /* its node handles in fp order (NULL: none) */
+    CUgraphNode *nodes;          /* its node handles in fp order (NULL: not known) */
     size_t nnodes;
+    int nodes_origin;            /* fp.origin when they were taken (the order they follow) */
+    int learn_failed;            /* reading them back did not match fp: not tried again */
+    int flags_known, device_launch;   /* instantiation flags, asked once */
     sg_fp_node node;             /* the candidate of a per-node update */
     void *pol;                   /* the observer's state, NULL if none */
     struct sg_exec *stat;        /* the exec's counters (stats.c) */
@@ -52,6 +55,17 @@ void sg_grec_put(sg_grec *r);
 /* The view the observer gets (r->lock held). */
 sg_exec_view sg_grec_view(const sg_grec *r);
 void sg_grec_make_stale(sg_grec *r, sg_reason why);
+/* Keeps v (n node handles of graph, in fp order) as r's nodes. -1 if out of
+ * memory (nothing changed). */
+int sg_grec_set_nodes(sg_grec *r, CUgraph graph, const CUgraphNode *v, size_t n);
+void sg_grec_drop_nodes(sg_grec *r);
+/* Makes sure r->nodes name fp's nodes: a record of a captured graph has no
+ * handles, so the instantiation graph is read back once and its handles kept
+ * if it describes fp node for node. 0, or -1 (per-node updates are then
+ * forwarded). */
+int sg_grec_learn_nodes(sg_grec *r);
+/* The update in r->next is now the exec's state (whole graph). */
+void sg_grec_take_next(sg_grec *r);
 /* Marks r unsupported if its fingerprint or the exec's flags say so, and
  * logs it once (r->lock held). */
 void sg_grec_check_supported(sg_grec *r);

@@ -22,6 +22,7 @@
 
 #include "driver.h"
 #include "log.h"
+#include "record.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -109,6 +110,52 @@ sg_exec_view sg_grec_view(const sg_grec *r)
                            .fixed = r->fixed || r->unsupported };
 }
 
+int sg_grec_set_nodes(sg_grec *r, CUgraph graph, const CUgraphNode *v, size_t n)
+{
+    CUgraphNode *keep = malloc((n ? n : 1) * sizeof *keep);
+    if (!keep || sg_fp_map_build(&r->map, v, n) != 0) {
+        free(keep);
+        return -1;
+    }
+    if (n) memcpy(keep, v, n * sizeof *keep);
+    free(r->nodes);
+    r->nodes = keep;
+    r->nnodes = n;
+    r->nodes_origin = r->fp.origin;
+    r->graph = graph;
+    return 0;
+}
+
+void sg_grec_drop_nodes(sg_grec *r)
+{
+    free(r->nodes);
+    r->nodes = NULL;
+    r->nnodes = 0;
+    sg_fp_map_free(&r->map);
+}
+
+int sg_grec_learn_nodes(sg_grec *r)
+{
+    if (r->nodes && r->nodes_origin == r->fp.origin) return 0;
+    sg_grec_drop_nodes(r);
+    if (!r->graph || r->state != REC_CURRENT || r->learn_failed) return -1;
+    sg_rec_count_readback(SG_READBACK_NO_HANDLES);
+    if (sg_fp_build(&r->next, r->graph, &r->scratch, NULL) != 0 ||
+        !sg_fp_same_order(&r->next, &r->fp) ||
+        sg_grec_set_nodes(r, r->graph, r->scratch.nodes, r->next.n) != 0) {
+        r->learn_failed = 1;             /* the exec changed since: not again */
+        return -1;
+    }
+    return 0;
+}
+
+void sg_grec_take_next(sg_grec *r)
+{
+    sg_fp_swap(&r->fp, &r->next);
+    r->state = REC_CURRENT;
+    if (r->nodes && r->nodes_origin != r->fp.origin) sg_grec_drop_nodes(r);
+}
+
 void sg_grec_make_stale(sg_grec *r, sg_reason why)
 {
     r->state = REC_STALE;
@@ -121,10 +168,14 @@ void sg_grec_check_supported(sg_grec *r)
 {
     cuuint64_t flags = 0;
     if (r->fp.unsupported) r->unsupported = 1;
-    if (sg_drv.cuGraphExecGetFlags &&
-        SG_DRIVER_CALL(cuGraphExecGetFlags, r->exec, &flags) == CUDA_SUCCESS &&
-        (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
-        r->unsupported = 1;
+    if (!r->flags_known) {               /* instantiation flags never change */
+        r->flags_known = 1;
+        if (sg_drv.cuGraphExecGetFlags &&
+            SG_DRIVER_CALL(cuGraphExecGetFlags, r->exec, &flags) == CUDA_SUCCESS &&
+            (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
+            r->device_launch = 1;
+    }
+    if (r->device_launch) r->unsupported = 1;
     if (r->unsupported && !r->logged) {
         r->logged = 1;
         SG_INFO("graph exec %p holds a node the library does not model (host, child graph, "

@@ -45,6 +45,7 @@
 #include "contexts.h"
 #include "log.h"
 #include "memory.h"
+#include "record.h"
 #include "util.h"
 #include "vmm.h"
 
@@ -64,20 +65,28 @@ static size_t graph_node_count(CUgraph graph, int *known)
     return *known ? n : 0;
 }
 
-/* Keeps the instantiation graph's node handles (r->lock held). */
-static void keep_nodes(sg_grec *r, CUgraph graph)
+/* The exec's first description, from the graph's record when there is one
+ * (node handles from it, or read back at once when an observer needs them),
+ * else read back (r->lock held). */
+static void describe(sg_grec *r, CUgraph graph)
 {
-    size_t n = r->fp.n;
-    CUgraphNode *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v || sg_fp_map_build(&r->map, r->scratch.nodes, n) != 0) {
-        free(v);
+    CUgraphNode *handles = NULL;
+    sg_readback why = sg_rec_fetch(graph, &r->fp, &handles);
+    if (why == SG_READBACK_NONE) {
+        r->state = REC_CURRENT;
+        r->graph = graph;
+        if (handles) (void)sg_grec_set_nodes(r, graph, handles, r->fp.n);
+        else if (sg_graph_obs) (void)sg_grec_learn_nodes(r);
+        free(handles);
         return;
     }
-    if (n) memcpy(v, r->scratch.nodes, n * sizeof *v);
-    free(r->nodes);
-    r->nodes = v;
-    r->nnodes = n;
-    r->graph = graph;
+    sg_rec_count_readback(why);
+    if (sg_fp_build(&r->fp, graph, &r->scratch, NULL) == 0) {
+        r->state = REC_CURRENT;
+        (void)sg_grec_set_nodes(r, graph, r->scratch.nodes, r->fp.n);
+    } else {
+        sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
+    }
 }
 
 static CUresult instantiate(const sg_call *c)
@@ -94,13 +103,10 @@ static CUresult instantiate(const sg_call *c)
         pthread_mutex_lock(&r->lock);
         if (sg_drv.cuCtxGetCurrent) SG_DRIVER_CALL(cuCtxGetCurrent, &r->ctx);
         sg_fp_cache_enter();
-        if (sg_fp_build(&r->fp, graph, &r->scratch, NULL) == 0) {
-            r->state = REC_CURRENT;
-            keep_nodes(r, graph);
+        describe(r, graph);
+        if (r->state == REC_CURRENT) {
             nodes = r->fp.n;
             known = 1;
-        } else {
-            sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
         }
         sg_fp_cache_leave();
         sg_grec_check_supported(r);

@@ -137,30 +137,7 @@ void sg_prof_scan(const sg_fp *fp,
 /* ------------------------------------------------------------ state */
 
 /* Copies src into dst (dst's buffers reused). 0, or -1 if out of memory. */
-int sg_prof_fp_copy(sg_fp *dst, const sg_fp *src)
-{
-    if (src->n > dst->nodes_cap) {
-        sg_fp_node *nn = realloc(dst->nodes, src->n * sizeof *nn);
-        if (!nn) return -1;
-        memset(nn + dst->nodes_cap, 0, (src->n - dst->nodes_cap) * sizeof *nn);
-        dst->nodes = nn;
-        dst->nodes_cap = src->n;
-    }
-    if (src->nedges > dst->edges_cap) {
-        sg_fp_edge *e = realloc(dst->edges, src->nedges * sizeof *e);
-        if (!e) return -1;
-        dst->edges = e;
-        dst->edges_cap = src->nedges;
-    }
-    for (size_t i = 0; i < src->n; i++)
-        if (sg_fp_node_copy(&dst->nodes[i], &src->nodes[i])) return -1;
-    if (src->nedges) memcpy(dst->edges, src->edges, src->nedges * sizeof *src->edges);
-    dst->n = src->n;
-    dst->epoch = src->epoch;
-    dst->nedges = src->nedges;
-    dst->unsupported = src->unsupported;
-    return 0;
-}
+int sg_prof_fp_copy(sg_fp *dst, const sg_fp *src) { return sg_fp_copy(dst, src); }
 
 /* Whether a and b have the same topology and node keys (payload lengths
  * included): the only thing profiling may see change is payload bytes. */

@@ -134,6 +134,7 @@ for cfg in cfgs.split():
     if xchk:
         expr, text = xchk.split("::", 1)
         ok2 = bool(reps) and all(eval(expr, {"T": R["totals"], "X": R["execs"], "all": all,
+                                             "G": R.get("graph_descriptions", {}),
                                              "sum": sum, "len": len}) for R in reps)
         say("ok" if ok2 else "not ok", f"/{cfg}: {text}",
             "" if ok2 else "reports (exec id, launches, destroyed; total launches): " +
@@ -244,7 +245,11 @@ adv name=c10/streams_reuse eng_p="$PLACED" \
     attack="stream-ordered reuse keyed by a destroyed stream's reused handle" -- adv_streams stream_reuse
 adv name=c11/nodes eng_t="$SEEN" \
     attack="variants vs. memcpy/memset operands changed by a whole-graph update (control: the driver describes them)" -- adv_nodes
-adv name=c11/nodes_getparams_fail env="$GETPARAMS_FAIL" eng_t="$SEEN" \
+# With capture-time records the library knows these operands without asking
+# the driver; what it cannot learn is the captured nodes' handles (reading the
+# graph back fails), so the per-node updates stay with the driver: engaged =
+# it saw the updates.
+adv name=c11/nodes_getparams_fail env="$GETPARAMS_FAIL" eng_t="$SEEN" eng_p="$SEEN" \
     attack="memcpy/memset nodes the library cannot read (GetParams fails): variants from the clone of instantiation time" -- adv_nodes
 adv name=c12/memory_small env="$MEM256" eng_p="$PLACED" \
     attack="own handles rounded up to 2 MiB; held memory never given back" -- adv_memory small
@@ -282,5 +287,21 @@ for c in list ptr_eq foreign extra dims; do
     adv name=x3/alias_$c cfg="temp prof alias" eng_t="$SEEN" \
         attack="aliasing vs. pointers the kernel compares or follows, foreign buffers, parameter forms, dimensions" \
         -- adv_alias $c
+done
+# Issue 11: capture-time records. Each case must skip what it can (T) and
+# describe its graphs the way the report says (G: recorded, or read back and
+# why); a record that missed a change would skip an update the program needs.
+RB_NONE='all(v == 0 for k, v in G["read_back"].items() if k != "no_node_handles") and G["recorded"] >= 11'
+for c in chain fork_join explicit clone; do
+    adv name=r1/record_$c eng_t='T["updates_skipped"] >= 7' eng_p='T["updates_skipped"] >= 7' \
+        xchk="$RB_NONE::every update decided on a record, none read back" \
+        attack="capture-time records: the recorder must follow this construction exactly" -- adv_record $c
+done
+for c in setparams:unknown_node update_deps:unmodeled_call foreign_node:count_mismatch \
+         priority:stream_priority; do
+    adv name=r2/record_${c%%:*} eng_t='T["updates_skipped"] >= 7' eng_p='T["updates_skipped"] >= 7' \
+        xchk="G[\"read_back\"][\"${c#*:}\"] >= 11::the graphs are read back (${c#*:}) and still skipped right" \
+        attack="capture-time records: a change the recorder does not see must make it read the graph back" \
+        -- adv_record ${c%%:*}
 done
 done_testing

@@ -11,6 +11,7 @@
  */
 #include "check.h"
 #include "core/capture.h"
+#include "core/record.h"
 #include "core/contexts.h"
 #include "core/driver.h"
 #include "core/memory.h"
@@ -267,6 +268,8 @@ static CUresult fwd(const void *args)
     return CUDA_SUCCESS;
 }
 
+static CUresult route_fwd(const sg_call *c) { return c->forward(c->args); }
+
 static CUresult call(sg_call c)
 {
     sg_call cc = c;
@@ -274,7 +277,7 @@ static CUresult call(sg_call c)
     cc.args = &cc;
     if (c.kind == SG_CALL_CTX_DESTROY || c.kind == SG_CALL_PRIMARY_RETAIN || c.kind == SG_CALL_PRIMARY_DROP)
         return sg_ctx_call(&cc);
-    if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_capture_call(&cc);
+    if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_rec_call(&cc, route_fwd);
     switch (c.kind) {
     case SG_CALL_ALLOC: case SG_CALL_DEV_ALLOC: case SG_CALL_FREE: case SG_CALL_STREAM_DESTROY:
         return sg_mem_call(&cc);
