@@ -10,7 +10,8 @@
 #
 # BENCH_SIZES            graph sizes (kernel nodes)
 # BENCH_WORKLOADS        workloads of tests/workloads/
-# BENCH_POLICIES         policies (the no-library run "none" is always added)
+# BENCH_POLICIES         policies (the no-library run "none" is always added);
+#                        default: every one the build lists ($(BUILD)/policies)
 # BENCH_STEPS            S: each cell runs T and 2T steps, T a multiple of S; per step = difference / T
 # BENCH_MIN_TIME         seconds: T is raised until T steps take this long without the library
 # BENCH_REPEATS          timed runs per step count (the median counts)
@@ -24,7 +25,7 @@
 
 BENCH_SIZES           ?= 16 64 256 1024 4096
 BENCH_WORKLOADS       ?= recapture_temps rotating_inputs fresh_inputs slices scalar_changes topology_changes
-BENCH_POLICIES        ?= off always_update skip_temp skip_profiled
+BENCH_POLICIES        ?=
 BENCH_STEPS           ?= 20
 BENCH_REPEATS         ?= 3
 BENCH_MIN_TIME        ?= 0.2
@@ -43,7 +44,7 @@ BENCH_COMMAND = make bench BENCH_SIZES='$(BENCH_SIZES)' BENCH_WORKLOADS='$(BENCH
 
 bench: all
 	$(PYTHON3) tests/bench/bench.py --build $(BUILD) --out $(BENCH_OUT) \
-	    --workloads '$(BENCH_WORKLOADS)' --sizes '$(BENCH_SIZES)' --policies '$(BENCH_POLICIES)' \
+	    --workloads '$(BENCH_WORKLOADS)' --sizes '$(BENCH_SIZES)' --policies "$(or $(BENCH_POLICIES),$$(cat $(BUILD)/policies))" \
 	    --steps $(BENCH_STEPS) --min-time $(BENCH_MIN_TIME) --repeats $(BENCH_REPEATS) \
 	    --callgrind-sizes '$(BENCH_CALLGRIND_SIZES)' --callgrind-steps $(BENCH_CALLGRIND_STEPS) \
 	    --jobs $(BENCH_JOBS) --driver $(BENCH_DRIVER) --command "$(BENCH_COMMAND)" $(BENCH_ARGS)

@@ -58,7 +58,6 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 
 ALL_WORKLOADS = ["recapture_temps", "rotating_inputs", "fresh_inputs", "slices",
                  "scalar_changes", "topology_changes"]
-ALL_POLICIES = ["off", "always_update", "skip_temp", "skip_profiled"]
 NOLIB = "none"
 
 # Kinds of driver calls, by exact ELF name (all variants of each entry point).
@@ -779,7 +778,8 @@ def main(argv):
     ap.add_argument("--workload-dir", default=None, help="default BUILD/workloads")
     ap.add_argument("--workloads", default=" ".join(ALL_WORKLOADS))
     ap.add_argument("--sizes", default="16 64 256 1024 4096")
-    ap.add_argument("--policies", default=" ".join(ALL_POLICIES))
+    ap.add_argument("--policies", default=None,
+                    help="default: every policy of the build (BUILD/policies, from core/config.h)")
     ap.add_argument("--steps", type=int, default=20, help="S: runs of S and 2S steps")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per step count")
     ap.add_argument("--min-time", type=float, default=0.2,
@@ -808,6 +808,9 @@ def main(argv):
         ap.error("--steps, --repeats, --callgrind-steps and --skip-cost-steps must be >= 1")
     workloads = split_list(a.workloads)
     sizes = [int(s) for s in split_list(a.sizes)]
+    if a.policies is None:
+        with open(os.path.join(a.build, "policies")) as f:
+            a.policies = f.read()
     policies = [p for p in split_list(a.policies) if p != NOLIB]
     modes = [NOLIB] + policies
     cg_sizes = [int(s) for s in split_list(a.callgrind_sizes) if int(s) in sizes]

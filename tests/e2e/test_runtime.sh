@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 PROG=$BUILD/tests/e2e/rt_prog
 if [ ! -x "$PROG" ]; then
-    ok "# SKIP no nvcc: $PROG not built"
+    skip "the runtime program" "no nvcc: $PROG not built"
     done_testing; exit
 fi
 # Sanitizer build (make test SAN=address,... or SAN=thread): rt_prog (nvcc,

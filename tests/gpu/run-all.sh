@@ -35,6 +35,7 @@
 set -u
 KIT_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "$KIT_SRC/tests/gpu/kitlib.sh"
+. "$KIT_SRC/tests/lib/verdict.sh"
 cd "$KIT_SRC" || exit 1
 
 BUILD=${BUILD:-build}
@@ -283,13 +284,12 @@ else
         log="$logs/suite-$(tr / _ <<<"$t").log"
         if [[ $t == *.sh ]]; then set -- bash "$KIT_SRC/$t"; else set -- "$KIT_BUILD/$t"; fi
         SRC=$KIT_SRC BUILD=$KIT_BUILD EMU_LIB=$realdrv LD_LIBRARY_PATH=$realdrv timeout -k 5 "$secs" "$@" >"$log" 2>&1
-        rc=$?
-        pass=$(grep -c '^ok ' "$log") fail=$(grep -c '^not ok ' "$log")
-        if [ "$rc" = 0 ] && [ "$fail" = 0 ] && [ "$pass" -gt 0 ]; then
-            kit_result PASS "suite $t" "real driver: $pass passed"
-        else
-            kit_result FAIL "suite $t" "real driver: exit $rc, $pass passed, $fail failed: $(grep -m1 '^not ok' "$log") (log $log)"
-        fi
+        verdict "$log" $?   # as tests/run.sh judges (tests/lib/verdict.sh)
+        case $v_result in
+        PASS) kit_result PASS "suite $t" "real driver: $v_pass passed, $v_skip skipped" ;;
+        SKIP) kit_result SKIP "suite $t" "real driver: all $v_skip cases skipped: $(grep -m1 -i '# skip' "$log")" ;;
+        *) kit_result FAIL "suite $t" "real driver: $v_pass passed, $v_fail failed: $(grep -m1 '^not ok' "$log") (log $log)" ;;
+        esac
     done <"$logs/suite-selection.txt"
     kit_result SKIP "suite: emulator-only tests" "$(grep -c '^EMU' "$logs/suite-selection.txt") not run on the real driver (list with reasons: $logs/suite-selection.txt)"
 fi

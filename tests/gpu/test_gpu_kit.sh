@@ -97,7 +97,7 @@ fi
 if [ -x "$BUILD/gpu/step_timer" ]; then
     for w in recapture_temps rotating_inputs; do
         t=$(emu kitprog "$BUILD/gpu/step_timer" "$w" --steps 12 --nodes 9 2>&1)
-        check_eq "step_timer $w: same checksum as the workload" "$(kit_checksum <(echo "$t"))" \
+        check_sum "step_timer $w: same checksum as the workload" "$(kit_checksum <(echo "$t"))" \
             "$(kit_checksum <(emu "$BUILD/workloads/$w" --steps 12 --nodes 9))"
         check "step_timer $w: event and host medians over steps 3-12" \
             grep -qE '^step_ms_events: median=[0-9.]+ .* steps=10 ' <<<"$t"
@@ -140,10 +140,9 @@ fi
 check_eq "run-all.sh: an unknown option exits 2" "$?" 2
 
 # ------------------------------------------------------------------ the policy loop
-check_eq "configurations: no library, then the four policies" "$KIT_CONFIGS" \
-    "nolib off always_update skip_temp skip_profiled"
-want=$(sed -n '/define SG_POLICY_LIST/,/[^\\]$/p' "$SRC/core/config.h" | grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ')
-check_eq "the kit's policies are core/config.h's" "$KIT_POLICIES" "${want% }"
+. "$SRC/tests/lib/policies.sh"
+check_eq "configurations: no library, then every policy" "$KIT_CONFIGS" "nolib $POLICIES"
+check_eq "the kit's policies are core/config.h's (make print-policies)" "$KIT_POLICIES" "$POLICIES"
 check_eq "the kit's policies are stablegraph-run's" "$KIT_POLICIES" \
     "$(sed -n 's/^POLICIES="\(.*\)"$/\1/p' "$SRC/scripts/stablegraph-run")"
 d=$TMP/env; mkdir -p "$d"
@@ -161,7 +160,7 @@ d=$TMP/matrix; mkdir -p "$d"
 verdict=$(kit_run_matrix "$d" probe 60 "$BUILD/workloads/rotating_inputs" --steps 3 --nodes 4)
 check "a workload on the emulated driver passes the matrix" grep -q '^PASS probe: checksum [0-9a-f]\{16\} ' <<<"$verdict"
 check_eq "the matrix ran once per configuration" "$(cd "$d" && ls probe.*.rc | sort | tr '\n' ' ')" \
-    "probe.always_update.rc probe.nolib.rc probe.off.rc probe.skip_profiled.rc probe.skip_temp.rc "
+    "$(printf 'probe.%s.rc\n' nolib $POLICIES | sort | tr '\n' ' ')"
 check "the verdict quotes each policy's report" grep -q 'skip_profiled: launches 3' <<<"$verdict"
 
 # ------------------------------------------------------------------ the comparison
