@@ -7,7 +7,9 @@
  * created, the per-thread current context and its push/pop stack).
  *
  * Locks:
- *   - stat list: lock-free (atomic push of each entry's static record).
+ *   - stat list: lock-free (atomic push of each entry's static record); its
+ *     counters are atomic; the entry a thread is in (for emu_stat_nodes) is
+ *     thread-local.
  *   - handle_lock guards the handle registry (handles).
  *   - emu_ctx_lock guards the primary-context table (emu_primary[]) and the
  *     list of destroyed contexts (emu_dead_ctxs).
@@ -205,6 +207,7 @@ __attribute__((constructor)) static void emu_ctor(void) { emu_bootstrap(); }
 /* ------------------------------------------------------------------ statistics */
 
 static _Atomic(emu_entry_stat *) emu_stat_list;
+static __thread emu_entry_stat *emu_cur_entry;   /* the entry the calling thread last entered */
 
 CUresult emu_enter(emu_entry_stat *st)
 {
@@ -225,6 +228,7 @@ CUresult emu_enter(emu_entry_stat *st)
         }
     }
     unsigned long n = atomic_fetch_add((_Atomic unsigned long *)&st->calls, 1) + 1;
+    emu_cur_entry = st;
     if (st->rules) {
         for (const emu_fail_rule *r = st->rules; r; r = r->next) {
             if (strcmp(r->name, st->name) != 0) continue;
@@ -234,8 +238,18 @@ CUresult emu_enter(emu_entry_stat *st)
     return CUDA_SUCCESS;
 }
 
-/* Writes the CUDAEMU_STATS file: {"calls": {...}, "violations": n}, through a
- * temporary file renamed into place so readers never see half a file. */
+void emu_stat_nodes(unsigned long nodes, unsigned long changed)
+{
+    emu_entry_stat *st = emu_cur_entry;
+    if (!st) return;
+    atomic_fetch_add((_Atomic unsigned long *)&st->nodes, nodes);
+    atomic_fetch_add((_Atomic unsigned long *)&st->changed, changed);
+}
+
+/* Writes the CUDAEMU_STATS file: {"calls": {...}, "nodes": {name: {"nodes": n,
+ * "changed": n}, ...} (entries that covered graph nodes only), "violations":
+ * n}, through a temporary file renamed into place so readers never see half a
+ * file. */
 static void emu_write_stats(void)
 {
     char tmp[4096];
@@ -247,6 +261,15 @@ static void emu_write_stats(void)
     for (emu_entry_stat *s = atomic_load(&emu_stat_list); s; s = s->next) {
         fprintf(f, "%s\n  \"%s\": %lu", first ? "" : ",", s->name,
                 atomic_load((_Atomic unsigned long *)&s->calls));
+        first = 0;
+    }
+    fprintf(f, "\n}, \"nodes\": {");
+    first = 1;
+    for (emu_entry_stat *s = atomic_load(&emu_stat_list); s; s = s->next) {
+        unsigned long nodes = atomic_load((_Atomic unsigned long *)&s->nodes);
+        if (!nodes) continue;
+        fprintf(f, "%s\n  \"%s\": {\"nodes\": %lu, \"changed\": %lu}", first ? "" : ",", s->name, nodes,
+                atomic_load((_Atomic unsigned long *)&s->changed));
         first = 0;
     }
     fprintf(f, "\n}, \"violations\": %lu}\n", emu_violation_count());
