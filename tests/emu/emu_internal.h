@@ -69,7 +69,7 @@ CUresult emu_enter(emu_entry_stat *st);
 /* Adds to the entry point the calling thread is in (its last emu_enter) the
  * graph nodes a successful call covered and, for updates, how many of them
  * it changed; written as "nodes" in the CUDAEMU_STATS file, so a cost model
- * can charge updates, instantiations and launches per node. */
+ * can charge updates, instantiations, launches and node listings per node. */
 void emu_stat_nodes(unsigned long nodes, unsigned long changed);
 
 #define EMU_ENTRY()                                                         \
