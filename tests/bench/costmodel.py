@@ -38,7 +38,7 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TABLE = os.path.join(HERE, "costs.tsv")
 RULES = ("every", "changed")
-RULE_NAMES = {"every": "every node", "changed": "changed nodes"}
+RULE_NAMES = {"every": "every-node", "changed": "changed-nodes"}
 BASES = ("call", "node", "changed_node", "scanned_node")
 QUERY_LEVELS = ("low", "mid", "high")
 # Groups for the breakdown of a modeled time (first match wins).

@@ -448,7 +448,7 @@ check_eq "curves: horizon and keys" "$(sed -n 4p <<<"$out")" \
 check_eq "table.md: 13 figure rows beside their targets" \
     "$(grep -cE '^\| .* \| (PASS|\*\*FAIL\*\*|\*\*SKIPPED: .*\*\*) \| ' "$TMP/t11/table.md")" 13
 check "table.md: modeled driver time under both rules" \
-    grep -q "^#### Modeled driver time per step, changed nodes rule" "$TMP/t11/table.md"
+    grep -q "^#### Modeled driver time per step, changed-nodes rule" "$TMP/t11/table.md"
 check "table.md: cumulative curves" grep -q "^#### Cumulative modeled driver time" "$TMP/t11/table.md"
 check "summary: the figures with their targets" \
     grep -qE "^  node_cost +[0-9.-]+ +target <= 150" "$TMP/t11.log"
