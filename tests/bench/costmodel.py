@@ -292,6 +292,8 @@ def calibrated_rows(info, meas):
     rows = {}
 
     def put(call, basis, us, how):
+        if us < 0:
+            how += "; the fit gave %.3g, taken as 0" % us
         rows.setdefault(call, {})[basis] = (round(_nonneg(us), 4), "%s: %s)" % (where, how))
 
     a0, b0 = fit(meas["update_identical"])
