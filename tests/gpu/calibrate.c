@@ -49,30 +49,16 @@
 #define CAL_WARMUP 2
 #define CAL_MAX_SIZES 16
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Prints "measure WHAT NODES MEDIAN MIN REPS" for the times in t[0..n). */
 static void report(const char *what, int nodes, double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    double med = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    double med = wl_median(t, n);
     printf("measure %s %d %.4f %.4f %d\n", what, nodes, med, t[0], n);
     fflush(stdout);
 }
 
 /* One timed call: `stmt` between two clock reads, its time into t[i]. */
-#define TIMED(t, i, stmt) do { double t0_ = now_us(); stmt; (t)[i] = now_us() - t0_; } while (0)
+#define TIMED(t, i, stmt) do { double t0_ = wl_now_us(); stmt; (t)[i] = wl_now_us() - t0_; } while (0)
 
 typedef struct cal {
     wl_env w;
@@ -295,10 +281,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "calibrate: out of host memory\n");
         return 1;
     }
-    double start = now_us();
+    double start = wl_now_us();
     int k = 0;
     measure_vmm(&c, gran, t);
-    for (; k < nsizes && now_us() - start <= budget * 1e6; k++)
+    for (; k < nsizes && wl_now_us() - start <= budget * 1e6; k++)
         measure_size(&c, sizes[k], t);
     if (k == nsizes)
         printf("calibrate: done\n");
