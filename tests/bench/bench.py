@@ -443,6 +443,9 @@ def build_cell(a, wl, nodes, mode, runs, base_cell, cgruns, cg_base, counts_only
     else:
         cell["model"] = cell["model_ratio"] = None
     cell["maxrss_kb"] = first[L].get("maxrss_kb")
+    calls_l = (first[L]["stats"] or {}).get("calls") if a.driver == "emu" else None
+    cell["instantiations_run"] = sum(n for k, n in calls_l.items()
+                                     if k.startswith("cuGraphInstantiate")) if calls_l else None
 
     viol = [((r["stats"] or {}).get("violations")) for st in (S, L) for r in runs[st]]
     viol = [v for v in viol if v is not None]
@@ -762,6 +765,7 @@ def write_table(path, cells, meta, head, skip=None, trows=None, curves=None):
               "code plus the libc / ld.so code it calls. How each is measured: "
               "tests/bench/targets.py and docs/benchmarks.md.", ""]
         L += targets.markdown(trows)
+        L += targets.detail_markdown(trows)
     if any(c.get("model") for c in cells):
         q = meta["query_us"]
         L += ["", "#### Modeled driver time per steady-state step (us)", "",
@@ -774,6 +778,11 @@ def write_table(path, cells, meta, head, skip=None, trows=None, curves=None):
                   sizes=meta["model_sizes"])
     if curves:
         L += curve_table(curves, meta)
+    if any(c.get("library_driver_calls_per_step") is not None for c in cells):
+        pivot(L, cells, meta, "Driver calls made by the library per step (its report)",
+              lambda c: sum(c["library_driver_calls_per_step"].values())
+              if c.get("library_driver_calls_per_step") is not None else None,
+              sizes=meta["model_sizes"])
     pivot(L, cells, meta, "Graph updates reaching the driver per step",
           lambda c: c["calls_per_step"]["updates"])
     pivot(L, cells, meta, "VMM calls reaching the driver per step",
@@ -994,6 +1003,8 @@ def parse_args(argv):
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--keep-raw", action="store_true", help="keep stats, reports, callgrind files")
     ap.add_argument("--command", default=None, help="command line to quote (make passes its own)")
+    ap.add_argument("--from-results", default=None, metavar="RESULTS_JSON",
+                    help="run nothing: write table.md and the plots into --out from a results.json")
     a = ap.parse_args(argv)
     a.build = os.path.abspath(a.build)
     a.out = os.path.abspath(a.out or os.path.join(a.build, "bench"))
@@ -1106,8 +1117,29 @@ def target_rows(R, a, workloads, policies, vg, cells, model_sizes):
     return rows, curves, M.failures
 
 
+def rewrite_outputs(a):
+    """--from-results: the tables and plots of an earlier run, from its results.json."""
+    res = load_json(a.from_results)
+    if not res or "cells" not in res:
+        print("bench: %s: not a results.json" % a.from_results, file=sys.stderr)
+        return 2
+    os.makedirs(a.out, exist_ok=True)
+    write_table(os.path.join(a.out, "table.md"), res["cells"], res["meta"],
+                res.get("instr_per_forwarded_call_off"), res.get("instr_per_node_per_skip_decision"),
+                res.get("targets"), res.get("curves"))
+    pngs, note = (None, None) if a.no_plots else write_plots(a.out, res["cells"], res["meta"],
+                                                             res.get("curves"))
+    print("bench: %s written from %s%s" % (os.path.join(a.out, "table.md"), a.from_results,
+                                          "; plots: " + " ".join(pngs) if pngs else ""))
+    if note:
+        print("plots: " + note)
+    return 0
+
+
 def main(argv):
     a = parse_args(argv)
+    if a.from_results:
+        return rewrite_outputs(a)
     workloads = split_list(a.workloads)
     sizes = [int(s) for s in split_list(a.sizes)]
     model_sizes = sorted(set(int(s) for s in split_list(a.model_sizes)) | set(sizes))

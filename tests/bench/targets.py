@@ -423,7 +423,9 @@ def from_cells(cells, table, policies, mem_nodes):
             items.append((v, "%s, %d nodes" % (c["workload"], mem_nodes)))
             detail.append({"workload": c["workload"], "bytes_per_node": v,
                            "maxrss_kb": c.get("maxrss_kb"),
-                           "maxrss_kb_without": b and b.get("maxrss_kb")})
+                           "maxrss_kb_without": b and b.get("maxrss_kb"),
+                           "instantiations": c.get("instantiations_run"),
+                           "instantiations_without": b and b.get("instantiations_run")})
         v, where = worst(items)
         if any(d["bytes_per_node"] is None for d in detail) or not detail:
             v = None
@@ -497,6 +499,37 @@ def markdown(rows):
             else s.target, "**%s**" % res if r["result"] != "PASS" else res,
             r["where"] or "-", ("`%s`" % r["command"]) if r["command"] else "-"))
     return L
+
+
+# Figures whose parts get a table of their own (the others' parts are in the
+# model and curve tables, or only in results.json).
+DETAILED = ("uncaptured_launch", "node_cost", "accept_cost", "launch_cost", "host_memory")
+
+
+def detail_markdown(rows):
+    """One small table per figure whose measurement has several parts (per
+    workload, policy, size): every part, not only the worst."""
+    L = []
+    for r in rows:
+        d = [x for x in r["detail"] if isinstance(x, dict)]
+        if len(d) < 2 or r["id"] not in DETAILED:
+            continue
+        keys = [k for k in d[0] if k != "by_name"]
+        L += ["", "%s (`%s`), every part:" % (SPEC[r["id"]].what, r["id"]), "",
+              "| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
+        for x in d:
+            L.append("| " + " | ".join(_cell(x.get(k)) for k in keys) + " |")
+    return L
+
+
+def _cell(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "%.4g" % v
+    if isinstance(v, list):
+        return "; ".join(str(x) for x in v)
+    return str(v)
 
 
 def summary_lines(rows):
