@@ -205,8 +205,9 @@ class Measure:
             return row("uncaptured_launch", skipped="no valgrind")
         if not os.path.exists(prog):
             return row("uncaptured_launch", why="%s not built" % prog)
-        items, detail = [], []
+        items, detail, cmds = [], [], {}
         for pol in self.policies:
+            cmds[pol] = self.command("launch_loop", launches, steps, pol, prog=prog)
             short = self.cg("launch_loop", launches, steps, pol, prog=prog)
             long = self.cg("launch_loop", 2 * launches, steps, pol, prog=prog)
             v = per_unit(short and short["cg"]["lib"], long and long["cg"]["lib"],
@@ -215,9 +216,8 @@ class Measure:
             detail.append({"policy": pol, "ir_per_launch": v})
         v, where = worst(items)
         return row("uncaptured_launch", v, where, detail,
-                   self.command("launch_loop", launches, steps, where or self.policies[0], prog=prog)
-                   + " (and --nodes %d); (difference) / %d launches" % (2 * launches,
-                                                                        steps * launches),
+                   cmds.get(where, cmds[self.policies[0]]) + " (and --nodes %d); (difference) / "
+                   "%d launches" % (2 * launches, steps * launches),
                    why="a run failed (see the failures)")
 
     def node_cost(self, sizes, steps, period):
@@ -227,17 +227,19 @@ class Measure:
         pols = [p for p in self.policies if p != "off"]
         if not wls or not pols:
             return row("node_cost", skipped="no recapture workload or policy selected")
-        items, detail = [], []
+        items, detail, cmds = [], [], {}
         for wl in wls:
             for pol in pols:
                 for n in sizes:
                     s, l = self.cg(wl, n, steps, pol), self.cg(wl, n, steps + period, pol)
                     v = per_unit(s and s["cg"]["lib"], l and l["cg"]["lib"], period * n)
-                    items.append((v, "%s, %s, %d nodes" % (wl, pol, n)))
+                    where = "%s, %s, %d nodes" % (wl, pol, n)
+                    cmds[where] = self.command(wl, n, steps, pol, toggle="")
+                    items.append((v, where))
                     detail.append({"workload": wl, "policy": pol, "nodes": n, "ir_per_node": v})
         v, where = worst(items)
         return row("node_cost", v, where, detail,
-                   self.command(wls[0], sizes[0], steps, pols[0], toggle="") +
+                   cmds.get(where, self.command(wls[0], sizes[0], steps, pols[0], toggle="")) +
                    " (and --steps %d); (difference) / %d steps / nodes" % (steps + period, period),
                    why="a run failed (see the failures)")
 
@@ -256,8 +258,9 @@ class Measure:
             return row("accept_cost", skipped="no valgrind")
         if wl not in self.workloads or pol not in self.policies:
             return row("accept_cost", skipped="%s or %s not selected" % ACCEPT)
-        items, detail, why = [], [], "a run failed (see the failures)"
+        items, detail, cmds, why = [], [], {}, "a run failed (see the failures)"
         for n in sizes:
+            cmds["%d nodes" % n] = self.command(wl, n, steps, pol, toggle=GRAPH_TOGGLE)
             s, l = self.toggled(wl, pol, n, steps, GRAPH_TOGGLE), \
                 self.toggled(wl, pol, n, steps + 2, GRAPH_TOGGLE)
             v = None
@@ -277,7 +280,7 @@ class Measure:
         if any(d["ir_per_node"] is None for d in detail):
             v = None   # every size must be measured
         return row("accept_cost", v, where, detail,
-                   self.command(wl, sizes[0], steps, pol, toggle=GRAPH_TOGGLE) +
+                   cmds.get(where, cmds["%d nodes" % sizes[0]]) +
                    " (and --steps %d); (difference) / updates skipped / nodes" % (steps + 2),
                    why=why)
 
@@ -289,8 +292,10 @@ class Measure:
         if not wls or pol not in self.policies:
             return row("launch_cost", skipped="no workload of %s or no %s"
                        % (" ".join(LAUNCH_COST_WORKLOADS), pol))
-        items, detail = [], []
+        items, detail, cmds = [], [], {}
         for wl in wls:
+            cmds["%s, %d nodes" % (wl, nodes)] = self.command(wl, nodes, steps, pol,
+                                                             toggle=LAUNCH_TOGGLE)
             s, l = self.toggled(wl, pol, nodes, steps, LAUNCH_TOGGLE), \
                 self.toggled(wl, pol, nodes, 2 * steps, LAUNCH_TOGGLE)
             v = per_unit(s and s["lib"], l and l["lib"],
@@ -299,7 +304,7 @@ class Measure:
             detail.append({"workload": wl, "ir_per_launch": v})
         v, where = worst(items)
         return row("launch_cost", v, where, detail,
-                   self.command(wls[0], nodes, steps, pol, toggle=LAUNCH_TOGGLE) +
+                   cmds.get(where, cmds["%s, %d nodes" % (wls[0], nodes)]) +
                    " (and --steps %d); (difference) / launches" % (2 * steps),
                    why="a run failed (see the failures)")
 
