@@ -1089,7 +1089,7 @@ def target_rows(R, a, workloads, policies, vg, cells, model_sizes):
     curves, failures)."""
     M = targets.Measure(R, a, a.table, workloads, policies, vg)
     want = set(split_list(a.targets)) or set(targets.SPEC)
-    vg_note = "" if vg else " (no valgrind: instruction counts skipped)"
+    vg_note = "" if vg else " (no callgrind: instruction counts skipped)"
     print("bench: issue 11's figures%s" % vg_note, flush=True)
     rows = []
     if "uncaptured_launch" in want:
@@ -1149,6 +1149,8 @@ def main(argv):
     cg_sizes = [int(s) for s in split_list(a.callgrind_sizes) if int(s) in sizes]
     a.driver, gpu_name = detect_driver(a.driver)
     vg = bool(shutil.which("valgrind")) and a.driver == "emu"
+    san = (open(os.path.join(a.build, "san.cfg")).read().strip()
+           if os.path.exists(os.path.join(a.build, "san.cfg")) else "")
     if a.driver == "real":
         print("bench: real driver: no callgrind runs, no modeled driver time (instruction "
               "counts and node counts come from the emulated driver)")
@@ -1156,6 +1158,10 @@ def main(argv):
     elif not vg:
         print("bench: valgrind not found: no instruction counts (apt-get install -y valgrind)")
         cg_sizes = []
+    elif san:
+        print("bench: a sanitizer build (SAN=%s): no callgrind runs (valgrind and sanitizers do "
+              "not mix), no instruction counts" % san)
+        cg_sizes, vg = [], False
     skip_sizes = [int(x) for x in split_list(a.skip_cost_sizes)]
     if SKIP_COST_WORKLOAD not in workloads or SKIP_COST_POLICY not in policies or not vg:
         skip_sizes = []

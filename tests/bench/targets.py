@@ -51,6 +51,7 @@ CURVE_POLICY_END = "skip_profiled"
 GRAPH_TOGGLE = "sg_graph_call"      # the library's entry for graph calls (core/graphs.c)
 LAUNCH_TOGGLE = "cuGraphLaunch"
 CG_ELEMS = ("--elems", "64")
+NO_CALLGRIND = "no callgrind (valgrind missing, a sanitizer build, or a real driver)"
 
 
 class Spec:
@@ -202,7 +203,7 @@ class Measure:
 
     def uncaptured_launch(self, prog, steps, launches):
         if not self.vg:
-            return row("uncaptured_launch", skipped="no valgrind")
+            return row("uncaptured_launch", skipped=NO_CALLGRIND)
         if not os.path.exists(prog):
             return row("uncaptured_launch", why="%s not built" % prog)
         items, detail, cmds = [], [], {}
@@ -222,7 +223,7 @@ class Measure:
 
     def node_cost(self, sizes, steps, period):
         if not self.vg:
-            return row("node_cost", skipped="no valgrind")
+            return row("node_cost", skipped=NO_CALLGRIND)
         wls = [w for w in RECAPTURE_WORKLOADS if w in self.workloads]
         pols = [p for p in self.policies if p != "off"]
         if not wls or not pols:
@@ -255,7 +256,7 @@ class Measure:
     def accept_cost(self, sizes, steps):
         wl, pol = ACCEPT
         if not self.vg:
-            return row("accept_cost", skipped="no valgrind")
+            return row("accept_cost", skipped=NO_CALLGRIND)
         if wl not in self.workloads or pol not in self.policies:
             return row("accept_cost", skipped="%s or %s not selected" % ACCEPT)
         items, detail, cmds, why = [], [], {}, "a run failed (see the failures)"
@@ -287,7 +288,7 @@ class Measure:
     def launch_cost(self, nodes, steps):
         pol = "skip_profiled"
         if not self.vg:
-            return row("launch_cost", skipped="no valgrind")
+            return row("launch_cost", skipped=NO_CALLGRIND)
         wls = [w for w in LAUNCH_COST_WORKLOADS if w in self.workloads]
         if not wls or pol not in self.policies:
             return row("launch_cost", skipped="no workload of %s or no %s"
