@@ -13,7 +13,7 @@ set terminal pngcairo size 1500,950 font ",10" noenhanced
 set logscale x 2
 set logscale y 10
 set grid
-set key inside top left maxrows 5 samplen 2 font ",9" opaque
+set key inside bottom right maxrows 5 samplen 2 font ",9" opaque
 set xlabel "graph size (kernel nodes)"
 set ylabel "us per step"
 set offsets graph 0.05, graph 0.05, 0, 0
