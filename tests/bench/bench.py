@@ -931,7 +931,7 @@ def write_plots(out, cells, meta, curves=None):
             meta["driver_desc"], meta["date"], curves["nodes"], meta["query_us"][2],
             curves["steps"][-1])
         notes.append(run_gnuplot(gp, "plot_curves.gp", dict(
-            gvars, datafile=dat, rules=" ".join(costmodel.RULES),
+            gvars, datafile=dat, rules=" ".join(costmodel.RULES), horizon=curves["horizon"],
             instms=" ".join("%g" % x for x in ms_list), subtitle=sub)))
     pngs = sorted(os.path.join(out, n) for n in os.listdir(out) if n.endswith(".png"))
     notes = [n for n in notes if n]

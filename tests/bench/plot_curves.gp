@@ -1,7 +1,7 @@
 # tests/bench/plot_curves.gp: cumulative modeled driver time over steps, for
 # `make bench` (gnuplot 5). bench.py calls
 #   gnuplot -e 'datafile="..."; outdir="..."; workloads="a b"; modes="none off";
-#               rules="every changed"; instms="2 8"; subtitle="..."' plot_curves.gp
+#               rules="every changed"; instms="2 8"; horizon="2000"; subtitle="..."' plot_curves.gp
 # datafile (curves.dat) holds blocks in this order: rule x instantiation
 # assumption (ms) x workload x (each mode, then twice the no-library curve),
 # separated by two blank lines, with columns 1 steps, 2 cumulative ms.
@@ -14,6 +14,7 @@ set logscale y 10
 set grid
 set key inside top left maxrows 6 samplen 2 font ",9" opaque
 set xlabel "steps"
+set xrange [1:horizon + 0]
 set ylabel "cumulative modeled driver time (ms)"
 
 nw = words(workloads)
