@@ -108,11 +108,13 @@ $(BUILD)/obj/%.o: %.c
 # ---------------------------------------------------------------- parts with their own rules
 -include tests/workloads/workloads.mk
 -include interpose/interpose.mk
+-include tests/e2e/adv.mk
 -include tests/fuzz/fuzz.mk
 -include tests/bench/bench.mk
 -include tests/gpu/gpu.mk
 -include tests/stress/stress.mk
 -include tests/workloads/demo.mk
+-include tests/e2e/bounds.mk
 
 # ---------------------------------------------------------------- tests
 # Sanitizer builds leave a marker so tests/run.sh can set the runtime's

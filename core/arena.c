@@ -1,27 +1,32 @@
 /*
- * core/arena.c: deterministic first-fit placement over VA reservations
- * (see arena.h for the model and the guarantees).
+ * core/arena.c: deterministic first-fit placement over VA reservations,
+ * mapped one granule at a time (see arena.h for the model and the
+ * guarantees).
  *
- * Representation: per segment, a sorted array of chunks (they tile the
- * mapped prefix, in address order) and a sorted array of free ranges (each
- * inside the mapped prefix, none overlapping, adjacent ones coalesced when
- * they carry the same tag). A free range's tag is NULL (available to
- * everyone) or a pend: the event recorded when a stream-ordered free
- * happened, the freeing stream's key, and a reference count (a pending
- * range split by a carve shares its pend). Arrays are small in practice
- * (free ranges and chunks number in the tens); a carve or a free is a
- * linear pass over one segment's arrays.
+ * Representation: per segment, a sorted array of chunks (one per mapped
+ * granule) and a sorted array of free ranges covering every byte of the
+ * segment that no block uses. A free range is either wholly mapped or wholly
+ * unmapped (`mapped`), and is available to everyone (p == NULL) or pending: p
+ * is the event recorded when a stream-ordered free happened, with the
+ * freeing stream's key and a reference count (a pending range split by a
+ * carve shares its pend). Adjacent ranges with the same mapped state and
+ * compatible tags are coalesced. An unmapped granule is always wholly free
+ * and available (blocks only live on mapped granules; trim only unmaps what
+ * is available). Arrays are small in practice; a carve or a free is a linear
+ * pass over one segment's ranges.
  *
  * No locking here: the caller serialises every call on one arena (arena.h).
  */
 #include "arena.h"
+
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct pend {
     void *event;
-    sg_arena_key key;
+    sg_arena_key key;      /* stream == 0: its stream is gone; only the event frees it */
     uint64_t seq;          /* order of the frees: a later event implies earlier ones on a stream */
     int refs;              /* free ranges tagged with it */
     int done;              /* event_done said yes */
@@ -32,16 +37,16 @@ typedef struct frange {
     CUdeviceptr base;
     size_t size;
     pend *p;
+    int mapped;
 } frange;
 
 typedef struct seg {
     CUdeviceptr base;
-    size_t size, mapped;
-    sg_arena_chunk *ch;
+    size_t size;
+    sg_arena_chunk *ch;    /* sorted by va, one granule each */
     size_t nch, capch;
-    frange *fr;
+    frange *fr;            /* sorted by base */
     size_t nfr, capfr;
-    CUdeviceptr tail;      /* scratch of sg_arena_alloc: see scan_seg */
 } seg;
 
 struct sg_arena {
@@ -59,21 +64,6 @@ const char *sg_arena_fail_name(sg_arena_fail f)
     static const char *const names[] = { "none", "cuMemAddressReserve", "cuMemCreate", "cuMemMap",
                                          "cuMemSetAccess", "out of host memory" };
     return (unsigned)f < sizeof names / sizeof *names ? names[f] : "?";
-}
-
-static size_t round_up(size_t v, size_t q) { return (v + q - 1) / q * q; }
-
-/* Makes room for `need` elements of `elem` bytes in *v. 0 or -1 (unchanged). */
-static int grow_array(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t ncap = *cap ? *cap * 2 : 8;
-    while (ncap < need) ncap *= 2;
-    void *nv = realloc(*v, ncap * elem);
-    if (!nv) return -1;
-    *v = nv;
-    *cap = ncap;
-    return 0;
 }
 
 static int key_eq(sg_arena_key a, sg_arena_key b)
@@ -95,13 +85,14 @@ static int usable(const frange *r, sg_arena_key key)
     return !r->p || (key.stream != 0 && key_eq(r->p->key, key));
 }
 
-/* Two adjacent ranges may merge: both available, or pending for one stream
- * (the merged range keeps the later event, which completes after the other). */
+/* Two adjacent ranges may merge: same mapped state, and both available or
+ * pending for one live stream (the merged range keeps the later event, which
+ * completes after the other: events of one stream complete in order). */
 static int mergeable(const frange *x, const frange *y)
 {
-    if (x->base + x->size != y->base) return 0;
+    if (x->base + x->size != y->base || x->mapped != y->mapped) return 0;
     if (!x->p || !y->p) return !x->p && !y->p;
-    return key_eq(x->p->key, y->p->key);
+    return x->p->key.stream != 0 && key_eq(x->p->key, y->p->key);
 }
 
 static void coalesce(sg_arena *a, seg *s)
@@ -149,26 +140,60 @@ static void reap(sg_arena *a)
     }
 }
 
+/* Index of the first free range whose end is > addr. */
+static size_t fr_index(const seg *s, CUdeviceptr addr)
+{
+    size_t lo = 0, hi = s->nfr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->fr[mid].base + s->fr[mid].size <= addr) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* Makes sure no free range straddles addr. 0, or -1 if out of memory. */
+static int split_at(seg *s, CUdeviceptr addr)
+{
+    size_t i = fr_index(s, addr);
+    if (i == s->nfr || s->fr[i].base >= addr) return 0;
+    if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
+    frange r = s->fr[i];
+    memmove(&s->fr[i + 1], &s->fr[i], (s->nfr - i) * sizeof *s->fr);
+    s->nfr++;
+    s->fr[i].size = (size_t)(addr - r.base);
+    s->fr[i + 1] = (frange){ addr, r.size - s->fr[i].size, r.p, r.mapped };
+    if (r.p) r.p->refs++;
+    return 0;
+}
+
+/* Marks the free parts of [lo, hi) mapped or not. 0, or -1 if out of memory
+ * (nothing changed that matters: a split range is still one range's worth). */
+static int set_mapped(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi, int mapped)
+{
+    if (split_at(s, lo) != 0 || split_at(s, hi) != 0) return -1;
+    for (size_t i = fr_index(s, lo); i < s->nfr && s->fr[i].base < hi; i++) s->fr[i].mapped = mapped;
+    coalesce(a, s);
+    return 0;
+}
+
 /* Removes [addr, addr+len) from s's free ranges; every range it touches is
  * free and usable (the scan found it so). Remnants keep their tags.
  * 0, or -1 if out of memory (nothing changed). */
 static int carve(sg_arena *a, seg *s, CUdeviceptr addr, size_t len)
 {
-    if (grow_array((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
+    if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
     CUdeviceptr end = addr + len;
-    size_t i = 0;
-    while (i < s->nfr && s->fr[i].base + s->fr[i].size <= addr) i++;
+    size_t i = fr_index(s, addr);
     size_t j = i;
     while (j < s->nfr && s->fr[j].base < end) j++;
     frange rem[2];
     size_t nrem = 0;
-    if (s->fr[i].base < addr) {
-        rem[nrem++] = (frange){ s->fr[i].base, (size_t)(addr - s->fr[i].base), s->fr[i].p };
-    }
+    if (s->fr[i].base < addr)
+        rem[nrem++] = (frange){ s->fr[i].base, (size_t)(addr - s->fr[i].base), s->fr[i].p,
+                                s->fr[i].mapped };
     frange *last = &s->fr[j - 1];
-    if (last->base + last->size > end) {
-        rem[nrem++] = (frange){ end, (size_t)(last->base + last->size - end), last->p };
-    }
+    if (last->base + last->size > end)
+        rem[nrem++] = (frange){ end, (size_t)(last->base + last->size - end), last->p, last->mapped };
     for (size_t k = 0; k < nrem; k++)
         if (rem[k].p) rem[k].p->refs++;
     for (size_t k = i; k < j; k++) pend_unref(a, s->fr[k].p);
@@ -181,93 +206,115 @@ static int carve(sg_arena *a, seg *s, CUdeviceptr addr, size_t len)
 /* Inserts a free range in address order (no coalescing). 0 or -1. */
 static int insert_range(seg *s, frange r)
 {
-    if (grow_array((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
-    size_t i = s->nfr;
-    while (i > 0 && s->fr[i - 1].base > r.base) i--;
+    if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
+    size_t i = fr_index(s, r.base);
     memmove(&s->fr[i + 1], &s->fr[i], (s->nfr - i) * sizeof *s->fr);
     s->fr[i] = r;
     s->nfr++;
     return 0;
 }
 
-/* For own-handle blocks: the first granule-aligned address in [rs, re)
- * where whole chunks cover exactly [x, x+S). 0 if none. */
-static CUdeviceptr own_fit(const seg *s, CUdeviceptr rs, CUdeviceptr re, size_t S)
+/* The lowest address x (a multiple of align) where `need` bytes fit in a run
+ * of adjacent free ranges usable for key (all mapped, if mapped_only);
+ * 0 if none. */
+static CUdeviceptr scan_seg(const seg *s, size_t need, size_t align, sg_arena_key key,
+                            int mapped_only)
 {
-    for (size_t k = 0; k < s->nch; k++) {
-        CUdeviceptr x = s->ch[k].va, e = x;
-        if (x < rs) continue;
-        if (x + S > re) break;
-        for (size_t j = k; j < s->nch && e < x + S; j++) e += s->ch[j].size;
-        if (e == x + S) return x;
-    }
-    return 0;
-}
-
-/* First fit in segment s for key; returns the address or 0. Sets s->tail:
- * the start of the usable run ending at the mapped end (0 if none). */
-static CUdeviceptr scan_seg(seg *s, size_t size, int own, size_t S, sg_arena_key key)
-{
-    CUdeviceptr mend = s->base + s->mapped;
-    s->tail = 0;
     size_t i = 0;
     while (i < s->nfr) {
-        if (!usable(&s->fr[i], key)) { i++; continue; }
+        if (!usable(&s->fr[i], key) || (mapped_only && !s->fr[i].mapped)) { i++; continue; }
         CUdeviceptr rs = s->fr[i].base, re = rs + s->fr[i].size;
         size_t j = i + 1;
-        while (j < s->nfr && s->fr[j].base == re && usable(&s->fr[j], key)) {
+        while (j < s->nfr && s->fr[j].base == re && usable(&s->fr[j], key) &&
+               (!mapped_only || s->fr[j].mapped)) {
             re += s->fr[j].size;
             j++;
         }
-        if (own) {
-            CUdeviceptr x = own_fit(s, rs, re, S);
-            if (x) return x;
-        } else if (re - rs >= size) {
-            return rs;   /* every range starts on an SG_ARENA_ALIGN boundary */
-        }
-        if (re == mend) s->tail = rs;
+        CUdeviceptr x = (rs + align - 1) / align * align;
+        if (x >= rs && x + need <= re && x + need > x) return x;
         i = j;
     }
     return 0;
 }
 
-/* Creates, maps and opens one chunk of `len` bytes at the end of s's mapped
- * prefix, and adds it as an available free range. Nothing changed on failure. */
-static sg_arena_fail grow_seg(sg_arena *a, seg *s, size_t len, CUresult *rc)
+/* Index of the chunk at va, or of where it would go. */
+static size_t ch_index(const seg *s, CUdeviceptr va)
 {
-    const sg_arena_ops *o = &a->ops;
-    CUdeviceptr va = s->base + s->mapped;
-    CUmemGenericAllocationHandle h;
-    if (grow_array((void **)&s->ch, &s->capch, s->nch + 1, sizeof *s->ch) != 0 ||
-        grow_array((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0)
-        return SG_ARENA_FAIL_NOMEM;
-    if ((*rc = o->create(o->user, len, &h)) != CUDA_SUCCESS) return SG_ARENA_FAIL_CREATE;
-    if ((*rc = o->map(o->user, va, len, h)) != CUDA_SUCCESS) {
-        o->release(o->user, h);
-        return SG_ARENA_FAIL_MAP;
+    size_t lo = 0, hi = s->nch;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->ch[mid].va < va) lo = mid + 1; else hi = mid;
     }
-    if ((*rc = o->set_access(o->user, va, len)) != CUDA_SUCCESS) {
-        o->unmap(o->user, va, len);
-        o->release(o->user, h);
-        return SG_ARENA_FAIL_SET_ACCESS;
-    }
-    s->ch[s->nch++] = (sg_arena_chunk){ va, len, h };
-    s->mapped += len;
-    a->mapped += len;
-    insert_range(s, (frange){ va, len, NULL });   /* room made above */
-    coalesce(a, s);
-    return SG_ARENA_OK;
+    return lo;
 }
 
-static sg_arena_fail new_seg(sg_arena *a, size_t size, CUresult *rc)
+static void chunk_drop(sg_arena *a, seg *s, size_t i)
 {
-    if (grow_array((void **)&a->segs, &a->capsegs, a->nsegs + 1, sizeof *a->segs) != 0)
+    a->ops.unmap(a->ops.user, s->ch[i].va, s->ch[i].size);
+    a->ops.release(a->ops.user, s->ch[i].handle);
+    a->mapped -= s->ch[i].size;
+    memmove(&s->ch[i], &s->ch[i + 1], (s->nch - i - 1) * sizeof *s->ch);
+    s->nch--;
+}
+
+/* Maps every granule of [lo, hi) (granule-aligned) that is not mapped yet.
+ * On failure the granules mapped here are given back: nothing changed. */
+static sg_arena_fail map_granules(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi, CUresult *rc)
+{
+    const sg_arena_ops *o = &a->ops;
+    CUdeviceptr *made = NULL;
+    size_t nmade = 0, capmade = 0;
+    sg_arena_fail f = SG_ARENA_OK;
+    for (CUdeviceptr g = lo; g < hi && f == SG_ARENA_OK; g += a->gran) {
+        size_t i = ch_index(s, g);
+        if (i < s->nch && s->ch[i].va == g) continue;
+        if (sg_grow((void **)&s->ch, &s->capch, s->nch + 1, sizeof *s->ch) != 0 ||
+            sg_grow((void **)&made, &capmade, nmade + 1, sizeof *made) != 0) {
+            f = SG_ARENA_FAIL_NOMEM;
+            break;
+        }
+        CUmemGenericAllocationHandle h;
+        if ((*rc = o->create(o->user, a->gran, &h)) != CUDA_SUCCESS) {
+            f = SG_ARENA_FAIL_CREATE;
+        } else if ((*rc = o->map(o->user, g, a->gran, h)) != CUDA_SUCCESS) {
+            o->release(o->user, h);
+            f = SG_ARENA_FAIL_MAP;
+        } else if ((*rc = o->set_access(o->user, g, a->gran)) != CUDA_SUCCESS) {
+            o->unmap(o->user, g, a->gran);
+            o->release(o->user, h);
+            f = SG_ARENA_FAIL_SET_ACCESS;
+        } else {
+            memmove(&s->ch[i + 1], &s->ch[i], (s->nch - i) * sizeof *s->ch);
+            s->ch[i] = (sg_arena_chunk){ g, a->gran, h };
+            s->nch++;
+            a->mapped += a->gran;
+            made[nmade++] = g;
+        }
+    }
+    if (f == SG_ARENA_OK && set_mapped(a, s, lo, hi, 1) != 0) f = SG_ARENA_FAIL_NOMEM;
+    if (f != SG_ARENA_OK)
+        for (size_t k = 0; k < nmade; k++) chunk_drop(a, s, ch_index(s, made[k]));
+    free(made);
+    return f;
+}
+
+static sg_arena_fail new_seg(sg_arena *a, size_t need, CUresult *rc)
+{
+    if (sg_grow((void **)&a->segs, &a->capsegs, a->nsegs + 1, sizeof *a->segs) != 0)
         return SG_ARENA_FAIL_NOMEM;
-    size_t rsize = a->resv > size ? a->resv : size;
+    size_t rsize = sg_round_up(need, a->gran);
+    if (!rsize) return SG_ARENA_FAIL_NOMEM;
+    if (a->resv > rsize) rsize = a->resv;
     CUdeviceptr base;
     if ((*rc = a->ops.reserve(a->ops.user, rsize, a->gran, &base)) != CUDA_SUCCESS)
         return SG_ARENA_FAIL_RESERVE;
-    a->segs[a->nsegs++] = (seg){ .base = base, .size = rsize };
+    seg *s = &a->segs[a->nsegs];
+    *s = (seg){ .base = base, .size = rsize };
+    if (insert_range(s, (frange){ base, rsize, NULL, 0 }) != 0) {
+        a->ops.unreserve(a->ops.user, base, rsize);
+        return SG_ARENA_FAIL_NOMEM;
+    }
+    a->nsegs++;
     return SG_ARENA_OK;
 }
 
@@ -285,11 +332,11 @@ sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t resv_
     if (!a) return NULL;
     a->ops = *ops;
     a->gran = granularity;
-    a->resv = round_up(resv_size ? resv_size : granularity, granularity);
+    a->resv = sg_round_up(resv_size ? resv_size : granularity, granularity);
     return a;
 }
 
-void sg_arena_destroy(sg_arena *a)
+void sg_arena_destroy(sg_arena *a, int put_events)
 {
     if (!a) return;
     for (size_t k = 0; k < a->nsegs; k++) {
@@ -305,7 +352,7 @@ void sg_arena_destroy(sg_arena *a)
     while (a->pends) {
         pend *p = a->pends;
         a->pends = p->next;
-        if (a->ops.event_put) a->ops.event_put(a->ops.user, p->event);
+        if (put_events && a->ops.event_put) a->ops.event_put(a->ops.user, p->event);
         free(p);
     }
     free(a->segs);
@@ -316,45 +363,36 @@ sg_arena_fail sg_arena_alloc(sg_arena *a, size_t size, int own, sg_arena_key key
                              CUdeviceptr *addr, size_t *placed, CUresult *rc)
 {
     *rc = CUDA_SUCCESS;
-    size_t need = own ? round_up(size, a->gran) : round_up(size, SG_ARENA_ALIGN);
-    if (need < size) return SG_ARENA_FAIL_NOMEM;   /* overflow */
+    size_t align = own ? a->gran : SG_ARENA_ALIGN;
+    size_t need = sg_round_up(size, align);
+    if (!need) return SG_ARENA_FAIL_NOMEM;   /* overflow */
     reap(a);
 
     seg *s = NULL;
     CUdeviceptr at = 0;
-    for (size_t k = 0; k < a->nsegs && !at; k++) {
-        s = &a->segs[k];
-        at = scan_seg(s, need, own, need, key);
-    }
-    if (!at) {
-        /* Grow the mapped prefix of the first segment (creation order) with
-         * room for it, or start a new segment. The block starts at the usable
-         * run that ends at the mapped end, if any (only the missing bytes are
-         * mapped); an own-handle block starts at the mapped end, on fresh
-         * chunks. */
-        int fresh = 0;
-        sg_arena_fail f;
-        size_t grow = 0;
+    for (int pass = 1; pass <= 2 && !at; pass++)
         for (size_t k = 0; k < a->nsegs && !at; k++) {
             s = &a->segs[k];
-            CUdeviceptr mend = s->base + s->mapped;
-            CUdeviceptr start = (!own && s->tail) ? s->tail : mend;
-            grow = round_up(start + need - mend, a->gran);
-            if (grow <= s->size - s->mapped) at = start;
+            at = scan_seg(s, need, align, key, pass == 1);
         }
-        if (!at) {
-            if ((f = new_seg(a, round_up(need, a->gran), rc)) != SG_ARENA_OK) return f;
-            s = &a->segs[a->nsegs - 1];
-            at = s->base;
-            grow = round_up(need, a->gran);
-            fresh = 1;
-        }
-        if ((f = grow_seg(a, s, grow, rc)) != SG_ARENA_OK) {
-            if (fresh) drop_last_seg(a);
-            return f;
-        }
+    int fresh = 0;
+    sg_arena_fail f;
+    if (!at) {
+        if ((f = new_seg(a, need, rc)) != SG_ARENA_OK) return f;
+        s = &a->segs[a->nsegs - 1];
+        at = s->base;
+        fresh = 1;
     }
-    if (carve(a, s, at, need) != 0) return SG_ARENA_FAIL_NOMEM;
+    CUdeviceptr lo = at / a->gran * a->gran;
+    CUdeviceptr hi = (at + need + a->gran - 1) / a->gran * a->gran;
+    if ((f = map_granules(a, s, lo, hi, rc)) != SG_ARENA_OK || carve(a, s, at, need) != 0) {
+        if (f == SG_ARENA_OK) f = SG_ARENA_FAIL_NOMEM;
+        if (fresh) {
+            for (size_t i = s->nch; i-- > 0;) chunk_drop(a, s, i);
+            drop_last_seg(a);
+        }
+        return f;
+    }
     *addr = at;
     *placed = need;
     return SG_ARENA_OK;
@@ -378,12 +416,46 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
         if (a->pends) a->pends->prev = p;
         a->pends = p;
     }
-    if (insert_range(s, (frange){ addr, placed, p }) != 0) {
+    if (insert_range(s, (frange){ addr, placed, p, 1 }) != 0) {
         if (p) pend_unref(a, p);   /* puts the event back */
         return -1;
     }
     coalesce(a, s);
     return 0;
+}
+
+size_t sg_arena_trim(sg_arena *a)
+{
+    size_t given = 0;
+    reap(a);
+    for (size_t k = 0; k < a->nsegs; k++) {
+        seg *s = &a->segs[k];
+        for (size_t i = s->nch; i-- > 0;) {
+            CUdeviceptr va = s->ch[i].va;
+            size_t fi = fr_index(s, va);
+            if (fi == s->nfr || s->fr[fi].p || s->fr[fi].base > va ||
+                s->fr[fi].base + s->fr[fi].size < va + s->ch[i].size)
+                continue;                      /* a block or a pending free uses it */
+            if (a->ops.unmap(a->ops.user, va, s->ch[i].size) != CUDA_SUCCESS) continue;
+            a->ops.release(a->ops.user, s->ch[i].handle);
+            size_t sz = s->ch[i].size;
+            a->mapped -= sz;
+            given += sz;
+            memmove(&s->ch[i], &s->ch[i + 1], (s->nch - i - 1) * sizeof *s->ch);
+            s->nch--;
+            /* out of memory here leaves the range marked mapped: the next
+             * allocation there maps the granule anew (map_granules checks the
+             * chunks, not the flag) */
+            (void)set_mapped(a, s, va, va + sz, 0);
+        }
+    }
+    return given;
+}
+
+void sg_arena_rekey(sg_arena *a, sg_arena_key key)
+{
+    for (pend *p = a->pends; p; p = p->next)
+        if (key_eq(p->key, key)) p->key = (sg_arena_key){ 0, 0 };
 }
 
 int sg_arena_contains(const sg_arena *a, CUdeviceptr p) { return seg_of(a, p) != NULL; }
@@ -393,9 +465,11 @@ size_t sg_arena_chunks(const sg_arena *a, CUdeviceptr addr, size_t len, sg_arena
 {
     const seg *s = seg_of(a, addr);
     size_t n = 0;
-    for (size_t i = 0; s && i < s->nch; i++) {
+    if (!s) return 0;
+    for (size_t i = ch_index(s, addr / a->gran * a->gran); i < s->nch; i++) {
         const sg_arena_chunk *c = &s->ch[i];
-        if (c->va + c->size <= addr || c->va >= addr + len) continue;
+        if (c->va >= addr + len) break;
+        if (c->va + c->size <= addr) continue;
         if (n < max) out[n] = *c;
         n++;
     }
@@ -404,6 +478,15 @@ size_t sg_arena_chunks(const sg_arena *a, CUdeviceptr addr, size_t len, sg_arena
 
 size_t sg_arena_mapped(const sg_arena *a) { return a->mapped; }
 size_t sg_arena_segments(const sg_arena *a) { return a->nsegs; }
+
+size_t sg_arena_mapped_free(const sg_arena *a)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < a->nsegs; k++)
+        for (size_t i = 0; i < a->segs[k].nfr; i++)
+            if (a->segs[k].fr[i].mapped && !a->segs[k].fr[i].p) n += a->segs[k].fr[i].size;
+    return n;
+}
 
 size_t sg_arena_free_ranges(const sg_arena *a)
 {

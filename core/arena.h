@@ -3,32 +3,39 @@
  * with no driver in sight (memory.c supplies the VMM operations through
  * sg_arena_ops; unit tests supply fakes).
  *
- * An arena is a list of segments, each one reservation [base, base+size) of
- * which a prefix [base, base+mapped) is backed by physical chunks (one handle
- * per chunk, each a multiple of the granularity, mapped once and kept until
- * sg_arena_destroy). Blocks are placed by deterministic address-ordered
- * first fit (segments in creation order, addresses ascending) over the free
- * ranges of the mapped prefixes, with coalescing; when nothing fits the last
- * segment's mapped prefix grows (a new chunk of round_up(missing bytes,
- * granularity) mapped at its end), and when the reservation is full a new
- * segment is reserved. A block never moves. The same sequence of calls gives
- * the same addresses.
+ * An arena is a list of segments, each one reservation [base, base+size).
+ * Physical memory is mapped into a segment one granule at a time: a chunk is
+ * one handle of exactly the granularity, mapped once at a fixed address, so
+ * that any granule no block uses can be given back on its own (a mapping
+ * cannot be unmapped in part). Blocks are placed by deterministic
+ * address-ordered first fit (segments in creation order, addresses
+ * ascending) over the free ranges, first among those already mapped, then
+ * among all (the granules a block needs that are not mapped yet get chunks);
+ * when nothing fits a new segment is reserved. A block never moves. The same
+ * sequence of calls gives the same addresses.
+ *
+ * Memory pressure: sg_arena_trim() unmaps and releases every chunk that no
+ * live block and no pending stream-ordered free touches, and returns how
+ * many bytes it gave back; the addresses stay reserved, so a later block
+ * there gets new chunks at the same place.
  *
  * Stream order: a block freed with an event (cuMemFreeAsync) becomes a
  * "pending" free range tagged with the freeing stream's key. Pending ranges
  * are usable at once by allocations carrying the same key (stream order
  * makes that safe) and by everyone once ops->event_done says the event has
- * completed (checked at each allocation: the range then becomes available
- * and coalesces). Adjacent usable ranges are treated as one during the scan,
- * so an allocation on the freeing stream finds the same address whether or
- * not the event has completed yet.
+ * completed (checked at each allocation and trim: the range then becomes
+ * available and coalesces). Adjacent usable ranges are treated as one during
+ * the scan, so an allocation on the freeing stream finds the same address
+ * whether or not the event has completed yet. sg_arena_rekey() detaches the
+ * pending ranges of a stream that is gone (its handle may be reused) so that
+ * only their events make them usable.
  *
- * Own handles: a block placed with own=1 starts on a granule boundary and is
- * covered exactly by chunks that back no other block (for later aliasing).
+ * Own handles: a block placed with own=1 starts on a granule boundary and
+ * covers whole granules (for aliasing: its chunks back no other block).
  *
  * Thread safety: none inside; the caller holds one lock per arena around
- * every call (memory.c: sg_ctx_arena.lock). Ops are called with that lock
- * held and must not block on the GPU.
+ * every call (memory.c). Ops are called with that lock held and must not
+ * block on the GPU.
  */
 #ifndef SG_ARENA_H
 #define SG_ARENA_H
@@ -65,10 +72,11 @@ const char *sg_arena_fail_name(sg_arena_fail f);   /* "cuMemCreate", ... */
 
 /* Who allocates or frees, for stream order. stream == 0: not stream-ordered
  * (cuMemAlloc / cuMemFree): uses only ranges available to everyone. thread
- * distinguishes per-thread default streams of different threads. */
+ * distinguishes per-thread default streams of different threads (a value
+ * never reused: memory.c's per-thread id). */
 typedef struct sg_arena_key {
     uintptr_t stream;
-    uintptr_t thread;
+    uint64_t thread;
 } sg_arena_key;
 
 /* One physical chunk backing (part of) a block. */
@@ -85,10 +93,10 @@ typedef struct sg_arena sg_arena;
  * block gets a reservation of its own size). NULL if out of memory. */
 sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t resv_size);
 
-/* Unmaps and releases every chunk, frees every reservation, puts every
- * pending event, and frees the arena. Errors from ops are ignored (the
- * context is gone). */
-void sg_arena_destroy(sg_arena *a);
+/* Unmaps and releases every chunk, frees every reservation and the arena.
+ * put_events: give each pending event back through event_put (0 when the
+ * context is gone: its events went with it). Errors from ops are ignored. */
+void sg_arena_destroy(sg_arena *a, int put_events);
 
 /* Places a block of `size` bytes (> 0) for `key`. own: on its own chunks.
  * On success stores the address and the bytes it occupies (size rounded up
@@ -105,6 +113,14 @@ sg_arena_fail sg_arena_alloc(sg_arena *a, size_t size, int own, sg_arena_key key
  * or -1 if out of memory (the range then stays unusable; nothing breaks). */
 int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key, void *event);
 
+/* Gives back (unmap + release) every chunk that nothing uses; returns the
+ * bytes given back. */
+size_t sg_arena_trim(sg_arena *a);
+
+/* The pending ranges of `key` stop being usable by `key` (its stream is gone
+ * and its handle may come back for another stream). */
+void sg_arena_rekey(sg_arena *a, sg_arena_key key);
+
 /* 1 if p lies inside one of the arena's reservations. */
 int sg_arena_contains(const sg_arena *a, CUdeviceptr p);
 
@@ -113,8 +129,11 @@ int sg_arena_contains(const sg_arena *a, CUdeviceptr p);
 size_t sg_arena_chunks(const sg_arena *a, CUdeviceptr addr, size_t len, sg_arena_chunk *out,
                        size_t max);
 
-/* Bytes mapped (sum of chunk sizes), reservations, free ranges (tests, logs). */
+/* Bytes mapped (sum of chunk sizes); mapped bytes no block uses and no
+ * pending free holds (what sg_arena_trim could give back, or more when
+ * granules are shared); reservations; free ranges (tests, logs). */
 size_t sg_arena_mapped(const sg_arena *a);
+size_t sg_arena_mapped_free(const sg_arena *a);
 size_t sg_arena_segments(const sg_arena *a);
 size_t sg_arena_free_ranges(const sg_arena *a);
 

@@ -6,7 +6,7 @@
  * locks needed (see config.h).
  */
 #include "config.h"
-#include "report.h"
+#include "pathtmpl.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -40,8 +40,10 @@
     X(NO, "0")                                                                \
     X(YES, "1")
 /* STABLEGRAPH_ALIAS (skip_profiled): whether varying pointers into
- * own-handle buffers are aliased into slots: auto (when the estimated remap
- * cost is below the measured update cost), always, never. */
+ * own-handle buffers are aliased into slots: never (the default: a kernel may
+ * keep a slot address it was given, which the library cannot see; README
+ * "Aliasing"), always, or auto (when the estimated remap cost is below the
+ * measured update cost). always and auto are opt-ins. */
 #define SG_ALIAS_LIST(X)                                                      \
     X(AUTO, "auto")                                                           \
     X(ALWAYS, "always")                                                       \
@@ -60,7 +62,7 @@ typedef enum { SG_ALIAS_LIST(SG_ALIAS_ITEM_) SG_ALIAS_COUNT } sg_alias_mode;
 /* skip_profiled defaults (README, issue 5). */
 #define SG_PROFILE_STEPS_DEFAULT 3
 #define SG_PROFILE_STEPS_MAX     1000
-#define SG_ALIAS_DEFAULT         SG_ALIAS_AUTO
+#define SG_ALIAS_DEFAULT         SG_ALIAS_NEVER
 #define SG_ALIAS_MIN_DEFAULT     ((size_t)1 << 20)
 #define SG_MAX_GENERATIONS_DEFAULT 8
 #define SG_MAX_GENERATIONS_MAX   16
@@ -83,7 +85,7 @@ typedef struct sg_config {
     /* skip_profiled (core/profiled.h):
      * STABLEGRAPH_PROFILE_STEPS: launches profiled per exec before deciding
      *   (1..1000, default 3);
-     * STABLEGRAPH_ALIAS: auto | always | never (default auto);
+     * STABLEGRAPH_ALIAS: never | always | auto (default never: opt-in);
      * STABLEGRAPH_ALIAS_MIN_BYTES: allocations of at least this size get their
      *   own physical handles so that they can be aliased (byte count as for
      *   PLACE_MAX_BYTES; default 1M);

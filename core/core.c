@@ -1,73 +1,72 @@
 /*
- * core/core.c: the policy layer's entry point. Routes each hooked call that
- * interpose/ hands over to the part of core/ that owns it:
- *   memory calls (allocation, free, address queries, IPC, context teardown)
- *     -> sg_mem_call (memory.c: placement in the persistent reservation);
- *   graph calls (instantiate, launch, updates, exec changes and destruction)
- *     -> sg_graph_call (graphs.c: exec records, update skipping, counts;
- *        profiled.c under skip_profiled).
- * It also wires the context-teardown notification from memory.c to graphs.c
- * and slots.c.
+ * core/core.c: the router, the root of core/: it routes each hooked call to
+ * the module that owns it, and nobody calls it but interpose/ (and
+ * process.c at start-up):
+ *   memory (allocation, free, address queries, copies and memsets, memory
+ *     info, stream destruction)            -> memory.c (placement)
+ *   contexts (destroy, primary retain / release / reset)
+ *                                          -> contexts.c (the one teardown)
+ *   captures (begin, end)                  -> capture.c
+ *   graph execs and graphs (instantiate, launch, updates, exec setters,
+ *     destruction, module unloads)         -> graphs.c (observed by
+ *                                             profiled.c under skip_profiled)
  * Everything else is forwarded unchanged.
- * State set by sg_core_init() and sg_core_set_driver() is read-only afterwards
- * (see core.h).
  */
 #include "core.h"
 
+#include "capture.h"
+#include "contexts.h"
+#include "fingerprint.h"
 #include "graphs.h"
-#include "log.h"
 #include "memory.h"
+#include "profiled.h"
 #include "slots.h"
 #include "stats.h"
+#include "vmm.h"
 
-sg_driver sg_drv;
-#define SG_DRIVER_NAME_(name, ret, params) #name,
-const char *const sg_driver_names[SG_DRIVER_COUNT] = { SG_DRIVER_LIST(SG_DRIVER_NAME_) };
-unsigned long sg_driver_calls[SG_DRIVER_COUNT];
-
-static sg_policy policy = SG_POLICY_DEFAULT;
-
-sg_policy sg_core_policy(void) { return policy; }
-
-void sg_core_set_driver(const sg_driver *drv)
+sg_caps sg_core_init(const sg_config *cfg)
 {
-    sg_drv = *drv;
-}
-
-/* A context was destroyed: the graph records and the slots of its execs go
- * before its memory arena does (memory.c calls this first). */
-static void ctx_gone(CUcontext ctx)
-{
-    sg_graph_ctx_gone(ctx);
-    sg_slots_ctx_teardown(ctx);
-}
-
-void sg_core_init(const sg_config *cfg)
-{
-    sg_mem_on_ctx_gone(ctx_gone);
-    policy = cfg->policy;
-    sg_mem_init(cfg);
-    sg_graph_init(cfg);
+    sg_caps caps = sg_policy_caps(cfg);
+    sg_slots_init();
+    sg_mem_init(&caps);
+    sg_graph_init(&caps, sg_prof_init(&caps));
+    return caps;
 }
 
 CUresult sg_core_call(const sg_call *c)
 {
     switch (c->kind) {
     case SG_CALL_ALLOC:
+    case SG_CALL_DEV_ALLOC:
     case SG_CALL_FREE:
+        return sg_mem_call(c);
     case SG_CALL_ADDR_RANGE:
     case SG_CALL_PTR_ATTR:
     case SG_CALL_PTR_ATTRS:
     case SG_CALL_IPC_HANDLE:
+    case SG_CALL_RETAIN_HANDLE:
+    case SG_CALL_MEM_ACCESS:
+    case SG_CALL_MEM_INFO:
+    case SG_CALL_MEMOP:
+        return sg_mem_query(c);
+    case SG_CALL_STREAM_DESTROY:
+        sg_graph_stream_gone(c->u.stream.stream);   /* before the stream goes */
+        return sg_mem_call(c);
     case SG_CALL_CTX_DESTROY:
     case SG_CALL_PRIMARY_RETAIN:
     case SG_CALL_PRIMARY_DROP:
-        return sg_mem_call(c);
+        return sg_ctx_call(c);
+    case SG_CALL_CAPTURE_BEGIN:
+    case SG_CALL_CAPTURE_END:
+        return sg_capture_call(c);
+    case SG_CALL_MODULE_UNLOAD:
+    case SG_CALL_GRAPH_DESTROY:
+    case SG_CALL_NODE_DESTROY:
     case SG_CALL_INSTANTIATE:
     case SG_CALL_LAUNCH:
     case SG_CALL_UPDATE_GRAPH:
-    case SG_CALL_UPDATE_KERNEL:
     case SG_CALL_UPDATE_NODE:
+    case SG_CALL_EXEC_ENABLE:
     case SG_CALL_EXEC_DIRTY:
     case SG_CALL_EXEC_DESTROY:
         return sg_graph_call(c);
@@ -75,4 +74,35 @@ CUresult sg_core_call(const sg_call *c)
         break;
     }
     return c->forward(c->args);
+}
+
+/* Global locks in the order they may be taken: graph records before
+ * contexts (a teardown goes from contexts to graphs without holding either),
+ * memory's registry, the fingerprint cache, the statistics. */
+void sg_core_atfork(int phase)
+{
+    if (phase == 0) {
+        sg_graph_atfork(0);
+        sg_ctx_atfork(0);
+        sg_mem_atfork(0);
+        sg_fp_cache_atfork(0);
+        sg_stats_atfork_prepare();
+        return;
+    }
+    if (phase == 1) sg_stats_atfork_parent();
+    else sg_stats_atfork_child();
+    sg_fp_cache_atfork(phase);
+    sg_mem_atfork(phase);
+    sg_ctx_atfork(phase);
+    sg_graph_atfork(phase);
+}
+
+void sg_core_reset(void)
+{
+    sg_graph_reset();
+    sg_slots_reset();
+    sg_mem_reset();
+    sg_fp_cache_reset();
+    sg_capture_reset();
+    sg_stats_reset();
 }

@@ -2,9 +2,13 @@
  * core/driver.h: the table of real driver functions that core/ may call.
  *
  * core/ never looks symbols up: interpose/ fills this table with the real
- * libcuda functions (by the ELF names below) before the first hook reaches
- * core/; unit tests fill it with fakes. A NULL entry means "not available":
- * callers must check it and do without.
+ * libcuda functions (by the ELF names below, sg_driver_set()) before the
+ * first hook reaches core/; unit tests fill it with fakes. Until then every
+ * entry is NULL. A NULL entry means "not available": callers must check it
+ * and do without.
+ *
+ * This file and driver.c are the leaf of core/: every other part uses them,
+ * they use nothing of core/.
  *
  * Every call core/ makes goes through SG_DRIVER_CALL, which counts it in
  * sg_driver_calls[] so the report can say exactly which driver calls the
@@ -26,6 +30,7 @@
     X(cuCtxSetCurrent, CUresult, (CUcontext))                                 \
     X(cuCtxGetDevice, CUresult, (CUdevice *))                                 \
     X(cuCtxSynchronize, CUresult, (void))                                     \
+    X(cuDeviceGet, CUresult, (CUdevice *, int))                               \
     X(cuDeviceGetAttribute, CUresult, (int *, CUdevice_attribute, CUdevice))  \
     X(cuDeviceCanAccessPeer, CUresult, (int *, CUdevice, CUdevice))           \
     X(cuDeviceGetCount, CUresult, (int *))                                    \
@@ -90,7 +95,8 @@
     X(cuGraphLaunch_ptsz, CUresult, (CUgraphExec, CUstream))                  \
     X(cuFuncGetParamInfo, CUresult, (CUfunction, size_t, size_t *, size_t *)) \
     X(cuKernelGetParamInfo, CUresult, (CUkernel, size_t, size_t *, size_t *)) \
-    X(cuFuncGetName, CUresult, (const char **, CUfunction))
+    X(cuFuncGetName, CUresult, (const char **, CUfunction))                  \
+    X(cuGraphExecNodeSetParams, CUresult, (CUgraphExec, CUgraphNode, CUgraphNodeParams *))
 
 #define SG_DRIVER_FIELD_(name, ret, params) ret (*name) params;
 typedef struct sg_driver {
@@ -100,8 +106,11 @@ typedef struct sg_driver {
 #define SG_DRIVER_ID_(name, ret, params) SG_DRV_##name,
 enum { SG_DRIVER_LIST(SG_DRIVER_ID_) SG_DRIVER_COUNT };
 
-/* The table core/ uses (zero-filled until sg_core_init()). */
+/* The table core/ uses (all NULL until sg_driver_set()). */
 extern sg_driver sg_drv;
+/* Copies drv into sg_drv. Call once, before any hook reaches core/ (unit
+ * tests: before each case). */
+void sg_driver_set(const sg_driver *drv);
 /* ELF names, indexed by SG_DRV_*. */
 extern const char *const sg_driver_names[SG_DRIVER_COUNT];
 /* Calls core/ made, indexed by SG_DRV_*. */

@@ -33,12 +33,19 @@
  * `make bench` reports the library's instructions per kernel node per skip
  * decision (issue 4's target: at most 200).
  *
+ * Files: fp_pinfo.c (the parameter-layout cache), fp_build.c (building),
+ * fp_compare.c (comparing, copying, the node map).
+ *
+ * Handles die with their modules: every cuModuleUnload / cuLibraryUnload
+ * starts a new cache epoch (sg_fp_cache_epoch_bump); a fingerprint remembers
+ * the epoch it was built in, and one from an earlier epoch is neither used as
+ * a hint nor trusted as a description (its functions may have been unloaded
+ * and their handle values reused).
+ *
  * Thread safety: an sg_fp, sg_fp_node or sg_fp_map is owned by its caller
  * (graphs.c holds the exec's mutex). The parameter-info cache is global,
- * guarded by pinfo_lock in fingerprint.c; its entries are immutable once
- * added and live until exit, so a pointer to one may be kept without a lock.
- * Limit: a CUfunction handle that the driver reuses for a different function
- * after cuModuleUnload keeps its cached parameter layout.
+ * guarded by fp_pinfo.c's lock; an entry a build got stays valid while the
+ * build runs between sg_fp_cache_enter() and sg_fp_cache_leave().
  */
 #ifndef SG_FINGERPRINT_H
 #define SG_FINGERPRINT_H
@@ -131,6 +138,7 @@ typedef struct sg_fp_scratch {
 } sg_fp_scratch;
 
 typedef struct sg_fp {
+    uint64_t epoch;                  /* the cache epoch it was built in */
     size_t n, nedges;
     sg_fp_node *nodes;
     size_t nodes_cap;
@@ -203,6 +211,17 @@ int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n);
 /* The index of node, or -1. */
 long sg_fp_map_find(const sg_fp_map *m, CUgraphNode node);
 void sg_fp_map_free(sg_fp_map *m);
+
+/* The cache epoch now (see the header comment). */
+uint64_t sg_fp_epoch(void);
+/* Around every build or description: entries handed out inside stay valid
+ * until the matching leave, even if an unload starts a new epoch. */
+void sg_fp_cache_enter(void);
+void sg_fp_cache_leave(void);
+/* A module or library was unloaded: the layouts known so far are dropped. */
+void sg_fp_cache_epoch_bump(void);
+/* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */
+void sg_fp_cache_atfork(int phase);
 
 /* Frees the parameter-info cache (tests; no fingerprint may still point into it). */
 void sg_fp_cache_reset(void);

@@ -1,21 +1,77 @@
 /*
- * core/log.c: the non-allocating logger (see log.h). The level and the
- * output descriptor are set once at start-up; per-site counters are atomics.
+ * core/log.c: the non-allocating logger (see log.h). The level and the log
+ * file's name are set once at start-up; the file is opened at the first
+ * line logged (log_state, an atomic, says whether that happened); per-site
+ * counters are atomics.
  */
 #include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SG_LOG_LINE_MAX 1024
 
 static sg_log_level log_level = SG_LOG_DEFAULT;
+static char log_path[SG_CONFIG_VALUE_MAX + 1];   /* "" = stderr; set by sg_log_init */
+/* LOG_CLOSED until the first line; then the pid of the process whose thread
+ * is opening the file; LOG_OPEN once log_fd is set (release). A forked child
+ * that finds its parent's pid there (the opening thread did not come along)
+ * opens the file itself. */
+enum { LOG_OPEN = -1, LOG_CLOSED = 0 };
+static int log_state = LOG_OPEN;
 static int log_fd = 2;
 static __thread int log_busy;
+
+/* Opens the log file: appending, created if missing, never through a
+ * symbolic link at its last component, never a FIFO (opening one without a
+ * reader would block; writing into one could block every hook), without
+ * blocking. On failure the log goes to stderr, with one line saying why. */
+static int log_open(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+                        O_CLOEXEC, 0644);
+    const char *why = NULL;
+    struct stat st;
+    if (fd < 0)
+        why = errno == ELOOP ? "a symbolic link, not followed"
+              : errno == ENXIO ? "a FIFO without a reader" : strerror(errno);
+    else if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+        why = "not a regular file or a character device";
+    else if (fcntl(fd, F_SETFL, O_APPEND) != 0)
+        why = strerror(errno);
+    if (!why) return fd;
+    if (fd >= 0) close(fd);
+    char buf[SG_LOG_LINE_MAX];
+    int n = snprintf(buf, sizeof buf, "stablegraph: error: cannot log to %s=%s (%s); logging "
+                     "to stderr\n", SG_ENV_LOG_FILE, path, why);
+    ssize_t w = write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    (void)w;
+    return 2;
+}
+
+/* The descriptor to log to, opening the file on first use. */
+static int log_out(void)
+{
+    int state;
+    while ((state = __atomic_load_n(&log_state, __ATOMIC_ACQUIRE)) != LOG_OPEN) {
+        int me = (int)getpid();
+        if (state != me &&
+            __atomic_compare_exchange_n(&log_state, &state, me, 0, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_ACQUIRE)) {
+            log_fd = log_open(log_path);
+            __atomic_store_n(&log_state, LOG_OPEN, __ATOMIC_RELEASE);
+            break;
+        }
+        if (state == me) sched_yield();   /* another thread of this process is opening it */
+    }
+    return log_fd;
+}
 
 int sg_log_enabled(sg_log_level level)
 {
@@ -34,7 +90,7 @@ static void log_v(sg_log_level level, const char *suffix, const char *fmt, va_li
     if (len > sizeof buf - 2) len = sizeof buf - 2;
     len += (size_t)snprintf(buf + len, sizeof buf - len, "%s\n", suffix);
     if (len > sizeof buf - 1) len = sizeof buf - 1;
-    ssize_t w = write(log_fd, buf, len);
+    ssize_t w = write(log_out(), buf, len);
     (void)w;
     errno = saved_errno;
     log_busy = 0;
@@ -63,12 +119,7 @@ void sg_log_capped(unsigned *site_count, unsigned cap, sg_log_level level, const
 void sg_log_init(sg_log_level level, const char *path)
 {
     __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
-    if (!path || !*path) return;
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        sg_log(SG_LOG_ERROR, "cannot open %s=%s (%s); logging to stderr", SG_ENV_LOG_FILE,
-               path, strerror(errno));
-        return;
-    }
-    log_fd = fd;
+    if (!path || !*path || strlen(path) >= sizeof log_path) return;
+    memcpy(log_path, path, strlen(path) + 1);
+    __atomic_store_n(&log_state, LOG_CLOSED, __ATOMIC_RELEASE);
 }

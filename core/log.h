@@ -7,8 +7,11 @@
  * warnings are capped per call site (SG_LOG_CAP lines, then one line saying
  * further ones are suppressed).
  *
- * Globals: the level and the output descriptor are written once by
- * sg_log_init() before any hook runs concurrently, then only read.
+ * Globals: the level and the log file's name are written once by
+ * sg_log_init() before any hook runs concurrently, then only read. The file
+ * is opened at the first line logged (a process that logs nothing never
+ * creates it); the first thread to log opens it while others wait on an
+ * atomic state (log.c).
  */
 #ifndef SG_LOG_H
 #define SG_LOG_H
@@ -17,8 +20,10 @@
 
 #define SG_LOG_CAP 20
 
-/* Sets the threshold and the destination (path NULL or "" = stderr). If the
- * file cannot be opened, logs to stderr and says so; nothing else changes. */
+/* Sets the threshold and the destination (path NULL or "" = stderr). The
+ * file is opened when the first line is logged: appending, never through a
+ * symbolic link at its last component, never a FIFO, never blocking; if it
+ * cannot be, the lines go to stderr after one line saying why. */
 void sg_log_init(sg_log_level level, const char *path);
 
 /* Nonzero if messages at `level` are printed. */

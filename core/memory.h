@@ -1,13 +1,17 @@
 /*
- * core/memory.h: placement of the program's allocations (memory.c, arena.c).
+ * core/memory.h: the program's device memory under each policy (memory.c,
+ * arena.c).
  *
  * Under skip_temp and skip_profiled the library backs cuMemAlloc_v2 and the
- * stream-ordered allocations with its own physical memory, mapped into one
- * persistent virtual-address reservation per context (grown by adding
- * reservations), placed deterministically so that a program that repeats its
- * allocation pattern step after step gets the same addresses. Under
- * always_update it only counts. Anything it does not own goes to the driver
- * unchanged.
+ * stream-ordered allocations with its own physical memory, mapped into
+ * persistent virtual-address reservations per context, placed
+ * deterministically so that a program that repeats its allocation pattern
+ * step after step gets the same addresses. Under always_update it only
+ * counts. Anything it does not own goes to the driver unchanged. What the
+ * program can observe of a placed block (address range, attributes, VMM
+ * queries, range checks of copies and memsets, cuMemGetInfo) is what it
+ * would observe of a cuMemAlloc block; where that is impossible (legacy
+ * IPC) the README says so.
  */
 #ifndef SG_MEMORY_H
 #define SG_MEMORY_H
@@ -16,18 +20,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "core.h"
+#include "call.h"
+#include "policy.h"
 
-/* Reads what it needs from the configuration. Called once by sg_core_init. */
-void sg_mem_init(const sg_config *cfg);
+/* Reads what it needs from the capabilities and registers the arena's
+ * context teardown. Called once at start-up. */
+void sg_mem_init(const sg_caps *caps);
 
-/* Handles ALLOC, FREE, ADDR_RANGE, PTR_ATTR, PTR_ATTRS, IPC_HANDLE,
- * CTX_DESTROY, PRIMARY_RETAIN and PRIMARY_DROP calls; returns what the
- * program gets. */
+/* Handles ALLOC, DEV_ALLOC, FREE and STREAM_DESTROY calls (memory.c);
+ * returns what the program gets. */
 CUresult sg_mem_call(const sg_call *c);
 
-/* A live allocation the library knows about (placed by it). */
+/* Handles ADDR_RANGE, PTR_ATTR(S), IPC_HANDLE, RETAIN_HANDLE, MEM_ACCESS,
+ * MEM_INFO and MEMOP calls: what the program asks of its memory
+ * (mem_query.c). */
+CUresult sg_mem_query(const sg_call *c);
+
+/* A live allocation placed by the library. */
 typedef struct sg_alloc_info {
     CUdeviceptr base;        /* what the program was given */
     size_t size;             /* bytes it asked for */
@@ -43,8 +52,7 @@ typedef struct sg_alloc_info {
 #define SG_MEM_ID_BASE (1ULL << 62)
 
 /* If p lies inside a live allocation placed by the library (any interior
- * address), fills *out and returns 1; else 0. Thread-safe; no driver call;
- * O(log n) on an immutable snapshot (see sg_mem_view_*). */
+ * address), fills *out and returns 1; else 0. Thread-safe; no driver call. */
 int sg_mem_find(CUdeviceptr p, sg_alloc_info *out);
 
 /* For many lookups in a row (every word of a kernel's arguments): take a
@@ -55,19 +63,27 @@ int sg_mem_find(CUdeviceptr p, sg_alloc_info *out);
 typedef struct sg_mem_view sg_mem_view;
 const sg_mem_view *sg_mem_view_acquire(void);
 int sg_mem_view_find(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out);
+/* The live allocation that ends exactly at p (p == base + size), if any
+ * (one-past-the-end pointers, for aliasing). */
+int sg_mem_view_find_end(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out);
 void sg_mem_view_release(const sg_mem_view *v);
 
-/* Own handles (for aliasing, issue 5): placed allocations of at least
- * min_bytes start on a granule boundary and are backed by physical handles
- * no other allocation shares (each costs a whole number of granules).
- * Default SIZE_MAX: none. Applies to allocations made after the call. */
-void sg_mem_set_own_handles_min(size_t min_bytes);
+/* The driver's range check for [p, p + len) as the library must make it for
+ * placed memory: CUDA_SUCCESS if p is not in the library's reservations or
+ * the range lies inside the live block containing p; CUDA_ERROR_INVALID_VALUE
+ * if it runs past the block's end or p is placed memory already freed. */
+CUresult sg_mem_check_range(CUdeviceptr p, size_t len);
+
+/* The same checks for a memcpy or memset node's parameters (graph
+ * updates). */
+CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p);
+CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m);
 
 /* One physical handle backing (part of) a placed allocation. */
 typedef struct sg_mem_handle {
     CUmemGenericAllocationHandle handle;  /* owned by the library: do not release */
     CUdeviceptr va;          /* where the library maps the whole handle */
-    size_t size;             /* the handle's size (a multiple of the granularity) */
+    size_t size;             /* the handle's size (the granularity) */
     long long offset;        /* va - the allocation's base (< 0: starts before it) */
 } sg_mem_handle;
 
@@ -78,14 +94,14 @@ typedef struct sg_mem_handle {
  * back nothing else; otherwise they may be shared with other allocations. */
 size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max);
 
-/* Registers fn, called once for every context the library sees destroyed
- * (cuCtxDestroy succeeded, or a primary context became inactive after
- * cuDevicePrimaryCtxRelease / Reset), before the context's arena is torn
- * down. Set once at initialisation. */
-void sg_mem_on_ctx_gone(void (*fn)(CUcontext ctx));
+/* Gives back every unused physical chunk of every arena (memory pressure);
+ * returns the bytes given back. */
+size_t sg_mem_trim(void);
 
-/* Tears every arena down (unmapping and releasing through the driver
- * table) and empties the registry (unit tests). */
+/* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */
+void sg_mem_atfork(int phase);
+
+/* Tears every arena down and empties the registry (unit tests). */
 void sg_mem_reset(void);
 
 #endif /* SG_MEMORY_H */

@@ -1,5 +1,5 @@
 /*
- * core/report.c: report path templates, the JSON writer and the summary.
+ * core/report.c: the JSON writer, the write at exit and the summary.
  *
  * The writer formats into a fixed buffer and flushes with write(2), so
  * writing the report allocates nothing (it runs at exit, possibly while
@@ -13,79 +13,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
-
-static const char *const rank_vars[] = { "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-                                         "PMI_RANK", NULL };
-
-const char *sg_rank_from_env(sg_getenv_fn getenv_fn)
-{
-    for (int i = 0; rank_vars[i]; i++) {
-        const char *v = getenv_fn(rank_vars[i]);
-        if (v && *v) return v;
-    }
-    return NULL;
-}
-
-/* Appends s to out at *used, turning '/' into '_' if sanitize; -1 if full. */
-static int append(char *out, size_t n, size_t *used, const char *s, size_t len, int sanitize)
-{
-    if (*used + len >= n) return -1;
-    for (size_t i = 0; i < len; i++)
-        out[(*used)++] = sanitize && s[i] == '/' ? '_' : s[i];
-    out[*used] = '\0';
-    return 0;
-}
-
-int sg_report_path_expand(const char *tmpl, const sg_path_env *env, char *out, size_t n)
-{
-    size_t used = 0;
-    char num[32];
-    if (n == 0) return -1;
-    out[0] = '\0';
-    if (!tmpl || !*tmpl) return -1;
-    for (const char *p = tmpl; *p; p++) {
-        int rc;
-        if (*p != '%') {
-            rc = append(out, n, &used, p, 1, 0);
-        } else {
-            switch (*++p) {
-            case 'p':
-                snprintf(num, sizeof num, "%ld", env->pid);
-                rc = append(out, n, &used, num, strlen(num), 0);
-                break;
-            case 'h':
-                rc = append(out, n, &used, env->host, strlen(env->host), 1);
-                break;
-            case 'r': {
-                const char *r = env->rank ? env->rank : "norank";
-                rc = append(out, n, &used, r, strlen(r), 1);
-                break;
-            }
-            case '%':
-                rc = append(out, n, &used, "%", 1, 0);
-                break;
-            default:   /* unknown sequence, or '%' at the end */
-                rc = -1;
-            }
-        }
-        if (rc) {
-            out[0] = '\0';
-            return -1;
-        }
-    }
-    return 0;
-}
-
-int sg_report_path_check(const char *tmpl)
-{
-    char buf[SG_CONFIG_VALUE_MAX * 4];
-    sg_path_env env = { 1, "h", "0" };
-    return sg_report_path_expand(tmpl, &env, buf, sizeof buf);
-}
 
 /* ---------------------------------------------------------------- writer */
 
@@ -102,6 +39,10 @@ static void out_flush(sg_out *o)
     while (off < o->len && !o->err) {
         ssize_t w = write(o->fd, o->buf + off, o->len - off);
         if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EAGAIN) {   /* a descriptor the program made non-blocking */
+            struct pollfd p = { .fd = o->fd, .events = POLLOUT };
+            if (poll(&p, 1, -1) >= 0 || errno == EINTR) continue;
+        }
         if (w <= 0) o->err = 1; else off += (size_t)w;
     }
     o->len = 0;
@@ -158,6 +99,15 @@ static void out_key(sg_out *o, int *first, const char *key)
 
 typedef struct { sg_out *o; int first; } sg_exec_out;
 
+/* "forwarded_reasons": {...} */
+static void out_reasons(sg_out *o, const unsigned long *reasons)
+{
+    OUT_LIT(o, "\"forwarded_reasons\": {");
+    for (int r = 0; r < SG_REASON_COUNT; r++)
+        out_fmt(o, "%s\"%s\": %lu", r ? ", " : "", sg_reason_names[r], reasons[r]);
+    OUT_LIT(o, "}");
+}
+
 static void out_exec(const sg_exec_info *e, void *ctx)
 {
     sg_exec_out *x = ctx;
@@ -169,12 +119,10 @@ static void out_exec(const sg_exec_info *e, void *ctx)
     else out_fmt(o, "\"nodes\": null, ");
     out_fmt(o, "\"destroyed\": %s, \"launches\": %lu, \"updates_seen\": %lu, "
                "\"updates_forwarded\": %lu, \"updates_skipped\": %lu, \"would_skip\": %lu, "
-               "\"would_skip_profiled\": %lu, \"forwarded_reasons\": {",
+               "\"would_skip_profiled\": %lu, ",
             e->destroyed ? "true" : "false", e->launches, e->updates_seen,
             e->updates_forwarded, e->updates_skipped, e->would_skip, e->would_skip_profiled);
-    for (int r = 0; r < SG_REASON_COUNT; r++)
-        out_fmt(o, "%s\"%s\": %lu", r ? ", " : "", sg_reason_names[r], e->reasons[r]);
-    OUT_LIT(o, "}");
+    out_reasons(o, e->reasons);
     const sg_exec_profile *p = &e->profile;
     if (p->decided) {
         out_fmt(o, ", \"profile\": {\"mode\": \"%s\", \"positions\": %u, "
@@ -219,7 +167,13 @@ int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
         out_key(&o, &first, sg_driver_names[i]);
         out_fmt(&o, "%lu", __atomic_load_n(&sg_driver_calls[i], __ATOMIC_RELAXED));
     }
-    OUT_LIT(&o, "\n  },\n  \"execs\": [");
+    OUT_LIT(&o, "\n  },\n  \"execs_folded\": {");
+    sg_exec_info f;
+    out_fmt(&o, "\"execs\": %lu, ", sg_exec_folded(&f));
+#define SG_COUNT_OUT_(n) out_fmt(&o, "\"" #n "\": %lu, ", f.n);
+    SG_EXEC_COUNTS_LIST(SG_COUNT_OUT_)
+    out_reasons(&o, f.reasons);
+    OUT_LIT(&o, "},\n  \"execs\": [");
     sg_exec_out x = { &o, 1 };
     sg_exec_foreach(out_exec, &x);
     OUT_LIT(&o, "\n  ]\n}\n");
@@ -227,8 +181,12 @@ int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
     return o.err ? -1 : 0;
 }
 
-int sg_report_write_file(const char *path, const char *policy, const char *policy_requested,
-                         int config_errors)
+/* ---------------------------------------------------------------- where the report goes */
+
+/* The atomic write: a temporary file beside path, then rename(2) over it
+ * (path is replaced, never followed: a link there is replaced too). */
+static int write_replacing(const char *path, const char *policy, const char *policy_requested,
+                           int config_errors)
 {
     char tmp[SG_CONFIG_VALUE_MAX * 4 + 64];
     int fd = -1;
@@ -253,6 +211,146 @@ int sg_report_write_file(const char *path, const char *policy, const char *polic
         unlink(tmp);
     }
     return rc;
+}
+
+/* Writes the report into fd, which is not a regular file the library
+ * replaces (a pipe, FIFO, terminal, character device, or the program's own
+ * descriptor). SIGPIPE is blocked meanwhile, and one it raised is taken
+ * back, so a reader that went away gives an error instead of killing the
+ * program at exit. */
+static int write_through(int fd, const char *what, const char *policy,
+                         const char *policy_requested, int config_errors)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    int rc = sg_report_write_fd(fd, policy, policy_requested, config_errors);
+    int err = errno;
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        const struct timespec now = { 0, 0 };
+        sigtimedwait(&pipe_set, NULL, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) SG_ERROR("cannot write the report to %s: %s", what, strerror(err));
+    return rc;
+}
+
+/* The descriptor a name of the process's own descriptors stands for:
+ * /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N,
+ * /proc/thread-self/fd/N or /proc/<our pid>/fd/N. -1 for any other path. */
+static int own_fd_name(const char *p)
+{
+    static const char *const std_names[] = { "/dev/stdin", "/dev/stdout", "/dev/stderr" };
+    char self[48];
+    for (int i = 0; i < 3; i++)
+        if (strcmp(p, std_names[i]) == 0) return i;
+    snprintf(self, sizeof self, "/proc/%ld/fd/", (long)getpid());
+    const char *const dirs[] = { "/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", self };
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        size_t n = strlen(dirs[i]);
+        if (strncmp(p, dirs[i], n) != 0 || p[n] < '0' || p[n] > '9') continue;
+        char *end;
+        long fd = strtol(p + n, &end, 10);
+        return *end == '\0' && fd <= 1 << 20 ? (int)fd : -1;
+    }
+    return -1;
+}
+
+/* Writes to the process's descriptor fd (what "-" and /dev/stdout name):
+ * straight into it, at its own offset, after the program's buffered output. */
+static int write_own_fd(int fd, const char *path, const char *policy,
+                        const char *policy_requested, int config_errors)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+        SG_ERROR("cannot write the report to %s: descriptor %d is %s", path, fd,
+                 flags < 0 ? "closed" : "read-only");
+        return -1;
+    }
+    fflush(NULL);
+    return write_through(fd, path, policy, policy_requested, config_errors);
+}
+
+/* Opens the file at final (not a link, not a regular file, as lstat said in
+ * *st) and writes straight into it, without blocking on a FIFO that has no
+ * reader. */
+static int write_special(const char *final, const struct stat *st, const char *policy,
+                         const char *policy_requested, int config_errors)
+{
+    if (S_ISDIR(st->st_mode) || S_ISBLK(st->st_mode)) {
+        SG_ERROR("not writing the report to %s: it is a %s", final,
+                 S_ISDIR(st->st_mode) ? "directory" : "block device");
+        return -1;
+    }
+    int fd = open(final, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        SG_ERROR("cannot open %s for the report: %s", final,
+                 errno == ENXIO && S_ISFIFO(st->st_mode) ? "no reader on this FIFO"
+                                                           : strerror(errno));
+        return -1;
+    }
+    struct stat now;
+    int rc = -1;
+    if (fstat(fd, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        SG_ERROR("not writing the report to %s: it changed while being opened", final);
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        SG_ERROR("cannot write the report to %s: %s", final, strerror(errno));
+    else
+        rc = write_through(fd, final, policy, policy_requested, config_errors);
+    close(fd);
+    return rc;
+}
+
+/* A link the library follows: made by this user or by root (a link someone
+ * else planted, e.g. in a shared folder, is never followed). */
+static int trusted_link(const struct stat *st)
+{
+    return st->st_uid == 0 || st->st_uid == geteuid();
+}
+
+int sg_report_write_file(const char *path, const char *policy, const char *policy_requested,
+                         int config_errors)
+{
+    char cur[PATH_MAX], next[PATH_MAX];
+    if (strcmp(path, "-") == 0) return write_own_fd(1, path, policy, policy_requested, config_errors);
+    if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur) {
+        SG_ERROR("report path too long: %s", path);
+        return -1;
+    }
+    /* Follow the links at the final component, looking at each step. */
+    for (int hops = 0; hops <= 40; hops++) {
+        int fd = own_fd_name(cur);
+        if (fd >= 0) return write_own_fd(fd, path, policy, policy_requested, config_errors);
+        struct stat st;
+        if (lstat(cur, &st) != 0 || S_ISREG(st.st_mode))
+            return write_replacing(path, policy, policy_requested, config_errors);
+        if (!S_ISLNK(st.st_mode))
+            return write_special(cur, &st, policy, policy_requested, config_errors);
+        ssize_t n = readlink(cur, next, sizeof next - 1);
+        if (n < 0) return write_replacing(path, policy, policy_requested, config_errors);
+        next[n] = '\0';
+        if (!trusted_link(&st)) {
+            /* replacing it is safe; following it to a device or FIFO is not */
+            struct stat target;
+            if (stat(cur, &target) != 0 || S_ISREG(target.st_mode))
+                return write_replacing(path, policy, policy_requested, config_errors);
+            SG_ERROR("not writing the report through %s: a symbolic link owned by uid %ld "
+                     "(only links of this user or root are followed)", cur, (long)st.st_uid);
+            return -1;
+        }
+        if (next[0] == '/') {
+            memcpy(cur, next, (size_t)n + 1);
+        } else {   /* relative to the link's folder */
+            char *slash = strrchr(cur, '/');
+            size_t dir = slash ? (size_t)(slash - cur) + 1 : 0;
+            if (dir + (size_t)n + 1 > sizeof cur) break;
+            memmove(cur + dir, next, (size_t)n + 1);
+        }
+    }
+    SG_ERROR("not writing the report to %s: too many symbolic links, or a path too long", path);
+    return -1;
 }
 
 void sg_report_summary(const char *policy)

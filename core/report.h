@@ -1,6 +1,6 @@
 /*
- * core/report.h: the report. Expansion of the STABLEGRAPH_REPORT template,
- * the JSON writer, the atomic write at exit and the human summary.
+ * core/report.h: the report. The JSON writer, the write at exit and the
+ * human summary (the STABLEGRAPH_REPORT template is core/pathtmpl.h).
  *
  * No locks of its own: the writer reads counters (atomics) and walks the
  * exec table through sg_exec_foreach (which takes exec_lock).
@@ -12,9 +12,17 @@
  *     "totals": { "launches": N, "updates_seen": N, "updates_forwarded": N,
  *                 "updates_skipped": N, "bytes_requested": N, "bytes_mapped": N },
  *     "library_driver_calls": { "<ELF name>": N, ... },   (calls the library itself made)
+ *     "execs_folded": { "execs": N, "launches": N, ... (SG_EXEC_COUNTS_LIST),
+ *                       "forwarded_reasons": { ... } },   (destroyed execs not listed)
  *     "execs": [ { "id": N, "nodes": N|null, "destroyed": bool, "launches": N,
  *                  "updates_seen": N, "updates_forwarded": N, "updates_skipped": N,
- *                  "forwarded_reasons": { "topology": N, ... } }, ... ] }
+ *                  "would_skip": N, "would_skip_profiled": N,
+ *                  "forwarded_reasons": { "topology": N, ... },
+ *                  "profile": { ... } (skip_profiled's decision, once made) }, ... ] }
+ *   "execs" lists the live execs and the SG_EXEC_KEEP most interesting
+ *   destroyed ones (stats.h); every count of the other destroyed execs is
+ *   in "execs_folded", so a count summed over "execs" plus the same count
+ *   of "execs_folded" covers every exec.
  */
 #ifndef SG_REPORT_H
 #define SG_REPORT_H
@@ -22,26 +30,7 @@
 #include <stddef.h>
 
 #include "config.h"
-
-/* What %p, %h and %r expand to. */
-typedef struct sg_path_env {
-    long pid;
-    const char *host;
-    const char *rank;   /* NULL: no rank variable set; %r gives "norank" */
-} sg_path_env;
-
-/* The rank from RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK (first
- * one set), or NULL. */
-const char *sg_rank_from_env(sg_getenv_fn getenv_fn);
-
-/* 0 if tmpl is a non-empty template whose % sequences are all %p %h %r %%;
- * -1 otherwise. */
-int sg_report_path_check(const char *tmpl);
-
-/* Expands tmpl into out (n bytes). '/' inside host or rank becomes '_'.
- * Returns 0, or -1 if tmpl is bad or the result does not fit (out is then
- * an empty string). */
-int sg_report_path_expand(const char *tmpl, const sg_path_env *env, char *out, size_t n);
+#include "pathtmpl.h"   /* the template that names the report file */
 
 /* Writes the JSON report to fd. Returns 0, or -1 on a write error. */
 int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,

@@ -1,412 +1,87 @@
 /*
- * core/slots.c: stable slots (see slots.h for the contract).
+ * core/slots.c: stable slots (see slots.h for the contract): generations,
+ * their timelines, their life and the context teardown. Mapping one slot
+ * and the address ranges are slot_map.c's.
  *
- * Layout. Per context (sg_slot_ctx) the library reserves address space
- * (reservations of sg_slots_set_reservation_size bytes, more added when one
- * is full) and carves one contiguous range per generation out of it, first
- * fit, returned on destroy (free ranges coalesce). Inside a generation's
- * range slot i starts at the sum of the sizes of slots 0..i-1, each size
- * rounded up to the granularity, so the layout is deterministic.
- *
- * A slot remembers the allocation id it shows and the pieces mapped at its
- * base (one per physical handle: offset, size). Binding another allocation
- * unmaps every piece (one cuMemUnmap each: the driver never unmaps part of
- * a mapping, and one call per handle is what it accepts everywhere), maps
- * each of the new allocation's handles at slot base + handle offset, then
- * one cuMemSetAccess over the whole mapped extent for the context's device
- * and its peers. Any failure leaves the slot showing nothing (id 0): what
- * was mapped is unmapped again; a piece whose unmap failed stays listed and
- * is retried by the next bind or by destroy, so nothing is lost track of.
+ * Layout. Per context (contexts.c's record, part SLOTS) the library
+ * reserves address space (reservations of sg_slots_set_reservation_size
+ * bytes, more added when one is full) and carves one contiguous range per
+ * generation out of it, first fit, returned when the generation goes.
+ * Inside a generation's range slot i starts at the sum of the sizes of slots
+ * 0..i-1, each rounded up to the granularity, so the layout is deterministic.
  *
  * Timeline. Each generation keeps up to SG_SLOT_TIMELINES (stream, event)
- * entries; sg_slot_gen_launched records the stream's event after each
- * launch. Idle = every entry's event seen complete (cuEventQuery, after
- * which the entry costs nothing until the next record) and no launch whose
- * record failed. Waiting synchronizes one busy event at a time with no lock
- * held; a failed record (or a failed event wait) falls back to
- * cuCtxSynchronize of the generation's context.
+ * entries (the stream as streams.h names it: per-thread default streams of
+ * different threads differ, for good); sg_slot_gen_launched records the
+ * stream's event after each launch. Idle = every entry's event seen complete
+ * (cuEventQuery, after which the entry costs nothing until the next record)
+ * and no launch whose record failed. The library never waits: it binds
+ * without waiting (SG_SLOTS_BUSY) and retires generations
+ * (sg_slot_gen_retire: unmapped once idle, checked at the context's next
+ * slot operation). Only sg_slot_gen_bind(wait = 1) and sg_slot_gen_destroy
+ * wait (one busy event at a time, with no lock held; a failed record falls
+ * back to cuCtxSynchronize of the context): for callers outside any hook.
  *
- * Every VMM and event call runs in relaxed capture mode (vmm_util.h) and is
- * counted, VMM ones timed with CLOCK_MONOTONIC, in the global statistics
- * (atomics).
+ * Every VMM and event call runs in relaxed capture mode (vmm.h); the VMM
+ * ones are counted and timed (slot_map.c).
  *
  * Locks, in the order they may be taken:
- *   ctxs_lock   the list of per-context records and the list of dead
- *               generations (their context was torn down); held across
- *               generation creation (it may reserve address space);
+ *   ctxs_lock   the list of dead generations (their context was torn down)
+ *               and the reservation size; held across generation creation
+ *               and destruction (they may reserve address space);
+ *   contexts.c's record lock (the part pointer);
  *   cx->lock    one per context: its reservations and free ranges, its
- *               list of live generations, its orphans (mappings of
- *               destroyed slots whose cuMemUnmap failed: retried at each
- *               destroy and at teardown);
+ *               lists of live and retiring generations, its orphans
+ *               (mappings of destroyed slots whose cuMemUnmap failed:
+ *               retried at each destroy and at teardown);
  *   g->lock     one per generation: its slots (ids, mapped pieces), its
  *               timeline entries, dead. Held across VMM calls (they do not
  *               wait for the GPU), released across every wait.
  * Immutable after creation (read without a lock): g->n, g->cx, the slots'
- * base and size, cx->gran, cx->access, cx->naccess, cx->ctx, cx->dev.
+ * base and size, cx->gran, cx->vmm, cx->ctx.
  */
-#include "slots.h"
+#include "slot_internal.h"
 
+#include "contexts.h"
 #include "driver.h"
 #include "log.h"
-#include "vmm_util.h"
+#include "streams.h"
+#include "util.h"
+#include "vmm.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define SG_SLOTS_MAX_DEVICES 64
-#define SG_SLOT_TIMELINES 8
-#define SG_SLOTS_RESV_FALLBACK ((size_t)64 << 30)
-#define SG_SLOTS_STACK_HANDLES 8
-
-/* ------------------------------------------------------------------ state */
-
-typedef struct range {
-    CUdeviceptr base;
-    size_t size;
-} range;
-
-typedef struct resv {
-    CUdeviceptr base;
-    size_t size;
-    range *free;                 /* sorted by base, coalesced */
-    size_t nfree, capfree;
-} resv;
-
-typedef struct sg_slot_ctx {
-    CUcontext ctx;
-    CUdevice dev;
-    size_t gran;
-    CUmemAccessDesc access[SG_SLOTS_MAX_DEVICES];
-    size_t naccess;
-    pthread_mutex_t lock;        /* resvs, gens */
-    resv *resvs;
-    size_t nresvs, capresvs;
-    sg_slot_gen *gens;
-    range *orphans;              /* mappings of destroyed slots whose unmap failed */
-    size_t norphans, caporphans;
-    struct sg_slot_ctx *next;
-} sg_slot_ctx;
-
-typedef struct piece {           /* one handle mapped at slot base + off */
-    size_t off, size;
-} piece;
-
-typedef struct slot {
-    CUdeviceptr base;
-    size_t size;
-    uint64_t id;                 /* allocation shown; 0 = none */
-    piece *pieces;               /* mapped (or failed to unmap) */
-    size_t npieces, cappieces;
-} slot;
-
-typedef struct timeline {
-    uintptr_t stream, thread;    /* key: stream handle (+ thread for per-thread streams) */
-    int used;
-    CUevent ev;                  /* created on first use */
-    int busy;                    /* recorded, completion not seen yet */
-    int failed;                  /* a launch here was not followed by a record */
-    unsigned long seq;           /* g->seq when last recorded */
-} timeline;
-
-struct sg_slot_gen {
-    sg_slot_ctx *cx;
-    pthread_mutex_t lock;
-    int dead;                    /* context torn down */
-    int unknown;                 /* a launch could not be tracked at all */
-    unsigned long seq;           /* launches recorded (or attempted) */
-    timeline tl[SG_SLOT_TIMELINES];
-    CUdeviceptr base;            /* the generation's range */
-    size_t span;
-    sg_slot_gen *next;           /* cx->gens, or the dead list */
-    size_t n;
-    slot s[];
-};
 
 static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
-static sg_slot_ctx *ctxs;
 static sg_slot_gen *dead_gens;
 static size_t resv_size;         /* 0: default; under ctxs_lock */
 
-static sg_slot_stats stats;      /* fields are atomics */
-
-#define STAT_ADD(field, v) __atomic_add_fetch(&stats.field, (v), __ATOMIC_RELAXED)
-
-/* --------------------------------------------------------------- helpers */
-
-static size_t round_up(size_t v, size_t q) { return (v + q - 1) / q * q; }
-
-static unsigned long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
-}
-
-/* Makes room for need elements of elem bytes in *v. 0 or -1 (unchanged). */
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t ncap = *cap ? *cap * 2 : 4;
-    while (ncap < need) ncap *= 2;
-    void *nv = realloc(*v, ncap * elem);
-    if (!nv) return -1;
-    *v = nv;
-    *cap = ncap;
-    return 0;
-}
-
-/* The three VMM calls of aliasing, counted and timed. */
-static CUresult vmm_map(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
-{
-    sg_vmm_relax();
-    unsigned long long t0 = now_ns();
-    CUresult rc = SG_DRIVER_CALL(cuMemMap, va, size, 0, h, 0);
-    STAT_ADD(map_ns, now_ns() - t0);
-    STAT_ADD(maps, 1);
-    return rc;
-}
-
-static CUresult vmm_unmap(CUdeviceptr va, size_t size)
-{
-    sg_vmm_relax();
-    unsigned long long t0 = now_ns();
-    CUresult rc = SG_DRIVER_CALL(cuMemUnmap, va, size);
-    STAT_ADD(unmap_ns, now_ns() - t0);
-    STAT_ADD(unmaps, 1);
-    return rc;
-}
-
-static CUresult vmm_access(const sg_slot_ctx *cx, CUdeviceptr va, size_t size)
-{
-    sg_vmm_relax();
-    unsigned long long t0 = now_ns();
-    CUresult rc = SG_DRIVER_CALL(cuMemSetAccess, va, size, cx->access, cx->naccess);
-    STAT_ADD(access_ns, now_ns() - t0);
-    STAT_ADD(set_access, 1);
-    return rc;
-}
-
-/* ----------------------------------------------------- address ranges */
-
-/* Takes bytes (a multiple of the granularity, > 0) from cx's reservations,
- * first fit, reserving more if none has room (cx->lock held). 0 or -1
- * (nothing changed). */
-static int range_take(sg_slot_ctx *cx, size_t bytes, CUdeviceptr *out)
-{
-    for (size_t k = 0; k < cx->nresvs; k++) {
-        resv *r = &cx->resvs[k];
-        for (size_t i = 0; i < r->nfree; i++) {
-            if (r->free[i].size < bytes) continue;
-            *out = r->free[i].base;
-            r->free[i].base += bytes;
-            r->free[i].size -= bytes;
-            if (r->free[i].size == 0) {
-                memmove(&r->free[i], &r->free[i + 1], (r->nfree - i - 1) * sizeof *r->free);
-                r->nfree--;
-            }
-            return 0;
-        }
-    }
-    if (grow((void **)&cx->resvs, &cx->capresvs, cx->nresvs + 1, sizeof *cx->resvs) != 0)
-        return -1;
-    size_t want = resv_size;
-    if (want == 0) {
-        size_t total = 0;
-        want = SG_SLOTS_RESV_FALLBACK;
-        if (sg_drv.cuDeviceTotalMem_v2 &&
-            SG_DRIVER_CALL(cuDeviceTotalMem_v2, &total, cx->dev) == CUDA_SUCCESS && total > 0 &&
-            total <= SIZE_MAX / 4)
-            want = total * 2;
-    }
-    want = round_up(want, cx->gran);
-    if (want < bytes) want = bytes;
-    resv r = { 0 };
-    if (grow((void **)&r.free, &r.capfree, 1, sizeof *r.free) != 0) return -1;
-    sg_vmm_relax();
-    CUresult rc = SG_DRIVER_CALL(cuMemAddressReserve, &r.base, want, cx->gran, 0, 0);
-    if (rc != CUDA_SUCCESS) {
-        SG_WARN("slots: cuMemAddressReserve of %zu bytes failed (error %d)", want, (int)rc);
-        free(r.free);
-        return -1;
-    }
-    r.size = want;
-    *out = r.base;
-    if (want > bytes) r.free[r.nfree++] = (range){ r.base + bytes, want - bytes };
-    cx->resvs[cx->nresvs++] = r;
-    return 0;
-}
-
-/* Gives [base, base+bytes) back (cx->lock held). If the free list cannot
- * grow (out of host memory) the range is lost until the context goes. */
-static void range_give(sg_slot_ctx *cx, CUdeviceptr base, size_t bytes)
-{
-    for (size_t k = 0; k < cx->nresvs; k++) {
-        resv *r = &cx->resvs[k];
-        if (base < r->base || base - r->base >= r->size) continue;
-        size_t i = 0;
-        while (i < r->nfree && r->free[i].base < base) i++;
-        int left = i > 0 && r->free[i - 1].base + r->free[i - 1].size == base;
-        int right = i < r->nfree && base + bytes == r->free[i].base;
-        if (left && right) {
-            r->free[i - 1].size += bytes + r->free[i].size;
-            memmove(&r->free[i], &r->free[i + 1], (r->nfree - i - 1) * sizeof *r->free);
-            r->nfree--;
-        } else if (left) {
-            r->free[i - 1].size += bytes;
-        } else if (right) {
-            r->free[i].base = base;
-            r->free[i].size += bytes;
-        } else if (grow((void **)&r->free, &r->capfree, r->nfree + 1, sizeof *r->free) == 0) {
-            memmove(&r->free[i + 1], &r->free[i], (r->nfree - i) * sizeof *r->free);
-            r->free[i] = (range){ base, bytes };
-            r->nfree++;
-        }
-        return;
-    }
-}
 
 /* ----------------------------------------------------------------- contexts */
 
-/* The record of ctx, created and set up if missing (ctxs_lock held). NULL
- * if the driver cannot say the granularity or out of memory (logged). */
-static sg_slot_ctx *ctx_get(CUcontext ctx, CUdevice dev)
+static void gen_free(sg_slot_gen *g);
+static void retiring_reap(sg_slot_ctx *cx);
+
+/* The slots record of ctx (contexts.c's record, part SLOTS), made if
+ * missing; NULL if the device has no VMM or out of memory. ctxs_lock held. */
+static sg_slot_ctx *ctx_get(CUcontext ctx)
 {
-    for (sg_slot_ctx *cx = ctxs; cx; cx = cx->next)
-        if (cx->ctx == ctx) return cx;
-    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, dev } };
-    size_t gran = 0;
-    CUresult rc = SG_DRIVER_CALL(cuMemGetAllocationGranularity, &gran, &prop,
-                                 CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-    if (rc != CUDA_SUCCESS || gran == 0 || (gran & (gran - 1))) {
-        SG_WARN("slots: cuMemGetAllocationGranularity failed (error %d) for device %d",
-                (int)rc, (int)dev);
-        return NULL;
+    sg_ctx *c = sg_ctx_get(ctx);
+    if (!c) return NULL;
+    pthread_mutex_lock(&c->lock);
+    sg_slot_ctx *cx = c->part[SG_CTX_PART_SLOTS];
+    if (!cx && !c->dead && sg_ctx_vmm_locked(c) && (cx = calloc(1, sizeof *cx))) {
+        cx->ctx = ctx;
+        cx->vmm = c->vmm;
+        cx->gran = c->vmm.gran;
+        pthread_mutex_init(&cx->lock, NULL);
+        c->part[SG_CTX_PART_SLOTS] = cx;
     }
-    sg_slot_ctx *cx = calloc(1, sizeof *cx);
-    if (!cx) return NULL;
-    cx->ctx = ctx;
-    cx->dev = dev;
-    cx->gran = gran;
-    cx->naccess = sg_vmm_access_descs(dev, cx->access, SG_SLOTS_MAX_DEVICES);
-    pthread_mutex_init(&cx->lock, NULL);
-    cx->next = ctxs;
-    ctxs = cx;
+    pthread_mutex_unlock(&c->lock);
+    sg_ctx_put(c);
     return cx;
-}
-
-/* ---------------------------------------------------------------- slots */
-
-/* Unmaps every piece of s (g->lock held). Pieces whose unmap fails stay
- * listed. 0 if none is left, else -1. */
-static int slot_unmap(slot *s)
-{
-    size_t keep = 0;
-    for (size_t i = 0; i < s->npieces; i++) {
-        if (vmm_unmap(s->base + s->pieces[i].off, s->pieces[i].size) != CUDA_SUCCESS)
-            s->pieces[keep++] = s->pieces[i];
-    }
-    s->npieces = keep;
-    return keep ? -1 : 0;
-}
-
-/* 1 if s shows exactly want (g->lock held). */
-static int slot_matches(const slot *s, const sg_slot_bind *want)
-{
-    return s->id == want->id && (want->id != 0 || s->npieces == 0);
-}
-
-/* Fills *hs / *nh with the handles to map for want (hs may become a malloc'd
- * array, to be freed by the caller if != stack). 0, or -1 (logged) if the
- * allocation is not a live own-handle one with this id, or its handles do not
- * tile [0, total) from offset 0 in whole granules within size bytes. */
-static int handles_of(const sg_slot_ctx *cx, const sg_slot_bind *want, size_t size,
-                      sg_mem_handle *stack, const sg_mem_handle **hs, size_t *nh)
-{
-    if (want->nhandles > 0) {
-        *hs = want->handles;
-        *nh = want->nhandles;
-    } else {
-        sg_alloc_info info;
-        if (!sg_mem_find(want->base, &info) || info.base != want->base || info.id != want->id ||
-            !info.own_handles) {
-            SG_DEBUG("slots: 0x%llx is not the live own-handle allocation %llu",
-                     (unsigned long long)want->base, (unsigned long long)want->id);
-            return -1;
-        }
-        size_t n = sg_mem_block_handles(want->base, stack, SG_SLOTS_STACK_HANDLES);
-        sg_mem_handle *buf = stack;
-        if (n > SG_SLOTS_STACK_HANDLES) {
-            if (!(buf = malloc(n * sizeof *buf))) return -1;
-            size_t m = sg_mem_block_handles(want->base, buf, n);
-            if (m != n) {
-                free(buf);
-                return -1;
-            }
-        }
-        *hs = buf;
-        *nh = n;
-    }
-    size_t off = 0;
-    for (size_t i = 0; i < *nh; i++) {
-        const sg_mem_handle *h = &(*hs)[i];
-        if (h->offset != (long long)off || h->size == 0 || h->size % cx->gran ||
-            h->size > size - off) {
-            SG_DEBUG("slots: allocation %llu (handle %zu of %zu at offset %lld, %zu bytes) does "
-                     "not fit a slot of %zu bytes", (unsigned long long)want->id, i, *nh,
-                     h->offset, h->size, size);
-            if (*hs != stack && *hs != want->handles) free((void *)*hs);
-            *hs = NULL;
-            *nh = 0;
-            return -1;
-        }
-        off += h->size;
-    }
-    if (*nh == 0) return -1;
-    return 0;
-}
-
-/* Makes s show want (g->lock held, generation idle). 0, or -1 with s empty. */
-static int slot_rebind(const sg_slot_ctx *cx, slot *s, const sg_slot_bind *want)
-{
-    sg_mem_handle stack[SG_SLOTS_STACK_HANDLES];
-    const sg_mem_handle *hs = NULL;
-    size_t nh = 0;
-    int valid = want->id == 0 || handles_of(cx, want, s->size, stack, &hs, &nh) == 0;
-    s->id = 0;
-    int rc = slot_unmap(s);
-    if (rc != 0 || !valid) {
-        rc = -1;
-        goto out;
-    }
-    if (want->id == 0) goto out;                  /* asked to show nothing: done */
-    if (grow((void **)&s->pieces, &s->cappieces, nh, sizeof *s->pieces) != 0) {
-        rc = -1;
-        goto out;
-    }
-    CUresult cr = CUDA_SUCCESS;
-    size_t total = 0;
-    for (size_t i = 0; i < nh && cr == CUDA_SUCCESS; i++) {
-        cr = vmm_map(s->base + (size_t)hs[i].offset, hs[i].size, hs[i].handle);
-        if (cr == CUDA_SUCCESS) {
-            s->pieces[s->npieces++] = (piece){ (size_t)hs[i].offset, hs[i].size };
-            total += hs[i].size;
-        }
-    }
-    if (cr == CUDA_SUCCESS) cr = vmm_access(cx, s->base, total);
-    if (cr != CUDA_SUCCESS) {
-        SG_WARN("slots: mapping allocation %llu at slot 0x%llx failed (error %d): the slot stays "
-                "empty", (unsigned long long)want->id, (unsigned long long)s->base, (int)cr);
-        slot_unmap(s);
-        rc = -1;
-        goto out;
-    }
-    s->id = want->id;
-out:
-    if (hs && hs != stack && hs != want->handles) free((void *)hs);
-    return rc;
 }
 
 /* ------------------------------------------------------------- timeline */
@@ -482,12 +157,12 @@ static int gen_wait_locked(sg_slot_gen *g)
 
 /* The timeline entry for a stream key: its own, a free one, or one whose
  * event completed (g->lock held). NULL if all are busy with other streams. */
-static timeline *timeline_for(sg_slot_gen *g, uintptr_t stream, uintptr_t thread)
+static timeline *timeline_for(sg_slot_gen *g, sg_stream_id key)
 {
     timeline *spare = NULL;
     for (int i = 0; i < SG_SLOT_TIMELINES; i++) {
         timeline *t = &g->tl[i];
-        if (t->used && t->stream == stream && t->thread == thread) return t;
+        if (t->used && sg_stream_id_eq(t->key, key)) return t;
         if (!spare && !t->used) spare = t;
     }
     if (!spare) {
@@ -497,8 +172,7 @@ static timeline *timeline_for(sg_slot_gen *g, uintptr_t stream, uintptr_t thread
     }
     if (spare) {
         spare->used = 1;
-        spare->stream = stream;
-        spare->thread = thread;
+        spare->key = key;
     }
     return spare;
 }
@@ -511,20 +185,22 @@ int sg_slot_gen_create(CUcontext ctx, CUdevice dev, const size_t *sizes, size_t 
     *out = NULL;
     sg_slot_gen *g = calloc(1, sizeof *g + n * sizeof g->s[0]);
     if (!g) return -1;
+    (void)dev;                                 /* the context record knows its device */
     pthread_mutex_lock(&ctxs_lock);
-    sg_slot_ctx *cx = ctx_get(ctx, dev);
+    sg_slot_ctx *cx = ctx_get(ctx);
     int rc = -1;
     if (cx) {
         pthread_mutex_lock(&cx->lock);
+        retiring_reap(cx);
         size_t span = 0;
         int overflow = 0;
         for (size_t i = 0; i < n; i++) {
-            size_t sz = round_up(sizes[i] ? sizes[i] : 1, cx->gran);
+            size_t sz = sg_round_up(sizes[i] ? sizes[i] : 1, cx->gran);
             if (sz < sizes[i] || span + sz < span) overflow = 1;
             g->s[i].size = sz;
             span += sz;
         }
-        if (!overflow && (span == 0 || range_take(cx, span, &g->base) == 0)) {
+        if (!overflow && (span == 0 || sg_slot_range_take(cx, span, resv_size, &g->base) == 0)) {
             CUdeviceptr at = g->base;
             for (size_t i = 0; i < n; i++) {
                 g->s[i].base = at;
@@ -559,7 +235,7 @@ int sg_slot_gen_matches(const sg_slot_gen *cg, const sg_slot_bind *want)
     sg_slot_gen *g = (sg_slot_gen *)cg;        /* the lock only */
     pthread_mutex_lock(&g->lock);
     int all = !g->dead;
-    for (size_t i = 0; i < g->n && all; i++) all = slot_matches(&g->s[i], &want[i]);
+    for (size_t i = 0; i < g->n && all; i++) all = sg_slot_matches(&g->s[i], &want[i]);
     pthread_mutex_unlock(&g->lock);
     return all;
 }
@@ -577,7 +253,7 @@ int sg_slot_gen_bind(sg_slot_gen *g, const sg_slot_bind *want, int wait)
 {
     pthread_mutex_lock(&g->lock);
     size_t same = 0;
-    for (size_t i = 0; i < g->n; i++) same += slot_matches(&g->s[i], &want[i]);
+    for (size_t i = 0; i < g->n; i++) same += sg_slot_matches(&g->s[i], &want[i]);
     STAT_ADD(binds, g->n);
     STAT_ADD(binds_reused, same);
     int rc = 0;
@@ -590,13 +266,13 @@ int sg_slot_gen_bind(sg_slot_gen *g, const sg_slot_bind *want, int wait)
         CUcontext prev = NULL;
         int entered = 0;
         for (size_t i = 0; i < g->n && rc != SG_SLOTS_BUSY; i++) {
-            if (slot_matches(&g->s[i], &want[i])) continue;   /* also after a wait */
+            if (sg_slot_matches(&g->s[i], &want[i])) continue;   /* also after a wait */
             if (!entered && sg_vmm_ctx_enter(g->cx->ctx, &prev) != 0) {
                 rc = -1;
                 break;
             }
             entered = 1;
-            if (slot_rebind(g->cx, &g->s[i], &want[i]) != 0) rc = -1;
+            if (sg_slot_rebind(g->cx, &g->s[i], &want[i]) != 0) rc = -1;
         }
         if (entered) sg_vmm_ctx_leave(g->cx->ctx, prev);
     }
@@ -608,16 +284,12 @@ out:
 
 int sg_slot_gen_launched(sg_slot_gen *g, CUstream stream, int per_thread)
 {
-    uintptr_t key = (uintptr_t)stream, thread = 0;
-    if (!stream && per_thread) key = (uintptr_t)CU_STREAM_PER_THREAD;
-    else if (!stream) key = (uintptr_t)CU_STREAM_LEGACY;
-    if (key == (uintptr_t)CU_STREAM_PER_THREAD) thread = (uintptr_t)pthread_self();
-
+    sg_stream_id key = sg_stream_id_of(stream, per_thread);
     pthread_mutex_lock(&g->lock);
     int rc = -1;
     if (!g->dead) {
         g->seq++;
-        timeline *t = timeline_for(g, key, thread);
+        timeline *t = timeline_for(g, key);
         if (t && !t->ev) {
             CUcontext prev;
             sg_vmm_relax();
@@ -668,15 +340,53 @@ static int gen_unlink(sg_slot_gen **head, sg_slot_gen *g)
     return 0;
 }
 
-/* Retries the unmaps that failed when slots of cx were destroyed (cx->lock
- * held); what fails again stays listed. */
-static void orphans_retry(sg_slot_ctx *cx)
+/* Unmaps g's slots, destroys its events, gives its range back and frees it
+ * (ctxs_lock and cx->lock held; g unlinked from every list). */
+static void gen_dispose(sg_slot_ctx *cx, sg_slot_gen *g)
 {
-    size_t keep = 0;
-    for (size_t i = 0; i < cx->norphans; i++)
-        if (vmm_unmap(cx->orphans[i].base, cx->orphans[i].size) != CUDA_SUCCESS)
-            cx->orphans[keep++] = cx->orphans[i];
-    cx->norphans = keep;
+    pthread_mutex_lock(&g->lock);
+    sg_slot_orphans_retry(cx);
+    int leaked = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        slot *sl = &g->s[i];
+        sl->id = 0;
+        if (sg_slot_unmap(sl) == 0) continue;
+        leaked = 1;
+        SG_WARN("slots: cuMemUnmap failed destroying a slot at 0x%llx: retried later; its "
+                "address range is not reused before the context goes", (unsigned long long)sl->base);
+        for (size_t k = 0; k < sl->npieces; k++) {
+            if (sg_grow((void **)&cx->orphans, &cx->caporphans, cx->norphans + 1,
+                        sizeof *cx->orphans) != 0)
+                break;                        /* out of memory: the context's teardown frees the range */
+            cx->orphans[cx->norphans++] = (range){ sl->base + sl->pieces[k].off, sl->pieces[k].size };
+        }
+    }
+    for (int i = 0; i < SG_SLOT_TIMELINES; i++) {
+        if (!g->tl[i].ev) continue;
+        sg_vmm_relax();
+        SG_DRIVER_CALL(cuEventDestroy_v2, g->tl[i].ev);
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (g->span && !leaked) sg_slot_range_give(cx, g->base, g->span);
+    gen_free(g);
+}
+
+/* Disposes of the retired generations that became idle (cx->lock held). */
+static void retiring_reap(sg_slot_ctx *cx)
+{
+    sg_slot_gen **pp = &cx->retiring;
+    while (*pp) {
+        sg_slot_gen *g = *pp;
+        pthread_mutex_lock(&g->lock);
+        int idle = gen_idle_locked(g);
+        pthread_mutex_unlock(&g->lock);
+        if (!idle) {
+            pp = &g->next;
+            continue;
+        }
+        *pp = g->next;
+        gen_dispose(cx, g);
+    }
 }
 
 void sg_slot_gen_destroy(sg_slot_gen *g)
@@ -696,80 +406,96 @@ void sg_slot_gen_destroy(sg_slot_gen *g)
     }
     sg_slot_ctx *cx = g->cx;
     pthread_mutex_lock(&cx->lock);
-    pthread_mutex_lock(&g->lock);
-    orphans_retry(cx);
-    int leaked = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        slot *sl = &g->s[i];
-        sl->id = 0;
-        if (slot_unmap(sl) == 0) continue;
-        leaked = 1;
-        SG_WARN("slots: cuMemUnmap failed destroying a slot at 0x%llx: retried later; its "
-                "address range is not reused before the context goes", (unsigned long long)sl->base);
-        for (size_t k = 0; k < sl->npieces; k++) {
-            if (grow((void **)&cx->orphans, &cx->caporphans, cx->norphans + 1,
-                     sizeof *cx->orphans) != 0)
-                break;                        /* out of memory: the context's teardown frees the range */
-            cx->orphans[cx->norphans++] = (range){ sl->base + sl->pieces[k].off, sl->pieces[k].size };
-        }
-    }
-    for (int i = 0; i < SG_SLOT_TIMELINES; i++) {
-        if (!g->tl[i].ev) continue;
-        sg_vmm_relax();
-        SG_DRIVER_CALL(cuEventDestroy_v2, g->tl[i].ev);
-    }
-    pthread_mutex_unlock(&g->lock);
     gen_unlink(&cx->gens, g);
-    if (g->span && !leaked) range_give(cx, g->base, g->span);
+    gen_dispose(cx, g);
     pthread_mutex_unlock(&cx->lock);
     pthread_mutex_unlock(&ctxs_lock);
     sg_vmm_unrelax();
-    gen_free(g);
 }
 
-/* Takes cx out of the list and tears it down (ctxs_lock held). */
-static void ctx_teardown_locked(sg_slot_ctx **pp)
+void sg_slot_gen_retire(sg_slot_gen *g)
 {
-    sg_slot_ctx *cx = *pp;
-    *pp = cx->next;
+    if (!g) return;
+    pthread_mutex_lock(&ctxs_lock);
+    if (gen_unlink(&dead_gens, g)) {
+        pthread_mutex_unlock(&ctxs_lock);
+        gen_free(g);
+        return;
+    }
+    sg_slot_ctx *cx = g->cx;
     pthread_mutex_lock(&cx->lock);
-    while (cx->gens) {
-        sg_slot_gen *g = cx->gens;
-        cx->gens = g->next;
+    gen_unlink(&cx->gens, g);
+    pthread_mutex_lock(&g->lock);
+    int idle = gen_idle_locked(g);
+    pthread_mutex_unlock(&g->lock);
+    if (idle) {
+        gen_dispose(cx, g);
+    } else {
+        g->next = cx->retiring;                /* its launches still run: later */
+        cx->retiring = g;
+    }
+    retiring_reap(cx);
+    pthread_mutex_unlock(&cx->lock);
+    pthread_mutex_unlock(&ctxs_lock);
+    sg_vmm_unrelax();
+}
+
+/* Marks the generations of list *head dead (their mappings went with the
+ * context's teardown below) and moves them to dead_gens (ctxs_lock held). */
+static void gens_kill(sg_slot_gen **head, int retired)
+{
+    while (*head) {
+        sg_slot_gen *g = *head;
+        *head = g->next;
         pthread_mutex_lock(&g->lock);
         for (size_t i = 0; i < g->n; i++) {
             g->s[i].id = 0;
-            slot_unmap(&g->s[i]);
+            sg_slot_unmap(&g->s[i]);
             g->s[i].npieces = 0;             /* the context's mappings are gone anyway */
         }
         g->dead = 1;
         g->cx = NULL;
         pthread_mutex_unlock(&g->lock);
-        g->next = dead_gens;
-        dead_gens = g;
+        if (retired) {
+            gen_free(g);                     /* nobody holds a retired generation */
+        } else {
+            g->next = dead_gens;
+            dead_gens = g;
+        }
     }
-    orphans_retry(cx);
-    free(cx->orphans);
-    for (size_t k = 0; k < cx->nresvs; k++) {
-        sg_vmm_relax();
-        SG_DRIVER_CALL(cuMemAddressFree, cx->resvs[k].base, cx->resvs[k].size);
-        free(cx->resvs[k].free);
-    }
-    free(cx->resvs);
-    pthread_mutex_unlock(&cx->lock);
-    pthread_mutex_destroy(&cx->lock);
-    free(cx);
 }
 
-void sg_slots_ctx_teardown(CUcontext ctx)
+/* Context teardown (contexts.h, step 1): unmaps every slot of the context
+ * and frees its reservations; makes no event call (the context's events
+ * went with it). A generation its owner still holds stays valid but dead
+ * until sg_slot_gen_destroy / retire, which then only frees it. */
+static void ctx_teardown(sg_ctx *c)
 {
     pthread_mutex_lock(&ctxs_lock);
-    sg_slot_ctx **pp = &ctxs;
-    while (*pp && (*pp)->ctx != ctx) pp = &(*pp)->next;
-    if (*pp) ctx_teardown_locked(pp);
+    pthread_mutex_lock(&c->lock);
+    sg_slot_ctx *cx = c->part[SG_CTX_PART_SLOTS];
+    c->part[SG_CTX_PART_SLOTS] = NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (cx) {
+        pthread_mutex_lock(&cx->lock);
+        gens_kill(&cx->gens, 0);
+        gens_kill(&cx->retiring, 1);
+        sg_slot_orphans_retry(cx);
+        free(cx->orphans);
+        for (size_t k = 0; k < cx->nresvs; k++) {
+            sg_vmm_unreserve(cx->resvs[k].base, cx->resvs[k].size);
+            free(cx->resvs[k].free);
+        }
+        free(cx->resvs);
+        pthread_mutex_unlock(&cx->lock);
+        pthread_mutex_destroy(&cx->lock);
+        free(cx);
+    }
     pthread_mutex_unlock(&ctxs_lock);
     sg_vmm_unrelax();
 }
+
+void sg_slots_init(void) { sg_ctx_on_teardown(SG_CTX_PART_SLOTS, ctx_teardown); }
 
 void sg_slots_set_reservation_size(size_t bytes)
 {
@@ -780,8 +506,8 @@ void sg_slots_set_reservation_size(size_t bytes)
 
 void sg_slots_reset(void)
 {
+    sg_ctx_reset();                            /* tears every context's slots down */
     pthread_mutex_lock(&ctxs_lock);
-    while (ctxs) ctx_teardown_locked(&ctxs);
     while (dead_gens) {
         sg_slot_gen *g = dead_gens;
         dead_gens = g->next;
@@ -790,13 +516,13 @@ void sg_slots_reset(void)
     resv_size = 0;
     pthread_mutex_unlock(&ctxs_lock);
     sg_vmm_unrelax();
-    memset(&stats, 0, sizeof stats);
+    memset(&sg_slot_stats_, 0, sizeof sg_slot_stats_);
 }
 
 sg_slot_stats sg_slots_stats(void)
 {
     sg_slot_stats s;
-#define LOAD_(f) s.f = __atomic_load_n(&stats.f, __ATOMIC_RELAXED)
+#define LOAD_(f) s.f = __atomic_load_n(&sg_slot_stats_.f, __ATOMIC_RELAXED)
     LOAD_(maps); LOAD_(unmaps); LOAD_(set_access); LOAD_(waits);
     LOAD_(map_ns); LOAD_(unmap_ns); LOAD_(access_ns);
     LOAD_(binds); LOAD_(binds_reused);

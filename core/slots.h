@@ -39,10 +39,12 @@
  * fallback for driver failures).
  *
  * Thread safety: one mutex per generation (bind, launched, idle, destroy);
- * the per-context reservation list has its own lock, taken before a
- * generation's; the list of contexts (and of generations whose context was
- * torn down) has a global lock taken before both. No lock is held across an
- * event wait. sg_slot_gen_bind may call sg_mem_find and
+ * the per-context record (contexts.c's part SLOTS: reservations, live and
+ * retiring generations) has its own lock, taken before a generation's; a
+ * global lock (generations whose context was torn down, creation and
+ * destruction) is taken before both. No lock is held across an event wait,
+ * and the library itself never waits (sg_slot_gen_bind without wait,
+ * sg_slot_gen_retire). sg_slot_gen_bind may call sg_mem_find and
  * sg_mem_block_handles (memory.c's locks) with a generation's lock held;
  * memory.c never calls into slots.c.
  */
@@ -54,6 +56,7 @@
 #include <stdint.h>
 
 #include "memory.h"
+#include "streams.h"
 
 #define SG_SLOTS_BUSY 1
 
@@ -111,15 +114,23 @@ int sg_slot_gen_bind(sg_slot_gen *g, const sg_slot_bind *want, int wait);
 int sg_slot_gen_launched(sg_slot_gen *g, CUstream stream, int per_thread);
 
 /* Frees the generation: waits until it is idle, then unmaps its slots and
- * returns its address range. */
+ * returns its address range. Waits for the GPU: never from a hook (tests and
+ * tools only); the library uses sg_slot_gen_retire. */
 void sg_slot_gen_destroy(sg_slot_gen *g);
 
-/* Context teardown: destroys every generation of ctx (after the driver
- * synchronized it) and frees the reservations. Makes no event call (the
- * context's events went with it); VMM errors are ignored. A generation
+/* Gives the generation up without waiting: if it is idle its slots are
+ * unmapped now, else later, once its launches completed (checked at the
+ * context's next slot operation) or the context goes. The caller must not
+ * use g again. */
+void sg_slot_gen_retire(sg_slot_gen *g);
+
+/* Registers the context teardown (contexts.h, step 1): every generation of
+ * the context is unmapped and its reservations freed, with no event call
+ * (the context's events went with it); VMM errors are ignored. A generation
  * pointer the caller still holds stays valid but dead (bind and launched
- * return -1, idle 1) until sg_slot_gen_destroy, which then only frees it. */
-void sg_slots_ctx_teardown(CUcontext ctx);
+ * return -1, idle 1) until sg_slot_gen_destroy / retire, which then only
+ * frees it. Called once at start-up. */
+void sg_slots_init(void);
 
 /* Bytes per reservation the slots of a context are carved from (rounded up
  * to the granularity; a generation larger than that gets a reservation of

@@ -2,16 +2,26 @@
  * core/stats.h: what the library counts. Per-hook counters, totals, the
  * per-exec table, and the reasons an update was forwarded to the driver.
  *
+ * Bounded by what is alive (issue 14): every live exec has an entry; of the
+ * destroyed ones the SG_EXEC_KEEP most interesting keep theirs (the report
+ * lists them) and the others are folded into one sum (the report's
+ * "execs_folded"). An entry's memory is never freed: a folded entry goes to
+ * a free list and is reused by the next exec, so the table holds at most
+ * (most execs alive at once + SG_EXEC_KEEP) entries.
+ *
  * Locks:
  *   - hook counters and totals are atomics (relaxed); no lock.
- *   - the exec table (live execs, a uthash keyed by CUgraphExec) and the list
- *     of every exec ever seen (creation order, also destroyed ones) are
- *     guarded by one mutex, exec_lock in stats.c; an entry's launch count is
- *     an atomic (the launch path counts without the lock). Launch and update
- *     accounting take it for one lookup and a few increments.
+ *   - exec_lock (stats.c) guards the live-exec hash (keyed by CUgraphExec),
+ *     the list of listed entries (live and kept, in id order), the kept
+ *     set, the free list, the folded sum and the id counter. An entry's
+ *     launch count is an atomic (the launch path counts without the lock).
+ *     Launch and update accounting take the lock for one lookup and a few
+ *     increments; a destroy also compares against the SG_EXEC_KEEP kept.
  *   - fork: sg_stats_atfork_{prepare,parent,child} hold exec_lock across
- *     fork so the child never inherits it locked; the child starts from
- *     zero counters and an empty exec table.
+ *     fork so the child never inherits it locked. The child starts from zero
+ *     counts: its live execs keep their entries (other modules hold pointers
+ *     to them) with their counters zeroed; kept and folded execs, totals and
+ *     hook counters are cleared. Nothing is freed (issue 10, item 14).
  */
 #ifndef SG_STATS_H
 #define SG_STATS_H
@@ -98,6 +108,18 @@ typedef enum {
     SG_EXEC_EV_WOULD_SKIP_PROFILED,  /* always_update: skip_profiled would have skipped it */
 } sg_exec_ev;
 
+/* The counters of an exec (sg_exec_info fields), in report order; the
+ * folded sum has the same ones. */
+#define SG_EXEC_COUNTS_LIST(X)                                                \
+    X(launches) X(updates_seen) X(updates_forwarded) X(updates_skipped)       \
+    X(would_skip) X(would_skip_profiled) X(variants) X(demotions)             \
+    X(library_updates)
+
+/* Destroyed execs listed one by one in the report (the most interesting:
+ * most forwarded updates, then most skip_profiled events, then most updates
+ * the policy would have skipped, then most updates, then most launches). */
+#define SG_EXEC_KEEP 64
+
 /* A snapshot of one exec, for the report. */
 typedef struct sg_exec_info {
     unsigned long id;          /* 1, 2, ... in instantiation order */
@@ -132,8 +154,10 @@ int sg_exec_created(CUgraphExec exec, size_t nodes, int nodes_known);
 /* Unknown execs (created before the library saw them) are added on first use. */
 int sg_exec_launched(CUgraphExec exec);
 /* The launch path's shortcut: an exec's entry (found or added; NULL if out of
- * memory), valid for the life of the process (entries are never freed), and
- * a lock-free launch count on it. */
+ * memory), and a lock-free launch count on it. The entry's memory is never
+ * freed, but once the exec is destroyed it may be reused for another exec:
+ * drop the pointer when the exec is destroyed (a launch counted through a
+ * stale pointer goes to whichever exec reuses the entry; nothing breaks). */
 struct sg_exec;
 struct sg_exec *sg_exec_entry(CUgraphExec exec);
 void sg_exec_entry_launched(struct sg_exec *e);
@@ -151,17 +175,25 @@ unsigned long sg_exec_id(CUgraphExec exec);
 int sg_exec_set_profile(CUgraphExec exec, const sg_exec_profile *p);
 void sg_exec_destroyed(CUgraphExec exec);
 
-/* Calls fn for every exec ever seen, in creation order, under exec_lock
- * (fn must not call back into the exec table). */
+/* Calls fn for every listed exec (live ones and the kept destroyed ones), in
+ * creation order, under exec_lock (fn must not call back into the exec
+ * table). */
 void sg_exec_foreach(void (*fn)(const sg_exec_info *e, void *ctx), void *ctx);
+/* Execs seen since start-up (or since fork, in a child): listed or folded. */
 size_t sg_exec_count(void);
+/* The destroyed execs folded out of the list: returns how many, and fills
+ * *sum with their summed counters (SG_EXEC_COUNTS_LIST and reasons; the
+ * other fields are zero). */
+unsigned long sg_exec_folded(sg_exec_info *sum);
 
 /* Fork handlers (see the header comment). */
 void sg_stats_atfork_prepare(void);
 void sg_stats_atfork_parent(void);
 void sg_stats_atfork_child(void);
 
-/* Frees the exec table and zeroes every counter (tests). */
+/* Forgets every exec and zeroes every counter (tests). Entries go to the
+ * free list (never freed), so a pointer another module still holds stays
+ * valid memory. */
 void sg_stats_reset(void);
 
 #endif /* SG_STATS_H */

@@ -15,6 +15,7 @@
 #include "hooks.h"
 
 #include "../core/core.h"
+#include "../core/driver.h"
 #include "../core/log.h"
 
 #include <dlfcn.h>
@@ -73,7 +74,7 @@ static void resolve_once(void)
     sg_driver drv;
 #define SG_DRV_FILL_(name, ret, params) drv.name = (ret(*) params)resolve_real(h, #name);
     SG_DRIVER_LIST(SG_DRV_FILL_)
-    sg_core_set_driver(&drv);
+    sg_driver_set(&drv);
 }
 
 void sg_resolve_driver(void)

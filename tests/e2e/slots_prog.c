@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/contexts.h"
 #include "core/core.h"
 #include "core/driver.h"
 #include "core/slots.h"
@@ -64,7 +65,8 @@ static void fill_driver_table(void)
 #define FILL_(name, ret, params) d.name = (ret(*) params)dlsym(RTLD_DEFAULT, #name);
     SG_DRIVER_LIST(FILL_)
 #undef FILL_
-    sg_core_set_driver(&d);
+    sg_driver_set(&d);
+    sg_slots_init();
 }
 
 /* One granule of device memory on its own handle, as the library's
@@ -297,7 +299,7 @@ int main(int argc, char **argv)
     else if (strcmp(argv[1], "peer") == 0) rc = run_peer();
     else if (strcmp(argv[1], "fault") == 0) rc = run_fault();
     else if (strcmp(argv[1], "broken") == 0) rc = run_broken();
-    sg_slots_ctx_teardown(ctx);
+    sg_ctx_teardown(ctx);
     if (last_slot) printf("unmapped_after_teardown=%d\n", unmapped(last_slot));
     CK(cuStreamDestroy(stream));
     CK(cuModuleUnload(mod));

@@ -4,7 +4,8 @@
 # input and security").
 #   - In a sticky world-writable folder: a symbolic link planted at the
 #     report path (to a victim file, or dangling), or at the temporary
-#     names beside it, is never followed; another user's file at the report
+#     names beside it, is never followed (links to FIFOs, devices and the
+#     program's own descriptors: tests/e2e/test_files.sh); another user's file at the report
 #     path is never truncated (checked as user nobody when possible); no
 #     temporary file is left behind.
 #   - %n %s %x in STABLEGRAPH_REPORT, STABLEGRAPH_LOG_FILE, STABLEGRAPH_POLICY,
@@ -15,36 +16,12 @@
 # without the library. fs.protected_symlinks is 0 on the test machines, so a
 # plain open(O_TRUNC) would follow the planted links.
 . "$(dirname "$0")/../lib.sh"
-LIB=$BUILD/libstablegraph.so
-WL=$BUILD/workloads/rotating_inputs
-WL_ARGS=(--steps 2)
+. "$(dirname "$0")/wl_lib.sh"
 
-emu "$WL" "${WL_ARGS[@]}" >"$TMP/base.out" 2>&1
-base_rc=$?
-base_sum=$(grep '^checksum:' "$TMP/base.out")
-check "the workload runs without the library" [ "$base_rc" -eq 0 -a -n "$base_sum" ]
-
-# wl NAME [VAR=VALUE...]: runs the workload with the library and the given
-# variables (through env, so values are passed as they are); stdout and
-# stderr in $TMP/NAME.out and $TMP/NAME.err, status in $TMP/NAME.rc.
-# WL_AS (a prefix command, e.g. setpriv ...) runs it as another user.
-wl() {
-    local name=$1; shift
-    ${WL_AS:-} env LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$EMU_LIB" "$@" "$WL" "${WL_ARGS[@]}" \
-        >"$TMP/$name.out" 2>"$TMP/$name.err"
-    echo $? >"$TMP/$name.rc"
-}
-# same_as_without NAME: exit status and checksum as without the library.
-same_as_without() {
-    check_eq "$1: exit status as without the library" "$(cat "$TMP/$1.rc")" "$base_rc"
-    check_eq "$1: checksum as without the library" "$(grep '^checksum:' "$TMP/$1.out")" "$base_sum"
-}
 # is_report FILE: a regular file (not a link) holding a JSON report.
 is_report() {
     [ -f "$1" ] && [ ! -L "$1" ] && [ "$(json_get "$1" version 2>/dev/null)" = 1 ]
 }
-# err_has NAME STRING: STRING appears literally in NAME's stderr.
-err_has() { grep -qF -- "$2" "$TMP/$1.err"; }
 no_temp_left() { [ -z "$(find "$1" -name '*.tmp*' -print -quit)" ]; }
 
 # ---------------------------------------------------------------- shared folder

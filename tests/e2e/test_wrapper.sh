@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # tests/e2e/test_wrapper.sh: scripts/stablegraph-run. Option validation (exit
 # 2 with usage), LD_PRELOAD appended, exit status passed through, the report
-# per rank, the setuid warning, and its accepted values matching
-# core/config.h.
+# per rank, and its accepted values matching core/config.h. Issue 14: a
+# library it cannot add (a path with a space or ':', installed or given by
+# STABLEGRAPH_LIB; missing; not loadable) stops it with status 2 and a
+# message naming the path and the reason, before COMMAND runs; a COMMAND
+# after '--' that starts with '-' runs as a command (127 when missing); the
+# setuid warning comes exactly when the loader ignores LD_PRELOAD (checked
+# against the loader: the library is, or is not, mapped in the program).
 . "$(dirname "$0")/../lib.sh"
 RUN=$SRC/scripts/stablegraph-run
 export STABLEGRAPH_LIB=$BUILD/libstablegraph.so
@@ -15,7 +20,8 @@ for bad in "--policy fast true" "--log loud true" "--bogus true" "--policy" "--r
 done
 "$RUN" --help >"$TMP/help"
 check_eq "--help exits 0" "$?" 0
-for word in --policy --report --log --strict STABLEGRAPH_LOG_FILE srun mpirun torchrun %r %p %h setuid; do
+for word in --policy --report --log --strict STABLEGRAPH_LOG_FILE STABLEGRAPH_LIB srun mpirun torchrun \
+            %r %p %h setuid; do
     check "--help mentions $word" grep -q -- "$word" "$TMP/help"
 done
 
@@ -43,8 +49,88 @@ check_eq "the report counts the program's calls" "$(json_get "$TMP/rep-1.json" h
 SLURM_PROCID=5 emu "$RUN" --report "$TMP/slurm-%r-%p.json" -- "$BUILD/tests/e2e/resolve_paths" direct >/dev/null
 check "rank from SLURM_PROCID" compgen -G "$TMP/slurm-5-*.json"
 
-# A setuid program is named.
-cp /bin/true "$TMP/suid-true" && chmod u+s "$TMP/suid-true"
-err=$("$RUN" -- "$TMP/suid-true" 2>&1)
-check "setuid command: warned" grep -q 'setuid/setgid' <<<"$err"
+# ---------------------------------------------------------------- a library it cannot add
+# refused NAME [VAR=VALUE...] -- WRAPPER: WRAPPER (with the variables) must
+# exit 2 with a message naming $want_path and $want_why, and not run the
+# command (which would create $TMP/ran).
+refused() {
+    local name=$1; shift
+    rm -f "$TMP/ran"
+    env "$@" sh -c 'touch "$0/ran"' "$TMP" >"$TMP/$name.out" 2>"$TMP/$name.err"
+    check_eq "$name: exit status 2" "$?" 2
+    check "$name: the command did not run" [ ! -e "$TMP/ran" ]
+    check "$name: the message names the path" grep -qF -- "$want_path" "$TMP/$name.err"
+    check "$name: the message says why" grep -qF -- "$want_why" "$TMP/$name.err"
+}
+for dir in "with space" "co:lon"; do
+    mkdir -p "$TMP/$dir"
+    cp "$STABLEGRAPH_LIB" "$TMP/$dir/libstablegraph.so"
+    want_path="$TMP/$dir/libstablegraph.so" want_why="space or ':'"
+    refused "STABLEGRAPH_LIB in '$dir'" STABLEGRAPH_LIB="$want_path" "$RUN" --
+    # installed there: bin/stablegraph-run and lib/stablegraph/libstablegraph.so
+    mkdir -p "$TMP/$dir/bin" "$TMP/$dir/lib/stablegraph"
+    cp "$RUN" "$TMP/$dir/bin/"
+    cp "$STABLEGRAPH_LIB" "$TMP/$dir/lib/stablegraph/"
+    want_path="$TMP/$dir/lib/stablegraph/libstablegraph.so"
+    refused "installed in '$dir'" -u STABLEGRAPH_LIB "$TMP/$dir/bin/stablegraph-run" --
+done
+# The way out the message gives: a link without those characters.
+mkdir "$TMP/link"
+ln -s "$TMP/with space/libstablegraph.so" "$TMP/link/libstablegraph.so"
+STABLEGRAPH_LIB=$TMP/link/libstablegraph.so emu "$RUN" --report "$TMP/via-link.json" -- \
+    "$BUILD/tests/e2e/resolve_paths" direct >/dev/null 2>&1
+check "a link without spaces to that library: loaded, the report written" \
+    [ "$(json_get "$TMP/via-link.json" hooks.cuInit.calls 2>/dev/null)" = 1 ]
+
+want_path=$TMP/missing.so want_why="no such file"
+refused "missing STABLEGRAPH_LIB" STABLEGRAPH_LIB="$want_path" "$RUN" --
+echo "not a shared object" >"$TMP/text.so"
+want_path=$TMP/text.so want_why="the loader cannot load it"
+refused "unloadable STABLEGRAPH_LIB" STABLEGRAPH_LIB="$want_path" "$RUN" --
+check "unloadable STABLEGRAPH_LIB: the loader's reason is quoted" \
+    grep -q "cannot load it (.*text.so.*)" "$TMP/unloadable STABLEGRAPH_LIB.err"
+mkdir "$TMP/dir.so"
+want_path=$TMP/dir.so want_why="not a regular file"
+refused "a folder as STABLEGRAPH_LIB" STABLEGRAPH_LIB="$want_path" "$RUN" --
+# A relative STABLEGRAPH_LIB is made absolute, so that a process in another
+# folder finds it too.
+out=$(cd "$(dirname "$STABLEGRAPH_LIB")" && STABLEGRAPH_LIB=./libstablegraph.so "$RUN" -- \
+      sh -c 'cd / && echo "$LD_PRELOAD"')
+check_eq "a relative STABLEGRAPH_LIB: made absolute" "$out" "$(dirname "$STABLEGRAPH_LIB")/./libstablegraph.so"
+
+# ---------------------------------------------------------------- a command that starts with '-'
+"$RUN" -- -c env >"$TMP/dash-c.out" 2>"$TMP/dash-c.err"
+check_eq "-- -c env: run as a command, missing: status 127" "$?" 127
+check_eq "-- -c env: nothing run" "$(cat "$TMP/dash-c.out")" ""
+mkdir -p "$TMP/bin"
+printf '#!/bin/sh\necho "args=$*"\necho "preload=$LD_PRELOAD"\n' >"$TMP/bin/-dash-cmd"
+chmod +x "$TMP/bin/-dash-cmd"
+out=$(PATH="$TMP/bin:$PATH" "$RUN" -- -dash-cmd -x y 2>&1)
+check_eq "-- -dash-cmd: run as a command, with its arguments and the library" "$out" \
+    "$(printf 'args=-x y\npreload=%s' "$STABLEGRAPH_LIB")"
+
+# ---------------------------------------------------------------- setuid: warn exactly when the loader ignores LD_PRELOAD
+# suid_case NAME FILE: runs FILE (a copy of cat) on /proc/self/maps through
+# the wrapper; says whether it warned and whether the library was mapped.
+suid_case() {
+    "$RUN" -- "$2" /proc/self/maps >"$TMP/$1.maps" 2>"$TMP/$1.err"
+    if grep -q 'libstablegraph' "$TMP/$1.maps"; then loaded=yes; else loaded=no; fi
+    if grep -q 'warning: .*LD_PRELOAD' "$TMP/$1.err"; then warned=yes; else warned=no; fi
+}
+cp /bin/cat "$TMP/cat-mine" && chmod u+s "$TMP/cat-mine"   # set-user-ID to ourselves
+suid_case own "$TMP/cat-mine"
+check_eq "setuid to the caller: the library is loaded" "$loaded" yes
+check_eq "setuid to the caller: no warning" "$warned" no
+if [ "$(id -u)" = 0 ] && cp /bin/cat "$TMP/cat-other" && chown 65534 "$TMP/cat-other" &&
+   chmod u+s "$TMP/cat-other" && cp /bin/cat "$TMP/cat-group" && chgrp 65534 "$TMP/cat-group" &&
+   chmod g+s "$TMP/cat-group"; then
+    suid_case other "$TMP/cat-other"
+    check_eq "setuid to another user: the library is not loaded" "$loaded" no
+    check_eq "setuid to another user: warned" "$warned" yes
+    suid_case group "$TMP/cat-group"
+    check_eq "setgid to another group: the library is not loaded" "$loaded" no
+    check_eq "setgid to another group: warned" "$warned" yes
+else
+    ok "setuid/setgid to another user # SKIP not root"
+fi
 done_testing

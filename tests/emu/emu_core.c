@@ -3,14 +3,18 @@
  *
  * Responsible for: bootstrap and the CUDAEMU_* knobs, call statistics and the
  * CUDAEMU_STATS file, CUDAEMU_FAIL fault injection, logging and violations,
- * the handle registry, error names, cuInit, devices, and contexts (primary and
- * created, the per-thread current context and its push/pop stack).
+ * the handle registry (with each handle's owning context, and the handles a
+ * context teardown ended), the handle memory pools (LIFO reuse of freed
+ * handle values), error names, cuInit, devices, and contexts (primary and
+ * created, the per-thread current context and its push/pop stack, and the
+ * teardown order of a context's resources).
  *
  * Locks:
  *   - stat list: lock-free (atomic push of each entry's static record); its
- *     counters are atomic; the entry a thread is in (for emu_stat_nodes) is
- *     thread-local.
- *   - handle_lock guards the handle registry (handles).
+ *     counters are atomic; the entry a thread is in (emu_stat_nodes, reports)
+ *     is thread-local.
+ *   - emu_handle_lock guards the handle registry (emu_handles).
+ *   - emu_pool_lock guards the handle memory pools (emu_pools); a leaf lock.
  *   - emu_ctx_lock guards the primary-context table (emu_primary[]) and the
  *     list of destroyed contexts (emu_dead_ctxs).
  *     Never held while calling into streams (emu_streams_*), which may block.
@@ -119,17 +123,31 @@ static void emu_bad_knob(const char *var, const char *val, const char *want)
     exit(2);
 }
 
-/* Parses a decimal unsigned value of `var` into *out; unset keeps *out. */
-static void emu_knob_ull(const char *var, unsigned long long lo, unsigned long long hi,
-                         unsigned long long *out, const char *want)
+/* Parses a decimal unsigned value of `var` into *out; unset keeps *out.
+ * `sizes`: a K, M, G or T suffix (powers of 1024) may follow. */
+static void emu_knob_parse(const char *var, unsigned long long lo, unsigned long long hi,
+                           unsigned long long *out, const char *want, int sizes)
 {
     const char *v = getenv(var);
     if (!v) return;
     char *end;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) emu_bad_knob(var, v, want);
+    int shift = 0;
+    if (sizes && *end && !end[1]) {
+        const char *units = "KMGT", *u = strchr(units, end[0] & ~0x20);
+        if (u && end[0]) { shift = 10 * (int)(u - units + 1); end++; }
+    }
+    if (errno || end == v || *end || v[0] == '-' || (shift && x > hi >> shift)) emu_bad_knob(var, v, want);
+    x <<= shift;
+    if (x < lo || x > hi) emu_bad_knob(var, v, want);
     *out = x;
+}
+
+static void emu_knob_ull(const char *var, unsigned long long lo, unsigned long long hi,
+                         unsigned long long *out, const char *want)
+{
+    emu_knob_parse(var, lo, hi, out, want, 0);
 }
 
 /* CUDAEMU_FAIL=NAME:N[+]:ERROR[,...]: the Nth call of NAME (or, with '+', the
@@ -177,14 +195,16 @@ static pthread_once_t emu_boot_once = PTHREAD_ONCE_INIT;
 static void emu_boot(void)
 {
     unsigned long long g = 2u << 20, delay = 0, devs = 1, novmm = 0, mem = 16ull << 30, verbose = 0;
-    emu_knob_ull("CUDAEMU_GRANULARITY", 4096, 1ull << 30, &g, "a power of two between 4096 and 1073741824");
+    emu_knob_parse("CUDAEMU_GRANULARITY", 4096, 1ull << 30, &g,
+                   "a power of two between 4096 and 1073741824 (K, M, G suffixes allowed)", 1);
     if (g & (g - 1)) emu_bad_knob("CUDAEMU_GRANULARITY", getenv("CUDAEMU_GRANULARITY"), "a power of two");
     if (g % (unsigned long long)sysconf(_SC_PAGESIZE))
         emu_bad_knob("CUDAEMU_GRANULARITY", getenv("CUDAEMU_GRANULARITY"), "a multiple of the page size");
     emu_knob_ull("CUDAEMU_KERNEL_DELAY_US", 0, 10000000, &delay, "microseconds, 0..10000000");
     emu_knob_ull("CUDAEMU_DEVICES", 0, 8, &devs, "a device count, 0..8");
     emu_knob_ull("CUDAEMU_NO_VMM", 0, 1, &novmm, "0 or 1");
-    emu_knob_ull("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem, "bytes per device, 1 MiB..64 TiB");
+    emu_knob_parse("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem,
+                   "bytes per device, 1 MiB..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
     emu_knob_ull("CUDAEMU_VERBOSE", 0, 1, &verbose, "0 or 1");
     emu_cfg.granularity = (size_t)g;
     emu_cfg.kernel_delay_us = (unsigned)delay;
@@ -206,8 +226,11 @@ __attribute__((constructor)) static void emu_ctor(void) { emu_bootstrap(); }
 
 /* ------------------------------------------------------------------ statistics */
 
+/* The entry point the calling thread is in (set by emu_enter), for reports
+ * made below it and emu_stat_nodes; NULL on stream worker threads. */
+static __thread emu_entry_stat *emu_cur_entry;
+
 static _Atomic(emu_entry_stat *) emu_stat_list;
-static __thread emu_entry_stat *emu_cur_entry;   /* the entry the calling thread last entered */
 
 CUresult emu_enter(emu_entry_stat *st)
 {
@@ -227,8 +250,8 @@ CUresult emu_enter(emu_entry_stat *st)
                 sched_yield();
         }
     }
-    unsigned long n = atomic_fetch_add((_Atomic unsigned long *)&st->calls, 1) + 1;
     emu_cur_entry = st;
+    unsigned long n = atomic_fetch_add((_Atomic unsigned long *)&st->calls, 1) + 1;
     if (st->rules) {
         for (const emu_fail_rule *r = st->rules; r; r = r->next) {
             if (strcmp(r->name, st->name) != 0) continue;
@@ -281,20 +304,35 @@ static void emu_write_stats(void)
 
 /* ------------------------------------------------------------------ handles */
 
-typedef struct emu_handle { const void *h; emu_kind kind; UT_hash_handle hh; } emu_handle;
+/* A registered handle. `ended`: its context's teardown ended it; the entry
+ * stays so a later use is reported (emu_handle_ok) until a new handle takes
+ * the address. */
+typedef struct emu_handle {
+    const void *h;
+    emu_kind kind;
+    CUcontext owner;
+    int ended;
+    UT_hash_handle hh;
+} emu_handle;
 static emu_handle *emu_handles;                       /* guarded by emu_handle_lock */
 static pthread_mutex_t emu_handle_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void emu_handle_add(const void *h, emu_kind kind)
+void emu_handle_add_ctx(const void *h, emu_kind kind, CUcontext owner)
 {
-    emu_handle *e = calloc(1, sizeof *e);
+    emu_handle *e = calloc(1, sizeof *e), *old;
     if (!e) { emu_log("out of host memory registering a handle"); abort(); }
     e->h = h;
     e->kind = kind;
+    e->owner = owner;
     pthread_mutex_lock(&emu_handle_lock);
+    HASH_FIND_PTR(emu_handles, &h, old);
+    if (old) HASH_DEL(emu_handles, old);      /* an ended handle's address reused */
     HASH_ADD_PTR(emu_handles, h, e);
     pthread_mutex_unlock(&emu_handle_lock);
+    free(old);
 }
+
+void emu_handle_add(const void *h, emu_kind kind) { emu_handle_add_ctx(h, kind, NULL); }
 
 void emu_handle_del(const void *h)
 {
@@ -306,15 +344,94 @@ void emu_handle_del(const void *h)
     free(e);
 }
 
-int emu_handle_ok(const void *h, emu_kind kind)
+void emu_handle_end(const void *h)
+{
+    pthread_mutex_lock(&emu_handle_lock);
+    emu_handle *e;
+    HASH_FIND_PTR(emu_handles, &h, e);
+    if (e) e->ended = 1;
+    pthread_mutex_unlock(&emu_handle_lock);
+}
+
+/* 1 alive, 0 unknown or of another kind, -1 ended by its context's teardown. */
+static int handle_state(const void *h, emu_kind kind)
 {
     if (!h) return 0;
     pthread_mutex_lock(&emu_handle_lock);
     emu_handle *e;
     HASH_FIND_PTR(emu_handles, &h, e);
-    int ok = e && e->kind == kind;
+    int st = !e || e->kind != kind ? 0 : e->ended ? -1 : 1;
     pthread_mutex_unlock(&emu_handle_lock);
-    return ok;
+    return st;
+}
+
+int emu_handle_alive(const void *h, emu_kind kind) { return handle_state(h, kind) == 1; }
+
+int emu_handle_ok(const void *h, emu_kind kind)
+{
+    static const char *const names[EMU_K_COUNT] = {
+        [EMU_K_STREAM] = "stream", [EMU_K_EVENT] = "event", [EMU_K_MODULE] = "module",
+        [EMU_K_FUNC] = "function", [EMU_K_EXEC] = "graph exec",
+    };
+    int st = handle_state(h, kind);
+    if (st < 0)
+        emu_violation(emu_cur_entry ? emu_cur_entry->name : "stream work",
+                      "%s %p belonged to a context that was destroyed or reset (cuCtxDestroy: using the "
+                      "context's resources afterwards is undefined behavior)",
+                      names[kind] ? names[kind] : "handle", h);
+    return st == 1;
+}
+
+size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out)
+{
+    size_t n = 0, cap = 0;
+    const void **v = NULL;
+    pthread_mutex_lock(&emu_handle_lock);
+    for (emu_handle *e = emu_handles; e; e = e->hh.next) {
+        if (e->owner != ctx || e->kind != kind || e->ended) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            const void **nv = realloc(v, cap * sizeof *v);
+            if (!nv) { emu_log("out of host memory"); abort(); }
+            v = nv;
+        }
+        v[n++] = e->h;
+    }
+    pthread_mutex_unlock(&emu_handle_lock);
+    *out = v;
+    return n;
+}
+
+/* Handle memory pools: one LIFO free list per kind, linked through the first
+ * word of each free object; guarded by emu_pool_lock. */
+static pthread_mutex_t emu_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *free; size_t size; } emu_pools[EMU_K_COUNT];
+
+void *emu_handle_mem_get(emu_kind kind, size_t size)
+{
+    if (size < sizeof(void *)) size = sizeof(void *);
+    pthread_mutex_lock(&emu_pool_lock);
+    if (!emu_pools[kind].size) emu_pools[kind].size = size;
+    if (emu_pools[kind].size != size) {
+        emu_log("internal error: handle pool %d holds %zu-byte objects, asked for %zu",
+                (int)kind, emu_pools[kind].size, size);
+        abort();
+    }
+    void *p = emu_pools[kind].free;
+    if (p) emu_pools[kind].free = *(void **)p;
+    pthread_mutex_unlock(&emu_pool_lock);
+    if (p) memset(p, 0, size);
+    else if (!(p = calloc(1, size))) { emu_log("out of host memory"); abort(); }
+    return p;
+}
+
+void emu_handle_mem_put(emu_kind kind, void *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&emu_pool_lock);
+    *(void **)p = emu_pools[kind].free;
+    emu_pools[kind].free = p;
+    pthread_mutex_unlock(&emu_pool_lock);
 }
 
 /* ------------------------------------------------------------------ init, devices */
@@ -439,6 +556,8 @@ static int emu_attribute(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return dev;
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return !emu_cfg.no_vmm;
@@ -446,6 +565,9 @@ static int emu_attribute(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: return 1;
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 512;   /* cuMemAllocPitch's */
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return !emu_cfg.no_vmm;
     default: return 0;
     }
 }
@@ -523,6 +645,8 @@ static CUcontext emu_ctx_new(int dev, unsigned flags, int primary)
 static void emu_ctx_teardown(CUcontext c, int free_handle)
 {
     emu_streams_ctx_destroyed(c);
+    emu_graph_ctx_destroyed(c);
+    emu_stream_ctx_resources_destroyed(c);
     emu_mem_ctx_destroyed(c);
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;
@@ -651,7 +775,12 @@ EMU_EXPORT CUresult cuCtxSynchronize(void)
     if (r != CUDA_SUCCESS) return r;
     r = emu_capture_check_unsafe(__func__);
     if (r != CUDA_SUCCESS) return r;
+    /* Synchronizing a context one of whose streams captures is invalid in
+     * every capture mode (emu_capture_check_ctx). */
+    r = emu_capture_check_ctx(c, 0, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    if (r != CUDA_SUCCESS) return r;
     emu_streams_sync_all(c);
+    emu_mem_pools_sync();
     return CUDA_SUCCESS;
 }
 

@@ -8,7 +8,12 @@
  *     (emu_capture_check_unsafe), recording stream work as nodes
  *     (emu_capture_add) and cross-stream fork/join through events
  *     (emu_capture_event_record / emu_capture_event_wait);
- *   - graphs and their kernel, memcpy, memset, host and empty nodes, edges;
+ *   - graphs and their kernel, memcpy, memset, host, empty, memory
+ *     allocation and memory free nodes (explicit, or captured from
+ *     cuMemAllocAsync / cuMemFreeAsync), edges; a graph with memory nodes
+ *     has one exec at a time and cannot be cloned; each launch allocates its
+ *     allocation nodes' memory (emu_gmem_*, emu_mem.c) when it is queued and
+ *     its free nodes release it when they run;
  *   - graph execs: instantiate (every variant), per-node set params, update
  *     (cuGraphExecUpdate_v2 and the legacy one), upload, launch, destroy;
  *   - kernel node attributes (cuGraphKernelNodeGetAttribute / SetAttribute):
@@ -136,6 +141,12 @@ typedef struct emu_nparams {
     CUDA_MEMSET_NODE_PARAMS set;    /* MEMSET */
     CUDA_HOST_NODE_PARAMS host;     /* HOST */
     CUkernelNodeAttrValue attr[EMU_NODE_ATTR_IDS]; /* KERNEL: attributes by id */
+    CUdeviceptr mem_ptr;            /* MEM_ALLOC: its allocation (one reference); MEM_FREE: what it frees */
+    size_t mem_bytes;               /* MEM_ALLOC */
+    CUmemPoolProps mem_props;       /* MEM_ALLOC, as given */
+    CUmemAccessDesc mem_access[8];  /* MEM_ALLOC: access descriptors, as given */
+    size_t mem_naccess;
+    uint64_t mem_gen;               /* MEM_FREE in a launch: the incarnation it frees (0: none) */
 } emu_nparams;
 
 /* Kernel node input, whichever struct version it came in. */
@@ -183,6 +194,8 @@ static void nparams_free(emu_nparams *p)
 {
     free(p->args);
     p->args = NULL;
+    if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && p->mem_ptr) emu_gmem_ref(p->mem_ptr, -1);
+    p->mem_ptr = 0;
 }
 
 /* Deep copy; returns 0 on allocation failure. */
@@ -190,7 +203,48 @@ static int nparams_copy(emu_nparams *dst, const emu_nparams *src)
 {
     *dst = *src;
     if (src->args && !(dst->args = emu_args_clone(src->args))) return 0;
+    if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) emu_gmem_ref(src->mem_ptr, 1);
     return 1;
+}
+
+/* An allocation node of graph graph_uid: checks the parameters as documented
+ * (cuGraphAddMemAllocNode: pinned device memory, no handle types, at most one
+ * access descriptor per device) and reserves the allocation's address, which
+ * *out gets. */
+static CUresult nparams_memalloc(emu_nparams *np, const CUDA_MEM_ALLOC_NODE_PARAMS *in, uint64_t graph_uid,
+                                 CUdeviceptr *out)
+{
+    if (!in || !in->bytesize || in->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        in->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        in->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
+        in->accessDescCount > (size_t)emu_device_count() || (in->accessDescCount && !in->accessDescs))
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = in->poolProps.location.id;
+    if (dev < 0 || dev >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    memset(np, 0, sizeof *np);
+    CUresult r = emu_gmem_create(in->bytesize, dev, graph_uid, &np->mem_ptr);
+    if (r != CUDA_SUCCESS) return r;
+    np->type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    np->mem_bytes = in->bytesize;
+    np->mem_props = in->poolProps;
+    np->mem_naccess = in->accessDescCount;
+    if (in->accessDescCount) memcpy(np->mem_access, in->accessDescs, in->accessDescCount * sizeof *in->accessDescs);
+    *out = np->mem_ptr;
+    return CUDA_SUCCESS;
+}
+
+/* A free node: cuGraphAddMemFreeNode "will return CUDA_ERROR_INVALID_VALUE if
+ * the user attempts to free an allocation twice in the same graph, an
+ * address that was not returned by an allocation node, an invalid address";
+ * and an allocation has at most one free node in any graph. */
+static CUresult nparams_memfree(emu_nparams *np, CUdeviceptr p)
+{
+    uint64_t freed_in = 0;
+    if (!emu_gmem_info(p, NULL, &freed_in) || freed_in) return CUDA_ERROR_INVALID_VALUE;
+    memset(np, 0, sizeof *np);
+    np->type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    np->mem_ptr = p;
+    return CUDA_SUCCESS;
 }
 
 /* ctx: the context the function belongs to if known (capture passes the
@@ -279,6 +333,9 @@ static int nparams_same(const emu_nparams *a, const emu_nparams *b)
         return memcmp(&a->set, &b->set, sizeof a->set) == 0;
     case CU_GRAPH_NODE_TYPE_HOST:
         return a->host.fn == b->host.fn && a->host.userData == b->host.userData;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return a->mem_ptr == b->mem_ptr && a->mem_bytes == b->mem_bytes;
     default:
         return 1;
     }
@@ -286,7 +343,8 @@ static int nparams_same(const emu_nparams *a, const emu_nparams *b)
 
 /* From the tagged union of cuGraphAddNode / cuGraphNodeSetParams /
  * cuGraphExecNodeSetParams. */
-static CUresult nparams_generic(emu_nparams *np, const CUgraphNodeParams *p)
+/* graph_uid: the graph the node is added to; 0 for the set-params calls. */
+static CUresult nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_uid)
 {
     if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
         return CUDA_ERROR_INVALID_VALUE;
@@ -313,6 +371,16 @@ static CUresult nparams_generic(emu_nparams *np, const CUgraphNodeParams *p)
     case CU_GRAPH_NODE_TYPE_EMPTY:
         nparams_empty(np);
         return CUDA_SUCCESS;
+    /* Memory nodes can be added, never set ("API unsupported"). */
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+        if (!graph_uid) return CUDA_ERROR_NOT_SUPPORTED;
+        CUDA_MEM_ALLOC_NODE_PARAMS a = { .poolProps = p->alloc.poolProps, .accessDescs = p->alloc.accessDescs,
+                                         .accessDescCount = p->alloc.accessDescCount,
+                                         .bytesize = p->alloc.bytesize };
+        return nparams_memalloc(np, &a, graph_uid, &p->alloc.dptr);
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return graph_uid ? nparams_memfree(np, p->free.dptr) : CUDA_ERROR_NOT_SUPPORTED;
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -346,6 +414,9 @@ static CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_np
         const CUDA_MEMCPY3D *a = &old->copy, *b = &nw->copy;
         if (a->srcMemoryType != b->srcMemoryType || a->dstMemoryType != b->dstMemoryType)
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        /* The node's checks again, memory may have changed since it was made:
+         * an operand that now runs past its allocation is refused. */
+        if (emu_memcpy3d_check(b) != CUDA_SUCCESS) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         if (exec_set && (!is_1d_copy(a) || !is_1d_copy(b) || !b->WidthInBytes))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         int dev = ctx_device(old->ctx);
@@ -357,7 +428,7 @@ static CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_np
     }
     case CU_GRAPH_NODE_TYPE_MEMSET: {
         const CUDA_MEMSET_NODE_PARAMS *a = &old->set, *b = &nw->set;
-        if (!b->width) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        if (!b->width || emu_memset_check(b) != CUDA_SUCCESS) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         if (!is_1d_set(a) || !is_1d_set(b)) {
             /* 2D: only address and value may change. */
             if (a->width != b->width || a->height != b->height || a->pitch != b->pitch ||
@@ -368,6 +439,10 @@ static CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_np
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:      /* an allocation's address and size are fixed */
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return old->mem_ptr == nw->mem_ptr && old->mem_bytes == nw->mem_bytes
+                   ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
     default:
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;  /* host, empty: unrestricted */
     }
@@ -392,11 +467,21 @@ struct CUgraph_st {
     emu_edge *edges;                /* every edge, in the order added */
     size_t nedges, cap_edges;
     struct emu_capture *capture;    /* capture in progress into this graph (cap_lock) */
+    int mem_execs;                  /* live execs of it while it has memory nodes (at most 1) */
 };
 
 static atomic_ulong graph_uids;
 
 static int graph_ok(CUgraph g) { return g && emu_handle_ok(g, EMU_K_GRAPH); }
+
+/* 1 if g has an allocation or free node. */
+static int graph_has_mem(CUgraph g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->nodes[i]->p.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || g->nodes[i]->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+            return 1;
+    return 0;
+}
 static int node_ok(CUgraphNode n) { return n && emu_handle_ok(n, EMU_K_NODE); }
 
 static CUgraph graph_new(void)
@@ -413,6 +498,7 @@ static void graph_free(CUgraph g)
     for (size_t i = 0; i < g->n; i++) {
         CUgraphNode nd = g->nodes[i];
         emu_handle_del(nd);
+        if (nd->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(nd->p.mem_ptr, g->uid, 0);
         nparams_free(&nd->p);
         free(nd->deps);
         free(nd);
@@ -486,6 +572,7 @@ static CUresult node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeDa
     g->nodes[g->n++] = nd;
     for (size_t i = 0; i < n; i++) edge_add(g, deps[i], nd, data ? &data[i] : NULL); /* room reserved */
     emu_handle_add(nd, EMU_K_NODE);
+    if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(p->mem_ptr, g->uid, 1);
     if (out) *out = nd;
     return CUDA_SUCCESS;
 }
@@ -693,6 +780,45 @@ CUresult emu_capture_check_unsafe(const char *call)
     return bad ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
+/* CUDA Programming Guide, "Prohibited and Unhandled Operations" and
+ * "Invalidation" (docs.nvidia.com/cuda/cuda-c-programming-guide, stream
+ * capture): "It is also invalid to query the execution status of or
+ * synchronize a broader handle which encompasses an active stream capture,
+ * such as a device or context handle"; "When any stream in the same context
+ * is being captured, and it was not created with cudaStreamNonBlocking, any
+ * attempted use of the legacy stream is invalid"; "When an invalid operation
+ * is attempted during stream capture, any associated capture graphs are
+ * invalidated." */
+CUresult emu_capture_check_ctx(CUcontext ctx, int blocking_only, CUresult err)
+{
+    if (atomic_load(&ncaptures) == 0) return CUDA_SUCCESS;
+    int bad = 0;
+    pthread_mutex_lock(&cap_lock);
+    for (struct emu_capture *c = captures; c; c = c->next) {
+        for (size_t i = 0; i < c->nstreams; i++) {
+            emu_stream *s = c->streams[i].s;
+            if (emu_stream_ctx(s) != ctx || (blocking_only && !emu_stream_blocking(s))) continue;
+            c->invalidated = 1;
+            bad = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&cap_lock);
+    return bad ? err : CUDA_SUCCESS;
+}
+
+/* Same source: "It is invalid to synchronize or query the execution status
+ * of ... a captured event". */
+int emu_capture_event_busy(CUevent ev)
+{
+    if (atomic_load(&ncaptures) == 0) return 0;
+    pthread_mutex_lock(&cap_lock);
+    struct emu_capture *c = ev->cap ? capture_by_id(ev->cap->capture_id) : NULL;
+    if (c) c->invalidated = 1;
+    pthread_mutex_unlock(&cap_lock);
+    return c != NULL;
+}
+
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
 {
     emu_nparams np;
@@ -714,6 +840,21 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
     case CU_GRAPH_NODE_TYPE_MEMCPY: r = nparams_memcpy(&np, op->copy, ctx); break;
     case CU_GRAPH_NODE_TYPE_MEMSET: r = nparams_memset(&np, op->set, ctx); break;
     case CU_GRAPH_NODE_TYPE_HOST:   r = nparams_host(&np, op->host); break;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+        /* The pool's properties: the device's default pool. */
+        CUDA_MEM_ALLOC_NODE_PARAMS a = { .poolProps = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                                        .location = { CU_MEM_LOCATION_TYPE_DEVICE, op->mem_dev } },
+                                         .bytesize = op->mem_bytes };
+        CUdeviceptr p = 0;
+        if (!op->mem_out) r = CUDA_ERROR_INVALID_VALUE;
+        else if ((r = nparams_memalloc(&np, &a, c->graph->uid, &p)) == CUDA_SUCCESS) *op->mem_out = p;
+        break;
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        /* Not a graph allocation (or already freed by a graph): an invalid
+         * operation during capture, which invalidates it. */
+        if ((r = nparams_memfree(&np, op->mem_ptr)) != CUDA_SUCCESS) c->invalidated = 1;
+        break;
     default:                        r = CUDA_ERROR_NOT_SUPPORTED; break;
     }
     if (r != CUDA_SUCCESS) goto out;
@@ -912,6 +1053,23 @@ void emu_capture_invalidate(emu_stream *s)
     pthread_mutex_lock(&cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
     if (c) c->invalidated = 1;
+    pthread_mutex_unlock(&cap_lock);
+}
+
+void emu_capture_stream_gone(emu_stream *s)
+{
+    pthread_mutex_lock(&cap_lock);
+    struct emu_capture *c = emu_stream_capture(s);
+    cap_stream *cs = c ? cap_find(c, s) : NULL;
+    if (cs && c->origin == s) {
+        cap_terminate(c, 1);            /* nobody can end it any more */
+    } else if (cs) {
+        c->invalidated = 1;
+        free(cs->deps);
+        free(cs->edata);
+        *cs = c->streams[--c->nstreams];
+        emu_stream_set_capture(s, NULL);
+    }
     pthread_mutex_unlock(&cap_lock);
 }
 
@@ -1129,6 +1287,9 @@ EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 {
     EMU_ENTRY_INIT();
     CHECK_GRAPH_OUT(phGraphClone, originalGraph);
+    /* "Cloning is not supported for graphs which contain memory allocation
+     * nodes, memory free nodes, or conditional nodes." */
+    if (graph_has_mem(originalGraph)) return CUDA_ERROR_NOT_SUPPORTED;
     CUgraph g = graph_new();
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
     CUgraph o = originalGraph;
@@ -1237,7 +1398,7 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 {
     CHECK_GRAPH_OUT(out, g);
     emu_nparams p;
-    CUresult r = nparams_generic(&p, params);
+    CUresult r = nparams_generic(&p, params, g->uid);
     return r != CUDA_SUCCESS ? r : node_add_api(out, g, deps, data, n, &p);
 }
 
@@ -1364,8 +1525,95 @@ EMU_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *n
     if (!node_ok(hNode) || !nodeParams) return CUDA_ERROR_INVALID_VALUE;
     if (nodeParams->type != hNode->p.type) return CUDA_ERROR_INVALID_VALUE;
     emu_nparams p;
-    CUresult r = nparams_generic(&p, nodeParams);
+    CUresult r = nparams_generic(&p, nodeParams, 0);
     return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
+}
+
+/* -------------------------------------------------------- memory nodes */
+
+EMU_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                           size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    emu_nparams p;
+    CUdeviceptr dptr = 0;
+    CUresult r = deps_check(hGraph, dependencies, NULL, numDependencies);
+    if (r == CUDA_SUCCESS) r = nparams_memalloc(&p, nodeParams, hGraph->uid, &dptr);
+    if (r == CUDA_SUCCESS) r = node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+    if (r == CUDA_SUCCESS) nodeParams->dptr = dptr;
+    return r;
+}
+
+/* The pool properties and access descriptors returned are the node's own. */
+EMU_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+    EMU_ENTRY_INIT();
+    if (!params_out || node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_ALLOC)) return CUDA_ERROR_INVALID_VALUE;
+    params_out->poolProps = hNode->p.mem_props;
+    params_out->accessDescs = hNode->p.mem_naccess ? hNode->p.mem_access : NULL;
+    params_out->accessDescCount = hNode->p.mem_naccess;
+    params_out->bytesize = hNode->p.mem_bytes;
+    params_out->dptr = hNode->p.mem_ptr;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                          size_t numDependencies, CUdeviceptr dptr)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    emu_nparams p;
+    CUresult r = nparams_memfree(&p, dptr);
+    return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EMU_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
+{
+    EMU_ENTRY_INIT();
+    if (!dptr_out || node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_FREE)) return CUDA_ERROR_INVALID_VALUE;
+    *dptr_out = hNode->p.mem_ptr;
+    return CUDA_SUCCESS;
+}
+
+/* Graph memory is charged while allocated and given back when freed, so no
+ * unused memory is cached for graphs: nothing to trim. */
+EMU_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    EMU_ENTRY_INIT();
+    return device >= 0 && device < emu_device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+/* USED and RESERVED are the same here (no cache): the bytes graph
+ * allocations hold on the device now, and their high watermark. */
+EMU_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    EMU_ENTRY_INIT();
+    if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t cur = 0, high = 0;
+    emu_gmem_graph_attr(device, 1, 1, &cur, &high);
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: memcpy(value, &cur, sizeof cur); return CUDA_SUCCESS;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: memcpy(value, &high, sizeof high); return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* Only the high watermarks, and only to 0 (a reset to the current value). */
+EMU_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    EMU_ENTRY_INIT();
+    if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    uint64_t v;
+    if (!value || (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH))
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(&v, value, sizeof v);
+    if (v) return CUDA_ERROR_INVALID_VALUE;
+    emu_gmem_graph_attr(device, 0, 2, NULL, NULL);
+    return CUDA_SUCCESS;
 }
 
 EMU_EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
@@ -1566,6 +1814,8 @@ static pthread_mutex_t tok_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tok_cond = PTHREAD_COND_INITIALIZER;
 
 struct CUgraphExec_st {
+    CUgraph src;                    /* the graph it came from (checked against graph_uid) */
+    int has_mem;                    /* it has memory nodes: counted in src->mem_execs */
     uint64_t graph_uid;
     cuuint64_t flags;
     size_t n;
@@ -1604,6 +1854,7 @@ static int exec_ok(CUgraphExec e) { return e && emu_handle_ok(e, EMU_K_EXEC); }
 
 static void exec_free(CUgraphExec e)
 {
+    if (e->has_mem && graph_ok(e->src) && e->src->uid == e->graph_uid) e->src->mem_execs--;
     for (size_t i = 0; i < e->n; i++) {
         nparams_free(&e->nodes[i].p);
         free(e->nodes[i].deps);
@@ -1680,6 +1931,10 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
         CUgraphInstantiateResult dr = device_launch_check(g, err_node);
         if (dr != CUDA_GRAPH_INSTANTIATE_SUCCESS) { *result = dr; return CUDA_ERROR_INVALID_VALUE; }
     }
+    /* "If hGraph contains any allocation or free nodes, there can be at most
+     * one executable graph in existence for that graph at a time." */
+    int has_mem = graph_has_mem(g);
+    if (has_mem && g->mem_execs) return CUDA_ERROR_INVALID_VALUE;
     CUgraphExec e = calloc(1, sizeof *e);
     size_t n = g->n;
     if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1705,8 +1960,16 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
     }
     e->n = n;
     e->graph_uid = g->uid;
+    e->src = g;
+    e->has_mem = has_mem;
+    g->mem_execs += has_mem;
     e->flags = flags;
-    emu_handle_add(e, EMU_K_EXEC);
+    /* The exec belongs to the context of its nodes (else the current one):
+     * that context's teardown ends it. */
+    CUcontext owner = emu_ctx_current();
+    for (size_t i = 0; i < n; i++)
+        if (e->nodes[i].p.ctx) { owner = e->nodes[i].p.ctx; break; }
+    emu_handle_add_ctx(e, EMU_K_EXEC, owner);
     emu_stat_nodes(n, 0);
     *out = e;
     *result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
@@ -1742,7 +2005,10 @@ static void launch_run(emu_work *w, emu_stream *s)
         case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_exec(&p->copy); break;
         case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_exec(&p->set); break;
         case CU_GRAPH_NODE_TYPE_HOST:   p->host.fn(p->host.userData); break;
-        default: break;
+        case CU_GRAPH_NODE_TYPE_MEM_FREE:
+            if (p->mem_gen) emu_mem_free_async_complete(p->mem_ptr, p->mem_gen);
+            break;
+        default: break;             /* empty; MEM_ALLOC: allocated when the launch was queued */
         }
     }
 }
@@ -1756,6 +2022,31 @@ static void launch_release(emu_work *w)
     for (size_t i = 0; i < lw->n; i++) nparams_free(&lw->nodes[i]);
     free(lw->nodes);
     free(lw);                       /* w->ranges belong to the stream (freed before release) */
+}
+
+/* A launch's graph memory (exec lock held), when the launch is queued:
+ * allocates what its allocation nodes allocate (all or none: cuGraphLaunch
+ * fails with CUDA_ERROR_INVALID_VALUE if one is still allocated from an
+ * earlier launch and the exec was not instantiated with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH, with
+ * CUDA_ERROR_OUT_OF_MEMORY beyond the device memory), then marks what its
+ * free nodes free: the free node releases that allocation when it runs. */
+static CUresult launch_memory(CUgraphExec e, emu_nparams *snap, size_t n, const char *call)
+{
+    CUdeviceptr *allocs = malloc((n ? n : 1) * sizeof *allocs);
+    size_t na = 0;
+    if (!allocs) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        if (snap[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) allocs[na++] = snap[i].mem_ptr;
+    CUresult r = emu_gmem_arm(allocs, na, (e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0);
+    free(allocs);
+    for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        if (snap[i].type != CU_GRAPH_NODE_TYPE_MEM_FREE) continue;
+        if (!(snap[i].mem_gen = emu_gmem_request_free(snap[i].mem_ptr)))
+            emu_violation(call, "free node of 0x%llx: the allocation is not allocated, or already being freed",
+                          (unsigned long long)snap[i].mem_ptr);
+    }
+    return r;
 }
 
 /* Queues one work that runs the exec's nodes (none for an upload) with a
@@ -1777,7 +2068,7 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     pthread_mutex_lock(&e->lock);
     for (size_t i = 0; i < n; i++) {
         const emu_nparams *p = &e->nodes[e->order[i]].p;
-        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && !emu_handle_ok(p->args->func, EMU_K_FUNC)) {
+        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && !emu_args_func_loaded(p->args)) {
             emu_violation(call, "kernel node %zu uses function %p, which is no longer loaded",
                           e->order[i], (void *)p->args->func);
             r = CUDA_ERROR_INVALID_HANDLE;
@@ -1797,6 +2088,7 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
         default: break;
         }
     }
+    if (r == CUDA_SUCCESS && e->has_mem) r = launch_memory(e, snap, lw->n, call);
     if (r != CUDA_SUCCESS) {
         pthread_mutex_unlock(&e->lock);
         lw->self = tok;
@@ -1898,6 +2190,17 @@ EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
     emu_handle_del(hGraphExec);
     exec_free(hGraphExec);          /* queued launches run from their own snapshots */
     return CUDA_SUCCESS;
+}
+
+void emu_graph_ctx_destroyed(CUcontext ctx)
+{
+    const void **v;
+    size_t n = emu_handles_of_ctx(ctx, EMU_K_EXEC, &v);
+    for (size_t i = 0; i < n; i++) {
+        emu_handle_end(v[i]);
+        exec_free((CUgraphExec)(uintptr_t)v[i]);   /* its launches ran: the streams are gone */
+    }
+    free(v);
 }
 
 EMU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
@@ -2094,7 +2397,7 @@ EMU_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode
     emu_nparams p;
     if (!nodeParams || !exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
     if (nodeParams->type != hNode->p.type) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = nparams_generic(&p, nodeParams);
+    CUresult r = nparams_generic(&p, nodeParams, 0);
     return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
 }
 

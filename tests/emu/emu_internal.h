@@ -123,11 +123,35 @@ unsigned long emu_violation_count(void);
  * ---------------------------------------------------------------------- */
 typedef enum emu_kind {
     EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
-    EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL
+    EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL,
+    EMU_K_COUNT
 } emu_kind;
 void emu_handle_add(const void *h, emu_kind kind);
+/* Registers a handle that belongs to context `owner` (cuCtxDestroy and the
+ * primary context's reset end it: emu_handle_end). A handle registered at the
+ * address of an ended one replaces it. */
+void emu_handle_add_ctx(const void *h, emu_kind kind, CUcontext owner);
 void emu_handle_del(const void *h);
-int emu_handle_ok(const void *h, emu_kind kind);   /* 1 if alive and of that kind */
+/* 1 if alive and of that kind. A handle its context's teardown ended is not
+ * alive, and asking about it is a use of a destroyed context's resource
+ * (undefined in CUDA, cuCtxDestroy): it is reported as a violation of the
+ * entry point being called. For API argument checks. */
+int emu_handle_ok(const void *h, emu_kind kind);
+/* The same without the report: for the emulator's own probes. */
+int emu_handle_alive(const void *h, emu_kind kind);
+/* Context teardown: ends handle h (it stays known as ended, see above). */
+void emu_handle_end(const void *h);
+/* The live handles of `kind` that belong to ctx, in a malloc'd array (*out,
+ * NULL when none); returns the count. */
+size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out);
+
+/* Handle memory with the driver's reuse of freed handle values: objects of
+ * one kind (one size per kind) come from a LIFO free list, so the value of
+ * the handle freed last is the next one given out. Returned zeroed. Never
+ * gives memory back to the system (a stale handle never points at unmapped
+ * memory). Thread-safe. */
+void *emu_handle_mem_get(emu_kind kind, size_t size);
+void emu_handle_mem_put(emu_kind kind, void *p);
 
 /* ------------------------------------------------------------------------
  * emu_core.c: devices and contexts
@@ -162,22 +186,63 @@ int emu_mem_find(CUdeviceptr p, emu_range *out);
 /* 1 if every byte of [p, p+n) lies in live device ranges that device `dev`
  * may access (VMM mappings: cuMemSetAccess gave dev read/write). */
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);
-/* Context teardown: frees every allocation (cuMemAlloc, stream-ordered,
- * pinned host) the context made, as the driver does; VMM memory is not tied
- * to a context and stays. Called after the context's streams are gone. */
+/* The driver's range check of an API-level copy, memset or memory node:
+ * 1 if [p, p+n) lies inside the allocation that contains p (the requested
+ * size of a cuMemAlloc, stream-ordered, pinned or registered block; for VMM
+ * memory, the run of adjacent mappings that starts with the one holding p);
+ * 0 if p is in no device range or the range runs past that end. */
+int emu_mem_extent_ok(CUdeviceptr p, size_t n);
+/* Context teardown: frees every cuMemAlloc and pinned host allocation the
+ * context made and drops its host registrations, as the driver does; VMM and
+ * stream-ordered memory is not tied to a context and stays. Called after the
+ * context's streams are gone. */
 void emu_mem_ctx_destroyed(CUcontext ctx);
 /* Plain copy/set used by streams and graphs once validated. */
 void emu_mem_copy(void *dst, const void *src, size_t n);
-/* cuMemFreeAsync, at the call: marks the stream-ordered allocation at p as
- * being freed (so a second free, or a cuMemFree, is refused with
- * CUDA_ERROR_INVALID_VALUE); CUDA_ERROR_INVALID_VALUE if p is not the base of
- * a live one. */
-CUresult emu_mem_free_async_begin(CUdeviceptr p);
-/* Releases memory queued by cuMemFreeAsync (called on the stream worker). */
-void emu_mem_free_async_complete(CUdeviceptr p);
-/* Allocation used by cuMemAllocAsync/FromPoolAsync (memory available at once;
- * the emulator's pool never reuses an address before the free completed). */
-CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, const char *call);
+/* cuMemFreeAsync, at the call: marks the stream-ordered (or graph)
+ * allocation at p as being freed (so a second free, or a cuMemFree, is
+ * refused with CUDA_ERROR_INVALID_VALUE); CUDA_ERROR_INVALID_VALUE if p is
+ * not the base of a live one. *token names what is freed (for a graph
+ * allocation: its incarnation). */
+CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token);
+/* The stream, event and context synchronize calls: every device pool gives
+ * back the held bytes above its release threshold. */
+void emu_mem_pools_sync(void);
+/* cuMemPoolTrimTo of device dev's pool. */
+void emu_mem_pool_trim(int dev, size_t keep);
+/* cuMemPoolGetAttribute (set == 0) / cuMemPoolSetAttribute of dev's pool. */
+CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *value);
+/* Releases memory queued by cuMemFreeAsync or a free node (called on the
+ * stream worker) with the token emu_mem_free_async_begin or
+ * emu_gmem_request_free gave. */
+void emu_mem_free_async_complete(CUdeviceptr p, uint64_t token);
+
+/* Graph allocations (allocation nodes; emu_mem.c, "Graph allocations").
+ * emu_gmem_create reserves the address range of a new allocation node of
+ * graph `graph_uid` (one reference: the node). emu_gmem_ref adds delta
+ * references (each copy of the node's parameters holds one); the range goes
+ * once none is left and it is not allocated. emu_gmem_info: 1 if p is the
+ * address of a graph allocation, with the graph that made it and the graph
+ * that holds its free node (0: none); emu_gmem_set_freed_in sets (set) or
+ * clears that graph. emu_gmem_arm allocates, for a launch, the allocations
+ * of its allocation nodes, all or none: CUDA_ERROR_INVALID_VALUE if one is
+ * still allocated from an earlier launch and not being freed (unless
+ * auto_free), CUDA_ERROR_OUT_OF_MEMORY beyond the device memory.
+ * emu_gmem_request_free marks the current allocation of p as being freed
+ * and returns the token for emu_mem_free_async_complete (0: not allocated
+ * or already being freed). emu_gmem_graph_attr reads (current, high == 1)
+ * or resets (high == 2) the bytes graphs hold on dev. */
+CUresult emu_gmem_create(size_t bytes, int dev, uint64_t graph_uid, CUdeviceptr *out);
+void emu_gmem_ref(CUdeviceptr p, int delta);
+int emu_gmem_info(CUdeviceptr p, uint64_t *owner_graph, uint64_t *freed_in);
+void emu_gmem_set_freed_in(CUdeviceptr p, uint64_t graph_uid, int set);
+CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free);
+uint64_t emu_gmem_request_free(CUdeviceptr p);
+void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, uint64_t *out_high);
+/* Allocation used by cuMemAllocAsync/FromPoolAsync from `pool` (memory
+ * available at once; the emulator's pool never reuses an address before the
+ * free completed). CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE reports the pool. */
+CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call);
 
 /* ------------------------------------------------------------------------
  * emu_stream.c: work on streams
@@ -213,6 +278,9 @@ CUresult emu_stream_enqueue(emu_stream *s, emu_work *w);
 void emu_stream_wait_idle(emu_stream *s);
 /* Blocks until every stream of ctx (or of all contexts if NULL) is idle. */
 void emu_streams_sync_all(CUcontext ctx);
+/* 1 if work on s waits for the legacy stream (a user stream created without
+ * CU_STREAM_NON_BLOCKING, or a per-thread default stream). */
+int emu_stream_blocking(emu_stream *s);
 /* The capture state of a stream (owned by emu_graph.c), NULL if not capturing. */
 struct emu_capture *emu_stream_capture(emu_stream *s);
 void emu_stream_set_capture(emu_stream *s, struct emu_capture *c);
@@ -249,6 +317,7 @@ int emu_inflight_check(const char *call, CUdeviceptr base, size_t size);
 /* Kernel arguments packed by the module ABI's layout. */
 typedef struct emu_args {
     CUfunction func;
+    uint64_t func_gen;          /* which load of func (handle values are reused) */
     size_t size;                /* bytes of packed argument data */
     unsigned num_params;
     void *params[32];           /* params[i] points into data */
@@ -263,6 +332,12 @@ emu_args *emu_args_clone(const emu_args *a);
 void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const char *call);
 /* Name of a function, for messages. */
 const char *emu_func_name(CUfunction f);
+/* 1 if the function the arguments were packed for is still loaded (not
+ * unloaded, its handle value not reused by a later load). */
+int emu_args_func_loaded(const emu_args *a);
+/* Context teardown, after its streams: ends and releases the context's
+ * events and unloads its modules (their functions end with them). */
+void emu_stream_ctx_resources_destroyed(CUcontext ctx);
 
 /* ------------------------------------------------------------------------
  * emu_graph.c: capture hooks used by stream operations
@@ -275,11 +350,26 @@ struct emu_capture;
  * capture(s) concerned are invalidated and CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
  * is returned; otherwise CUDA_SUCCESS. */
 CUresult emu_capture_check_unsafe(const char *call);
+/* The operations the CUDA Programming Guide ("Prohibited and Unhandled
+ * Operations") calls invalid in every capture mode, RELAXED included:
+ *   - synchronizing a context while one of its streams captures
+ *     (blocking_only == 0, err CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+ *   - any use of the legacy stream while a blocking stream of its context
+ *     captures (blocking_only == 1, err CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
+ * Invalidates every capture concerned and returns err; CUDA_SUCCESS if none. */
+CUresult emu_capture_check_ctx(CUcontext ctx, int blocking_only, CUresult err);
+/* Querying or synchronizing an event whose last record was made in a
+ * capture still in progress (invalid in every mode): invalidates that
+ * capture and returns 1; 0 if the event is not such an event. */
+int emu_capture_event_busy(CUevent ev);
 
 /* Adds a node to the capture in progress on s (the stream operation is then
  * recorded, not executed). type is CU_GRAPH_NODE_TYPE_KERNEL (params:
  * const emu_args * plus launch), MEMCPY (CUDA_MEMCPY3D), MEMSET
- * (CUDA_MEMSET_NODE_PARAMS), HOST (CUDA_HOST_NODE_PARAMS). */
+ * (CUDA_MEMSET_NODE_PARAMS), HOST (CUDA_HOST_NODE_PARAMS), MEM_ALLOC
+ * (cuMemAllocAsync) or MEM_FREE (cuMemFreeAsync; an address that is not a
+ * graph allocation, or one already freed by a graph, gives
+ * CUDA_ERROR_INVALID_VALUE and invalidates the capture). */
 typedef struct emu_capture_op {
     CUgraphNodeType type;
     const emu_args *args;             /* KERNEL */
@@ -287,6 +377,10 @@ typedef struct emu_capture_op {
     const CUDA_MEMCPY3D *copy;        /* MEMCPY */
     const CUDA_MEMSET_NODE_PARAMS *set; /* MEMSET */
     const CUDA_HOST_NODE_PARAMS *host;  /* HOST */
+    size_t mem_bytes;                 /* MEM_ALLOC: size, device; *mem_out gets the address */
+    int mem_dev;
+    CUdeviceptr *mem_out;
+    CUdeviceptr mem_ptr;              /* MEM_FREE */
 } emu_capture_op;
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op);
 /* Event record / wait while capturing (fork-join across streams). */
@@ -296,6 +390,12 @@ int emu_capture_event_wait(emu_stream *s, CUevent ev, CUresult *res);
 /* Invalidates the capture in progress on s, if any (for stream operations
  * that cannot be captured). */
 void emu_capture_invalidate(emu_stream *s);
+/* s is being destroyed: it leaves its capture, if any (a capture whose
+ * origin stream goes is ended and its graph destroyed; another stream's
+ * capture is invalidated). */
+void emu_capture_stream_gone(emu_stream *s);
+/* Context teardown: ends and frees the graph execs of ctx. */
+void emu_graph_ctx_destroyed(CUcontext ctx);
 /* Frees an event's capture-time state (ev->cap) under the capture lock: call
  * it when the event is recorded outside capture or destroyed. */
 void emu_capture_event_forget(CUevent ev);

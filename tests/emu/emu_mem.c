@@ -2,26 +2,31 @@
  * emu_mem.c: device memory of the emulated driver.
  *
  * Responsible for:
- *   - cuMemAlloc/cuMemFree and the allocations behind cuMemAllocAsync
- *     (emu_mem_alloc_device / emu_mem_free_async_complete), with per-device
- *     accounting against emu_cfg.device_memory (cuMemGetInfo);
- *   - pinned host memory (cuMemHostAlloc, cuMemAllocHost, cuMemFreeHost,
- *     cuMemHostGetDevicePointer);
+ *   - cuMemAlloc/cuMemAllocPitch/cuMemFree and the allocations behind
+ *     cuMemAllocAsync (emu_mem_alloc_device / emu_mem_free_async_complete);
+ *   - one memory budget per device (emu_cfg.device_memory, cuMemGetInfo)
+ *     charged by every path ("Device memory accounting" below), the default
+ *     pool's held memory, release threshold and trim (emu_mem_pool_*);
+ *   - graph allocations of allocation and free nodes (emu_gmem_*, at the end);
+ *   - pinned and registered host memory (cuMemHostAlloc, cuMemAllocHost,
+ *     cuMemFreeHost, cuMemHostRegister/Unregister, cuMemHostGetDevicePointer);
  *   - the virtual memory management API with real page semantics:
  *     reservations are PROT_NONE anonymous mappings, physical handles are
  *     memfd files, cuMemMap maps the memfd MAP_SHARED|MAP_FIXED (so one handle
- *     mapped twice truly aliases), cuMemSetAccess is mprotect;
+ *     mapped twice truly aliases), cuMemSetAccess is mprotect; export and
+ *     import as POSIX file descriptors;
  *   - address ranges, pointer attributes and legacy IPC handles;
- *   - the device-range registry: every live allocation, VMM mapping and
- *     pinned host block, findable by any interior address (emu_mem_find,
- *     emu_mem_accessible), used by streams and kernels.
+ *   - the device-range registry: every live allocation, VMM mapping, graph
+ *     allocation and pinned host block, findable by any interior address
+ *     (emu_mem_find, emu_mem_accessible, emu_mem_extent_ok for the driver's
+ *     range checks), used by streams and kernels.
  *
  * Device pointers are host addresses. Every block comes from mmap (never
  * malloc), so freed or unmapped device memory faults when touched.
  *
  * Locking: one mutex, mem_lock, guards everything in `mem` below: the range
- * registry, the reservation list, the handle table, the per-device usage
- * counters and the id counters. It is a leaf lock: nothing that may take
+ * registry, the reservation list, the graph allocations, the handle table,
+ * the per-device usage counters, the pools' state and the id counters. It is a leaf lock: nothing that may take
  * another emulator lock (emu_inflight_check, emu_streams_sync_all,
  * emu_capture_check_unsafe, emu_violation) is called while it is held. Calls
  * that must check in-flight work validate under the lock, drop it, check,
@@ -32,7 +37,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int mem_hash_oom;          /* set by uthash when an add ran out of memory */
@@ -55,8 +62,29 @@ typedef enum range_kind {
     RK_ALLOC = 1,   /* cuMemAlloc */
     RK_ASYNC,       /* cuMemAllocAsync / FromPoolAsync */
     RK_MAP,         /* one cuMemMap */
-    RK_HOST         /* cuMemHostAlloc / cuMemAllocHost */
+    RK_HOST,        /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
+    RK_GRAPH        /* a graph allocation while it is allocated (gmem) */
 } range_kind;
+
+/* A graph allocation (an allocation node's memory, emu_gmem_* in
+ * emu_internal.h). Its address range is reserved (PROT_NONE) when the node
+ * is made and stays reserved while a node refers to it (the graph's node and
+ * each exec's copy); a launch of an exec allocates it (charged, readable, a
+ * RK_GRAPH device range) until a free (free node, cuMemFreeAsync, cuMemFree)
+ * releases it (contents dropped, PROT_NONE again). Each allocation by a
+ * launch is one incarnation (gen); a free requested for an earlier
+ * incarnation does nothing to a later one. */
+typedef struct gmem {
+    span s;                     /* the reserved range, requested size */
+    size_t len;                 /* pages: reserved, and charged while live */
+    int device;
+    unsigned long refs;         /* nodes holding it */
+    int live;                   /* allocated */
+    int free_pending;           /* a free of this incarnation is queued */
+    uint64_t gen;               /* incarnation */
+    uint64_t owner_graph;       /* uid of the graph whose node made it */
+    uint64_t freed_in;          /* uid of the graph with its free node, 0 if none */
+} gmem;
 
 /* A physical allocation made by cuMemCreate. Lives while it has references
  * (cuMemCreate, cuMemRetainAllocationHandle) or mappings. */
@@ -68,6 +96,7 @@ typedef struct mem_handle {
     unsigned long refs;         /* not yet released */
     unsigned long maps;         /* live mappings */
     unsigned long long block_id;
+    int imported;               /* cuMemImportFromShareableHandle: memory charged by the original */
     UT_hash_handle hh;
 } mem_handle;
 
@@ -84,21 +113,38 @@ typedef struct mem_range {
     CUcontext ctx;              /* allocating context (NULL for VMM) */
     unsigned long long buffer_id;
     unsigned host_flags;        /* RK_HOST */
+    int registered;             /* RK_HOST: the program's memory (cuMemHostRegister), not unmapped */
     mem_handle *handle;         /* RK_MAP */
     span resv;                  /* RK_MAP: the reservation it lies in */
     CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
     int free_pending;           /* RK_ASYNC: cuMemFreeAsync queued, not yet reached */
+    CUmemoryPool pool;          /* RK_ASYNC: the pool it came from */
+    gmem *g;                    /* RK_GRAPH */
 } mem_range;
+
+/* A device's default memory pool (the only pool emulated): its bytes are
+ * charged to the device while in use and while held after being freed. */
+typedef struct pool_state {
+    size_t used;                /* live allocations (pages) */
+    size_t held;                /* freed, kept by the pool, still charged */
+    size_t used_high, reserved_high;
+    cuuint64_t threshold;       /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+    int reuse[3];               /* the three REUSE_* attributes (no effect here) */
+} pool_state;
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {                 /* all guarded by mem_lock */
     span_vec ranges;            /* mem_range, every live device range */
     span_vec resvs;             /* reservation */
     mem_handle *handles;        /* uthash by id */
-    size_t used[MEM_MAX_DEVICES];
+    size_t used[MEM_MAX_DEVICES];   /* charged bytes per device (cuMemGetInfo) */
+    span_vec gmems;             /* gmem, every graph allocation's reservation */
+    size_t graph_used[MEM_MAX_DEVICES], graph_high[MEM_MAX_DEVICES];
+    pool_state pools[MEM_MAX_DEVICES];
     unsigned long long next_buffer_id;
     unsigned long long next_handle_id;
-} mem = { .next_buffer_id = 1, .next_handle_id = 0x1000 };
+} mem = { .next_buffer_id = 1, .next_handle_id = 0x1000,
+          .pools = { [0 ... MEM_MAX_DEVICES - 1] = { .reuse = { 1, 1, 1 } } } };
 
 static size_t page_size(void)
 {
@@ -182,6 +228,60 @@ static int usage_take(int dev, size_t bytes)
     return 1;
 }
 
+/* Device memory accounting (mem_lock held). What each kind costs:
+ *   cuMemAlloc, cuMemAllocPitch: the bytes rounded up to whole pages (4 KiB),
+ *     charged until freed;
+ *   stream-ordered: the same, from the device's pool, which first reuses
+ *     bytes it holds; freed bytes stay held (charged) until a synchronize
+ *     releases those above the release threshold, or cuMemPoolTrimTo;
+ *   cuMemCreate: its size (a multiple of the granularity), until released
+ *     and unmapped; pinned host memory: nothing. */
+static void pool_note_highs(pool_state *ps)
+{
+    if (ps->used > ps->used_high) ps->used_high = ps->used;
+    if (ps->used + ps->held > ps->reserved_high) ps->reserved_high = ps->used + ps->held;
+}
+
+static int charge_take(int dev, range_kind kind, size_t len)
+{
+    if (kind == RK_HOST) return 1;
+    if (kind == RK_GRAPH) {
+        if (!usage_take(dev, len)) return 0;
+        mem.graph_used[dev] += len;
+        if (mem.graph_used[dev] > mem.graph_high[dev]) mem.graph_high[dev] = mem.graph_used[dev];
+        return 1;
+    }
+    if (kind != RK_ASYNC) return usage_take(dev, len);
+    pool_state *ps = &mem.pools[dev];
+    size_t reuse = ps->held < len ? ps->held : len;
+    if (!usage_take(dev, len - reuse)) return 0;
+    ps->held -= reuse;
+    ps->used += len;
+    pool_note_highs(ps);
+    return 1;
+}
+
+static void charge_give(int dev, range_kind kind, size_t len)
+{
+    if (kind == RK_HOST) return;
+    if (kind == RK_GRAPH) mem.graph_used[dev] -= len;
+    if (kind != RK_ASYNC) { mem.used[dev] -= len; return; }
+    mem.pools[dev].used -= len;
+    mem.pools[dev].held += len;     /* the pool keeps it */
+}
+
+/* Gives held pool bytes back to the device until the pool reserves at most
+ * `keep` (it cannot give what is in use). */
+static void pool_release(int dev, uint64_t keep)
+{
+    pool_state *ps = &mem.pools[dev];
+    uint64_t reserved = ps->used + ps->held;
+    if (reserved <= keep) return;
+    size_t rel = reserved - keep < ps->held ? (size_t)(reserved - keep) : ps->held;
+    ps->held -= rel;
+    mem.used[dev] -= rel;
+}
+
 static void *map_anon(size_t bytes, int prot)
 {
     void *p = mmap(NULL, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -193,7 +293,6 @@ static void *map_anon(size_t bytes, int prot)
 static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int dev,
                             CUcontext ctx, unsigned host_flags)
 {
-    int counted = kind != RK_HOST;
     size_t len = round_up(bytes, page_size());
     if (bytes == 0 || len < bytes) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= MEM_MAX_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
@@ -201,7 +300,7 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
     mem_range *r = calloc(1, sizeof *r);
     if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&mem_lock);
-    int ok = !counted || usage_take(dev, len);
+    int ok = charge_take(dev, kind, len);
     pthread_mutex_unlock(&mem_lock);
     if (!ok) { free(r); return CUDA_ERROR_OUT_OF_MEMORY; }
 
@@ -217,7 +316,7 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
             return CUDA_SUCCESS;
         }
     }
-    if (counted) mem.used[dev] -= len;
+    charge_give(dev, kind, len);
     pthread_mutex_unlock(&mem_lock);
     if (p) munmap(p, len);
     free(r);
@@ -228,12 +327,15 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
 static void block_detach(mem_range *r)
 {
     span_remove(&mem.ranges, &r->s);
-    if (r->kind != RK_HOST) mem.used[r->device] -= r->mapped;
+    charge_give(r->device, r->kind, r->mapped);
 }
+
+static void gmem_unback(gmem *g);
 
 static void block_release(mem_range *r)
 {
-    munmap((void *)r->s.base, r->mapped);
+    if (r->kind == RK_GRAPH) gmem_unback(r->g);
+    else if (!r->registered) munmap((void *)r->s.base, r->mapped);
     free(r);
 }
 
@@ -246,7 +348,9 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
     dead = calloc(mem.ranges.n ? mem.ranges.n : 1, sizeof *dead);
     for (size_t i = 0; dead && i < mem.ranges.n;) {
         mem_range *r = (mem_range *)mem.ranges.v[i];
-        if (r->ctx == ctx && r->kind != RK_MAP) {
+        /* cuCtxDestroy: "will not destroy memory allocations by cuMemCreate(),
+         * cuMemAllocAsync() and cuMemAllocFromPoolAsync()". */
+        if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_HOST)) {
             block_detach(r);        /* removes entry i: do not advance */
             dead[n++] = r;
         } else {
@@ -262,14 +366,18 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
     free(dead);
 }
 
-/* Which plain block kinds a free call accepts. */
-enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC, FREE_HOST = 1 << RK_HOST };
+/* Which plain blocks a free call accepts: kinds, and for host memory whether
+ * it was registered (FREE_REGISTERED: cuMemHostUnregister) or allocated. */
+enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC | 1 << RK_GRAPH, FREE_HOST = 1 << RK_HOST,
+       FREE_REGISTERED = 1 << 16 };
 
-/* The block starting exactly at p whose kind is in `kinds` (mem_lock held). */
+/* The block starting exactly at p that `kinds` accepts (mem_lock held). */
 static mem_range *block_at(CUdeviceptr p, unsigned kinds)
 {
     mem_range *r = range_find(p);
-    return r && r->s.base == p && (kinds & (1u << r->kind)) ? r : NULL;
+    if (!r || r->s.base != p || !(kinds & (1u << r->kind))) return NULL;
+    if (r->kind == RK_HOST && !r->registered != !(kinds & FREE_REGISTERED)) return NULL;
+    return r;
 }
 
 /* Frees the block at p for `call`: validates, optionally waits for ctx's
@@ -302,11 +410,15 @@ static CUresult block_free(const char *call, CUdeviceptr p, unsigned kinds,
  * Internal interface (emu_internal.h)
  * ---------------------------------------------------------------------- */
 
+/* A device range, or else a graph allocation's reservation: work may name
+ * a graph allocation before a launch allocates it (emu_mem_accessible then
+ * tells whether it is allocated). */
 int emu_mem_find(CUdeviceptr p, emu_range *out)
 {
     pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find(p);
-    if (r && out) *out = (emu_range){ r->s.base, r->s.size };
+    span *r = (span *)range_find(p);
+    if (!r) r = span_find(&mem.gmems, p);
+    if (r && out) *out = (emu_range){ r->base, r->size };
     pthread_mutex_unlock(&mem_lock);
     return r != NULL;
 }
@@ -328,33 +440,128 @@ int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
     return ok;
 }
 
+int emu_mem_extent_ok(CUdeviceptr p, size_t n)
+{
+    CUdeviceptr end = p + n;
+    if (end < p) return 0;
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find(p);
+    span *g = r ? NULL : span_find(&mem.gmems, p);
+    CUdeviceptr reach = r ? r->s.base + r->s.size : g ? g->base + g->size : 0;
+    /* VMM: a mapping may be followed by another one right after it (memory
+     * grown by mapping more of a reservation is one buffer). */
+    while (r && r->kind == RK_MAP && reach < end) {
+        mem_range *next = range_find(reach);
+        if (!next || next->kind != RK_MAP || next->s.base != reach) break;
+        reach = next->s.base + next->s.size;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return (r || g) && end <= reach;
+}
+
 void emu_mem_copy(void *dst, const void *src, size_t n)
 {
     if (n) memmove(dst, src, n);
 }
 
-CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, const char *call)
+CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call)
 {
     (void)call;
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
-    return block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
+    CUresult rc = block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
+    if (rc == CUDA_SUCCESS) {
+        pthread_mutex_lock(&mem_lock);
+        mem_range *r = range_find(*out);
+        if (r) r->pool = pool;
+        pthread_mutex_unlock(&mem_lock);
+    }
+    return rc;
 }
 
-CUresult emu_mem_free_async_begin(CUdeviceptr p)
+CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token)
 {
     pthread_mutex_lock(&mem_lock);
-    mem_range *r = block_at(p, 1u << RK_ASYNC);
-    CUresult rc = r && !r->free_pending ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    if (rc == CUDA_SUCCESS) r->free_pending = 1;
+    mem_range *r = block_at(p, 1u << RK_ASYNC | 1u << RK_GRAPH);
+    int pending = r && (r->kind == RK_GRAPH ? r->g->free_pending : r->free_pending);
+    CUresult rc = r && !pending ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    *token = 0;
+    if (rc == CUDA_SUCCESS && r->kind == RK_GRAPH) {
+        r->g->free_pending = 1;
+        *token = r->g->gen;
+    } else if (rc == CUDA_SUCCESS) {
+        r->free_pending = 1;
+    }
     pthread_mutex_unlock(&mem_lock);
     return rc;
 }
 
-void emu_mem_free_async_complete(CUdeviceptr p)
+void emu_mem_pools_sync(void)
 {
     pthread_mutex_lock(&mem_lock);
-    mem_range *r = block_at(p, 1u << RK_ASYNC);
+    for (int d = 0; d < MEM_MAX_DEVICES; d++) pool_release(d, mem.pools[d].threshold);
+    pthread_mutex_unlock(&mem_lock);
+}
+
+void emu_mem_pool_trim(int dev, size_t keep)
+{
+    pthread_mutex_lock(&mem_lock);
+    pool_release(dev, keep);
+    pthread_mutex_unlock(&mem_lock);
+}
+
+CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *value)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mem_lock);
+    pool_state *ps = &mem.pools[dev];
+    cuuint64_t v64 = 0;
+    if (set && attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) memcpy(&v64, value, sizeof v64);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: {
+        int *slot = &ps->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+        if (set) *slot = *(const int *)value != 0;
+        else *(int *)value = *slot;
+        break;
+    }
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        if (set) ps->threshold = v64;
+        else v64 = ps->threshold;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+        if (set) rc = CUDA_ERROR_INVALID_VALUE;
+        else v64 = attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ? ps->used : ps->used + ps->held;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:    /* setting resets it; only 0 is legal */
+        if (set && v64) rc = CUDA_ERROR_INVALID_VALUE;
+        else if (set) ps->reserved_high = ps->used + ps->held;
+        else v64 = ps->reserved_high;
+        break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (set && v64) rc = CUDA_ERROR_INVALID_VALUE;
+        else if (set) ps->used_high = ps->used;
+        else v64 = ps->used_high;
+        break;
+    default:
+        rc = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (rc == CUDA_SUCCESS && !set && attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) memcpy(value, &v64, sizeof v64);
+    return rc;
+}
+
+void emu_mem_free_async_complete(CUdeviceptr p, uint64_t token)
+{
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = block_at(p, 1u << RK_ASYNC | 1u << RK_GRAPH);
+    if (r && r->kind == RK_GRAPH && r->g->gen != token) {   /* reallocated since: not ours */
+        pthread_mutex_unlock(&mem_lock);
+        return;
+    }
     if (r) block_detach(r);
     pthread_mutex_unlock(&mem_lock);
     if (r)
@@ -377,6 +584,28 @@ EMU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
     if (!dptr) return CUDA_ERROR_INVALID_VALUE;
     return block_alloc(dptr, bytesize, RK_ALLOC, ctx->device, ctx, 0);
+}
+
+/* cuMemAllocPitch: the pitch is the width rounded up to EMU_PITCH_ALIGN bytes
+ * (which matches the device's texture pitch alignment, as documented);
+ * ElementSizeBytes must be 4, 8 or 16; a zero width or height is refused.
+ * Charged like cuMemAlloc(pitch * height). */
+#define EMU_PITCH_ALIGN 512
+EMU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                       unsigned int ElementSizeBytes)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = emu_capture_check_unsafe(__func__);
+    if (rc != CUDA_SUCCESS) return rc;
+    CUcontext ctx;
+    if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
+    if (!dptr || !pPitch || !WidthInBytes || !Height ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t pitch = round_up(WidthInBytes, EMU_PITCH_ALIGN);
+    if (pitch < WidthInBytes || Height > SIZE_MAX / pitch) return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = block_alloc(dptr, pitch * Height, RK_ALLOC, ctx->device, ctx, 0)) == CUDA_SUCCESS) *pPitch = pitch;
+    return rc;
 }
 
 /* cuMemAlloc memory gets the driver's implicit synchronization; stream-ordered
@@ -453,10 +682,13 @@ EMU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
     return host_alloc(__func__, pp, bytesize, 0);
 }
 
-/* Like cudaFreeHost, waits for the current context's work first. */
+/* Like cudaFreeHost, waits for the current context's work first; like
+ * cuMemFree, it is a potentially unsafe call during capture. */
 EMU_EXPORT CUresult cuMemFreeHost(void *p)
 {
     EMU_ENTRY_INIT();
+    CUresult rc = emu_capture_check_unsafe(__func__);
+    if (rc != CUDA_SUCCESS) return rc;
     CUcontext ctx = emu_ctx_current();
     return block_free(__func__, (CUdeviceptr)p, FREE_HOST, FREE_HOST, ctx);
 }
@@ -473,8 +705,66 @@ EMU_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, un
     int ok = r && r->kind == RK_HOST;
     pthread_mutex_unlock(&mem_lock);
     if (!ok) return CUDA_ERROR_INVALID_VALUE;
-    *pdptr = (CUdeviceptr)p;    /* unified addressing: same address */
+    /* unified addressing and CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: the
+     * device pointer is the host pointer (an interior pointer stays one) */
+    *pdptr = (CUdeviceptr)p;
     return CUDA_SUCCESS;
+}
+
+/* cuMemHostRegister (driver API, Memory Management): page-locks an existing
+ * host range and maps it for the device; the device pointer equals the host
+ * pointer (the emulated device reports
+ * CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM). A range that
+ * overlaps registered or pinned memory: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED.
+ * READ_ONLY (the device does not report READ_ONLY_HOST_REGISTER_SUPPORTED) and
+ * IOMEMORY: CUDA_ERROR_NOT_SUPPORTED. The memory stays the program's: it is
+ * never unmapped by the emulator. */
+static CUresult host_register(void *p, size_t bytesize, unsigned flags)
+{
+    CUcontext ctx;
+    CUresult rc = emu_ctx_require(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                           CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    CUdeviceptr b = (CUdeviceptr)p;
+    if (!p || !bytesize || (flags & ~known) || b + bytesize < b) return CUDA_ERROR_INVALID_VALUE;
+    if (flags & (CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY)) return CUDA_ERROR_NOT_SUPPORTED;
+    mem_range *r = calloc(1, sizeof *r);
+    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
+    *r = (mem_range){ .s = { b, bytesize }, .mapped = bytesize, .kind = RK_HOST, .device = ctx->device,
+                      .ctx = ctx, .host_flags = flags, .registered = 1 };
+    pthread_mutex_lock(&mem_lock);
+    if (span_overlap(&mem.ranges, b, b + bytesize)) rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    else if (span_insert(&mem.ranges, &r->s) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    else r->buffer_id = mem.next_buffer_id++;
+    pthread_mutex_unlock(&mem_lock);
+    if (rc != CUDA_SUCCESS) free(r);
+    return rc;
+}
+
+EMU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    EMU_ENTRY_INIT();
+    return host_register(p, bytesize, Flags);
+}
+
+EMU_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    EMU_ENTRY_INIT();
+    return host_register(p, bytesize, Flags);
+}
+
+/* The base address given to cuMemHostRegister; anything else:
+ * CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED. Waits for the context's work, like
+ * cuMemFreeHost, and reports queued work that still uses the range. */
+EMU_EXPORT CUresult cuMemHostUnregister(void *p)
+{
+    EMU_ENTRY_INIT();
+    CUcontext ctx;
+    CUresult rc = emu_ctx_require(&ctx);
+    if (rc != CUDA_SUCCESS) return rc;
+    rc = block_free(__func__, (CUdeviceptr)p, FREE_HOST | FREE_REGISTERED, FREE_HOST, ctx);
+    return rc == CUDA_ERROR_INVALID_VALUE ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED : rc;
 }
 
 /* ------------------------------------------------------------------------
@@ -531,6 +821,7 @@ typedef struct ptr_info {
     span resv;
     unsigned long long allowed_types;
     unsigned long long block_id;
+    int rdma;                   /* VMM: allocFlags.gpuDirectRDMACapable */
 } ptr_info;
 
 static void ptr_lookup(CUdeviceptr p, ptr_info *pi)
@@ -544,6 +835,7 @@ static void ptr_lookup(CUdeviceptr p, ptr_info *pi)
         pi->r = *r;
         pi->block_id = r->kind == RK_MAP ? r->handle->block_id : r->buffer_id;
         if (r->kind == RK_MAP) pi->allowed_types = r->handle->prop.requestedHandleTypes;
+        if (r->kind == RK_MAP) pi->rdma = r->handle->prop.allocFlags.gpuDirectRDMACapable != 0;
     }
     span *rs = span_find(&mem.resvs, p);
     if (rs) { pi->in_resv = 1; pi->resv = *rs; }
@@ -563,8 +855,11 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
     *size = 4;
     *val = 0;
     switch (a) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT:      /* VMM memory has no context: NULL */
-        *size = sizeof(CUcontext); *val = (uintptr_t)r->ctx; return in;
+    /* VMM and stream-ordered memory have no context: NULL (Programming
+     * Guide, Stream-Ordered Memory Allocator, "Pointer Attributes"). */
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *size = sizeof(CUcontext); *val = r->kind == RK_ASYNC || r->kind == RK_GRAPH ? 0 : (uintptr_t)r->ctx;
+        return in;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *val = r->kind == RK_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; return in;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
@@ -574,9 +869,16 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
         *size = 8; *val = r->buffer_id; return in;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
         return in;
+    /* The device reports GPU_DIRECT_RDMA_SUPPORTED: cuMemAlloc memory is
+     * capable; VMM memory if cuMemCreate asked for it (allocFlags); pool and
+     * host memory are not. */
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        *val = r->kind == RK_ALLOC || (map && pi->rdma);
+        return in;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:   /* NULL unless from a pool */
+        *size = sizeof(CUmemoryPool); *val = r->kind == RK_ASYNC ? (uintptr_t)r->pool : 0; return in;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *val = (unsigned)r->device; return in;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
@@ -596,8 +898,10 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
         *val = map ? (unsigned)r->access[dev] : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
         return in;
     }
+    /* "the actual underlying mapping": a plain block is mapped whole pages
+     * (the size its memory is charged, block_alloc). */
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
-        *size = sizeof(size_t); *val = r->s.size; return in;
+        *size = sizeof(size_t); *val = r->mapped; return in;
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
         *size = sizeof(void *); *val = r->s.base; return in;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
@@ -695,7 +999,7 @@ static void handle_maybe_destroy(mem_handle *h)
 {
     if (h->refs || h->maps) return;
     HASH_DEL(mem.handles, h);
-    mem.used[h->prop.location.id] -= h->size;
+    if (!h->imported) mem.used[h->prop.location.id] -= h->size;
     close(h->fd);
     free(h);
 }
@@ -1040,6 +1344,68 @@ EMU_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *ha
     return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* cuMemExportToShareableHandle: only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+ * is emulated (the device reports HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
+ * only), and only for a handle whose cuMemCreate requested it
+ * (requestedHandleTypes, which CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES
+ * reports): *(int *)shareableHandle gets a new file descriptor of the
+ * memory. Another requested type: CUDA_ERROR_INVALID_VALUE; a type the device
+ * does not support: CUDA_ERROR_NOT_SUPPORTED. */
+EMU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                                 CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 0);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!shareableHandle || flags) return CUDA_ERROR_INVALID_VALUE;
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return handleType == CU_MEM_HANDLE_TYPE_NONE ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
+    int fd = -1;
+    pthread_mutex_lock(&mem_lock);
+    mem_handle *h = handle_get(handle);
+    if (!h || !(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) rc = CUDA_ERROR_INVALID_VALUE;
+    else if ((fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0)) < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&mem_lock);
+    if (rc == CUDA_SUCCESS) memcpy(shareableHandle, &fd, sizeof fd);
+    return rc;
+}
+
+/* The file descriptor of an exported allocation of this process gives a new
+ * handle to the same memory (same properties and block id; its memory is
+ * charged once). A descriptor of anything else: CUDA_ERROR_INVALID_VALUE. */
+EMU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                                   CUmemAllocationHandleType shHandleType)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = vmm_enter(__func__, 1);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    struct stat want, have;
+    int osfd = (int)(intptr_t)osHandle;
+    if (fstat(osfd, &want) != 0) return CUDA_ERROR_INVALID_VALUE;
+    mem_handle *n = calloc(1, sizeof *n);
+    if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+    rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mem_lock);
+    for (mem_handle *h = mem.handles; h; h = h->hh.next) {
+        if (fstat(h->fd, &have) != 0 || have.st_ino != want.st_ino || have.st_dev != want.st_dev) continue;
+        *n = (mem_handle){ .fd = fcntl(osfd, F_DUPFD_CLOEXEC, 0), .size = h->size, .prop = h->prop,
+                           .refs = 1, .block_id = h->block_id, .imported = 1 };
+        if (n->fd < 0) { rc = CUDA_ERROR_OUT_OF_MEMORY; break; }
+        n->id = mem.next_handle_id++;
+        mem_hash_oom = 0;
+        HASH_ADD(hh, mem.handles, id, sizeof n->id, n);
+        rc = mem_hash_oom ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+        if (rc == CUDA_SUCCESS) *handle = n->id;
+        else close(n->fd);
+        break;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (rc != CUDA_SUCCESS) free(n);
+    return rc;
+}
+
 EMU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
                                                            CUmemGenericAllocationHandle handle)
 {
@@ -1052,4 +1418,145 @@ EMU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *
     if (h) *prop = h->prop;
     pthread_mutex_unlock(&mem_lock);
     return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------------------
+ * Graph allocations (allocation and free nodes)
+ * ---------------------------------------------------------------------- */
+
+static gmem *gmem_at(CUdeviceptr p)
+{
+    span *s = span_find(&mem.gmems, p);
+    return s && s->base == p ? (gmem *)s : NULL;
+}
+
+/* Gives the reservation back once no node refers to it and it is not
+ * allocated (mem_lock held). */
+static void gmem_maybe_destroy(gmem *g)
+{
+    if (g->refs || g->live) return;
+    span_remove(&mem.gmems, &g->s);
+    munmap((void *)g->s.base, g->len);
+    free(g);
+}
+
+/* A graph allocation's range was detached (block_release): drop its
+ * contents and make it inaccessible again (mem_lock NOT held: takes it). */
+static void gmem_unback(gmem *g)
+{
+    madvise((void *)g->s.base, g->len, MADV_DONTNEED);
+    mprotect((void *)g->s.base, g->len, PROT_NONE);
+    pthread_mutex_lock(&mem_lock);
+    g->live = 0;
+    g->free_pending = 0;
+    gmem_maybe_destroy(g);
+    pthread_mutex_unlock(&mem_lock);
+}
+
+CUresult emu_gmem_create(size_t bytes, int dev, uint64_t graph_uid, CUdeviceptr *out)
+{
+    size_t len = round_up(bytes, page_size());
+    if (!bytes || len < bytes) return CUDA_ERROR_INVALID_VALUE;
+    gmem *g = calloc(1, sizeof *g);
+    void *p = g ? va_reserve(len, page_size(), 0) : NULL;
+    if (!p) { free(g); return CUDA_ERROR_OUT_OF_MEMORY; }
+    *g = (gmem){ .s = { (CUdeviceptr)p, bytes }, .len = len, .device = dev, .refs = 1, .owner_graph = graph_uid };
+    pthread_mutex_lock(&mem_lock);
+    int bad = span_insert(&mem.gmems, &g->s);
+    pthread_mutex_unlock(&mem_lock);
+    if (bad) { munmap(p, len); free(g); return CUDA_ERROR_OUT_OF_MEMORY; }
+    *out = (CUdeviceptr)p;
+    return CUDA_SUCCESS;
+}
+
+void emu_gmem_ref(CUdeviceptr p, int delta)
+{
+    pthread_mutex_lock(&mem_lock);
+    gmem *g = gmem_at(p);
+    if (g) {
+        g->refs += delta;
+        gmem_maybe_destroy(g);
+    }
+    pthread_mutex_unlock(&mem_lock);
+}
+
+int emu_gmem_info(CUdeviceptr p, uint64_t *owner_graph, uint64_t *freed_in)
+{
+    pthread_mutex_lock(&mem_lock);
+    gmem *g = gmem_at(p);
+    if (g) {
+        if (owner_graph) *owner_graph = g->owner_graph;
+        if (freed_in) *freed_in = g->freed_in;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return g != NULL;
+}
+
+void emu_gmem_set_freed_in(CUdeviceptr p, uint64_t graph_uid, int set)
+{
+    pthread_mutex_lock(&mem_lock);
+    gmem *g = gmem_at(p);
+    if (g && (set || g->freed_in == graph_uid)) g->freed_in = set ? graph_uid : 0;
+    pthread_mutex_unlock(&mem_lock);
+}
+
+CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
+{
+    size_t need[MEM_MAX_DEVICES] = { 0 };
+    mem_range **rs = calloc(n ? n : 1, sizeof *rs);
+    if (!rs) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_mutex_lock(&mem_lock);
+    for (size_t i = 0; i < n && rc == CUDA_SUCCESS; i++) {
+        gmem *g = gmem_at(v[i]);
+        if (!g) rc = CUDA_ERROR_INVALID_VALUE;
+        else if (g->live && !g->free_pending && !auto_free) rc = CUDA_ERROR_INVALID_VALUE;  /* still allocated */
+        else if (!g->live) need[g->device] += g->len;
+    }
+    for (int d = 0; d < MEM_MAX_DEVICES && rc == CUDA_SUCCESS; d++)
+        if (need[d] > emu_cfg.device_memory - mem.used[d]) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n && rc == CUDA_SUCCESS; i++) {
+        gmem *g = gmem_at(v[i]);
+        g->gen++;                        /* a new incarnation: earlier frees no longer apply */
+        g->free_pending = 0;
+        if (g->live) continue;           /* reallocated in place (auto-free, or a free still queued) */
+        if (!(rs[i] = calloc(1, sizeof *rs[i])) ||
+            mprotect((void *)g->s.base, g->len, PROT_READ | PROT_WRITE) != 0) {
+            rc = CUDA_ERROR_OUT_OF_MEMORY;   /* host trouble: the ones armed stay armed */
+            break;
+        }
+        *rs[i] = (mem_range){ .s = g->s, .mapped = g->len, .kind = RK_GRAPH, .device = g->device,
+                              .buffer_id = mem.next_buffer_id++, .g = g };
+        if (span_insert(&mem.ranges, &rs[i]->s) != 0) {
+            mprotect((void *)g->s.base, g->len, PROT_NONE);
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        charge_take(g->device, RK_GRAPH, g->len);   /* room checked above */
+        g->live = 1;
+        rs[i] = NULL;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    for (size_t i = 0; i < n; i++) free(rs[i]);
+    free(rs);
+    return rc;
+}
+
+uint64_t emu_gmem_request_free(CUdeviceptr p)
+{
+    pthread_mutex_lock(&mem_lock);
+    gmem *g = gmem_at(p);
+    uint64_t gen = g && g->live && !g->free_pending ? g->gen : 0;
+    if (gen) g->free_pending = 1;
+    pthread_mutex_unlock(&mem_lock);
+    return gen;
+}
+
+void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, uint64_t *out_high)
+{
+    pthread_mutex_lock(&mem_lock);
+    if (current) *out_current = mem.graph_used[dev];
+    if (high == 1) *out_high = mem.graph_high[dev];
+    if (high == 2) mem.graph_high[dev] = mem.graph_used[dev];   /* reset */
+    pthread_mutex_unlock(&mem_lock);
 }

@@ -35,7 +35,9 @@
  * locks. No lock is held while work runs.
  *
  * Module handles (CUmod_st, CUfunc_st) are immutable once published; the
- * handle registry (emu_core.c) says whether they are alive.
+ * handle registry (emu_core.c) says whether they are alive. Stream slots,
+ * events, modules and functions come from the handle pools (emu_core.c), so
+ * freed handle values are reused last-freed first, as a driver's are.
  */
 #include "emu_internal.h"
 
@@ -65,6 +67,7 @@ struct emu_stream {
     pthread_t owner;                /* S_PER_THREAD: the thread it belongs to */
     int refs;                       /* atomic: handle/owner, worker, events, deps */
     struct emu_capture *capture;    /* atomic, owned by emu_graph.c */
+    struct stream_slot *handle;     /* S_USER: its CUstream until destroyed, else NULL */
 
     pthread_mutex_t lock;
     pthread_cond_t cond;            /* new work, completion, exit */
@@ -76,9 +79,20 @@ struct emu_stream {
     emu_stream *next;               /* all_streams, streams_lock */
 };
 
+/* The value of a CUstream: a slot naming the stream. A destroyed stream's
+ * slot goes back to the handle pool at once (the next cuStreamCreate gets the
+ * same value, as with the driver) while the stream itself finishes its queued
+ * work and is freed by its worker. */
+typedef struct stream_slot { emu_stream *s; } stream_slot;
+
+/* Functions and modules come from the handle pools (emu_handle_mem_get):
+ * an unloaded module's CUfunction and CUmodule values are given to the
+ * functions and modules loaded next. `gen` tells a reused function from the
+ * one an argument block was packed for. */
 struct CUfunc_st {
     const emu_kernel *k;
     CUmodule mod;
+    uint64_t gen;                   /* unique over the process */
     size_t off[32];                 /* ABI offset of each argument */
     size_t abi_size;                /* end of the last argument */
 };
@@ -87,7 +101,7 @@ struct CUmod_st {
     void *dl;
     CUcontext ctx;
     unsigned nfuncs;
-    struct CUfunc_st *funcs;
+    struct CUfunc_st **funcs;
 };
 
 struct CUmemPoolHandle_st { int device; };
@@ -243,6 +257,7 @@ static void fork_child(void)
 }
 
 static void stream_retire(emu_stream *s);
+static void stream_destroy(emu_stream *s, int del);
 
 /* Thread exit: retire the per-thread streams the thread owned. */
 static void pt_destructor(void *v)
@@ -306,7 +321,6 @@ static emu_stream *stream_new(CUcontext ctx, enum stream_kind kind, unsigned fla
  * the caller's reference. */
 static void stream_retire(emu_stream *s)
 {
-    if (s->kind == S_USER) emu_handle_del(s);
     pthread_mutex_lock(&s->lock);
     s->exiting = 1;
     pthread_cond_broadcast(&s->cond);
@@ -402,11 +416,24 @@ CUresult emu_stream_get(CUstream h, int per_thread, emu_stream **out)
         return CUDA_SUCCESS;
     }
     if (!emu_handle_ok(h, EMU_K_STREAM)) return CUDA_ERROR_INVALID_HANDLE;
-    *out = (emu_stream *)(void *)h;
+    *out = ((stream_slot *)(void *)h)->s;
     return CUDA_SUCCESS;
 }
 
 CUcontext emu_stream_ctx(emu_stream *s) { return s->ctx; }
+
+int emu_stream_blocking(emu_stream *s)
+{
+    return s->kind != S_LEGACY && !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* Any use of the legacy stream while a blocking stream of its context
+ * captures is invalid (emu_capture_check_ctx). */
+static CUresult legacy_check(emu_stream *s)
+{
+    if (s->kind != S_LEGACY) return CUDA_SUCCESS;
+    return emu_capture_check_ctx(s->ctx, 1, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+}
 
 struct emu_capture *emu_stream_capture(emu_stream *s)
 {
@@ -569,7 +596,9 @@ static size_t implicit_deps(emu_stream *s, dep **out)
     return n;
 }
 
-static CUresult enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)
+/* enqueue_seq without the legacy stream's capture check (for callers that
+ * made it before taking ev_lock: the capture lock is never taken under it). */
+static CUresult enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq)
 {
     dep *deps;
     size_t n = implicit_deps(s, &deps);
@@ -580,6 +609,16 @@ static CUresult enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)
         return r;
     }
     return stream_push(s, w, seq);
+}
+
+static CUresult enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)
+{
+    CUresult r = legacy_check(s);
+    if (r != CUDA_SUCCESS) {
+        work_release(w);
+        return r;
+    }
+    return enqueue_unchecked(s, w, seq);
 }
 
 CUresult emu_stream_enqueue(emu_stream *s, emu_work *w)
@@ -640,7 +679,8 @@ void emu_streams_ctx_destroyed(CUcontext ctx)
         pthread_mutex_unlock(&s->lock);
         /* The owner's reference: the handle for user streams, ctx->legacy for
          * the legacy stream, the owning thread for per-thread streams. */
-        if (!retired) stream_retire(s);
+        if (!retired && s->kind == S_USER) stream_destroy(s, 0);
+        else if (!retired) stream_retire(s);
         stream_unref(v[i]);
     }
     free(v);
@@ -734,8 +774,11 @@ static CUresult stream_create(CUstream *ph, unsigned flags, int priority)
     if (priority > 0) priority = 0;
     if (priority < -5) priority = -5;
     emu_stream *s = stream_new(ctx, S_USER, flags, priority);
-    emu_handle_add(s, EMU_K_STREAM);
-    *ph = (CUstream)(void *)s;
+    stream_slot *slot = emu_handle_mem_get(EMU_K_STREAM, sizeof *slot);
+    slot->s = s;
+    s->handle = slot;
+    emu_handle_add_ctx(slot, EMU_K_STREAM, ctx);
+    *ph = (CUstream)(void *)slot;
     return CUDA_SUCCESS;
 }
 
@@ -751,13 +794,25 @@ EMU_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int 
     return stream_create(phStream, flags, priority);
 }
 
+/* Ends a user stream's handle (del: destroyed by the program; else ended by
+ * its context's teardown), takes it out of any capture, and retires it: its
+ * queued work still runs. */
+static void stream_destroy(emu_stream *s, int del)
+{
+    stream_slot *slot = s->handle;
+    s->handle = NULL;
+    if (del) emu_handle_del(slot);
+    else emu_handle_end(slot);
+    emu_handle_mem_put(EMU_K_STREAM, slot);
+    emu_capture_stream_gone(s);
+    stream_retire(s);
+}
+
 EMU_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 {
     EMU_ENTRY_INIT();
     if (!hStream || !emu_handle_ok(hStream, EMU_K_STREAM)) return CUDA_ERROR_INVALID_HANDLE;
-    emu_stream *s = (emu_stream *)(void *)hStream;
-    if (emu_stream_capture(s)) capture_invalidate(s);
-    stream_retire(s);
+    stream_destroy(((stream_slot *)(void *)hStream)->s, 1);
     return CUDA_SUCCESS;
 }
 
@@ -771,7 +826,9 @@ static CUresult stream_sync(const char *call, CUstream h, int pt)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     if ((r = emu_capture_check_unsafe(call)) != CUDA_SUCCESS) return r;
+    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_stream_wait_idle(s);
+    emu_mem_pools_sync();
     return CUDA_SUCCESS;
 }
 
@@ -796,6 +853,7 @@ static CUresult stream_query(CUstream h, int pt)
         capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
+    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&s->lock);
     int idle = s->completed == s->submitted;
     pthread_mutex_unlock(&s->lock);
@@ -960,7 +1018,7 @@ static void event_unref(emu_event *e)
     if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     emu_stream *s = e->pub.stream;
     emu_capture_event_forget(&e->pub);
-    free(e);
+    emu_handle_mem_put(EMU_K_EVENT, e);    /* the next cuEventCreate reuses the value */
     if (s) stream_unref(s);
 }
 
@@ -973,10 +1031,10 @@ EMU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     CUcontext ctx;
     CUresult r = emu_ctx_require(&ctx);
     if (r != CUDA_SUCCESS) return r;
-    emu_event *e = xcalloc(1, sizeof *e);
+    emu_event *e = emu_handle_mem_get(EMU_K_EVENT, sizeof *e);
     e->pub.flags = Flags;
     e->refs = 1;
-    emu_handle_add(&e->pub, EMU_K_EVENT);
+    emu_handle_add_ctx(&e->pub, EMU_K_EVENT, ctx);
     *phEvent = &e->pub;
     return CUDA_SUCCESS;
 }
@@ -988,6 +1046,19 @@ EMU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
     emu_handle_del(hEvent);
     event_unref(ev_of(hEvent));     /* pending records keep it alive */
     return CUDA_SUCCESS;
+}
+
+/* Context teardown (after its streams are gone): ends and releases every
+ * event created in ctx. */
+static void events_ctx_destroyed(CUcontext ctx)
+{
+    const void **v;
+    size_t n = emu_handles_of_ctx(ctx, EMU_K_EVENT, &v);
+    for (size_t i = 0; i < n; i++) {
+        emu_handle_end(v[i]);
+        event_unref(ev_of((CUevent)(uintptr_t)v[i]));
+    }
+    free(v);
 }
 
 typedef struct mark_work {
@@ -1018,6 +1089,7 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
     if (r != CUDA_SUCCESS) return r;
     if (emu_stream_capture(s)) return emu_capture_event_record(s, h);
 
+    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_event *e = ev_of(h);
     mark_work *mw = (mark_work *)emu_work_new(sizeof *mw, call, mark_run);
     mw->w.release = mark_release;
@@ -1027,7 +1099,7 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
      * run (it takes ev_lock) before. */
     __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&ev_lock);
-    r = enqueue_seq(s, &mw->w, &seq);
+    r = enqueue_unchecked(s, &mw->w, &seq);
     emu_stream *old = NULL;
     if (r == CUDA_SUCCESS) {
         old = e->pub.stream;
@@ -1080,12 +1152,14 @@ static void event_target(emu_event *e, emu_stream **s, uint64_t *seq)
     pthread_mutex_unlock(&ev_lock);
 }
 
-/* An event recorded only during capture has no work behind it: queries and
- * waits see it complete. */
+/* An event recorded during a capture still in progress may not be queried
+ * or waited for (the capture is invalidated); once that capture ended, the
+ * event has no work behind it: queries and waits see it complete. */
 EMU_EXPORT CUresult cuEventQuery(CUevent hEvent)
 {
     EMU_ENTRY_INIT();
     if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    if (emu_capture_event_busy(hEvent)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     emu_stream *s;
     uint64_t seq;
     event_target(ev_of(hEvent), &s, &seq);
@@ -1101,12 +1175,15 @@ EMU_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
     if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     CUresult r = emu_capture_check_unsafe(__func__);
     if (r != CUDA_SUCCESS) return r;
+    if (emu_capture_event_busy(hEvent)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     emu_stream *s;
     uint64_t seq;
     event_target(ev_of(hEvent), &s, &seq);
-    if (!s) return CUDA_SUCCESS;
-    stream_wait_seq(s, seq);
-    stream_unref(s);
+    if (s) {
+        stream_wait_seq(s, seq);
+        stream_unref(s);
+    }
+    emu_mem_pools_sync();
     return CUDA_SUCCESS;
 }
 
@@ -1307,7 +1384,16 @@ static CUresult side_check(const side *s, const CUDA_MEMCPY3D *p)
     int rows = p->Height > 1 || p->Depth > 1 || s->y || s->z;
     if (rows && s->pitch < s->x + p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
     if ((p->Depth > 1 || s->z) && s->height < s->y + p->Height) return CUDA_ERROR_INVALID_VALUE;
-    if (s->type == CU_MEMORYTYPE_DEVICE && !emu_mem_find(side_row(s, 0, 0), &r)) return CUDA_ERROR_INVALID_VALUE;
+    /* Device memory (and unified addresses that are device memory): the whole
+     * span, first row to end of last row, lies in the allocation holding its
+     * start (emu_mem_extent_ok). */
+    uintptr_t first = side_row(s, 0, 0);
+    if (s->type == CU_MEMORYTYPE_DEVICE && !emu_mem_find(first, &r)) return CUDA_ERROR_INVALID_VALUE;
+    if (s->type != CU_MEMORYTYPE_HOST && emu_mem_find(first, &r)) {
+        size_t rows = (p->Depth - 1) * s->height + p->Height - 1;
+        if (s->pitch && rows > (SIZE_MAX - p->WidthInBytes) / s->pitch) return CUDA_ERROR_INVALID_VALUE;
+        if (!emu_mem_extent_ok(first, rows * s->pitch + p->WidthInBytes)) return CUDA_ERROR_INVALID_VALUE;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -1514,6 +1600,10 @@ CUresult emu_memset_check(const CUDA_MEMSET_NODE_PARAMS *p)
     if (p->dst % es) return CUDA_ERROR_INVALID_VALUE;
     if (p->height > 1 && (p->pitch < p->width * es || p->pitch % es)) return CUDA_ERROR_INVALID_VALUE;
     if (!emu_mem_find(p->dst, &r)) return CUDA_ERROR_INVALID_VALUE;
+    /* The whole span lies in the allocation holding dst. */
+    if (p->width > SIZE_MAX / es || (p->height > 1 && p->height - 1 > (SIZE_MAX - p->width * es) / p->pitch))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_mem_extent_ok(p->dst, (p->height - 1) * p->pitch + p->width * es)) return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }
 
@@ -1604,8 +1694,7 @@ MEMSET_2D(cuMemsetD2D32, unsigned int, 4)
 
 /* ------------------------------------------------------------------------
  * Stream-ordered allocation (the default pool of each device only). Inside a
- * capture these calls fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
- * invalidate the capture: the emulation has no graph memory nodes.
+ * capture they make allocation and free nodes (emu_graph.c).
  * ---------------------------------------------------------------------- */
 static struct CUmemPoolHandle_st default_pools[8];
 static pthread_once_t pools_once = PTHREAD_ONCE_INIT;
@@ -1639,6 +1728,37 @@ EMU_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     return default_pool(pool, dev);
 }
 
+/* A pool argument: one of the devices' default pools. */
+static int pool_ok(CUmemoryPool pool)
+{
+    pthread_once(&pools_once, pools_init);
+    return pool >= &default_pools[0] && pool < &default_pools[emu_device_count()];
+}
+
+/* cuMemPoolTrimTo: "Releases memory back to the OS until the pool contains
+ * fewer than minBytesToKeep reserved bytes"; memory in use stays. */
+EMU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    EMU_ENTRY_INIT();
+    if (!pool_ok(pool)) return CUDA_ERROR_INVALID_VALUE;
+    emu_mem_pool_trim(pool->device, minBytesToKeep);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    EMU_ENTRY_INIT();
+    if (!pool_ok(pool)) return CUDA_ERROR_INVALID_VALUE;
+    return emu_mem_pool_attr(pool->device, attr, 1, value);
+}
+
+EMU_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    EMU_ENTRY_INIT();
+    if (!pool_ok(pool)) return CUDA_ERROR_INVALID_VALUE;
+    return emu_mem_pool_attr(pool->device, attr, 0, value);
+}
+
 static CUresult alloc_async(const char *call, CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream h,
                             int pt)
 {
@@ -1649,11 +1769,15 @@ static CUresult alloc_async(const char *call, CUdeviceptr *dptr, size_t bytes, C
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
+    int dev = pool ? pool->device : s->device;
     if (emu_stream_capture(s)) {
-        capture_invalidate(s);
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        /* cuMemAllocAsync: "During stream capture, this function results in
+         * the creation of an allocation node." */
+        emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEM_ALLOC, .mem_bytes = bytes, .mem_dev = dev,
+                              .mem_out = dptr };
+        return emu_capture_add(s, &op);
     }
-    return emu_mem_alloc_device(dptr, bytes, pool ? pool->device : s->device, call);
+    return emu_mem_alloc_device(dptr, bytes, dev, pool ? pool : &default_pools[dev], call);
 }
 
 EMU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -1678,12 +1802,14 @@ EMU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes
 typedef struct free_work {
     emu_work w;
     CUdeviceptr p;
+    uint64_t token;
 } free_work;
 
 static void free_run(emu_work *w, emu_stream *s)
 {
     (void)s;
-    emu_mem_free_async_complete(((free_work *)w)->p);
+    free_work *fw = (free_work *)w;
+    emu_mem_free_async_complete(fw->p, fw->token);
 }
 
 static CUresult free_async(const char *call, CUdeviceptr p, CUstream h, int pt)
@@ -1692,15 +1818,21 @@ static CUresult free_async(const char *call, CUdeviceptr p, CUstream h, int pt)
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
     if (emu_stream_capture(s)) {
-        capture_invalidate(s);
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        /* cuMemFreeAsync: "During stream capture, this function results in
+         * the creation of a free node and must therefore be passed the
+         * address of a graph allocation" (else INVALID_VALUE, and the
+         * capture is invalidated: emu_capture_add). */
+        emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEM_FREE, .mem_ptr = p };
+        return emu_capture_add(s, &op);
     }
-    r = emu_mem_free_async_begin(p);
+    uint64_t token;
+    r = emu_mem_free_async_begin(p, &token);
     if (r != CUDA_SUCCESS) return r;
     /* The free itself touches nothing: work queued after it on the stream
      * that still uses p is what the release reports. */
     free_work *fw = (free_work *)emu_work_new(sizeof *fw, call, free_run);
     fw->p = p;
+    fw->token = token;
     return enqueue_seq(s, &fw->w, NULL);
 }
 
@@ -1735,25 +1867,27 @@ static CUresult module_from_dl(void *dl, CUcontext ctx, CUmodule *out)
         }
         n++;
     }
-    CUmodule m = xcalloc(1, sizeof *m);
+    static uint64_t func_gens;      /* atomic */
+    CUmodule m = emu_handle_mem_get(EMU_K_MODULE, sizeof *m);
     m->dl = dl;
     m->ctx = ctx;
     m->nfuncs = n;
     m->funcs = xcalloc(n ? n : 1, sizeof *m->funcs);
     for (unsigned i = 0; i < n; i++) {
-        struct CUfunc_st *f = &m->funcs[i];
+        struct CUfunc_st *f = m->funcs[i] = emu_handle_mem_get(EMU_K_FUNC, sizeof *f);
         size_t end = 0;
         f->k = &table[i];
         f->mod = m;
+        f->gen = __atomic_add_fetch(&func_gens, 1, __ATOMIC_RELAXED);
         for (unsigned j = 0; j < table[i].num_params; j++) {
             size_t a = abi_align(table[i].param_sizes[j]);
             f->off[j] = (end + a - 1) / a * a;
             end = f->off[j] + table[i].param_sizes[j];
         }
         f->abi_size = end;
-        emu_handle_add(f, EMU_K_FUNC);
+        emu_handle_add_ctx(f, EMU_K_FUNC, ctx);
     }
-    emu_handle_add(m, EMU_K_MODULE);
+    emu_handle_add_ctx(m, EMU_K_MODULE, ctx);
     *out = m;
     return CUDA_SUCCESS;
 }
@@ -1824,19 +1958,39 @@ EMU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
     return module_from_dl(dl, ctx, module);
 }
 
+/* Unloads a module: its handles end (deleted, or ended by its context's
+ * teardown), its code goes once no stream runs it, and the handle values go
+ * back to the pools, the functions so that a module loaded next gets this
+ * module's function values in the same order. */
+static void module_unload(CUmodule m, int teardown)
+{
+    void (*end)(const void *) = teardown ? emu_handle_end : emu_handle_del;
+    end(m);
+    for (unsigned i = 0; i < m->nfuncs; i++) end(m->funcs[i]);
+    emu_streams_sync_all(NULL);
+    dlclose(m->dl);
+    for (unsigned i = m->nfuncs; i-- > 0;) emu_handle_mem_put(EMU_K_FUNC, m->funcs[i]);
+    free(m->funcs);
+    emu_handle_mem_put(EMU_K_MODULE, m);
+}
+
 /* Waits for every stream first, so no kernel of the module is still running
  * when its code goes away. */
 EMU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
     EMU_ENTRY_INIT();
     if (!hmod || !emu_handle_ok(hmod, EMU_K_MODULE)) return CUDA_ERROR_INVALID_HANDLE;
-    emu_handle_del(hmod);
-    for (unsigned i = 0; i < hmod->nfuncs; i++) emu_handle_del(&hmod->funcs[i]);
-    emu_streams_sync_all(NULL);
-    dlclose(hmod->dl);
-    free(hmod->funcs);
-    free(hmod);
+    module_unload(hmod, 0);
     return CUDA_SUCCESS;
+}
+
+void emu_stream_ctx_resources_destroyed(CUcontext ctx)
+{
+    events_ctx_destroyed(ctx);
+    const void **v;
+    size_t n = emu_handles_of_ctx(ctx, EMU_K_MODULE, &v);
+    for (size_t i = 0; i < n; i++) module_unload((CUmodule)(uintptr_t)v[i], 1);
+    free(v);
 }
 
 EMU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
@@ -1845,8 +1999,8 @@ EMU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const 
     if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
     if (!hmod || !emu_handle_ok(hmod, EMU_K_MODULE)) return CUDA_ERROR_INVALID_HANDLE;
     for (unsigned i = 0; i < hmod->nfuncs; i++) {
-        if (strcmp(hmod->funcs[i].k->name, name) == 0) {
-            *hfunc = &hmod->funcs[i];
+        if (strcmp(hmod->funcs[i]->k->name, name) == 0) {
+            *hfunc = hmod->funcs[i];
             return CUDA_SUCCESS;
         }
     }
@@ -1874,12 +2028,18 @@ EMU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 
 CUcontext emu_func_ctx(CUfunction f)
 {
-    return f && emu_handle_ok(f, EMU_K_FUNC) ? f->mod->ctx : NULL;
+    return f && emu_handle_alive(f, EMU_K_FUNC) ? f->mod->ctx : NULL;
 }
 
 const char *emu_func_name(CUfunction f)
 {
-    return f && emu_handle_ok(f, EMU_K_FUNC) ? f->k->name : "<unloaded function>";
+    return f && emu_handle_alive(f, EMU_K_FUNC) ? f->k->name : "<unloaded function>";
+}
+
+int emu_args_func_loaded(const emu_args *a)
+{
+    /* Pool memory is never unmapped: reading a stale function's gen is safe. */
+    return emu_handle_alive(a->func, EMU_K_FUNC) && a->func->gen == a->func_gen;
 }
 
 /* ------------------------------------------------------------------------
@@ -1890,6 +2050,7 @@ static emu_args *args_alloc(CUfunction f, size_t size)
     emu_args *a = calloc(1, sizeof *a + size);
     if (!a) return NULL;
     a->func = f;
+    a->func_gen = f->gen;
     a->size = size;
     a->num_params = f->k->num_params;
     for (unsigned i = 0; i < a->num_params; i++) a->params[i] = a->data + f->off[i];
@@ -1956,7 +2117,7 @@ void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const 
         struct timespec ts = { emu_cfg.kernel_delay_us / 1000000, (emu_cfg.kernel_delay_us % 1000000) * 1000L };
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
     }
-    if (!emu_handle_ok(a->func, EMU_K_FUNC)) {
+    if (!emu_args_func_loaded(a)) {
         emu_violation(call, "launch of a function whose module was unloaded");
         return;
     }

@@ -1,7 +1,8 @@
 /*
  * emu_test.h: the set-up every emulator test starts with: the driver
  * initialised, device 0's primary context current, and one of the test
- * modules (built next to the test program) loaded.
+ * modules (built next to the test program) loaded; and the count of the
+ * violations the emulator reports while a piece of a test runs.
  */
 #ifndef EMU_TEST_H
 #define EMU_TEST_H
@@ -10,6 +11,8 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Writes "<directory of this program>/<name>" into out (n bytes); 0, or -1
@@ -38,6 +41,43 @@ static inline CUresult emu_test_open(const char *name, CUcontext *ctx, CUmodule 
         return r;
     if (emu_test_module_path(name, path, sizeof path)) return CUDA_ERROR_FILE_NOT_FOUND;
     return cuModuleLoad(mod, path);
+}
+
+/* Violation counting: emu_test_stderr_begin() sends fd 2 (where the emulator
+ * reports) to a temporary file; emu_test_violations() restores it, echoes
+ * what was written as TAP comments and returns the number of
+ * "cudaemu: VIOLATION:" lines (-1 if the file could not be made). One at a
+ * time, from one thread. */
+static int emu_test_saved_stderr = -1;
+static char emu_test_err_path[64];
+
+static inline void emu_test_stderr_begin(void)
+{
+    fflush(stderr);
+    snprintf(emu_test_err_path, sizeof emu_test_err_path, "/tmp/emu_test.%d.XXXXXX", (int)getpid());
+    int fd = mkstemp(emu_test_err_path);
+    if (fd < 0) { emu_test_err_path[0] = 0; return; }
+    emu_test_saved_stderr = dup(2);
+    dup2(fd, 2);
+    close(fd);
+}
+
+static inline int emu_test_violations(void)
+{
+    if (!emu_test_err_path[0]) return -1;
+    fflush(stderr);
+    dup2(emu_test_saved_stderr, 2);
+    close(emu_test_saved_stderr);
+    FILE *f = fopen(emu_test_err_path, "r");
+    int n = 0;
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strstr(line, "cudaemu: VIOLATION:")) n++;
+        printf("#   stderr: %s", line);
+    }
+    if (f) fclose(f);
+    unlink(emu_test_err_path);
+    return n;
 }
 
 #endif /* EMU_TEST_H */

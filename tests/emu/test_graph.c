@@ -216,8 +216,10 @@ TEST(node_params_get_and_set)
     CUgraphNodeType t;
     CHECK_CU(cuGraphNodeGetType(hn, &t), CUDA_SUCCESS);
     CHECK_EQ(t, CU_GRAPH_NODE_TYPE_EMPTY);
-    np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;               /* zero bytes */
     CUgraphNode bad;
+    CHECK_CU(cuGraphAddNode(&bad, g, NULL, NULL, 0, &np), CUDA_ERROR_INVALID_VALUE);
+    np.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;            /* not emulated */
     CHECK_CU(cuGraphAddNode(&bad, g, NULL, NULL, 0, &np), CUDA_ERROR_NOT_SUPPORTED);
     memset(&np, 0, sizeof np);
     np.type = CU_GRAPH_NODE_TYPE_MEMSET;

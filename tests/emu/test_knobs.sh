@@ -23,7 +23,15 @@ check_eq "CUDAEMU_DEVICES=0: no device" "$(CUDAEMU_DEVICES=0 emu "$probe" 0 | gr
 check_eq "CUDAEMU_NO_VMM=1" "$(CUDAEMU_NO_VMM=1 emu "$probe" 0 | grep vmm=)" "vmm=0"
 check_eq "VMM by default" "$(emu "$probe" 0 | grep vmm=)" "vmm=1"
 
+check_eq "CUDAEMU_DEVICE_MEMORY=256M" "$(CUDAEMU_DEVICE_MEMORY=256M emu "$probe" 0 | grep mem=)" "mem=268435456"
+check_eq "CUDAEMU_DEVICE_MEMORY=256M: 1 MiB allocated" "$(CUDAEMU_DEVICE_MEMORY=256M emu "$probe" 0 | grep free=)" \
+    "free=$((255 << 20))"
+check_eq "CUDAEMU_DEVICE_MEMORY=2g" "$(CUDAEMU_DEVICE_MEMORY=2g emu "$probe" 0 | grep mem=)" "mem=$((2 << 30))"
+check_eq "CUDAEMU_DEVICE_MEMORY=1048576" "$(CUDAEMU_DEVICE_MEMORY=1048576 emu "$probe" 0 | grep mem=)" "mem=1048576"
+check_eq "default device memory 16 GiB" "$(emu "$probe" 0 | grep mem=)" "mem=$((16 << 30))"
+
 for bad in CUDAEMU_GRANULARITY=3000 CUDAEMU_GRANULARITY=abc CUDAEMU_KERNEL_DELAY_US=-1 CUDAEMU_DEVICES=9 \
+           CUDAEMU_DEVICE_MEMORY=256X CUDAEMU_DEVICE_MEMORY=512K CUDAEMU_DEVICE_MEMORY=65T CUDAEMU_DEVICE_MEMORY=M \
            CUDAEMU_NO_VMM=2 CUDAEMU_FAIL=cuInit CUDAEMU_FAIL=cuInit:0:CUDA_ERROR_UNKNOWN \
            CUDAEMU_FAIL=cuInit:1:NOT_AN_ERROR CUDAEMU_STATS=; do
     var=${bad%%=*}

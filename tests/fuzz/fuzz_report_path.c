@@ -1,7 +1,7 @@
 /*
  * tests/fuzz/fuzz_report_path.c: libFuzzer target for the report path
  * template (sg_report_path_check and sg_report_path_expand in
- * core/report.c).
+ * core/pathtmpl.c).
  *
  * Input: 2 bytes output size n (mod 6000, 0 allowed), 1 flag byte (bit 0:
  * no rank), 8 bytes pid, then template, host and rank as NUL-separated byte
@@ -20,7 +20,7 @@
  * invalid).
  */
 #include "core/config.h"
-#include "core/report.h"
+#include "core/pathtmpl.h"
 #include "fuzz_input.h"
 
 /* Reference expansion: returns the length (SIZE_MAX if tmpl is invalid) and

@@ -9,7 +9,8 @@
 #     stderr, quotes the offending word verbatim, and runs nothing;
 #   - -h/--help exits 0 with the usage on stdout and runs nothing;
 #   - otherwise COMMAND runs with exactly the ARGS given (options after it
-#     are its own), its exit status comes back (127 for a missing command),
+#     are its own), its exit status comes back (127 for a missing command,
+#     also one that starts with '-' after '--'),
 #     LD_PRELOAD is the previous value plus ':' and the library, the library
 #     appearing once, STABLEGRAPH_* hold the last value given (inherited ones
 #     stay), and the rest of the environment is unchanged;
@@ -76,7 +77,7 @@ def vector(i):
     elif r < 0.10: pass                                                          # no COMMAND
     else:
         if rng.random() < 0.5: argv.append(b"--")
-        if r < 0.15: argv.append(rng.choice([b"/nonexistent/cmd", b""]))
+        if r < 0.15: argv.append(rng.choice([b"/nonexistent/cmd", b"", b"-c", b"-missing-cmd"]))
         else: argv += [probe, str(rng.randrange(256)).encode()]
         argv += [nasty(i) if rng.random() < 0.5 else option(i)[0] for _ in range(rng.randrange(4))]
     env = {k: v for k, v in os.environb.items()

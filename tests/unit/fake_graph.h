@@ -249,7 +249,7 @@ static inline void fg_install(void)
     d.cuPointerGetAttribute = fg_ptr_attr;
     d.cuGraphExecGetFlags = fg_exec_get_flags;
     d.cuCtxGetCurrent = fg_ctx_current;
-    sg_core_set_driver(&d);
+    sg_driver_set(&d);
 }
 
 /* ff with the emulator's ABI layout for the given sizes. */

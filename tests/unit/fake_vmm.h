@@ -301,7 +301,7 @@ static inline void fv_install(void)
     d.cuMemUnmap = fv_unmap;
     d.cuMemSetAccess = fv_access;
     d.cuMemGetAllocationGranularity = fv_gran;
-    sg_core_set_driver(&d);
+    sg_driver_set(&d);
 }
 
 #endif /* FAKE_VMM_H */

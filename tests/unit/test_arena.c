@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_arena.c: the placement algorithm (core/arena.c) on fake
  * VMM operations: first-fit determinism, coalescing, alignment, growth and
- * the sizes of the handles it creates, small blocks sharing one chunk,
+ * one granule-sized handle per mapped granule, small blocks sharing one
+ * chunk, giving unused chunks back under pressure (trim),
  * own-handle blocks, stream-ordered reuse, new reservations, and every
  * failing operation leaving nothing behind (creates vs releases, maps vs
  * unmaps, reserves vs frees counted by the fake).
@@ -127,12 +128,12 @@ TEST(first_fit_is_deterministic)
     step(a, s2);
     CHECK(memcmp(s1, s2, sizeof s1) == 0);   /* same pattern, same addresses */
     CHECK_EQ(F.creates, creates);            /* and no new memory */
-    sg_arena_destroy(a);
+    sg_arena_destroy(a, 1);
     check_balanced();
     a = fresh(64 * G);                       /* a new arena lays out the same way */
     step(a, s3);
     CHECK(memcmp(s1, s3, sizeof s1) == 0);
-    sg_arena_destroy(a);
+    sg_arena_destroy(a, 1);
 }
 
 TEST(alignment_and_sizes)
@@ -151,7 +152,7 @@ TEST(alignment_and_sizes)
         if (prev_end) CHECK_EQ(p, prev_end);  /* packed one after the other */
         prev_end = p + placed;
     }
-    sg_arena_destroy(a);
+    sg_arena_destroy(a, 1);
 }
 
 TEST(coalescing)
@@ -165,31 +166,32 @@ TEST(coalescing)
     release(a, z, 4096);                        /* merges with the tail */
     CHECK_EQ(sg_arena_free_ranges(a), before + 1);
     release(a, y, 2048);                        /* x, y, z and the tail: one range */
-    CHECK_EQ(sg_arena_free_ranges(a), 1);
+    CHECK_EQ(sg_arena_free_ranges(a), 2);       /* (and the unmapped rest of the reservation) */
     CHECK_EQ(alloc(a, 7168), x);                /* fits where x, y, z were */
-    sg_arena_destroy(a);
+    sg_arena_destroy(a, 1);
 }
 
 TEST(growth_handle_sizes)
 {
     sg_arena *a = fresh(64 * G);
-    CUdeviceptr p = alloc(a, 3 << 20);          /* 3 MiB: one 4 MiB handle */
+    CUdeviceptr p = alloc(a, 3 << 20);          /* 3 MiB: two granules, a handle each */
     CHECK(p != 0);
-    CHECK_EQ(F.creates, 1);
-    CHECK_EQ(F.handle_size[0], 2 * G);
+    CHECK_EQ(F.creates, 2);
+    CHECK_EQ(F.handle_size[0], G);
+    CHECK_EQ(F.handle_size[1], G);
     CHECK_EQ(sg_arena_mapped(a), 2 * G);
     CUdeviceptr q = alloc(a, 1024);             /* in the unused 1 MiB */
     CHECK_EQ(q, p + (3 << 20));
-    CHECK_EQ(F.creates, 1);
+    CHECK_EQ(F.creates, 2);
     /* 2 MiB more: the free tail (1 MiB - 1 KiB) is used, only the rest is new */
     CUdeviceptr r = alloc(a, 2 << 20);
     CHECK_EQ(r, q + 1024);
-    CHECK_EQ(F.creates, 2);
-    CHECK_EQ(F.handle_size[1], G);
+    CHECK_EQ(F.creates, 3);
+    CHECK_EQ(F.handle_size[2], G);
     CHECK_EQ(sg_arena_mapped(a), 3 * G);
-    CHECK_EQ(F.maps, 2);
-    CHECK_EQ(F.accesses, 2);
-    sg_arena_destroy(a);
+    CHECK_EQ(F.maps, 3);
+    CHECK_EQ(F.accesses, 3);
+    sg_arena_destroy(a, 1);
     check_balanced();
 }
 
@@ -201,7 +203,7 @@ TEST(small_blocks_share_one_chunk)
     for (int i = 1; i < 100; i++) CHECK_EQ(p[i], p[i - 1] + 4096);
     CHECK_EQ(F.creates, 1);                     /* 400 KiB in one 2 MiB chunk */
     CHECK_EQ(sg_arena_mapped(a), G);
-    sg_arena_destroy(a);
+    sg_arena_destroy(a, 1);
 }
 
 TEST(own_handle_blocks)
@@ -216,9 +218,10 @@ TEST(own_handle_blocks)
     CHECK_EQ(placed, 2 * G);
     CHECK_EQ(p, small + G - 0);                 /* next granule after the shared chunk */
     sg_arena_chunk ch[4];
-    CHECK_EQ(sg_arena_chunks(a, p, placed, ch, 4), 1);
+    CHECK_EQ(sg_arena_chunks(a, p, placed, ch, 4), 2);
     CHECK_EQ(ch[0].va, p);
-    CHECK_EQ(ch[0].size, 2 * G);
+    CHECK_EQ(ch[0].size, G);
+    CHECK_EQ(ch[1].va, p + G);
     /* Small blocks keep filling the shared chunk, never the own one. */
     CUdeviceptr s2 = alloc(a, 8192);
     CHECK_EQ(s2, small + 4096);
@@ -229,15 +232,15 @@ TEST(own_handle_blocks)
     CHECK_EQ(sg_arena_alloc(a, 4 << 20, 1, SYNC, &p2, &placed, &rc), SG_ARENA_OK);
     CHECK_EQ(p2, p);
     CHECK_EQ(F.creates, creates);
-    /* A bigger own block cannot take a chunk boundary that does not fit. */
+    /* A bigger own block reuses the freed granules and maps one more. */
     CHECK_EQ(sg_arena_free(a, p2, placed, SYNC, NULL), 0);
     CUdeviceptr p3 = 0;
     CHECK_EQ(sg_arena_alloc(a, 5 << 20, 1, SYNC, &p3, &placed, &rc), SG_ARENA_OK);
-    CHECK(p3 != p);
-    CHECK_EQ(sg_arena_chunks(a, p3, placed, ch, 4), 1);
-    CHECK_EQ(ch[0].va, p3);
-    CHECK_EQ(ch[0].size, 3 * G);
-    sg_arena_destroy(a);
+    CHECK_EQ(p3, p);
+    CHECK_EQ(F.creates, creates + 1);
+    CHECK_EQ(sg_arena_chunks(a, p3, placed, ch, 4), 3);
+    CHECK_EQ(ch[2].va, p3 + 2 * G);
+    sg_arena_destroy(a, 1);
     check_balanced();
 }
 
@@ -265,7 +268,7 @@ TEST(stream_ordered_reuse)
     CHECK_EQ(sg_arena_free(a, v, 4096, SYNC, NULL), 0);
     CHECK_EQ(sg_arena_free(a, z, 8192, S1, (void *)3), 0);
     (void)keep;
-    sg_arena_destroy(a);
+    sg_arena_destroy(a, 1);
     CHECK_EQ(F.puts, 3);                        /* destroy puts the pending event */
     check_balanced();
 }
@@ -284,19 +287,26 @@ TEST(new_reservation_when_full)
     CHECK_EQ(sg_arena_segments(a), 3);
     CHECK_EQ(alloc(a, G / 2), p + 3 * G);       /* growth goes back to the first with room */
     CHECK_EQ(sg_arena_segments(a), 3);
-    sg_arena_destroy(a);
+    sg_arena_destroy(a, 1);
     check_balanced();
 }
 
-/* Each operation failing on the 1st and on the 2nd call: the allocation
- * reports which, nothing is left behind, and the arena still works. */
+/* Each operation failing in the first allocation (at its first call or in
+ * the middle of its growth) or in the second: the allocation reports which,
+ * nothing is left behind, and the arena still works. */
 TEST(failures_leave_nothing)
 {
     static const char *ops[] = { "reserve", "create", "map", "access" };
     static const sg_arena_fail want[] = { SG_ARENA_FAIL_RESERVE, SG_ARENA_FAIL_CREATE,
                                           SG_ARENA_FAIL_MAP, SG_ARENA_FAIL_SET_ACCESS };
+    /* 3 granules per allocation: calls 1-3 are the first's, 4-6 the second's
+     * (one reservation each: 4 G per reservation) */
+    static const int at_of[2][3] = { { 1, 2, 0 }, { 1, 2, 4 } };
     for (int i = 0; i < 4; i++) {
-        for (int at = 1; at <= 2; at++) {
+        for (int k = 0; k < 3; k++) {
+            int at = at_of[i != 0][k];
+            if (!at) continue;
+            int second = i == 0 ? at == 2 : at == 4;
             sg_arena *a = fresh(4 * G);
             F.fail_op = ops[i];
             F.fail_at = at;
@@ -305,16 +315,16 @@ TEST(failures_leave_nothing)
             CUresult rc1 = CUDA_SUCCESS, rc2 = CUDA_SUCCESS;
             sg_arena_fail f1 = sg_arena_alloc(a, 3 * G, 0, SYNC, &p, &placed, &rc1);
             sg_arena_fail f2 = sg_arena_alloc(a, 3 * G, 0, SYNC, &q, &placed, &rc2);
-            CHECK_EQ(at == 1 ? f1 : f2, want[i]);
-            CHECK((at == 1 ? rc1 : rc2) != CUDA_SUCCESS);
-            CHECK_EQ(at == 1 ? f2 : f1, SG_ARENA_OK);
-            /* live: one block's chunk and reservation; nothing half-made */
-            CHECK_EQ(F.creates - F.releases, 1);
-            CHECK_EQ(F.maps - F.unmaps, 1);
+            CHECK_EQ(second ? f2 : f1, want[i]);
+            CHECK((second ? rc2 : rc1) != CUDA_SUCCESS);
+            CHECK_EQ(second ? f1 : f2, SG_ARENA_OK);
+            /* live: one block's chunks and reservation; nothing half-made */
+            CHECK_EQ(F.creates - F.releases, 3);
+            CHECK_EQ(F.maps - F.unmaps, 3);
             CHECK_EQ(F.reserves - F.unreserves, 1);
             CHECK_EQ(sg_arena_mapped(a), 3 * G);
             CHECK_EQ(sg_arena_segments(a), 1);
-            sg_arena_destroy(a);
+            sg_arena_destroy(a, 1);
             check_balanced();
         }
     }
@@ -326,9 +336,69 @@ TEST(destroy_releases_everything)
     for (int i = 0; i < 10; i++) alloc(a, (size_t)(i + 1) * 700000);
     CHECK(F.creates > 1);
     CHECK(F.reserves >= 2);
-    sg_arena_destroy(a);
+    sg_arena_destroy(a, 1);
     check_balanced();
     CHECK_EQ(F.maps, F.creates);
+}
+
+/* Under pressure every chunk no block uses is given back, and nothing else;
+ * addresses stay reserved, so the same pattern finds the same addresses. */
+TEST(trim_gives_back_unused_chunks)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr x = alloc(a, 3 * G);           /* granules 0-2 */
+    CUdeviceptr y = alloc(a, 4096);            /* granule 3 */
+    CHECK(y != 0);
+    CUdeviceptr z = alloc_k(a, G, 0, S1);      /* granules 3-4 (from y's tail on) */
+    CHECK_EQ(F.creates, 5);
+    release(a, x, 3 * G);
+    CHECK_EQ(sg_arena_free(a, z, G, S1, (void *)5), 0);     /* pending, event 5 */
+    CHECK_EQ(sg_arena_mapped_free(a), 4 * G - 4096);   /* x's granules and granule 4 but z */
+    CHECK_EQ(sg_arena_trim(a), 3 * G);         /* x's granules; not y's (live) nor z's (pending) */
+    CHECK_EQ(F.releases, 3);
+    CHECK_EQ(F.unmaps, 3);
+    CHECK_EQ(sg_arena_mapped(a), 2 * G);
+    F.done[5] = 1;
+    CHECK_EQ(sg_arena_trim(a), G);             /* z's completed: granule 4 goes, 3 stays (y) */
+    CHECK_EQ(sg_arena_mapped(a), G);
+    CUdeviceptr x2 = alloc(a, 3 * G);          /* the same place, new chunks */
+    CHECK_EQ(x2, x);
+    CHECK_EQ(F.creates, 8);
+    CHECK_EQ(sg_arena_trim(a), 0);
+    sg_arena_destroy(a, 1);
+    check_balanced();
+}
+
+/* Sizes that keep changing fit in what was freed (issue 10, class 18). */
+TEST(shrinking_sizes_reuse_memory)
+{
+    sg_arena *a = fresh(64 * G);
+    size_t sz = 40 * G;
+    CUdeviceptr p = alloc(a, sz);
+    for (int i = 0; i < 10; i++) {
+        release(a, p, sz);
+        sz -= 2 * G;
+        p = alloc(a, sz);
+        CHECK(p != 0);
+    }
+    CHECK_EQ(sg_arena_mapped(a), 40 * G);      /* never more than the first */
+    sg_arena_destroy(a, 1);
+}
+
+/* A destroyed stream's pending ranges: only their event frees them. */
+TEST(rekey_detaches_a_stream)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr keep = alloc(a, 256);
+    CUdeviceptr x = alloc_k(a, 8192, 0, S1);
+    CHECK_EQ(sg_arena_free(a, x, 8192, S1, (void *)7), 0);
+    sg_arena_rekey(a, S1);
+    CUdeviceptr y = alloc_k(a, 8192, 0, S1);
+    CHECK(y != x);
+    F.done[7] = 1;
+    CHECK_EQ(alloc_k(a, 8192, 0, S2), x);
+    (void)keep;
+    sg_arena_destroy(a, 1);
 }
 
 int main(void)
@@ -343,5 +413,8 @@ int main(void)
     RUN(new_reservation_when_full);
     RUN(failures_leave_nothing);
     RUN(destroy_releases_everything);
+    RUN(trim_gives_back_unused_chunks);
+    RUN(shrinking_sizes_reuse_memory);
+    RUN(rekey_detaches_a_stream);
     return check_done();
 }

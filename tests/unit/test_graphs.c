@@ -45,7 +45,7 @@ static void set_policy(sg_policy p)
     sg_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.policy = p;
-    sg_stats_reset();
+    sg_core_reset();
     sg_core_init(&cfg);
     fg_install();
 }
@@ -55,7 +55,7 @@ static CUgraphExec instantiate(fg *g, uintptr_t handle)
     CUgraphExec got = NULL;
     fwd f = { 0, CUDA_SUCCESS, (CUgraphExec)handle, &got };
     sg_call c = { .kind = SG_CALL_INSTANTIATE, .forward = fake_forward, .args = &f,
-                  .exec_out = &got, .graph = (CUgraph)g };
+                  .u.inst = { .out = &got, .graph = (CUgraph)g } };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
     CHECK_EQ(f.calls, 1);
     return got;
@@ -67,8 +67,8 @@ static CUresult update_v2(CUgraphExec e, fg *g, CUgraphExecUpdateResultInfo *inf
                           int *calls)
 {
     fwd f = { 0, result, NULL, NULL };
-    sg_call c = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &f, .exec = e,
-                  .graph = (CUgraph)g, .result_info = info };
+    sg_call c = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &f,
+                  .u.update = { .exec = e, .graph = (CUgraph)g, .info = info } };
     CUresult r = sg_core_call(&c);
     *calls = f.calls;
     return r;
@@ -79,8 +79,10 @@ static CUresult update_kernel(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL
                               const CUDA_KERNEL_NODE_PARAMS_v1 *v1, CUresult result, int *calls)
 {
     fwd f = { 0, result, NULL, NULL };
-    sg_call c = { .kind = SG_CALL_UPDATE_KERNEL, .forward = fake_forward, .args = &f, .exec = e,
-                  .node = node, .kparams = v1 ? NULL : p, .kparams_v1 = v1 };
+    sg_call c = { .kind = SG_CALL_UPDATE_NODE, .forward = fake_forward, .args = &f,
+                  .u.node_update = { .exec = e, .node = node,
+                                     .kind = v1 ? SG_NODE_KERNEL_V1 : SG_NODE_KERNEL,
+                                     .params = v1 ? (const void *)v1 : (const void *)p } };
     CUresult r = sg_core_call(&c);
     *calls = f.calls;
     return r;
@@ -89,8 +91,8 @@ static CUresult update_kernel(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL
 static CUresult update_node(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *p, int *calls)
 {
     fwd f = { 0, CUDA_SUCCESS, NULL, NULL };
-    sg_call c = { .kind = SG_CALL_UPDATE_NODE, .forward = fake_forward, .args = &f, .exec = e,
-                  .node = node, .nparams = p };
+    sg_call c = { .kind = SG_CALL_UPDATE_NODE, .forward = fake_forward, .args = &f,
+                  .u.node_update = { .exec = e, .node = node, .kind = SG_NODE_GENERIC, .params = p } };
     CUresult r = sg_core_call(&c);
     *calls = f.calls;
     return r;
@@ -99,7 +101,9 @@ static CUresult update_node(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *
 static void simple_call(sg_call_kind kind, CUgraphExec e)
 {
     fwd f = { 0, CUDA_SUCCESS, NULL, NULL };
-    sg_call c = { .kind = kind, .forward = fake_forward, .args = &f, .exec = e };
+    sg_call c = { .kind = kind, .forward = fake_forward, .args = &f };
+    if (kind == SG_CALL_LAUNCH) c.u.launch.exec = e;
+    else c.u.exec.exec = e;
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
     CHECK_EQ(f.calls, 1);
 }
@@ -139,14 +143,14 @@ TEST(identical_update_is_skipped_and_filled)
     CUgraphNode err = (CUgraphNode)1;
     CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_ERROR;
     fwd f = { 0, CUDA_ERROR_UNKNOWN, NULL, NULL };
-    sg_call c = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &f, .exec = e,
-                  .graph = (CUgraph)&b, .error_node_out = &err, .update_result_out = &res };
+    sg_call c = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &f,
+                  .u.update = { .exec = e, .graph = (CUgraph)&b, .error_node = &err, .result = &res } };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
     CHECK_EQ(f.calls, 0);
     CHECK(err == NULL);
     CHECK_EQ(res, CU_GRAPH_EXEC_UPDATE_SUCCESS);
     /* NULL out-pointers: the driver gives its own error */
-    c.error_node_out = NULL;
+    c.u.update.error_node = NULL;
     CHECK_CU(sg_core_call(&c), CUDA_ERROR_UNKNOWN);
     CHECK_EQ(f.calls, 1);
     CHECK_CU(update_v2(e, &b, NULL, CUDA_ERROR_INVALID_VALUE, &calls), CUDA_ERROR_INVALID_VALUE);

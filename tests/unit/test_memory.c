@@ -10,8 +10,11 @@
  * teardown, own-handle blocks and STABLEGRAPH_PLACE_MAX_BYTES.
  */
 #include "check.h"
-#include "core/core.h"
+#include "core/capture.h"
+#include "core/contexts.h"
+#include "core/driver.h"
 #include "core/memory.h"
+#include "core/policy.h"
 #include "core/stats.h"
 
 #include <stdint.h>
@@ -41,6 +44,13 @@ static struct fake {
     int fwd_allocs, fwd_frees, fwd_other;
     CUdeviceptr next_fwd;
     int primary_active;
+    int fwd_oom;          /* forwarded allocations that fail with OUT_OF_MEMORY first */
+    int create_oom_after; /* cuMemCreate fails with OUT_OF_MEMORY after this many live chunks */
+    size_t drv_free;
+    int ctx_get_fails;
+    /* the driver's own cuMemAlloc/cuMemFree (the library's token) */
+    CUresult token_free_rc;   /* in a non-relaxed mode */
+    int token_allocs, token_frees, token_frees_program_mode, tokens_live;
 } F;
 
 static int failing(const char *name)
@@ -49,7 +59,12 @@ static int failing(const char *name)
     return F.fail && strcmp(F.fail, name) == 0 && ++F.fail_calls >= F.fail_at;
 }
 
-static CUresult d_ctx_get(CUcontext *c) { *c = F.cur; return CUDA_SUCCESS; }
+static CUresult d_ctx_get(CUcontext *c)
+{
+    if (F.ctx_get_fails) return CUDA_ERROR_INVALID_CONTEXT;
+    *c = F.cur;
+    return CUDA_SUCCESS;
+}
 static CUresult d_ctx_set(CUcontext c) { F.cur = c; return CUDA_SUCCESS; }
 static CUresult d_ctx_dev(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
 static CUresult d_ctx_sync(void)
@@ -127,6 +142,7 @@ static CUresult d_create(CUmemGenericAllocationHandle *h, size_t s, const CUmemA
 {
     (void)fl;
     if (failing("cuMemCreate")) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (F.create_oom_after && F.creates - F.releases >= F.create_oom_after) return CUDA_ERROR_OUT_OF_MEMORY;
     CHECK(s % G == 0);
     CHECK(p->type == CU_MEM_ALLOCATION_TYPE_PINNED && p->location.type == CU_MEM_LOCATION_TYPE_DEVICE);
     *h = (CUmemGenericAllocationHandle)++F.creates;
@@ -165,6 +181,28 @@ static CUresult d_attrs(unsigned n, CUpointer_attribute *a, void **data, CUdevic
     return CUDA_SUCCESS;
 }
 
+static CUresult d_mem_alloc(CUdeviceptr *p, size_t n)
+{
+    (void)n;
+    F.token_allocs++;
+    F.tokens_live++;
+    *p = 0x7000000;
+    return CUDA_SUCCESS;
+}
+/* Refused (token_free_rc) unless relaxed, as the driver refuses an unsafe
+ * call that the capture mode forbids. */
+static CUresult d_mem_free(CUdeviceptr p)
+{
+    (void)p;
+    F.token_frees++;
+    if (F.mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+        F.token_frees_program_mode++;
+        if (F.token_free_rc != CUDA_SUCCESS) return F.token_free_rc;
+    }
+    F.tokens_live--;
+    return CUDA_SUCCESS;
+}
+
 static void fake_install(void)
 {
     sg_driver d;
@@ -194,7 +232,9 @@ static void fake_install(void)
     d.cuMemSetAccess = d_access;
     d.cuMemGetAllocationGranularity = d_gran;
     d.cuPointerGetAttributes = d_attrs;
-    sg_core_set_driver(&d);
+    d.cuMemAlloc_v2 = d_mem_alloc;
+    d.cuMemFree_v2 = d_mem_free;
+    sg_driver_set(&d);
 }
 
 /* The program's calls: forward() is "the driver" for what is forwarded. */
@@ -203,17 +243,27 @@ static CUresult fwd(const void *args)
     const sg_call *c = args;
     if (c->kind == SG_CALL_ALLOC) {
         F.fwd_allocs++;
-        if (c->bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-        *c->dptr_out = F.next_fwd += 0x10000;
+        if (c->u.alloc.bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+        if (F.fwd_oom && F.fwd_oom--) return CUDA_ERROR_OUT_OF_MEMORY;
+        *c->u.alloc.out = F.next_fwd += 0x10000;
         return CUDA_SUCCESS;
+    }
+    if (c->kind == SG_CALL_DEV_ALLOC) {
+        F.fwd_allocs++;
+        return F.fwd_oom && F.fwd_oom-- ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
     }
     if (c->kind == SG_CALL_FREE) {
         F.fwd_frees++;
-        return c->dptr >= 0x50000000 && c->dptr < 0x60000000 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        return c->u.free.ptr >= 0x50000000 && c->u.free.ptr < 0x60000000 ? CUDA_SUCCESS
+                                                                          : CUDA_ERROR_INVALID_VALUE;
     }
     F.fwd_other++;
     if (c->kind == SG_CALL_PTR_ATTRS)
-        for (unsigned i = 0; i < c->nattrs; i++) memset(c->attr_datas[i], 0xee, 8);
+        for (unsigned i = 0; i < c->u.attrs.n; i++) memset(c->u.attrs.data[i], 0xee, 8);
+    if (c->kind == SG_CALL_MEM_INFO) {
+        *c->u.info.free = F.drv_free;
+        *c->u.info.total = (size_t)16 << 30;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -222,26 +272,35 @@ static CUresult call(sg_call c)
     sg_call cc = c;
     cc.forward = fwd;
     cc.args = &cc;
-    return sg_mem_call(&cc);
+    if (c.kind == SG_CALL_CTX_DESTROY || c.kind == SG_CALL_PRIMARY_RETAIN || c.kind == SG_CALL_PRIMARY_DROP)
+        return sg_ctx_call(&cc);
+    if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_capture_call(&cc);
+    switch (c.kind) {
+    case SG_CALL_ALLOC: case SG_CALL_DEV_ALLOC: case SG_CALL_FREE: case SG_CALL_STREAM_DESTROY:
+        return sg_mem_call(&cc);
+    default:
+        return sg_mem_query(&cc);
+    }
 }
 
 static CUresult alloc(CUdeviceptr *p, size_t n)
 {
-    return call((sg_call){ .kind = SG_CALL_ALLOC, .dptr_out = p, .bytes = n });
+    return call((sg_call){ .kind = SG_CALL_ALLOC, .u.alloc = { .out = p, .bytes = n } });
 }
 static CUresult alloc_async(CUdeviceptr *p, size_t n, CUstream s)
 {
-    return call((sg_call){ .kind = SG_CALL_ALLOC, .dptr_out = p, .bytes = n, .async = 1, .stream = s });
+    return call((sg_call){ .kind = SG_CALL_ALLOC, .u.alloc = { .out = p, .bytes = n, .async = 1, .stream = s } });
 }
-static CUresult mfree(CUdeviceptr p) { return call((sg_call){ .kind = SG_CALL_FREE, .dptr = p }); }
+static CUresult mfree(CUdeviceptr p) { return call((sg_call){ .kind = SG_CALL_FREE, .u.free = { .ptr = p } }); }
 static CUresult mfree_async(CUdeviceptr p, CUstream s)
 {
-    return call((sg_call){ .kind = SG_CALL_FREE, .dptr = p, .async = 1, .stream = s });
+    return call((sg_call){ .kind = SG_CALL_FREE, .u.free = { .ptr = p, .async = 1, .stream = s } });
 }
 
-static void setup(sg_policy policy, size_t place_max)
+static void setup_own(sg_policy policy, size_t place_max, size_t own_min)
 {
     sg_mem_reset();
+    sg_capture_reset();
     sg_stats_reset();
     memset(&F, 0, sizeof F);
     F.cur = CTX1;
@@ -256,8 +315,12 @@ static void setup(sg_policy policy, size_t place_max)
     memset(&cfg, 0, sizeof cfg);
     cfg.policy = policy;
     cfg.place_max_bytes = place_max;
-    sg_mem_init(&cfg);
+    sg_caps caps = sg_policy_caps(&cfg);
+    caps.own_handles_min = own_min;
+    sg_mem_init(&caps);
 }
+
+static void setup(sg_policy policy, size_t place_max) { setup_own(policy, place_max, SIZE_MAX); }
 
 /* After a teardown, everything the library made is gone. */
 static void check_released(void)
@@ -345,37 +408,37 @@ TEST(what_the_program_observes)
     CHECK_CU(alloc(&z, 0), CUDA_ERROR_INVALID_VALUE);   /* the driver's answer */
     CHECK_EQ(F.fwd_allocs, 1);
     CHECK_CU(alloc(&a, 1000), CUDA_SUCCESS);
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_ADDR_RANGE, .base_out = &base, .size_out = &size,
-                             .dptr = a + 10 }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_ADDR_RANGE, .u.range = { .base = &base, .size = &size,
+                             .ptr = a + 10 } }), CUDA_SUCCESS);
     CHECK(base == a && size == 1000);
     CUdeviceptr start = 0;
     unsigned long long id = 0;
     CUcontext ctx = NULL;
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &start,
-                             .attr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, .dptr = a + 5 }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &start,
+                             .attr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, .ptr = a + 5 } }), CUDA_SUCCESS);
     CHECK_EQ(start, a);
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &id,
-                             .attr = CU_POINTER_ATTRIBUTE_BUFFER_ID, .dptr = a }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &id,
+                             .attr = CU_POINTER_ATTRIBUTE_BUFFER_ID, .ptr = a } }), CUDA_SUCCESS);
     CHECK(id >= SG_MEM_ID_BASE);
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &ctx,
-                             .attr = CU_POINTER_ATTRIBUTE_CONTEXT, .dptr = a }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &ctx,
+                             .attr = CU_POINTER_ATTRIBUTE_CONTEXT, .ptr = a } }), CUDA_SUCCESS);
     CHECK(ctx == CTX1);
     int other = F.fwd_other;
     unsigned mt = 0;
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &mt,
-                             .attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE, .dptr = a }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &mt,
+                             .attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE, .ptr = a } }), CUDA_SUCCESS);
     CHECK_EQ(F.fwd_other, other + 1);                   /* not overridden: the driver answers */
     /* plural: the driver's answers, then the overrides */
     CUpointer_attribute at[2] = { CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_MEMORY_TYPE };
     size_t rs = 0;
     unsigned long long mt8 = 0;
     void *data[2] = { &rs, &mt8 };
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTRS, .nattrs = 2, .attrs = at, .attr_datas = data,
-                             .dptr = a + 1 }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTRS, .u.attrs = { .n = 2, .attrs = at, .data = data,
+                             .ptr = a + 1 } }), CUDA_SUCCESS);
     CHECK_EQ(rs, 1000);
     CHECK(mt8 == 0xeeeeeeeeeeeeeeeeULL);
     CUipcMemHandle h;
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .ipc_out = &h, .dptr = a }),
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .u.ipc = { .out = &h, .ptr = a } }),
              CUDA_ERROR_INVALID_VALUE);
     /* frees */
     CHECK_CU(mfree(a + 256), CUDA_ERROR_INVALID_VALUE);  /* interior: ours, not a base */
@@ -385,14 +448,14 @@ TEST(what_the_program_observes)
     CHECK_CU(mfree(a), CUDA_SUCCESS);
     CHECK_CU(mfree(a), CUDA_ERROR_INVALID_VALUE);        /* double free */
     CHECK_EQ(F.fwd_frees, 1);
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_ADDR_RANGE, .base_out = &base, .size_out = &size,
-                             .dptr = a }), CUDA_ERROR_NOT_FOUND);
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .attr_data = &start,
-                             .attr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, .dptr = a }),
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_ADDR_RANGE, .u.range = { .base = &base, .size = &size,
+                             .ptr = a } }), CUDA_ERROR_NOT_FOUND);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &start,
+                             .attr = CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, .ptr = a } }),
              CUDA_ERROR_INVALID_VALUE);
     rs = 7;
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTRS, .nattrs = 2, .attrs = at, .attr_datas = data,
-                             .dptr = a }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTRS, .u.attrs = { .n = 2, .attrs = at, .data = data,
+                             .ptr = a } }), CUDA_SUCCESS);
     CHECK_EQ(rs, 0);                                     /* as for unallocated memory */
 }
 
@@ -456,11 +519,13 @@ TEST(stream_ordered_reuse)
 {
     setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
     CUdeviceptr a, b, c, d;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_BEGIN }), CUDA_SUCCESS);
     F.capturing = 1;                                     /* a graph memory node: forwarded */
     CHECK_CU(alloc_async(&a, 4096, STREAM_A), CUDA_SUCCESS);
     CHECK_EQ(F.fwd_allocs, 1);
     CHECK(!sg_mem_find(a, NULL));
     F.capturing = 0;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_END }), CUDA_SUCCESS);
     CHECK_CU(alloc_async(&a, 4096, STREAM_A), CUDA_SUCCESS);
     CHECK(sg_mem_find(a, NULL));
     CHECK_CU(mfree_async(a, STREAM_A), CUDA_SUCCESS);
@@ -480,9 +545,16 @@ TEST(stream_ordered_reuse)
     CHECK_EQ(F.events_created, 1);                       /* events come back to the pool */
     CHECK_EQ(F.vmm_not_relaxed, 0);
     CHECK_EQ(F.mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    /* freeing it on a capturing stream: the driver decides (it refuses and
+     * invalidates the capture); the block stays */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_BEGIN }), CUDA_SUCCESS);
     F.capturing = 1;
-    CHECK_CU(mfree_async(e, STREAM_B), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    int ff = F.fwd_frees;
+    CHECK_CU(mfree_async(e, STREAM_B), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(F.fwd_frees, ff + 1);
     CHECK(sg_mem_find(e, NULL));
+    F.capturing = 0;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_END }), CUDA_SUCCESS);
 }
 
 TEST(context_teardown)
@@ -492,12 +564,12 @@ TEST(context_teardown)
     CHECK_CU(alloc(&a, 3 << 20), CUDA_SUCCESS);
     CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
     CUcontext out = CTX2;  /* the fake forward leaves it: device 0's primary context is CTX2 */
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_RETAIN, .ctx_out = &out, .device = 0 }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_RETAIN, .u.primary = { .out = &out, .dev = 0 } }), CUDA_SUCCESS);
     F.cur = CTX2;
     CHECK_CU(alloc(&p, 4096), CUDA_SUCCESS);
     CHECK_EQ(F.reserves, 2);                             /* one arena per context */
     int creates = F.creates;
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_DESTROY, .ctx = CTX1 }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_DESTROY, .u.ctx = { .ctx = CTX1 } }), CUDA_SUCCESS);
     CHECK(!sg_mem_find(a, NULL) && !sg_mem_find(b, NULL));
     CHECK(sg_mem_find(p, NULL));
     CHECK_EQ(F.releases, creates - 1);                   /* CTX1's chunks, not CTX2's */
@@ -506,10 +578,10 @@ TEST(context_teardown)
     CHECK_CU(mfree(a), CUDA_ERROR_INVALID_VALUE);        /* not ours any more: the driver's answer */
     CHECK_EQ(F.fwd_frees, ff + 1);
     F.primary_active = 1;                                /* still retained elsewhere: kept */
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_DROP, .device = 0 }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_DROP, .u.primary = { .dev = 0 } }), CUDA_SUCCESS);
     CHECK(sg_mem_find(p, NULL));
     F.primary_active = 0;
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_DROP, .device = 0 }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PRIMARY_DROP, .u.primary = { .dev = 0 } }), CUDA_SUCCESS);
     CHECK(!sg_mem_find(p, NULL));
     check_released();
     CHECK_EQ(F.vmm_not_relaxed, 0);
@@ -517,20 +589,21 @@ TEST(context_teardown)
 
 TEST(own_handle_blocks)
 {
-    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    setup_own(SG_POLICY_SKIP_TEMP, SIZE_MAX, 1 << 20);
     CUdeviceptr small, big;
     sg_mem_handle h[4];
     sg_alloc_info info;
     CHECK_CU(alloc(&small, 4096), CUDA_SUCCESS);
     CHECK_EQ(sg_mem_block_handles(small, h, 4), 1);
     CHECK(h[0].va == small && h[0].offset == 0 && h[0].size == G);   /* shared chunk */
-    sg_mem_set_own_handles_min(1 << 20);
+    CHECK(!sg_mem_find(small, &info) || !info.own_handles);
     CHECK_CU(alloc(&big, 3 << 20), CUDA_SUCCESS);
     CHECK_EQ(big % G, 0);
     CHECK(sg_mem_find(big, &info) && info.own_handles);
-    CHECK_EQ(sg_mem_block_handles(big, h, 4), 1);
-    CHECK(h[0].va == big && h[0].offset == 0 && h[0].size == 2 * G);
-    CHECK(h[0].handle != 0);
+    CHECK_EQ(sg_mem_block_handles(big, h, 4), 2);        /* a handle per granule, its own */
+    CHECK(h[0].va == big && h[0].offset == 0 && h[0].size == G);
+    CHECK(h[1].va == big + G && h[1].offset == (long long)G && h[1].size == G);
+    CHECK(h[0].handle != 0 && h[1].handle != h[0].handle);
     CUdeviceptr s2;
     CHECK_CU(alloc(&s2, 4096), CUDA_SUCCESS);            /* small: back in the shared chunk */
     CHECK_EQ(s2, small + 4096);
@@ -549,8 +622,217 @@ TEST(place_max_bytes)
     CHECK(!sg_mem_find(b, NULL));
     CHECK_EQ(F.fwd_allocs, 1);
     CUipcMemHandle h;
-    CHECK_CU(call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .ipc_out = &h, .dptr = b }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .u.ipc = { .out = &h, .ptr = b } }), CUDA_SUCCESS);
     CHECK_EQ(sg_stats_totals().bytes_requested, 8193);
+}
+
+/* Memory pressure (issue 10, classes 6, 12, 18): freed placed memory is
+ * given back when the driver runs short, and the call is tried again. */
+TEST(pressure_gives_memory_back)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b, c;
+    CHECK_CU(alloc(&a, 5 << 20), CUDA_SUCCESS);          /* 3 granules */
+    CHECK_EQ(F.creates, 3);
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_EQ(F.releases, 0);                              /* kept mapped: the next step reuses it */
+    /* the program's cuMemCreate runs short: the library gives back, retries */
+    F.fwd_oom = 1;
+    int before = F.fwd_allocs;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_DEV_ALLOC }), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, before + 2);
+    CHECK_EQ(F.releases, 3);
+    CHECK_EQ(F.unmaps, 3);
+    /* placing itself runs short: give back, retry, then place */
+    CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);              /* one granule, live */
+    CHECK_CU(alloc(&c, 2 << 20), CUDA_SUCCESS);           /* two more */
+    CHECK_CU(mfree(c), CUDA_SUCCESS);
+    int creates = F.creates;
+    F.create_oom_after = 3;                               /* the device holds 3 granules */
+    CUdeviceptr d;
+    CHECK_CU(alloc(&d, 4 << 20), CUDA_SUCCESS);           /* needs 2 new: c's go first */
+    CHECK(sg_mem_find(d, NULL));
+    CHECK(F.creates > creates);
+    CHECK_EQ(F.creates - F.releases, 3);
+    /* nothing left to give back: the driver's allocator */
+    CUdeviceptr e;
+    int fa = F.fwd_allocs;
+    CHECK_CU(alloc(&e, 4 << 20), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, fa + 1);
+    CHECK(!sg_mem_find(e, NULL));
+    CHECK(sg_mem_find(b, NULL));                          /* live blocks were never touched */
+}
+
+/* cuMemGetInfo counts the placed memory the program freed as free. */
+TEST(memory_info_counts_freed_placed_memory)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b;
+    CHECK_CU(alloc(&a, 1 << 20), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 1 << 20), CUDA_SUCCESS);
+    F.drv_free = 1000;
+    size_t fr = 0, tot = 0;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEM_INFO, .u.info = { &fr, &tot } }), CUDA_SUCCESS);
+    CHECK_EQ(fr, 1000);                                   /* one granule, all of it live */
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEM_INFO, .u.info = { &fr, &tot } }), CUDA_SUCCESS);
+    CHECK_EQ(fr, 1000 + (1 << 20));
+}
+
+/* The driver's range checks over placed blocks (issue 10, class 17). */
+TEST(range_checks)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b;
+    CHECK_CU(alloc(&a, 1000), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 1000), CUDA_SUCCESS);              /* right after a, same chunk */
+    int other = F.fwd_other;
+#define MEMSET(p, n) call((sg_call){ .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_RANGES, .dst = (p), .dst_bytes = (n) } })
+    CHECK_CU(MEMSET(a, 1000), CUDA_SUCCESS);
+    CHECK_CU(MEMSET(a + 996, 4), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_other, other + 2);
+    CHECK_CU(MEMSET(a, 1004), CUDA_ERROR_INVALID_VALUE);  /* past a's end, into b */
+    CHECK_CU(MEMSET(a + 999, 2), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(F.fwd_other, other + 2);                     /* refused: the driver never saw it */
+    CHECK_CU(MEMSET(0x50000000, 1 << 30), CUDA_SUCCESS);  /* not ours: the driver checks */
+    CHECK_CU(mfree(b), CUDA_SUCCESS);
+    CHECK_CU(MEMSET(b, 4), CUDA_ERROR_INVALID_VALUE);     /* freed placed memory */
+    CUDA_MEMSET_NODE_PARAMS m = { .dst = a, .pitch = 0, .value = 0, .elementSize = 4, .width = 251, .height = 1 };
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_MEMSET_NODE, .desc = &m } }),
+             CUDA_ERROR_INVALID_VALUE);
+    m.width = 250;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_MEMSET_NODE, .desc = &m } }),
+             CUDA_SUCCESS);
+    CUDA_MEMCPY2D c2 = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = a, .srcPitch = 500,
+                         .dstMemoryType = CU_MEMORYTYPE_HOST, .WidthInBytes = 500, .Height = 2 };
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_COPY2D, .desc = &c2 } }),
+             CUDA_SUCCESS);
+    c2.srcY = 1;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_COPY2D, .desc = &c2 } }),
+             CUDA_ERROR_INVALID_VALUE);
+#undef MEMSET
+}
+
+/* VMM queries on placed memory answer as for cuMemAlloc memory (class 16). */
+TEST(vmm_queries_see_a_cumemalloc_block)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h = 0;
+    int other = F.fwd_other;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_RETAIN_HANDLE, .u.retain = { &h, (void *)(uintptr_t)a } }),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(h, 0);
+    unsigned long long flags = 0;
+    CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEM_ACCESS, .u.access = { &flags, &loc, a } }),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(F.fwd_other, other);
+    unsigned long long types = 99;
+    int ipc = -1;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { &types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, a } }),
+             CUDA_SUCCESS);
+    CHECK_EQ(types, CU_MEM_HANDLE_TYPE_NONE);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { &ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, a } }),
+             CUDA_SUCCESS);
+    CHECK_EQ(ipc, 1);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_RETAIN_HANDLE, .u.retain = { &h, (void *)(uintptr_t)0x50010000 } }),
+             CUDA_SUCCESS);                               /* not ours: the driver's answer */
+    CHECK_EQ(F.fwd_other, other + 1);
+}
+
+/* cuMemAlloc while a capture is in progress goes to the driver, which
+ * decides (class 7); outside it is placed again. */
+TEST(alloc_during_capture_goes_to_the_driver)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_BEGIN }), CUDA_SUCCESS);
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, 1);
+    CHECK(!sg_mem_find(a, NULL));
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_END }), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, 1);
+    CHECK(sg_mem_find(b, NULL));
+}
+
+/* cuMemFree during a capture: the library cannot synchronize the context
+ * (cuCtxSynchronize would be refused and invalidate the capture in every
+ * mode); the driver's own cuMemFree of a token, in the program's mode,
+ * decides. Refused: the program's answer, nothing freed. Allowed: freed, the
+ * range quarantined until the library synchronizes with no capture. */
+TEST(free_during_capture_asks_the_driver)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b, c, d;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_BEGIN }), CUDA_SUCCESS);
+    int syncs = F.syncs;
+    F.token_free_rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;      /* a global capture */
+    CHECK_CU(mfree(a), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(sg_mem_find(a, NULL));                                  /* nothing freed */
+    CHECK_EQ(F.token_frees_program_mode, 1);
+    CHECK_EQ(F.tokens_live, 0);                                   /* the token went anyway */
+    F.token_free_rc = CUDA_SUCCESS;                               /* relaxed, or another thread's */
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK(!sg_mem_find(a, NULL));
+    CHECK_EQ(F.syncs, syncs);                                     /* never cuCtxSynchronize */
+    CHECK_EQ(F.token_allocs, 2);
+    CHECK_EQ(F.tokens_live, 0);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_END }), CUDA_SUCCESS);
+    CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
+    CHECK(c != a);                                                /* quarantined */
+    CHECK_CU(mfree(b), CUDA_SUCCESS);                             /* synchronizes: a is free */
+    CHECK_EQ(F.syncs, syncs + 1);
+    CHECK_CU(alloc(&d, 4096), CUDA_SUCCESS);
+    CHECK_EQ(d, a);
+    sg_mem_reset();
+    check_released();
+}
+
+/* A free whose context cannot be made current (cuCtxGetCurrent failing,
+ * issue 14): the program gets success, nothing leaks, and the range is
+ * reused only after the next synchronization of that context. */
+TEST(free_without_context_quarantines)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b, c;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
+    F.ctx_get_fails = 1;
+    int syncs = F.syncs;
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_EQ(F.syncs, syncs);                              /* could not synchronize */
+    CHECK(!sg_mem_find(a, NULL));
+    F.ctx_get_fails = 0;
+    CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
+    CHECK(c != a);                                         /* quarantined */
+    CHECK_CU(mfree(b), CUDA_SUCCESS);                      /* synchronizes: a is free now */
+    CUdeviceptr d;
+    CHECK_CU(alloc(&d, 4096), CUDA_SUCCESS);
+    CHECK_EQ(d, a);
+    sg_mem_reset();
+    check_released();
+}
+
+/* A destroyed stream's handle may come back: its pending frees wait for
+ * their events only (class 10). */
+TEST(destroyed_stream_pending_frees)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, b;
+    CHECK_CU(alloc_async(&a, 4096, STREAM_A), CUDA_SUCCESS);
+    CHECK_CU(mfree_async(a, STREAM_A), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_STREAM_DESTROY, .u.stream = { STREAM_A } }), CUDA_SUCCESS);
+    CHECK_CU(alloc_async(&b, 4096, STREAM_A), CUDA_SUCCESS);   /* a new stream, same handle */
+    CHECK(b != a);
+    for (int i = 0; i < 64; i++) F.ev_done[i] = 1;
+    CUdeviceptr c;
+    CHECK_CU(alloc_async(&c, 4096, STREAM_B), CUDA_SUCCESS);
+    CHECK_EQ(c, a);
 }
 
 int main(void)
@@ -566,6 +848,14 @@ int main(void)
     RUN(context_teardown);
     RUN(own_handle_blocks);
     RUN(place_max_bytes);
+    RUN(pressure_gives_memory_back);
+    RUN(memory_info_counts_freed_placed_memory);
+    RUN(range_checks);
+    RUN(vmm_queries_see_a_cumemalloc_block);
+    RUN(alloc_during_capture_goes_to_the_driver);
+    RUN(free_during_capture_asks_the_driver);
+    RUN(free_without_context_quarantines);
+    RUN(destroyed_stream_pending_frees);
     sg_mem_reset();
     return check_done();
 }

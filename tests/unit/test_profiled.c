@@ -40,7 +40,8 @@ static int fake_find(CUdeviceptr p, sg_alloc_info *out)
 /* ------------------------------------------------------------ fake graph execs */
 
 static struct {
-    int clone, inst, exec_update, launch, launch_ptsz, exec_destroy, graph_destroy, kset;
+    int clone, inst, exec_update, launch, launch_ptsz, exec_destroy, graph_destroy, kset, cpset;
+    CUdeviceptr cpset_src;          /* srcDevice of the last memcpy node set */
     CUgraphExec launched;
     uint64_t kset_word0;            /* first argument word of the last kernel node set */
     int fail_inst;
@@ -97,6 +98,16 @@ static CUresult fx_nset(CUgraphNode n, CUgraphNodeParams *p)
     }
     return CUDA_SUCCESS;
 }
+/* memcpy / memset clone nodes: set (their address words may be translated
+ * too: every pointer into an aliased buffer is) */
+static CUresult fx_cpset(CUgraphNode n, const CUDA_MEMCPY3D *p)
+{
+    (void)n;
+    fx.cpset++;
+    fx.cpset_src = p->srcDevice;
+    return CUDA_SUCCESS;
+}
+static CUresult fx_msset(CUgraphNode n, const CUDA_MEMSET_NODE_PARAMS *p) { (void)n; (void)p; return CUDA_SUCCESS; }
 static CUresult fx_inst(CUgraphExec *e, CUgraph g, unsigned long long flags)
 {
     (void)g; (void)flags;
@@ -171,7 +182,7 @@ static void setup(sg_policy policy, sg_alias_mode alias, int gens, int with_clon
     cfg.alias = alias;
     cfg.alias_min_bytes = 4096;
     cfg.max_generations = gens;
-    sg_stats_reset();
+    sg_core_reset();
     sg_core_init(&cfg);
     fg_install();
     sg_driver d = sg_drv;
@@ -182,13 +193,15 @@ static void setup(sg_policy policy, sg_alias_mode alias, int gens, int with_clon
     d.cuGraphKernelNodeSetParams_v2 = fx_kset;
     d.cuGraphExecKernelNodeSetParams_v2 = fx_xkset;
     d.cuGraphNodeSetParams = fx_nset;
+    d.cuGraphMemcpyNodeSetParams = fx_cpset;
+    d.cuGraphMemsetNodeSetParams = fx_msset;
     d.cuGraphInstantiateWithFlags = fx_inst;
     d.cuGraphExecUpdate_v2 = fx_exec_update;
     d.cuGraphLaunch = fx_launch;
     d.cuGraphExecDestroy = fx_exec_destroy;
     d.cuGraphDestroy = fx_graph_destroy;
     d.cuCtxGetDevice = fx_ctx_device;
-    sg_core_set_driver(&d);
+    sg_driver_set(&d);
     sg_prof_set_slot_ops(&fake_slots);
     sg_prof_set_find(fake_find);
     memset(&fx, 0, sizeof fx);
@@ -215,7 +228,7 @@ static void instantiate(void)
     CUgraphExec got = NULL;
     fwd f = { 0, &got, EXEC };
     sg_call c = { .kind = SG_CALL_INSTANTIATE, .forward = fake_forward, .args = &f,
-                  .exec_out = &got, .graph = (CUgraph)&graph };
+                  .u.inst = { .out = &got, .graph = (CUgraph)&graph } };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
 }
 
@@ -227,8 +240,9 @@ static int set_in(CUdeviceptr in)
     fg_node *nd = &graph.nodes[0];
     memcpy(nd->args[0], &in, 8);
     fwd f = { 0, NULL, NULL };
-    sg_call c = { .kind = SG_CALL_UPDATE_KERNEL, .forward = fake_forward, .args = &f, .exec = EXEC,
-                  .node = (CUgraphNode)nd, .kparams = &nd->kp };
+    sg_call c = { .kind = SG_CALL_UPDATE_NODE, .forward = fake_forward, .args = &f,
+                  .u.node_update = { .exec = EXEC, .node = (CUgraphNode)nd, .kind = SG_NODE_KERNEL,
+                                     .params = &nd->kp } };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
     return f.calls;
 }
@@ -238,7 +252,7 @@ static int set_in(CUdeviceptr in)
 static int launch_rc(CUresult *rc)
 {
     fwd f = { 0, NULL, NULL };
-    sg_call c = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &f, .exec = EXEC };
+    sg_call c = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &f, .u.launch = { EXEC, NULL } };
     *rc = sg_core_call(&c);
     return f.calls;
 }
@@ -247,7 +261,7 @@ static int launch_rc(CUresult *rc)
 static int launch(void)
 {
     fwd f = { 0, NULL, NULL };
-    sg_call c = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &f, .exec = EXEC };
+    sg_call c = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &f, .u.launch = { EXEC, NULL } };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
     return f.calls;
 }
@@ -255,7 +269,7 @@ static int launch(void)
 static void destroy(void)
 {
     fwd f = { 0, NULL, NULL };
-    sg_call c = { .kind = SG_CALL_EXEC_DESTROY, .forward = fake_forward, .args = &f, .exec = EXEC };
+    sg_call c = { .kind = SG_CALL_EXEC_DESTROY, .forward = fake_forward, .args = &f, .u.exec = { EXEC, NULL } };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
 }
 
@@ -436,17 +450,23 @@ TEST(aliasing_translation_and_rebind)
     CHECK_EQ(fx.exec_update, 1);
     CHECK_EQ(fx.kset_word0, 0x90000000ull + 0x40);   /* slot 0 + offset */
     CHECK_EQ(fs.launched, 1);
+    CHECK_EQ(fx.cpset_src, 0x90000000ull);    /* the memcpy node reads in[0] too: translated */
     CHECK_EQ(set_in(allocs[1].base + 0x40), 0);
     int remaps = fs.remap;
     CHECK_EQ(launch(), 1);
-    CHECK_EQ(fs.remap, remaps + 1);           /* rebound, not updated */
-    CHECK_EQ(fx.exec_update, 1);
-    CHECK_EQ(launch(), 1);                    /* nothing changed: no bind at all */
+    CHECK_EQ(fs.remap, remaps + 1);           /* rebound ... */
+    /* ... and updated once: the memcpy node still reads in[0], which is no
+     * longer the slot's buffer (every pointer is translated by value, so
+     * pointers into one buffer stay consistent: issue 10, class 1) */
+    CHECK_EQ(fx.exec_update, 2);
+    CHECK_EQ(fx.cpset_src, allocs[0].base);
+    CHECK_EQ(launch(), 1);                    /* nothing changed: no bind, no update */
     CHECK_EQ(fs.remap, remaps + 1);
+    CHECK_EQ(fx.exec_update, 2);
     /* a buffer without own handles cannot be aliased: demoted for good */
     CHECK_EQ(set_in(allocs[4].base), 0);      /* the kernel word change is accepted ... */
     CHECK_EQ(launch(), 1);                    /* ... but the launch gives up and restores X_0 */
-    CHECK_EQ(fx.exec_update, 2);
+    CHECK_EQ(fx.exec_update, 3);
     CHECK_EQ(fs.destroy, 1);
     CHECK_EQ(exec_info().profile.generations, 0);
     CHECK_EQ(set_in(allocs[1].base), 1);      /* PLAIN now: forwarded */

@@ -1,10 +1,12 @@
 /*
  * tests/unit/test_report.c: report path templates, the counters and exec
- * table, the JSON writer (parsed back by a tiny field lookup) and the
- * atomic file write. core/ runs against a fake driver table.
+ * table (bounded by what is alive; a forked child starts from zero without
+ * freeing entries), the JSON writer (parsed back by a tiny field lookup)
+ * and the atomic file write. core/ runs against a fake driver table.
  */
 #include "check.h"
 #include "core/core.h"
+#include "core/driver.h"
 #include "core/report.h"
 #include "core/stats.h"
 
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 TEST(path_expansion)
@@ -101,23 +104,24 @@ TEST(core_accounting_and_json)
     cfg.policy = SG_POLICY_ALWAYS_UPDATE;
     sg_driver drv = { .cuGraphGetNodes = fake_cuGraphGetNodes };
     sg_stats_set_hooks(hook_names, hook_counters, 2);
-    sg_stats_reset();
+    sg_core_reset();
     sg_core_init(&cfg);
-    sg_core_set_driver(&drv);
+    sg_driver_set(&drv);
     hook_counters[1].calls = 5;
     hook_counters[1].resolved = 2;
 
     CUgraphExec e1 = (CUgraphExec)0x1000, e2 = (CUgraphExec)0x2000, got = NULL;
     fake_args inst = { CUDA_SUCCESS, 0, e1, &got };
     sg_call c = { .kind = SG_CALL_INSTANTIATE, .forward = fake_forward, .args = &inst,
-                  .exec_out = &got, .graph = (CUgraph)0x1 };
+                  .u.inst = { .out = &got, .graph = (CUgraph)0x1 } };
     CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
     CHECK(got == e1);
     CHECK_EQ(fake_get_nodes_calls, 1);
     CHECK_EQ(sg_driver_calls[SG_DRV_cuGraphGetNodes], 1);
 
     fake_args launch = { CUDA_SUCCESS, 0, NULL, NULL };
-    sg_call l = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &launch, .exec = e1 };
+    sg_call l = { .kind = SG_CALL_LAUNCH, .forward = fake_forward, .args = &launch,
+                  .u.launch = { .exec = e1 } };
     CHECK_CU(sg_core_call(&l), CUDA_SUCCESS);
     CHECK_CU(sg_core_call(&l), CUDA_SUCCESS);
     launch.result = CUDA_ERROR_INVALID_HANDLE;   /* failed launches are not counted */
@@ -126,20 +130,20 @@ TEST(core_accounting_and_json)
 
     fake_args upd = { CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, 0, NULL, NULL };
     CUgraphExecUpdateResultInfo info;
-    sg_call u = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &upd, .exec = e2,
-                  .graph = (CUgraph)0x2, .result_info = &info };
+    sg_call u = { .kind = SG_CALL_UPDATE_GRAPH, .forward = fake_forward, .args = &upd,
+                  .u.update = { .exec = e2, .graph = (CUgraph)0x2, .info = &info } };
     CHECK_CU(sg_core_call(&u), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);  /* result passed through */
     CHECK_EQ(upd.calls, 1);
 
     fake_args alloc = { CUDA_SUCCESS, 0, NULL, NULL };
     CUdeviceptr dp = 0x50000;   /* what the fake "driver" allocated */
-    sg_call a = { .kind = SG_CALL_ALLOC, .forward = fake_forward, .args = &alloc, .bytes = 4096,
-                  .dptr_out = &dp };
+    sg_call a = { .kind = SG_CALL_ALLOC, .forward = fake_forward, .args = &alloc,
+                  .u.alloc = { .bytes = 4096, .out = &dp } };
     CHECK_CU(sg_core_call(&a), CUDA_SUCCESS);
 
     fake_args destroy = { CUDA_SUCCESS, 0, NULL, NULL };
     sg_call d = { .kind = SG_CALL_EXEC_DESTROY, .forward = fake_forward, .args = &destroy,
-                  .exec = e1 };
+                  .u.exec = { .exec = e1 } };
     CHECK_CU(sg_core_call(&d), CUDA_SUCCESS);
 
     sg_totals t = sg_stats_totals();
@@ -177,6 +181,117 @@ TEST(core_accounting_and_json)
     sg_stats_reset();
     CHECK_EQ(sg_exec_count(), 0);
     CHECK_EQ(hook_counters[1].calls, 0);
+}
+
+/* Sums one exec counter over the listed execs (sg_exec_foreach). */
+typedef struct { unsigned long forwarded, launches, listed, destroyed_listed; } listed_sum;
+static void sum_listed(const sg_exec_info *e, void *ctx)
+{
+    listed_sum *s = ctx;
+    s->forwarded += e->updates_forwarded;
+    s->launches += e->launches;
+    s->listed++;
+    s->destroyed_listed += e->destroyed != 0;
+}
+
+/* 1000 execs instantiated, launched and destroyed one after the other: the
+ * table keeps SG_EXEC_KEEP destroyed ones (every exec with a forwarded
+ * update among them) plus the live one, folds the rest into one sum that
+ * still adds up, and reuses entries instead of allocating new ones. */
+TEST(destroyed_execs_are_folded)
+{
+    sg_stats_reset();
+    enum { N = 1000, LIVE = (int)0x7fff0 };
+    struct sg_exec *seen[SG_EXEC_KEEP + 2];
+    size_t nseen = 0, fresh = 0;
+    unsigned long launches = 0;
+    for (int i = 0; i < N; i++) {
+        CUgraphExec x = (CUgraphExec)(uintptr_t)(0x10 + (i % 3) * 0x10);  /* handles come back */
+        CHECK_EQ(sg_exec_created(x, 4, 1), 0);
+        struct sg_exec *e = sg_exec_entry(x);
+        size_t k = 0;
+        while (k < nseen && seen[k] != e) k++;
+        if (k == nseen) {
+            fresh++;
+            if (nseen < sizeof seen / sizeof seen[0]) seen[nseen++] = e;
+        }
+        for (int l = 0; l <= i % 5; l++, launches++) sg_exec_entry_launched(e);
+        if (i % 100 == 7) CHECK_EQ(sg_exec_update(x, 1, SG_REASON_SCALAR_CHANGED), 0);
+        sg_exec_destroyed(x);
+    }
+    CHECK_EQ(sg_exec_created((CUgraphExec)(uintptr_t)LIVE, 2, 1), 0);
+    CHECK(fresh <= SG_EXEC_KEEP + 1);     /* entries are reused, not allocated per exec */
+    CHECK_EQ(sg_exec_count(), N + 1);
+
+    listed_sum s = { 0, 0, 0, 0 };
+    sg_exec_foreach(sum_listed, &s);
+    CHECK_EQ(s.listed, SG_EXEC_KEEP + 1);
+    CHECK_EQ(s.destroyed_listed, SG_EXEC_KEEP);
+    CHECK_EQ(s.forwarded, N / 100);       /* the execs with a forwarded update are all listed */
+    sg_exec_info f;
+    CHECK_EQ(sg_exec_folded(&f), N - SG_EXEC_KEEP);
+    CHECK_EQ(f.updates_forwarded, 0);
+    CHECK_EQ(s.launches + f.launches, launches);
+    CHECK_EQ(f.reasons[SG_REASON_SCALAR_CHANGED], 0);
+
+    /* The report says how many it folded, and stays small. */
+    const char *j = report_text();
+    char want[64];
+    snprintf(want, sizeof want, "\"execs_folded\": {\"execs\": %d, ", N - SG_EXEC_KEEP);
+    CHECK(strstr(j, want) != NULL);
+    CHECK(strlen(j) < 64 * 1024);
+    sg_stats_reset();
+    CHECK_EQ(sg_exec_folded(&f), 0);
+}
+
+/* A forked child starts from zero counts, but its live execs keep the
+ * entries other modules point at (graphs.c keeps one per exec for the
+ * launch path): counting through such a pointer in the child must land in
+ * the child's table, not in freed memory (issue 10, item 14). */
+TEST(fork_child_keeps_live_entries)
+{
+    sg_stats_set_hooks(hook_names, hook_counters, 2);
+    sg_stats_reset();
+    CUgraphExec live = (CUgraphExec)0x4000, gone = (CUgraphExec)0x5000;
+    CHECK_EQ(sg_exec_created(live, 3, 1), 0);
+    struct sg_exec *e = sg_exec_entry(live);
+    sg_exec_entry_launched(e);
+    sg_exec_entry_launched(e);
+    CHECK_EQ(sg_exec_update(live, 1, SG_REASON_TOPOLOGY), 0);
+    CHECK_EQ(sg_exec_created(gone, 3, 1), 0);
+    sg_exec_destroyed(gone);
+    SG_TOTAL_ADD(launches, 2);
+    hook_counters[0].calls = 9;
+
+    sg_stats_atfork_prepare();
+    pid_t pid = fork();
+    if (pid == 0) {
+        sg_stats_atfork_child();
+        int bad = 0;
+        listed_sum s = { 0, 0, 0, 0 };
+        sg_exec_foreach(sum_listed, &s);
+        bad |= s.listed != 1 || s.launches != 0 || s.forwarded != 0;
+        bad |= sg_exec_count() != 1 || sg_exec_id(live) != 1 || sg_exec_entry(live) != e;
+        bad |= sg_stats_totals().launches != 0 || sg_stats_hook(0).calls != 0;
+        sg_exec_entry_launched(e);     /* the pointer graphs.c holds */
+        memset(&s, 0, sizeof s);
+        sg_exec_foreach(sum_listed, &s);
+        bad |= s.launches != 1;
+        sg_exec_info f;
+        bad |= sg_exec_folded(&f) != 0;
+        _exit(bad ? 1 : 0);
+    }
+    sg_stats_atfork_parent();
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* the parent keeps its counts */
+    listed_sum s = { 0, 0, 0, 0 };
+    sg_exec_foreach(sum_listed, &s);
+    CHECK_EQ(s.listed, 2);
+    CHECK_EQ(s.launches, 2);
+    CHECK_EQ(sg_stats_totals().launches, 2);
+    sg_stats_reset();
 }
 
 /* JSON is checked by python3 when available: the writer's escapes and
@@ -219,6 +334,8 @@ int main(void)
     RUN(path_expansion);
     RUN(rank_order);
     RUN(core_accounting_and_json);
+    RUN(destroyed_execs_are_folded);
+    RUN(fork_child_keeps_live_entries);
     RUN(json_parses);
     return check_done();
 }

@@ -12,7 +12,9 @@
  * allocations that core/memory.c placed (own-handle or not).
  */
 #include "check.h"
+#include "core/contexts.h"
 #include "core/memory.h"
+#include "core/policy.h"
 #include "core/slots.h"
 #include "fake_vmm.h"
 
@@ -37,6 +39,7 @@ static void setup(void)
     sg_slots_reset();
     sg_mem_reset();
     fv_install();
+    sg_slots_init();
 }
 
 /* Sum of every driver call core/ made (SG_DRIVER_CALL counters). */
@@ -274,7 +277,7 @@ TEST(relaxed_mode_around_every_call)
     CHECK_EQ(launch(g, STREAM_A), 0);
     sg_slot_gen_destroy(g);
     sg_slot_gen *g2 = gen2();
-    sg_slots_ctx_teardown(FV_CTX);
+    sg_ctx_teardown(FV_CTX);
     sg_slot_gen_destroy(g2);
     CHECK(FV.maps_ok > 0 && FV.records > 0 && FV.queries > 0 && FV.ev_syncs > 0);
     CHECK_EQ(FV.not_relaxed, 0);               /* every VMM / event call relaxed */
@@ -475,7 +478,7 @@ TEST(reservations_grow_and_teardown_frees_them)
     CHECK_EQ(launch(g1, STREAM_A), 0);
     fv_complete_all();                         /* the driver synchronized the context */
     int syncs = FV.ev_syncs + FV.ctx_syncs, queries = FV.queries, evd = FV.ev_destroys;
-    sg_slots_ctx_teardown(FV_CTX);
+    sg_ctx_teardown(FV_CTX);
     CHECK_EQ(FV.addr_frees, 3);
     CHECK_EQ(FV.live_maps, 0);
     CHECK_EQ(FV.ev_syncs + FV.ctx_syncs, syncs);   /* no event call on a gone context */
@@ -497,7 +500,7 @@ TEST(reservations_grow_and_teardown_frees_them)
     CHECK_EQ(sg_slot_gen_create(FV_CTX, 0, sizes, 1, &g4), 0);
     CHECK_EQ(FV.reserves, 4);
     sg_slot_gen_destroy(g4);
-    sg_slots_ctx_teardown(FV_CTX);
+    sg_ctx_teardown(FV_CTX);
     CHECK_EQ(FV.addr_frees, 4);
 }
 
@@ -536,14 +539,14 @@ static CUresult fwd(const void *args) { (void)args; return CUDA_ERROR_NOT_SUPPOR
 
 static CUresult mem_alloc(CUdeviceptr *p, size_t n)
 {
-    sg_call c = { .kind = SG_CALL_ALLOC, .dptr_out = p, .bytes = n, .forward = fwd };
+    sg_call c = { .kind = SG_CALL_ALLOC, .u.alloc = { .out = p, .bytes = n }, .forward = fwd };
     c.args = &c;
     return sg_mem_call(&c);
 }
 
 static CUresult mem_free(CUdeviceptr p)
 {
-    sg_call c = { .kind = SG_CALL_FREE, .dptr = p, .forward = fwd };
+    sg_call c = { .kind = SG_CALL_FREE, .u.free = { .ptr = p }, .forward = fwd };
     c.args = &c;
     return sg_mem_call(&c);
 }
@@ -555,8 +558,9 @@ TEST(binds_allocations_memory_placed)
     memset(&cfg, 0, sizeof cfg);
     cfg.policy = SG_POLICY_SKIP_PROFILED;
     cfg.place_max_bytes = SIZE_MAX;
-    sg_mem_init(&cfg);
-    sg_mem_set_own_handles_min(1 << 20);
+    sg_caps caps = sg_policy_caps(&cfg);
+    caps.own_handles_min = 1 << 20;
+    sg_mem_init(&caps);
     CUdeviceptr big, small;
     CHECK_CU(mem_alloc(&big, 3 << 20), CUDA_SUCCESS);
     CHECK_CU(mem_alloc(&small, 1000), CUDA_SUCCESS);
@@ -564,15 +568,16 @@ TEST(binds_allocations_memory_placed)
     CHECK(sg_mem_find(big, &ib) && ib.own_handles);
     CHECK(sg_mem_find(small, &is) && !is.own_handles);
     sg_mem_handle h[4];
-    CHECK_EQ(sg_mem_block_handles(big, h, 4), 1);
+    CHECK_EQ(sg_mem_block_handles(big, h, 4), 2);          /* a handle per granule */
     size_t sizes[2] = { 3 << 20, 1000 };
     sg_slot_gen *g = NULL;
     CHECK_EQ(sg_slot_gen_create(FV_CTX, 0, sizes, 2, &g), 0);
     int maps0 = FV.maps_ok;
     sg_slot_bind want[2] = { { ib.id, big, NULL, 0 }, EMPTY };
     CHECK_EQ(sg_slot_gen_bind(g, want, 0), 0);
-    CHECK_EQ(FV.maps_ok, maps0 + 1);
-    CHECK_EQ(mapped_at(sg_slot_addr(g, 0)), h[0].handle);   /* the block's own handle, aliased */
+    CHECK_EQ(FV.maps_ok, maps0 + 2);                        /* one per handle */
+    CHECK_EQ(mapped_at(sg_slot_addr(g, 0)), h[0].handle);   /* the block's own handles, aliased */
+    CHECK_EQ(mapped_at(sg_slot_addr(g, 0) + FV_G), h[1].handle);
     CHECK_EQ(mapped_at(big), h[0].handle);                  /* still mapped where it was */
     sg_slot_bind stale[2] = { { ib.id + 100, big, NULL, 0 }, EMPTY };
     CHECK_EQ(sg_slot_gen_bind(g, stale, 0), -1);            /* not the live allocation's id */
@@ -593,7 +598,7 @@ TEST(binds_allocations_memory_placed)
     CHECK(!sg_slot_gen_matches(g, want2));
     int unmaps = FV.unmaps_ok;
     CHECK_EQ(sg_slot_gen_bind(g, want2, 0), 0);
-    CHECK_EQ(FV.unmaps_ok, unmaps + 1);
+    CHECK_EQ(FV.unmaps_ok, unmaps + 2);
     sg_slot_gen_destroy(g);
     sg_mem_reset();
     check_balanced();

@@ -1,27 +1,15 @@
 /*
- * core/fingerprint.c: builds and compares the canonical descriptions of
- * graphs and node parameters declared in fingerprint.h, through the driver
- * table only.
- *
- * Parameter-info cache: one uthash per handle kind (CUfunction, CUkernel),
- * guarded by pinfo_lock. An entry is made by probing cuFuncGetParamInfo /
- * cuKernelGetParamInfo with indices 0, 1, ... until CUDA_ERROR_INVALID_VALUE
- * (outside the lock), then added under it; entries never change afterwards
- * and are freed only by sg_fp_cache_reset(). Probing failures other than the
- * end of the list are not cached (the handle may be bad now and valid later):
- * the node is then not comparable.
+ * core/fp_build.c: descriptions of graphs and node parameters, built through
+ * the driver table (fingerprint.h).
  *
  * The build's common case, a kernel node where the hint had one of the same
  * function, goes through fast_run (one out-of-line loop, few values live
  * across the eleven driver calls per node, arguments copied as one block
  * when the driver's kernelParams point into one packed copy, the calls
- * counted once per run); sg_fp_compare skips equal nodes with a chunked
- * comparison (node_scan, AVX2 where the CPU has it). Both give exactly the
- * results of the general code: test_fingerprint builds every case both
- * ways. `make bench` measures the cost (instructions per kernel node per
- * skip decision, issue 4: at most 200).
+ * counted once per run). It gives exactly the results of the general code
+ * (describe_node): test_fingerprint builds every case both ways.
  *
- * Attributes: all of SG_FP_ATTR_LIST are still read and compared. cuda.h's
+ * Attributes: all of SG_FP_ATTR_LIST are read and compared. cuda.h's
  * cuGraphExecUpdate documents CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED
  * and limits on the cooperative, priority and device-updatable attributes,
  * so an update may apply or reject a change of any of them; none is
@@ -29,210 +17,19 @@
  *
  * Nothing here logs: these functions run on the update path.
  */
-#include "fingerprint.h"
+#include "fp_internal.h"
 
 #include "driver.h"
-#include "memory.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Set by uthash when an add runs out of memory (pinfo_lock held). */
-static int pinfo_oom;
-#define uthash_nonfatal_oom(elt) (pinfo_oom = 1)
-#include "hash.h"
-
 _Static_assert(sizeof(sg_fp_key) == 64 + SG_FP_ATTR_BYTES, "sg_fp_key must have no padding");
-
-/* Most parameters a kernel can have (CUDA allows 32764 bytes of them). */
-#define SG_FP_MAX_PARAMS 8192
-
-typedef struct sg_fp_parg {
-    uint32_t off, size;              /* one argument: offset and size in the canonical form */
-} sg_fp_parg;
-
-struct sg_fp_pinfo {
-    const void *h;                   /* CUfunction or CUkernel */
-    int ok;                          /* 0: no layout (the node is not comparable) */
-    int gaps;                        /* the layout has bytes no argument covers */
-    uint32_t dense_n;                /* min(n, 9) if n >= 1, argument i starts where i - 1 ends
-                                      * and the first at 0 (the canonical form is the arguments
-                                      * back to back, no gaps); else 0 */
-    uint32_t n, total;               /* arguments; bytes of the canonical form */
-    sg_fp_parg *arg;                 /* n of them, in the same allocation */
-    uint64_t *off64;                 /* n: arg[i].off as 64 bits (the dense check) */
-    UT_hash_handle hh;
-};
-
-/* pinfo_lock guards pinfo_cache[] (0: CUfunction, 1: CUkernel). */
-static pthread_mutex_t pinfo_lock = PTHREAD_MUTEX_INITIALIZER;
-static sg_fp_pinfo *pinfo_cache[2];
-static const sg_fp_pinfo pinfo_none = { .ok = 0 };
-
-/* ------------------------------------------------------------ param info */
-
-/* Asks the driver for parameter i of h. */
-static CUresult pinfo_query(int is_kern, const void *h, size_t i, size_t *off, size_t *size)
-{
-    if (is_kern)
-        return SG_DRIVER_CALL(cuKernelGetParamInfo, (CUkernel)(uintptr_t)h, i, off, size);
-    return SG_DRIVER_CALL(cuFuncGetParamInfo, (CUfunction)(uintptr_t)h, i, off, size);
-}
-
-/* One pass over h's parameters: *out (malloc'd pairs of offset, size) and
- * *count. Returns 0; 1 if the driver cannot tell (an error other than the
- * end of the list, or too many parameters); -1 if out of memory. */
-static int pinfo_pass(int is_kern, const void *h, uint32_t **out, size_t *count)
-{
-    size_t cap = 16, n = 0;
-    uint32_t *tmp = malloc(2 * cap * sizeof *tmp);
-    if (!tmp) return -1;
-    for (;; n++) {
-        size_t off = 0, size = 0;
-        CUresult r = pinfo_query(is_kern, h, n, &off, &size);
-        if (r == CUDA_ERROR_INVALID_VALUE) break;
-        if (r != CUDA_SUCCESS || n >= SG_FP_MAX_PARAMS || off > UINT32_MAX / 2 ||
-            size > UINT32_MAX / 2) {
-            free(tmp);
-            return 1;
-        }
-        if (n == cap) {
-            uint32_t *t = realloc(tmp, 4 * cap * sizeof *tmp);
-            if (!t) { free(tmp); return -1; }
-            tmp = t;
-            cap *= 2;
-        }
-        tmp[2 * n] = (uint32_t)off;
-        tmp[2 * n + 1] = (uint32_t)size;
-    }
-    *out = tmp;
-    *count = n;
-    return 0;
-}
-
-/* Probes the layout of h. Returns a new entry, &pinfo_none if the driver
- * cannot tell, or NULL if out of memory.
- * CUDA_ERROR_INVALID_VALUE means "past the last parameter", but a failing
- * call may say it too, and a layout cut short would let changed arguments
- * compare equal. So the layout is probed twice and trusted only if both
- * passes agree (a call failing once, or failing from some call on, makes
- * them differ); the result is cached, so this costs twice a handful of
- * calls per function. */
-static sg_fp_pinfo *pinfo_probe(int is_kern, const void *h)
-{
-    if (is_kern ? !sg_drv.cuKernelGetParamInfo : !sg_drv.cuFuncGetParamInfo)
-        return (sg_fp_pinfo *)&pinfo_none;
-    uint32_t *tmp = NULL, *again = NULL;
-    size_t n = 0, n2 = 0;
-    int r1 = pinfo_pass(is_kern, h, &tmp, &n);
-    if (r1) return r1 < 0 ? NULL : (sg_fp_pinfo *)&pinfo_none;
-    int r2 = pinfo_pass(is_kern, h, &again, &n2);
-    int same = r2 == 0 && n2 == n && !memcmp(tmp, again, 2 * n * sizeof *tmp);
-    free(again);
-    if (!same) {
-        free(tmp);
-        return r2 < 0 ? NULL : (sg_fp_pinfo *)&pinfo_none;
-    }
-    size_t m = n ? n : 1;
-    sg_fp_pinfo *e = calloc(1, sizeof *e + m * sizeof *e->off64 + m * sizeof *e->arg);
-    if (!e) { free(tmp); return NULL; }
-    e->h = h;
-    e->ok = 1;
-    e->n = (uint32_t)n;
-    e->off64 = (uint64_t *)(e + 1);
-    e->arg = (sg_fp_parg *)(e->off64 + m);
-    uint64_t covered = 0;
-    int dense = n > 0;
-    for (size_t i = 0; i < n; i++) {
-        e->arg[i].off = tmp[2 * i];
-        e->arg[i].size = tmp[2 * i + 1];
-        e->off64[i] = e->arg[i].off;
-        if (e->arg[i].off != (i ? e->arg[i - 1].off + e->arg[i - 1].size : 0)) dense = 0;
-        if (e->arg[i].off + e->arg[i].size > e->total) e->total = e->arg[i].off + e->arg[i].size;
-        covered += e->arg[i].size;
-    }
-    e->gaps = covered != e->total;   /* overlapping arguments also count as gaps */
-    e->dense_n = dense && !e->gaps ? (e->n < 9 ? e->n : 9) : 0;
-    free(tmp);
-    return e;
-}
-
-/* The layout of h from the cache, probing on a miss. NULL if out of memory. */
-static const sg_fp_pinfo *pinfo_get(int is_kern, const void *h)
-{
-    sg_fp_pinfo *e;
-    pthread_mutex_lock(&pinfo_lock);
-    HASH_FIND_PTR(pinfo_cache[is_kern], &h, e);
-    pthread_mutex_unlock(&pinfo_lock);
-    if (e) return e;
-    sg_fp_pinfo *made = pinfo_probe(is_kern, h);
-    if (!made || made == &pinfo_none) return made;
-    pthread_mutex_lock(&pinfo_lock);
-    HASH_FIND_PTR(pinfo_cache[is_kern], &h, e);   /* another thread may have added it */
-    if (!e) {
-        pinfo_oom = 0;
-        HASH_ADD_PTR(pinfo_cache[is_kern], h, made);
-        if (pinfo_oom) {
-            pthread_mutex_unlock(&pinfo_lock);
-            free(made);
-            return NULL;
-        }
-        e = made;
-        made = NULL;
-    }
-    pthread_mutex_unlock(&pinfo_lock);
-    free(made);
-    return e;
-}
-
-void sg_fp_cache_reset(void)
-{
-    pthread_mutex_lock(&pinfo_lock);
-    for (int k = 0; k < 2; k++) {
-        sg_fp_pinfo *e, *t;
-        HASH_ITER(hh, pinfo_cache[k], e, t) {
-            HASH_DEL(pinfo_cache[k], e);
-            free(e);
-        }
-    }
-    pthread_mutex_unlock(&pinfo_lock);
-}
 
 /* ------------------------------------------------------------ node descriptions */
 
-/* 16 bytes moved or compared without a call (GCC vector extension: SSE2 on
- * x86-64, two words elsewhere). may_alias: used on keys and byte buffers. */
-typedef uint64_t sg_v16 __attribute__((vector_size(16), may_alias));
-static inline sg_v16 ld16(const unsigned char *p)
-{
-    sg_v16 v;
-    memcpy(&v, p, 16);
-    return v;
-}
-static inline void st16(unsigned char *p, sg_v16 v) { memcpy(p, &v, 16); }
-static inline int v16_zero(sg_v16 v) { return (v[0] | v[1]) == 0; }
 
-/* Payload padding: a payload of len bytes is followed by zero bytes up to
- * the next multiple of 32 (SG_FP_PAD32), so that two payloads are compared in
- * 16- or 32-byte chunks (node_scan) with no tail. Every writer here keeps
- * it; a payload whose padding is not zero only loses the fast comparison
- * (the exact one over len bytes decides then). */
-#define SG_FP_PAD32(len) (((len) + 31u) & ~31u)
 
-/* Makes room for `len` payload bytes. Returns 0, or -1 if out of memory.
- * Capacities are 64 << k, so SG_FP_PAD32(len) <= cap always holds. */
-static int pay_reserve(sg_fp_node *n, uint32_t len)
-{
-    if (len <= n->cap) return 0;
-    uint32_t cap = n->cap ? n->cap : 64;
-    while (cap < len) cap *= 2;
-    unsigned char *p = realloc(n->pay, cap);
-    if (!p) return -1;
-    n->pay = p;
-    n->cap = cap;
-    return 0;
-}
 
 /* Zeroes the padding of a payload of len bytes (pay_reserve(len) done);
  * before the bytes below len are written. */
@@ -290,7 +87,7 @@ static inline __attribute__((always_inline)) int
 pack_args(sg_fp_node *n, const sg_fp_pinfo *pi, void *const *kp, const unsigned char *buf)
 {
     uint32_t total = pi->total;
-    if (__builtin_expect(total > n->cap, 0) && pay_reserve(n, total)) return -1;
+    if (__builtin_expect(total > n->cap, 0) && sg_fp_pay_reserve(n, total)) return -1;
     unsigned char *pay = n->pay;      /* locals: the stores into pay must not force reloads */
     if (pi->gaps) memset(pay, 0, SG_FP_PAD32(total));
     else pay_pad(pay, total);
@@ -359,7 +156,7 @@ int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint
         n->k.kern = (uintptr_t)h;
         n->k.ctx = (uintptr_t)ctx;
     }
-    const sg_fp_pinfo *pi = hint && hint->h == h && hint->ok ? hint : pinfo_get(is_kern, h);
+    const sg_fp_pinfo *pi = hint && hint->h == h && hint->ok ? hint : sg_fp_pinfo_get(is_kern, h);
     if (!pi) return -1;
     if (!pi->ok || (k->kernelParams && k->extra)) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
     n->pi = pi;
@@ -398,7 +195,7 @@ static int copy_desc_begin(sg_fp_node *n, CUgraphNodeType type, CUcontext ctx, u
     n->k.ctx = (uintptr_t)ctx;
     n->pi = NULL;
     n->len = 0;
-    if (pay_reserve(n, len)) return -1;
+    if (sg_fp_pay_reserve(n, len)) return -1;
     memset(n->pay, 0, SG_FP_PAD32(len));   /* padding inside the struct stays zero */
     n->len = len;
     return 0;
@@ -548,7 +345,6 @@ static inline __attribute__((always_inline)) int read_attrs_fast(sg_fp_key *k,
 
 /* ------------------------------------------------------------ graphs */
 
-/* Grows *buf (element size `elem`) to hold n; new elements zeroed. */
 static int grow(void **buf, size_t *cap, size_t n, size_t elem)
 {
     if (n <= *cap) return 0;
@@ -729,7 +525,7 @@ static __attribute__((noinline)) size_t fast_run(sg_fp_node *nodes_out, const sg
         SG_KP_CHECK_(7) SG_KP_CHECK_(6) SG_KP_CHECK_(5) SG_KP_CHECK_(4) SG_KP_CHECK_(3)
         SG_KP_CHECK_(2) SG_KP_CHECK_(1)
     check_0:
-        if (__builtin_expect(total > n->cap, 0) && pay_reserve(n, total)) goto oom;
+        if (__builtin_expect(total > n->cap, 0) && sg_fp_pay_reserve(n, total)) goto oom;
         unsigned char *pay = n->pay;
         if (total - 17u <= 15u) {        /* 16 < total <= 32, the usual: two moves, padding first */
             st16(pay + 16, (sg_v16){ 0, 0 });
@@ -758,27 +554,14 @@ static __attribute__((noinline)) size_t fast_run(sg_fp_node *nodes_out, const sg
     return (size_t)(hp - hint_nodes);
 }
 
-int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
+/* The nodes of g (s->nodes, n of them) into fp. The common case, a kernel
+ * node at a place where the hint had a kernel node with the same function,
+ * given by kernelParams, is described inline (fast_run: the same bytes as
+ * describe_node; test_fingerprint checks both paths against each other);
+ * anything else goes through describe_node. The fast path's driver calls are
+ * counted once, at the end. 0, or -1. */
+static int build_nodes(sg_fp *fp, sg_fp_scratch *s, size_t n, const sg_fp *hint)
 {
-    size_t n = 0, n2, ne = 0, ne2;
-    fp->n = fp->nedges = 0;
-    fp->unsupported = 0;
-    if (!sg_drv.cuGraphGetNodes || !sg_drv.cuGraphNodeGetType || !sg_drv.cuGraphGetEdges_v2 ||
-        SG_DRIVER_CALL(cuGraphGetNodes, g, NULL, &n) != CUDA_SUCCESS || n > UINT32_MAX)
-        return -1;
-    if (grow((void **)&s->nodes, &s->nodes_cap, n, sizeof *s->nodes) ||
-        grow((void **)&fp->nodes, &fp->nodes_cap, n, sizeof *fp->nodes))
-        return -1;
-    n2 = n;
-    if (n && (SG_DRIVER_CALL(cuGraphGetNodes, g, s->nodes, &n2) != CUDA_SUCCESS || n2 != n))
-        return -1;
-
-    /* Nodes. The common case, a kernel node at a place where the hint had a
-     * kernel node with the same function, given by kernelParams, is
-     * described inline (fast path below, the same bytes as describe_node:
-     * test_fingerprint checks both paths against each other); anything else
-     * goes through describe_node. The fast path's driver calls are counted
-     * once, after the loop. */
     /* nodes [0, nh) have a place in the hint (and the fast path its calls) */
     size_t nh = hint && sg_drv.cuGraphKernelNodeGetParams_v2 &&
                 sg_drv.cuGraphKernelNodeGetAttribute ? (hint->n < n ? hint->n : n) : 0;
@@ -808,45 +591,8 @@ int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
             goto out;
         st.unsupported |= fp->nodes[i].k.state == SG_FP_UNSUPPORTED;
     }
-    int unsupported = st.unsupported;
     fp->n = n;
-    fp->unsupported = unsupported;
-
-    if (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, NULL, NULL, NULL, &ne) != CUDA_SUCCESS ||
-        ne > UINT32_MAX)
-        goto out;
-    if (edges_reserve(s, ne)) goto out;
-    if (grow((void **)&fp->edges, &fp->edges_cap, ne, sizeof *fp->edges)) goto out;
-    ne2 = ne;
-    if (ne && (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, s->from, s->to, s->edata, &ne2) !=
-                   CUDA_SUCCESS || ne2 != ne))
-        goto out;
-    /* Endpoints to indices: the hint's edge i usually names the same indices
-     * (two comparisons each); the node map is built only when it does not.
-     * The hint's indices are below hint->n (sg_fp_build made them), so with
-     * hint->n == n they index s->nodes without a bounds check. */
-    size_t i = 0, m = hint && hint->n == n ? (hint->nedges < ne ? hint->nedges : ne) : 0;
-    const sg_fp_edge *he = hint ? hint->edges : NULL;
-    const CUgraphNode *from = s->from, *to = s->to;
-    sg_fp_edge *oe = fp->edges;
-    const CUgraphEdgeData *ed = s->edata;
-#pragma GCC unroll 4
-    for (; i < m; i++) {
-        uint64_t ab;                     /* from | to << 32, as the hint has them */
-        memcpy(&ab, &he[i], sizeof ab);
-        if (nodes[(uint32_t)ab] != from[i] || nodes[ab >> 32] != to[i]) break;
-        memcpy(&oe[i], &ab, sizeof ab);
-        memcpy(oe[i].data, &ed[i], sizeof oe[i].data);
-    }
-    if (i < ne && sg_fp_map_build(&s->map, nodes, n)) goto out;
-    for (; i < ne; i++) {
-        long a = sg_fp_map_find(&s->map, from[i]), b = sg_fp_map_find(&s->map, to[i]);
-        if (a < 0 || b < 0) goto out;
-        oe[i].from = (uint32_t)a;
-        oe[i].to = (uint32_t)b;
-        memcpy(oe[i].data, &s->edata[i], sizeof oe[i].data);
-    }
-    fp->nedges = ne;
+    fp->unsupported = st.unsupported;
     rc = 0;
 out:
     if (tried)
@@ -858,318 +604,64 @@ out:
     return rc;
 }
 
-/* ------------------------------------------------------------ comparison */
-
-static int reason_rank(int r)
+/* The edges of g into fp, endpoints as node indices (s->nodes holds the n
+ * node handles). 0, or -1. */
+static int build_edges(sg_fp *fp, CUgraph g, sg_fp_scratch *s, size_t n, const sg_fp *hint)
 {
-    switch (r) {
-    case SG_REASON_TOPOLOGY: return 10;
-    case SG_REASON_UNSUPPORTED_NODE: return 9;
-    case SG_REASON_NOT_COMPARABLE: return 8;
-    case SG_REASON_FUNCTION_CHANGED: return 7;
-    case SG_REASON_DIMS_CHANGED: return 6;
-    case SG_REASON_ATTRIBUTES_CHANGED: return 5;
-    case SG_REASON_MEMCPY_CHANGED:
-    case SG_REASON_MEMSET_CHANGED: return 4;
-    case SG_REASON_SCALAR_CHANGED: return 3;
-    case SG_REASON_POINTER_CHANGED: return 2;
-    default: return r < 0 ? 0 : 1;
+    size_t ne = 0, ne2;
+    if (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, NULL, NULL, NULL, &ne) != CUDA_SUCCESS ||
+        ne > UINT32_MAX)
+        return -1;
+    if (edges_reserve(s, ne)) return -1;
+    if (grow((void **)&fp->edges, &fp->edges_cap, ne, sizeof *fp->edges)) return -1;
+    ne2 = ne;
+    if (ne && (SG_DRIVER_CALL(cuGraphGetEdges_v2, g, s->from, s->to, s->edata, &ne2) !=
+                   CUDA_SUCCESS || ne2 != ne))
+        return -1;
+    /* Endpoints to indices: the hint's edge i usually names the same indices
+     * (two comparisons each); the node map is built only when it does not.
+     * The hint's indices are below hint->n (sg_fp_build made them), so with
+     * hint->n == n they index s->nodes without a bounds check. */
+    size_t i = 0, m = hint && hint->n == n ? (hint->nedges < ne ? hint->nedges : ne) : 0;
+    const sg_fp_edge *he = hint ? hint->edges : NULL;
+    const CUgraphNode *nodes = s->nodes, *from = s->from, *to = s->to;
+    sg_fp_edge *oe = fp->edges;
+    const CUgraphEdgeData *ed = s->edata;
+#pragma GCC unroll 4
+    for (; i < m; i++) {
+        uint64_t ab;                     /* from | to << 32, as the hint has them */
+        memcpy(&ab, &he[i], sizeof ab);
+        if (nodes[(uint32_t)ab] != from[i] || nodes[ab >> 32] != to[i]) break;
+        memcpy(&oe[i], &ab, sizeof ab);
+        memcpy(oe[i].data, &ed[i], sizeof oe[i].data);
     }
-}
-
-/* The fast comparison: node_scan returns the first node of [x, end) that
- * does not equal its partner in y byte for byte (state SG_FP_OK, equal keys,
- * lengths and payloads, padding included: see SG_FP_PAD32), or end. Keys
- * are 16-byte aligned (fingerprint.h) and payload buffers come from malloc
- * (aligned for any fundamental type: 16 on x86-64). With AVX2 (checked at
- * run time) 32 bytes are compared per instruction, else 16 (SSE2 on x86-64,
- * two words elsewhere). */
-_Static_assert(sizeof(sg_fp_key) == 9 * 16 && _Alignof(sg_fp_key) >= 16,
-               "keys are compared as 9 aligned 16-byte chunks");
-#define SG_X16_(i) (p[i] ^ q[i])
-
-static const sg_fp_node *node_scan_16(const sg_fp_node *x, const sg_fp_node *y,
-                                      const sg_fp_node *end)
-{
-    for (; x < end; x++, y++) {
-        uint32_t len = x->len;
-        if (x->k.state != SG_FP_OK || len != y->len) break;
-        const sg_v16 *p = (const sg_v16 *)(const void *)&x->k,
-                     *q = (const sg_v16 *)(const void *)&y->k;
-        sg_v16 d = SG_X16_(0) | SG_X16_(1) | SG_X16_(2) | SG_X16_(3) | SG_X16_(4) | SG_X16_(5) |
-                   SG_X16_(6) | SG_X16_(7) | SG_X16_(8);
-        if (len) {
-            p = __builtin_assume_aligned(x->pay, 16);
-            q = __builtin_assume_aligned(y->pay, 16);
-            d |= SG_X16_(0) | SG_X16_(1);
-            for (uint32_t i = 2; i < SG_FP_PAD32(len) / 16; i++) d |= SG_X16_(i);
-        }
-        if (!v16_zero(d)) break;
+    if (i < ne && sg_fp_map_build(&s->map, nodes, n)) return -1;
+    for (; i < ne; i++) {
+        long a = sg_fp_map_find(&s->map, from[i]), b = sg_fp_map_find(&s->map, to[i]);
+        if (a < 0 || b < 0) return -1;
+        oe[i].from = (uint32_t)a;
+        oe[i].to = (uint32_t)b;
+        memcpy(oe[i].data, &s->edata[i], sizeof oe[i].data);
     }
-    return x;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define SG_X32_(a, b) _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(a)), \
-                                       _mm256_loadu_si256((const __m256i *)(const void *)(b)))
-/* The bytes of x and y that differ, OR-ed into *d; 0 if x is not
- * SG_FP_OK or the lengths differ (then *d is not set). */
-__attribute__((target("avx2"), always_inline))
-static inline int node_diff_32(const sg_fp_node *x, const sg_fp_node *y, __m256i *dout)
-{
-    uint32_t len = x->len;
-    if ((x->k.state | (len ^ y->len)) != 0) return 0;   /* not SG_FP_OK, or other lengths */
-    const unsigned char *p = (const unsigned char *)&x->k, *q = (const unsigned char *)&y->k;
-    /* 144 bytes: 0, 32, 64, 96 and 112 (overlapping) */
-    __m256i d = _mm256_or_si256(_mm256_or_si256(SG_X32_(p, q), SG_X32_(p + 32, q + 32)),
-                                _mm256_or_si256(SG_X32_(p + 64, q + 64), SG_X32_(p + 96, q + 96)));
-    d = _mm256_or_si256(d, SG_X32_(p + 112, q + 112));
-    p = x->pay;
-    q = y->pay;
-    if (__builtin_expect(len - 1u < 32u, 1)) {         /* 1 to 32 bytes: one chunk */
-        d = _mm256_or_si256(d, SG_X32_(p, q));
-    } else if (len) {
-        for (uint32_t i = 0; i < len; i += 32) d = _mm256_or_si256(d, SG_X32_(p + i, q + i));
-    }
-    *dout = d;
-    return 1;
-}
-
-__attribute__((target("avx2")))
-static const sg_fp_node *node_scan_32(const sg_fp_node *x, const sg_fp_node *y,
-                                      const sg_fp_node *end)
-{
-    /* two nodes per test; on a difference the loop below finds which */
-    for (; end - x >= 2; x += 2, y += 2) {
-        __m256i d0, d1;
-        if (!node_diff_32(x, y, &d0) || !node_diff_32(x + 1, y + 1, &d1)) break;
-        d0 = _mm256_or_si256(d0, d1);
-        if (!_mm256_testz_si256(d0, d0)) break;
-    }
-    for (; x < end; x++, y++) {
-        __m256i d;
-        if (!node_diff_32(x, y, &d) || !_mm256_testz_si256(d, d)) break;
-    }
-    return x;
-}
-
-/* 1 if the CPU has AVX2, 0 if not, -1 before the first call. */
-static int have_avx2 = -1;
-
-static const sg_fp_node *node_scan(const sg_fp_node *x, const sg_fp_node *y,
-                                   const sg_fp_node *end)
-{
-    int h = __atomic_load_n(&have_avx2, __ATOMIC_RELAXED);
-    if (__builtin_expect(h < 0, 0)) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx2") ? 1 : 0;
-        __atomic_store_n(&have_avx2, h, __ATOMIC_RELAXED);
-    }
-    return h ? node_scan_32(x, y, end) : node_scan_16(x, y, end);
-}
-
-int sg_fp_scan_width(int force)
-{
-    int h = __atomic_load_n(&have_avx2, __ATOMIC_RELAXED);
-    if (h < 0 || force == 32) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
-    if (force == 16) h = 0;
-    if (force) __atomic_store_n(&have_avx2, h, __ATOMIC_RELAXED);
-    return h ? 32 : 16;
-}
-#else
-#define node_scan node_scan_16
-int sg_fp_scan_width(int force)
-{
-    (void)force;
-    return 16;
-}
-#endif
-
-/* Whether v is an address inside a live allocation: one the library placed
- * (sg_mem_find) or one the driver knows (its allocation range). */
-static int is_device_ptr(uint64_t v)
-{
-    sg_alloc_info ai;
-    CUdeviceptr start;
-    if (!v) return 0;
-    if (sg_mem_find((CUdeviceptr)v, &ai)) return 1;
-    return sg_drv.cuPointerGetAttribute &&
-           SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                          (CUdeviceptr)v) == CUDA_SUCCESS;
-}
-
-/* Why two argument blocks of the same layout differ: scalar_changed unless
- * every differing byte lies in an 8-byte word (aligned to its argument's
- * start) whose new value is a device address. Old values are not checked:
- * the program may have freed them already. */
-static int args_reason(const sg_fp_node *old, const sg_fp_node *nw)
-{
-    const sg_fp_pinfo *pi = nw->pi;
-    if (!pi || old->len != nw->len) return SG_REASON_SCALAR_CHANGED;
-    for (uint32_t i = 0; i < pi->n; i++) {
-        const unsigned char *a = old->pay + pi->arg[i].off, *b = nw->pay + pi->arg[i].off;
-        uint32_t size = pi->arg[i].size, w;
-        if (!memcmp(a, b, size)) continue;
-        for (w = 0; w + 8 <= size; w += 8) {
-            uint64_t va, vb;
-            memcpy(&va, a + w, 8);
-            memcpy(&vb, b + w, 8);
-            if (va != vb && !is_device_ptr(vb)) return SG_REASON_SCALAR_CHANGED;
-        }
-        if (w < size && memcmp(a + w, b + w, size - w)) return SG_REASON_SCALAR_CHANGED;
-    }
-    if (pi->gaps && !sg_bytes_eq(old->pay, nw->pay, nw->len)) {
-        /* only reachable if overlapping arguments hid a difference: be conservative */
-        for (uint32_t i = 0; i < pi->n; i++)
-            if (memcmp(old->pay + pi->arg[i].off, nw->pay + pi->arg[i].off, pi->arg[i].size))
-                return SG_REASON_POINTER_CHANGED;
-        return SG_REASON_SCALAR_CHANGED;
-    }
-    return SG_REASON_POINTER_CHANGED;
-}
-
-int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_only)
-{
-    const sg_fp_key *a = &old->k, *b = &nw->k;
-    if (a->type != b->type) return SG_REASON_TOPOLOGY;
-    if (a->state == SG_FP_UNSUPPORTED || b->state == SG_FP_UNSUPPORTED)
-        return SG_REASON_UNSUPPORTED_NODE;
-    if (a->state != SG_FP_OK || b->state != SG_FP_OK) return SG_REASON_NOT_COMPARABLE;
-    int payload_reason;
-    switch (a->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL:
-        if (a->func != b->func || a->kern != b->kern || a->ctx != b->ctx)
-            return SG_REASON_FUNCTION_CHANGED;
-        if (memcmp(a->grid, b->grid, sizeof a->grid) || memcmp(a->block, b->block, sizeof a->block) ||
-            a->shmem != b->shmem)
-            return SG_REASON_DIMS_CHANGED;
-        if (!params_only && (a->attr_mask != b->attr_mask || memcmp(a->attrs, b->attrs, sizeof a->attrs)))
-            return SG_REASON_ATTRIBUTES_CHANGED;
-        if (old->len == nw->len && sg_bytes_eq(old->pay, nw->pay, nw->len)) return -1;
-        return args_reason(old, nw);
-    case CU_GRAPH_NODE_TYPE_MEMCPY:
-        payload_reason = SG_REASON_MEMCPY_CHANGED;
-        break;
-    case CU_GRAPH_NODE_TYPE_MEMSET:
-        payload_reason = SG_REASON_MEMSET_CHANGED;
-        break;
-    default:
-        return -1;   /* empty */
-    }
-    if (a->ctx != b->ctx || old->len != nw->len || !sg_bytes_eq(old->pay, nw->pay, nw->len))
-        return payload_reason;
-    return -1;
-}
-
-int sg_fp_compare(const sg_fp *a, const sg_fp *b)
-{
-    if (a->n != b->n || a->nedges != b->nedges ||
-        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
-        return SG_REASON_TOPOLOGY;
-    int worst = -1;
-    const sg_fp_node *x = a->nodes, *y = b->nodes, *end = x + a->n;
-    for (; x < end; x++, y++) {
-        /* skip the nodes equal byte for byte: the same exec state */
-        const sg_fp_node *z = node_scan(x, y, end);
-        y += z - x;
-        x = z;
-        if (x == end) break;
-        int r = sg_fp_node_compare(x, y, 0);
-        if (reason_rank(r) > reason_rank(worst)) worst = r;
-        if (worst == SG_REASON_TOPOLOGY) break;
-    }
-    return worst;
-}
-
-/* ------------------------------------------------------------ ownership */
-
-int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src)
-{
-    if (pay_reserve(dst, src->len)) return -1;
-    if (src->len) memcpy(dst->pay, src->pay, SG_FP_PAD32(src->len));   /* the padding too */
-    dst->k = src->k;
-    dst->len = src->len;
-    dst->pi = src->pi;
+    fp->nedges = ne;
     return 0;
 }
 
-void sg_fp_swap(sg_fp *a, sg_fp *b)
+int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
 {
-    sg_fp t = *a;
-    *a = *b;
-    *b = t;
-}
-
-void sg_fp_node_free(sg_fp_node *n)
-{
-    free(n->pay);
-    memset(n, 0, sizeof *n);
-}
-
-void sg_fp_free(sg_fp *fp)
-{
-    for (size_t i = 0; i < fp->nodes_cap; i++) free(fp->nodes[i].pay);
-    free(fp->nodes);
-    free(fp->edges);
-    memset(fp, 0, sizeof *fp);
-}
-
-void sg_fp_scratch_free(sg_fp_scratch *s)
-{
-    free(s->nodes);
-    free(s->from);
-    free(s->to);
-    free(s->edata);
-    sg_fp_map_free(&s->map);
-    memset(s, 0, sizeof *s);
-}
-
-/* ------------------------------------------------------------ node map */
-
-static size_t map_slot(const sg_fp_map *m, CUgraphNode node)
-{
-    uint64_t h = (uint64_t)(uintptr_t)node * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 32) & (m->cap - 1);
-}
-
-int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n)
-{
-    size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    if (cap != m->cap) {
-        CUgraphNode *k = realloc(m->keys, cap * sizeof *k);
-        if (k) m->keys = k;
-        uint32_t *v = realloc(m->vals, cap * sizeof *v);
-        if (v) m->vals = v;
-        if (!k || !v) { sg_fp_map_free(m); return -1; }
-        m->cap = cap;
-    }
-    memset(m->keys, 0, cap * sizeof *m->keys);
-    for (size_t i = 0; i < n; i++) {
-        size_t j = map_slot(m, nodes[i]);
-        while (m->keys[j] && m->keys[j] != nodes[i]) j = (j + 1) & (cap - 1);
-        m->keys[j] = nodes[i];
-        m->vals[j] = (uint32_t)i;
-    }
-    return 0;
-}
-
-long sg_fp_map_find(const sg_fp_map *m, CUgraphNode node)
-{
-    if (!m->cap || !node) return -1;
-    for (size_t j = map_slot(m, node);; j = (j + 1) & (m->cap - 1)) {
-        if (m->keys[j] == node) return (long)m->vals[j];
-        if (!m->keys[j]) return -1;
-    }
-}
-
-void sg_fp_map_free(sg_fp_map *m)
-{
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
+    size_t n = 0, n2;
+    fp->epoch = sg_fp_epoch();
+    if (hint && hint->epoch != fp->epoch) hint = NULL;   /* its layouts may be of unloaded functions */
+    fp->n = fp->nedges = 0;
+    fp->unsupported = 0;
+    if (!sg_drv.cuGraphGetNodes || !sg_drv.cuGraphNodeGetType || !sg_drv.cuGraphGetEdges_v2 ||
+        SG_DRIVER_CALL(cuGraphGetNodes, g, NULL, &n) != CUDA_SUCCESS || n > UINT32_MAX)
+        return -1;
+    if (grow((void **)&s->nodes, &s->nodes_cap, n, sizeof *s->nodes) ||
+        grow((void **)&fp->nodes, &fp->nodes_cap, n, sizeof *fp->nodes))
+        return -1;
+    n2 = n;
+    if (n && (SG_DRIVER_CALL(cuGraphGetNodes, g, s->nodes, &n2) != CUDA_SUCCESS || n2 != n))
+        return -1;
+    return build_nodes(fp, s, n, hint) == 0 && build_edges(fp, g, s, n, hint) == 0 ? 0 : -1;
 }

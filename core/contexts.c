@@ -1,0 +1,183 @@
+/*
+ * core/contexts.c: context records and the ordered teardown (contexts.h).
+ */
+#include "contexts.h"
+
+#include "driver.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+#define SG_CTX_MAX_DEVICES 64
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static sg_ctx *table;                              /* live records */
+static CUcontext primary[SG_CTX_MAX_DEVICES];      /* a device's primary context, once retained */
+static void (*teardown_fn[SG_CTX_PARTS])(sg_ctx *c);
+
+static sg_ctx *find_locked(CUcontext ctx)
+{
+    sg_ctx *c = table;
+    while (c && c->ctx != ctx) c = c->next;
+    return c;
+}
+
+sg_ctx *sg_ctx_find(CUcontext ctx)
+{
+    if (!ctx) return NULL;
+    pthread_mutex_lock(&table_lock);
+    sg_ctx *c = find_locked(ctx);
+    if (c) __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&table_lock);
+    return c;
+}
+
+sg_ctx *sg_ctx_get(CUcontext ctx)
+{
+    if (!ctx) return NULL;
+    pthread_mutex_lock(&table_lock);
+    sg_ctx *c = find_locked(ctx);
+    if (!c && (c = calloc(1, sizeof *c))) {
+        c->ctx = ctx;
+        c->refs = 1;                /* the table's */
+        pthread_mutex_init(&c->lock, NULL);
+        c->next = table;
+        table = c;
+    }
+    if (c) __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&table_lock);
+    return c;
+}
+
+void sg_ctx_put(sg_ctx *c)
+{
+    if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+int sg_ctx_vmm_locked(sg_ctx *c)
+{
+    if (c->vmm_state == 0) {
+        const char *why = NULL;
+        c->vmm_state = sg_vmm_dev_setup(c->ctx, &c->vmm, &why) == 0 ? 1 : -1;
+        if (c->vmm_state < 0)
+            SG_WARN_ONCE("context %p: %s: its allocations go to the driver unchanged (no stable "
+                         "addresses for temporaries)", (void *)c->ctx, why);
+    }
+    return c->vmm_state == 1 && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE);
+}
+
+void sg_ctx_on_teardown(sg_ctx_part part, void (*fn)(sg_ctx *c)) { teardown_fn[part] = fn; }
+
+void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u)
+{
+    size_t n = 0, cap = 0;
+    sg_ctx **v = NULL;
+    pthread_mutex_lock(&table_lock);
+    for (sg_ctx *c = table; c; c = c->next) {
+        if (sg_grow((void **)&v, &cap, n + 1, sizeof *v) != 0) break;
+        __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+        v[n++] = c;
+    }
+    pthread_mutex_unlock(&table_lock);
+    for (size_t i = 0; i < n; i++) {
+        fn(v[i], u);
+        sg_ctx_put(v[i]);
+    }
+    free(v);
+}
+
+void sg_ctx_teardown(CUcontext ctx)
+{
+    if (!ctx) return;
+    pthread_mutex_lock(&table_lock);
+    sg_ctx **pp = &table;
+    while (*pp && (*pp)->ctx != ctx) pp = &(*pp)->next;
+    sg_ctx *c = *pp;
+    if (c) *pp = c->next;          /* the table's reference now belongs to us */
+    for (int d = 0; d < SG_CTX_MAX_DEVICES; d++)
+        if (primary[d] == ctx) primary[d] = NULL;
+    pthread_mutex_unlock(&table_lock);
+    if (!c) {
+        /* no record, but graph records may still name the context */
+        if (teardown_fn[SG_CTX_PART_GRAPHS]) {
+            sg_ctx tmp = { .ctx = ctx, .dead = 1 };
+            teardown_fn[SG_CTX_PART_GRAPHS](&tmp);
+        }
+        return;
+    }
+    __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE);
+    for (int p = 0; p < SG_CTX_PARTS; p++)
+        if (teardown_fn[p]) teardown_fn[p](c);
+    sg_ctx_put(c);
+}
+
+static CUresult primary_retain(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    CUdevice d = c->u.primary.dev;
+    if (rc == CUDA_SUCCESS && c->u.primary.out && d >= 0 && d < SG_CTX_MAX_DEVICES) {
+        pthread_mutex_lock(&table_lock);
+        primary[d] = *c->u.primary.out;
+        pthread_mutex_unlock(&table_lock);
+    }
+    return rc;
+}
+
+/* After cuDevicePrimaryCtxRelease / Reset: the primary context is gone if
+ * the driver now says it is inactive. */
+static CUresult primary_drop(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    CUdevice d = c->u.primary.dev;
+    if (rc != CUDA_SUCCESS || d < 0 || d >= SG_CTX_MAX_DEVICES) return rc;
+    unsigned flags;
+    int active = 1;
+    if (!sg_drv.cuDevicePrimaryCtxGetState ||
+        SG_DRIVER_CALL(cuDevicePrimaryCtxGetState, d, &flags, &active) != CUDA_SUCCESS || active)
+        return rc;
+    pthread_mutex_lock(&table_lock);
+    CUcontext ctx = primary[d];
+    pthread_mutex_unlock(&table_lock);
+    sg_ctx_teardown(ctx);
+    return rc;
+}
+
+CUresult sg_ctx_call(const sg_call *c)
+{
+    CUresult rc;
+    switch (c->kind) {
+    case SG_CALL_CTX_DESTROY:
+        rc = c->forward(c->args);
+        if (rc == CUDA_SUCCESS) sg_ctx_teardown(c->u.ctx.ctx);
+        return rc;
+    case SG_CALL_PRIMARY_RETAIN:
+        return primary_retain(c);
+    case SG_CALL_PRIMARY_DROP:
+        return primary_drop(c);
+    default:
+        return c->forward(c->args);
+    }
+}
+
+void sg_ctx_atfork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&table_lock);
+    else pthread_mutex_unlock(&table_lock);
+}
+
+void sg_ctx_reset(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&table_lock);
+        CUcontext ctx = table ? table->ctx : NULL;
+        pthread_mutex_unlock(&table_lock);
+        if (!ctx) break;
+        sg_ctx_teardown(ctx);
+    }
+    pthread_mutex_lock(&table_lock);
+    for (int d = 0; d < SG_CTX_MAX_DEVICES; d++) primary[d] = NULL;
+    pthread_mutex_unlock(&table_lock);
+}

@@ -1,0 +1,81 @@
+/*
+ * core/contexts.h: the one owner of context life cycle.
+ *
+ * A context record holds what core/ keeps per CUDA context: the device's VMM
+ * set-up (made once, on first use) and one pointer per part of core/ that
+ * keeps per-context state (memory.c's arena, slots.c's reservations). Records
+ * are made on first use (sg_ctx_get) and reference counted: a thread that got
+ * one may use it after the context is gone (the record is then dead and its
+ * parts are gone); the last reference frees it.
+ *
+ * Teardown: when a context is destroyed (cuCtxDestroy succeeded) or a
+ * device's primary context becomes inactive (after cuDevicePrimaryCtxRelease
+ * or cuDevicePrimaryCtxReset, per cuDevicePrimaryCtxGetState), every part is
+ * told, in this one order:
+ *     1. SG_CTX_PART_SLOTS   slots.c unmaps and frees its slot reservations;
+ *     2. SG_CTX_PART_GRAPHS  graphs.c drops the records of the context's execs
+ *                            (the driver destroyed them) and their variants;
+ *     3. SG_CTX_PART_ARENA   memory.c unmaps, releases and forgets the arena.
+ * A part's teardown makes no call on the dead context's objects: its events,
+ * streams and execs went with it (their handles may already be reused by the
+ * driver); only VMM memory, which outlives contexts, is unmapped and released.
+ * No lock of this module is held while a part tears down.
+ *
+ * Thread safety: table_lock guards the table of live records and the
+ * primary-context table; rec->lock guards a record's VMM set-up and part
+ * pointers; refs is atomic. Lock order: table_lock, then a record's lock;
+ * neither is held across a driver call that can wait on the device.
+ */
+#ifndef SG_CONTEXTS_H
+#define SG_CONTEXTS_H
+
+#include <cuda.h>
+#include <pthread.h>
+
+#include "call.h"
+#include "vmm.h"
+
+typedef enum { SG_CTX_PART_SLOTS, SG_CTX_PART_GRAPHS, SG_CTX_PART_ARENA, SG_CTX_PARTS } sg_ctx_part;
+
+typedef struct sg_ctx {
+    CUcontext ctx;
+    int refs;                    /* atomic */
+    int dead;                    /* atomic: torn down */
+    pthread_mutex_t lock;        /* guards what follows */
+    int vmm_state;               /* 0 not set up, 1 usable, -1 no VMM (forward everything) */
+    sg_vmm_dev vmm;              /* when vmm_state == 1 */
+    void *part[SG_CTX_PARTS];    /* owned by the parts */
+    struct sg_ctx *next;         /* table (table_lock) */
+} sg_ctx;
+
+/* The record of ctx, made if missing, with a reference for the caller; NULL
+ * if ctx is NULL or memory ran out. */
+sg_ctx *sg_ctx_get(CUcontext ctx);
+/* The record of ctx with a reference, or NULL if there is none. */
+sg_ctx *sg_ctx_find(CUcontext ctx);
+void sg_ctx_put(sg_ctx *c);
+
+/* Sets up c's VMM facts once (c->lock held by the caller). Returns 1 if VMM
+ * is usable, else 0 (logged once with the reason). */
+int sg_ctx_vmm_locked(sg_ctx *c);
+
+/* Registers the teardown of one part (at start-up, before any hook). */
+void sg_ctx_on_teardown(sg_ctx_part part, void (*fn)(sg_ctx *c));
+
+/* Calls fn(c, u) for every live record (each held by a reference, no lock
+ * held during the call). */
+void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u);
+
+/* Handles CTX_DESTROY, PRIMARY_RETAIN and PRIMARY_DROP. */
+CUresult sg_ctx_call(const sg_call *c);
+
+/* Tears ctx down as if the driver had destroyed it (tests). */
+void sg_ctx_teardown(CUcontext ctx);
+
+/* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */
+void sg_ctx_atfork(int phase);
+
+/* Forgets every record and the teardown functions (unit tests). */
+void sg_ctx_reset(void);
+
+#endif /* SG_CONTEXTS_H */

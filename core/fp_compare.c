@@ -1,0 +1,344 @@
+/*
+ * core/fp_compare.c: comparison of descriptions, their ownership (copy,
+ * swap, free) and the node-handle map (fingerprint.h).
+ *
+ * sg_fp_compare skips equal nodes with a chunked comparison (node_scan, AVX2
+ * where the CPU has it); the reason is only worked out when something
+ * differs. Nothing here logs.
+ */
+#include "fp_internal.h"
+
+#include "driver.h"
+#include "memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ comparison */
+
+static int reason_rank(int r)
+{
+    switch (r) {
+    case SG_REASON_TOPOLOGY: return 10;
+    case SG_REASON_UNSUPPORTED_NODE: return 9;
+    case SG_REASON_NOT_COMPARABLE: return 8;
+    case SG_REASON_FUNCTION_CHANGED: return 7;
+    case SG_REASON_DIMS_CHANGED: return 6;
+    case SG_REASON_ATTRIBUTES_CHANGED: return 5;
+    case SG_REASON_MEMCPY_CHANGED:
+    case SG_REASON_MEMSET_CHANGED: return 4;
+    case SG_REASON_SCALAR_CHANGED: return 3;
+    case SG_REASON_POINTER_CHANGED: return 2;
+    default: return r < 0 ? 0 : 1;
+    }
+}
+
+/* The fast comparison: node_scan returns the first node of [x, end) that
+ * does not equal its partner in y byte for byte (state SG_FP_OK, equal keys,
+ * lengths and payloads, padding included: see SG_FP_PAD32), or end. Keys
+ * are 16-byte aligned (fingerprint.h) and payload buffers come from malloc
+ * (aligned for any fundamental type: 16 on x86-64). With AVX2 (checked at
+ * run time) 32 bytes are compared per instruction, else 16 (SSE2 on x86-64,
+ * two words elsewhere). */
+_Static_assert(sizeof(sg_fp_key) == 9 * 16 && _Alignof(sg_fp_key) >= 16,
+               "keys are compared as 9 aligned 16-byte chunks");
+#define SG_X16_(i) (p[i] ^ q[i])
+
+static const sg_fp_node *node_scan_16(const sg_fp_node *x, const sg_fp_node *y,
+                                      const sg_fp_node *end)
+{
+    for (; x < end; x++, y++) {
+        uint32_t len = x->len;
+        if (x->k.state != SG_FP_OK || len != y->len) break;
+        const sg_v16 *p = (const sg_v16 *)(const void *)&x->k,
+                     *q = (const sg_v16 *)(const void *)&y->k;
+        sg_v16 d = SG_X16_(0) | SG_X16_(1) | SG_X16_(2) | SG_X16_(3) | SG_X16_(4) | SG_X16_(5) |
+                   SG_X16_(6) | SG_X16_(7) | SG_X16_(8);
+        if (len) {
+            p = __builtin_assume_aligned(x->pay, 16);
+            q = __builtin_assume_aligned(y->pay, 16);
+            d |= SG_X16_(0) | SG_X16_(1);
+            for (uint32_t i = 2; i < SG_FP_PAD32(len) / 16; i++) d |= SG_X16_(i);
+        }
+        if (!v16_zero(d)) break;
+    }
+    return x;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SG_X32_(a, b) _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(a)), \
+                                       _mm256_loadu_si256((const __m256i *)(const void *)(b)))
+/* The bytes of x and y that differ, OR-ed into *d; 0 if x is not
+ * SG_FP_OK or the lengths differ (then *d is not set). */
+__attribute__((target("avx2"), always_inline))
+static inline int node_diff_32(const sg_fp_node *x, const sg_fp_node *y, __m256i *dout)
+{
+    uint32_t len = x->len;
+    if ((x->k.state | (len ^ y->len)) != 0) return 0;   /* not SG_FP_OK, or other lengths */
+    const unsigned char *p = (const unsigned char *)&x->k, *q = (const unsigned char *)&y->k;
+    /* 144 bytes: 0, 32, 64, 96 and 112 (overlapping) */
+    __m256i d = _mm256_or_si256(_mm256_or_si256(SG_X32_(p, q), SG_X32_(p + 32, q + 32)),
+                                _mm256_or_si256(SG_X32_(p + 64, q + 64), SG_X32_(p + 96, q + 96)));
+    d = _mm256_or_si256(d, SG_X32_(p + 112, q + 112));
+    p = x->pay;
+    q = y->pay;
+    if (__builtin_expect(len - 1u < 32u, 1)) {         /* 1 to 32 bytes: one chunk */
+        d = _mm256_or_si256(d, SG_X32_(p, q));
+    } else if (len) {
+        for (uint32_t i = 0; i < len; i += 32) d = _mm256_or_si256(d, SG_X32_(p + i, q + i));
+    }
+    *dout = d;
+    return 1;
+}
+
+__attribute__((target("avx2")))
+static const sg_fp_node *node_scan_32(const sg_fp_node *x, const sg_fp_node *y,
+                                      const sg_fp_node *end)
+{
+    /* two nodes per test; on a difference the loop below finds which */
+    for (; end - x >= 2; x += 2, y += 2) {
+        __m256i d0, d1;
+        if (!node_diff_32(x, y, &d0) || !node_diff_32(x + 1, y + 1, &d1)) break;
+        d0 = _mm256_or_si256(d0, d1);
+        if (!_mm256_testz_si256(d0, d0)) break;
+    }
+    for (; x < end; x++, y++) {
+        __m256i d;
+        if (!node_diff_32(x, y, &d) || !_mm256_testz_si256(d, d)) break;
+    }
+    return x;
+}
+
+/* 1 if the CPU has AVX2, 0 if not, -1 before the first call. */
+static int have_avx2 = -1;
+
+static const sg_fp_node *node_scan(const sg_fp_node *x, const sg_fp_node *y,
+                                   const sg_fp_node *end)
+{
+    int h = __atomic_load_n(&have_avx2, __ATOMIC_RELAXED);
+    if (__builtin_expect(h < 0, 0)) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&have_avx2, h, __ATOMIC_RELAXED);
+    }
+    return h ? node_scan_32(x, y, end) : node_scan_16(x, y, end);
+}
+
+int sg_fp_scan_width(int force)
+{
+    int h = __atomic_load_n(&have_avx2, __ATOMIC_RELAXED);
+    if (h < 0 || force == 32) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    if (force == 16) h = 0;
+    if (force) __atomic_store_n(&have_avx2, h, __ATOMIC_RELAXED);
+    return h ? 32 : 16;
+}
+#else
+#define node_scan node_scan_16
+int sg_fp_scan_width(int force)
+{
+    (void)force;
+    return 16;
+}
+#endif
+
+/* Whether v is an address inside a live allocation: one the library placed
+ * (sg_mem_find) or one the driver knows (its allocation range). */
+static int is_device_ptr(uint64_t v)
+{
+    sg_alloc_info ai;
+    CUdeviceptr start;
+    if (!v) return 0;
+    if (sg_mem_find((CUdeviceptr)v, &ai)) return 1;
+    return sg_drv.cuPointerGetAttribute &&
+           SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                          (CUdeviceptr)v) == CUDA_SUCCESS;
+}
+
+/* Why two argument blocks of the same layout differ: scalar_changed unless
+ * every differing byte lies in an 8-byte word (aligned to its argument's
+ * start) whose new value is a device address. Old values are not checked:
+ * the program may have freed them already. */
+static int args_reason(const sg_fp_node *old, const sg_fp_node *nw)
+{
+    const sg_fp_pinfo *pi = nw->pi;
+    if (!pi || old->len != nw->len) return SG_REASON_SCALAR_CHANGED;
+    for (uint32_t i = 0; i < pi->n; i++) {
+        const unsigned char *a = old->pay + pi->arg[i].off, *b = nw->pay + pi->arg[i].off;
+        uint32_t size = pi->arg[i].size, w;
+        if (!memcmp(a, b, size)) continue;
+        for (w = 0; w + 8 <= size; w += 8) {
+            uint64_t va, vb;
+            memcpy(&va, a + w, 8);
+            memcpy(&vb, b + w, 8);
+            if (va != vb && !is_device_ptr(vb)) return SG_REASON_SCALAR_CHANGED;
+        }
+        if (w < size && memcmp(a + w, b + w, size - w)) return SG_REASON_SCALAR_CHANGED;
+    }
+    if (pi->gaps && !sg_bytes_eq(old->pay, nw->pay, nw->len)) {
+        /* only reachable if overlapping arguments hid a difference: be conservative */
+        for (uint32_t i = 0; i < pi->n; i++)
+            if (memcmp(old->pay + pi->arg[i].off, nw->pay + pi->arg[i].off, pi->arg[i].size))
+                return SG_REASON_POINTER_CHANGED;
+        return SG_REASON_SCALAR_CHANGED;
+    }
+    return SG_REASON_POINTER_CHANGED;
+}
+
+int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_only)
+{
+    const sg_fp_key *a = &old->k, *b = &nw->k;
+    if (a->type != b->type) return SG_REASON_TOPOLOGY;
+    if (a->state == SG_FP_UNSUPPORTED || b->state == SG_FP_UNSUPPORTED)
+        return SG_REASON_UNSUPPORTED_NODE;
+    if (a->state != SG_FP_OK || b->state != SG_FP_OK) return SG_REASON_NOT_COMPARABLE;
+    int payload_reason;
+    switch (a->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        if (a->func != b->func || a->kern != b->kern || a->ctx != b->ctx)
+            return SG_REASON_FUNCTION_CHANGED;
+        if (memcmp(a->grid, b->grid, sizeof a->grid) || memcmp(a->block, b->block, sizeof a->block) ||
+            a->shmem != b->shmem)
+            return SG_REASON_DIMS_CHANGED;
+        if (!params_only && (a->attr_mask != b->attr_mask || memcmp(a->attrs, b->attrs, sizeof a->attrs)))
+            return SG_REASON_ATTRIBUTES_CHANGED;
+        if (old->len == nw->len && sg_bytes_eq(old->pay, nw->pay, nw->len)) return -1;
+        return args_reason(old, nw);
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        payload_reason = SG_REASON_MEMCPY_CHANGED;
+        break;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        payload_reason = SG_REASON_MEMSET_CHANGED;
+        break;
+    default:
+        return -1;   /* empty */
+    }
+    if (a->ctx != b->ctx || old->len != nw->len || !sg_bytes_eq(old->pay, nw->pay, nw->len))
+        return payload_reason;
+    return -1;
+}
+
+int sg_fp_compare(const sg_fp *a, const sg_fp *b)
+{
+    if (a->n != b->n || a->nedges != b->nedges ||
+        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return SG_REASON_TOPOLOGY;
+    int worst = -1;
+    const sg_fp_node *x = a->nodes, *y = b->nodes, *end = x + a->n;
+    for (; x < end; x++, y++) {
+        /* skip the nodes equal byte for byte: the same exec state */
+        const sg_fp_node *z = node_scan(x, y, end);
+        y += z - x;
+        x = z;
+        if (x == end) break;
+        int r = sg_fp_node_compare(x, y, 0);
+        if (reason_rank(r) > reason_rank(worst)) worst = r;
+        if (worst == SG_REASON_TOPOLOGY) break;
+    }
+    return worst;
+}
+
+/* ------------------------------------------------------------ ownership */
+
+int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len)
+{
+    if (len <= n->cap) return 0;
+    uint32_t cap = n->cap ? n->cap : 64;
+    while (cap < len) cap *= 2;
+    unsigned char *p = realloc(n->pay, cap);
+    if (!p) return -1;
+    n->pay = p;
+    n->cap = cap;
+    return 0;
+}
+
+
+int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src)
+{
+    if (sg_fp_pay_reserve(dst, src->len)) return -1;
+    if (src->len) memcpy(dst->pay, src->pay, SG_FP_PAD32(src->len));   /* the padding too */
+    dst->k = src->k;
+    dst->len = src->len;
+    dst->pi = src->pi;
+    return 0;
+}
+
+void sg_fp_swap(sg_fp *a, sg_fp *b)
+{
+    sg_fp t = *a;
+    *a = *b;
+    *b = t;
+}
+
+void sg_fp_node_free(sg_fp_node *n)
+{
+    free(n->pay);
+    memset(n, 0, sizeof *n);
+}
+
+void sg_fp_free(sg_fp *fp)
+{
+    for (size_t i = 0; i < fp->nodes_cap; i++) free(fp->nodes[i].pay);
+    free(fp->nodes);
+    free(fp->edges);
+    memset(fp, 0, sizeof *fp);
+}
+
+void sg_fp_scratch_free(sg_fp_scratch *s)
+{
+    free(s->nodes);
+    free(s->from);
+    free(s->to);
+    free(s->edata);
+    sg_fp_map_free(&s->map);
+    memset(s, 0, sizeof *s);
+}
+
+/* ------------------------------------------------------------ node map */
+
+static size_t map_slot(const sg_fp_map *m, CUgraphNode node)
+{
+    uint64_t h = (uint64_t)(uintptr_t)node * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 32) & (m->cap - 1);
+}
+
+int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    if (cap != m->cap) {
+        CUgraphNode *k = realloc(m->keys, cap * sizeof *k);
+        if (k) m->keys = k;
+        uint32_t *v = realloc(m->vals, cap * sizeof *v);
+        if (v) m->vals = v;
+        if (!k || !v) { sg_fp_map_free(m); return -1; }
+        m->cap = cap;
+    }
+    memset(m->keys, 0, cap * sizeof *m->keys);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = map_slot(m, nodes[i]);
+        while (m->keys[j] && m->keys[j] != nodes[i]) j = (j + 1) & (cap - 1);
+        m->keys[j] = nodes[i];
+        m->vals[j] = (uint32_t)i;
+    }
+    return 0;
+}
+
+long sg_fp_map_find(const sg_fp_map *m, CUgraphNode node)
+{
+    if (!m->cap || !node) return -1;
+    for (size_t j = map_slot(m, node);; j = (j + 1) & (m->cap - 1)) {
+        if (m->keys[j] == node) return (long)m->vals[j];
+        if (!m->keys[j]) return -1;
+    }
+}
+
+void sg_fp_map_free(sg_fp_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}

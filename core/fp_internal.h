@@ -1,0 +1,67 @@
+/*
+ * core/fp_internal.h: what the three parts of the fingerprint code share
+ * (fp_pinfo.c: the parameter-layout cache; fp_build.c: descriptions built
+ * through the driver; fp_compare.c: comparison, ownership, node map).
+ * Not for the rest of core/: fingerprint.h is the interface.
+ */
+#ifndef SG_FP_INTERNAL_H
+#define SG_FP_INTERNAL_H
+
+#include "fingerprint.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Most parameters a kernel can have (CUDA allows 32764 bytes of them). */
+#define SG_FP_MAX_PARAMS 8192
+
+typedef struct sg_fp_parg {
+    uint32_t off, size;              /* one argument: offset and size in the canonical form */
+} sg_fp_parg;
+
+/* Parameter layout of one function (cached by fp_pinfo.c; immutable once
+ * made). */
+struct sg_fp_pinfo {
+    const void *h;                   /* CUfunction or CUkernel */
+    int ok;                          /* 0: no layout (the node is not comparable) */
+    int gaps;                        /* the layout has bytes no argument covers */
+    uint32_t dense_n;                /* min(n, 9) if n >= 1, argument i starts where i - 1 ends
+                                      * and the first at 0 (the canonical form is the arguments
+                                      * back to back, no gaps); else 0 */
+    uint32_t n, total;               /* arguments; bytes of the canonical form */
+    sg_fp_parg *arg;                 /* n of them, in the same allocation */
+    uint64_t *off64;                 /* n: arg[i].off as 64 bits (the dense check) */
+};
+
+
+/* The layout of h (a CUfunction, or a CUkernel when is_kern) from the cache,
+ * probed on a miss. &sg_fp_pinfo_none if the driver cannot tell, NULL if out
+ * of memory. The entry stays valid until the cache epoch changes and no
+ * thread is inside sg_fp_cache_enter / leave. */
+const sg_fp_pinfo *sg_fp_pinfo_get(int is_kern, const void *h);
+extern const sg_fp_pinfo sg_fp_pinfo_none;
+
+/* 16 bytes moved or compared without a call (GCC vector extension: SSE2 on
+ * x86-64, two words elsewhere). may_alias: used on keys and byte buffers. */
+typedef uint64_t sg_v16 __attribute__((vector_size(16), may_alias));
+static inline sg_v16 ld16(const unsigned char *p)
+{
+    sg_v16 v;
+    memcpy(&v, p, 16);
+    return v;
+}
+static inline void st16(unsigned char *p, sg_v16 v) { memcpy(p, &v, 16); }
+static inline int v16_zero(sg_v16 v) { return (v[0] | v[1]) == 0; }
+
+/* Payload padding: a payload of len bytes is followed by zero bytes up to
+ * the next multiple of 32 (SG_FP_PAD32), so that two payloads are compared in
+ * 16- or 32-byte chunks (node_scan) with no tail. Every writer here keeps
+ * it; a payload whose padding is not zero only loses the fast comparison
+ * (the exact one over len bytes decides then). */
+#define SG_FP_PAD32(len) (((len) + 31u) & ~31u)
+
+/* Makes room for `len` payload bytes. Returns 0, or -1 if out of memory.
+ * Capacities are 64 << k, so SG_FP_PAD32(len) <= cap always holds. */
+int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len);
+
+#endif /* SG_FP_INTERNAL_H */

@@ -1,0 +1,77 @@
+/*
+ * core/graph_internal.h: what the three graph files share: graph_records.c
+ * (the record table and each record's life), graphs.c (instantiation,
+ * launches, notifications, the router's entry) and graph_update.c (the
+ * update decisions). Not for the rest of core/: graphs.h is the interface.
+ * Locks: graph_records.c's header.
+ */
+#ifndef SG_GRAPH_INTERNAL_H
+#define SG_GRAPH_INTERNAL_H
+
+#include "graphs.h"
+
+#include <pthread.h>
+
+/* uthash reports a failed add here (graph_records.c, its table lock held). */
+extern int sg_graph_table_oom;
+#define uthash_nonfatal_oom(elt) (sg_graph_table_oom = 1)
+#include "hash.h"
+
+typedef enum { REC_CURRENT, REC_STALE } rec_state;
+
+typedef struct sg_grec {
+    CUgraphExec exec;            /* key (table_lock) */
+    UT_hash_handle hh;           /* table_lock */
+    int refs;                    /* atomic (see Locks above) */
+    pthread_mutex_t lock;        /* guards the fields below */
+    CUcontext ctx;
+    rec_state state;
+    sg_reason stale_reason;
+    int unsupported;             /* sticky */
+    int fixed;                   /* sticky */
+    int logged;                  /* the unsupported line was logged */
+    sg_fp fp;                    /* what the program asked the exec to hold (state current) */
+    sg_fp next;                  /* the candidate of an update (buffers reused) */
+    sg_fp_scratch scratch;
+    CUgraph graph;               /* the graph it was instantiated from (map valid while set) */
+    sg_fp_map map;               /* its node handles -> indices */
+    CUgraphNode *nodes;          /* its node handles in fp order (NULL: none) */
+    size_t nnodes;
+    sg_fp_node node;             /* the candidate of a per-node update */
+    void *pol;                   /* the observer's state, NULL if none */
+    struct sg_exec *stat;        /* the exec's counters (stats.c) */
+} sg_grec;
+
+extern sg_caps sg_graph_caps;
+extern const sg_exec_observer *sg_graph_obs;
+
+/* The record of exec with a reference for the caller; made (stale) if
+ * unknown and make is set; NULL if none or out of memory. */
+sg_grec *sg_grec_get(CUgraphExec exec, int make);
+void sg_grec_put(sg_grec *r);
+/* The view the observer gets (r->lock held). */
+sg_exec_view sg_grec_view(const sg_grec *r);
+void sg_grec_make_stale(sg_grec *r, sg_reason why);
+/* Marks r unsupported if its fingerprint or the exec's flags say so, and
+ * logs it once (r->lock held). */
+void sg_grec_check_supported(sg_grec *r);
+
+/* Calls fn on every record, each locked in turn and referenced (the table
+ * lock is not held during fn). */
+void sg_grec_foreach(void (*fn)(sg_grec *r, void *u), void *u);
+/* A fresh record for exec (replacing any; stale: untracked_exec), with a
+ * reference for the caller; NULL if out of memory. */
+sg_grec *sg_grec_add(CUgraphExec exec);
+/* Removes exec's record from the table, if any. */
+void sg_grec_remove(CUgraphExec exec);
+/* Takes every record of ctx out of the table: a malloc'd array (*n records,
+ * the table's references move to the caller). */
+sg_grec **sg_grec_take_ctx(CUcontext ctx, size_t *n);
+void sg_grec_atfork(int phase);
+void sg_grec_reset(void);
+
+/* UPDATE_GRAPH and UPDATE_NODE calls (graph_update.c). */
+CUresult sg_graph_update(const sg_call *c);
+CUresult sg_graph_update_node(const sg_call *c);
+
+#endif /* SG_GRAPH_INTERNAL_H */

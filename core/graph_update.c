@@ -1,0 +1,291 @@
+/*
+ * core/graph_update.c: the update decisions of the exec records (graphs.h):
+ * for a whole-graph update (cuGraphExecUpdate either version) or a per-node
+ * one (the exec setters of kernel, memcpy and memset nodes, and
+ * cuGraphExecNodeSetParams), whether it would leave the exec as it is
+ * (answered here under skip_identical), whether the observer accepts it
+ * without the driver, or else forwarded with its reason; and the driver's
+ * range checks of memset / memcpy nodes over placed memory. Runs with the
+ * record's lock held (graphs.c's header).
+ */
+#include "graph_internal.h"
+
+#include "driver.h"
+#include "memory.h"
+#include "util.h"
+#include "vmm.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------ accounting */
+
+static CUgraphExec exec_of(const sg_call *c)
+{
+    return c->kind == SG_CALL_UPDATE_NODE ? c->u.node_update.exec : c->u.update.exec;
+}
+
+/* Forwards an update; the record takes the new state on success and the
+ * observer hears of it. node: the index of a per-node update's node (-1 if
+ * the record does not know it); built: the new state is described (r->next
+ * for a whole graph, r->node for a node). */
+static CUresult forward_update(sg_grec *r, const sg_call *c, sg_reason reason, long node,
+                               int built)
+{
+    int whole = c->kind == SG_CALL_UPDATE_GRAPH;
+    SG_TOTAL_ADD(updates_forwarded, 1);
+    sg_exec_update(exec_of(c), 1, reason);
+    uint64_t t0 = r && r->pol ? sg_now_ns() : 0;
+    CUresult rc = c->forward(c->args);
+    if (!r || rc != CUDA_SUCCESS) return rc;
+    if (!r->unsupported && !r->fixed) {
+        if (whole && built) {
+            sg_fp_swap(&r->fp, &r->next);
+            r->state = REC_CURRENT;
+        } else if (whole || (r->state == REC_CURRENT &&
+                             (!built || node < 0 || sg_fp_node_copy(&r->fp.nodes[node], &r->node) != 0))) {
+            sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
+        }
+    }
+    if (r->pol) {
+        sg_exec_view x = sg_grec_view(r);
+        sg_graph_obs->forwarded(r->pol, &x, whole ? -1 : node >= 0 ? node : -2, sg_now_ns() - t0);
+    }
+    return rc;
+}
+
+/* Answers an update without the driver, as the driver would have. */
+static CUresult answer_success(const sg_call *c, int counted_as_skip)
+{
+    if (counted_as_skip) {
+        SG_TOTAL_ADD(updates_skipped, 1);
+        sg_exec_update(exec_of(c), 0, SG_REASON_POLICY);
+    }
+    if (c->kind == SG_CALL_UPDATE_GRAPH) {
+        if (c->u.update.info) {
+            c->u.update.info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+            c->u.update.info->errorNode = NULL;
+            c->u.update.info->errorFromNode = NULL;
+        } else {
+            *c->u.update.error_node = NULL;
+            *c->u.update.result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Whether the out-pointers let an update be answered here: the driver
+ * returns CUDA_ERROR_INVALID_VALUE for a NULL resultInfo (v2) or a NULL
+ * hErrorNode_out / updateResult_out (legacy), so those calls are forwarded
+ * for the driver to say so. */
+static int outs_ok(const sg_call *c)
+{
+    if (c->kind != SG_CALL_UPDATE_GRAPH) return 1;
+    return c->u.update.info || (c->u.update.error_node && c->u.update.result);
+}
+
+/* The first memset / memcpy node of fp whose range the driver would refuse
+ * over placed memory, or -1. */
+static long bad_range_node(const sg_fp *fp)
+{
+    for (size_t i = 0; i < fp->n; i++) {
+        const sg_fp_node *n = &fp->nodes[i];
+        if (n->k.state != SG_FP_OK) continue;
+        if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET && n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS) &&
+            sg_mem_check_memset((const CUDA_MEMSET_NODE_PARAMS *)(const void *)n->pay) != CUDA_SUCCESS)
+            return (long)i;
+        if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D) &&
+            sg_mem_check_memcpy((const CUDA_MEMCPY3D *)(const void *)n->pay) != CUDA_SUCCESS)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* The driver's answer to an update with a parameter it refuses. */
+static CUresult refuse_update(const sg_call *c, CUgraphNode node)
+{
+    if (c->u.update.info) {
+        c->u.update.info->result = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        c->u.update.info->errorNode = node;
+        c->u.update.info->errorFromNode = NULL;
+    } else {
+        if (!c->u.update.error_node || !c->u.update.result) return CUDA_ERROR_INVALID_VALUE;
+        *c->u.update.error_node = node;
+        *c->u.update.result = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+    }
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+}
+
+/* Why r's state must be forwarded whatever the update is, or -1. */
+static int forced_reason(const sg_grec *r)
+{
+    if (r->unsupported) return SG_REASON_UNSUPPORTED_NODE;
+    if (r->fixed) return SG_REASON_EXEC_MODIFIED;
+    if (r->state == REC_STALE) return r->stale_reason;
+    if (r->fp.epoch != sg_fp_epoch()) return SG_REASON_NOT_COMPARABLE;   /* a module was unloaded */
+    return -1;
+}
+
+/* An update the record cannot answer: the observer may; else to the driver. */
+static CUresult decide(sg_grec *r, const sg_call *c, int reason, long node, int built)
+{
+    if (reason < 0) {                           /* identical */
+        if (sg_graph_caps.skip_identical && outs_ok(c)) return answer_success(c, 1);
+        if (sg_graph_caps.count_would_skip) {
+            sg_exec_would_skip(exec_of(c));
+            if (r->pol) sg_exec_event(exec_of(c), SG_EXEC_EV_WOULD_SKIP_PROFILED);
+        }
+        return forward_update(r, c, sg_graph_caps.skip_identical ? SG_REASON_NOT_COMPARABLE : SG_REASON_POLICY,
+                              node, built);
+    }
+    if (r->pol && built && outs_ok(c)) {
+        sg_exec_view x = sg_grec_view(r);
+        sg_update u = { .next = node < 0 ? &r->next : NULL, .node = node,
+                        .desc = node < 0 ? NULL : &r->node, .call = c };
+        int a = sg_graph_obs->accept(r->pol, &x, &u);
+        if (a < 0) return forward_update(r, c, (sg_reason)reason, node, built);   /* observing only */
+        if (a > 0) {
+            if (node < 0) sg_fp_swap(&r->fp, &r->next);
+            else if (sg_fp_node_copy(&r->fp.nodes[node], &r->node) != 0)
+                sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);   /* cannot happen: same length */
+            x = sg_grec_view(r);
+            sg_graph_obs->accepted(r->pol, &x);
+            return answer_success(c, 1);
+        }
+    }
+    if (r->pol) {
+        sg_exec_view x = sg_grec_view(r);
+        sg_update u = { .next = node < 0 && built ? &r->next : NULL, .node = node,
+                        .desc = node >= 0 && built ? &r->node : NULL, .call = c };
+        CUresult rc = sg_graph_obs->before_forward(r->pol, &x, &u);
+        if (rc != CUDA_SUCCESS) return rc;
+    }
+    return forward_update(r, c, (sg_reason)reason, node, built);
+}
+
+CUresult sg_graph_update(const sg_call *c)
+{
+    SG_TOTAL_ADD(updates_seen, 1);
+    sg_grec *r = sg_grec_get(c->u.update.exec, 1);
+    if (!r) {
+        SG_TOTAL_ADD(updates_forwarded, 1);
+        sg_exec_update(c->u.update.exec, 1, SG_REASON_UNTRACKED_EXEC);
+        return c->forward(c->args);
+    }
+    pthread_mutex_lock(&r->lock);
+    sg_fp_cache_enter();
+    int built = sg_fp_build(&r->next, c->u.update.graph, &r->scratch,
+                            r->state == REC_CURRENT ? &r->fp : NULL) == 0;
+    int reason = forced_reason(r);
+    if (reason < 0) reason = built ? sg_fp_compare(&r->fp, &r->next) : SG_REASON_NOT_COMPARABLE;
+    long bad = built ? bad_range_node(&r->next) : -1;
+    CUresult rc = bad >= 0 ? refuse_update(c, r->scratch.nodes[bad])
+                           : decide(r, c, reason, -1, built && !r->next.unsupported);
+    if (rc == CUDA_SUCCESS && built && r->next.unsupported) {
+        /* forwarded: the exec now holds a node type the library does not model */
+        r->fp.unsupported = 1;
+    }
+    if (rc == CUDA_SUCCESS) sg_grec_check_supported(r);
+    sg_fp_cache_leave();
+    pthread_mutex_unlock(&r->lock);
+    sg_grec_put(r);
+    sg_vmm_unrelax();
+    return rc;
+}
+
+/* Describes the parameters of a per-node update into n. Returns 0, 1 for a
+ * node type the library does not model, -1 if they cannot be described. */
+static int describe_update(const sg_call *c, sg_fp_node *n, const sg_fp_pinfo *hint)
+{
+    sg_fp_kin k;
+    const void *p = c->u.node_update.params;
+    if (!p) return -1;
+    switch (c->u.node_update.kind) {
+    case SG_NODE_KERNEL:
+        k = SG_FP_KIN_V2((const CUDA_KERNEL_NODE_PARAMS *)p);
+        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
+    case SG_NODE_KERNEL_V1:
+        k = SG_FP_KIN_V1((const CUDA_KERNEL_NODE_PARAMS_v1 *)p);
+        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
+    case SG_NODE_MEMCPY:
+        return sg_fp_memcpy_desc(n, p, c->u.node_update.ctx);
+    case SG_NODE_MEMSET:
+        return sg_fp_memset_desc(n, p, c->u.node_update.ctx);
+    case SG_NODE_GENERIC:
+        break;
+    }
+    const CUgraphNodeParams *g = p;
+    if (g->reserved0[0] || g->reserved0[1] || g->reserved0[2] || g->reserved2) return -1;
+    switch (g->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        k = SG_FP_KIN_V2(&g->kernel);
+        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        if (g->memcpy.flags || g->memcpy.reserved) return -1;
+        return sg_fp_memcpy_desc(n, &g->memcpy.copyParams, g->memcpy.copyCtx);
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        const CUDA_MEMSET_NODE_PARAMS_v2 *m = &g->memset;
+        CUDA_MEMSET_NODE_PARAMS s = { .dst = m->dst, .pitch = m->pitch, .value = m->value,
+                                      .elementSize = m->elementSize, .width = m->width,
+                                      .height = m->height };
+        return sg_fp_memset_desc(n, &s, m->ctx);
+    }
+    default:
+        return 1;
+    }
+}
+
+/* The driver's range check of a per-node memset / memcpy update. */
+static CUresult node_range_check(const sg_fp_node *n)
+{
+    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET && n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS))
+        return sg_mem_check_memset((const CUDA_MEMSET_NODE_PARAMS *)(const void *)n->pay);
+    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D))
+        return sg_mem_check_memcpy((const CUDA_MEMCPY3D *)(const void *)n->pay);
+    return CUDA_SUCCESS;
+}
+
+CUresult sg_graph_update_node(const sg_call *c)
+{
+    SG_TOTAL_ADD(updates_seen, 1);
+    sg_grec *r = sg_grec_get(c->u.node_update.exec, 1);
+    if (!r) {
+        SG_TOTAL_ADD(updates_forwarded, 1);
+        sg_exec_update(c->u.node_update.exec, 1, SG_REASON_UNTRACKED_EXEC);
+        return c->forward(c->args);
+    }
+    pthread_mutex_lock(&r->lock);
+    sg_fp_cache_enter();
+    long i = r->graph ? sg_fp_map_find(&r->map, c->u.node_update.node) : -1;
+    if (i >= 0 && (size_t)i >= r->fp.n) i = -1;
+    int desc = -1, reason = forced_reason(r);
+    CUresult rc = CUDA_SUCCESS;
+    if (reason < 0 && i < 0) {
+        /* a node the exec does not have (or whose graph is gone): the driver's verdict */
+        reason = r->graph ? SG_REASON_NOT_COMPARABLE : SG_REASON_UNTRACKED_EXEC;
+    } else if (reason < 0) {
+        sg_fp_node *rec = &r->fp.nodes[i];
+        desc = describe_update(c, &r->node, rec->pi);
+        if (desc == 1) reason = SG_REASON_UNSUPPORTED_NODE;
+        else if (desc < 0) reason = SG_REASON_NOT_COMPARABLE;
+        else if ((rc = node_range_check(&r->node)) == CUDA_SUCCESS) {
+            /* a per-node update leaves the attributes (and what they made of the node) alone */
+            r->node.k.attr_mask = rec->k.attr_mask;
+            memcpy(r->node.k.attrs, rec->k.attrs, sizeof rec->k.attrs);
+            if (rec->k.state != SG_FP_OK && r->node.k.state == SG_FP_OK) r->node.k.state = rec->k.state;
+            reason = sg_fp_node_compare(rec, &r->node, 1);
+        }
+    }
+    if (rc == CUDA_SUCCESS) {
+        int built = desc == 0 && i >= 0 && r->node.k.state == SG_FP_OK;
+        rc = decide(r, c, reason, i, built);
+        /* a setter of a node type the library does not model changed it */
+        if (rc == CUDA_SUCCESS && desc == 1 && r->state == REC_STALE)
+            r->stale_reason = SG_REASON_EXEC_MODIFIED;
+    }
+    sg_fp_cache_leave();
+    pthread_mutex_unlock(&r->lock);
+    sg_grec_put(r);
+    sg_vmm_unrelax();
+    return rc;
+}
+

@@ -1,0 +1,120 @@
+/*
+ * core/mem_internal.h: what the parts of the memory code share (memory.c:
+ * allocation and frees; mem_arena.c: each context's arena, its life, trim
+ * and quarantine; mem_registry.c: the registry of placed blocks,
+ * the library's reservations, the forwarded allocations and the byte
+ * counts; mem_query.c: what the program asks of its memory, and the
+ * driver's range checks). Not for the rest of core/: memory.h is the
+ * interface.
+ *
+ * Locks: the registry's lock (mem_registry.c, reg_lock) guards the block
+ * list, the spans, the view and the forwarded-allocation table; it is the
+ * last one taken (memory.c takes it inside an arena's lock, never the other
+ * way) and is never held across a driver call.
+ */
+#ifndef SG_MEM_INTERNAL_H
+#define SG_MEM_INTERNAL_H
+
+#include "memory.h"
+
+#include "arena.h"
+#include "vmm.h"
+
+#include <pthread.h>
+
+#define EVENT_POOL 64                  /* events kept per arena for reuse */
+
+/* One context's arena (mem_arena.c): contexts.c's record holds it as
+ * SG_CTX_PART_ARENA. refs: the record's reference plus one per operation in
+ * progress; the last one frees it (after teardown). */
+typedef struct mem_arena {
+    int refs;                      /* atomic */
+    pthread_mutex_t lock;          /* guards everything below */
+    int state;                     /* 0 not set up, 1 placing, -1 forwarding, -2 context gone */
+    CUcontext ctx;
+    sg_vmm_dev vmm;                /* copied from the context record */
+    sg_arena *arena;
+    CUevent events[EVENT_POOL];
+    size_t nevents;
+    struct qrange { CUdeviceptr addr; size_t placed; } *quar;   /* freed, awaiting a sync */
+    size_t nquar, capquar;
+} mem_arena;
+
+/* The arena of ctx, made (not set up) if missing, with a reference for the
+ * caller. NULL if out of memory. */
+mem_arena *sg_marena_get(CUcontext ctx);
+void sg_marena_hold(mem_arena *ar);
+void sg_marena_unref(mem_arena *ar);
+/* Sets ar up (ar->lock held): state 1, or -1 if it cannot be. */
+void sg_marena_setup_locked(mem_arena *ar);
+/* An event back to ar's pool (ar->lock held). */
+void sg_marena_event_put(void *ar, void *ev);
+/* cuCtxSynchronize in ar's context, in the calling thread's capture mode. 0
+ * done; 1 the context could not be made current; -1 refused (*rc). */
+int sg_marena_ctx_sync(mem_arena *ar, CUresult *rc);
+/* After a successful synchronization of ar's context: the quarantined
+ * ranges are free (ar->lock held). */
+void sg_marena_quarantine_release_locked(mem_arena *ar);
+/* A destroyed stream's key: every arena's pending frees under it wait for
+ * their events only. */
+void sg_marena_rekey_all(sg_arena_key key);
+/* Registers the arenas' part of context teardown. */
+void sg_marena_init(void);
+
+/* A live placed block. */
+typedef struct sg_block {
+    CUdeviceptr base;
+    size_t size, placed;       /* asked for; occupied in the arena */
+    uint64_t id;
+    mem_arena *owner;
+    CUcontext ctx;
+    int own;
+    int ipc_warned;
+} sg_block;
+
+extern int sg_mem_placing;     /* set once by sg_mem_init (mem_registry.c) */
+
+/* 0 if p cannot be the library's (outside every reservation): no lock. */
+int sg_mem_maybe_ours(CUdeviceptr p);
+/* Looks p up: 1 and *out if inside a live placed block, 0 if inside a
+ * reservation of the library but no live block, -1 if not ours. */
+int sg_mem_lookup(CUdeviceptr p, sg_alloc_info *out);
+
+/* Adds b (0, or -1 if out of memory: not added). */
+int sg_mem_reg_insert(sg_block *b);
+/* Takes the live block starting at p out of the registry; NULL if none. */
+sg_block *sg_mem_reg_take(CUdeviceptr p);
+/* The live block starting exactly at p (NULL if none; *ours: p is in one of
+ * the library's reservations); hold(owner) is called under the registry's
+ * lock when found, so that the owner outlives the call. */
+sg_block *sg_mem_reg_exact(CUdeviceptr p, int *ours, void (*hold)(mem_arena *));
+/* Removes and frees every block of owner; returns their requested bytes. */
+size_t sg_mem_reg_drop_owner(const mem_arena *owner);
+/* 1 and *out if p lies in a live block (marked as having been asked for a
+ * legacy IPC handle; *first: it had not been before); 0 in a reservation but
+ * no block; -1 not ours. */
+int sg_mem_reg_ipc(CUdeviceptr p, sg_alloc_info *out, int *first);
+
+/* The library's reservations (placed memory lies in them). */
+void sg_mem_span_add(CUdeviceptr base, size_t size);
+void sg_mem_span_del(CUdeviceptr base);
+
+/* Allocations the driver made (forwarded): tracked for the byte counts. */
+void sg_mem_fwd_track(CUdeviceptr p, size_t size);
+void sg_mem_fwd_untrack(CUdeviceptr p);
+
+/* The byte counts of the report (bytes_requested, bytes_mapped peaks). */
+void sg_mem_live_add(size_t n);
+void sg_mem_live_sub(size_t n);
+void sg_mem_mapped_delta(size_t before, size_t after);
+
+/* A new block id (never reused). */
+uint64_t sg_mem_next_id(void);
+
+/* Mapped placed memory no block uses, on device dev (memory.c). */
+size_t sg_mem_mapped_free_on(CUdevice dev);
+
+void sg_mem_reg_atfork(int phase);
+void sg_mem_reg_reset(void);
+
+#endif /* SG_MEM_INTERNAL_H */

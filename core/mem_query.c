@@ -1,0 +1,278 @@
+/*
+ * core/mem_query.c: what the program asks of its memory, answered for
+ * placed memory as the driver answers for a cuMemAlloc block (address
+ * range, pointer attributes, VMM queries, legacy IPC, cuMemGetInfo), and the
+ * driver's range checks of copies, memsets and memset / memcpy nodes over
+ * placed blocks (small blocks share one mapped chunk, so the driver alone
+ * would let them run past a block's end). No state of its own; the
+ * registry's lock is taken through mem_internal.h.
+ */
+#include "mem_internal.h"
+
+#include "arena.h"
+#include "contexts.h"
+#include "driver.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static void put_u64(void *d, unsigned long long v) { memcpy(d, &v, sizeof v); }
+static void put_int(void *d, int v) { memcpy(d, &v, sizeof v); }
+
+/* Writes what a cuMemAlloc block would report for attribute a, for the
+ * attributes whose driver answer would reveal the arena (the reservation,
+ * the shared chunk, its id, VMM handle types, no context); 0 if a is not one
+ * of them (the driver's answer stands: memory type, device, access...). */
+/* GPU_DIRECT_RDMA_CAPABLE of cuMemAlloc memory: what the device supports
+ * (the library's chunks did not ask for it). The device is the one the
+ * driver names for the mapping. */
+static int rdma_capable(CUdeviceptr p)
+{
+    int ord = 0, v = 0;
+    CUdevice dev;
+    if (!sg_drv.cuPointerGetAttribute || !sg_drv.cuDeviceGet || !sg_drv.cuDeviceGetAttribute ||
+        SG_DRIVER_CALL(cuPointerGetAttribute, &ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) !=
+            CUDA_SUCCESS ||
+        SG_DRIVER_CALL(cuDeviceGet, &dev, ord) != CUDA_SUCCESS ||
+        SG_DRIVER_CALL(cuDeviceGetAttribute, &v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, dev) !=
+            CUDA_SUCCESS)
+        return 0;
+    return v != 0;
+}
+
+static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *data)
+{
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: {
+        CUcontext ctx = b->ctx;
+        memcpy(data, &ctx, sizeof ctx);
+        return 1;
+    }
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        put_u64(data, b->id);
+        return 1;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        put_u64(data, b->base);
+        return 1;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        put_u64(data, b->size);
+        return 1;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:     /* a cuMemAlloc block is mapped whole pages */
+        put_u64(data, sg_round_up(b->size, 4096));
+        return 1;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        put_int(data, rdma_capable(b->base));
+        return 1;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        put_u64(data, CU_MEM_HANDLE_TYPE_NONE);
+        return 1;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        put_int(data, 1);          /* what cuMemAlloc memory says (README: legacy IPC) */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static CUresult mem_addr_range(const sg_call *c)
+{
+    sg_alloc_info b;
+    int r = sg_mem_placing ? sg_mem_lookup(c->u.range.ptr, &b) : -1;
+    if (r < 0) return c->forward(c->args);
+    if (r == 0) return CUDA_ERROR_NOT_FOUND;
+    if (c->u.range.base) *c->u.range.base = b.base;
+    if (c->u.range.size) *c->u.range.size = b.size;
+    return CUDA_SUCCESS;
+}
+
+static CUresult mem_ptr_attr(const sg_call *c)
+{
+    sg_alloc_info b;
+    int r = sg_mem_placing && c->u.attr.data ? sg_mem_lookup(c->u.attr.ptr, &b) : -1;
+    if (r < 0) return c->forward(c->args);
+    if (r == 0) return CUDA_ERROR_INVALID_VALUE;   /* as for unallocated memory */
+    return attr_override(&b, c->u.attr.attr, c->u.attr.data) ? CUDA_SUCCESS : c->forward(c->args);
+}
+
+static CUresult mem_ptr_attrs(const sg_call *c)
+{
+    sg_alloc_info b;
+    int r = sg_mem_placing ? sg_mem_lookup(c->u.attrs.ptr, &b) : -1;
+    if (r < 0) return c->forward(c->args);
+    if (r == 0) { /* freed placed memory: what the driver says of an unallocated pointer */
+        if (!sg_drv.cuPointerGetAttributes) return CUDA_ERROR_INVALID_VALUE;
+        return SG_DRIVER_CALL(cuPointerGetAttributes, c->u.attrs.n, c->u.attrs.attrs,
+                              c->u.attrs.data, 0);
+    }
+    CUresult rc = c->forward(c->args);
+    if (rc != CUDA_SUCCESS) return rc;
+    for (unsigned i = 0; i < c->u.attrs.n; i++)
+        if (c->u.attrs.data[i]) attr_override(&b, c->u.attrs.attrs[i], c->u.attrs.data[i]);
+    return CUDA_SUCCESS;
+}
+
+/* Legacy IPC cannot export VMM memory: the driver's own answer for it is
+ * CUDA_ERROR_INVALID_VALUE. Say once per allocation which one and how to
+ * keep such allocations away from the library. */
+static CUresult mem_ipc(const sg_call *c)
+{
+    if (!sg_mem_placing || !sg_mem_maybe_ours(c->u.ipc.ptr)) return c->forward(c->args);
+    sg_alloc_info b = { 0 };
+    int first = 0, r = sg_mem_reg_ipc(c->u.ipc.ptr, &b, &first);
+    if (r < 0) return c->forward(c->args);
+    int warn = r > 0 && first;
+    CUdeviceptr base = b.base;
+    size_t size = b.size;
+    if (warn)
+        SG_WARN("cuIpcGetMemHandle on the allocation at 0x%llx (%zu bytes), which the library "
+                "placed in VMM memory: legacy IPC is not possible there (CUDA_ERROR_INVALID_VALUE). "
+                "To give such allocations to the driver unchanged, set %s below their size "
+                "(e.g. %s=%zu)", (unsigned long long)base, size, SG_ENV_PLACE_MAX,
+                SG_ENV_PLACE_MAX, size ? size - 1 : 0);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* cuMemRetainAllocationHandle and cuMemGetAccess answer for VMM mappings
+ * only: on cuMemAlloc memory the driver says CUDA_ERROR_INVALID_VALUE, and so
+ * does the library for placed memory (its chunks are not the program's). */
+static CUresult mem_vmm_query(const sg_call *c, CUdeviceptr p)
+{
+    sg_alloc_info b;
+    if (!sg_mem_placing || sg_mem_lookup(p, &b) < 0) return c->forward(c->args);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* cuMemGetInfo: the driver's figure plus the placed memory the program has
+ * freed (mapped, unused), which the driver would count as free. */
+static CUresult mem_info(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    if (rc != CUDA_SUCCESS || !sg_mem_placing || !c->u.info.free) return rc;
+    CUdevice dev;
+    if (SG_DRIVER_CALL(cuCtxGetDevice, &dev) != CUDA_SUCCESS) return rc;
+    size_t total = c->u.info.total ? *c->u.info.total : SIZE_MAX;
+    size_t f = *c->u.info.free + sg_mem_mapped_free_on(dev);
+    *c->u.info.free = f < *c->u.info.free || f > total ? total : f;
+    return rc;
+}
+
+/* ----------------------------------------------------------- range checks */
+
+/* The bytes a 2D / 3D copy operand touches from its base pointer. */
+static size_t extent3d(size_t x, size_t y, size_t z, size_t pitch, size_t height, size_t w,
+                       size_t h, size_t d)
+{
+    if (!w || !h || !d) return 0;
+    return ((z + d - 1) * height + (y + h - 1)) * pitch + x + w;
+}
+
+static int device_operand(CUmemorytype t, CUdeviceptr p)
+{
+    return t == CU_MEMORYTYPE_DEVICE || (t == CU_MEMORYTYPE_UNIFIED && sg_mem_maybe_ours(p));
+}
+
+static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (device_operand(p->srcMemoryType, p->srcDevice))
+        rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
+                                                       p->srcHeight, p->WidthInBytes, p->Height,
+                                                       p->Depth));
+    if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
+        rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
+                                                       p->dstHeight, p->WidthInBytes, p->Height,
+                                                       p->Depth));
+    return rc;
+}
+
+static CUresult check_memset(CUdeviceptr dst, size_t pitch, size_t es, size_t w, size_t h)
+{
+    return sg_mem_check_range(dst, h ? (h - 1) * pitch + w * es : 0);
+}
+
+/* CUDA_SUCCESS, or the error the driver gives for a range outside its
+ * allocation. */
+static CUresult check_op(const sg_call *c)
+{
+    const void *d = c->u.memop.desc;
+    CUresult rc = CUDA_SUCCESS;
+    switch (c->u.memop.kind) {
+    case SG_OP_RANGES:
+        if (c->u.memop.dst) rc = sg_mem_check_range(c->u.memop.dst, c->u.memop.dst_bytes);
+        if (rc == CUDA_SUCCESS && c->u.memop.src)
+            rc = sg_mem_check_range(c->u.memop.src, c->u.memop.src_bytes);
+        return rc;
+    case SG_OP_COPY2D: {
+        const CUDA_MEMCPY2D *p = d;
+        if (!p) return CUDA_SUCCESS;
+        if (device_operand(p->srcMemoryType, p->srcDevice))
+            rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch,
+                                                           0, p->WidthInBytes, p->Height, 1));
+        if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
+            rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch,
+                                                           0, p->WidthInBytes, p->Height, 1));
+        return rc;
+    }
+    case SG_OP_COPY3D:
+        return d ? check_copy3d(d) : CUDA_SUCCESS;
+    case SG_OP_MEMSET_NODE: {
+        const CUDA_MEMSET_NODE_PARAMS *m = d;
+        return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height)
+                 : CUDA_SUCCESS;
+    }
+    case SG_OP_NODE_PARAMS: {
+        const CUgraphNodeParams *n = d;
+        if (!n) return CUDA_SUCCESS;
+        if (n->type == CU_GRAPH_NODE_TYPE_MEMSET)
+            return check_memset(n->memset.dst, n->memset.pitch, n->memset.elementSize,
+                                n->memset.width, n->memset.height);
+        if (n->type == CU_GRAPH_NODE_TYPE_MEMCPY) return check_copy3d(&n->memcpy.copyParams);
+        return CUDA_SUCCESS;
+    }
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p) { return p ? check_copy3d(p) : CUDA_SUCCESS; }
+
+CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m)
+{
+    return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height) : CUDA_SUCCESS;
+}
+
+static CUresult mem_op(const sg_call *c)
+{
+    if (sg_mem_placing) {
+        CUresult rc = check_op(c);
+        if (rc != CUDA_SUCCESS) return rc;
+    }
+    return c->forward(c->args);
+}
+
+CUresult sg_mem_query(const sg_call *c)
+{
+    switch (c->kind) {
+    case SG_CALL_ADDR_RANGE:
+        return mem_addr_range(c);
+    case SG_CALL_PTR_ATTR:
+        return mem_ptr_attr(c);
+    case SG_CALL_PTR_ATTRS:
+        return mem_ptr_attrs(c);
+    case SG_CALL_IPC_HANDLE:
+        return mem_ipc(c);
+    case SG_CALL_RETAIN_HANDLE:
+        return mem_vmm_query(c, (CUdeviceptr)(uintptr_t)c->u.retain.addr);
+    case SG_CALL_MEM_ACCESS:
+        return mem_vmm_query(c, c->u.access.ptr);
+    case SG_CALL_MEM_INFO:
+        return mem_info(c);
+    case SG_CALL_MEMOP:
+        return mem_op(c);
+    default:
+        return c->forward(c->args);
+    }
+}

@@ -1,0 +1,373 @@
+/*
+ * core/mem_registry.c: the registry of the memory code (mem_internal.h): the live blocks the
+ * library placed (sorted by base, found by any interior address), the
+ * library's reservations, immutable snapshot views for many lookups in a
+ * row, the allocations the driver made for the program (forwarded: counted
+ * until freed), and the report's byte counts.
+ *
+ * Locks: reg_lock guards blocks, spans, view_cur / view_dirty, fwd_live and
+ * the view reference counts; span_lo / span_hi are atomics (a lock-free
+ * "certainly not ours" test); the byte counts are atomics.
+ */
+#include "mem_internal.h"
+
+#include "stats.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* With HASH_NONFATAL_OOM a failed uthash allocation sets fwd_oom (reg_lock). */
+static int fwd_oom;
+#define uthash_nonfatal_oom(elt) (fwd_oom = 1)
+#include "hash.h"
+
+typedef struct sg_fwd {
+    CUdeviceptr p;
+    size_t size;
+    UT_hash_handle hh;
+} sg_fwd;
+
+struct sg_mem_view {
+    int refs;                      /* guarded by reg_lock */
+    size_t n;
+    sg_alloc_info v[];
+};
+
+int sg_mem_placing;                /* set once by sg_mem_init */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static sg_block **blocks;          /* sorted by base */
+static size_t nblocks, capblocks;
+static struct span { CUdeviceptr base; size_t size; } *spans;
+static size_t nspans, capspans;
+static CUdeviceptr span_lo = UINTPTR_MAX, span_hi;   /* atomics: every span is inside */
+static sg_mem_view *view_cur;
+static int view_dirty = 1;
+static sg_fwd *fwd_live;
+
+static uint64_t next_id;           /* atomic */
+static unsigned long live_now, mapped_now;   /* atomics */
+
+uint64_t sg_mem_next_id(void) { return SG_MEM_ID_BASE + __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED); }
+
+/* ------------------------------------------------------------- byte counts */
+
+void sg_mem_live_add(size_t n)
+{
+    unsigned long now = __atomic_add_fetch(&live_now, n, __ATOMIC_RELAXED);
+    SG_TOTAL_MAX(bytes_requested, now);
+}
+
+void sg_mem_live_sub(size_t n) { __atomic_sub_fetch(&live_now, n, __ATOMIC_RELAXED); }
+
+void sg_mem_mapped_delta(size_t before, size_t after)
+{
+    if (after > before) {
+        unsigned long now = __atomic_add_fetch(&mapped_now, after - before, __ATOMIC_RELAXED);
+        SG_TOTAL_MAX(bytes_mapped, now);
+    } else if (before > after) {
+        __atomic_sub_fetch(&mapped_now, before - after, __ATOMIC_RELAXED);
+    }
+}
+
+/* --------------------------------------------------------------- registry */
+
+/* 0 if p cannot be the library's (outside every reservation): no lock. */
+int sg_mem_maybe_ours(CUdeviceptr p)
+{
+    return p >= __atomic_load_n(&span_lo, __ATOMIC_ACQUIRE) &&
+           p < __atomic_load_n(&span_hi, __ATOMIC_ACQUIRE);
+}
+
+/* Index of the first block whose base is > p (reg_lock held). */
+static size_t reg_upper(CUdeviceptr p)
+{
+    size_t lo = 0, hi = nblocks;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (blocks[mid]->base <= p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* The live block containing p, or NULL (reg_lock held). */
+static sg_block *reg_containing(CUdeviceptr p)
+{
+    size_t i = reg_upper(p);
+    if (i == 0) return NULL;
+    sg_block *b = blocks[i - 1];
+    return p - b->base < b->size ? b : NULL;
+}
+
+/* 1 if p lies in one of the library's reservations (reg_lock held). */
+static int reg_in_spans(CUdeviceptr p)
+{
+    for (size_t i = 0; i < nspans; i++)
+        if (p >= spans[i].base && p - spans[i].base < spans[i].size) return 1;
+    return 0;
+}
+
+int sg_mem_reg_insert(sg_block *b)
+{
+    pthread_mutex_lock(&reg_lock);
+    int ok = sg_grow((void **)&blocks, &capblocks, nblocks + 1, sizeof *blocks) == 0;
+    if (ok) {
+        size_t i = reg_upper(b->base);
+        memmove(&blocks[i + 1], &blocks[i], (nblocks - i) * sizeof *blocks);
+        blocks[i] = b;
+        nblocks++;
+        view_dirty = 1;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return ok ? 0 : -1;
+}
+
+/* Removes blocks[i] (reg_lock held). */
+static void reg_remove_at(size_t i)
+{
+    memmove(&blocks[i], &blocks[i + 1], (nblocks - i - 1) * sizeof *blocks);
+    nblocks--;
+    view_dirty = 1;
+}
+
+sg_block *sg_mem_reg_take(CUdeviceptr p)
+{
+    pthread_mutex_lock(&reg_lock);
+    sg_block *b = reg_containing(p);
+    if (b && b->base == p) reg_remove_at(reg_upper(p) - 1);
+    else b = NULL;
+    pthread_mutex_unlock(&reg_lock);
+    return b;
+}
+
+void sg_mem_span_add(CUdeviceptr base, size_t size)
+{
+    pthread_mutex_lock(&reg_lock);
+    /* Out of memory: the span is not known, so a double free there is
+     * forwarded and the driver answers it (still an error). */
+    if (sg_grow((void **)&spans, &capspans, nspans + 1, sizeof *spans) == 0)
+        spans[nspans++] = (struct span){ base, size };
+    if (base < span_lo) __atomic_store_n(&span_lo, base, __ATOMIC_RELEASE);
+    if (base + size > span_hi) __atomic_store_n(&span_hi, base + size, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+void sg_mem_span_del(CUdeviceptr base)
+{
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < nspans; i++) {
+        if (spans[i].base == base) {
+            spans[i] = spans[--nspans];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void info_of(const sg_block *b, sg_alloc_info *out)
+{
+    *out = (sg_alloc_info){ .base = b->base, .size = b->size, .id = b->id,
+                            .ctx = b->ctx, .own_handles = b->own };
+}
+
+int sg_mem_find(CUdeviceptr p, sg_alloc_info *out)
+{
+    if (!sg_mem_maybe_ours(p)) return 0;
+    pthread_mutex_lock(&reg_lock);
+    sg_block *b = reg_containing(p);
+    if (b && out) info_of(b, out);
+    pthread_mutex_unlock(&reg_lock);
+    return b != NULL;
+}
+
+int sg_mem_lookup(CUdeviceptr p, sg_alloc_info *out)
+{
+    if (!sg_mem_maybe_ours(p)) return -1;
+    pthread_mutex_lock(&reg_lock);
+    sg_block *b = reg_containing(p);
+    int r = b ? 1 : reg_in_spans(p) ? 0 : -1;
+    if (b) info_of(b, out);
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}
+
+CUresult sg_mem_check_range(CUdeviceptr p, size_t len)
+{
+    sg_alloc_info b;
+    if (len == 0 || !sg_mem_placing) return CUDA_SUCCESS;
+    int r = sg_mem_lookup(p, &b);
+    if (r < 0) return CUDA_SUCCESS;
+    if (r == 0) return CUDA_ERROR_INVALID_VALUE;            /* freed placed memory */
+    return len <= b.size - (size_t)(p - b.base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static void view_unref_locked(sg_mem_view *v)
+{
+    if (v && --v->refs == 0) free(v);
+}
+
+const sg_mem_view *sg_mem_view_acquire(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    if (view_dirty || !view_cur) {
+        sg_mem_view *v = malloc(sizeof *v + nblocks * sizeof v->v[0]);
+        if (!v) {
+            pthread_mutex_unlock(&reg_lock);
+            return NULL;
+        }
+        v->refs = 1;                  /* the reference of view_cur itself */
+        v->n = nblocks;
+        for (size_t i = 0; i < nblocks; i++) info_of(blocks[i], &v->v[i]);
+        view_unref_locked(view_cur);
+        view_cur = v;
+        view_dirty = 0;
+    }
+    sg_mem_view *v = view_cur;
+    v->refs++;
+    pthread_mutex_unlock(&reg_lock);
+    return v;
+}
+
+/* Index of the first view entry whose base is > p. */
+static size_t view_upper(const sg_mem_view *v, CUdeviceptr p)
+{
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v->v[mid].base <= p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+int sg_mem_view_find(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
+{
+    size_t i = view_upper(v, p);
+    if (i == 0 || p - v->v[i - 1].base >= v->v[i - 1].size) return 0;
+    if (out) *out = v->v[i - 1];
+    return 1;
+}
+
+int sg_mem_view_find_end(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
+{
+    size_t i = view_upper(v, p - 1);
+    if (i == 0 || v->v[i - 1].base + v->v[i - 1].size != p) return 0;
+    if (out) *out = v->v[i - 1];
+    return 1;
+}
+
+void sg_mem_view_release(const sg_mem_view *cv)
+{
+    sg_mem_view *v = (sg_mem_view *)cv;
+    if (!v) return;
+    pthread_mutex_lock(&reg_lock);
+    view_unref_locked(v);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+/* ----------------------------------------------- forwarded allocations */
+
+void sg_mem_fwd_track(CUdeviceptr p, size_t size)
+{
+    sg_fwd *e = calloc(1, sizeof *e);
+    if (!e) return;
+    e->p = p;
+    e->size = size;
+    pthread_mutex_lock(&reg_lock);
+    sg_fwd *old;
+    HASH_FIND(hh, fwd_live, &p, sizeof p, old);
+    if (old) {
+        HASH_DEL(fwd_live, old);
+        sg_mem_live_sub(old->size);
+        free(old);
+    }
+    fwd_oom = 0;
+    HASH_ADD(hh, fwd_live, p, sizeof e->p, e);
+    if (fwd_oom) {
+        free(e);
+        e = NULL;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    if (e) sg_mem_live_add(size);
+}
+
+void sg_mem_fwd_untrack(CUdeviceptr p)
+{
+    sg_fwd *e;
+    pthread_mutex_lock(&reg_lock);
+    HASH_FIND(hh, fwd_live, &p, sizeof p, e);
+    if (e) HASH_DEL(fwd_live, e);
+    pthread_mutex_unlock(&reg_lock);
+    if (e) {
+        sg_mem_live_sub(e->size);
+        free(e);
+    }
+}
+
+sg_block *sg_mem_reg_exact(CUdeviceptr p, int *ours, void (*hold)(mem_arena *))
+{
+    pthread_mutex_lock(&reg_lock);
+    sg_block *b = reg_containing(p);
+    if (b && b->base != p) b = NULL;
+    *ours = b || reg_in_spans(p);
+    if (b && hold) hold(b->owner);
+    pthread_mutex_unlock(&reg_lock);
+    return b;
+}
+
+size_t sg_mem_reg_drop_owner(const mem_arena *owner)
+{
+    size_t freed = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = nblocks; i-- > 0;) {
+        if (blocks[i]->owner != owner) continue;
+        freed += blocks[i]->size;
+        free(blocks[i]);
+        reg_remove_at(i);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return freed;
+}
+
+int sg_mem_reg_ipc(CUdeviceptr p, sg_alloc_info *out, int *first)
+{
+    pthread_mutex_lock(&reg_lock);
+    sg_block *b = reg_containing(p);
+    int r = b ? 1 : reg_in_spans(p) ? 0 : -1;
+    if (b) {
+        info_of(b, out);
+        *first = !b->ipc_warned;
+        b->ipc_warned = 1;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}
+
+void sg_mem_reg_atfork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&reg_lock);
+    else pthread_mutex_unlock(&reg_lock);
+}
+
+void sg_mem_reg_reset(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    sg_fwd *e, *tmp;
+    HASH_ITER(hh, fwd_live, e, tmp) {
+        HASH_DEL(fwd_live, e);
+        free(e);
+    }
+    for (size_t i = 0; i < nblocks; i++) free(blocks[i]);
+    nblocks = 0;
+    view_unref_locked(view_cur);
+    view_cur = NULL;
+    view_dirty = 1;
+    nspans = 0;
+    __atomic_store_n(&span_lo, UINTPTR_MAX, __ATOMIC_RELAXED);
+    __atomic_store_n(&span_hi, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&reg_lock);
+    __atomic_store_n(&live_now, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&mapped_now, 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,82 @@
+/*
+ * core/process.c: start-up, fork handling and the exit report (process.h).
+ *
+ * Globals: cfg and getenv_fn are written once by sg_process_start (under
+ * interpose/'s once-guard), then read-only; report_enabled is also written
+ * in the fork child.
+ */
+#include "process.h"
+
+#include "core.h"
+#include "log.h"
+#include "report.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static sg_config cfg;
+static sg_getenv_fn env_get;
+static int report_enabled;
+
+/* Nonzero if this process reached the driver through the library. */
+static int used_driver(void)
+{
+    for (size_t i = 0; i < sg_stats_hook_count(); i++) {
+        sg_hook_counter c = sg_stats_hook(i);
+        if (c.calls || c.resolved) return 1;
+    }
+    return 0;
+}
+
+static void at_exit(void)
+{
+    const char *policy = sg_policy_name(cfg.policy);
+    if (!used_driver()) return;
+    if (report_enabled) {
+        char host[256], path[SG_CONFIG_VALUE_MAX * 4];
+        if (gethostname(host, sizeof host) != 0) strcpy(host, "unknown");
+        host[sizeof host - 1] = '\0';
+        sg_path_env env = { (long)getpid(), host, sg_rank_from_env(env_get) };
+        if (sg_report_path_expand(cfg.report, &env, path, sizeof path) != 0)
+            SG_ERROR("%s=%s expands to a path that is too long: no report", SG_ENV_REPORT,
+                     cfg.report);
+        else
+            sg_report_write_file(path, policy, sg_policy_name(cfg.policy_asked), cfg.nerrors);
+    }
+    sg_report_summary(policy);
+}
+
+static void atfork_prepare(void) { sg_core_atfork(0); }
+static void atfork_parent(void) { sg_core_atfork(1); }
+
+static void atfork_child(void)
+{
+    sg_core_atfork(2);
+    report_enabled = cfg.report[0] && strstr(cfg.report, "%p");
+}
+
+int sg_process_start(sg_getenv_fn getenv_fn, const char *const *hook_names,
+                     sg_hook_counter *counters, size_t nhooks)
+{
+    env_get = getenv_fn;
+    sg_config_parse(&cfg, getenv_fn);
+    sg_log_init(cfg.log_level, cfg.log_file);
+    for (int i = 0; i < cfg.nerrors; i++) sg_log(SG_LOG_ERROR, "%s", cfg.errors[i]);
+    if (cfg.nerrors && cfg.strict) {
+        sg_log(SG_LOG_ERROR, "%s=1: exiting with status 2", SG_ENV_STRICT);
+        _exit(2);
+    }
+    if (cfg.nerrors)
+        sg_log(SG_LOG_ERROR, "bad configuration: running with policy off "
+               "(set %s=1 to stop instead)", SG_ENV_STRICT);
+    report_enabled = cfg.report[0] != '\0';
+    sg_stats_set_hooks(hook_names, counters, nhooks);
+    sg_caps caps = sg_core_init(&cfg);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    atexit(at_exit);
+    SG_INFO("loaded: policy %s, report %s", sg_policy_name(cfg.policy),
+            cfg.report[0] ? cfg.report : "(none)");
+    return caps.observe;
+}

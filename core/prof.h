@@ -1,0 +1,260 @@
+/*
+ * core/prof.h: what the files of the profiled policy share (internal to
+ * prof_*.c and profiled.c; the interface is profiled.h).
+ *
+ *   profiled.c       the observer (graphs.h) the policy gives graphs.c: what
+ *                    happens to one exec at each event;
+ *   prof_observe.c   profiling launches, finding pointers, the decision;
+ *   prof_variants.c  exec variants ("generations"): which one holds the
+ *                    program's state, making one, choosing one, launching it
+ *                    in the program's order;
+ *   prof_restore.c   the clone of the exec's graph, bringing a variant or the
+ *                    program's own exec to a state, and leaving variants;
+ *   prof_alias.c     aliasing (opt-in): which words point into the buffers
+ *                    bound to slots, their canonical form, translation.
+ *
+ * Terms:
+ *   L      the logical state: what the program last asked the exec to hold
+ *          (graphs.c's record).
+ *   X_g    the driver execs: X_0 is the program's own exec, X_g>0 the
+ *          library's, instantiated from a clone of the graph taken at
+ *          instantiation (`clone`; what its nodes hold: `clone_st`).
+ *   group  (aliasing) a set of pointer positions that pointed into the same
+ *          own-handle allocation at every profiled launch, and into another
+ *          one from launch to launch: one slot per group and generation.
+ *   canonical node  a node's payload in which every word that points into a
+ *          group's bound allocation (by value, from its base to one past its
+ *          end, at any position) is replaced by its offset, with a mask that
+ *          says which words those are and for which group. Generation g holds
+ *          T_g(L) (aliased words = its slot + offset, everything else raw)
+ *          exactly when the canonical nodes it was set from equal L's, node
+ *          by node. Without aliasing the canonical node is the raw payload.
+ *
+ * Thread safety: an sg_prof belongs to one exec record and is used only with
+ * that record's lock held (graphs.c). The settings are written at start-up.
+ */
+#ifndef SG_PROF_H
+#define SG_PROF_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fingerprint.h"
+#include "graphs.h"
+#include "memory.h"
+#include "profiled.h"
+#include "slots.h"
+#include "stats.h"
+#include "streams.h"
+
+/* States of one exec. */
+typedef enum {
+    SG_PROF_PROFILING,   /* its first profile_steps launches: recorded, forwarded */
+    SG_PROF_PLAIN,       /* decided: skip_temp behaviour (forward what is not identical) */
+    SG_PROF_VARIANTS,    /* decided: lazy updates accepted, each launch picks a variant */
+} sg_prof_state;
+
+/* A pointer position while profiling. */
+typedef struct ppos {
+    uint32_t node, off;
+    uint32_t seen;          /* profiled launches at which it pointed into a placed allocation */
+    int own_always;         /* into an own-handle allocation of the exec's context every time */
+    uint64_t id_first, id_last;
+    uint64_t idseq;         /* FNV-1a over the allocation id at each launch (0: none) */
+    uint32_t changes;       /* launches at which its allocation differed from the previous */
+    size_t max_size;        /* largest allocation it pointed into */
+    int32_t group;
+} ppos;
+
+/* A group's anchor position (aliasing). */
+typedef struct apos {
+    uint32_t node, off;
+    uint32_t group;
+} apos;
+
+/* A node in canonical form (see Terms). mask: sorted word entries
+ * (byte offset << 8 | group). */
+typedef struct cnode {
+    unsigned char *pay;
+    uint32_t len, cap;
+    uint32_t *mask;
+    uint32_t nmask, capmask;
+    int known;              /* 0: what the exec holds here is not known (never equal) */
+} cnode;
+
+typedef struct pgen {
+    int live;
+    int raw;                /* holds raw L (its slots, if any, unused): the program's exec
+                             * at first, and any generation whose slots were busy */
+    CUgraphExec exec;       /* gen 0: the program's */
+    sg_slot_gen *slots;     /* NULL without aliasing (or not made yet) */
+    cnode *canon;           /* per node: what the exec was set from */
+    unsigned char *eq;      /* per node: canon == L's canonical node */
+    size_t mism;            /* nodes with eq == 0 */
+    unsigned long last_use;
+} pgen;
+
+struct sg_prof {
+    CUgraphExec exec;
+    int sim;                /* always_update: decide and count, never act */
+    sg_prof_state state;
+    int final_plain;        /* PLAIN for good (a failure, or state no variant carries) */
+    CUcontext ctx;
+    CUdevice dev;
+    unsigned long long inst_flags;
+    /* the clone */
+    CUgraph clone;
+    CUgraphNode *clone_nodes;
+    sg_fp clone_st;         /* what each clone node holds (keys and payloads) */
+    /* X_0 (prof_restore.c) */
+    sg_fp x0_st;            /* what X_0 holds, raw, while x0_known */
+    int x0_known;
+    int x0_stale;           /* X_0 does not hold L: nothing may launch it before it is restored */
+    size_t n;               /* node count (of the clone / L while VARIANTS) */
+    /* profiling (prof_observe.c) */
+    int launches;
+    uint64_t update_ns;
+    sg_fp base;             /* L at the first profiled launch */
+    unsigned char **varied; /* per node of base: bytes that differed at some launch */
+    size_t nvaried;
+    ppos *pos;
+    size_t npos, cappos;
+    ppos *tmp;              /* merge buffer */
+    size_t captmp;
+    sg_exec_profile prof;
+    /* aliasing (prof_alias.c) */
+    size_t ngroups;
+    size_t *slot_size;      /* per group */
+    apos *ap;               /* every position of every group (the anchors) */
+    size_t nap;
+    sg_slot_bind *want;     /* per group: what L points into now */
+    sg_alloc_info *galloc;  /* per group: that allocation */
+    cnode *lc;              /* per node: L's canonical form (aliasing only) */
+    /* generations (prof_variants.c) */
+    unsigned char *dirty;
+    uint32_t *dirty_list;
+    size_t ndirty;
+    pgen gens[SG_MAX_GENERATIONS_MAX];
+    int cur;                /* last generation launched */
+    int hit;                /* the launch fast path's generation, or -1 (set_hit) */
+    unsigned long tick;
+    unsigned char *scratch; /* a translated payload */
+    size_t scratch_cap;
+    /* the program's launch order (prof_variants.c) */
+    int last_gen;           /* generation of the latest launch; -1 before the first */
+    sg_stream_id last_stream;
+    CUevent order_ev;       /* recorded after the latest launch when order_valid */
+    int order_valid;
+    int multi;              /* launches went to several streams: record order_ev at each */
+};
+
+/* ------------------------------------------------------------ prof_util.c */
+
+/* Settings (written once by sg_prof_init, or by a unit test's seams). */
+extern sg_caps sg_prof_caps;
+extern const sg_prof_slot_ops *sg_prof_slots;
+extern sg_prof_find_fn sg_prof_find_hook;
+
+/* Copies src into dst (dst's buffers reused). 0, or -1 if out of memory. */
+int sg_prof_fp_copy(sg_fp *dst, const sg_fp *src);
+/* Whether a and b have the same topology and node keys (payload lengths
+ * included). */
+int sg_prof_same_shape(const sg_fp *a, const sg_fp *b);
+/* Forgets the profile (not the decision). */
+void sg_prof_profile_reset(sg_prof *p);
+
+/* Many lookups in a row: a memory view, the tests' hook, or (always_update,
+ * where nothing is placed) the driver's allocation ranges. */
+typedef struct sg_prof_finder {
+    const sg_mem_view *v;
+    int driver;
+} sg_prof_finder;
+void sg_prof_finder_begin(sg_prof_finder *f);
+void sg_prof_finder_end(sg_prof_finder *f);
+int sg_prof_finder_find(const sg_prof_finder *f, uint64_t v, sg_alloc_info *ai);
+/* The allocation that ends exactly at v (one-past-the-end pointers). */
+int sg_prof_finder_find_end(const sg_prof_finder *f, uint64_t v, sg_alloc_info *ai);
+
+/* A node's payload; never NULL (a payload of length 0 may have no buffer). */
+const unsigned char *sg_prof_pay(const sg_fp_node *n);
+uint64_t sg_prof_word(const unsigned char *pay, uint32_t off);
+void sg_prof_word_put(unsigned char *pay, uint32_t off, uint64_t v);
+/* The address words of a memcpy / memset payload (up to 2 offsets). */
+int sg_prof_address_words(const sg_fp_node *n, uint32_t offs[2]);
+
+void sg_prof_cnode_free(cnode *c);
+/* Node i must be brought up to date in every generation. */
+void sg_prof_mark_dirty(sg_prof *p, size_t i);
+
+/* ------------------------------------------------------------ prof_observe.c */
+
+/* Records L at a profiled launch. -1 if out of memory (profiling restarts). */
+int sg_prof_observe(sg_prof *p, const sg_fp *L);
+/* The decision, at the launch after the last profiled one: p->state PLAIN or
+ * VARIANTS, p->prof filled in. */
+void sg_prof_decide(sg_prof *p, const sg_fp *L);
+/* After the decision (and sg_prof_gens_start): logs it and gives it to the
+ * report. */
+void sg_prof_decided(sg_prof *p);
+void sg_prof_log_decision(const sg_prof *p);
+
+/* ------------------------------------------------------------ prof_alias.c */
+
+/* Finds what every group points into now (want, galloc) and, if that
+ * changed, marks every node dirty. -1 if a group cannot be aliased now (*why
+ * says why: not in one own-handle allocation of the context, bigger than its
+ * slot, or a word that could be the end of an aliased buffer or the start of
+ * another). */
+int sg_prof_alias_resolve(sg_prof *p, const sg_fp *L, const char **why);
+/* Computes L's canonical node i into p->lc[i]. -1 if out of memory. */
+int sg_prof_alias_canon(sg_prof *p, const sg_fp *L, size_t i);
+/* Writes T_g(L) of node i (g < 0: raw L) into p->scratch; returns it, or NULL
+ * if out of memory. */
+const unsigned char *sg_prof_translate(sg_prof *p, const sg_fp *L, int g, size_t i);
+void sg_prof_alias_free(sg_prof *p);
+
+/* ------------------------------------------------------------ prof_variants.c */
+
+/* L's canonical node i (its own buffer without aliasing). */
+cnode sg_prof_lc_of(const sg_prof *p, const sg_fp *L, size_t i);
+int sg_prof_gens_setup(sg_prof *p, const sg_fp *L);
+/* After a decision for VARIANTS: sets the generations up, or (out of
+ * memory) goes back to PLAIN with that reason; -1 then. */
+int sg_prof_gens_start(sg_prof *p, const sg_fp *L);
+void sg_prof_gens_free(sg_prof *p);
+void sg_prof_gen_destroy(sg_prof *p, int g, int ctx_gone);
+int sg_prof_reconcile(sg_prof *p, const sg_fp *L);
+void sg_prof_set_hit(sg_prof *p);
+/* Records that generation g now holds T_g(L). -1 if out of memory. */
+int sg_prof_gen_holds(sg_prof *p, const sg_fp *L, int g);
+/* Launches for the program in VARIANTS mode. */
+CUresult sg_prof_launch_variants(sg_prof *p, const sg_exec_view *x, const sg_call *c);
+/* Launches generation g (0: the program's exec) in the program's order. */
+CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *x, int g, const sg_call *c);
+/* The exec stops using generation last_gen > 0 for good: records the order
+ * event after its latest launch (if it has none) so the next launch elsewhere
+ * still follows it. */
+void sg_prof_order_hand_over(sg_prof *p);
+/* A stream is being destroyed. */
+void sg_prof_order_stream_gone(sg_prof *p, sg_stream_id s);
+void sg_prof_order_free(sg_prof *p, int ctx_gone);
+/* Leaves VARIANTS mode: X_0 holds raw L again, generations destroyed.
+ * final: PLAIN for good. */
+CUresult sg_prof_leave(sg_prof *p, const sg_exec_view *x, int final, const char *why);
+
+/* ------------------------------------------------------------ prof_restore.c */
+
+/* Makes the clone hold T_g(L) (g < 0: raw L). */
+CUresult sg_prof_clone_sync(sg_prof *p, const sg_fp *L, int g);
+/* Brings exec e to T_g(L) with one whole-graph update from the clone. */
+CUresult sg_prof_exec_to(sg_prof *p, const sg_fp *L, int g, CUgraphExec e);
+/* Brings X_0 to raw L (three independent paths); clears x0_stale. */
+CUresult sg_prof_x0_restore(sg_prof *p, const sg_exec_view *x);
+/* After a failed restore: tries again; on success X_0 leaves generations. */
+CUresult sg_prof_x0_recover(sg_prof *p, const sg_exec_view *x);
+/* The error a program's call gets when X_0 could not be restored. */
+CUresult sg_prof_plausible(CUresult rc);
+void sg_prof_clone_free(sg_prof *p);
+
+#endif /* SG_PROF_H */

@@ -1,0 +1,35 @@
+/*
+ * core/util.h: small helpers every part of core/ shares: growing arrays,
+ * the monotonic clock, rounding, and a log-once macro.
+ *
+ * No state, no locks (sg_grow and sg_now_ns are in util.c).
+ */
+#ifndef SG_UTIL_H
+#define SG_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Makes room for `need` elements of `elem` bytes in *buf (capacity *cap),
+ * doubling from 8; the new elements are zeroed. Returns 0, or -1 if out of
+ * memory or the size overflows (then *buf and *cap are unchanged). */
+int sg_grow(void **buf, size_t *cap, size_t need, size_t elem);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t sg_now_ns(void);
+
+/* v rounded up to a multiple of q (q > 0); 0 if that overflows. */
+static inline size_t sg_round_up(size_t v, size_t q)
+{
+    size_t r = (v + q - 1) / q * q;
+    return r < v ? 0 : r;
+}
+
+/* A warning printed the first time this place is reached only (log.h). */
+#define SG_WARN_ONCE(...)                                                     \
+    do {                                                                      \
+        static int sg_once_;                                                  \
+        if (!__atomic_exchange_n(&sg_once_, 1, __ATOMIC_RELAXED)) SG_WARN(__VA_ARGS__); \
+    } while (0)
+
+#endif /* SG_UTIL_H */

@@ -1,0 +1,149 @@
+/*
+ * core/vmm.c: the VMM adapter (vmm.h).
+ *
+ * State: tls_relaxed and tls_saved_mode are per thread; stats are atomics.
+ */
+#include "vmm.h"
+
+#include "driver.h"
+
+static __thread int tls_relaxed;
+static __thread CUstreamCaptureMode tls_saved_mode;
+
+void sg_vmm_relax(void)
+{
+    if (tls_relaxed || !sg_drv.cuThreadExchangeStreamCaptureMode) return;
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (SG_DRIVER_CALL(cuThreadExchangeStreamCaptureMode, &m) == CUDA_SUCCESS) {
+        tls_saved_mode = m;
+        tls_relaxed = 1;
+    }
+}
+
+void sg_vmm_unrelax(void)
+{
+    if (!tls_relaxed) return;
+    CUstreamCaptureMode m = tls_saved_mode;
+    SG_DRIVER_CALL(cuThreadExchangeStreamCaptureMode, &m);
+    tls_relaxed = 0;
+}
+
+int sg_vmm_ctx_enter(CUcontext ctx, CUcontext *prev)
+{
+    if (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, prev) != CUDA_SUCCESS)
+        return -1;
+    if (*prev != ctx &&
+        (!sg_drv.cuCtxSetCurrent || SG_DRIVER_CALL(cuCtxSetCurrent, ctx) != CUDA_SUCCESS))
+        return -1;
+    return 0;
+}
+
+void sg_vmm_ctx_leave(CUcontext ctx, CUcontext prev)
+{
+    if (prev != ctx) SG_DRIVER_CALL(cuCtxSetCurrent, prev);
+}
+
+/* dev first, then every device that can access dev's memory. */
+static size_t access_descs(CUdevice dev, CUmemAccessDesc *out, size_t max)
+{
+    size_t n = 0;
+    int ndev = 0;
+    out[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, dev },
+                                  CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    if (!sg_drv.cuDeviceGetCount || SG_DRIVER_CALL(cuDeviceGetCount, &ndev) != CUDA_SUCCESS)
+        ndev = 0;
+    for (int d = 0; d < ndev && n < max; d++) {
+        int can = 0;
+        if (d == dev || !sg_drv.cuDeviceCanAccessPeer ||
+            SG_DRIVER_CALL(cuDeviceCanAccessPeer, &can, d, dev) != CUDA_SUCCESS || !can)
+            continue;
+        out[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, d },
+                                      CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    }
+    return n;
+}
+
+int sg_vmm_dev_setup(CUcontext ctx, sg_vmm_dev *d, const char **why)
+{
+    CUcontext prev;
+    int vmm = 0;
+    *d = (sg_vmm_dev){ 0 };
+    if (!sg_drv.cuCtxGetDevice || !sg_drv.cuDeviceGetAttribute || !sg_drv.cuMemCreate ||
+        !sg_drv.cuMemMap || !sg_drv.cuMemSetAccess || !sg_drv.cuMemUnmap || !sg_drv.cuMemRelease ||
+        !sg_drv.cuMemAddressReserve || !sg_drv.cuMemAddressFree ||
+        !sg_drv.cuMemGetAllocationGranularity) {
+        *why = "the driver lacks VMM entry points";
+        return -1;
+    }
+    if (sg_vmm_ctx_enter(ctx, &prev) != 0) {
+        *why = "the context cannot be made current";
+        return -1;
+    }
+    CUresult rc = SG_DRIVER_CALL(cuCtxGetDevice, &d->dev);
+    sg_vmm_ctx_leave(ctx, prev);
+    if (rc != CUDA_SUCCESS) {
+        *why = "cuCtxGetDevice failed";
+        return -1;
+    }
+    rc = SG_DRIVER_CALL(cuDeviceGetAttribute, &vmm,
+                        CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d->dev);
+    if (rc != CUDA_SUCCESS || !vmm) {
+        *why = "the device has no virtual memory management support";
+        return -1;
+    }
+    d->prop = (CUmemAllocationProp){ .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                     .location = { CU_MEM_LOCATION_TYPE_DEVICE, d->dev } };
+    rc = SG_DRIVER_CALL(cuMemGetAllocationGranularity, &d->gran, &d->prop,
+                        CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    if (rc != CUDA_SUCCESS || d->gran == 0 || (d->gran & (d->gran - 1))) {
+        *why = "cuMemGetAllocationGranularity failed";
+        return -1;
+    }
+    if (!sg_drv.cuDeviceTotalMem_v2 ||
+        SG_DRIVER_CALL(cuDeviceTotalMem_v2, &d->total, d->dev) != CUDA_SUCCESS)
+        d->total = 0;
+    d->naccess = access_descs(d->dev, d->access, SG_VMM_MAX_DEVICES);
+    return 0;
+}
+
+CUresult sg_vmm_reserve(size_t size, size_t align, CUdeviceptr *base)
+{
+    sg_vmm_relax();
+    return SG_DRIVER_CALL(cuMemAddressReserve, base, size, align, 0, 0);
+}
+
+CUresult sg_vmm_unreserve(CUdeviceptr base, size_t size)
+{
+    sg_vmm_relax();
+    return SG_DRIVER_CALL(cuMemAddressFree, base, size);
+}
+
+CUresult sg_vmm_create(const sg_vmm_dev *d, size_t size, CUmemGenericAllocationHandle *h)
+{
+    sg_vmm_relax();
+    return SG_DRIVER_CALL(cuMemCreate, h, size, &d->prop, 0);
+}
+
+CUresult sg_vmm_release(CUmemGenericAllocationHandle h)
+{
+    sg_vmm_relax();
+    return SG_DRIVER_CALL(cuMemRelease, h);
+}
+
+CUresult sg_vmm_map(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
+{
+    sg_vmm_relax();
+    return SG_DRIVER_CALL(cuMemMap, va, size, 0, h, 0);
+}
+
+CUresult sg_vmm_set_access(const sg_vmm_dev *d, CUdeviceptr va, size_t size)
+{
+    sg_vmm_relax();
+    return SG_DRIVER_CALL(cuMemSetAccess, va, size, d->access, d->naccess);
+}
+
+CUresult sg_vmm_unmap(CUdeviceptr va, size_t size)
+{
+    sg_vmm_relax();
+    return SG_DRIVER_CALL(cuMemUnmap, va, size);
+}

@@ -1,0 +1,262 @@
+/*
+ * test_memsize.c: one device memory budget (CUDAEMU_DEVICE_MEMORY=256M; the
+ * program re-executes itself to set it) charged by every path that takes
+ * device memory, with CUDA_ERROR_OUT_OF_MEMORY beyond it and cuMemGetInfo
+ * consistent with it:
+ *   cuMemAlloc / cuMemAllocPitch: the bytes rounded up to 4 KiB pages, so 256
+ *     blocks of 1 MiB fit exactly; cuMemAllocPitch's pitch is a multiple of
+ *     512 (CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT);
+ *   cuMemCreate: its size (a multiple of the 2 MiB granularity);
+ *   the stream-ordered pool (cuMemAllocAsync, cuMemAllocFromPoolAsync): pages
+ *     like cuMemAlloc; freed bytes stay reserved by the pool (and charged)
+ *     until a stream, event or context synchronize gives back what exceeds
+ *     the release threshold (default 0), or cuMemPoolTrimTo; the pool reuses
+ *     what it holds; RESERVED/USED_MEM_CURRENT/HIGH report it;
+ *   graph allocations: pages, from the launch that allocates them until
+ *     freed (a launch beyond the budget fails with OUT_OF_MEMORY).
+ */
+#include "graph_util.h"
+
+#include <stdlib.h>
+
+#define MIB (1ull << 20)
+#define TOTAL (256 * MIB)
+
+static size_t free_mem(void)
+{
+    size_t f = 0, t = 0;
+    CHECK_CU(cuMemGetInfo(&f, &t), CUDA_SUCCESS);
+    CHECK_EQ(t, TOTAL);
+    return f;
+}
+
+TEST(total)
+{
+    size_t t = 0;
+    CHECK_CU(cuDeviceTotalMem(&t, 0), CUDA_SUCCESS);
+    CHECK_EQ(t, TOTAL);
+    CHECK_EQ(free_mem(), TOTAL);
+}
+
+TEST(cumemalloc_256_blocks_of_1mib)
+{
+    static CUdeviceptr p[257];
+    for (int i = 0; i < 256; i++) {
+        CUresult r = cuMemAlloc(&p[i], MIB);
+        if (r != CUDA_SUCCESS) printf("#   block %d: %d\n", i, (int)r);
+        CHECK_CU(r, CUDA_SUCCESS);
+    }
+    CHECK_EQ(free_mem(), 0);
+    p[256] = 0;
+    CHECK_CU(cuMemAlloc(&p[256], 1), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(p[256], 0);
+    for (int i = 0; i < 256; i++) CHECK_CU(cuMemFree(p[i]), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+}
+
+TEST(page_rounding)
+{
+    CUdeviceptr a, b;
+    CHECK_CU(cuMemAlloc(&a, 1), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 4096);
+    CHECK_CU(cuMemAlloc(&b, 4097), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 3 * 4096);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+}
+
+TEST(alloc_pitch)
+{
+    CUdeviceptr p = 0;
+    size_t pitch = 0;
+    int align = 0;
+    CHECK_CU(cuDeviceGetAttribute(&align, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, 0), CUDA_SUCCESS);
+    CHECK_EQ(align, 512);
+    CHECK_CU(cuMemAllocPitch(&p, &pitch, 1000, 100, 4), CUDA_SUCCESS);
+    CHECK_EQ(pitch, 1024);
+    CHECK_EQ(free_mem(), TOTAL - 102400);                  /* 1024 * 100, whole pages */
+    /* The pitched rows are usable with cuMemcpy2D and cuMemsetD2D32. */
+    CHECK_CU(cuMemsetD2D32(p, pitch, 7, 250, 100), CUDA_SUCCESS);
+    CHECK_EQ(((uint32_t *)(p + 99 * pitch))[249], 7);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemAllocPitch(&p, &pitch, 1000, 100, 3), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocPitch(&p, &pitch, 0, 100, 4), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocPitch(&p, &pitch, 1000, 0, 4), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocPitch(&p, &pitch, 1 << 20, 257, 16), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuMemAllocPitch(&p, &pitch, 1 << 20, 256, 16), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 0);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+}
+
+static CUmemAllocationProp dev_prop(void)
+{
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+    return prop;
+}
+
+TEST(mem_create_shares_the_budget)
+{
+    CUmemAllocationProp prop = dev_prop();
+    static CUmemGenericAllocationHandle h[129];
+    for (int i = 0; i < 128; i++) CHECK_CU(cuMemCreate(&h[i], 2 * MIB, &prop, 0), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 0);
+    CHECK_CU(cuMemCreate(&h[128], 2 * MIB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    CUdeviceptr p;
+    CHECK_CU(cuMemAlloc(&p, 1), CUDA_ERROR_OUT_OF_MEMORY);
+    for (int i = 64; i < 128; i++) CHECK_CU(cuMemRelease(h[i]), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 128 * MIB);
+    CHECK_CU(cuMemAlloc(&p, 128 * MIB), CUDA_SUCCESS);      /* the other half, as cuMemAlloc */
+    CHECK_CU(cuMemCreate(&h[128], 2 * MIB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    for (int i = 0; i < 64; i++) CHECK_CU(cuMemRelease(h[i]), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+}
+
+static cuuint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a)
+{
+    cuuint64_t v = 0;
+    CHECK_CU(cuMemPoolGetAttribute(pool, a, &v), CUDA_SUCCESS);
+    return v;
+}
+
+TEST(stream_ordered_pool)
+{
+    CUstream s;
+    CUmemoryPool pool;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuDeviceGetDefaultMemPool(&pool, 0), CUDA_SUCCESS);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 0);
+    CUdeviceptr p[5] = { 0 };
+    for (int i = 0; i < 4; i++) CHECK_CU(cuMemAllocAsync(&p[i], 64 * MIB, s), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 0);
+    CHECK_CU(cuMemAllocAsync(&p[4], 1, s), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuMemAllocFromPoolAsync(&p[4], 1, pool, s), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), TOTAL);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), TOTAL);
+    for (int i = 0; i < 4; i++) CHECK_CU(cuMemFreeAsync(p[i], s), CUDA_SUCCESS);
+    /* Freed, but the pool still holds it: another allocator cannot have it... */
+    CUdeviceptr q = 0;
+    while (cuStreamQuery(s) == CUDA_ERROR_NOT_READY) usleep(1000);   /* the frees ran (a query is no synchronize) */
+    CHECK_EQ(free_mem(), 0);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), TOTAL);
+    CHECK_CU(cuMemAlloc(&q, MIB), CUDA_ERROR_OUT_OF_MEMORY);
+    /* ...while the pool reuses it. */
+    CHECK_CU(cuMemAllocAsync(&p[0], 128 * MIB, s), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 0);
+    /* A synchronize gives back what exceeds the release threshold (0). */
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 128 * MIB);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 128 * MIB);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), TOTAL);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH), TOTAL);
+    CHECK_CU(cuMemAlloc(&q, MIB), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(q), CUDA_SUCCESS);
+    CHECK_CU(cuMemFreeAsync(p[0], s), CUDA_SUCCESS);
+
+    /* With a release threshold of 96 MiB a synchronize keeps that much. */
+    cuuint64_t keep = 96 * MIB;
+    CHECK_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 96 * MIB);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 96 * MIB);
+    /* cuMemPoolTrimTo gives back down to what is asked. */
+    CHECK_CU(cuMemPoolTrimTo(pool, 32 * MIB), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 32 * MIB);
+    CHECK_CU(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+    /* An event synchronize releases too; memory in use is never released. */
+    CUevent ev;
+    CHECK_CU(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    keep = 0;
+    CHECK_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep), CUDA_SUCCESS);
+    CHECK_CU(cuMemAllocAsync(&p[0], 8 * MIB, s), CUDA_SUCCESS);
+    CHECK_CU(cuMemAllocAsync(&p[1], 8 * MIB, s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFreeAsync(p[1], s), CUDA_SUCCESS);
+    CHECK_CU(cuEventRecord(ev, s), CUDA_SUCCESS);
+    CHECK_CU(cuEventSynchronize(ev), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 8 * MIB);
+    CHECK_CU(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 8 * MIB);
+    CHECK_CU(cuMemFreeAsync(p[0], s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+    /* Watermarks reset to the current value; only 0 may be written. */
+    cuuint64_t zero = 0, one = 1;
+    CHECK_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero), CUDA_SUCCESS);
+    CHECK_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero), CUDA_SUCCESS);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 0);
+    CHECK_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &one), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &zero), CUDA_ERROR_INVALID_VALUE);
+    int reuse = -1;
+    CHECK_CU(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse), CUDA_SUCCESS);
+    CHECK_EQ(reuse, 1);
+    CHECK_CU(cuMemPoolTrimTo(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuEventDestroy(ev), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+/* Graph allocations are charged from the launch that allocates them until
+ * freed; a launch that cannot have them fails with OUT_OF_MEMORY. */
+TEST(graph_allocations)
+{
+    CUgraph g;
+    CUgraphNode an, fn;
+    CUgraphExec e;
+    CUDA_MEM_ALLOC_NODE_PARAMS ap;
+    memset(&ap, 0, sizeof ap);
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.bytesize = 200 * MIB;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiate(&e, g, 0), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);                       /* reserved address only */
+    CUdeviceptr p;
+    CHECK_CU(cuMemAlloc(&p, 100 * MIB), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 200 * MIB);
+    cuuint64_t used = 0;
+    CHECK_CU(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used), CUDA_SUCCESS);
+    CHECK_EQ(used, 200 * MIB);
+    CHECK_CU(cuMemAlloc(&p, 100 * MIB), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuMemFreeAsync(ap.dptr, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    /* Freed in the graph: charged only while the launch holds it. */
+    CHECK_CU(cuGraphAddMemFreeNode(&fn, g, &an, 1, ap.dptr), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiate(&e, g, 0), CUDA_SUCCESS);
+    for (int i = 0; i < 3; i++) CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    const char *have = getenv("CUDAEMU_DEVICE_MEMORY");
+    if (!have || strcmp(have, "256M") != 0) {
+        setenv("CUDAEMU_DEVICE_MEMORY", "256M", 1);
+        execv("/proc/self/exe", argv);
+        perror("execv /proc/self/exe");
+        return 1;
+    }
+    gu_setup();
+    RUN(total);
+    RUN(cumemalloc_256_blocks_of_1mib);
+    RUN(page_rounding);
+    RUN(alloc_pitch);
+    RUN(mem_create_shares_the_budget);
+    RUN(stream_ordered_pool);
+    RUN(graph_allocations);
+    return check_done();
+}

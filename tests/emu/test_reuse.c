@@ -1,0 +1,214 @@
+/*
+ * test_reuse.c: the emulated driver reuses freed handle values as a real
+ * driver does (its objects come from freed memory, last freed first), so
+ * that anything keyed on a handle value that outlives the handle shows:
+ *
+ *   - CUfunction and CUmodule values of an unloaded module are given to the
+ *     functions and modules loaded next (in the same order for a module of
+ *     the same layout); a reused CUfunction reports the new function's
+ *     parameters; a graph still holding the unloaded function is caught at
+ *     launch (a violation), even though its handle value is alive again;
+ *   - the value of a destroyed stream is the next cuStreamCreate's, while
+ *     the destroyed stream's queued work still runs to completion;
+ *   - the value of a destroyed event is the next cuEventCreate's;
+ *   - several freed values come back last-freed first.
+ */
+#include "graph_util.h"
+
+#include <stdlib.h>
+
+static CUmodule load(const char *name)
+{
+    char path[PATH_MAX + 64];
+    CUmodule m = NULL;
+    CHECK_EQ(emu_test_module_path(name, path, sizeof path), 0);
+    CHECK_CU(cuModuleLoad(&m, path), CUDA_SUCCESS);
+    return m;
+}
+
+static const char *const graph_kernels[] = { "fill_u32", "affine_u32", "add_u32", "slow_fill_u32" };
+
+TEST(function_values_reused_after_unload)
+{
+    CUmodule m = load("mod_graph.so");
+    CUfunction f[4], g[4];
+    for (int i = 0; i < 4; i++) CHECK_CU(cuModuleGetFunction(&f[i], m, graph_kernels[i]), CUDA_SUCCESS);
+    CHECK_CU(cuModuleUnload(m), CUDA_SUCCESS);
+    /* The same module again: the same values, in the same order. */
+    CUmodule m2 = load("mod_graph.so");
+    CHECK(m2 == m);
+    for (int i = 0; i < 4; i++) {
+        CHECK_CU(cuModuleGetFunction(&g[i], m2, graph_kernels[i]), CUDA_SUCCESS);
+        CHECK(g[i] == f[i]);
+    }
+    CHECK_CU(cuModuleUnload(m2), CUDA_SUCCESS);
+    /* Another module: its functions get the freed values, and a reused value
+     * describes the new function (fill_u32 of mod_test takes 3 arguments,
+     * poke 1, mixed 5). */
+    CUmodule t = load("mod_test.so");
+    const char *test_kernels[] = { "fill_u32", "inc_u32", "sleep_fill_u32", "mixed", "dims", "poke" };
+    int reused = 0;
+    for (int i = 0; i < 6; i++) {
+        CUfunction h;
+        CHECK_CU(cuModuleGetFunction(&h, t, test_kernels[i]), CUDA_SUCCESS);
+        for (int j = 0; j < 4; j++) reused += h == f[j];
+    }
+    CHECK_EQ(reused, 4);
+    CUfunction mixed;
+    size_t off, size;
+    CHECK_CU(cuModuleGetFunction(&mixed, t, "mixed"), CUDA_SUCCESS);
+    CHECK(mixed == f[3]);                       /* was slow_fill_u32 (4 arguments) */
+    CHECK_CU(cuFuncGetParamInfo(mixed, 4, &off, &size), CUDA_SUCCESS);
+    CHECK_EQ(size, 12);
+    const char *name = NULL;
+    CHECK_CU(cuFuncGetName(&name, mixed), CUDA_SUCCESS);
+    CHECK(name && strcmp(name, "mixed") == 0);
+    CHECK_CU(cuModuleUnload(t), CUDA_SUCCESS);
+}
+
+/* The issue's program: many modules loaded, run and unloaded, then a new
+ * version of a kernel; its CUfunction is one of the freed values. */
+TEST(many_modules_then_a_new_kernel)
+{
+    CUfunction old[64 * 4];
+    CUmodule mods[64];
+    for (int i = 0; i < 64; i++) {
+        mods[i] = load("mod_graph.so");
+        for (int k = 0; k < 4; k++)
+            CHECK_CU(cuModuleGetFunction(&old[4 * i + k], mods[i], graph_kernels[k]), CUDA_SUCCESS);
+    }
+    for (int i = 0; i < 64; i++) CHECK_CU(cuModuleUnload(mods[i]), CUDA_SUCCESS);
+    CUmodule t = load("mod_test.so");
+    CUfunction sf;
+    CHECK_CU(cuModuleGetFunction(&sf, t, "sleep_fill_u32"), CUDA_SUCCESS);
+    int hit = 0;
+    for (int i = 0; i < 64 * 4; i++) hit |= sf == old[i];
+    CHECK(hit);
+    size_t off, size;
+    CHECK_CU(cuFuncGetParamInfo(sf, 3, &off, &size), CUDA_SUCCESS);   /* the 4th argument */
+    CHECK_EQ(size, 4);
+    CHECK_CU(cuModuleUnload(t), CUDA_SUCCESS);
+}
+
+/* A graph built with a function whose module was unloaded and whose value
+ * was given to a new function: launching it is caught. */
+TEST(stale_function_in_graph_is_caught)
+{
+    CUmodule m = load("mod_graph.so");
+    CUfunction fill;
+    CHECK_CU(cuModuleGetFunction(&fill, m, "fill_u32"), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc();
+    gu_args args;
+    gu_kp_fill(&args, a, 3);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(fill, &args);
+    CUgraph g;
+    CUgraphNode n;
+    CUgraphExec e;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddKernelNode(&n, g, NULL, 0, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuModuleUnload(m), CUDA_SUCCESS);
+    CUmodule m2 = load("mod_graph.so");
+    CUfunction fill2;
+    CHECK_CU(cuModuleGetFunction(&fill2, m2, "fill_u32"), CUDA_SUCCESS);
+    CHECK(fill2 == fill);                       /* the value is alive again */
+    emu_test_stderr_begin();
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_EQ(emu_test_violations(), 1);
+    /* Built anew with the new function, it runs. */
+    CUgraphExecUpdateResultInfo info;
+    CUgraph g2;
+    CUgraphNode n2;
+    kp.func = fill2;
+    CHECK_CU(cuGraphCreate(&g2, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddKernelNode(&n2, g2, NULL, 0, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate(e, g2, &info), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(a, 3));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);
+    CHECK_CU(cuModuleUnload(m2), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
+TEST(stream_value_reused_while_old_work_runs)
+{
+    CUstream s, s2;
+    CUdeviceptr a = gu_alloc(), b = gu_alloc();
+    CHECK_CU(cuMemsetD32(a, 0, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    gu_args slow;
+    gu_kp_slow(&slow, a, 8, 100000);
+    CHECK_CU(gu_launch(k_slow, s, &slow), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);      /* work still queued */
+    CHECK_CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK(s2 == s);
+    /* The new stream is a new stream: empty, independent of the old work. */
+    CHECK_CU(cuStreamQuery(s2), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32Async(b, 4, N_ELEMS, s2), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s2), CUDA_SUCCESS);
+    CHECK(gu_all(b, 4));
+    CHECK(gu_all(a, 0));                            /* the old kernel still sleeps */
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK(gu_all(a, 8));                            /* and completed */
+    CHECK_CU(cuStreamDestroy(s2), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+}
+
+TEST(event_value_reused)
+{
+    CUevent e, e2;
+    CHECK_CU(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    CHECK_CU(cuEventRecord(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuEventSynchronize(e), CUDA_SUCCESS);
+    CHECK_CU(cuEventDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuEventCreate(&e2, 0), CUDA_SUCCESS);
+    CHECK(e2 == e);
+    /* A new event: never recorded, timing enabled. */
+    float ms;
+    CHECK_CU(cuEventQuery(e2), CUDA_SUCCESS);
+    CHECK_CU(cuEventElapsedTime(&ms, e2, e2), CUDA_ERROR_INVALID_HANDLE);   /* never recorded */
+    CHECK_CU(cuEventRecord(e2, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuEventSynchronize(e2), CUDA_SUCCESS);
+    CHECK_CU(cuEventElapsedTime(&ms, e2, e2), CUDA_SUCCESS);
+    CHECK_CU(cuEventDestroy(e2), CUDA_SUCCESS);
+}
+
+TEST(last_freed_first)
+{
+    CUstream s[3], t[3];
+    CUevent e[3], f[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_CU(cuStreamCreate(&s[i], 0), CUDA_SUCCESS);
+        CHECK_CU(cuEventCreate(&e[i], 0), CUDA_SUCCESS);
+    }
+    for (int i = 0; i < 3; i++) {
+        CHECK_CU(cuStreamDestroy(s[i]), CUDA_SUCCESS);
+        CHECK_CU(cuEventDestroy(e[i]), CUDA_SUCCESS);
+    }
+    for (int i = 0; i < 3; i++) {
+        CHECK_CU(cuStreamCreate(&t[i], 0), CUDA_SUCCESS);
+        CHECK_CU(cuEventCreate(&f[i], 0), CUDA_SUCCESS);
+        CHECK(t[i] == s[2 - i]);
+        CHECK(f[i] == e[2 - i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        CHECK_CU(cuStreamDestroy(t[i]), CUDA_SUCCESS);
+        CHECK_CU(cuEventDestroy(f[i]), CUDA_SUCCESS);
+    }
+}
+
+int main(void)
+{
+    gu_setup();
+    RUN(function_values_reused_after_unload);
+    RUN(many_modules_then_a_new_kernel);
+    RUN(stale_function_in_graph_is_caught);
+    RUN(stream_value_reused_while_old_work_runs);
+    RUN(event_value_reused);
+    RUN(last_freed_first);
+    return check_done();
+}
