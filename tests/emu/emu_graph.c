@@ -309,6 +309,38 @@ static void nparams_empty(emu_nparams *np)
     np->type = CU_GRAPH_NODE_TYPE_EMPTY;
 }
 
+/* Whether an update from `a` to `b` changes nothing the node does (the
+ * "changed nodes" the statistics count). Kernel arguments are packed into
+ * zeroed storage, so their bytes compare; attribute values compare as stored. */
+static int nparams_same(const emu_nparams *a, const emu_nparams *b)
+{
+    if (a->type != b->type || a->ctx != b->ctx) return 0;
+    switch (a->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        return a->args->func == b->args->func && a->args->size == b->args->size &&
+               memcmp(a->args->data, b->args->data, a->args->size) == 0 &&
+               memcmp(&a->launch, &b->launch, sizeof a->launch) == 0 &&
+               memcmp(a->attr, b->attr, sizeof a->attr) == 0;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+        const CUDA_MEMCPY3D *x = &a->copy, *y = &b->copy;   /* field by field: the struct has padding */
+#define SAME(f) (x->src##f == y->src##f && x->dst##f == y->dst##f)
+        return SAME(XInBytes) && SAME(Y) && SAME(Z) && SAME(LOD) && SAME(MemoryType) && SAME(Host) &&
+               SAME(Device) && SAME(Array) && SAME(Pitch) && SAME(Height) &&
+               x->WidthInBytes == y->WidthInBytes && x->Height == y->Height && x->Depth == y->Depth;
+#undef SAME
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        return memcmp(&a->set, &b->set, sizeof a->set) == 0;
+    case CU_GRAPH_NODE_TYPE_HOST:
+        return a->host.fn == b->host.fn && a->host.userData == b->host.userData;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return a->mem_ptr == b->mem_ptr && a->mem_bytes == b->mem_bytes;
+    default:
+        return 1;
+    }
+}
+
 /* From the tagged union of cuGraphAddNode / cuGraphNodeSetParams /
  * cuGraphExecNodeSetParams. */
 /* graph_uid: the graph the node is added to; 0 for the set-params calls. */
@@ -1626,6 +1658,7 @@ EMU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *
     EMU_ENTRY_INIT();
     if (!numNodes || !graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
     fill_nodes(nodes, numNodes, hGraph->nodes, hGraph->n);
+    if (nodes) emu_stat_nodes(*numNodes, 0);   /* nodes listed (a count query lists none) */
     return CUDA_SUCCESS;
 }
 
@@ -1937,6 +1970,7 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
     for (size_t i = 0; i < n; i++)
         if (e->nodes[i].p.ctx) { owner = e->nodes[i].p.ctx; break; }
     emu_handle_add_ctx(e, EMU_K_EXEC, owner);
+    emu_stat_nodes(n, 0);
     *out = e;
     *result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
     return CUDA_SUCCESS;
@@ -2068,7 +2102,9 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     lw->prev = e->last;             /* the exec's reference moves to the work */
     e->last = tok;
     pthread_mutex_unlock(&e->lock);
-    return emu_stream_enqueue(s, &lw->w);
+    r = emu_stream_enqueue(s, &lw->w);
+    if (r == CUDA_SUCCESS) emu_stat_nodes(n, 0);
+    return r;
 }
 
 /* -------------------------------------------------------- instantiate API */
@@ -2215,6 +2251,7 @@ static CUresult exec_set(CUgraphExec e, CUgraphNode h, emu_nparams *p)
     memcpy(p->attr, old.attr, sizeof p->attr);   /* set-params keeps the attributes */
     x->p = *p;
     pthread_mutex_unlock(&e->lock);
+    emu_stat_nodes(1, !nparams_same(&old, p));
     nparams_free(&old);
     return CUDA_SUCCESS;
 }
@@ -2406,13 +2443,16 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
             free(fresh);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
+    unsigned long changed = 0;
     pthread_mutex_lock(&e->lock);
     for (size_t i = 0; i < g->n; i++) {
         emu_nparams old = e->nodes[i].p;
+        changed += !nparams_same(&old, &fresh[i]);
         e->nodes[i].p = fresh[i];
         fresh[i] = old;
     }
     pthread_mutex_unlock(&e->lock);
+    emu_stat_nodes(g->n, changed);
     for (size_t i = 0; i < g->n; i++) nparams_free(&fresh[i]);
     free(fresh);
     info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
