@@ -77,6 +77,11 @@ typedef struct prio {               /* a stream created with a priority */
 static sstate *streams;
 static evstate *events;
 static prio *prios;
+static uint64_t streams_gen = 1;    /* bumped at every add and delete of a stream entry */
+
+/* The last stream a thread looked up, and what it found (NULL: none), valid
+ * while streams_gen is unchanged: read and written under rec_lock. */
+static __thread struct { sg_stream_id key; uint64_t gen; sstate *s; } last;
 
 /* ------------------------------------------------------------ helpers */
 
@@ -104,7 +109,11 @@ static int deps_union(deps *d, const deps *add)
 static sstate *stream_find(sg_stream_id key)
 {
     sstate *s;
+    if (last.gen == streams_gen && sg_stream_id_eq(last.key, key)) return last.s;
     HASH_FIND(hh, streams, &key, sizeof key, s);
+    last.key = key;
+    last.gen = streams_gen;
+    last.s = s;
     return s;
 }
 
@@ -116,6 +125,7 @@ static sstate *stream_add(sg_stream_id key, cap *c)
     s->c = c;
     sg_rec_oom = 0;
     HASH_ADD(hh, streams, key, sizeof s->key, s);
+    streams_gen++;
     if (!sg_rec_oom) return s;
     free(s);
     return NULL;
@@ -124,6 +134,7 @@ static sstate *stream_add(sg_stream_id key, cap *c)
 static void stream_del(sstate *s)
 {
     HASH_DEL(streams, s);
+    streams_gen++;
     free(s->d.v);
     free(s);
 }
@@ -322,7 +333,12 @@ static void add_node(sstate *s, const sg_call *call)
     else if (op_desc(n, call->gb) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
     if (n->k.state == SG_FP_UNSUPPORTED) r->fp.unsupported = 1;
     for (size_t i = 0; i < s->d.n; i++) sg_grecord_edge(r, s->d.v[i], idx, NULL);
-    if (deps_set(&s->d, &idx, 1) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+    if (s->d.cap) {                            /* the common case: a chain */
+        s->d.v[0] = idx;
+        s->d.n = 1;
+    } else if (deps_set(&s->d, &idx, 1) != 0) {
+        sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+    }
 }
 
 static void spoil(cap *c, sg_readback why)

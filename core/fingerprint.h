@@ -223,8 +223,9 @@ int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src);
 /* Copies src into dst (dst's buffers reused). Returns 0, or -1 if out of
  * memory (dst is then incomplete). */
 int sg_fp_copy(sg_fp *dst, const sg_fp *src);
-/* A new last node of fp (zeroed key, payload buffer kept), or NULL if out of
- * memory. */
+/* A new last node of fp (payload buffer kept, length 0; its key is the
+ * caller's to write in full: the sg_fp_*_desc functions do), or NULL if out
+ * of memory. */
 sg_fp_node *sg_fp_push_node(sg_fp *fp);
 /* Appends an edge. Returns 0, or -1 if out of memory. */
 int sg_fp_push_edge(sg_fp *fp, uint32_t from, uint32_t to, const void *data8);

@@ -314,9 +314,10 @@ int sg_fp_copy(sg_fp *dst, const sg_fp *src)
 
 sg_fp_node *sg_fp_push_node(sg_fp *fp)
 {
-    if (grow_array((void **)&fp->nodes, &fp->nodes_cap, fp->n + 1, sizeof *fp->nodes, 1)) return NULL;
+    if (fp->n >= fp->nodes_cap &&
+        grow_array((void **)&fp->nodes, &fp->nodes_cap, fp->n + 1, sizeof *fp->nodes, 1))
+        return NULL;
     sg_fp_node *n = &fp->nodes[fp->n++];
-    memset(&n->k, 0, sizeof n->k);
     n->len = 0;
     n->pi = NULL;
     return n;
@@ -324,7 +325,9 @@ sg_fp_node *sg_fp_push_node(sg_fp *fp)
 
 int sg_fp_push_edge(sg_fp *fp, uint32_t from, uint32_t to, const void *data8)
 {
-    if (grow_array((void **)&fp->edges, &fp->edges_cap, fp->nedges + 1, sizeof *fp->edges, 0)) return -1;
+    if (fp->nedges >= fp->edges_cap &&
+        grow_array((void **)&fp->edges, &fp->edges_cap, fp->nedges + 1, sizeof *fp->edges, 0))
+        return -1;
     sg_fp_edge *e = &fp->edges[fp->nedges++];
     e->from = from;
     e->to = to;

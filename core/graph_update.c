@@ -18,6 +18,10 @@
 
 #include <string.h>
 
+/* `built` of a whole-graph update: 0 not described, 1 described in r->next,
+ * BUILT_SAME the same as r->fp (a record said so; r->next not filled). */
+enum { BUILT_SAME = 2 };
+
 /* ------------------------------------------------------------ accounting */
 
 static CUgraphExec exec_of(const sg_call *c)
@@ -39,7 +43,9 @@ static CUresult forward_update(sg_grec *r, const sg_call *c, sg_reason reason, l
     CUresult rc = c->forward(c->args);
     if (!r || rc != CUDA_SUCCESS) return rc;
     if (!r->unsupported && !r->fixed) {
-        if (whole && built) {
+        if (whole && built == BUILT_SAME) {
+            /* the exec holds what it held */
+        } else if (whole && built) {
             sg_grec_take_next(r);
         } else if (whole || (r->state == REC_CURRENT &&
                              (!built || node < 0 || sg_fp_node_copy(&r->fp.nodes[node], &r->node) != 0))) {
@@ -186,18 +192,25 @@ CUresult sg_graph_update(const sg_call *c)
     pthread_mutex_lock(&r->lock);
     sg_fp_cache_enter();
     CUgraph g = c->u.update.graph;
-    sg_readback why = sg_rec_fetch(g, &r->next, NULL);
-    int built = why == SG_READBACK_NONE;
-    if (!built) {
-        sg_rec_count_readback(why);
-        built = sg_fp_build(&r->next, g, &r->scratch, r->state == REC_CURRENT ? &r->fp : NULL) == 0;
+    int reason = forced_reason(r), built;
+    /* identical (and no memset / memcpy range the driver would now refuse):
+     * nothing to copy */
+    if (reason < 0 && sg_rec_same(g, &r->fp) && bad_range_node(&r->fp) < 0) {
+        built = BUILT_SAME;
+    } else {
+        sg_readback why = sg_rec_fetch(g, &r->next, NULL);
+        built = why == SG_READBACK_NONE;
+        if (!built) {
+            sg_rec_count_readback(why);
+            built = sg_fp_build(&r->next, g, &r->scratch, r->state == REC_CURRENT ? &r->fp : NULL) == 0;
+        }
+        if (reason < 0) reason = built ? sg_fp_compare(&r->fp, &r->next) : SG_REASON_NOT_COMPARABLE;
     }
-    int reason = forced_reason(r);
-    if (reason < 0) reason = built ? sg_fp_compare(&r->fp, &r->next) : SG_REASON_NOT_COMPARABLE;
-    long bad = built ? bad_range_node(&r->next) : -1;
+    long bad = built == 1 ? bad_range_node(&r->next) : -1;
     CUresult rc = bad >= 0 ? refuse_update(c, bad_node(r, g, bad))
-                           : decide(r, c, reason, -1, built && !r->next.unsupported);
-    if (rc == CUDA_SUCCESS && built && r->next.unsupported) {
+                           : decide(r, c, reason, -1,
+                                    built == BUILT_SAME ? BUILT_SAME : built && !r->next.unsupported);
+    if (rc == CUDA_SUCCESS && built == 1 && r->next.unsupported) {
         /* forwarded: the exec now holds a node type the library does not model */
         r->fp.unsupported = 1;
     }

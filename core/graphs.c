@@ -76,7 +76,8 @@ static void describe(sg_grec *r, CUgraph graph)
         r->state = REC_CURRENT;
         r->graph = graph;
         if (handles) (void)sg_grec_set_nodes(r, graph, handles, r->fp.n);
-        else if (sg_graph_obs) (void)sg_grec_learn_nodes(r);
+        else if (sg_graph_obs && sg_graph_caps.variants)   /* variants find nodes by handle */
+            (void)sg_grec_learn_nodes(r);
         free(handles);
         return;
     }

@@ -42,13 +42,26 @@ static unsigned long used;                            /* atomic */
 
 /* ------------------------------------------------------------ records */
 
+/* Records whose graph went, kept with their buffers (node array, payloads,
+ * edges, handles) for the next capture: a program that captures the same
+ * graph every step allocates nothing in the steady state (rec_lock). */
+#define POOL_MAX 8
+static sg_grecord *pool[POOL_MAX];
+static int npool;
+
 static sg_grecord *grecord_new(void)
 {
-    sg_grecord *r = calloc(1, sizeof *r);
+    sg_grecord *r = npool ? pool[--npool] : calloc(1, sizeof *r);
     if (!r) return NULL;
+    r->graph = NULL;
+    r->next_building = NULL;
+    r->fp.n = r->fp.nedges = 0;
+    r->fp.unsupported = 0;
     r->fp.origin = SG_FP_RECORDED;
     r->fp.epoch = sg_fp_epoch();
+    r->unknown = 0;
     r->why = SG_READBACK_NONE;
+    r->checked = 0;
     return r;
 }
 
@@ -74,6 +87,10 @@ static void forget_nodes(sg_grecord *r)
 static void grecord_free(sg_grecord *r)
 {
     forget_nodes(r);
+    if (npool < POOL_MAX) {
+        pool[npool++] = r;
+        return;
+    }
     sg_fp_free(&r->fp);
     free(r->handles);
     free(r);
@@ -248,6 +265,7 @@ static void add_node(const sg_gb *gb)
     if (!n || r->why != SG_READBACK_NONE) return;
     uint32_t idx = (uint32_t)(r->fp.n - 1);
     if (gb->u.add.empty) {
+        memset(&n->k, 0, sizeof n->k);
         n->k.type = CU_GRAPH_NODE_TYPE_EMPTY;
     } else {
         sg_readback why = params_desc(n, gb->u.add.pk, gb->u.add.params, gb->u.add.ctx);
@@ -407,31 +425,41 @@ static int driver_counts(CUgraph g, size_t *n, size_t *e)
     return SG_DRIVER_CALL(cuGraphGetEdges_v2, g, NULL, NULL, NULL, e) == CUDA_SUCCESS ? 0 : -1;
 }
 
-sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
+/* The record of g if it can be used for a decision, checked against the
+ * driver once after each change; returns with rec_lock held (NULL and *why
+ * set if it cannot be used). */
+static sg_grecord *usable_locked(CUgraph g, sg_readback *why)
 {
-    if (handles) *handles = NULL;
-    if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
     pthread_mutex_lock(&sg_rec_lock);
     sg_grecord *r = find_locked(g);
-    sg_readback why = !r ? SG_READBACK_NOT_RECORDED : r->why;
-    int check = r && why == SG_READBACK_NONE && !r->checked;
-    pthread_mutex_unlock(&sg_rec_lock);
-    size_t dn = 0, de = 0;
-    int counted = check ? driver_counts(g, &dn, &de) : 0;
-    pthread_mutex_lock(&sg_rec_lock);
-    r = why == SG_READBACK_NONE ? find_locked(g) : NULL;   /* it may have gone meanwhile */
-    if (why == SG_READBACK_NONE && (!r || r->why != SG_READBACK_NONE))
-        why = r ? r->why : SG_READBACK_NOT_RECORDED;
-    if (why == SG_READBACK_NONE && check && !r->checked) {
-        if (counted != 0 || dn != r->fp.n || de != r->fp.nedges) {
-            sg_grecord_spoil(r, SG_READBACK_COUNT_MISMATCH);
-            why = SG_READBACK_COUNT_MISMATCH;
-        } else {
-            r->checked = 1;
+    *why = !r ? SG_READBACK_NOT_RECORDED : r->why;
+    if (*why == SG_READBACK_NONE && !r->checked) {
+        pthread_mutex_unlock(&sg_rec_lock);
+        size_t dn = 0, de = 0;
+        int counted = driver_counts(g, &dn, &de);
+        pthread_mutex_lock(&sg_rec_lock);
+        r = find_locked(g);                      /* it may have gone meanwhile */
+        *why = !r ? SG_READBACK_NOT_RECORDED : r->why;
+        if (*why == SG_READBACK_NONE && !r->checked) {
+            if (counted != 0 || dn != r->fp.n || de != r->fp.nedges) {
+                sg_grecord_spoil(r, SG_READBACK_COUNT_MISMATCH);
+                *why = SG_READBACK_COUNT_MISMATCH;
+            } else {
+                r->checked = 1;
+            }
         }
     }
-    if (why == SG_READBACK_NONE && r->fp.epoch != sg_fp_epoch()) why = SG_READBACK_MODULE_UNLOADED;
-    if (why == SG_READBACK_NONE && sg_fp_copy(fp, &r->fp) != 0) why = SG_READBACK_OUT_OF_MEMORY;
+    if (*why == SG_READBACK_NONE && r->fp.epoch != sg_fp_epoch()) *why = SG_READBACK_MODULE_UNLOADED;
+    return *why == SG_READBACK_NONE ? r : NULL;
+}
+
+sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
+{
+    sg_readback why;
+    if (handles) *handles = NULL;
+    if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
+    sg_grecord *r = usable_locked(g, &why);
+    if (r && sg_fp_copy(fp, &r->fp) != 0) why = SG_READBACK_OUT_OF_MEMORY;
     if (why == SG_READBACK_NONE && handles && !r->unknown && r->fp.n) {
         *handles = malloc(r->fp.n * sizeof **handles);
         if (*handles) memcpy(*handles, r->handles, r->fp.n * sizeof **handles);
@@ -439,6 +467,17 @@ sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
     pthread_mutex_unlock(&sg_rec_lock);
     if (why == SG_READBACK_NONE) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
     return why;
+}
+
+int sg_rec_same(CUgraph g, const sg_fp *fp)
+{
+    sg_readback why;
+    if (!sg_rec_on || fp->origin != SG_FP_RECORDED) return 0;
+    sg_grecord *r = usable_locked(g, &why);
+    int same = r && sg_fp_compare(fp, &r->fp) < 0;
+    pthread_mutex_unlock(&sg_rec_lock);
+    if (same) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
+    return same;
 }
 
 void sg_rec_count_readback(sg_readback why)
@@ -470,6 +509,12 @@ void sg_rec_graphs_reset(void)
         grecord_free(r);
     }
     while (building) sg_grecord_drop(building);
+    while (npool) {
+        sg_grecord *p = pool[--npool];
+        sg_fp_free(&p->fp);
+        free(p->handles);
+        free(p);
+    }
     node_ent *e, *et;
     HASH_ITER(hh, nodes, e, et) {
         HASH_DEL(nodes, e);

@@ -75,6 +75,10 @@ void sg_rec_stream_gone(CUstream s);
  * SG_READBACK_NONE, or why there is none (fp is then unusable). */
 sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles);
 
+/* Whether graph g has a usable record that describes the same exec state
+ * as fp (a record too): a decision on an identical update, with no copy. */
+int sg_rec_same(CUgraph g, const sg_fp *fp);
+
 /* Counts a decision made by reading a graph back, and why (report). */
 void sg_rec_count_readback(sg_readback why);
 /* The counts so far (report): SG_READBACK_COUNT of them. */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-int sg_grow(void **buf, size_t *cap, size_t need, size_t elem)
+int sg_grow_slow(void **buf, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return 0;
     size_t ncap = *cap ? *cap : 8;

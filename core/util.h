@@ -13,7 +13,11 @@
 /* Makes room for `need` elements of `elem` bytes in *buf (capacity *cap),
  * doubling from 8; the new elements are zeroed. Returns 0, or -1 if out of
  * memory or the size overflows (then *buf and *cap are unchanged). */
-int sg_grow(void **buf, size_t *cap, size_t need, size_t elem);
+int sg_grow_slow(void **buf, size_t *cap, size_t need, size_t elem);
+static inline int sg_grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    return need <= *cap ? 0 : sg_grow_slow(buf, cap, need, elem);
+}
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t sg_now_ns(void);
