@@ -1,7 +1,7 @@
 /*
  * emu_library.c: CUDA images and where their kernels come from, libraries
- * and kernels (cuLibrary*, cuKernel*), function attributes and the module
- * loading mode of the emulated CUDA driver.
+ * and kernels (cuLibrary*, cuKernel*), function attributes, occupancy and the
+ * module loading mode of the emulated CUDA driver.
  *
  * CUDA images. A fat binary (its __fatBinC_Wrapper_t, magic 0x466243b1, from
  * the toolkit's fatbinary_section.h, or its data, magic 0xba55ed50 [ZLUDA
@@ -42,6 +42,14 @@
  * more dynamic shared memory than the function allows is
  * CUDA_ERROR_INVALID_VALUE, as on a GPU. Cache configuration is a preference
  * with no effect here: it is validated and accepted.
+ *
+ * Occupancy (cuOccupancy*, a CUkernel in the current context allowed): blocks
+ * resident per SM are limited by warps (64 per SM), blocks (32), registers
+ * (64 K per SM, allocated per warp in units of 256) and shared memory
+ * (228 KiB per SM, 1 KiB reserved per block), the emulated device's figures;
+ * a block with too many threads or too much dynamic shared memory for the
+ * function gives 0. The suggested block size keeps the most threads
+ * resident (the largest size on a tie), the grid fills every SM.
  *
  * Locks: lib_lock guards every library's kernel table and per-context
  * modules, and every kernel's per-context functions and per-device
@@ -671,4 +679,136 @@ EMU_EXPORT CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config,
     CUresult r = kern_dev_check(kernel, dev);
     if (r == CUDA_ERROR_NO_BINARY_FOR_GPU) r = CUDA_SUCCESS;   /* a preference, no code needed */
     return r != CUDA_SUCCESS ? r : cache_config_ok(config);
+}
+
+/* ------------------------------------------------------------------ occupancy */
+
+/* Resident blocks of f per SM for `block` threads and `dyn` bytes of dynamic
+ * shared memory, on the emulated device's limits (emu_core.c): warps (64 per
+ * SM), blocks (32), registers (64 K per SM, allocated per warp in units of
+ * 256) and shared memory (228 KiB per SM, 1 KiB reserved per block); 0 if a
+ * block cannot run at all (too many threads, too much shared memory). */
+static int occ_blocks(CUfunction f, int block, size_t dyn)
+{
+    int dev = f->mod->ctx ? f->mod->ctx->device : 0;
+    if (block > emu_func_attr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) ||
+        dyn > (size_t)emu_func_attr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))
+        return 0;
+    int warp = emu_device_attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev);
+    int warps = (block + warp - 1) / warp;
+    int sm_warps = emu_device_attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev) / warp;
+    int regs_per_warp = (emu_func_attr(f, CU_FUNC_ATTRIBUTE_NUM_REGS) * warp + 255) / 256 * 256;
+    int n = emu_device_attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, dev);
+    int by_warps = sm_warps / warps;
+    int by_regs = regs_per_warp ? emu_device_attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, dev) /
+                                  regs_per_warp / warps : n;
+    size_t smem = (size_t)emu_func_attr(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) + dyn +
+                  (size_t)emu_device_attribute(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev);
+    size_t by_smem = (size_t)emu_device_attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev) / smem;
+    if (by_warps < n) n = by_warps;
+    if (by_regs < n) n = by_regs;
+    if (by_smem < (size_t)n) n = (int)by_smem;
+    return n;
+}
+
+/* f (a CUfunction, or a CUkernel in the current context) with code. */
+static CUresult occ_func(CUfunction f, CUfunction *out, const char *call)
+{
+    CUresult r = emu_func_resolve(f, NULL, out);
+    if (r == CUDA_SUCCESS && !(*out)->k->fn) r = emu_kernel_missing((*out)->k->name, call);
+    return r;
+}
+
+static CUresult occ_active(int *numBlocks, CUfunction func, int blockSize, size_t dyn, unsigned flags,
+                           const char *call)
+{
+    if (!numBlocks || blockSize <= 0 || flags > CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = occ_func(func, &func, call);
+    if (r == CUDA_SUCCESS) *numBlocks = occ_blocks(func, blockSize, dyn);
+    return r;
+}
+
+EMU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                                size_t dynamicSMemSize)
+{
+    EMU_ENTRY_INIT();
+    return occ_active(numBlocks, func, blockSize, dynamicSMemSize, 0, __func__);
+}
+
+EMU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+                                                                         int blockSize, size_t dynamicSMemSize,
+                                                                         unsigned int flags)
+{
+    EMU_ENTRY_INIT();
+    return occ_active(numBlocks, func, blockSize, dynamicSMemSize, flags, __func__);
+}
+
+/* The block size (a multiple of the warp size, or the limit itself when it is
+ * smaller) that keeps the most threads resident, the largest on a tie, and
+ * the grid that fills every SM with it. */
+static CUresult occ_potential(int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize b2d, size_t dyn,
+                              int limit, unsigned flags, const char *call)
+{
+    if (!minGridSize || !blockSize || limit < 0 || flags > CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = occ_func(func, &func, call);
+    if (r != CUDA_SUCCESS) return r;
+    int dev = func->mod->ctx ? func->mod->ctx->device : 0;
+    int warp = emu_device_attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev);
+    int max = emu_func_attr(func, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    if (limit && limit < max) max = limit;
+    int best = 0, best_block = 0, best_blocks = 0;
+    for (int b = max; b > 0; b = (b - 1) / warp * warp) {
+        int n = occ_blocks(func, b, b2d ? b2d(b) : dyn);
+        if (n * b > best) {
+            best = n * b;
+            best_block = b;
+            best_blocks = n;
+        }
+    }
+    *blockSize = best_block;
+    *minGridSize = best_blocks * emu_device_attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                                     CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                     size_t dynamicSMemSize, int blockSizeLimit)
+{
+    EMU_ENTRY_INIT();
+    return occ_potential(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit,
+                         0, __func__);
+}
+
+EMU_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func,
+                                                              CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                              size_t dynamicSMemSize, int blockSizeLimit,
+                                                              unsigned int flags)
+{
+    EMU_ENTRY_INIT();
+    return occ_potential(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit,
+                         flags, __func__);
+}
+
+/* The most dynamic shared memory per block with which numBlocks blocks of
+ * blockSize threads stay resident together (0 if they never do). */
+EMU_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
+                                                            int blockSize)
+{
+    EMU_ENTRY_INIT();
+    if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = occ_func(func, &func, __func__);
+    if (r != CUDA_SUCCESS) return r;
+    size_t lo = 0, hi = (size_t)emu_func_attr(func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+    if (occ_blocks(func, blockSize, 0) < numBlocks) {
+        *dynamicSmemSize = 0;
+        return CUDA_SUCCESS;
+    }
+    while (lo < hi) {                   /* the largest size that still fits numBlocks */
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (occ_blocks(func, blockSize, mid) >= numBlocks) lo = mid;
+        else hi = mid - 1;
+    }
+    *dynamicSmemSize = lo;
+    return CUDA_SUCCESS;
 }

@@ -12,7 +12,7 @@
  *     invalidates every handle;
  *   - an emulated module's object as a library: its table, NOT_FOUND else;
  *   - function and kernel attributes, the dynamic shared memory limit at
- *     launch, cache configuration, the loading mode.
+ *     launch, cache configuration, occupancy, the loading mode.
  * The program re-executes itself with CUDAEMU_MODULES naming mod_cxx.so and
  * mod_cxx_alt.so (built next to it) unless the variable is set.
  */
@@ -383,6 +383,57 @@ TEST(kernel_attributes)
     CHECK_CU(cuLibraryUnload(lib), CUDA_SUCCESS);
 }
 
+static size_t smem_48k(int block) { (void)block; return 49152; }
+
+TEST(occupancy)
+{
+    CUfunction f = get(mod_test, "fill_u32");
+    int n = -1, grid = -1, block = -1;
+    size_t dyn = 1;
+    /* 32 registers, no static shared memory: warps and the 32-block limit decide */
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 128, 0), CUDA_SUCCESS);
+    CHECK_EQ(n, 16);
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 1024, 0), CUDA_SUCCESS);
+    CHECK_EQ(n, 2);
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&n, f, 32, 0, CU_OCCUPANCY_DEFAULT), CUDA_SUCCESS);
+    CHECK_EQ(n, 32);
+    /* shared memory: 48 KiB + 1 KiB reserved per block out of 228 KiB */
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 128, 49152), CUDA_SUCCESS);
+    CHECK_EQ(n, 4);
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 128, 49153), CUDA_SUCCESS);   /* over the limit */
+    CHECK_EQ(n, 0);
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 2048, 0), CUDA_SUCCESS);
+    CHECK_EQ(n, 0);
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&n, f, 32, 0, 7), CUDA_ERROR_INVALID_VALUE);
+
+    CHECK_CU(cuOccupancyMaxPotentialBlockSize(&grid, &block, f, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK(block == 1024 && grid == 2 * 132);          /* 2048 threads per SM, the largest block wins a tie */
+    CHECK_CU(cuOccupancyMaxPotentialBlockSize(&grid, &block, f, NULL, 0, 100), CUDA_SUCCESS);
+    CHECK(block == 64 && grid == 32 * 132);           /* 100: 1600, 96: 2016, 64: 2048 threads */
+    CHECK_CU(cuOccupancyMaxPotentialBlockSizeWithFlags(&grid, &block, f, smem_48k, 0, 256, 0), CUDA_SUCCESS);
+    CHECK(block == 256 && grid == 4 * 132);           /* shared memory caps every size at 4 blocks */
+
+    CHECK_CU(cuOccupancyAvailableDynamicSMemPerBlock(&dyn, f, 4, 128), CUDA_SUCCESS);
+    CHECK_EQ(dyn, 49152);                              /* capped by the function's limit */
+    CHECK_CU(cuOccupancyAvailableDynamicSMemPerBlock(&dyn, f, 8, 128), CUDA_SUCCESS);
+    CHECK_EQ(dyn, 233472 / 8 - 1024);
+    CHECK_CU(cuOccupancyAvailableDynamicSMemPerBlock(&dyn, f, 17, 128), CUDA_SUCCESS);
+    CHECK_EQ(dyn, 0);                                  /* 17 blocks of 4 warps never fit */
+
+    /* a CUkernel in the current context; a kernel without code */
+    CUlibrary lib;
+    CUkernel k;
+    CHECK_CU(cuLibraryLoadData(&lib, fatbin_data, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+    CHECK_CU(cuLibraryGetKernel(&k, lib, "_Z3addPffi"), CUDA_SUCCESS);
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, (CUfunction)(void *)k, 128, 0), CUDA_SUCCESS);
+    CHECK_EQ(n, 16);
+    CHECK_CU(cuLibraryGetKernel(&k, lib, "_Z7missingPfi"), CUDA_SUCCESS);
+    CHECK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, (CUfunction)(void *)k, 128, 0),
+             CUDA_ERROR_NO_BINARY_FOR_GPU);
+    CHECK_CU(cuLibraryUnload(lib), CUDA_SUCCESS);
+}
+
 TEST(loading_mode)
 {
     CUmoduleLoadingMode mode = 0;
@@ -420,6 +471,7 @@ int main(int argc, char **argv)
     RUN(kernel_as_graph_node);
     RUN(function_attributes);
     RUN(kernel_attributes);
+    RUN(occupancy);
     RUN(loading_mode);
     return check_done();
 }
