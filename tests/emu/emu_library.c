@@ -177,8 +177,24 @@ CUresult emu_kernel_missing(const char *name, const char *call)
 
 /* ------------------------------------------------------------------ libraries and kernels */
 
-typedef struct emu_kfunc { CUcontext ctx; struct CUfunc_st *f; struct emu_kfunc *next; } emu_kfunc;
-typedef struct emu_lmod { CUcontext ctx; CUmodule mod; struct emu_lmod *next; } emu_lmod;
+/* One object per context: a library's modules, a kernel's functions. */
+typedef struct emu_per_ctx { CUcontext ctx; void *obj; struct emu_per_ctx *next; } emu_per_ctx;
+
+static void *per_ctx_find(const emu_per_ctx *list, CUcontext ctx)
+{
+    for (; list; list = list->next)
+        if (list->ctx == ctx) return list->obj;
+    return NULL;
+}
+
+static void per_ctx_add(emu_per_ctx **list, CUcontext ctx, void *obj)
+{
+    emu_per_ctx *e = lib_alloc(sizeof *e);
+    e->ctx = ctx;
+    e->obj = obj;
+    e->next = *list;
+    *list = e;
+}
 
 struct CUkern_st {
     struct CUlib_st *lib;
@@ -186,7 +202,7 @@ struct CUkern_st {
     emu_kernel missing;                 /* name only: no module provides it */
     size_t off[32], abi_size;           /* argument layout of k */
     int attr[LIB_MAX_DEVICES][CU_FUNC_ATTRIBUTE_MAX];
-    emu_kfunc *funcs;
+    emu_per_ctx *funcs;                 /* struct CUfunc_st */
     UT_hash_handle hh;                  /* lib->kernels, by k->name */
 };
 
@@ -197,7 +213,7 @@ struct CUlib_st {
     const emu_kernel *table;
     unsigned ntable;
     struct CUkern_st *kernels;
-    emu_lmod *mods;
+    emu_per_ctx *mods;                  /* struct CUmod_st */
 };
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -231,17 +247,14 @@ static struct CUlib_st *lib_cuda(int hidden)
 /* The library's module in ctx, made if needed. lib_lock held. */
 static CUmodule lib_module_locked(struct CUlib_st *lib, CUcontext ctx)
 {
-    for (emu_lmod *m = lib->mods; m; m = m->next)
-        if (m->ctx == ctx) return m->mod;
-    emu_lmod *m = lib_alloc(sizeof *m);
+    CUmodule m = per_ctx_find(lib->mods, ctx);
+    if (m) return m;
+    m = lib_alloc(sizeof *m);
     m->ctx = ctx;
-    m->mod = lib_alloc(sizeof *m->mod);
-    m->mod->ctx = ctx;
-    m->mod->lib = lib;
-    m->next = lib->mods;
-    lib->mods = m;
-    emu_handle_add(m->mod, EMU_K_MODULE);
-    return m->mod;
+    m->lib = lib;
+    per_ctx_add(&lib->mods, ctx, m);
+    emu_handle_add(m, EMU_K_MODULE);
+    return m;
 }
 
 /* The kernel `name` of lib, made if needed; NULL if an emulated module's
@@ -277,16 +290,23 @@ static struct CUkern_st *lib_kernel_locked(struct CUlib_st *lib, const char *nam
 /* The kernel's function in ctx, made if needed. lib_lock held. */
 static CUfunction kern_function_locked(struct CUkern_st *kern, CUcontext ctx)
 {
-    for (emu_kfunc *f = kern->funcs; f; f = f->next)
-        if (f->ctx == ctx) return f->f;
-    emu_kfunc *kf = lib_alloc(sizeof *kf);
-    kf->ctx = ctx;
-    kf->f = lib_alloc(sizeof *kf->f);
-    emu_func_init(kf->f, kern->k, lib_module_locked(kern->lib, ctx));
-    memcpy(kf->f->attr, kern->attr[ctx->device], sizeof kf->f->attr);
-    kf->next = kern->funcs;
-    kern->funcs = kf;
-    return kf->f;
+    CUfunction f = per_ctx_find(kern->funcs, ctx);
+    if (f) return f;
+    f = lib_alloc(sizeof *f);
+    emu_func_init(f, kern->k, lib_module_locked(kern->lib, ctx));
+    memcpy(f->attr, kern->attr[ctx->device], sizeof f->attr);
+    per_ctx_add(&kern->funcs, ctx, f);
+    return f;
+}
+
+/* Frees a per-context list and its objects (handles already gone). */
+static void per_ctx_free(emu_per_ctx *list)
+{
+    for (emu_per_ctx *n; list; list = n) {
+        n = list->next;
+        free(list->obj);
+        free(list);
+    }
 }
 
 /* Frees a library whose handle (if any) is already gone. */
@@ -296,26 +316,18 @@ static void lib_free(struct CUlib_st *lib)
     struct CUkern_st *kern, *tmp;
     HASH_ITER(hh, lib->kernels, kern, tmp) {
         emu_handle_del(kern);
-        for (emu_kfunc *f = kern->funcs; f; f = f->next) emu_handle_del(f->f);
+        for (emu_per_ctx *f = kern->funcs; f; f = f->next) emu_handle_del(f->obj);
     }
-    for (emu_lmod *m = lib->mods; m; m = m->next) emu_handle_del(m->mod);
+    for (emu_per_ctx *m = lib->mods; m; m = m->next) emu_handle_del(m->obj);
     pthread_mutex_unlock(&lib_lock);
     emu_streams_sync_all(NULL);         /* no kernel of the library still runs */
     HASH_ITER(hh, lib->kernels, kern, tmp) {
         HASH_DEL(lib->kernels, kern);
-        for (emu_kfunc *f = kern->funcs, *n; f; f = n) {
-            n = f->next;
-            free(f->f);
-            free(f);
-        }
+        per_ctx_free(kern->funcs);
         free((char *)kern->missing.name);
         free(kern);
     }
-    for (emu_lmod *m = lib->mods, *n; m; m = n) {
-        n = m->next;
-        free(m->mod);
-        free(m);
-    }
+    per_ctx_free(lib->mods);
     if (lib->dl) dlclose(lib->dl);
     free(lib);
 }
@@ -376,10 +388,24 @@ static CUresult lib_options(unsigned njit, CUjit_option *jit, void **jitv, unsig
     return CUDA_SUCCESS;
 }
 
-static CUresult lib_publish(struct CUlib_st *lib, CUlibrary *out)
+/* cuLibraryLoadData (path NULL) and cuLibraryLoadFromFile (image NULL). */
+static CUresult lib_load(CUlibrary *library, const void *image, const char *path, unsigned njit, CUjit_option *jit,
+                         void **jitv, unsigned nlib, CUlibraryOption *opts, void **optv)
 {
+    if (!library || (!image && !path)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = lib_options(njit, jit, jitv, nlib, opts, optv);
+    if (r != CUDA_SUCCESS) return r;
+    if (path && access(path, R_OK) != 0) return CUDA_ERROR_FILE_NOT_FOUND;
+    struct CUlib_st *lib;
+    if (path ? emu_file_is_cuda_image(path) : emu_image_is_cuda(image)) {
+        lib = lib_cuda(0);
+    } else {
+        void *dl = path ? emu_module_dlopen_path(path) : emu_module_dlopen_image(image, &r);
+        if (!dl) return path ? CUDA_ERROR_INVALID_IMAGE : r;
+        if ((r = lib_from_dl(dl, &lib)) != CUDA_SUCCESS) return r;
+    }
     emu_handle_add(lib, EMU_K_LIBRARY);
-    *out = lib;
+    *library = lib;
     return CUDA_SUCCESS;
 }
 
@@ -389,15 +415,9 @@ EMU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUji
                                       unsigned int numLibraryOptions)
 {
     EMU_ENTRY_INIT();
-    if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = lib_options(numJitOptions, jitOptions, jitOptionsValues, numLibraryOptions, libraryOptions,
-                             libraryOptionValues);
-    if (r != CUDA_SUCCESS) return r;
-    struct CUlib_st *lib;
-    if (emu_image_is_cuda(code)) return lib_publish(lib_cuda(0), library);
-    void *dl = emu_module_dlopen_image(code, &r);
-    if (!dl || (r = lib_from_dl(dl, &lib)) != CUDA_SUCCESS) return r;
-    return lib_publish(lib, library);
+    if (!code) return CUDA_ERROR_INVALID_VALUE;
+    return lib_load(library, code, NULL, numJitOptions, jitOptions, jitOptionsValues, numLibraryOptions,
+                    libraryOptions, libraryOptionValues);
 }
 
 EMU_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
@@ -406,17 +426,9 @@ EMU_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileNa
                                           unsigned int numLibraryOptions)
 {
     EMU_ENTRY_INIT();
-    if (!library || !fileName) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = lib_options(numJitOptions, jitOptions, jitOptionsValues, numLibraryOptions, libraryOptions,
-                             libraryOptionValues);
-    if (r != CUDA_SUCCESS) return r;
-    if (access(fileName, R_OK) != 0) return CUDA_ERROR_FILE_NOT_FOUND;
-    struct CUlib_st *lib;
-    if (emu_file_is_cuda_image(fileName)) return lib_publish(lib_cuda(0), library);
-    void *dl = emu_module_dlopen_path(fileName);
-    if (!dl) return CUDA_ERROR_INVALID_IMAGE;
-    if ((r = lib_from_dl(dl, &lib)) != CUDA_SUCCESS) return r;
-    return lib_publish(lib, library);
+    if (!fileName) return CUDA_ERROR_INVALID_VALUE;
+    return lib_load(library, NULL, fileName, numJitOptions, jitOptions, jitOptionsValues, numLibraryOptions,
+                    libraryOptions, libraryOptionValues);
 }
 
 EMU_EXPORT CUresult cuLibraryUnload(CUlibrary library)
@@ -666,8 +678,8 @@ EMU_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, C
     r = attr_settable(attrib, val, kernel->attr[dev], dev);
     if (r == CUDA_SUCCESS) {
         kernel->attr[dev][attrib] = val;
-        for (emu_kfunc *f = kernel->funcs; f; f = f->next)
-            if (f->ctx->device == dev) __atomic_store_n(&f->f->attr[attrib], val, __ATOMIC_RELAXED);
+        for (emu_per_ctx *f = kernel->funcs; f; f = f->next)
+            if (f->ctx->device == dev) __atomic_store_n(&((CUfunction)f->obj)->attr[attrib], val, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&lib_lock);
     return r;

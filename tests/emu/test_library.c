@@ -316,16 +316,17 @@ TEST(function_attributes)
 {
     CUfunction f = get(mod_test, "dims");
     int v = 0;
-    CHECK_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), CUDA_SUCCESS);
-    CHECK_EQ(v, 1024);
-    CHECK_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f), CUDA_SUCCESS);
-    CHECK_EQ(v, 32);
-    CHECK_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f), CUDA_SUCCESS);
-    CHECK_EQ(v, 90);
-    CHECK_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f), CUDA_SUCCESS);
-    CHECK_EQ(v, 49152);
-    CHECK_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, f), CUDA_SUCCESS);
-    CHECK_EQ(v, -1);
+    static const struct { CUfunction_attribute a; int want; } defaults[] = {
+        { CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024 }, { CU_FUNC_ATTRIBUTE_NUM_REGS, 32 },
+        { CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, 0 }, { CU_FUNC_ATTRIBUTE_PTX_VERSION, 90 },
+        { CU_FUNC_ATTRIBUTE_BINARY_VERSION, 90 }, { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 49152 },
+        { CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, -1 },
+    };
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
+        v = 12345;
+        CHECK_CU(cuFuncGetAttribute(&v, defaults[i].a, f), CUDA_SUCCESS);
+        CHECK_EQ(v, defaults[i].want);
+    }
     CHECK_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX, f), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)&v), CUDA_ERROR_INVALID_HANDLE);
 
