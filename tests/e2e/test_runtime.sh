@@ -11,8 +11,9 @@
 #     cudaMallocAsync, cudaDeviceReset and a fresh start; the same output
 #     under every policy; the report shows our wrappers handed out through
 #     cuGetProcAddress_v2 for every hooked call the program used;
-#   - a kernel no module provides fails its launch, named in the log; a bad
-#     CUDAEMU_MODULES stops the program with status 2;
+#   - a kernel no module provides fails its launch, named in the log; with a
+#     bad CUDAEMU_MODULES (no such file, not a module, no emu_module[]) no
+#     CUDA image loads and the log says why;
 #   - CUDAEMU_TRACE_RESOLVE=1 logs the runtime's requests; none is unknown;
 #   - the runtime workloads ($BUILD/workloads/rt/): their checksum is their
 #     driver-API twin's and the Python model's; under off, always_update,
@@ -129,10 +130,13 @@ check "a kernel no module provides: the log names it" \
 CUDAEMU_MODULES= rtrun none nomods "$PROG"
 check "CUDAEMU_MODULES unset: the first launch fails" grep -q "^error=cudaErrorNoKernelImageForDevice" "$TMP/nomods.out"
 check "CUDAEMU_MODULES unset: the log says so" grep -q "kernel '_Z3addPffi' is not provided.*(unset)" "$TMP/nomods.err"
-CUDAEMU_MODULES=$CXX_MODS:/nonexistent/mod.so rtrun none badmods "$PROG"
-check_eq "a bad CUDAEMU_MODULES exits 2" "$rc" 2
-check "a bad CUDAEMU_MODULES names the variable and the path" \
-    grep -q "cudaemu: bad value for CUDAEMU_MODULES: '/nonexistent/mod.so'" "$TMP/badmods.err"
+for bad in /nonexistent/mod.so /etc/hostname "$BUILD/libstablegraph.so"; do
+    CUDAEMU_MODULES=$CXX_MODS:$bad rtrun none badmods "$PROG"
+    check "a bad CUDAEMU_MODULES ($bad): the fat binary cannot be loaded, the program's launch fails" \
+        grep -q "^error=cudaErrorSharedObjectInitFailed" "$TMP/badmods.out"
+    check "a bad CUDAEMU_MODULES ($bad): the log names the variable and the path" \
+        grep -q "cudaemu: bad value for CUDAEMU_MODULES: '$bad'" "$TMP/badmods.err"
+done
 
 # --------------------------------------------------------------- what the runtime asks for
 CUDAEMU_TRACE_RESOLVE=1 rtrun none trace "$PROG"

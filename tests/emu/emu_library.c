@@ -17,9 +17,10 @@
  * module provides fails its launch, and every other use of its code
  * (parameter info, attributes), with CUDA_ERROR_NO_BINARY_FOR_GPU and a
  * message naming it (once per name). The modules are loaded at the first
- * CUDA image; one that cannot be loaded, or whose table is invalid, ends the
- * process with status 2 and a message naming CUDAEMU_MODULES, as a bad knob
- * does. An emulated module's own ELF image loads as a library too: its
+ * CUDA image; if one cannot be loaded or its table is invalid, a message
+ * naming CUDAEMU_MODULES and the path is logged and every load of a CUDA
+ * image fails with CUDA_ERROR_SHARED_OBJECT_INIT_FAILED (the driver does not
+ * exit from within a call the CUDA runtime makes under its own locks). An emulated module's own ELF image loads as a library too: its
  * kernels are its table's, and other names are CUDA_ERROR_NOT_FOUND.
  *
  * Libraries are context-independent: a library has one module per context
@@ -111,32 +112,40 @@ int emu_file_is_cuda_image(const char *path)
 
 typedef struct emu_provided { const emu_kernel *k; UT_hash_handle hh; } emu_provided;
 static emu_provided *provided;          /* by name; written once under modules_once */
+static int modules_failed;              /* likewise */
 static pthread_once_t modules_once = PTHREAD_ONCE_INIT;
 
+/* Returns from within a driver call: the caller fails that call (exiting
+ * here would run the program's exit handlers inside the CUDA runtime's
+ * own locks). */
 static void modules_bad(const char *path, const char *why)
 {
     emu_log("bad value for CUDAEMU_MODULES: '%s': %s (expected colon-separated paths of emulated modules, "
-            "see emu_kernel.h)", path, why);
-    exit(2);
+            "see emu_kernel.h): no CUDA image can be loaded (CUDA_ERROR_SHARED_OBJECT_INIT_FAILED)", path, why);
+    modules_failed = 1;
 }
 
 static void modules_load(void)
 {
     const char *list = emu_cfg.modules;
-    for (const char *p = list; p && *p;) {
+    for (const char *p = list; p && *p && !modules_failed;) {
         size_t len = strcspn(p, ":");
         char path[4096];
-        if (len >= sizeof path) modules_bad(p, "path too long");
+        if (len >= sizeof path) {
+            modules_bad(p, "path too long");
+            break;
+        }
         memcpy(path, p, len);
         path[len] = 0;
         p += len + (p[len] == ':');
         if (!len) continue;
-        if (access(path, R_OK) != 0) modules_bad(path, "cannot read it");
-        void *dl = emu_module_dlopen_path(path);
-        if (!dl) modules_bad(path, dlerror());
-        const emu_kernel *table = dlsym(dl, EMU_MODULE_SYMBOL);
+        void *dl = access(path, R_OK) == 0 ? emu_module_dlopen_path(path) : NULL;
+        const emu_kernel *table = dl ? dlsym(dl, EMU_MODULE_SYMBOL) : NULL;
         int n = table ? emu_kernel_table_count(table) : -1;
-        if (n < 0) modules_bad(path, "no valid emu_module[] table");
+        if (n < 0) {
+            modules_bad(path, access(path, R_OK) != 0 ? "cannot read it" : !dl ? dlerror() : "no valid emu_module[] table");
+            break;
+        }
         for (int i = 0; i < n; i++) {
             emu_provided *e;
             HASH_FIND_STR(provided, table[i].name, e);
@@ -235,9 +244,11 @@ static CUresult lib_from_dl(void *dl, struct CUlib_st **out)
     return CUDA_SUCCESS;
 }
 
+/* A library for a CUDA image; NULL if CUDAEMU_MODULES could not be loaded. */
 static struct CUlib_st *lib_cuda(int hidden)
 {
     pthread_once(&modules_once, modules_load);
+    if (modules_failed) return NULL;
     struct CUlib_st *lib = lib_alloc(sizeof *lib);
     lib->cuda = 1;
     lib->hidden = hidden;
@@ -335,6 +346,7 @@ static void lib_free(struct CUlib_st *lib)
 CUresult emu_lib_module_load(CUcontext ctx, CUmodule *out)
 {
     struct CUlib_st *lib = lib_cuda(1);
+    if (!lib) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
     pthread_mutex_lock(&lib_lock);
     *out = lib_module_locked(lib, ctx);
     pthread_mutex_unlock(&lib_lock);
@@ -398,7 +410,7 @@ static CUresult lib_load(CUlibrary *library, const void *image, const char *path
     if (path && access(path, R_OK) != 0) return CUDA_ERROR_FILE_NOT_FOUND;
     struct CUlib_st *lib;
     if (path ? emu_file_is_cuda_image(path) : emu_image_is_cuda(image)) {
-        lib = lib_cuda(0);
+        if (!(lib = lib_cuda(0))) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
     } else {
         void *dl = path ? emu_module_dlopen_path(path) : emu_module_dlopen_image(image, &r);
         if (!dl) return path ? CUDA_ERROR_INVALID_IMAGE : r;
