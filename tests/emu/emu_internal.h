@@ -15,6 +15,11 @@
  *                  asynchronous copies/memsets/allocations, modules, kernels,
  *                  the in-flight work registry used to detect violations.
  *   emu_graph.c    stream capture, graphs, nodes, graph execs, update, launch.
+ *   emu_library.c  CUDA images (fat binaries, cubins, PTX) and CUDAEMU_MODULES,
+ *                  libraries and kernels (cuLibrary*, cuKernel*), function
+ *                  attributes, occupancy, the module loading mode.
+ *   emu_runtime.c  cuGetExportTable: the CUDA runtime's private tables,
+ *                  context-local storage.
  *
  * Rules every part follows:
  *   - Every exported function is defined under its exact ELF name (this file
@@ -95,6 +100,9 @@ typedef struct emu_config {
     size_t device_memory;      /* CUDAEMU_DEVICE_MEMORY, bytes per device, default 16 GiB */
     const char *stats_path;    /* CUDAEMU_STATS, NULL if unset */
     int verbose;               /* CUDAEMU_VERBOSE=1: log every violation in full */
+    int trace_resolve;         /* CUDAEMU_TRACE_RESOLVE=1: log every cuGetProcAddress and
+                                  cuGetExportTable request and private-table call */
+    const char *modules;       /* CUDAEMU_MODULES, NULL if unset (emu_library.c) */
 } emu_config;
 extern emu_config emu_cfg;
 
@@ -116,7 +124,8 @@ unsigned long emu_violation_count(void);
 typedef enum emu_kind {
     EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
     EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL,
-    EMU_K_COUNT
+    EMU_K_LIBRARY, EMU_K_KERNEL,
+    EMU_K_COUNT                     /* keep last */
 } emu_kind;
 void emu_handle_add(const void *h, emu_kind kind);
 /* Registers a handle that belongs to context `owner` (cuCtxDestroy and the
@@ -164,6 +173,17 @@ CUcontext emu_ctx_current(void);
 /* Current context or CUDA_ERROR_INVALID_CONTEXT (or NOT_INITIALIZED). */
 CUresult emu_ctx_require(CUcontext *out);
 int emu_device_count(void);
+/* The primary context of dev, created if needed but not retained (the
+ * runtime's private interface hands it out this way); NOT_INITIALIZED before
+ * cuInit, INVALID_DEVICE for a bad ordinal. */
+CUresult emu_ctx_primary(CUdevice dev, CUcontext *pctx);
+/* A device's attribute value and UUID, as cuDeviceGetAttribute and
+ * cuDeviceGetUuid report them (dev must be valid). */
+int emu_device_attribute(CUdevice_attribute a, CUdevice dev);
+void emu_device_uuid(CUdevice dev, CUuuid *uuid);
+/* emu_runtime.c: runs and drops the CUDA runtime's context-local storage of
+ * ctx (its destroy callbacks) at context teardown, before anything else. */
+void emu_cls_ctx_destroyed(CUcontext ctx);
 
 /* ------------------------------------------------------------------------
  * emu_mem.c: device ranges. A "device range" is any address range the
@@ -395,6 +415,75 @@ void emu_capture_event_forget(CUevent ev);
 /* The context a function's module was loaded in (emu_stream.c); NULL if the
  * function is not alive. */
 CUcontext emu_func_ctx(CUfunction f);
+
+/* ------------------------------------------------------------------------
+ * Modules and functions (emu_stream.c loads emulated modules; emu_library.c
+ * owns modules made from CUDA images and the functions of libraries)
+ * ---------------------------------------------------------------------- */
+struct CUlib_st;
+/* Functions and modules come from the handle pools (emu_handle_mem_get): an
+ * unloaded module's CUfunction and CUmodule values are given to the
+ * functions and modules loaded next. `gen` tells a reused function from the
+ * one an argument block was packed for. */
+struct CUfunc_st {
+    const emu_kernel *k;            /* k->fn NULL: a kernel no module provides */
+    CUmodule mod;
+    uint64_t gen;                   /* unique over the process */
+    size_t off[32];                 /* ABI offset of each argument */
+    size_t abi_size;                /* end of the last argument */
+    int attr[CU_FUNC_ATTRIBUTE_MAX];/* cuFuncGetAttribute values (atomic ints) */
+};
+
+struct CUmod_st {
+    void *dl;                       /* emulated module: its object */
+    CUcontext ctx;
+    unsigned nfuncs;
+    struct CUfunc_st **funcs;       /* emulated module: its functions */
+    struct CUlib_st *lib;           /* non-NULL: functions come from this library */
+};
+
+/* Number of kernels in a module table, -1 if an entry is invalid. */
+int emu_kernel_table_count(const emu_kernel *table);
+/* The ABI offset of each argument of k (emu_kernel.h) and the end of the last. */
+void emu_kernel_layout(const emu_kernel *k, size_t off[32], size_t *abi_size);
+/* A new module of ctx from the handle pool (not yet registered). */
+CUmodule emu_module_new(CUcontext ctx);
+/* A new function for kernel k of module m, from the handle pool, registered
+ * as a handle of m's context. */
+CUfunction emu_func_new(const emu_kernel *k, CUmodule m);
+/* dlopen of an emulated module by path / from an ELF image in memory (*err:
+ * INVALID_IMAGE if it is not one); NULL on failure. */
+void *emu_module_dlopen_path(const char *fname);
+void *emu_module_dlopen_image(const void *image, CUresult *err);
+/* cuFuncGetParamInfo's / cuKernelGetParamInfo's answer for kernel k laid out
+ * at off (`call` names the entry for the missing-kernel message). */
+CUresult emu_param_info(const emu_kernel *k, const size_t *off, size_t index, size_t *offset, size_t *size,
+                        const char *call);
+
+/* emu_library.c */
+/* 1 if image is a CUDA image: a fat binary (its wrapper or its data), a
+ * cubin (ELF for EM_CUDA) or PTX text. */
+int emu_image_is_cuda(const void *image);
+int emu_file_is_cuda_image(const char *path);
+/* A module in ctx for a CUDA image: its kernels come from CUDAEMU_MODULES. */
+CUresult emu_lib_module_load(CUcontext ctx, CUmodule *out);
+/* cuModuleUnload of a module that belongs to a library. */
+CUresult emu_lib_module_unload(CUmodule m);
+/* Context teardown of a library's module m (of the dying context): m and
+ * every function of the library's kernels in that context end; a module
+ * made from a CUDA image ends with its hidden library. */
+void emu_lib_module_ctx_destroyed(CUmodule m);
+/* The function `name` of library lib in ctx (cuModuleGetFunction). */
+CUresult emu_lib_function(struct CUlib_st *lib, CUcontext ctx, const char *name, CUfunction *out);
+/* f, or the function of the CUkernel f in ctx (NULL: the current context);
+ * INVALID_HANDLE if f is neither. */
+CUresult emu_func_resolve(CUfunction f, CUcontext ctx, CUfunction *out);
+/* Logs (once per name) that no module of CUDAEMU_MODULES provides the
+ * kernel `name`, naming `call`; returns CUDA_ERROR_NO_BINARY_FOR_GPU. */
+CUresult emu_kernel_missing(const char *name, const char *call);
+/* Default attribute values of a function of kernel k on device dev. */
+void emu_func_attr_init(int attr[CU_FUNC_ATTRIBUTE_MAX], const emu_kernel *k, int dev);
+int emu_func_attr(CUfunction f, CUfunction_attribute a);
 
 /* ------------------------------------------------------------------------
  * emu_stream.c: events (shared so graphs can hold event nodes)

@@ -34,10 +34,13 @@
  * parts may call emu_inflight_check and emu_stream_capture under their own
  * locks. No lock is held while work runs.
  *
- * Module handles (CUmod_st, CUfunc_st) are immutable once published; the
- * handle registry (emu_core.c) says whether they are alive. Stream slots,
- * events, modules and functions come from the handle pools (emu_core.c), so
- * freed handle values are reused last-freed first, as a driver's are.
+ * Module handles (CUmod_st, CUfunc_st, emu_internal.h) are immutable once
+ * published, but for a function's attributes (emu_library.c); the handle
+ * registry (emu_core.c) says whether they are alive. Modules made from CUDA
+ * images (fat binaries, cubins, PTX) belong to a library (emu_library.c),
+ * which finds their functions. Stream slots, events, modules and functions
+ * come from the handle pools (emu_core.c), so freed handle values are reused
+ * last-freed first, as a driver's are.
  */
 #include "emu_internal.h"
 
@@ -84,25 +87,6 @@ struct emu_stream {
  * same value, as with the driver) while the stream itself finishes its queued
  * work and is freed by its worker. */
 typedef struct stream_slot { emu_stream *s; } stream_slot;
-
-/* Functions and modules come from the handle pools (emu_handle_mem_get):
- * an unloaded module's CUfunction and CUmodule values are given to the
- * functions and modules loaded next. `gen` tells a reused function from the
- * one an argument block was packed for. */
-struct CUfunc_st {
-    const emu_kernel *k;
-    CUmodule mod;
-    uint64_t gen;                   /* unique over the process */
-    size_t off[32];                 /* ABI offset of each argument */
-    size_t abi_size;                /* end of the last argument */
-};
-
-struct CUmod_st {
-    void *dl;
-    CUcontext ctx;
-    unsigned nfuncs;
-    struct CUfunc_st **funcs;
-};
 
 struct CUmemPoolHandle_st { int device; };
 
@@ -1851,45 +1835,73 @@ static size_t abi_align(size_t size)
     return a;
 }
 
+int emu_kernel_table_count(const emu_kernel *table)
+{
+    int n = 0;
+    for (; table[n].name; n++)
+        if (!table[n].fn || table[n].num_params > 32) return -1;
+    return n;
+}
+
+void emu_kernel_layout(const emu_kernel *k, size_t off[32], size_t *abi_size)
+{
+    size_t end = 0;
+    for (unsigned j = 0; j < k->num_params; j++) {
+        size_t a = abi_align(k->param_sizes[j]);
+        off[j] = (end + a - 1) / a * a;
+        end = off[j] + k->param_sizes[j];
+    }
+    *abi_size = end;
+}
+
+CUmodule emu_module_new(CUcontext ctx)
+{
+    CUmodule m = emu_handle_mem_get(EMU_K_MODULE, sizeof *m);
+    m->ctx = ctx;
+    return m;
+}
+
+CUfunction emu_func_new(const emu_kernel *k, CUmodule m)
+{
+    static uint64_t func_gens;      /* atomic */
+    CUfunction f = emu_handle_mem_get(EMU_K_FUNC, sizeof *f);
+    f->k = k;
+    f->mod = m;
+    f->gen = __atomic_add_fetch(&func_gens, 1, __ATOMIC_RELAXED);
+    emu_kernel_layout(k, f->off, &f->abi_size);
+    emu_func_attr_init(f->attr, k, m->ctx ? m->ctx->device : 0);
+    emu_handle_add_ctx(f, EMU_K_FUNC, m->ctx);
+    return f;
+}
+
 /* Builds a module from a dlopen()ed object; closes it on failure. */
 static CUresult module_from_dl(void *dl, CUcontext ctx, CUmodule *out)
 {
     const emu_kernel *table = dlsym(dl, EMU_MODULE_SYMBOL);
-    if (!table) {
+    int n = table ? emu_kernel_table_count(table) : -1;
+    if (n < 0) {
         dlclose(dl);
         return CUDA_ERROR_INVALID_IMAGE;
     }
-    unsigned n = 0;
-    while (table[n].name) {
-        if (!table[n].fn || table[n].num_params > 32) {
-            dlclose(dl);
-            return CUDA_ERROR_INVALID_IMAGE;
-        }
-        n++;
-    }
-    static uint64_t func_gens;      /* atomic */
-    CUmodule m = emu_handle_mem_get(EMU_K_MODULE, sizeof *m);
+    CUmodule m = emu_module_new(ctx);
     m->dl = dl;
-    m->ctx = ctx;
-    m->nfuncs = n;
-    m->funcs = xcalloc(n ? n : 1, sizeof *m->funcs);
-    for (unsigned i = 0; i < n; i++) {
-        struct CUfunc_st *f = m->funcs[i] = emu_handle_mem_get(EMU_K_FUNC, sizeof *f);
-        size_t end = 0;
-        f->k = &table[i];
-        f->mod = m;
-        f->gen = __atomic_add_fetch(&func_gens, 1, __ATOMIC_RELAXED);
-        for (unsigned j = 0; j < table[i].num_params; j++) {
-            size_t a = abi_align(table[i].param_sizes[j]);
-            f->off[j] = (end + a - 1) / a * a;
-            end = f->off[j] + table[i].param_sizes[j];
-        }
-        f->abi_size = end;
-        emu_handle_add_ctx(f, EMU_K_FUNC, ctx);
-    }
+    m->nfuncs = (unsigned)n;
+    m->funcs = xcalloc(n ? (size_t)n : 1, sizeof *m->funcs);
+    for (int i = 0; i < n; i++) m->funcs[i] = emu_func_new(&table[i], m);
     emu_handle_add_ctx(m, EMU_K_MODULE, ctx);
     *out = m;
     return CUDA_SUCCESS;
+}
+
+void *emu_module_dlopen_path(const char *fname)
+{
+    /* A path without a slash would make dlopen search the library path. */
+    char path[4096];
+    if (!strchr(fname, '/')) {
+        if (snprintf(path, sizeof path, "./%s", fname) >= (int)sizeof path) return NULL;
+        fname = path;
+    }
+    return dlopen(fname, RTLD_NOW | RTLD_LOCAL);
 }
 
 EMU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
@@ -1900,13 +1912,8 @@ EMU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
     CUresult r = emu_ctx_require(&ctx);
     if (r != CUDA_SUCCESS) return r;
     if (access(fname, R_OK) != 0) return CUDA_ERROR_FILE_NOT_FOUND;
-    /* A path without a slash would make dlopen search the library path. */
-    char path[4096];
-    if (!strchr(fname, '/')) {
-        if (snprintf(path, sizeof path, "./%s", fname) >= (int)sizeof path) return CUDA_ERROR_FILE_NOT_FOUND;
-        fname = path;
-    }
-    void *dl = dlopen(fname, RTLD_NOW | RTLD_LOCAL);
+    if (emu_file_is_cuda_image(fname)) return emu_lib_module_load(ctx, module);
+    void *dl = emu_module_dlopen_path(fname);
     if (!dl) return CUDA_ERROR_INVALID_IMAGE;
     return module_from_dl(dl, ctx, module);
 }
@@ -1929,24 +1936,21 @@ static size_t elf_image_size(const void *image)
     return end;
 }
 
-EMU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+void *emu_module_dlopen_image(const void *image, CUresult *err)
 {
-    EMU_ENTRY_INIT();
-    CUcontext ctx;
-    if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = emu_ctx_require(&ctx);
-    if (r != CUDA_SUCCESS) return r;
     size_t size = elf_image_size(image);
-    if (!size) return CUDA_ERROR_INVALID_IMAGE;
+    *err = CUDA_ERROR_INVALID_IMAGE;
+    if (!size) return NULL;
     int fd = memfd_create("cudaemu-module", MFD_CLOEXEC);
-    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    *err = CUDA_ERROR_OUT_OF_MEMORY;
+    if (fd < 0) return NULL;
     const char *p = image;
     size_t done = 0;
     while (done < size) {
         ssize_t n = write(fd, p + done, size - done);
         if (n <= 0) {
             close(fd);
-            return CUDA_ERROR_OUT_OF_MEMORY;
+            return NULL;
         }
         done += (size_t)n;
     }
@@ -1954,14 +1958,48 @@ EMU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     close(fd);
-    if (!dl) return CUDA_ERROR_INVALID_IMAGE;
+    *err = dl ? CUDA_SUCCESS : CUDA_ERROR_INVALID_IMAGE;
+    return dl;
+}
+
+/* An emulated module's ELF image, or a CUDA image (emu_library.c). */
+static CUresult module_load_data(CUmodule *module, const void *image)
+{
+    CUcontext ctx;
+    if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_ctx_require(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    if (emu_image_is_cuda(image)) return emu_lib_module_load(ctx, module);
+    void *dl = emu_module_dlopen_image(image, &r);
+    if (!dl) return r;
     return module_from_dl(dl, ctx, module);
 }
 
-/* Unloads a module: its handles end (deleted, or ended by its context's
- * teardown), its code goes once no stream runs it, and the handle values go
- * back to the pools, the functions so that a module loaded next gets this
- * module's function values in the same order. */
+EMU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    EMU_ENTRY_INIT();
+    return module_load_data(module, image);
+}
+
+/* JIT options have nothing to act on: there is no JIT. */
+EMU_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                                       CUjit_option *options, void **optionValues)
+{
+    EMU_ENTRY_INIT();
+    if (numOptions && (!options || !optionValues)) return CUDA_ERROR_INVALID_VALUE;
+    return module_load_data(module, image);
+}
+
+EMU_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+    EMU_ENTRY_INIT();
+    return module_load_data(module, fatCubin);
+}
+
+/* Unloads an emulated module: its handles end (deleted, or ended by its
+ * context's teardown), its code goes once no stream runs it, and the handle
+ * values go back to the pools, the functions so that a module loaded next
+ * gets this module's function values in the same order. */
 static void module_unload(CUmodule m, int teardown)
 {
     void (*end)(const void *) = teardown ? emu_handle_end : emu_handle_del;
@@ -1980,6 +2018,7 @@ EMU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
     EMU_ENTRY_INIT();
     if (!hmod || !emu_handle_ok(hmod, EMU_K_MODULE)) return CUDA_ERROR_INVALID_HANDLE;
+    if (hmod->lib) return emu_lib_module_unload(hmod);
     module_unload(hmod, 0);
     return CUDA_SUCCESS;
 }
@@ -1989,7 +2028,11 @@ void emu_stream_ctx_resources_destroyed(CUcontext ctx)
     events_ctx_destroyed(ctx);
     const void **v;
     size_t n = emu_handles_of_ctx(ctx, EMU_K_MODULE, &v);
-    for (size_t i = 0; i < n; i++) module_unload((CUmodule)(uintptr_t)v[i], 1);
+    for (size_t i = 0; i < n; i++) {
+        CUmodule m = (CUmodule)(uintptr_t)v[i];
+        if (m->lib) emu_lib_module_ctx_destroyed(m);
+        else module_unload(m, 1);
+    }
     free(v);
 }
 
@@ -1998,6 +2041,7 @@ EMU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const 
     EMU_ENTRY_INIT();
     if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
     if (!hmod || !emu_handle_ok(hmod, EMU_K_MODULE)) return CUDA_ERROR_INVALID_HANDLE;
+    if (hmod->lib) return emu_lib_function(hmod->lib, hmod->ctx, name, hfunc);
     for (unsigned i = 0; i < hmod->nfuncs; i++) {
         if (strcmp(hmod->funcs[i]->k->name, name) == 0) {
             *hfunc = hmod->funcs[i];
@@ -2011,9 +2055,16 @@ EMU_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_
 {
     EMU_ENTRY_INIT();
     if (!func || !emu_handle_ok(func, EMU_K_FUNC)) return CUDA_ERROR_INVALID_HANDLE;
-    if (!paramOffset || paramIndex >= func->k->num_params) return CUDA_ERROR_INVALID_VALUE;
-    *paramOffset = func->off[paramIndex];
-    if (paramSize) *paramSize = func->k->param_sizes[paramIndex];
+    return emu_param_info(func->k, func->off, paramIndex, paramOffset, paramSize, __func__);
+}
+
+CUresult emu_param_info(const emu_kernel *k, const size_t *off, size_t index, size_t *offset, size_t *size,
+                        const char *call)
+{
+    if (!k->fn) return emu_kernel_missing(k->name, call);
+    if (!offset || index >= k->num_params) return CUDA_ERROR_INVALID_VALUE;
+    *offset = off[index];
+    if (size) *size = k->param_sizes[index];
     return CUDA_SUCCESS;
 }
 
@@ -2078,13 +2129,15 @@ static CUresult extra_buffer(void **extra, const void **buf, size_t *size)
 
 CUresult emu_args_pack(CUfunction f, void **kernelParams, void **extra, emu_args **out)
 {
-    if (!f || !emu_handle_ok(f, EMU_K_FUNC)) return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = emu_func_resolve(f, NULL, &f);
+    if (r != CUDA_SUCCESS) return r;
+    if (!f->k->fn) return emu_kernel_missing(f->k->name, "a kernel node or launch");
     if (kernelParams && extra) return CUDA_ERROR_INVALID_VALUE;
     unsigned n = f->k->num_params;
     const void *buf = NULL;
     size_t size = 0;
     if (extra) {
-        CUresult r = extra_buffer(extra, &buf, &size);
+        r = extra_buffer(extra, &buf, &size);
         if (r != CUDA_SUCCESS) return r;
         if (size != f->abi_size) return CUDA_ERROR_INVALID_VALUE;
     } else if (n) {
@@ -2156,10 +2209,11 @@ static void kernel_release(emu_work *w)
     free(w);
 }
 
+/* f may be a CUkernel: launched as its function in the stream's context. */
 static CUresult launch_kernel(const char *call, CUfunction f, emu_launch l, CUstream h, int pt,
                               void **kernelParams, void **extra)
 {
-    if (!f || !emu_handle_ok(f, EMU_K_FUNC)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!f || (!emu_handle_ok(f, EMU_K_FUNC) && !emu_handle_ok(f, EMU_K_KERNEL))) return CUDA_ERROR_INVALID_HANDLE;
     if (!l.grid.x || !l.grid.y || !l.grid.z || !l.block.x || !l.block.y || !l.block.z)
         return CUDA_ERROR_INVALID_VALUE;
     if (l.grid.x > 0x7fffffffu || l.grid.y > 65535 || l.grid.z > 65535) return CUDA_ERROR_INVALID_VALUE;
@@ -2168,7 +2222,11 @@ static CUresult launch_kernel(const char *call, CUfunction f, emu_launch l, CUst
         return CUDA_ERROR_INVALID_VALUE;
     emu_stream *s;
     CUresult r = emu_stream_get(h, pt, &s);
+    if (r == CUDA_SUCCESS) r = emu_func_resolve(f, emu_stream_ctx(s), &f);
     if (r != CUDA_SUCCESS) return r;
+    if (!f->k->fn) return emu_kernel_missing(f->k->name, call);
+    if (l.shared_bytes > (unsigned)emu_func_attr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))
+        return CUDA_ERROR_INVALID_VALUE;
     emu_args *a;
     if ((r = emu_args_pack(f, kernelParams, extra, &a)) != CUDA_SUCCESS) return r;
     kernel_work *kw = (kernel_work *)emu_work_new(sizeof *kw, call, kernel_run);

@@ -40,3 +40,6 @@ wl-fatbin-note:
 
 all: wl-fatbin-note
 endif
+
+# The same workloads on the CUDA runtime (nvcc only).
+-include tests/workloads/rt_workloads.mk
