@@ -51,9 +51,9 @@ $(GPU_DIR)/step_timer: tests/gpu/step_timer.cu tests/workloads/wl_common.c \
 	ln -sf ../workloads/wl_kernels.so $(GPU_DIR)/wl_kernels.so
 
 # rt_graphs' kernels for the emulated driver (CUDAEMU_MODULES), by mangled name.
-$(GPU_DIR)/rt_graphs_kernels.so: tests/gpu/rt_graphs_kernels.c tests/emu/emu_kernel.h tests/workloads/wl_math.h
+$(GPU_DIR)/rt_graphs_kernels.so: tests/gpu/rt_graphs_kernels.c $(EMU_KERNEL_H) tests/workloads/wl_math.h
 	@mkdir -p $(@D)
-	$(CC) -O2 -Wall -Wextra -Werror -fPIC -shared -Itests/emu -Itests/workloads -o $@ $<
+	$(CC) -O2 -Wall -Wextra -Werror -fPIC -shared $(EMU_MODULE_CFLAGS) -Itests/workloads -o $@ $<
 
 gpu-kit: $(GPU_PROGS) $(GPU_DIR)/rt_graphs_kernels.so
 else

@@ -1,6 +1,6 @@
 /*
  * rt_graphs_kernels.c: rt_graphs.cu's three kernels as an emulated-driver
- * module (tests/emu/emu_kernel.h), under the mangled names nvcc gives them,
+ * module (tests/emu/driver/emu_kernel.h), under the mangled names nvcc gives them,
  * so rt_graphs runs on the emulated driver with
  *   CUDAEMU_MODULES=$(BUILD)/gpu/rt_graphs_kernels.so
  * (the emulated driver looks each kernel of a CUDA program up by mangled name
