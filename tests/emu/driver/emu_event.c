@@ -89,9 +89,13 @@ void events_ctx_destroyed(CUcontext ctx)
     free(v);
 }
 
+/* A record marker holds a reference to its event until it ran (dropped
+ * there, before the stream counts it as completed, so an event destroyed
+ * once a wait on it returned is back in the handle pool), or until it is
+ * released unrun. */
 typedef struct mark_work {
     emu_work w;
-    emu_event *e;
+    emu_event *e;                   /* NULL once the marker ran */
 } mark_work;
 
 static void mark_run(emu_work *w, emu_stream *s)
@@ -100,11 +104,14 @@ static void mark_run(emu_work *w, emu_stream *s)
     pthread_mutex_lock(&ev_lock);
     if (mw->e->pub.stream == s && mw->e->pub.seq == w->seq) mw->e->pub.time_ms = now_ms();
     pthread_mutex_unlock(&ev_lock);
+    event_unref(mw->e);
+    mw->e = NULL;
 }
 
 static void mark_release(emu_work *w)
 {
-    event_unref(((mark_work *)w)->e);
+    mark_work *mw = (mark_work *)w;
+    if (mw->e) event_unref(mw->e);
     free(w);
 }
 

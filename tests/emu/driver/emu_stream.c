@@ -270,14 +270,11 @@ static void *stream_worker(void *arg)
         pthread_mutex_lock(&s->lock);
         s->head = w->next;
         if (!s->head) s->tail = NULL;
+        s->completed = w->seq;
+        pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
-        /* Released before it counts as completed: what a waiter sees done
-         * holds nothing any more (an event record's reference included). */
-        uint64_t seq = w->seq;
         work_release(w);
         pthread_mutex_lock(&s->lock);
-        s->completed = seq;
-        pthread_cond_broadcast(&s->cond);
     }
     s->worker_alive = 0;
     pthread_mutex_unlock(&s->lock);
