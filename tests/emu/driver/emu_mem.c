@@ -1,5 +1,6 @@
 /*
- * emu_mem.c: device memory of the emulated driver.
+ * emu_mem.c: device memory of the emulated driver (the virtual memory
+ * management API is in emu_vmm.c; the state both share is in emu_mem.h).
  *
  * Responsible for:
  *   - cuMemAlloc/cuMemAllocPitch/cuMemFree and the allocations behind
@@ -10,11 +11,6 @@
  *   - graph allocations of allocation and free nodes (emu_gmem_*, at the end);
  *   - pinned and registered host memory (cuMemHostAlloc, cuMemAllocHost,
  *     cuMemFreeHost, cuMemHostRegister/Unregister, cuMemHostGetDevicePointer);
- *   - the virtual memory management API with real page semantics:
- *     reservations are PROT_NONE anonymous mappings, physical handles are
- *     memfd files, cuMemMap maps the memfd MAP_SHARED|MAP_FIXED (so one handle
- *     mapped twice truly aliases), cuMemSetAccess is mprotect; export and
- *     import as POSIX file descriptors;
  *   - address ranges, pointer attributes and legacy IPC handles;
  *   - the device-range registry: every live allocation, VMM mapping, graph
  *     allocation and pinned host block, findable by any interior address
@@ -24,15 +20,16 @@
  * Device pointers are host addresses. Every block comes from mmap (never
  * malloc), so freed or unmapped device memory faults when touched.
  *
- * Locking: one mutex, mem_lock, guards everything in `mem` below: the range
- * registry, the reservation list, the graph allocations, the handle table,
- * the per-device usage counters, the pools' state and the id counters. It is a leaf lock: nothing that may take
+ * Locking: one mutex, mem_lock, guards everything in `mem` (emu_mem.h): the
+ * range registry, the reservation list, the graph allocations, the handle
+ * table, the per-device usage counters, the pools' state and the id
+ * counters. It is a leaf lock: nothing that may take
  * another emulator lock (emu_inflight_check, emu_streams_sync_all,
  * emu_capture_check_unsafe, emu_violation) is called while it is held. Calls
  * that must check in-flight work validate under the lock, drop it, check,
  * then take it again and validate once more before changing anything.
  */
-#include "emu_internal.h"
+#include "emu_mem.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -42,125 +39,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int mem_hash_oom;          /* set by uthash when an add ran out of memory */
-#define uthash_nonfatal_oom(obj) (mem_hash_oom = 1)
-#include <uthash.h>
+pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+mem_state mem = { .next_buffer_id = 1, .next_handle_id = 0x1000,
+                   .pools = { [0 ... MEM_MAX_DEVICES - 1] = { .reuse = { 1, 1, 1 } } } };
+int mem_hash_oom;
 
-#define MEM_MAX_DEVICES 8         /* emu_cfg.devices is 1..8 */
-
-/* ------------------------------------------------------------------------
- * Data
- * ---------------------------------------------------------------------- */
-
-/* An address interval; first member of everything kept in a span_vec. */
-typedef struct span { CUdeviceptr base; size_t size; } span;
-
-/* Non-overlapping spans sorted by base. */
-typedef struct span_vec { span **v; size_t n, cap; } span_vec;
-
-typedef enum range_kind {
-    RK_ALLOC = 1,   /* cuMemAlloc */
-    RK_ASYNC,       /* cuMemAllocAsync / FromPoolAsync */
-    RK_MAP,         /* one cuMemMap */
-    RK_HOST,        /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
-    RK_GRAPH        /* a graph allocation while it is allocated (gmem) */
-} range_kind;
-
-/* A graph allocation (an allocation node's memory, emu_gmem_* in
- * emu_internal.h). Its address range is reserved (PROT_NONE) when the node
- * is made and stays reserved while a node refers to it (the graph's node and
- * each exec's copy); a launch of an exec allocates it (charged, readable, a
- * RK_GRAPH device range) until a free (free node, cuMemFreeAsync, cuMemFree)
- * releases it (contents dropped, PROT_NONE again). Each allocation by a
- * launch is one incarnation (gen); a free requested for an earlier
- * incarnation does nothing to a later one. */
-typedef struct gmem {
-    span s;                     /* the reserved range, requested size */
-    size_t len;                 /* pages: reserved, and charged while live */
-    int device;
-    unsigned long refs;         /* nodes holding it */
-    int live;                   /* allocated */
-    int free_pending;           /* a free of this incarnation is queued */
-    uint64_t gen;               /* incarnation */
-    uint64_t owner_graph;       /* uid of the graph whose node made it */
-    uint64_t freed_in;          /* uid of the graph with its free node, 0 if none */
-} gmem;
-
-/* A physical allocation made by cuMemCreate. Lives while it has references
- * (cuMemCreate, cuMemRetainAllocationHandle) or mappings. */
-typedef struct mem_handle {
-    unsigned long long id;      /* the CUmemGenericAllocationHandle value */
-    int fd;                     /* memfd holding the bytes */
-    size_t size;
-    CUmemAllocationProp prop;
-    unsigned long refs;         /* not yet released */
-    unsigned long maps;         /* live mappings */
-    unsigned long long block_id;
-    int imported;               /* cuMemImportFromShareableHandle: memory charged by the original */
-    UT_hash_handle hh;
-} mem_handle;
-
-typedef struct reservation {
-    span s;                     /* the whole reservation */
-} reservation;
-
-/* A device range: one allocation, mapping or pinned host block. */
-typedef struct mem_range {
-    span s;                     /* base and requested size */
-    size_t mapped;              /* bytes of the underlying mmap */
-    range_kind kind;
-    int device;
-    CUcontext ctx;              /* allocating context (NULL for VMM) */
-    unsigned long long buffer_id;
-    unsigned host_flags;        /* RK_HOST */
-    int registered;             /* RK_HOST: the program's memory (cuMemHostRegister), not unmapped */
-    mem_handle *handle;         /* RK_MAP */
-    span resv;                  /* RK_MAP: the reservation it lies in */
-    CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
-    int free_pending;           /* RK_ASYNC: cuMemFreeAsync queued, not yet reached */
-    CUmemoryPool pool;          /* RK_ASYNC: the pool it came from */
-    gmem *g;                    /* RK_GRAPH */
-} mem_range;
-
-/* A device's default memory pool (the only pool emulated): its bytes are
- * charged to the device while in use and while held after being freed. */
-typedef struct pool_state {
-    size_t used;                /* live allocations (pages) */
-    size_t held;                /* freed, kept by the pool, still charged */
-    size_t used_high, reserved_high;
-    cuuint64_t threshold;       /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
-    int reuse[3];               /* the three REUSE_* attributes (no effect here) */
-} pool_state;
-
-static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {                 /* all guarded by mem_lock */
-    span_vec ranges;            /* mem_range, every live device range */
-    span_vec resvs;             /* reservation */
-    mem_handle *handles;        /* uthash by id */
-    size_t used[MEM_MAX_DEVICES];   /* charged bytes per device (cuMemGetInfo) */
-    span_vec gmems;             /* gmem, every graph allocation's reservation */
-    size_t graph_used[MEM_MAX_DEVICES], graph_high[MEM_MAX_DEVICES];
-    pool_state pools[MEM_MAX_DEVICES];
-    unsigned long long next_buffer_id;
-    unsigned long long next_handle_id;
-} mem = { .next_buffer_id = 1, .next_handle_id = 0x1000,
-          .pools = { [0 ... MEM_MAX_DEVICES - 1] = { .reuse = { 1, 1, 1 } } } };
-
-static size_t page_size(void)
+size_t page_size(void)
 {
     static size_t ps;
     if (!ps) ps = (size_t)sysconf(_SC_PAGESIZE);
     return ps;
 }
 
-static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 /* ------------------------------------------------------------------------
  * Sorted span vectors (caller holds mem_lock)
  * ---------------------------------------------------------------------- */
 
 /* Index of the first span whose base is >= p. */
-static size_t span_lower(const span_vec *sv, CUdeviceptr p)
+size_t span_lower(const span_vec *sv, CUdeviceptr p)
 {
     size_t lo = 0, hi = sv->n;
     while (lo < hi) {
@@ -171,7 +69,7 @@ static size_t span_lower(const span_vec *sv, CUdeviceptr p)
 }
 
 /* The span containing p, or NULL. */
-static span *span_find(const span_vec *sv, CUdeviceptr p)
+span *span_find(const span_vec *sv, CUdeviceptr p)
 {
     size_t i = span_lower(sv, p + 1);
     if (i == 0) return NULL;
@@ -180,7 +78,7 @@ static span *span_find(const span_vec *sv, CUdeviceptr p)
 }
 
 /* Some span overlapping [lo, hi), or NULL. */
-static span *span_overlap(const span_vec *sv, CUdeviceptr lo, CUdeviceptr hi)
+span *span_overlap(const span_vec *sv, CUdeviceptr lo, CUdeviceptr hi)
 {
     size_t i = span_lower(sv, lo);
     if (i > 0 && sv->v[i - 1]->base + sv->v[i - 1]->size > lo) return sv->v[i - 1];
@@ -189,7 +87,7 @@ static span *span_overlap(const span_vec *sv, CUdeviceptr lo, CUdeviceptr hi)
 }
 
 /* Returns 0, or -1 when out of memory (nothing changed). */
-static int span_insert(span_vec *sv, span *s)
+int span_insert(span_vec *sv, span *s)
 {
     if (sv->n == sv->cap) {
         size_t cap = sv->cap ? sv->cap * 2 : 64;
@@ -205,7 +103,7 @@ static int span_insert(span_vec *sv, span *s)
     return 0;
 }
 
-static void span_remove(span_vec *sv, span *s)
+void span_remove(span_vec *sv, span *s)
 {
     size_t i = span_lower(sv, s->base);
     if (i < sv->n && sv->v[i] == s) {
@@ -214,14 +112,14 @@ static void span_remove(span_vec *sv, span *s)
     }
 }
 
-static mem_range *range_find(CUdeviceptr p) { return (mem_range *)span_find(&mem.ranges, p); }
+mem_range *range_find(CUdeviceptr p) { return (mem_range *)span_find(&mem.ranges, p); }
 
 /* ------------------------------------------------------------------------
  * Device accounting and plain blocks (caller holds mem_lock where noted)
  * ---------------------------------------------------------------------- */
 
 /* Takes `bytes` of device `dev` if available (mem_lock held). */
-static int usage_take(int dev, size_t bytes)
+int usage_take(int dev, size_t bytes)
 {
     if (bytes > emu_cfg.device_memory - mem.used[dev]) return 0;
     mem.used[dev] += bytes;
@@ -953,471 +851,6 @@ EMU_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer
         attr_store(data[i], size, have ? val : 0);
     }
     return CUDA_SUCCESS;
-}
-
-/* ------------------------------------------------------------------------
- * Virtual memory management
- * ---------------------------------------------------------------------- */
-
-/* Common checks after EMU_ENTRY_INIT of a VMM call; `unsafe`: the call is
- * one the driver refuses during stream capture. */
-static CUresult vmm_enter(const char *call, int unsafe)
-{
-    if (emu_cfg.no_vmm) return CUDA_ERROR_NOT_SUPPORTED;
-    return unsafe ? emu_capture_check_unsafe(call) : CUDA_SUCCESS;
-}
-
-static int gran_aligned(size_t v) { return v % emu_cfg.granularity == 0; }
-
-static CUresult location_check(const CUmemLocation *loc)
-{
-    if (!loc) return CUDA_ERROR_INVALID_VALUE;
-    if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
-        return loc->type == CU_MEM_LOCATION_TYPE_HOST || loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA
-                   ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
-    if (loc->id < 0 || loc->id >= emu_device_count() || loc->id >= MEM_MAX_DEVICES)
-        return CUDA_ERROR_INVALID_DEVICE;
-    return CUDA_SUCCESS;
-}
-
-static CUresult prop_check(const CUmemAllocationProp *prop)
-{
-    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
-    return location_check(&prop->location);
-}
-
-/* The handle with that id (mem_lock held), NULL if none is alive. */
-static mem_handle *handle_get(CUmemGenericAllocationHandle id)
-{
-    mem_handle *h = NULL;
-    HASH_FIND(hh, mem.handles, &id, sizeof id, h);
-    return h;
-}
-
-/* Frees h once nothing refers to it any more (mem_lock held). */
-static void handle_maybe_destroy(mem_handle *h)
-{
-    if (h->refs || h->maps) return;
-    HASH_DEL(mem.handles, h);
-    if (!h->imported) mem.used[h->prop.location.id] -= h->size;
-    close(h->fd);
-    free(h);
-}
-
-EMU_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
-                                                  CUmemAllocationGranularity_flags option)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 0);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
-                         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
-        return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = prop_check(prop)) != CUDA_SUCCESS) return rc;
-    *granularity = emu_cfg.granularity;
-    return CUDA_SUCCESS;
-}
-
-/* Reserves `size` bytes of PROT_NONE address space aligned to `align`, at
- * `hint` if that is free and aligned. NULL if the address space is full. */
-static void *va_reserve(size_t size, size_t align, CUdeviceptr hint)
-{
-    const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    if (hint && hint % align == 0) {
-        void *q = mmap((void *)hint, size, PROT_NONE, fl | MAP_FIXED_NOREPLACE, -1, 0);
-        if (q == (void *)hint) return q;
-        if (q != MAP_FAILED) munmap(q, size);   /* kernel without NOREPLACE */
-    }
-    size_t len = size + align;
-    if (len < size) return NULL;
-    char *q = mmap(NULL, len, PROT_NONE, fl, -1, 0);
-    if (q == MAP_FAILED) return NULL;
-    char *a = (char *)round_up((uintptr_t)q, align);
-    if (a > q) munmap(q, (size_t)(a - q));
-    if (q + len > a + size) munmap(a + size, (size_t)(q + len - (a + size)));
-    return a;
-}
-
-/* Turns [p, p+n) back into reservation pages (PROT_NONE, no backing). */
-static int va_restore(CUdeviceptr p, size_t n)
-{
-    void *q = mmap((void *)p, n, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    return q == MAP_FAILED ? -1 : 0;
-}
-
-EMU_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-                                        CUdeviceptr addr, unsigned long long flags)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 1);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!ptr || size == 0 || flags || size % page_size() || addr % page_size() ||
-        (alignment & (alignment - 1)))
-        return CUDA_ERROR_INVALID_VALUE;
-    size_t align = alignment > emu_cfg.granularity ? alignment : emu_cfg.granularity;
-
-    reservation *rv = calloc(1, sizeof *rv);
-    void *p = rv ? va_reserve(size, align, addr) : NULL;
-    if (!p) { free(rv); return CUDA_ERROR_OUT_OF_MEMORY; }
-    rv->s = (span){ (CUdeviceptr)p, size };
-    pthread_mutex_lock(&mem_lock);
-    int bad = span_insert(&mem.resvs, &rv->s);
-    pthread_mutex_unlock(&mem_lock);
-    if (bad) { munmap(p, size); free(rv); return CUDA_ERROR_OUT_OF_MEMORY; }
-    *ptr = (CUdeviceptr)p;
-    return CUDA_SUCCESS;
-}
-
-/* The reservation exactly [ptr, ptr+size) if nothing is mapped in it
- * (mem_lock held). */
-static reservation *resv_free_whole(CUdeviceptr ptr, size_t size)
-{
-    span *s = span_find(&mem.resvs, ptr);
-    if (!s || s->base != ptr || s->size != size) return NULL;
-    if (span_overlap(&mem.ranges, ptr, ptr + size)) return NULL;
-    return (reservation *)s;
-}
-
-/* The reservation must be given whole and hold no mapping. */
-EMU_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 1);
-    if (rc != CUDA_SUCCESS) return rc;
-    pthread_mutex_lock(&mem_lock);
-    reservation *rv = resv_free_whole(ptr, size);
-    pthread_mutex_unlock(&mem_lock);
-    if (!rv) return CUDA_ERROR_INVALID_VALUE;
-
-    emu_inflight_check(__func__, ptr, size);
-
-    pthread_mutex_lock(&mem_lock);
-    rv = resv_free_whole(ptr, size);
-    if (rv) span_remove(&mem.resvs, &rv->s);
-    pthread_mutex_unlock(&mem_lock);
-    if (!rv) return CUDA_ERROR_INVALID_VALUE;
-    munmap((void *)ptr, size);
-    free(rv);
-    return CUDA_SUCCESS;
-}
-
-EMU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                                const CUmemAllocationProp *prop, unsigned long long flags)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 1);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!handle || flags || size == 0 || !gran_aligned(size)) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = prop_check(prop)) != CUDA_SUCCESS) return rc;
-    int dev = prop->location.id;
-
-    mem_handle *h = calloc(1, sizeof *h);
-    if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&mem_lock);
-    int ok = usage_take(dev, size);
-    pthread_mutex_unlock(&mem_lock);
-    if (!ok) { free(h); return CUDA_ERROR_OUT_OF_MEMORY; }
-
-    h->fd = memfd_create("cudaemu-vmm", MFD_CLOEXEC);
-    ok = h->fd >= 0 && ftruncate(h->fd, (off_t)size) == 0;
-    pthread_mutex_lock(&mem_lock);
-    if (ok) {
-        h->size = size;
-        h->prop = *prop;
-        h->refs = 1;
-        h->id = mem.next_handle_id++;
-        h->block_id = mem.next_buffer_id++;
-        mem_hash_oom = 0;
-        HASH_ADD(hh, mem.handles, id, sizeof h->id, h);
-        ok = !mem_hash_oom;
-    }
-    if (!ok) mem.used[dev] -= size;
-    pthread_mutex_unlock(&mem_lock);
-    if (!ok) {
-        if (h->fd >= 0) close(h->fd);
-        free(h);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    *handle = h->id;
-    return CUDA_SUCCESS;
-}
-
-/* Drops the creation (or a retain) reference; the memory goes when the last
- * mapping does. Releasing more often than retained is an error. */
-EMU_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 1);
-    if (rc != CUDA_SUCCESS) return rc;
-    pthread_mutex_lock(&mem_lock);
-    mem_handle *h = handle_get(handle);
-    int ok = h && h->refs > 0;
-    if (ok) {
-        h->refs--;
-        handle_maybe_destroy(h);
-    }
-    pthread_mutex_unlock(&mem_lock);
-    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-/* Validates a cuMemMap request (mem_lock held). */
-static CUresult map_check(CUdeviceptr ptr, size_t size, size_t offset,
-                          CUmemGenericAllocationHandle handle, unsigned long long flags,
-                          mem_handle **hp, span **rvp)
-{
-    if (flags || offset != 0 || size == 0 || !gran_aligned(ptr) || !gran_aligned(size) ||
-        ptr + size < ptr)
-        return CUDA_ERROR_INVALID_VALUE;
-    mem_handle *h = handle_get(handle);
-    if (!h || h->refs == 0 || size > h->size) return CUDA_ERROR_INVALID_VALUE;
-    span *rv = span_find(&mem.resvs, ptr);
-    if (!rv || ptr + size > rv->base + rv->size) return CUDA_ERROR_INVALID_VALUE;
-    if (span_overlap(&mem.ranges, ptr, ptr + size)) return CUDA_ERROR_INVALID_VALUE;
-    *hp = h;
-    *rvp = rv;
-    return CUDA_SUCCESS;
-}
-
-/* The new mapping starts with no access (PROT_NONE) until cuMemSetAccess. */
-EMU_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                             CUmemGenericAllocationHandle handle, unsigned long long flags)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 1);
-    if (rc != CUDA_SUCCESS) return rc;
-    mem_handle *h;
-    span *rv;
-    pthread_mutex_lock(&mem_lock);
-    rc = map_check(ptr, size, offset, handle, flags, &h, &rv);
-    pthread_mutex_unlock(&mem_lock);
-    if (rc != CUDA_SUCCESS) return rc;
-
-    /* Queued work that used an earlier mapping here would now see this one. */
-    emu_inflight_check(__func__, ptr, size);
-
-    mem_range *r = calloc(1, sizeof *r);
-    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&mem_lock);
-    rc = map_check(ptr, size, offset, handle, flags, &h, &rv);
-    if (rc == CUDA_SUCCESS) {
-        void *q = mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, 0);
-        *r = (mem_range){ .s = { ptr, size }, .mapped = size, .kind = RK_MAP,
-                          .device = h->prop.location.id, .buffer_id = mem.next_buffer_id++,
-                          .handle = h, .resv = *rv };
-        if (q == MAP_FAILED || span_insert(&mem.ranges, &r->s) != 0) {
-            va_restore(ptr, size);
-            rc = CUDA_ERROR_OUT_OF_MEMORY;
-        } else {
-            h->maps++;
-        }
-    }
-    pthread_mutex_unlock(&mem_lock);
-    if (rc != CUDA_SUCCESS) free(r);
-    return rc;
-}
-
-/* If [ptr, ptr+size) is exactly a run of whole, adjacent mappings, returns
- * how many and stores the index of the first in *first; else 0 (mem_lock
- * held). Mappings are consecutive in the sorted registry. */
-static size_t mappings_tiling(CUdeviceptr ptr, size_t size, size_t *first)
-{
-    CUdeviceptr end = ptr + size, pos = ptr;
-    if (size == 0 || end < ptr) return 0;
-    size_t i = span_lower(&mem.ranges, ptr), k = 0;
-    while (pos < end && i + k < mem.ranges.n) {
-        mem_range *r = (mem_range *)mem.ranges.v[i + k];
-        if (r->kind != RK_MAP || r->s.base != pos) return 0;
-        pos += r->s.size;
-        k++;
-    }
-    *first = i;
-    return pos == end ? k : 0;
-}
-
-static int access_prot(const mem_range *r)
-{
-    int prot = PROT_NONE;
-    for (int d = 0; d < MEM_MAX_DEVICES; d++) {
-        if (r->access[d] == CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return PROT_READ | PROT_WRITE;
-        if (r->access[d] == CU_MEM_ACCESS_FLAGS_PROT_READ) prot = PROT_READ;
-    }
-    return prot;
-}
-
-/* The range must consist of whole mappings. The host sees the most generous
- * access any device has (emulated kernels run on the host). */
-EMU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 1);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < count; i++) {
-        if ((rc = location_check(&desc[i].location)) != CUDA_SUCCESS) return rc;
-        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
-            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
-            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-            return CUDA_ERROR_INVALID_VALUE;
-    }
-    size_t first, k;
-    pthread_mutex_lock(&mem_lock);
-    if (!(k = mappings_tiling(ptr, size, &first))) rc = CUDA_ERROR_INVALID_VALUE;
-    for (size_t j = 0; j < k && rc == CUDA_SUCCESS; j++) {
-        mem_range *r = (mem_range *)mem.ranges.v[first + j];
-        mem_range next = *r;
-        for (size_t i = 0; i < count; i++) next.access[desc[i].location.id] = desc[i].flags;
-        if (mprotect((void *)r->s.base, r->s.size, access_prot(&next)) != 0)
-            rc = CUDA_ERROR_OUT_OF_MEMORY;
-        else
-            memcpy(r->access, next.access, sizeof r->access);
-    }
-    pthread_mutex_unlock(&mem_lock);
-    return rc;
-}
-
-EMU_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 0);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!flags) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = location_check(location)) != CUDA_SUCCESS) return rc;
-    pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find(ptr);
-    int ok = r && r->kind == RK_MAP;
-    if (ok) *flags = r->access[location->id];
-    pthread_mutex_unlock(&mem_lock);
-    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-/* Unmaps whole mappings; like the driver it does not wait for queued work,
- * so unmapping memory such work may touch is reported as a violation. */
-EMU_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 1);
-    if (rc != CUDA_SUCCESS) return rc;
-    size_t first, k;
-    pthread_mutex_lock(&mem_lock);
-    k = mappings_tiling(ptr, size, &first);
-    pthread_mutex_unlock(&mem_lock);
-    if (!k) return CUDA_ERROR_INVALID_VALUE;
-
-    emu_inflight_check(__func__, ptr, size);
-
-    pthread_mutex_lock(&mem_lock);
-    k = mappings_tiling(ptr, size, &first);
-    for (size_t j = 0; j < k; j++) {
-        mem_range *r = (mem_range *)mem.ranges.v[first + j];
-        if (va_restore(r->s.base, r->s.size) != 0)   /* leaves a hole: loud */
-            emu_log("cuMemUnmap: cannot restore reservation pages at 0x%llx: %s",
-                    (unsigned long long)r->s.base, strerror(errno));
-        r->handle->maps--;
-        handle_maybe_destroy(r->handle);
-        free(r);
-    }
-    if (k) {
-        memmove(&mem.ranges.v[first], &mem.ranges.v[first + k],
-                (mem.ranges.n - first - k) * sizeof *mem.ranges.v);
-        mem.ranges.n -= k;
-    }
-    pthread_mutex_unlock(&mem_lock);
-    return k ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-/* Takes a new reference on the handle mapped at addr (any interior address). */
-EMU_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 0);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!handle) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find((CUdeviceptr)addr);
-    int ok = r && r->kind == RK_MAP;
-    if (ok) {
-        r->handle->refs++;
-        *handle = r->handle->id;
-    }
-    pthread_mutex_unlock(&mem_lock);
-    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-/* cuMemExportToShareableHandle: only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
- * is emulated (the device reports HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
- * only), and only for a handle whose cuMemCreate requested it
- * (requestedHandleTypes, which CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES
- * reports): *(int *)shareableHandle gets a new file descriptor of the
- * memory. Another requested type: CUDA_ERROR_INVALID_VALUE; a type the device
- * does not support: CUDA_ERROR_NOT_SUPPORTED. */
-EMU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
-                                                 CUmemAllocationHandleType handleType, unsigned long long flags)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 0);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!shareableHandle || flags) return CUDA_ERROR_INVALID_VALUE;
-    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-        return handleType == CU_MEM_HANDLE_TYPE_NONE ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
-    int fd = -1;
-    pthread_mutex_lock(&mem_lock);
-    mem_handle *h = handle_get(handle);
-    if (!h || !(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) rc = CUDA_ERROR_INVALID_VALUE;
-    else if ((fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0)) < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_unlock(&mem_lock);
-    if (rc == CUDA_SUCCESS) memcpy(shareableHandle, &fd, sizeof fd);
-    return rc;
-}
-
-/* The file descriptor of an exported allocation of this process gives a new
- * handle to the same memory (same properties and block id; its memory is
- * charged once). A descriptor of anything else: CUDA_ERROR_INVALID_VALUE. */
-EMU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
-                                                   CUmemAllocationHandleType shHandleType)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 1);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!handle) return CUDA_ERROR_INVALID_VALUE;
-    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
-    struct stat want, have;
-    int osfd = (int)(intptr_t)osHandle;
-    if (fstat(osfd, &want) != 0) return CUDA_ERROR_INVALID_VALUE;
-    mem_handle *n = calloc(1, sizeof *n);
-    if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
-    rc = CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&mem_lock);
-    for (mem_handle *h = mem.handles; h; h = h->hh.next) {
-        if (fstat(h->fd, &have) != 0 || have.st_ino != want.st_ino || have.st_dev != want.st_dev) continue;
-        *n = (mem_handle){ .fd = fcntl(osfd, F_DUPFD_CLOEXEC, 0), .size = h->size, .prop = h->prop,
-                           .refs = 1, .block_id = h->block_id, .imported = 1 };
-        if (n->fd < 0) { rc = CUDA_ERROR_OUT_OF_MEMORY; break; }
-        n->id = mem.next_handle_id++;
-        mem_hash_oom = 0;
-        HASH_ADD(hh, mem.handles, id, sizeof n->id, n);
-        rc = mem_hash_oom ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
-        if (rc == CUDA_SUCCESS) *handle = n->id;
-        else close(n->fd);
-        break;
-    }
-    pthread_mutex_unlock(&mem_lock);
-    if (rc != CUDA_SUCCESS) free(n);
-    return rc;
-}
-
-EMU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
-                                                           CUmemGenericAllocationHandle handle)
-{
-    EMU_ENTRY_INIT();
-    CUresult rc = vmm_enter(__func__, 0);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!prop) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&mem_lock);
-    mem_handle *h = handle_get(handle);
-    if (h) *prop = h->prop;
-    pthread_mutex_unlock(&mem_lock);
-    return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ------------------------------------------------------------------------
