@@ -15,7 +15,7 @@
  * invalidated (a CU_EVENT_WAIT_EXTERNAL wait during capture is refused by
  * emu_event.c: external event nodes are not emulated).
  *
- * Locks: cap_lock guards the capture registry (captures, the list of
+ * Locks: emu_cap_lock guards the capture registry (captures, the list of
  * captures in progress), every struct emu_capture and its per-stream
  * dependency sets, the `cap` field of every event, and the graph changes
  * made by capture (nodes added by emu_capture_add). It is taken before any
@@ -56,10 +56,10 @@ struct emu_capture_event {
     CUgraphNode deps[];             /* the recording stream's dependency set */
 };
 
-pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t emu_cap_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct emu_capture *captures;     /* in progress */
 static atomic_int ncaptures;             /* fast path for emu_capture_check_unsafe */
-static uint64_t capture_ids;             /* cap_lock */
+static uint64_t capture_ids;             /* emu_cap_lock */
 
 static __thread CUstreamCaptureMode tls_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 static __thread uint64_t tls_thread_id;
@@ -91,8 +91,8 @@ static int cs_set_deps(cap_stream *cs, const CUgraphNode *deps, const CUgraphEdg
                        size_t n, int add)
 {
     size_t base = add ? cs->n : 0;
-    if (!GROW(cs->deps, cs->cap, base + n) ||
-        !GROW(cs->edata, cs->cap_e, base + n))
+    if (!EMU_GROW(cs->deps, cs->cap, base + n) ||
+        !EMU_GROW(cs->edata, cs->cap_e, base + n))
         return 0;
     size_t k = base;
     for (size_t i = 0; i < n; i++) {
@@ -112,7 +112,7 @@ static int cs_set_deps(cap_stream *cs, const CUgraphNode *deps, const CUgraphEdg
 static cap_stream *cap_join(struct emu_capture *c, emu_stream *s, const CUgraphNode *deps,
                             const CUgraphEdgeData *edata, size_t n)
 {
-    if (!GROW(c->streams, c->cap_streams, c->nstreams + 1)) return NULL;
+    if (!EMU_GROW(c->streams, c->cap_streams, c->nstreams + 1)) return NULL;
     cap_stream *cs = &c->streams[c->nstreams];
     memset(cs, 0, sizeof *cs);
     cs->s = s;
@@ -123,7 +123,7 @@ static cap_stream *cap_join(struct emu_capture *c, emu_stream *s, const CUgraphN
 }
 
 /* Ends c: every stream leaves capture, c leaves the registry and is freed;
- * the graph is destroyed when destroy_graph and c owns it. cap_lock held. */
+ * the graph is destroyed when destroy_graph and c owns it. emu_cap_lock held. */
 static void cap_terminate(struct emu_capture *c, int destroy_graph)
 {
     for (struct emu_capture **pp = &captures; *pp; pp = &(*pp)->next)
@@ -136,7 +136,7 @@ static void cap_terminate(struct emu_capture *c, int destroy_graph)
     }
     free(c->streams);
     c->graph->capture = NULL;
-    if (destroy_graph && c->own_graph) graph_free(c->graph);
+    if (destroy_graph && c->own_graph) emu_graph_free(c->graph);
     free(c);
 }
 
@@ -179,7 +179,7 @@ CUresult emu_capture_check_unsafe(const char *call)
     if (mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
     uint64_t self = self_thread();
     int bad = 0;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     for (struct emu_capture *c = captures; c; c = c->next) {
         int offends = c->thread == self ? c->mode != CU_STREAM_CAPTURE_MODE_RELAXED
                                         : mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
@@ -190,7 +190,7 @@ CUresult emu_capture_check_unsafe(const char *call)
         c->invalidated = 1;
         bad = 1;
     }
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return bad ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
@@ -207,7 +207,7 @@ CUresult emu_capture_check_ctx(CUcontext ctx, int blocking_only, CUresult err)
 {
     if (atomic_load(&ncaptures) == 0) return CUDA_SUCCESS;
     int bad = 0;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     for (struct emu_capture *c = captures; c; c = c->next) {
         for (size_t i = 0; i < c->nstreams; i++) {
             emu_stream *s = c->streams[i].s;
@@ -217,7 +217,7 @@ CUresult emu_capture_check_ctx(CUcontext ctx, int blocking_only, CUresult err)
             break;
         }
     }
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return bad ? err : CUDA_SUCCESS;
 }
 
@@ -226,10 +226,10 @@ CUresult emu_capture_check_ctx(CUcontext ctx, int blocking_only, CUresult err)
 int emu_capture_event_busy(CUevent ev)
 {
     if (atomic_load(&ncaptures) == 0) return 0;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = ev->cap ? capture_by_id(ev->cap->capture_id) : NULL;
     if (c) c->invalidated = 1;
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return c != NULL;
 }
 
@@ -237,7 +237,7 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
 {
     emu_nparams np;
     CUresult r;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
     cap_stream *cs = c ? cap_find(c, s) : NULL;
     if (!cs) { r = CUDA_ERROR_ILLEGAL_STATE; goto out; }
@@ -248,12 +248,12 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
         memset(&np, 0, sizeof np);
         np.type = CU_GRAPH_NODE_TYPE_KERNEL;
         np.launch = op->launch;
-        np.ctx = func_ctx(op->args->func, ctx);
+        np.ctx = emu_nparams_func_ctx(op->args->func, ctx);
         r = (np.args = emu_args_clone(op->args)) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
         break;
-    case CU_GRAPH_NODE_TYPE_MEMCPY: r = nparams_memcpy(&np, op->copy, ctx); break;
-    case CU_GRAPH_NODE_TYPE_MEMSET: r = nparams_memset(&np, op->set, ctx); break;
-    case CU_GRAPH_NODE_TYPE_HOST:   r = nparams_host(&np, op->host); break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: r = emu_nparams_memcpy(&np, op->copy, ctx); break;
+    case CU_GRAPH_NODE_TYPE_MEMSET: r = emu_nparams_memset(&np, op->set, ctx); break;
+    case CU_GRAPH_NODE_TYPE_HOST:   r = emu_nparams_host(&np, op->host); break;
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
         /* The pool's properties: the device's default pool. */
         CUDA_MEM_ALLOC_NODE_PARAMS a = { .poolProps = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -261,32 +261,32 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
                                          .bytesize = op->mem_bytes };
         CUdeviceptr p = 0;
         if (!op->mem_out) r = CUDA_ERROR_INVALID_VALUE;
-        else if ((r = nparams_memalloc(&np, &a, c->graph->uid, &p)) == CUDA_SUCCESS) *op->mem_out = p;
+        else if ((r = emu_nparams_memalloc(&np, &a, c->graph->uid, &p)) == CUDA_SUCCESS) *op->mem_out = p;
         break;
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         /* Not a graph allocation (or already freed by a graph): an invalid
          * operation during capture, which invalidates it. */
-        if ((r = nparams_memfree(&np, op->mem_ptr)) != CUDA_SUCCESS) c->invalidated = 1;
+        if ((r = emu_nparams_memfree(&np, op->mem_ptr)) != CUDA_SUCCESS) c->invalidated = 1;
         break;
     default:                        r = CUDA_ERROR_NOT_SUPPORTED; break;
     }
     if (r != CUDA_SUCCESS) goto out;
     CUgraphNode nd;
-    if ((r = node_add(c->graph, cs->deps, cs->edata, cs->n, &np, &nd)) != CUDA_SUCCESS) {
-        nparams_free(&np);
+    if ((r = emu_graph_node_add(c->graph, cs->deps, cs->edata, cs->n, &np, &nd)) != CUDA_SUCCESS) {
+        emu_nparams_free(&np);
         goto out;
     }
     cs_set_deps(cs, &nd, NULL, 1, 0);  /* room for one always exists after node_add's deps */
 out:
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return r;
 }
 
 CUresult emu_capture_event_record(emu_stream *s, CUevent ev)
 {
     CUresult r = CUDA_SUCCESS;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
     cap_stream *cs = c ? cap_find(c, s) : NULL;
     if (!cs) r = CUDA_ERROR_ILLEGAL_STATE;
@@ -302,21 +302,21 @@ CUresult emu_capture_event_record(emu_stream *s, CUevent ev)
             ev->cap = ce;
         }
     }
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return r;
 }
 
 void emu_capture_event_forget(CUevent ev)
 {
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     free(ev->cap);
     ev->cap = NULL;
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
 }
 
 int emu_capture_event_wait(emu_stream *s, CUevent ev, CUresult *res)
 {
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *mine = emu_stream_capture(s);
     struct emu_capture *theirs = ev->cap ? capture_by_id(ev->cap->capture_id) : NULL;
     int handled = 1;
@@ -336,7 +336,7 @@ int emu_capture_event_wait(emu_stream *s, CUevent ev, CUresult *res)
     } else if (!cap_join(theirs, s, ev->cap->deps, NULL, ev->cap->n)) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
     }
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     if (handled && res) *res = r;
     return handled;
 }
@@ -367,22 +367,22 @@ static CUresult capture_begin(CUstream h, int per_thread, CUstreamCaptureMode mo
     CUresult r = capture_stream(h, per_thread, &s);
     if (r != CUDA_SUCCESS) return r;
     if (g) {
-        if (!graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
-        if ((r = deps_check(g, deps, edata, n)) != CUDA_SUCCESS) return r;
+        if (!emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
+        if ((r = emu_graph_deps_check(g, deps, edata, n)) != CUDA_SUCCESS) return r;
     }
     struct emu_capture *c = calloc(1, sizeof *c);
     if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     if (emu_stream_capture(s)) { r = CUDA_ERROR_ILLEGAL_STATE; goto fail; }
     if (g && g->capture) { r = CUDA_ERROR_INVALID_VALUE; goto fail; }
     c->own_graph = !g;
-    if (!g && !(g = graph_new())) { r = CUDA_ERROR_OUT_OF_MEMORY; goto fail; }
+    if (!g && !(g = emu_graph_new())) { r = CUDA_ERROR_OUT_OF_MEMORY; goto fail; }
     c->graph = g;
     c->mode = mode;
     c->thread = self_thread();
     c->origin = s;
     if (!cap_join(c, s, deps, edata, n)) {
-        if (c->own_graph) graph_free(g);
+        if (c->own_graph) emu_graph_free(g);
         r = CUDA_ERROR_OUT_OF_MEMORY;
         goto fail;
     }
@@ -391,10 +391,10 @@ static CUresult capture_begin(CUstream h, int per_thread, CUstreamCaptureMode mo
     c->next = captures;
     captures = c;
     atomic_fetch_add(&ncaptures, 1);
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return CUDA_SUCCESS;
 fail:
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     free(c);
     return r;
 }
@@ -405,7 +405,7 @@ static CUresult capture_end(CUstream h, int per_thread, CUgraph *out)
     emu_stream *s;
     CUresult r = capture_stream(h, per_thread, &s);
     if (r != CUDA_SUCCESS) return r;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
     if (!c) {
         r = CUDA_ERROR_ILLEGAL_STATE;
@@ -426,7 +426,7 @@ static CUresult capture_end(CUstream h, int per_thread, CUgraph *out)
         *out = c->graph;
         cap_terminate(c, 0);
     }
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return r;
 }
 
@@ -439,7 +439,7 @@ static CUresult capture_info(CUstream h, int per_thread, CUstreamCaptureStatus *
     emu_stream *s;
     CUresult r = emu_stream_get(h, per_thread, &s);
     if (r != CUDA_SUCCESS) return r;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
     cap_stream *cs = c ? cap_find(c, s) : NULL;
     if (!cs) {
@@ -456,23 +456,23 @@ static CUresult capture_info(CUstream h, int per_thread, CUstreamCaptureStatus *
         if (n) *n = cs->n;
         if (deps && !edata)
             for (size_t i = 0; i < cs->n; i++)
-                if (!edge_data_is_default(&cs->edata[i])) r = CUDA_ERROR_LOSSY_QUERY;
+                if (!emu_edge_data_is_default(&cs->edata[i])) r = CUDA_ERROR_LOSSY_QUERY;
     }
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return r;
 }
 
 void emu_capture_invalidate(emu_stream *s)
 {
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
     if (c) c->invalidated = 1;
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
 }
 
 void emu_capture_stream_gone(emu_stream *s)
 {
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
     cap_stream *cs = c ? cap_find(c, s) : NULL;
     if (cs && c->origin == s) {
@@ -484,7 +484,7 @@ void emu_capture_stream_gone(emu_stream *s)
         *cs = c->streams[--c->nstreams];
         emu_stream_set_capture(s, NULL);
     }
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
 }
 
 /* cuStreamUpdateCaptureDependencies: adds to or replaces the dependency set
@@ -496,21 +496,21 @@ static CUresult capture_update_deps(CUstream h, int per_thread, CUgraphNode *dep
     emu_stream *s;
     CUresult r = emu_stream_get(h, per_thread, &s);
     if (r != CUDA_SUCCESS) return r;
-    pthread_mutex_lock(&cap_lock);
+    pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
     cap_stream *cs = c ? cap_find(c, s) : NULL;
     if (!cs) r = CUDA_ERROR_ILLEGAL_STATE;
     else if (c->invalidated) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    else if ((r = deps_check(c->graph, deps, edata, n)) == CUDA_SUCCESS &&
+    else if ((r = emu_graph_deps_check(c->graph, deps, edata, n)) == CUDA_SUCCESS &&
              !cs_set_deps(cs, deps, edata, n, flags == CU_STREAM_ADD_CAPTURE_DEPENDENCIES))
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     return r;
 }
 
 /* Graph launch or upload on a capturing stream: not emulated. Returns 1 (and
  * invalidates the capture) if s is capturing. */
-int capture_refuse(emu_stream *s)
+int emu_capture_refuse(emu_stream *s)
 {
     if (!emu_stream_capture(s)) return 0;
     emu_capture_invalidate(s);

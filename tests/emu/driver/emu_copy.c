@@ -5,8 +5,8 @@
  * with the driver's range checks; the copy and memset executors and range
  * recorders graph nodes use (emu_memcpy3d_*, emu_memset_*).
  *
- * Locks: none of its own. Work goes through submit (emu_stream.c); the
- * device-range queries (emu_mem_*) take mem_lock inside emu_mem.c.
+ * Locks: none of its own. Work goes through emu_stream_submit (emu_stream.c); the
+ * device-range queries (emu_mem_*) take emu_mem_lock inside emu_mem.c.
  */
 #include "emu_stream.h"
 
@@ -82,7 +82,7 @@ static CUresult memop(const char *call, CUstream h, int pt, CUdeviceptr addr, ui
     m->flags = flags;
     m->wait = wait;
     emu_work_touch_range(&m->w, addr, size);
-    return submit(call, s, 0, NULL, &m->w);
+    return emu_stream_submit(call, s, 0, NULL, &m->w);
 }
 
 #define MEMOP_EXPORTS(name, type, size, wait)                                               \
@@ -184,7 +184,7 @@ static int side_accessible(const side *s, const CUDA_MEMCPY3D *p, int dev, const
 void emu_memcpy3d_exec(const CUDA_MEMCPY3D *p)
 {
     side s = src_side(p), d = dst_side(p);
-    int dev = current_device();
+    int dev = emu_worker_device();
     if (!side_accessible(&s, p, dev, "memcpy") || !side_accessible(&d, p, dev, "memcpy")) return;
     for (size_t z = 0; z < p->Depth; z++) {
         for (size_t y = 0; y < p->Height; y++)
@@ -232,7 +232,7 @@ static CUresult copy_submit(const char *call, const CUDA_MEMCPY3D *p, CUstream h
     cw->p = *p;
     emu_memcpy3d_touch(&cw->w, p);
     emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEMCPY, .copy = p };
-    return submit(call, s, sync, &op, &cw->w);
+    return emu_stream_submit(call, s, sync, &op, &cw->w);
 }
 
 static CUresult copy_1d(const char *call, CUmemorytype dt, uintptr_t dst, CUmemorytype st, uintptr_t src,
@@ -364,7 +364,7 @@ CUresult emu_memset_check(const CUDA_MEMSET_NODE_PARAMS *p)
 
 void emu_memset_exec(const CUDA_MEMSET_NODE_PARAMS *p)
 {
-    int dev = current_device();
+    int dev = emu_worker_device();
     size_t row_bytes = p->width * p->elementSize;
     for (size_t y = 0; y < p->height; y++) {
         unsigned char *row = (unsigned char *)(uintptr_t)(p->dst + y * p->pitch);
@@ -417,7 +417,7 @@ static CUresult memset_submit(const char *call, CUdeviceptr dst, size_t pitch, u
     sw->p = p;
     emu_memset_touch(&sw->w, &p);
     emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEMSET, .set = &p };
-    return submit(call, s, sync, &op, &sw->w);
+    return emu_stream_submit(call, s, sync, &op, &sw->w);
 }
 
 #define MEMSET_1D(name, type, es)                                                              \

@@ -651,7 +651,8 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
     emu_cls_ctx_destroyed(c);
     emu_streams_ctx_destroyed(c);
     emu_graph_ctx_destroyed(c);
-    emu_stream_ctx_resources_destroyed(c);
+    emu_events_ctx_destroyed(c);
+    emu_modules_ctx_destroyed(c);
     emu_mem_ctx_destroyed(c);
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;

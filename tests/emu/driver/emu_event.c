@@ -6,10 +6,10 @@
  * An event is a (stream, sequence number) pair: its last record's target.
  * Each event has a reference count (atomic): the handle holds one, every
  * queued record marker one; the last drop gives the handle value back to the
- * pool. Events recorded during a capture belong to the capture (emu_graph.c,
+ * pool. Events recorded during a capture belong to the capture (emu_capture.c,
  * the `cap` field).
  *
- * Locks: ev_lock guards the fields of every event (struct CUevent_st); it
+ * Locks: emu_ev_lock guards the fields of every event (struct CUevent_st); it
  * comes first in the stream lock order (emu_stream.h): the capture lock is
  * never taken under it.
  */
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t emu_ev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* An event with its reference count: the handle holds one, every queued
  * record marker holds one. */
@@ -47,7 +47,7 @@ static void event_unref(emu_event *e)
     emu_stream *s = e->pub.stream;
     emu_capture_event_forget(&e->pub);
     emu_handle_mem_put(EMU_K_EVENT, e);    /* the next cuEventCreate reuses the value */
-    if (s) stream_unref(s);
+    if (s) emu_stream_unref(s);
 }
 
 EMU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
@@ -78,7 +78,7 @@ EMU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
 
 /* Context teardown (after its streams are gone): ends and releases every
  * event created in ctx. */
-void events_ctx_destroyed(CUcontext ctx)
+void emu_events_ctx_destroyed(CUcontext ctx)
 {
     const void **v;
     size_t n = emu_handles_of_ctx(ctx, EMU_K_EVENT, &v);
@@ -101,9 +101,9 @@ typedef struct mark_work {
 static void mark_run(emu_work *w, emu_stream *s)
 {
     mark_work *mw = (mark_work *)w;
-    pthread_mutex_lock(&ev_lock);
+    pthread_mutex_lock(&emu_ev_lock);
     if (mw->e->pub.stream == s && mw->e->pub.seq == w->seq) mw->e->pub.time_ms = now_ms();
-    pthread_mutex_unlock(&ev_lock);
+    pthread_mutex_unlock(&emu_ev_lock);
     event_unref(mw->e);
     mw->e = NULL;
 }
@@ -124,31 +124,31 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
     if (r != CUDA_SUCCESS) return r;
     if (emu_stream_capture(s)) return emu_capture_event_record(s, h);
 
-    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
+    if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_event *e = ev_of(h);
     mark_work *mw = (mark_work *)emu_work_new(sizeof *mw, call, mark_run);
     mw->w.release = mark_release;
     mw->e = e;
     uint64_t seq;
-    /* ev_lock is held until the event names the marker, so the marker cannot
-     * run (it takes ev_lock) before. */
+    /* emu_ev_lock is held until the event names the marker, so the marker cannot
+     * run (it takes emu_ev_lock) before. */
     __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&ev_lock);
-    r = enqueue_unchecked(s, &mw->w, &seq);
+    pthread_mutex_lock(&emu_ev_lock);
+    r = emu_stream_enqueue_unchecked(s, &mw->w, &seq);
     emu_stream *old = NULL;
     if (r == CUDA_SUCCESS) {
         old = e->pub.stream;
-        stream_ref(s);
+        emu_stream_ref(s);
         e->pub.stream = s;
         e->pub.seq = seq;
         e->pub.recorded = 1;
         e->pub.time_ms = 0;
     }
-    pthread_mutex_unlock(&ev_lock);
-    /* An ordinary record replaces any capture-time record (outside ev_lock:
+    pthread_mutex_unlock(&emu_ev_lock);
+    /* An ordinary record replaces any capture-time record (outside emu_ev_lock:
      * the capture lock is never taken under it). */
     if (r == CUDA_SUCCESS) emu_capture_event_forget(&e->pub);
-    if (old) stream_unref(old);
+    if (old) emu_stream_unref(old);
     return r;
 }
 
@@ -180,11 +180,11 @@ EMU_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream
  * NULL if the event was never recorded outside capture. */
 static void event_target(emu_event *e, emu_stream **s, uint64_t *seq)
 {
-    pthread_mutex_lock(&ev_lock);
+    pthread_mutex_lock(&emu_ev_lock);
     *s = e->pub.recorded && !e->pub.cap ? e->pub.stream : NULL;
     *seq = e->pub.seq;
-    if (*s) stream_ref(*s);
-    pthread_mutex_unlock(&ev_lock);
+    if (*s) emu_stream_ref(*s);
+    pthread_mutex_unlock(&emu_ev_lock);
 }
 
 /* An event recorded during a capture still in progress may not be queried
@@ -199,8 +199,8 @@ EMU_EXPORT CUresult cuEventQuery(CUevent hEvent)
     uint64_t seq;
     event_target(ev_of(hEvent), &s, &seq);
     if (!s) return CUDA_SUCCESS;
-    int done = stream_done(s, seq);
-    stream_unref(s);
+    int done = emu_stream_done(s, seq);
+    emu_stream_unref(s);
     return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -215,8 +215,8 @@ EMU_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
     uint64_t seq;
     event_target(ev_of(hEvent), &s, &seq);
     if (s) {
-        stream_wait_seq(s, seq);
-        stream_unref(s);
+        emu_stream_wait_seq(s, seq);
+        emu_stream_unref(s);
     }
     emu_mem_pools_sync();
     return CUDA_SUCCESS;
@@ -234,13 +234,13 @@ static CUresult event_elapsed(float *ms, CUevent a, CUevent b)
     event_target(ev_of(b), &sb, &qb);
     CUresult r = CUDA_SUCCESS;
     if (!sa || !sb) r = CUDA_ERROR_INVALID_HANDLE;
-    else if (!stream_done(sa, qa) || !stream_done(sb, qb)) r = CUDA_ERROR_NOT_READY;
-    if (sa) stream_unref(sa);
-    if (sb) stream_unref(sb);
+    else if (!emu_stream_done(sa, qa) || !emu_stream_done(sb, qb)) r = CUDA_ERROR_NOT_READY;
+    if (sa) emu_stream_unref(sa);
+    if (sb) emu_stream_unref(sb);
     if (r != CUDA_SUCCESS) return r;
-    pthread_mutex_lock(&ev_lock);
+    pthread_mutex_lock(&emu_ev_lock);
     *ms = (float)(b->time_ms - a->time_ms);
-    pthread_mutex_unlock(&ev_lock);
+    pthread_mutex_unlock(&emu_ev_lock);
     return CUDA_SUCCESS;
 }
 
@@ -265,7 +265,7 @@ static CUresult stream_wait_event(CUstream h, int pt, CUevent ev, unsigned flags
     if (r != CUDA_SUCCESS) return r;
     if ((flags & CU_EVENT_WAIT_EXTERNAL) && emu_stream_capture(s)) {
         /* External event wait nodes are not emulated. */
-        capture_invalidate(s);
+        emu_capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     if (emu_capture_event_wait(s, ev, &r)) return r;
@@ -275,11 +275,11 @@ static CUresult stream_wait_event(CUstream h, int pt, CUevent ev, unsigned flags
     dep d;
     event_target(ev_of(ev), &d.s, &d.seq);
     if (!d.s) return CUDA_SUCCESS;
-    if (d.s == s || stream_done(d.s, d.seq)) {
-        stream_unref(d.s);
+    if (d.s == s || emu_stream_done(d.s, d.seq)) {
+        emu_stream_unref(d.s);
         return CUDA_SUCCESS;
     }
-    return push_wait(s, &d, 1, "cuStreamWaitEvent");
+    return emu_stream_push_wait(s, &d, 1, "cuStreamWaitEvent");
 }
 
 EMU_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)

@@ -56,13 +56,13 @@ static void token_wait(launch_token *t)
     pthread_mutex_unlock(&tok_lock);
 }
 
-int exec_ok(CUgraphExec e) { return e && emu_handle_ok(e, EMU_K_EXEC); }
+int emu_exec_ok(CUgraphExec e) { return e && emu_handle_ok(e, EMU_K_EXEC); }
 
 static void exec_free(CUgraphExec e)
 {
-    if (e->has_mem && graph_ok(e->src) && e->src->uid == e->graph_uid) e->src->mem_execs--;
+    if (e->has_mem && emu_graph_ok(e->src) && e->src->uid == e->graph_uid) e->src->mem_execs--;
     for (size_t i = 0; i < e->n; i++) {
-        nparams_free(&e->nodes[i].p);
+        emu_nparams_free(&e->nodes[i].p);
         free(e->nodes[i].deps);
     }
     token_put(e->last);
@@ -129,7 +129,7 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
 {
     *err_node = NULL;
     *result = CUDA_GRAPH_INSTANTIATE_ERROR;
-    if (!out || !graph_ok(g) || (flags & ~(cuuint64_t)INSTANTIATE_KNOWN_FLAGS)) return CUDA_ERROR_INVALID_VALUE;
+    if (!out || !emu_graph_ok(g) || (flags & ~(cuuint64_t)INSTANTIATE_KNOWN_FLAGS)) return CUDA_ERROR_INVALID_VALUE;
     if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) &&
         (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
         return CUDA_ERROR_INVALID_VALUE;
@@ -139,7 +139,7 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
     }
     /* "If hGraph contains any allocation or free nodes, there can be at most
      * one executable graph in existence for that graph at a time." */
-    int has_mem = graph_has_mem(g);
+    int has_mem = emu_graph_has_mem(g);
     if (has_mem && g->mem_execs) return CUDA_ERROR_INVALID_VALUE;
     CUgraphExec e = calloc(1, sizeof *e);
     size_t n = g->n;
@@ -160,7 +160,11 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
         exec_node *x = &e->nodes[i];
         x->orig = nd;
         x->deps = malloc((nd->ndeps ? nd->ndeps : 1) * sizeof *x->deps);
-        if (!x->deps || !nparams_copy(&x->p, &nd->p)) { e->n = i + 1; exec_free(e); return CUDA_ERROR_OUT_OF_MEMORY; }
+        if (!x->deps || !emu_nparams_copy(&x->p, &nd->p)) {
+            e->n = i + 1;
+            exec_free(e);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
         x->ndeps = nd->ndeps;
         for (size_t k = 0; k < nd->ndeps; k++) x->deps[k] = nd->deps[k]->index;
     }
@@ -202,7 +206,7 @@ static void launch_run(emu_work *w, emu_stream *s)
 {
     launch_work *lw = (launch_work *)w;
     token_wait(lw->prev);
-    int dev = ctx_device(emu_stream_ctx(s));
+    int dev = emu_ctx_device(emu_stream_ctx(s));
     for (size_t i = 0; i < lw->n; i++) {
         const emu_nparams *p = &lw->nodes[i];
         switch (p->type) {
@@ -224,7 +228,7 @@ static void launch_release(emu_work *w)
     token_finish(lw->self);
     token_put(lw->self);
     token_put(lw->prev);
-    for (size_t i = 0; i < lw->n; i++) nparams_free(&lw->nodes[i]);
+    for (size_t i = 0; i < lw->n; i++) emu_nparams_free(&lw->nodes[i]);
     free(lw->nodes);
     free(lw);                       /* w->ranges belong to the stream (freed before release) */
 }
@@ -258,11 +262,11 @@ static CUresult launch_memory(CUgraphExec e, emu_nparams *snap, size_t n, const 
  * snapshot of their parameters, behind the exec's previous launch. */
 static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_nodes, const char *call)
 {
-    if (!exec_ok(e)) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_exec_ok(e)) return CUDA_ERROR_INVALID_VALUE;
     emu_stream *s;
     CUresult r = emu_stream_get(h, per_thread, &s);
     if (r != CUDA_SUCCESS) return r;
-    if (capture_refuse(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (emu_capture_refuse(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     launch_work *lw = (launch_work *)emu_work_new(sizeof *lw, call, launch_run);
     launch_token *tok = calloc(1, sizeof *tok);
     size_t n = run_nodes ? e->n : 0;
@@ -284,7 +288,7 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
             lw->n = i + 1;
             continue;
         }
-        if (!nparams_copy(&snap[i], p)) { r = CUDA_ERROR_OUT_OF_MEMORY; break; }
+        if (!emu_nparams_copy(&snap[i], p)) { r = CUDA_ERROR_OUT_OF_MEMORY; break; }
         lw->n = i + 1;
         switch (p->type) {
         case CU_GRAPH_NODE_TYPE_KERNEL: emu_work_touch_words(&lw->w, p->args->data, p->args->size); break;
@@ -381,7 +385,7 @@ EMU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGra
 EMU_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
 {
     EMU_ENTRY_INIT();
-    if (!flags || !exec_ok(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
+    if (!flags || !emu_exec_ok(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
     *flags = hGraphExec->flags & ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
     return CUDA_SUCCESS;
 }
@@ -389,7 +393,7 @@ EMU_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flag
 EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
     EMU_ENTRY_INIT();
-    if (!exec_ok(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_exec_ok(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
     emu_handle_del(hGraphExec);
     exec_free(hGraphExec);          /* queued launches run from their own snapshots */
     return CUDA_SUCCESS;

@@ -16,7 +16,7 @@
 /* The exec node named by hNode (a node of the exec's original graph). */
 static exec_node *exec_find(CUgraphExec e, CUgraphNode h)
 {
-    if (!node_ok(h) || h->graph->uid != e->graph_uid || h->index >= e->n || e->nodes[h->index].orig != h)
+    if (!emu_node_ok(h) || h->graph->uid != e->graph_uid || h->index >= e->n || e->nodes[h->index].orig != h)
         return NULL;
     return &e->nodes[h->index];
 }
@@ -25,9 +25,9 @@ static exec_node *exec_find(CUgraphExec e, CUgraphNode h)
  * rules allow it; CUDA_ERROR_INVALID_VALUE otherwise. */
 static CUresult exec_set(CUgraphExec e, CUgraphNode h, emu_nparams *p)
 {
-    exec_node *x = exec_ok(e) ? exec_find(e, h) : NULL;
-    if (!x || x->p.type != p->type || change_check(&x->p, p, 1) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
-        nparams_free(p);
+    exec_node *x = emu_exec_ok(e) ? exec_find(e, h) : NULL;
+    if (!x || x->p.type != p->type || emu_nparams_change_check(&x->p, p, 1) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        emu_nparams_free(p);
         return CUDA_ERROR_INVALID_VALUE;
     }
     pthread_mutex_lock(&e->lock);
@@ -35,15 +35,15 @@ static CUresult exec_set(CUgraphExec e, CUgraphNode h, emu_nparams *p)
     memcpy(p->attr, old.attr, sizeof p->attr);   /* set-params keeps the attributes */
     x->p = *p;
     pthread_mutex_unlock(&e->lock);
-    nparams_free(&old);
+    emu_nparams_free(&old);
     return CUDA_SUCCESS;
 }
 
 static CUresult exec_kernel_set(CUgraphExec e, CUgraphNode h, const kin *k)
 {
     emu_nparams p;
-    if (!exec_ok(e) || !exec_find(e, h)) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = nparams_kernel(&p, k, NULL);
+    if (!emu_exec_ok(e) || !exec_find(e, h)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_kernel(&p, k, NULL);
     return r != CUDA_SUCCESS ? r : exec_set(e, h, &p);
 }
 
@@ -71,8 +71,8 @@ EMU_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgra
 {
     EMU_ENTRY_INIT();
     emu_nparams p;
-    if (!exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = nparams_memcpy(&p, copyParams, ctx);
+    if (!emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_memcpy(&p, copyParams, ctx);
     return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
 }
 
@@ -81,8 +81,8 @@ EMU_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgra
 {
     EMU_ENTRY_INIT();
     emu_nparams p;
-    if (!exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = nparams_memset(&p, memsetParams, ctx);
+    if (!emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_memset(&p, memsetParams, ctx);
     return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
 }
 
@@ -91,8 +91,8 @@ EMU_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraph
 {
     EMU_ENTRY_INIT();
     emu_nparams p;
-    if (!exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = nparams_host(&p, nodeParams);
+    if (!emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_host(&p, nodeParams);
     return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
 }
 
@@ -100,7 +100,7 @@ EMU_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraph
  * as documented; a disabled node is an empty node in later launches. */
 static CUresult exec_enable(CUgraphExec e, CUgraphNode h, int set, unsigned *value)
 {
-    if (!exec_ok(e)) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_exec_ok(e)) return CUDA_ERROR_INVALID_VALUE;
     exec_node *x = exec_find(e, h);
     if (!x) return CUDA_ERROR_INVALID_VALUE;
     CUgraphNodeType t = x->p.type;
@@ -131,7 +131,7 @@ EMU_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hN
  * of another type, which the driver refuses with CUDA_ERROR_INVALID_VALUE. */
 static CUresult exec_set_unemulated(CUgraphExec e, CUgraphNode h, const void *params)
 {
-    if (!exec_ok(e) || !exec_find(e, h) || !params) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_exec_ok(e) || !exec_find(e, h) || !params) return CUDA_ERROR_INVALID_VALUE;
     return CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -178,9 +178,9 @@ EMU_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode
 {
     EMU_ENTRY_INIT();
     emu_nparams p;
-    if (!nodeParams || !exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    if (!nodeParams || !emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
     if (nodeParams->type != hNode->p.type) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = nparams_generic(&p, nodeParams, 0);
+    CUresult r = emu_nparams_generic(&p, nodeParams, 0);
     return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
 }
 
@@ -192,7 +192,7 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
 {
     info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
     info->errorNode = info->errorFromNode = NULL;
-    if (!exec_ok(e) || !graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_exec_ok(e) || !emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
     CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_SUCCESS;
     if (g->n != e->n) {
         res = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
@@ -215,14 +215,14 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
         const emu_nparams *np = &g->nodes[i]->p, *old = &e->nodes[i].p;
         info->errorNode = g->nodes[i];
         if (np->type != old->type) { res = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED; goto fail; }
-        if ((res = change_check(old, np, 0)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) goto fail;
+        if ((res = emu_nparams_change_check(old, np, 0)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) goto fail;
     }
     info->errorNode = NULL;
     emu_nparams *fresh = calloc(g->n ? g->n : 1, sizeof *fresh);
     if (!fresh) return CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; i < g->n; i++)
-        if (!nparams_copy(&fresh[i], &g->nodes[i]->p)) {
-            for (size_t j = 0; j < i; j++) nparams_free(&fresh[j]);
+        if (!emu_nparams_copy(&fresh[i], &g->nodes[i]->p)) {
+            for (size_t j = 0; j < i; j++) emu_nparams_free(&fresh[j]);
             free(fresh);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
@@ -233,7 +233,7 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
         fresh[i] = old;
     }
     pthread_mutex_unlock(&e->lock);
-    for (size_t i = 0; i < g->n; i++) nparams_free(&fresh[i]);
+    for (size_t i = 0; i < g->n; i++) emu_nparams_free(&fresh[i]);
     free(fresh);
     info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
     return CUDA_SUCCESS;

@@ -9,7 +9,7 @@
  * A graph with memory nodes has one exec at a time and cannot be cloned.
  *
  * Locks: a graph is not thread-safe (callers serialise its use, as in CUDA);
- * g->capture is read under cap_lock (emu_capture.c).
+ * g->capture is read under emu_cap_lock (emu_capture.c).
  */
 #include "emu_graph.h"
 
@@ -18,7 +18,7 @@
 
 /* ================================================================ helpers */
 
-int edge_data_is_default(const CUgraphEdgeData *e)
+int emu_edge_data_is_default(const CUgraphEdgeData *e)
 {
     static const CUgraphEdgeData zero;
     return memcmp(e, &zero, sizeof zero) == 0;
@@ -28,19 +28,19 @@ int edge_data_is_default(const CUgraphEdgeData *e)
 
 static atomic_ulong graph_uids;
 
-int graph_ok(CUgraph g) { return g && emu_handle_ok(g, EMU_K_GRAPH); }
+int emu_graph_ok(CUgraph g) { return g && emu_handle_ok(g, EMU_K_GRAPH); }
 
 /* 1 if g has an allocation or free node. */
-int graph_has_mem(CUgraph g)
+int emu_graph_has_mem(CUgraph g)
 {
     for (size_t i = 0; i < g->n; i++)
         if (g->nodes[i]->p.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || g->nodes[i]->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
             return 1;
     return 0;
 }
-int node_ok(CUgraphNode n) { return n && emu_handle_ok(n, EMU_K_NODE); }
+int emu_node_ok(CUgraphNode n) { return n && emu_handle_ok(n, EMU_K_NODE); }
 
-CUgraph graph_new(void)
+CUgraph emu_graph_new(void)
 {
     CUgraph g = calloc(1, sizeof *g);
     if (!g) return NULL;
@@ -49,13 +49,13 @@ CUgraph graph_new(void)
     return g;
 }
 
-void graph_free(CUgraph g)
+void emu_graph_free(CUgraph g)
 {
     for (size_t i = 0; i < g->n; i++) {
         CUgraphNode nd = g->nodes[i];
         emu_handle_del(nd);
         if (nd->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(nd->p.mem_ptr, g->uid, 0);
-        nparams_free(&nd->p);
+        emu_nparams_free(&nd->p);
         free(nd->deps);
         free(nd);
     }
@@ -75,8 +75,8 @@ static int node_has_dep(CUgraphNode to, CUgraphNode from)
 /* Adds the edge from -> to (validated by the caller); 0 on allocation failure. */
 static int edge_add(CUgraph g, CUgraphNode from, CUgraphNode to, const CUgraphEdgeData *data)
 {
-    if (!GROW(g->edges, g->cap_edges, g->nedges + 1) ||
-        !GROW(to->deps, to->cap_deps, to->ndeps + 1))
+    if (!EMU_GROW(g->edges, g->cap_edges, g->nedges + 1) ||
+        !EMU_GROW(to->deps, to->cap_deps, to->ndeps + 1))
         return 0;
     emu_edge *e = &g->edges[g->nedges++];
     e->from = from;
@@ -89,11 +89,11 @@ static int edge_add(CUgraph g, CUgraphNode from, CUgraphNode to, const CUgraphEd
 
 /* Validates a dependency list for a new node of g: live nodes of g, no
  * duplicates, edge data with zeroed reserved bytes and to_port. */
-CUresult deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n)
+CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n)
 {
     if (n && !deps) return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < n; i++) {
-        if (!node_ok(deps[i]) || deps[i]->graph != g) return CUDA_ERROR_INVALID_VALUE;
+        if (!emu_node_ok(deps[i]) || deps[i]->graph != g) return CUDA_ERROR_INVALID_VALUE;
         for (size_t j = 0; j < i; j++)
             if (deps[j] == deps[i]) return CUDA_ERROR_INVALID_VALUE;
         if (data) {
@@ -109,15 +109,15 @@ CUresult deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *d
 
 /* Adds a node owning *p (on success only; on failure the caller still owns
  * it). */
-CUresult node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
-                  size_t n, emu_nparams *p, CUgraphNode *out)
+CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
+                            size_t n, emu_nparams *p, CUgraphNode *out)
 {
-    CUresult r = deps_check(g, deps, data, n);
+    CUresult r = emu_graph_deps_check(g, deps, data, n);
     if (r != CUDA_SUCCESS) return r;
     CUgraphNode nd = calloc(1, sizeof *nd);
-    if (!nd || !GROW(g->nodes, g->cap, g->n + 1) ||
-        !GROW(g->edges, g->cap_edges, g->nedges + n) ||
-        !GROW(nd->deps, nd->cap_deps, n)) {
+    if (!nd || !EMU_GROW(g->nodes, g->cap, g->n + 1) ||
+        !EMU_GROW(g->edges, g->cap_edges, g->nedges + n) ||
+        !EMU_GROW(nd->deps, nd->cap_deps, n)) {
         if (nd) free(nd->deps);
         free(nd);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -138,22 +138,22 @@ CUresult node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *dat
 static CUresult node_add_api(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
                              const CUgraphEdgeData *data, size_t n, emu_nparams *p)
 {
-    CUresult r = node_add(g, deps, data, n, p, out);
-    if (r != CUDA_SUCCESS) nparams_free(p);
+    CUresult r = emu_graph_node_add(g, deps, data, n, p, out);
+    if (r != CUDA_SUCCESS) emu_nparams_free(p);
     return r;
 }
 
 #define CHECK_GRAPH_OUT(out, g) do {                                        \
-    if (!(out) || !graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;            \
+    if (!(out) || !emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;        \
 } while (0)
 
 /* Replaces a graph node's parameters (same type required); a kernel node
  * keeps its attributes. */
 static CUresult node_set(CUgraphNode nd, emu_nparams *p)
 {
-    if (nd->p.type != p->type) { nparams_free(p); return CUDA_ERROR_INVALID_VALUE; }
+    if (nd->p.type != p->type) { emu_nparams_free(p); return CUDA_ERROR_INVALID_VALUE; }
     memcpy(p->attr, nd->p.attr, sizeof p->attr);
-    nparams_free(&nd->p);
+    emu_nparams_free(&nd->p);
     nd->p = *p;
     return CUDA_SUCCESS;
 }
@@ -176,7 +176,7 @@ EMU_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
     EMU_ENTRY_INIT();
     if (!phGraph || flags) return CUDA_ERROR_INVALID_VALUE;
-    CUgraph g = graph_new();
+    CUgraph g = emu_graph_new();
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
     *phGraph = g;
     return CUDA_SUCCESS;
@@ -185,12 +185,12 @@ EMU_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 EMU_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 {
     EMU_ENTRY_INIT();
-    if (!graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&cap_lock);
+    if (!emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&emu_cap_lock);
     int capturing = hGraph->capture != NULL;
-    pthread_mutex_unlock(&cap_lock);
+    pthread_mutex_unlock(&emu_cap_lock);
     if (capturing) return CUDA_ERROR_INVALID_VALUE;  /* "all operations other than destroy" */
-    graph_free(hGraph);
+    emu_graph_free(hGraph);
     return CUDA_SUCCESS;
 }
 
@@ -200,23 +200,23 @@ EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
     CHECK_GRAPH_OUT(phGraphClone, originalGraph);
     /* "Cloning is not supported for graphs which contain memory allocation
      * nodes, memory free nodes, or conditional nodes." */
-    if (graph_has_mem(originalGraph)) return CUDA_ERROR_NOT_SUPPORTED;
-    CUgraph g = graph_new();
+    if (emu_graph_has_mem(originalGraph)) return CUDA_ERROR_NOT_SUPPORTED;
+    CUgraph g = emu_graph_new();
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
     CUgraph o = originalGraph;
     for (size_t i = 0; i < o->n; i++) {
         emu_nparams p;
-        if (!nparams_copy(&p, &o->nodes[i]->p) ||
-            node_add(g, NULL, NULL, 0, &p, NULL) != CUDA_SUCCESS) {
-            nparams_free(&p);
-            graph_free(g);
+        if (!emu_nparams_copy(&p, &o->nodes[i]->p) ||
+            emu_graph_node_add(g, NULL, NULL, 0, &p, NULL) != CUDA_SUCCESS) {
+            emu_nparams_free(&p);
+            emu_graph_free(g);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
     for (size_t i = 0; i < o->nedges; i++) {
         const emu_edge *e = &o->edges[i];
         if (!edge_add(g, g->nodes[e->from->index], g->nodes[e->to->index], &e->data)) {
-            graph_free(g);
+            emu_graph_free(g);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
@@ -227,7 +227,7 @@ EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 EMU_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
 {
     EMU_ENTRY_INIT();
-    if (!phNode || !node_ok(hOriginalNode) || !graph_ok(hClonedGraph) ||
+    if (!phNode || !emu_node_ok(hOriginalNode) || !emu_graph_ok(hClonedGraph) ||
         hOriginalNode->index >= hClonedGraph->n)
         return CUDA_ERROR_INVALID_VALUE;
     *phNode = hClonedGraph->nodes[hOriginalNode->index];
@@ -240,7 +240,7 @@ static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 {
     CHECK_GRAPH_OUT(out, g);
     emu_nparams p;
-    CUresult r = nparams_kernel(&p, k, NULL);
+    CUresult r = emu_nparams_kernel(&p, k, NULL);
     return r != CUDA_SUCCESS ? r : node_add_api(out, g, deps, NULL, n, &p);
 }
 
@@ -269,7 +269,7 @@ EMU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGrap
     EMU_ENTRY_INIT();
     CHECK_GRAPH_OUT(phGraphNode, hGraph);
     emu_nparams p;
-    CUresult r = nparams_memcpy(&p, copyParams, ctx);
+    CUresult r = emu_nparams_memcpy(&p, copyParams, ctx);
     return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
 }
 
@@ -280,7 +280,7 @@ EMU_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGrap
     EMU_ENTRY_INIT();
     CHECK_GRAPH_OUT(phGraphNode, hGraph);
     emu_nparams p;
-    CUresult r = nparams_memset(&p, memsetParams, ctx);
+    CUresult r = emu_nparams_memset(&p, memsetParams, ctx);
     return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
 }
 
@@ -290,7 +290,7 @@ EMU_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     EMU_ENTRY_INIT();
     CHECK_GRAPH_OUT(phGraphNode, hGraph);
     emu_nparams p;
-    CUresult r = nparams_host(&p, nodeParams);
+    CUresult r = emu_nparams_host(&p, nodeParams);
     return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
 }
 
@@ -300,7 +300,7 @@ EMU_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph
     EMU_ENTRY_INIT();
     CHECK_GRAPH_OUT(phGraphNode, hGraph);
     emu_nparams p;
-    nparams_empty(&p);
+    emu_nparams_empty(&p);
     return node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
 }
 
@@ -309,7 +309,7 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 {
     CHECK_GRAPH_OUT(out, g);
     emu_nparams p;
-    CUresult r = nparams_generic(&p, params, g->uid);
+    CUresult r = emu_nparams_generic(&p, params, g->uid);
     return r != CUDA_SUCCESS ? r : node_add_api(out, g, deps, data, n, &p);
 }
 
@@ -333,7 +333,7 @@ EMU_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, 
 /* A live node of the given type, else CUDA_ERROR_INVALID_VALUE. */
 static CUresult node_of(CUgraphNode nd, CUgraphNodeType type)
 {
-    return node_ok(nd) && nd->p.type == type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return emu_node_ok(nd) && nd->p.type == type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 EMU_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
@@ -358,7 +358,7 @@ static CUresult kernel_set(CUgraphNode nd, const kin *k)
 {
     if (node_of(nd, CU_GRAPH_NODE_TYPE_KERNEL)) return CUDA_ERROR_INVALID_VALUE;
     emu_nparams p;
-    CUresult r = nparams_kernel(&p, k, NULL);
+    CUresult r = emu_nparams_kernel(&p, k, NULL);
     return r != CUDA_SUCCESS ? r : node_set(nd, &p);
 }
 
@@ -392,7 +392,7 @@ EMU_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEM
     EMU_ENTRY_INIT();
     if (node_of(hNode, CU_GRAPH_NODE_TYPE_MEMCPY)) return CUDA_ERROR_INVALID_VALUE;
     emu_nparams p;
-    CUresult r = nparams_memcpy(&p, nodeParams, hNode->p.ctx);
+    CUresult r = emu_nparams_memcpy(&p, nodeParams, hNode->p.ctx);
     return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
 }
 
@@ -409,7 +409,7 @@ EMU_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEM
     EMU_ENTRY_INIT();
     if (node_of(hNode, CU_GRAPH_NODE_TYPE_MEMSET)) return CUDA_ERROR_INVALID_VALUE;
     emu_nparams p;
-    CUresult r = nparams_memset(&p, nodeParams, hNode->p.ctx);
+    CUresult r = emu_nparams_memset(&p, nodeParams, hNode->p.ctx);
     return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
 }
 
@@ -426,17 +426,17 @@ EMU_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_
     EMU_ENTRY_INIT();
     if (node_of(hNode, CU_GRAPH_NODE_TYPE_HOST)) return CUDA_ERROR_INVALID_VALUE;
     emu_nparams p;
-    CUresult r = nparams_host(&p, nodeParams);
+    CUresult r = emu_nparams_host(&p, nodeParams);
     return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
 }
 
 EMU_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)
 {
     EMU_ENTRY_INIT();
-    if (!node_ok(hNode) || !nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_node_ok(hNode) || !nodeParams) return CUDA_ERROR_INVALID_VALUE;
     if (nodeParams->type != hNode->p.type) return CUDA_ERROR_INVALID_VALUE;
     emu_nparams p;
-    CUresult r = nparams_generic(&p, nodeParams, 0);
+    CUresult r = emu_nparams_generic(&p, nodeParams, 0);
     return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
 }
 
@@ -449,8 +449,8 @@ EMU_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGr
     CHECK_GRAPH_OUT(phGraphNode, hGraph);
     emu_nparams p;
     CUdeviceptr dptr = 0;
-    CUresult r = deps_check(hGraph, dependencies, NULL, numDependencies);
-    if (r == CUDA_SUCCESS) r = nparams_memalloc(&p, nodeParams, hGraph->uid, &dptr);
+    CUresult r = emu_graph_deps_check(hGraph, dependencies, NULL, numDependencies);
+    if (r == CUDA_SUCCESS) r = emu_nparams_memalloc(&p, nodeParams, hGraph->uid, &dptr);
     if (r == CUDA_SUCCESS) r = node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
     if (r == CUDA_SUCCESS) nodeParams->dptr = dptr;
     return r;
@@ -475,7 +475,7 @@ EMU_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGra
     EMU_ENTRY_INIT();
     CHECK_GRAPH_OUT(phGraphNode, hGraph);
     emu_nparams p;
-    CUresult r = nparams_memfree(&p, dptr);
+    CUresult r = emu_nparams_memfree(&p, dptr);
     return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
 }
 
@@ -531,7 +531,7 @@ EMU_EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNod
                                                   CUkernelNodeAttrValue *value_out)
 {
     EMU_ENTRY_INIT();
-    if (!value_out || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL) || !node_attr_valid(attr))
+    if (!value_out || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL) || !emu_node_attr_valid(attr))
         return CUDA_ERROR_INVALID_VALUE;
     *value_out = hNode->p.attr[attr];
     return CUDA_SUCCESS;
@@ -541,7 +541,7 @@ EMU_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNod
                                                   const CUkernelNodeAttrValue *value)
 {
     EMU_ENTRY_INIT();
-    if (!value || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL) || !node_attr_valid(attr))
+    if (!value || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL) || !emu_node_attr_valid(attr))
         return CUDA_ERROR_INVALID_VALUE;
     if (attr == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) {
         /* 0 or 1, and a device-updatable node cannot opt out */
@@ -557,7 +557,7 @@ EMU_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNod
 EMU_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
     EMU_ENTRY_INIT();
-    if (!type || !node_ok(hNode)) return CUDA_ERROR_INVALID_VALUE;
+    if (!type || !emu_node_ok(hNode)) return CUDA_ERROR_INVALID_VALUE;
     *type = hNode->p.type;
     return CUDA_SUCCESS;
 }
@@ -567,7 +567,7 @@ EMU_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 EMU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
     EMU_ENTRY_INIT();
-    if (!numNodes || !graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    if (!numNodes || !emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
     fill_nodes(nodes, numNodes, hGraph->nodes, hGraph->n);
     return CUDA_SUCCESS;
 }
@@ -575,7 +575,7 @@ EMU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *
 EMU_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
 {
     EMU_ENTRY_INIT();
-    if (!numRootNodes || !graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    if (!numRootNodes || !emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
     CUgraphNode *roots = malloc((hGraph->n ? hGraph->n : 1) * sizeof *roots);
     if (!roots) return CUDA_ERROR_OUT_OF_MEMORY;
     size_t k = 0;
@@ -588,11 +588,11 @@ EMU_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, 
 
 static CUresult get_edges(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *data, size_t *num)
 {
-    if (!num || !graph_ok(g) || (!from) != (!to) || (data && !from)) return CUDA_ERROR_INVALID_VALUE;
+    if (!num || !emu_graph_ok(g) || (!from) != (!to) || (data && !from)) return CUDA_ERROR_INVALID_VALUE;
     if (!from) { *num = g->nedges; return CUDA_SUCCESS; }
     size_t i;
     for (i = 0; i < *num && i < g->nedges; i++) {
-        if (!data && !edge_data_is_default(&g->edges[i].data)) return CUDA_ERROR_LOSSY_QUERY;
+        if (!data && !emu_edge_data_is_default(&g->edges[i].data)) return CUDA_ERROR_LOSSY_QUERY;
         from[i] = g->edges[i].from;
         to[i] = g->edges[i].to;
         if (data) data[i] = g->edges[i].data;
@@ -621,14 +621,14 @@ EMU_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgrap
 /* Incoming (dependents == 0) or outgoing (1) edges of a node. */
 static CUresult node_edges(CUgraphNode nd, int dependents, CUgraphNode *out, CUgraphEdgeData *data, size_t *num)
 {
-    if (!num || !node_ok(nd) || (data && !out)) return CUDA_ERROR_INVALID_VALUE;
+    if (!num || !emu_node_ok(nd) || (data && !out)) return CUDA_ERROR_INVALID_VALUE;
     CUgraph g = nd->graph;
     size_t k = 0, cap = *num;
     for (size_t i = 0; i < g->nedges; i++) {
         const emu_edge *e = &g->edges[i];
         if ((dependents ? e->from : e->to) != nd) continue;
         if (out && k < cap) {
-            if (!data && !edge_data_is_default(&e->data)) return CUDA_ERROR_LOSSY_QUERY;
+            if (!data && !emu_edge_data_is_default(&e->data)) return CUDA_ERROR_LOSSY_QUERY;
             out[k] = dependents ? e->to : e->from;
             if (data) data[k] = e->data;
         }
@@ -673,21 +673,21 @@ EMU_EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNo
 static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
                          const CUgraphEdgeData *data, size_t n)
 {
-    if (!graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
     if (!n) return CUDA_SUCCESS;
     if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
     /* Validate everything first: a failing call changes nothing. */
     for (size_t i = 0; i < n; i++) {
-        if (!node_ok(from[i]) || !node_ok(to[i]) || from[i]->graph != g || to[i]->graph != g ||
+        if (!emu_node_ok(from[i]) || !emu_node_ok(to[i]) || from[i]->graph != g || to[i]->graph != g ||
             from[i] == to[i] || node_has_dep(to[i], from[i]))
             return CUDA_ERROR_INVALID_VALUE;
         for (size_t j = 0; j < i; j++)
             if (from[j] == from[i] && to[j] == to[i]) return CUDA_ERROR_INVALID_VALUE;
-        if (data && deps_check(g, &from[i], &data[i], 1) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+        if (data && emu_graph_deps_check(g, &from[i], &data[i], 1) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!GROW(g->edges, g->cap_edges, g->nedges + n)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!EMU_GROW(g->edges, g->cap_edges, g->nedges + n)) return CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++)
-        if (!GROW(to[i]->deps, to[i]->cap_deps, to[i]->ndeps + n))
+        if (!EMU_GROW(to[i]->deps, to[i]->cap_deps, to[i]->ndeps + n))
             return CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) edge_add(g, from[i], to[i], data ? &data[i] : NULL);
     return CUDA_SUCCESS;

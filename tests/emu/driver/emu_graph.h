@@ -10,11 +10,11 @@
  *     number, and an exec node is named by the original graph's node handle,
  *     as in CUDA.
  *   - A graph (CUgraph and its nodes) is not thread-safe, as in CUDA: callers
- *     serialise their use of one graph. g->capture is guarded by cap_lock.
+ *     serialise their use of one graph. g->capture is guarded by emu_cap_lock.
  *   - exec->lock guards an exec's node parameters (nodes[].p, disabled) and
  *     its last launch token.
  *
- * Lock order: cap_lock (emu_capture.c) -> exec->lock -> tok_lock
+ * Lock order: emu_cap_lock (emu_capture.c) -> exec->lock -> tok_lock
  * (emu_exec.c); stream-internal locks (emu_stream.c) come after all of them,
  * and none is held while waiting on a stream.
  */
@@ -27,16 +27,16 @@
 
 /* Ensures `arr` (a pointer variable) has room for `need` elements; `cap` is
  * its capacity variable. Evaluates to 0 on allocation failure (arr intact). */
-static inline size_t grow_size(size_t cap, size_t need)
+static inline size_t emu_grow_size(size_t cap, size_t need)
 {
     size_t n = cap ? cap * 2 : 4;
     while (n < need) n *= 2;
     return n;
 }
-#define GROW(arr, cap, need) __extension__ ({                               \
+#define EMU_GROW(arr, cap, need) __extension__ ({                           \
     int ok_ = 1;                                                            \
     if ((need) > (cap)) {                                                   \
-        size_t n_ = grow_size((cap), (need));                               \
+        size_t n_ = emu_grow_size((cap), (need));                           \
         void *p_ = realloc((arr), n_ * sizeof *(arr));                      \
         if (p_) { (arr) = p_; (cap) = n_; } else ok_ = 0;                   \
     }                                                                       \
@@ -105,7 +105,7 @@ struct CUgraph_st {
     size_t n, cap;
     emu_edge *edges;                /* every edge, in the order added */
     size_t nedges, cap_edges;
-    struct emu_capture *capture;    /* capture in progress into this graph (cap_lock) */
+    struct emu_capture *capture;    /* capture in progress into this graph (emu_cap_lock) */
     int mem_execs;                  /* live execs of it while it has memory nodes (at most 1) */
 };
 
@@ -134,40 +134,40 @@ struct CUgraphExec_st {
 };
 
 /* emu_capture.c: the capture registry's lock (see there). */
-extern pthread_mutex_t cap_lock;
+extern pthread_mutex_t emu_cap_lock;
 
 /* Node parameters (emu_graph_params.c) */
-int node_attr_valid(CUkernelNodeAttrID id);
-CUcontext func_ctx(CUfunction f, CUcontext fallback);
-void nparams_free(emu_nparams *p);
-int nparams_copy(emu_nparams *dst, const emu_nparams *src);
-CUresult nparams_memalloc(emu_nparams *np, const CUDA_MEM_ALLOC_NODE_PARAMS *in, uint64_t graph_uid,
-                          CUdeviceptr *out);
-CUresult nparams_memfree(emu_nparams *np, CUdeviceptr p);
-CUresult nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx);
-CUresult nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext ctx);
-CUresult nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx);
-CUresult nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h);
-void nparams_empty(emu_nparams *np);
-CUresult nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_uid);
-int ctx_device(CUcontext c);
-CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_nparams *nw, int exec_set);
+int emu_node_attr_valid(CUkernelNodeAttrID id);
+CUcontext emu_nparams_func_ctx(CUfunction f, CUcontext fallback);
+void emu_nparams_free(emu_nparams *p);
+int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src);
+CUresult emu_nparams_memalloc(emu_nparams *np, const CUDA_MEM_ALLOC_NODE_PARAMS *in, uint64_t graph_uid,
+                              CUdeviceptr *out);
+CUresult emu_nparams_memfree(emu_nparams *np, CUdeviceptr p);
+CUresult emu_nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx);
+CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext ctx);
+CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx);
+CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h);
+void emu_nparams_empty(emu_nparams *np);
+CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_uid);
+int emu_ctx_device(CUcontext c);
+CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const emu_nparams *nw, int exec_set);
 
 /* Graphs and nodes (emu_graph.c) */
-int edge_data_is_default(const CUgraphEdgeData *e);
-int graph_ok(CUgraph g);
-int graph_has_mem(CUgraph g);
-int node_ok(CUgraphNode n);
-CUgraph graph_new(void);
-void graph_free(CUgraph g);
-CUresult deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n);
-CUresult node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
-                  size_t n, emu_nparams *p, CUgraphNode *out);
+int emu_edge_data_is_default(const CUgraphEdgeData *e);
+int emu_graph_ok(CUgraph g);
+int emu_graph_has_mem(CUgraph g);
+int emu_node_ok(CUgraphNode n);
+CUgraph emu_graph_new(void);
+void emu_graph_free(CUgraph g);
+CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n);
+CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
+                            size_t n, emu_nparams *p, CUgraphNode *out);
 
 /* Capture (emu_capture.c) */
-int capture_refuse(emu_stream *s);
+int emu_capture_refuse(emu_stream *s);
 
 /* Graph execs (emu_exec.c) */
-int exec_ok(CUgraphExec e);
+int emu_exec_ok(CUgraphExec e);
 
 #endif /* EMU_GRAPH_H */

@@ -22,7 +22,7 @@
 /* ============================================================ node params */
 
 /* Whether `id` is an attribute CUDA documents as valid for graph nodes. */
-int node_attr_valid(CUkernelNodeAttrID id)
+int emu_node_attr_valid(CUkernelNodeAttrID id)
 {
     switch ((int)id) {
     case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
@@ -41,7 +41,7 @@ int node_attr_valid(CUkernelNodeAttrID id)
     }
 }
 
-CUcontext func_ctx(CUfunction f, CUcontext fallback)
+CUcontext emu_nparams_func_ctx(CUfunction f, CUcontext fallback)
 {
     CUcontext c = emu_func_ctx(f);
     return c ? c : fallback;
@@ -56,7 +56,7 @@ static CUresult ctx_resolve(CUcontext c, CUcontext *out)
     return CUDA_SUCCESS;
 }
 
-void nparams_free(emu_nparams *p)
+void emu_nparams_free(emu_nparams *p)
 {
     free(p->args);
     p->args = NULL;
@@ -65,7 +65,7 @@ void nparams_free(emu_nparams *p)
 }
 
 /* Deep copy; returns 0 on allocation failure. */
-int nparams_copy(emu_nparams *dst, const emu_nparams *src)
+int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
 {
     *dst = *src;
     if (src->args && !(dst->args = emu_args_clone(src->args))) return 0;
@@ -77,8 +77,8 @@ int nparams_copy(emu_nparams *dst, const emu_nparams *src)
  * (cuGraphAddMemAllocNode: pinned device memory, no handle types, at most one
  * access descriptor per device) and reserves the allocation's address, which
  * *out gets. */
-CUresult nparams_memalloc(emu_nparams *np, const CUDA_MEM_ALLOC_NODE_PARAMS *in, uint64_t graph_uid,
-                          CUdeviceptr *out)
+CUresult emu_nparams_memalloc(emu_nparams *np, const CUDA_MEM_ALLOC_NODE_PARAMS *in, uint64_t graph_uid,
+                              CUdeviceptr *out)
 {
     if (!in || !in->bytesize || in->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
         in->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
@@ -103,7 +103,7 @@ CUresult nparams_memalloc(emu_nparams *np, const CUDA_MEM_ALLOC_NODE_PARAMS *in,
  * the user attempts to free an allocation twice in the same graph, an
  * address that was not returned by an allocation node, an invalid address";
  * and an allocation has at most one free node in any graph. */
-CUresult nparams_memfree(emu_nparams *np, CUdeviceptr p)
+CUresult emu_nparams_memfree(emu_nparams *np, CUdeviceptr p)
 {
     uint64_t freed_in = 0;
     if (!emu_gmem_info(p, NULL, &freed_in) || freed_in) return CUDA_ERROR_INVALID_VALUE;
@@ -115,7 +115,7 @@ CUresult nparams_memfree(emu_nparams *np, CUdeviceptr p)
 
 /* ctx: the context the function belongs to if known (capture passes the
  * stream's), NULL for the current one. */
-CUresult nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx)
+CUresult emu_nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx)
 {
     if (!k->func) return CUDA_ERROR_INVALID_VALUE;  /* CUkernel nodes: not emulated */
     const emu_launch *l = &k->launch;
@@ -129,12 +129,12 @@ CUresult nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx)
     np->type = CU_GRAPH_NODE_TYPE_KERNEL;
     np->args = a;
     np->launch = *l;
-    np->ctx = func_ctx(k->func, ctx);
+    np->ctx = emu_nparams_func_ctx(k->func, ctx);
     np->attr[CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP].memSyncDomainMap.remote = 1;
     return CUDA_SUCCESS;
 }
 
-CUresult nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext ctx)
+CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext ctx)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     CUresult r;
@@ -147,7 +147,7 @@ CUresult nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-CUresult nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx)
+CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx)
 {
     if (!s) return CUDA_ERROR_INVALID_VALUE;
     CUresult r;
@@ -160,7 +160,7 @@ CUresult nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcon
     return CUDA_SUCCESS;
 }
 
-CUresult nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h)
+CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h)
 {
     if (!h || !h->fn) return CUDA_ERROR_INVALID_VALUE;
     memset(np, 0, sizeof *np);
@@ -169,7 +169,7 @@ CUresult nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h)
     return CUDA_SUCCESS;
 }
 
-void nparams_empty(emu_nparams *np)
+void emu_nparams_empty(emu_nparams *np)
 {
     memset(np, 0, sizeof *np);
     np->type = CU_GRAPH_NODE_TYPE_EMPTY;
@@ -178,7 +178,7 @@ void nparams_empty(emu_nparams *np)
 /* From the tagged union of cuGraphAddNode / cuGraphNodeSetParams /
  * cuGraphExecNodeSetParams. */
 /* graph_uid: the graph the node is added to; 0 for the set-params calls. */
-CUresult nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_uid)
+CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_uid)
 {
     if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
         return CUDA_ERROR_INVALID_VALUE;
@@ -186,24 +186,24 @@ CUresult nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_u
     case CU_GRAPH_NODE_TYPE_KERNEL: {
         kin k = KIN_OF(&p->kernel);
         k.kern = p->kernel.kern;
-        return nparams_kernel(np, &k, NULL);
+        return emu_nparams_kernel(np, &k, NULL);
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY:
         if (p->memcpy.flags || p->memcpy.reserved) return CUDA_ERROR_INVALID_VALUE;
-        return nparams_memcpy(np, &p->memcpy.copyParams, p->memcpy.copyCtx);
+        return emu_nparams_memcpy(np, &p->memcpy.copyParams, p->memcpy.copyCtx);
     case CU_GRAPH_NODE_TYPE_MEMSET: {
         const CUDA_MEMSET_NODE_PARAMS_v2 *m = &p->memset;
         CUDA_MEMSET_NODE_PARAMS s = { .dst = m->dst, .pitch = m->pitch, .value = m->value,
                                       .elementSize = m->elementSize, .width = m->width,
                                       .height = m->height };
-        return nparams_memset(np, &s, m->ctx);
+        return emu_nparams_memset(np, &s, m->ctx);
     }
     case CU_GRAPH_NODE_TYPE_HOST: {
         CUDA_HOST_NODE_PARAMS h = { .fn = p->host.fn, .userData = p->host.userData };
-        return nparams_host(np, &h);
+        return emu_nparams_host(np, &h);
     }
     case CU_GRAPH_NODE_TYPE_EMPTY:
-        nparams_empty(np);
+        emu_nparams_empty(np);
         return CUDA_SUCCESS;
     /* Memory nodes can be added, never set ("API unsupported"). */
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
@@ -211,17 +211,17 @@ CUresult nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_u
         CUDA_MEM_ALLOC_NODE_PARAMS a = { .poolProps = p->alloc.poolProps, .accessDescs = p->alloc.accessDescs,
                                          .accessDescCount = p->alloc.accessDescCount,
                                          .bytesize = p->alloc.bytesize };
-        return nparams_memalloc(np, &a, graph_uid, &p->alloc.dptr);
+        return emu_nparams_memalloc(np, &a, graph_uid, &p->alloc.dptr);
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
-        return graph_uid ? nparams_memfree(np, p->free.dptr) : CUDA_ERROR_NOT_SUPPORTED;
+        return graph_uid ? emu_nparams_memfree(np, p->free.dptr) : CUDA_ERROR_NOT_SUPPORTED;
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
 
 /* Device of a context, -1 if none. */
-int ctx_device(CUcontext c) { return c ? c->device : -1; }
+int emu_ctx_device(CUcontext c) { return c ? c->device : -1; }
 
 static int is_1d_copy(const CUDA_MEMCPY3D *c) { return c->Height <= 1 && c->Depth <= 1; }
 static int is_1d_set(const CUDA_MEMSET_NODE_PARAMS *s) { return s->height <= 1; }
@@ -238,7 +238,7 @@ static int operand_ok(CUmemorytype t, CUdeviceptr p, size_t n, int dev)
 /* Whether an exec node may change from `old` to `nw` (same type), as
  * cuGraphExecUpdate (exec_set == 0) or the per-node exec set-params calls
  * (exec_set == 1) allow. Returns the update result code. */
-CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_nparams *nw, int exec_set)
+CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const emu_nparams *nw, int exec_set)
 {
     switch (old->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL:
@@ -253,7 +253,7 @@ CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_nparams *
         if (emu_memcpy3d_check(b) != CUDA_SUCCESS) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         if (exec_set && (!is_1d_copy(a) || !is_1d_copy(b) || !b->WidthInBytes))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
-        int dev = ctx_device(old->ctx);
+        int dev = emu_ctx_device(old->ctx);
         size_t n = b->WidthInBytes;
         if (!operand_ok(b->srcMemoryType, b->srcDevice + b->srcXInBytes, n, dev) ||
             !operand_ok(b->dstMemoryType, b->dstDevice + b->dstXInBytes, n, dev))
@@ -269,7 +269,7 @@ CUgraphExecUpdateResult change_check(const emu_nparams *old, const emu_nparams *
                 a->elementSize != b->elementSize)
                 return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         }
-        if (!operand_ok(CU_MEMORYTYPE_DEVICE, b->dst, b->width * b->elementSize, ctx_device(old->ctx)))
+        if (!operand_ok(CU_MEMORYTYPE_DEVICE, b->dst, b->width * b->elementSize, emu_ctx_device(old->ctx)))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }

@@ -2,24 +2,39 @@
  * emu_internal.h: contracts between the parts of the emulated CUDA driver.
  *
  * The emulated driver (build/emu/libcuda.so.1) implements a subset of the
- * CUDA 13 driver API on the CPU. Its sources are split by responsibility:
+ * CUDA 13 driver API on the CPU. Its sources (tests/emu/driver/) are split
+ * by responsibility:
  *
- *   emu_core.c     init, configuration knobs (CUDAEMU_*), devices, contexts,
- *                  errors, call statistics, fault injection, violations,
- *                  the handle registry.
+ *   emu_core.c     init, configuration knobs (CUDAEMU_*), devices, contexts
+ *                  and their teardown, errors, call statistics, fault
+ *                  injection, violations, the handle registry and pools.
  *   emu_resolve.c  cuGetProcAddress (legacy and _v2) and its name table.
- *   emu_mem.c      device memory, VMM, pinned host memory, synchronous
- *                  copies and memsets, address ranges, pointer attributes,
- *                  the device-range registry used to find what work touches.
- *   emu_stream.c   streams (worker threads), events, stream memory ops,
- *                  asynchronous copies/memsets/allocations, modules, kernels,
- *                  the in-flight work registry used to detect violations.
- *   emu_graph.c    stream capture, graphs, nodes, graph execs, update, launch.
+ *   emu_mem.c      device memory and its accounting, pinned and registered
+ *                  host memory, address ranges, pointer attributes, legacy
+ *                  IPC, graph allocations, the device-range registry used to
+ *                  find what work touches.
+ *   emu_vmm.c      the virtual memory management API (emu_mem.h: the state
+ *                  the two share).
+ *   emu_stream.c   streams and their worker threads, the in-flight work
+ *                  registry used to detect violations, submitting work
+ *                  (capture or queue), host functions and callbacks.
+ *   emu_event.c    events.
+ *   emu_copy.c     copies, memsets and stream memory operations.
+ *   emu_pool.c     stream-ordered allocation and the default pools.
+ *   emu_module.c   modules, functions, kernel arguments and launches
+ *                  (emu_stream.h: what the stream files share).
+ *   emu_capture.c  stream capture.
+ *   emu_graph.c    graphs, nodes and edges.
+ *   emu_graph_params.c  node parameters and what a change of them may do.
+ *   emu_exec.c     graph execs: instantiate, launch, destroy.
+ *   emu_exec_update.c   per-node exec changes and cuGraphExecUpdate
+ *                  (emu_graph.h: what the graph files share).
  *   emu_library.c  CUDA images (fat binaries, cubins, PTX) and CUDAEMU_MODULES,
  *                  libraries and kernels (cuLibrary*, cuKernel*), function
  *                  attributes, occupancy, the module loading mode.
  *   emu_runtime.c  cuGetExportTable: the CUDA runtime's private tables,
  *                  context-local storage.
+ *   emu_kernel.h   the module ABI (what a module of emulated kernels exports).
  *
  * Rules every part follows:
  *   - Every exported function is defined under its exact ELF name (this file
@@ -257,7 +272,8 @@ void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, 
 CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call);
 
 /* ------------------------------------------------------------------------
- * emu_stream.c: work on streams
+ * emu_stream.c: work on streams (emu_copy.c: copies and memsets;
+ * emu_module.c: kernel arguments and launches)
  * ---------------------------------------------------------------------- */
 typedef struct emu_stream emu_stream;
 typedef struct emu_work emu_work;
@@ -293,7 +309,7 @@ void emu_streams_sync_all(CUcontext ctx);
 /* 1 if work on s waits for the legacy stream (a user stream created without
  * CU_STREAM_NON_BLOCKING, or a per-thread default stream). */
 int emu_stream_blocking(emu_stream *s);
-/* The capture state of a stream (owned by emu_graph.c), NULL if not capturing. */
+/* The capture state of a stream (owned by emu_capture.c), NULL if not capturing. */
 struct emu_capture *emu_stream_capture(emu_stream *s);
 void emu_stream_set_capture(emu_stream *s, struct emu_capture *c);
 
@@ -301,7 +317,7 @@ void emu_stream_set_capture(emu_stream *s, struct emu_capture *c);
  * for and destroys every stream of ctx, unloads nothing else. */
 void emu_streams_ctx_destroyed(CUcontext ctx);
 
-/* Copy and memset execution shared by streams and graph nodes (emu_stream.c).
+/* Copy and memset execution shared by streams and graph nodes (emu_copy.c).
  * exec runs the operation now (on a worker thread); touch records the device
  * ranges the operation reaches; check validates parameters as the driver does
  * (CUDA_ERROR_INVALID_VALUE for bad pitches, element sizes, NULL operands). */
@@ -347,12 +363,15 @@ const char *emu_func_name(CUfunction f);
 /* 1 if the function the arguments were packed for is still loaded (not
  * unloaded, its handle value not reused by a later load). */
 int emu_args_func_loaded(const emu_args *a);
-/* Context teardown, after its streams: ends and releases the context's
- * events and unloads its modules (their functions end with them). */
-void emu_stream_ctx_resources_destroyed(CUcontext ctx);
+/* Context teardown, after its streams: emu_event.c ends and releases the
+ * context's events; emu_module.c unloads its modules (their functions end
+ * with them; a library's module and functions in ctx, emu_library.c). */
+void emu_events_ctx_destroyed(CUcontext ctx);
+void emu_modules_ctx_destroyed(CUcontext ctx);
 
 /* ------------------------------------------------------------------------
- * emu_graph.c: capture hooks used by stream operations
+ * emu_capture.c: capture hooks used by stream operations (and
+ * emu_exec.c: the teardown of graph execs)
  * ---------------------------------------------------------------------- */
 struct emu_capture;
 
@@ -412,12 +431,12 @@ void emu_graph_ctx_destroyed(CUcontext ctx);
  * it when the event is recorded outside capture or destroyed. */
 void emu_capture_event_forget(CUevent ev);
 
-/* The context a function's module was loaded in (emu_stream.c); NULL if the
+/* The context a function's module was loaded in (emu_module.c); NULL if the
  * function is not alive. */
 CUcontext emu_func_ctx(CUfunction f);
 
 /* ------------------------------------------------------------------------
- * Modules and functions (emu_stream.c loads emulated modules; emu_library.c
+ * Modules and functions (emu_module.c loads emulated modules; emu_library.c
  * owns modules made from CUDA images and the functions of libraries)
  * ---------------------------------------------------------------------- */
 struct CUlib_st;
@@ -486,9 +505,9 @@ void emu_func_attr_init(int attr[CU_FUNC_ATTRIBUTE_MAX], const emu_kernel *k, in
 int emu_func_attr(CUfunction f, CUfunction_attribute a);
 
 /* ------------------------------------------------------------------------
- * emu_stream.c: events (shared so graphs can hold event nodes)
+ * emu_event.c: events (shared so captures can hold their records)
  * ---------------------------------------------------------------------- */
-struct emu_capture_event;           /* capture-time state, emu_graph.c */
+struct emu_capture_event;           /* capture-time state, emu_capture.c */
 struct CUevent_st {
     unsigned flags;
     emu_stream *stream;             /* stream of the last record, NULL if never */

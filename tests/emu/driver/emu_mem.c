@@ -20,7 +20,7 @@
  * Device pointers are host addresses. Every block comes from mmap (never
  * malloc), so freed or unmapped device memory faults when touched.
  *
- * Locking: one mutex, mem_lock, guards everything in `mem` (emu_mem.h): the
+ * Locking: one mutex, emu_mem_lock, guards everything in `emu_memory` (emu_mem.h): the
  * range registry, the reservation list, the graph allocations, the handle
  * table, the per-device usage counters, the pools' state and the id
  * counters. It is a leaf lock: nothing that may take
@@ -39,26 +39,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-mem_state mem = { .next_buffer_id = 1, .next_handle_id = 0x1000,
+pthread_mutex_t emu_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+mem_state emu_memory = { .next_buffer_id = 1, .next_handle_id = 0x1000,
                    .pools = { [0 ... MEM_MAX_DEVICES - 1] = { .reuse = { 1, 1, 1 } } } };
-int mem_hash_oom;
+int emu_mem_hash_oom;
 
-size_t page_size(void)
+size_t emu_page_size(void)
 {
     static size_t ps;
     if (!ps) ps = (size_t)sysconf(_SC_PAGESIZE);
     return ps;
 }
 
-size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+size_t emu_round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 /* ------------------------------------------------------------------------
- * Sorted span vectors (caller holds mem_lock)
+ * Sorted span vectors (caller holds emu_mem_lock)
  * ---------------------------------------------------------------------- */
 
 /* Index of the first span whose base is >= p. */
-size_t span_lower(const span_vec *sv, CUdeviceptr p)
+size_t emu_span_lower(const span_vec *sv, CUdeviceptr p)
 {
     size_t lo = 0, hi = sv->n;
     while (lo < hi) {
@@ -69,25 +69,25 @@ size_t span_lower(const span_vec *sv, CUdeviceptr p)
 }
 
 /* The span containing p, or NULL. */
-span *span_find(const span_vec *sv, CUdeviceptr p)
+span *emu_span_find(const span_vec *sv, CUdeviceptr p)
 {
-    size_t i = span_lower(sv, p + 1);
+    size_t i = emu_span_lower(sv, p + 1);
     if (i == 0) return NULL;
     span *s = sv->v[i - 1];
     return p - s->base < s->size ? s : NULL;
 }
 
 /* Some span overlapping [lo, hi), or NULL. */
-span *span_overlap(const span_vec *sv, CUdeviceptr lo, CUdeviceptr hi)
+span *emu_span_overlap(const span_vec *sv, CUdeviceptr lo, CUdeviceptr hi)
 {
-    size_t i = span_lower(sv, lo);
+    size_t i = emu_span_lower(sv, lo);
     if (i > 0 && sv->v[i - 1]->base + sv->v[i - 1]->size > lo) return sv->v[i - 1];
     if (i < sv->n && sv->v[i]->base < hi) return sv->v[i];
     return NULL;
 }
 
 /* Returns 0, or -1 when out of memory (nothing changed). */
-int span_insert(span_vec *sv, span *s)
+int emu_span_insert(span_vec *sv, span *s)
 {
     if (sv->n == sv->cap) {
         size_t cap = sv->cap ? sv->cap * 2 : 64;
@@ -96,37 +96,37 @@ int span_insert(span_vec *sv, span *s)
         sv->v = v;
         sv->cap = cap;
     }
-    size_t i = span_lower(sv, s->base);
+    size_t i = emu_span_lower(sv, s->base);
     memmove(&sv->v[i + 1], &sv->v[i], (sv->n - i) * sizeof *sv->v);
     sv->v[i] = s;
     sv->n++;
     return 0;
 }
 
-void span_remove(span_vec *sv, span *s)
+void emu_span_remove(span_vec *sv, span *s)
 {
-    size_t i = span_lower(sv, s->base);
+    size_t i = emu_span_lower(sv, s->base);
     if (i < sv->n && sv->v[i] == s) {
         memmove(&sv->v[i], &sv->v[i + 1], (sv->n - i - 1) * sizeof *sv->v);
         sv->n--;
     }
 }
 
-mem_range *range_find(CUdeviceptr p) { return (mem_range *)span_find(&mem.ranges, p); }
+mem_range *emu_range_find(CUdeviceptr p) { return (mem_range *)emu_span_find(&emu_memory.ranges, p); }
 
 /* ------------------------------------------------------------------------
- * Device accounting and plain blocks (caller holds mem_lock where noted)
+ * Device accounting and plain blocks (caller holds emu_mem_lock where noted)
  * ---------------------------------------------------------------------- */
 
-/* Takes `bytes` of device `dev` if available (mem_lock held). */
-int usage_take(int dev, size_t bytes)
+/* Takes `bytes` of device `dev` if available (emu_mem_lock held). */
+int emu_usage_take(int dev, size_t bytes)
 {
-    if (bytes > emu_cfg.device_memory - mem.used[dev]) return 0;
-    mem.used[dev] += bytes;
+    if (bytes > emu_cfg.device_memory - emu_memory.used[dev]) return 0;
+    emu_memory.used[dev] += bytes;
     return 1;
 }
 
-/* Device memory accounting (mem_lock held). What each kind costs:
+/* Device memory accounting (emu_mem_lock held). What each kind costs:
  *   cuMemAlloc, cuMemAllocPitch: the bytes rounded up to whole pages (4 KiB),
  *     charged until freed;
  *   stream-ordered: the same, from the device's pool, which first reuses
@@ -144,15 +144,16 @@ static int charge_take(int dev, range_kind kind, size_t len)
 {
     if (kind == RK_HOST) return 1;
     if (kind == RK_GRAPH) {
-        if (!usage_take(dev, len)) return 0;
-        mem.graph_used[dev] += len;
-        if (mem.graph_used[dev] > mem.graph_high[dev]) mem.graph_high[dev] = mem.graph_used[dev];
+        if (!emu_usage_take(dev, len)) return 0;
+        emu_memory.graph_used[dev] += len;
+        if (emu_memory.graph_used[dev] > emu_memory.graph_high[dev])
+            emu_memory.graph_high[dev] = emu_memory.graph_used[dev];
         return 1;
     }
-    if (kind != RK_ASYNC) return usage_take(dev, len);
-    pool_state *ps = &mem.pools[dev];
+    if (kind != RK_ASYNC) return emu_usage_take(dev, len);
+    pool_state *ps = &emu_memory.pools[dev];
     size_t reuse = ps->held < len ? ps->held : len;
-    if (!usage_take(dev, len - reuse)) return 0;
+    if (!emu_usage_take(dev, len - reuse)) return 0;
     ps->held -= reuse;
     ps->used += len;
     pool_note_highs(ps);
@@ -162,22 +163,22 @@ static int charge_take(int dev, range_kind kind, size_t len)
 static void charge_give(int dev, range_kind kind, size_t len)
 {
     if (kind == RK_HOST) return;
-    if (kind == RK_GRAPH) mem.graph_used[dev] -= len;
-    if (kind != RK_ASYNC) { mem.used[dev] -= len; return; }
-    mem.pools[dev].used -= len;
-    mem.pools[dev].held += len;     /* the pool keeps it */
+    if (kind == RK_GRAPH) emu_memory.graph_used[dev] -= len;
+    if (kind != RK_ASYNC) { emu_memory.used[dev] -= len; return; }
+    emu_memory.pools[dev].used -= len;
+    emu_memory.pools[dev].held += len;     /* the pool keeps it */
 }
 
 /* Gives held pool bytes back to the device until the pool reserves at most
  * `keep` (it cannot give what is in use). */
 static void pool_release(int dev, uint64_t keep)
 {
-    pool_state *ps = &mem.pools[dev];
+    pool_state *ps = &emu_memory.pools[dev];
     uint64_t reserved = ps->used + ps->held;
     if (reserved <= keep) return;
     size_t rel = reserved - keep < ps->held ? (size_t)(reserved - keep) : ps->held;
     ps->held -= rel;
-    mem.used[dev] -= rel;
+    emu_memory.used[dev] -= rel;
 }
 
 static void *map_anon(size_t bytes, int prot)
@@ -191,40 +192,40 @@ static void *map_anon(size_t bytes, int prot)
 static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int dev,
                             CUcontext ctx, unsigned host_flags)
 {
-    size_t len = round_up(bytes, page_size());
+    size_t len = emu_round_up(bytes, emu_page_size());
     if (bytes == 0 || len < bytes) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= MEM_MAX_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
 
     mem_range *r = calloc(1, sizeof *r);
     if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     int ok = charge_take(dev, kind, len);
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (!ok) { free(r); return CUDA_ERROR_OUT_OF_MEMORY; }
 
     void *p = map_anon(len, PROT_READ | PROT_WRITE);
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     if (p) {
         *r = (mem_range){ .s = { (CUdeviceptr)p, bytes }, .mapped = len, .kind = kind,
-                          .device = dev, .ctx = ctx, .buffer_id = mem.next_buffer_id++,
+                          .device = dev, .ctx = ctx, .buffer_id = emu_memory.next_buffer_id++,
                           .host_flags = host_flags };
-        if (span_insert(&mem.ranges, &r->s) == 0) {
-            pthread_mutex_unlock(&mem_lock);
+        if (emu_span_insert(&emu_memory.ranges, &r->s) == 0) {
+            pthread_mutex_unlock(&emu_mem_lock);
             *out = (CUdeviceptr)p;
             return CUDA_SUCCESS;
         }
     }
     charge_give(dev, kind, len);
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (p) munmap(p, len);
     free(r);
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* Unregisters r (mem_lock held); the caller then calls block_release. */
+/* Unregisters r (emu_mem_lock held); the caller then calls block_release. */
 static void block_detach(mem_range *r)
 {
-    span_remove(&mem.ranges, &r->s);
+    emu_span_remove(&emu_memory.ranges, &r->s);
     charge_give(r->device, r->kind, r->mapped);
 }
 
@@ -242,10 +243,10 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
     /* Collect under the lock, release (munmap) outside it. */
     mem_range **dead = NULL;
     size_t n = 0;
-    pthread_mutex_lock(&mem_lock);
-    dead = calloc(mem.ranges.n ? mem.ranges.n : 1, sizeof *dead);
-    for (size_t i = 0; dead && i < mem.ranges.n;) {
-        mem_range *r = (mem_range *)mem.ranges.v[i];
+    pthread_mutex_lock(&emu_mem_lock);
+    dead = calloc(emu_memory.ranges.n ? emu_memory.ranges.n : 1, sizeof *dead);
+    for (size_t i = 0; dead && i < emu_memory.ranges.n;) {
+        mem_range *r = (mem_range *)emu_memory.ranges.v[i];
         /* cuCtxDestroy: "will not destroy memory allocations by cuMemCreate(),
          * cuMemAllocAsync() and cuMemAllocFromPoolAsync()". */
         if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_HOST)) {
@@ -255,7 +256,7 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
             i++;
         }
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (!dead) {
         emu_log("out of host memory: allocations of context %p are not freed", (void *)ctx);
         return;
@@ -269,10 +270,10 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
 enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC | 1 << RK_GRAPH, FREE_HOST = 1 << RK_HOST,
        FREE_REGISTERED = 1 << 16 };
 
-/* The block starting exactly at p that `kinds` accepts (mem_lock held). */
+/* The block starting exactly at p that `kinds` accepts (emu_mem_lock held). */
 static mem_range *block_at(CUdeviceptr p, unsigned kinds)
 {
-    mem_range *r = range_find(p);
+    mem_range *r = emu_range_find(p);
     if (!r || r->s.base != p || !(kinds & (1u << r->kind))) return NULL;
     if (r->kind == RK_HOST && !r->registered != !(kinds & FREE_REGISTERED)) return NULL;
     return r;
@@ -284,21 +285,21 @@ static mem_range *block_at(CUdeviceptr p, unsigned kinds)
 static CUresult block_free(const char *call, CUdeviceptr p, unsigned kinds,
                            unsigned sync_kinds, CUcontext ctx)
 {
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     mem_range *r = block_at(p, kinds);
     if (r && r->free_pending) r = NULL;     /* already freed in stream order */
     range_kind kind = r ? r->kind : 0;
     size_t size = r ? r->s.size : 0;
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (!r) return CUDA_ERROR_INVALID_VALUE;
 
     if (sync_kinds & (1u << kind)) emu_streams_sync_all(ctx);
     emu_inflight_check(call, p, size);
 
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     r = block_at(p, kinds);     /* another thread may have freed it meanwhile */
     if (r) block_detach(r);
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (!r) return CUDA_ERROR_INVALID_VALUE;
     block_release(r);
     return CUDA_SUCCESS;
@@ -313,11 +314,11 @@ static CUresult block_free(const char *call, CUdeviceptr p, unsigned kinds,
  * tells whether it is allocated). */
 int emu_mem_find(CUdeviceptr p, emu_range *out)
 {
-    pthread_mutex_lock(&mem_lock);
-    span *r = (span *)range_find(p);
-    if (!r) r = span_find(&mem.gmems, p);
+    pthread_mutex_lock(&emu_mem_lock);
+    span *r = (span *)emu_range_find(p);
+    if (!r) r = emu_span_find(&emu_memory.gmems, p);
     if (r && out) *out = (emu_range){ r->base, r->size };
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     return r != NULL;
 }
 
@@ -326,15 +327,15 @@ int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
     int ok = 1;
     CUdeviceptr end = p + n;
     if (end < p || dev < 0 || dev >= MEM_MAX_DEVICES) return 0;
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     for (CUdeviceptr pos = p; pos < end && ok;) {
-        mem_range *r = range_find(pos);
+        mem_range *r = emu_range_find(pos);
         if (!r || (r->kind == RK_MAP && r->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
             ok = 0;
         else
             pos = r->s.base + r->s.size;
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     return ok;
 }
 
@@ -342,18 +343,18 @@ int emu_mem_extent_ok(CUdeviceptr p, size_t n)
 {
     CUdeviceptr end = p + n;
     if (end < p) return 0;
-    pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find(p);
-    span *g = r ? NULL : span_find(&mem.gmems, p);
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(p);
+    span *g = r ? NULL : emu_span_find(&emu_memory.gmems, p);
     CUdeviceptr reach = r ? r->s.base + r->s.size : g ? g->base + g->size : 0;
     /* VMM: a mapping may be followed by another one right after it (memory
      * grown by mapping more of a reservation is one buffer). */
     while (r && r->kind == RK_MAP && reach < end) {
-        mem_range *next = range_find(reach);
+        mem_range *next = emu_range_find(reach);
         if (!next || next->kind != RK_MAP || next->s.base != reach) break;
         reach = next->s.base + next->s.size;
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     return (r || g) && end <= reach;
 }
 
@@ -369,17 +370,17 @@ CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemo
     if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
     CUresult rc = block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
     if (rc == CUDA_SUCCESS) {
-        pthread_mutex_lock(&mem_lock);
-        mem_range *r = range_find(*out);
+        pthread_mutex_lock(&emu_mem_lock);
+        mem_range *r = emu_range_find(*out);
         if (r) r->pool = pool;
-        pthread_mutex_unlock(&mem_lock);
+        pthread_mutex_unlock(&emu_mem_lock);
     }
     return rc;
 }
 
 CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token)
 {
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     mem_range *r = block_at(p, 1u << RK_ASYNC | 1u << RK_GRAPH);
     int pending = r && (r->kind == RK_GRAPH ? r->g->free_pending : r->free_pending);
     CUresult rc = r && !pending ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -390,30 +391,30 @@ CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token)
     } else if (rc == CUDA_SUCCESS) {
         r->free_pending = 1;
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     return rc;
 }
 
 void emu_mem_pools_sync(void)
 {
-    pthread_mutex_lock(&mem_lock);
-    for (int d = 0; d < MEM_MAX_DEVICES; d++) pool_release(d, mem.pools[d].threshold);
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
+    for (int d = 0; d < MEM_MAX_DEVICES; d++) pool_release(d, emu_memory.pools[d].threshold);
+    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 void emu_mem_pool_trim(int dev, size_t keep)
 {
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     pool_release(dev, keep);
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *value)
 {
     CUresult rc = CUDA_SUCCESS;
     if (!value) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&mem_lock);
-    pool_state *ps = &mem.pools[dev];
+    pthread_mutex_lock(&emu_mem_lock);
+    pool_state *ps = &emu_memory.pools[dev];
     cuuint64_t v64 = 0;
     if (set && attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) memcpy(&v64, value, sizeof v64);
     switch (attr) {
@@ -447,21 +448,21 @@ CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *val
     default:
         rc = CUDA_ERROR_INVALID_VALUE;
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (rc == CUDA_SUCCESS && !set && attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) memcpy(value, &v64, sizeof v64);
     return rc;
 }
 
 void emu_mem_free_async_complete(CUdeviceptr p, uint64_t token)
 {
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     mem_range *r = block_at(p, 1u << RK_ASYNC | 1u << RK_GRAPH);
     if (r && r->kind == RK_GRAPH && r->g->gen != token) {   /* reallocated since: not ours */
-        pthread_mutex_unlock(&mem_lock);
+        pthread_mutex_unlock(&emu_mem_lock);
         return;
     }
     if (r) block_detach(r);
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (r)
         block_release(r);
     else
@@ -500,7 +501,7 @@ EMU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
     if (!dptr || !pPitch || !WidthInBytes || !Height ||
         (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
         return CUDA_ERROR_INVALID_VALUE;
-    size_t pitch = round_up(WidthInBytes, EMU_PITCH_ALIGN);
+    size_t pitch = emu_round_up(WidthInBytes, EMU_PITCH_ALIGN);
     if (pitch < WidthInBytes || Height > SIZE_MAX / pitch) return CUDA_ERROR_INVALID_VALUE;
     if ((rc = block_alloc(dptr, pitch * Height, RK_ALLOC, ctx->device, ctx, 0)) == CUDA_SUCCESS) *pPitch = pitch;
     return rc;
@@ -524,14 +525,14 @@ EMU_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, C
     CUcontext ctx;
     CUresult rc = emu_ctx_require(&ctx);
     if (rc != CUDA_SUCCESS) return rc;
-    pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find(dptr);
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(dptr);
     if (r && r->kind == RK_HOST) r = NULL;
     if (r) {
         if (pbase) *pbase = r->s.base;
         if (psize) *psize = r->s.size;
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     return r ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
@@ -542,9 +543,9 @@ EMU_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     CUresult rc = emu_ctx_require(&ctx);
     if (rc != CUDA_SUCCESS) return rc;
     if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&mem_lock);
-    *free_bytes = emu_cfg.device_memory - mem.used[ctx->device];
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
+    *free_bytes = emu_cfg.device_memory - emu_memory.used[ctx->device];
+    pthread_mutex_unlock(&emu_mem_lock);
     *total = emu_cfg.device_memory;
     return CUDA_SUCCESS;
 }
@@ -598,10 +599,10 @@ EMU_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, un
     CUresult rc = emu_ctx_require(&ctx);
     if (rc != CUDA_SUCCESS) return rc;
     if (!pdptr || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find((CUdeviceptr)p);
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find((CUdeviceptr)p);
     int ok = r && r->kind == RK_HOST;
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (!ok) return CUDA_ERROR_INVALID_VALUE;
     /* unified addressing and CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: the
      * device pointer is the host pointer (an interior pointer stays one) */
@@ -631,11 +632,11 @@ static CUresult host_register(void *p, size_t bytesize, unsigned flags)
     if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
     *r = (mem_range){ .s = { b, bytesize }, .mapped = bytesize, .kind = RK_HOST, .device = ctx->device,
                       .ctx = ctx, .host_flags = flags, .registered = 1 };
-    pthread_mutex_lock(&mem_lock);
-    if (span_overlap(&mem.ranges, b, b + bytesize)) rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    else if (span_insert(&mem.ranges, &r->s) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
-    else r->buffer_id = mem.next_buffer_id++;
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
+    if (emu_span_overlap(&emu_memory.ranges, b, b + bytesize)) rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    else if (emu_span_insert(&emu_memory.ranges, &r->s) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    else r->buffer_id = emu_memory.next_buffer_id++;
+    pthread_mutex_unlock(&emu_mem_lock);
     if (rc != CUDA_SUCCESS) free(r);
     return rc;
 }
@@ -690,8 +691,8 @@ EMU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
     if (rc != CUDA_SUCCESS) return rc;
     if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
     ipc_payload pl = { .magic = "cudaemu", .pid = (int)getpid() };
-    pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find(dptr);
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(dptr);
     int ok = r && r->kind == RK_ALLOC;
     if (ok) {
         pl.device = r->device;
@@ -699,7 +700,7 @@ EMU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
         pl.base = r->s.base;
         pl.size = r->s.size;
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (!ok) return CUDA_ERROR_INVALID_VALUE;
     memset(pHandle, 0, sizeof *pHandle);
     memcpy(pHandle->reserved, &pl, sizeof pl);
@@ -710,7 +711,7 @@ EMU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
  * Pointer attributes
  * ---------------------------------------------------------------------- */
 
-/* What is known about a pointer, copied out under mem_lock. */
+/* What is known about a pointer, copied out under emu_mem_lock. */
 typedef struct ptr_info {
     CUdeviceptr p;              /* the pointer asked about */
     int in_range;               /* r holds the device range containing p */
@@ -726,8 +727,8 @@ static void ptr_lookup(CUdeviceptr p, ptr_info *pi)
 {
     memset(pi, 0, sizeof *pi);
     pi->p = p;
-    pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find(p);
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(p);
     if (r) {
         pi->in_range = 1;
         pi->r = *r;
@@ -735,9 +736,9 @@ static void ptr_lookup(CUdeviceptr p, ptr_info *pi)
         if (r->kind == RK_MAP) pi->allowed_types = r->handle->prop.requestedHandleTypes;
         if (r->kind == RK_MAP) pi->rdma = r->handle->prop.allocFlags.gpuDirectRDMACapable != 0;
     }
-    span *rs = span_find(&mem.resvs, p);
+    span *rs = emu_span_find(&emu_memory.resvs, p);
     if (rs) { pi->in_resv = 1; pi->resv = *rs; }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 /* Evaluates attribute `a` for pi: sets *size (bytes the caller's data holds:
@@ -859,44 +860,44 @@ EMU_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer
 
 static gmem *gmem_at(CUdeviceptr p)
 {
-    span *s = span_find(&mem.gmems, p);
+    span *s = emu_span_find(&emu_memory.gmems, p);
     return s && s->base == p ? (gmem *)s : NULL;
 }
 
 /* Gives the reservation back once no node refers to it and it is not
- * allocated (mem_lock held). */
+ * allocated (emu_mem_lock held). */
 static void gmem_maybe_destroy(gmem *g)
 {
     if (g->refs || g->live) return;
-    span_remove(&mem.gmems, &g->s);
+    emu_span_remove(&emu_memory.gmems, &g->s);
     munmap((void *)g->s.base, g->len);
     free(g);
 }
 
 /* A graph allocation's range was detached (block_release): drop its
- * contents and make it inaccessible again (mem_lock NOT held: takes it). */
+ * contents and make it inaccessible again (emu_mem_lock NOT held: takes it). */
 static void gmem_unback(gmem *g)
 {
     madvise((void *)g->s.base, g->len, MADV_DONTNEED);
     mprotect((void *)g->s.base, g->len, PROT_NONE);
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     g->live = 0;
     g->free_pending = 0;
     gmem_maybe_destroy(g);
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 CUresult emu_gmem_create(size_t bytes, int dev, uint64_t graph_uid, CUdeviceptr *out)
 {
-    size_t len = round_up(bytes, page_size());
+    size_t len = emu_round_up(bytes, emu_page_size());
     if (!bytes || len < bytes) return CUDA_ERROR_INVALID_VALUE;
     gmem *g = calloc(1, sizeof *g);
-    void *p = g ? va_reserve(len, page_size(), 0) : NULL;
+    void *p = g ? emu_va_reserve(len, emu_page_size(), 0) : NULL;
     if (!p) { free(g); return CUDA_ERROR_OUT_OF_MEMORY; }
     *g = (gmem){ .s = { (CUdeviceptr)p, bytes }, .len = len, .device = dev, .refs = 1, .owner_graph = graph_uid };
-    pthread_mutex_lock(&mem_lock);
-    int bad = span_insert(&mem.gmems, &g->s);
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
+    int bad = emu_span_insert(&emu_memory.gmems, &g->s);
+    pthread_mutex_unlock(&emu_mem_lock);
     if (bad) { munmap(p, len); free(g); return CUDA_ERROR_OUT_OF_MEMORY; }
     *out = (CUdeviceptr)p;
     return CUDA_SUCCESS;
@@ -904,33 +905,33 @@ CUresult emu_gmem_create(size_t bytes, int dev, uint64_t graph_uid, CUdeviceptr 
 
 void emu_gmem_ref(CUdeviceptr p, int delta)
 {
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     gmem *g = gmem_at(p);
     if (g) {
         g->refs += delta;
         gmem_maybe_destroy(g);
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 int emu_gmem_info(CUdeviceptr p, uint64_t *owner_graph, uint64_t *freed_in)
 {
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     gmem *g = gmem_at(p);
     if (g) {
         if (owner_graph) *owner_graph = g->owner_graph;
         if (freed_in) *freed_in = g->freed_in;
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     return g != NULL;
 }
 
 void emu_gmem_set_freed_in(CUdeviceptr p, uint64_t graph_uid, int set)
 {
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     gmem *g = gmem_at(p);
     if (g && (set || g->freed_in == graph_uid)) g->freed_in = set ? graph_uid : 0;
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
@@ -939,7 +940,7 @@ CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
     mem_range **rs = calloc(n ? n : 1, sizeof *rs);
     if (!rs) return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = CUDA_SUCCESS;
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     for (size_t i = 0; i < n && rc == CUDA_SUCCESS; i++) {
         gmem *g = gmem_at(v[i]);
         if (!g) rc = CUDA_ERROR_INVALID_VALUE;
@@ -947,7 +948,7 @@ CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
         else if (!g->live) need[g->device] += g->len;
     }
     for (int d = 0; d < MEM_MAX_DEVICES && rc == CUDA_SUCCESS; d++)
-        if (need[d] > emu_cfg.device_memory - mem.used[d]) rc = CUDA_ERROR_OUT_OF_MEMORY;
+        if (need[d] > emu_cfg.device_memory - emu_memory.used[d]) rc = CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; i < n && rc == CUDA_SUCCESS; i++) {
         gmem *g = gmem_at(v[i]);
         g->gen++;                        /* a new incarnation: earlier frees no longer apply */
@@ -959,8 +960,8 @@ CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
             break;
         }
         *rs[i] = (mem_range){ .s = g->s, .mapped = g->len, .kind = RK_GRAPH, .device = g->device,
-                              .buffer_id = mem.next_buffer_id++, .g = g };
-        if (span_insert(&mem.ranges, &rs[i]->s) != 0) {
+                              .buffer_id = emu_memory.next_buffer_id++, .g = g };
+        if (emu_span_insert(&emu_memory.ranges, &rs[i]->s) != 0) {
             mprotect((void *)g->s.base, g->len, PROT_NONE);
             rc = CUDA_ERROR_OUT_OF_MEMORY;
             break;
@@ -969,7 +970,7 @@ CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
         g->live = 1;
         rs[i] = NULL;
     }
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     for (size_t i = 0; i < n; i++) free(rs[i]);
     free(rs);
     return rc;
@@ -977,19 +978,19 @@ CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
 
 uint64_t emu_gmem_request_free(CUdeviceptr p)
 {
-    pthread_mutex_lock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
     gmem *g = gmem_at(p);
     uint64_t gen = g && g->live && !g->free_pending ? g->gen : 0;
     if (gen) g->free_pending = 1;
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_unlock(&emu_mem_lock);
     return gen;
 }
 
 void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, uint64_t *out_high)
 {
-    pthread_mutex_lock(&mem_lock);
-    if (current) *out_current = mem.graph_used[dev];
-    if (high == 1) *out_high = mem.graph_high[dev];
-    if (high == 2) mem.graph_high[dev] = mem.graph_used[dev];   /* reset */
-    pthread_mutex_unlock(&mem_lock);
+    pthread_mutex_lock(&emu_mem_lock);
+    if (current) *out_current = emu_memory.graph_used[dev];
+    if (high == 1) *out_high = emu_memory.graph_high[dev];
+    if (high == 2) emu_memory.graph_high[dev] = emu_memory.graph_used[dev];   /* reset */
+    pthread_mutex_unlock(&emu_mem_lock);
 }

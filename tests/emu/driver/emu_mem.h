@@ -4,7 +4,7 @@
  * reservations, physical allocation handles, per-device accounting, the
  * default pools' state and graph allocations.
  *
- * Locking: mem_lock guards everything in `mem`. It is a leaf lock: nothing
+ * Locking: emu_mem_lock guards everything in `emu_memory`. It is a leaf lock: nothing
  * that may take another emulator lock (emu_inflight_check,
  * emu_streams_sync_all, emu_capture_check_unsafe, emu_violation) is called
  * while it is held. Calls that must check in-flight work validate under the
@@ -16,9 +16,9 @@
 
 #include "emu_internal.h"
 
-/* Set by uthash when an add ran out of memory (mem_lock held). */
-extern int mem_hash_oom;
-#define uthash_nonfatal_oom(obj) (mem_hash_oom = 1)
+/* Set by uthash when an add ran out of memory (emu_mem_lock held). */
+extern int emu_mem_hash_oom;
+#define uthash_nonfatal_oom(obj) (emu_mem_hash_oom = 1)
 #include <uthash.h>
 
 #define MEM_MAX_DEVICES 8         /* emu_cfg.devices is 1..8 */
@@ -103,7 +103,7 @@ typedef struct pool_state {
     int reuse[3];               /* the three REUSE_* attributes (no effect here) */
 } pool_state;
 
-typedef struct mem_state {      /* all guarded by mem_lock */
+typedef struct mem_state {      /* all guarded by emu_mem_lock */
     span_vec ranges;            /* mem_range, every live device range */
     span_vec resvs;             /* reservation */
     mem_handle *handles;        /* uthash by id */
@@ -116,23 +116,23 @@ typedef struct mem_state {      /* all guarded by mem_lock */
 } mem_state;
 
 /* emu_mem.c */
-extern pthread_mutex_t mem_lock;
-extern mem_state mem;
+extern pthread_mutex_t emu_mem_lock;
+extern mem_state emu_memory;
 
-/* Helpers (emu_mem.c); the span and range ones need mem_lock. */
-size_t page_size(void);
-size_t round_up(size_t n, size_t a);
-size_t span_lower(const span_vec *sv, CUdeviceptr p);
-span *span_find(const span_vec *sv, CUdeviceptr p);
-span *span_overlap(const span_vec *sv, CUdeviceptr lo, CUdeviceptr hi);
-int span_insert(span_vec *sv, span *s);
-void span_remove(span_vec *sv, span *s);
-mem_range *range_find(CUdeviceptr p);
-int usage_take(int dev, size_t bytes);
+/* Helpers (emu_mem.c); the span and range ones need emu_mem_lock. */
+size_t emu_page_size(void);
+size_t emu_round_up(size_t n, size_t a);
+size_t emu_span_lower(const span_vec *sv, CUdeviceptr p);
+span *emu_span_find(const span_vec *sv, CUdeviceptr p);
+span *emu_span_overlap(const span_vec *sv, CUdeviceptr lo, CUdeviceptr hi);
+int emu_span_insert(span_vec *sv, span *s);
+void emu_span_remove(span_vec *sv, span *s);
+mem_range *emu_range_find(CUdeviceptr p);
+int emu_usage_take(int dev, size_t bytes);
 
 /* emu_vmm.c: reserves `size` bytes of PROT_NONE address space aligned to
  * `align`, at `hint` if that is free and aligned; NULL if the address space
  * is full. */
-void *va_reserve(size_t size, size_t align, CUdeviceptr hint);
+void *emu_va_reserve(size_t size, size_t align, CUdeviceptr hint);
 
 #endif /* EMU_MEM_H */

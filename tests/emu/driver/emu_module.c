@@ -90,7 +90,7 @@ static CUresult module_from_dl(void *dl, CUcontext ctx, CUmodule *out)
     CUmodule m = emu_module_new(ctx);
     m->dl = dl;
     m->nfuncs = (unsigned)n;
-    m->funcs = xcalloc(n ? (size_t)n : 1, sizeof *m->funcs);
+    m->funcs = emu_xcalloc(n ? (size_t)n : 1, sizeof *m->funcs);
     for (int i = 0; i < n; i++) m->funcs[i] = emu_func_new(&table[i], m);
     emu_handle_add_ctx(m, EMU_K_MODULE, ctx);
     *out = m;
@@ -227,9 +227,8 @@ EMU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
     return CUDA_SUCCESS;
 }
 
-void emu_stream_ctx_resources_destroyed(CUcontext ctx)
+void emu_modules_ctx_destroyed(CUcontext ctx)
 {
-    events_ctx_destroyed(ctx);
     const void **v;
     size_t n = emu_handles_of_ctx(ctx, EMU_K_MODULE, &v);
     for (size_t i = 0; i < n; i++) {
@@ -390,9 +389,9 @@ void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const 
             return;
         }
     }
-    tls_kernel = name;
+    emu_tls_kernel = name;
     a->func->k->fn((void **)a->params, launch);
-    tls_kernel = NULL;
+    emu_tls_kernel = NULL;
 }
 
 typedef struct kernel_work {
@@ -442,10 +441,10 @@ static CUresult launch_kernel(const char *call, CUfunction f, emu_launch l, CUst
     emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_KERNEL, .args = a, .launch = l };
     if (emu_stream_capture(s)) {
         r = emu_capture_add(s, &op);
-        work_release(&kw->w);
+        emu_work_release(&kw->w);
         return r;
     }
-    return submit(call, s, 0, &op, &kw->w);
+    return emu_stream_submit(call, s, 0, &op, &kw->w);
 }
 
 EMU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,

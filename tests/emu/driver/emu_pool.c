@@ -2,11 +2,11 @@
  * emu_pool.c: stream-ordered allocation of the emulated CUDA driver: each
  * device's default memory pool (cuDeviceGetDefaultMemPool, attributes,
  * trim), cuMemAllocAsync / cuMemAllocFromPoolAsync / cuMemFreeAsync. Inside
- * a capture they make allocation and free nodes (emu_graph.c); the memory
+ * a capture they make allocation and free nodes (emu_capture.c); the memory
  * itself is emu_mem.c's.
  *
  * Locks: none of its own. The default pools are made once (pools_once) and
- * immutable afterwards; a pool's state is guarded by emu_mem.c's mem_lock.
+ * immutable afterwards; a pool's state is guarded by emu_mem.c's emu_mem_lock.
  */
 #include "emu_stream.h"
 
@@ -14,7 +14,7 @@ struct CUmemPoolHandle_st { int device; };
 
 /* ------------------------------------------------------------------------
  * Stream-ordered allocation (the default pool of each device only). Inside a
- * capture they make allocation and free nodes (emu_graph.c).
+ * capture they make allocation and free nodes (emu_capture.c).
  * ---------------------------------------------------------------------- */
 static struct CUmemPoolHandle_st default_pools[8];
 static pthread_once_t pools_once = PTHREAD_ONCE_INIT;
@@ -153,7 +153,7 @@ static CUresult free_async(const char *call, CUdeviceptr p, CUstream h, int pt)
     free_work *fw = (free_work *)emu_work_new(sizeof *fw, call, free_run);
     fw->p = p;
     fw->token = token;
-    return enqueue_seq(s, &fw->w, NULL);
+    return emu_stream_enqueue_seq(s, &fw->w, NULL);
 }
 
 EMU_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)

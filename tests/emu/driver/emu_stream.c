@@ -24,7 +24,7 @@
  *
  * Locks, in the order they nest (never take an earlier one while holding a
  * later one):
- *   ev_lock        the fields of every event (struct CUevent_st); event
+ *   emu_ev_lock        the fields of every event (struct CUevent_st); event
  *                  reference counts are atomics.
  *   ctx->lock      (emu_core.c) ctx->legacy; held here only to create the
  *                  legacy stream.
@@ -33,7 +33,7 @@
  *   s->lock        one stream's queue (head/tail, emu_work.next, seq),
  *                  submitted/completed/exiting/worker_alive, s->cond.
  * Stream refcounts and the capture pointer are atomics. Nothing here calls
- * into emu_mem.c or emu_graph.c while holding one of these locks, so those
+ * into emu_mem.c or the graph files while holding one of these locks, so those
  * parts may call emu_inflight_check and emu_stream_capture under their own
  * locks. No lock is held while work runs.
  */
@@ -57,13 +57,13 @@ static emu_stream *all_streams;
 
 /* What the current thread runs, for the fault handler and device checks. */
 static __thread emu_stream *tls_stream;
-__thread const char *volatile tls_kernel;
+__thread const char *volatile emu_tls_kernel;
 
 static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pt_key;        /* set on threads owning per-thread streams */
 static struct sigaction old_segv, old_bus;
 
-void *xcalloc(size_t n, size_t size)
+void *emu_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n, size);
     if (!p) {
@@ -99,7 +99,7 @@ static size_t put_hex(char *buf, size_t at, size_t cap, uintptr_t v)
 static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
-    const char *k = tls_kernel;
+    const char *k = emu_tls_kernel;
     if (!k) {
         sigaction(sig, sig == SIGBUS ? &old_bus : &old_segv, NULL);
         return;
@@ -121,9 +121,9 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 /* ------------------------------------------------------------------------
  * Stream lifetime
  * ---------------------------------------------------------------------- */
-void stream_ref(emu_stream *s) { __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); }
+void emu_stream_ref(emu_stream *s) { __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); }
 
-void stream_unref(emu_stream *s)
+void emu_stream_unref(emu_stream *s)
 {
     if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     pthread_mutex_destroy(&s->lock);
@@ -131,7 +131,7 @@ void stream_unref(emu_stream *s)
     free(s);
 }
 
-void work_release(emu_work *w)
+void emu_work_release(emu_work *w)
 {
     free(w->ranges);
     w->ranges = NULL;
@@ -160,7 +160,7 @@ static void start_worker(emu_stream *s)
  * the fork runs again from its start in the child. */
 static void fork_prepare(void)
 {
-    pthread_mutex_lock(&ev_lock);
+    pthread_mutex_lock(&emu_ev_lock);
     pthread_mutex_lock(&streams_lock);
     for (emu_stream *s = all_streams; s; s = s->next) pthread_mutex_lock(&s->lock);
 }
@@ -169,7 +169,7 @@ static void fork_parent(void)
 {
     for (emu_stream *s = all_streams; s; s = s->next) pthread_mutex_unlock(&s->lock);
     pthread_mutex_unlock(&streams_lock);
-    pthread_mutex_unlock(&ev_lock);
+    pthread_mutex_unlock(&emu_ev_lock);
 }
 
 static void fork_child(void)
@@ -181,7 +181,7 @@ static void fork_child(void)
         pthread_mutex_unlock(&s->lock);
     }
     pthread_mutex_unlock(&streams_lock);
-    pthread_mutex_unlock(&ev_lock);
+    pthread_mutex_unlock(&emu_ev_lock);
 }
 
 static void stream_retire(emu_stream *s);
@@ -224,7 +224,7 @@ static void stream_init_once(void)
 static emu_stream *stream_new(CUcontext ctx, enum stream_kind kind, unsigned flags, int priority)
 {
     pthread_once(&stream_once, stream_init_once);
-    emu_stream *s = xcalloc(1, sizeof *s);
+    emu_stream *s = emu_xcalloc(1, sizeof *s);
     s->ctx = ctx;
     s->device = ctx->device;
     s->kind = kind;
@@ -253,7 +253,7 @@ static void stream_retire(emu_stream *s)
     s->exiting = 1;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
-    stream_unref(s);
+    emu_stream_unref(s);
 }
 
 static void *stream_worker(void *arg)
@@ -273,7 +273,7 @@ static void *stream_worker(void *arg)
         s->completed = w->seq;
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
-        work_release(w);
+        emu_work_release(w);
         pthread_mutex_lock(&s->lock);
     }
     s->worker_alive = 0;
@@ -285,19 +285,19 @@ static void *stream_worker(void *arg)
     }
     pthread_cond_broadcast(&streams_cond);
     pthread_mutex_unlock(&streams_lock);
-    stream_unref(s);
+    emu_stream_unref(s);
     return NULL;
 }
 
 /* Blocks until s completed the work numbered seq. */
-void stream_wait_seq(emu_stream *s, uint64_t seq)
+void emu_stream_wait_seq(emu_stream *s, uint64_t seq)
 {
     pthread_mutex_lock(&s->lock);
     while (s->completed < seq) pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
 }
 
-int stream_done(emu_stream *s, uint64_t seq)
+int emu_stream_done(emu_stream *s, uint64_t seq)
 {
     pthread_mutex_lock(&s->lock);
     int done = s->completed >= seq;
@@ -357,7 +357,7 @@ int emu_stream_blocking(emu_stream *s)
 
 /* Any use of the legacy stream while a blocking stream of its context
  * captures is invalid (emu_capture_check_ctx). */
-CUresult legacy_check(emu_stream *s)
+CUresult emu_stream_legacy_check(emu_stream *s)
 {
     if (s->kind != S_LEGACY) return CUDA_SUCCESS;
     return emu_capture_check_ctx(s->ctx, 1, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
@@ -373,18 +373,13 @@ void emu_stream_set_capture(emu_stream *s, struct emu_capture *c)
     __atomic_store_n(&s->capture, c, __ATOMIC_RELEASE);
 }
 
-void capture_invalidate(emu_stream *s)
-{
-    emu_capture_invalidate(s);
-}
-
 /* ------------------------------------------------------------------------
  * Work and enqueueing
  * ---------------------------------------------------------------------- */
 emu_work *emu_work_new(size_t size, const char *what, void (*run)(emu_work *, emu_stream *))
 {
     if (size < sizeof(emu_work)) size = sizeof(emu_work);
-    emu_work *w = xcalloc(1, size);
+    emu_work *w = emu_xcalloc(1, size);
     w->what = what;
     w->run = run;
     return w;
@@ -445,13 +440,13 @@ static void wait_run(emu_work *w, emu_stream *s)
 {
     (void)s;
     wait_work *ww = (wait_work *)w;
-    for (size_t i = 0; i < ww->n; i++) stream_wait_seq(ww->deps[i].s, ww->deps[i].seq);
+    for (size_t i = 0; i < ww->n; i++) emu_stream_wait_seq(ww->deps[i].s, ww->deps[i].seq);
 }
 
 static void wait_release(emu_work *w)
 {
     wait_work *ww = (wait_work *)w;
-    for (size_t i = 0; i < ww->n; i++) stream_unref(ww->deps[i].s);
+    for (size_t i = 0; i < ww->n; i++) emu_stream_unref(ww->deps[i].s);
     free(ww);
 }
 
@@ -461,7 +456,7 @@ static CUresult stream_push(emu_stream *s, emu_work *w, uint64_t *seq)
     pthread_mutex_lock(&s->lock);
     if (s->exiting) {
         pthread_mutex_unlock(&s->lock);
-        work_release(w);
+        emu_work_release(w);
         return CUDA_ERROR_INVALID_HANDLE;
     }
     w->next = NULL;
@@ -477,7 +472,7 @@ static CUresult stream_push(emu_stream *s, emu_work *w, uint64_t *seq)
 
 /* Queues a wait for the given (referenced) dependencies on s; consumes the
  * references. */
-CUresult push_wait(emu_stream *s, dep *deps, size_t n, const char *what)
+CUresult emu_stream_push_wait(emu_stream *s, dep *deps, size_t n, const char *what)
 {
     if (!n) return CUDA_SUCCESS;
     wait_work *ww = (wait_work *)emu_work_new(sizeof *ww + n * sizeof *deps, what, wait_run);
@@ -516,7 +511,7 @@ static size_t implicit_deps(emu_stream *s, dep **out)
             }
             d = nd;
         }
-        stream_ref(t);
+        emu_stream_ref(t);
         d[n++] = (dep){ t, seq };
     }
     pthread_mutex_unlock(&streams_lock);
@@ -524,34 +519,34 @@ static size_t implicit_deps(emu_stream *s, dep **out)
     return n;
 }
 
-/* enqueue_seq without the legacy stream's capture check (for callers that
- * made it before taking ev_lock: the capture lock is never taken under it). */
-CUresult enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq)
+/* emu_stream_enqueue_seq without the legacy stream's capture check (for callers that
+ * made it before taking emu_ev_lock: the capture lock is never taken under it). */
+CUresult emu_stream_enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq)
 {
     dep *deps;
     size_t n = implicit_deps(s, &deps);
-    CUresult r = push_wait(s, deps, n, w->what);
+    CUresult r = emu_stream_push_wait(s, deps, n, w->what);
     free(deps);
     if (r != CUDA_SUCCESS) {
-        work_release(w);
+        emu_work_release(w);
         return r;
     }
     return stream_push(s, w, seq);
 }
 
-CUresult enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)
+CUresult emu_stream_enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)
 {
-    CUresult r = legacy_check(s);
+    CUresult r = emu_stream_legacy_check(s);
     if (r != CUDA_SUCCESS) {
-        work_release(w);
+        emu_work_release(w);
         return r;
     }
-    return enqueue_unchecked(s, w, seq);
+    return emu_stream_enqueue_unchecked(s, w, seq);
 }
 
 CUresult emu_stream_enqueue(emu_stream *s, emu_work *w)
 {
-    return enqueue_seq(s, w, NULL);
+    return emu_stream_enqueue_seq(s, w, NULL);
 }
 
 void emu_stream_wait_idle(emu_stream *s)
@@ -568,11 +563,11 @@ static size_t streams_of(CUcontext ctx, emu_stream ***out)
     size_t n = 0;
     pthread_mutex_lock(&streams_lock);
     for (emu_stream *t = all_streams; t; t = t->next) n += !ctx || t->ctx == ctx;
-    emu_stream **v = xcalloc(n ? n : 1, sizeof *v);
+    emu_stream **v = emu_xcalloc(n ? n : 1, sizeof *v);
     n = 0;
     for (emu_stream *t = all_streams; t; t = t->next) {
         if (ctx && t->ctx != ctx) continue;
-        stream_ref(t);
+        emu_stream_ref(t);
         v[n++] = t;
     }
     pthread_mutex_unlock(&streams_lock);
@@ -586,7 +581,7 @@ void emu_streams_sync_all(CUcontext ctx)
     size_t n = streams_of(ctx, &v);
     for (size_t i = 0; i < n; i++) {
         emu_stream_wait_idle(v[i]);
-        stream_unref(v[i]);
+        emu_stream_unref(v[i]);
     }
     free(v);
 }
@@ -609,7 +604,7 @@ void emu_streams_ctx_destroyed(CUcontext ctx)
          * the legacy stream, the owning thread for per-thread streams. */
         if (!retired && s->kind == S_USER) stream_destroy(s, 0);
         else if (!retired) stream_retire(s);
-        stream_unref(v[i]);
+        emu_stream_unref(v[i]);
     }
     free(v);
 
@@ -655,7 +650,7 @@ int emu_inflight_check(const char *call, CUdeviceptr base, size_t size)
 }
 
 /* The device a worker runs for (copies and kernels check accessibility). */
-int current_device(void)
+int emu_worker_device(void)
 {
     return tls_stream ? tls_stream->device : 0;
 }
@@ -668,24 +663,24 @@ int current_device(void)
  * released if not queued); `cap` what to record if s is capturing (NULL: the
  * operation cannot be captured here). sync: the call returns once the work is
  * done, and is checked as capture-unsafe. */
-CUresult submit(const char *call, emu_stream *s, int sync, const emu_capture_op *cap, emu_work *w)
+CUresult emu_stream_submit(const char *call, emu_stream *s, int sync, const emu_capture_op *cap, emu_work *w)
 {
     CUresult r;
     if (sync && (r = emu_capture_check_unsafe(call)) != CUDA_SUCCESS) {
-        work_release(w);
+        emu_work_release(w);
         return r;
     }
     if (emu_stream_capture(s)) {
-        work_release(w);
+        emu_work_release(w);
         if (sync || !cap) {
-            capture_invalidate(s);
+            emu_capture_invalidate(s);
             return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         }
         return emu_capture_add(s, cap);
     }
     uint64_t seq;
-    r = enqueue_seq(s, w, &seq);
-    if (r == CUDA_SUCCESS && sync) stream_wait_seq(s, seq);
+    r = emu_stream_enqueue_seq(s, w, &seq);
+    if (r == CUDA_SUCCESS && sync) emu_stream_wait_seq(s, seq);
     return r;
 }
 
@@ -750,11 +745,11 @@ static CUresult stream_sync(const char *call, CUstream h, int pt)
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
     if (emu_stream_capture(s)) {
-        capture_invalidate(s);
+        emu_capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     if ((r = emu_capture_check_unsafe(call)) != CUDA_SUCCESS) return r;
-    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
+    if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_stream_wait_idle(s);
     emu_mem_pools_sync();
     return CUDA_SUCCESS;
@@ -778,10 +773,10 @@ static CUresult stream_query(CUstream h, int pt)
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
     if (emu_stream_capture(s)) {
-        capture_invalidate(s);
+        emu_capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    if ((r = legacy_check(s)) != CUDA_SUCCESS) return r;
+    if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&s->lock);
     int idle = s->completed == s->submitted;
     pthread_mutex_unlock(&s->lock);
@@ -898,7 +893,7 @@ static CUresult launch_host(const char *call, CUstream h, int pt, CUhostFn fn, C
     CUDA_HOST_NODE_PARAMS hp = { .fn = fn, .userData = data };
     emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_HOST, .host = &hp };
     /* Callbacks cannot be captured (the driver says so); host functions can. */
-    return submit(call, s, 0, fn ? &op : NULL, &hw->w);
+    return emu_stream_submit(call, s, 0, fn ? &op : NULL, &hw->w);
 }
 
 EMU_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)

@@ -10,7 +10,7 @@
  * through the functions below for everything else.
  *
  * Lock order (never take an earlier one while holding a later one):
- *   ev_lock (emu_event.c) -> ctx->lock (emu_core.c) -> streams_lock -> s->lock.
+ *   emu_ev_lock (emu_event.c) -> ctx->lock (emu_core.c) -> streams_lock -> s->lock.
  */
 #ifndef EMU_STREAM_H
 #define EMU_STREAM_H
@@ -27,7 +27,7 @@ struct emu_stream {
     int priority;
     pthread_t owner;                /* S_PER_THREAD: the thread it belongs to */
     int refs;                       /* atomic: handle/owner, worker, events, deps */
-    struct emu_capture *capture;    /* atomic, owned by emu_graph.c */
+    struct emu_capture *capture;    /* atomic, owned by emu_capture.c */
     struct stream_slot *handle;     /* S_USER: its CUstream until destroyed, else NULL */
 
     pthread_mutex_t lock;
@@ -50,38 +50,37 @@ typedef struct dep { emu_stream *s; uint64_t seq; } dep;
 
 /* emu_event.c: the fields of every event (the fork handlers of emu_stream.c
  * take it first). */
-extern pthread_mutex_t ev_lock;
+extern pthread_mutex_t emu_ev_lock;
 /* The kernel the calling worker thread runs (NULL: none), for the fault
  * handler (emu_stream.c); set by emu_module.c around each kernel. */
-extern __thread const char *volatile tls_kernel;
+extern __thread const char *volatile emu_tls_kernel;
 
 /* calloc that aborts with a message when host memory runs out. */
-void *xcalloc(size_t n, size_t size);
+void *emu_xcalloc(size_t n, size_t size);
 
 /* Stream references and progress (emu_stream.c). */
-void stream_ref(emu_stream *s);
-void stream_unref(emu_stream *s);
+void emu_stream_ref(emu_stream *s);
+void emu_stream_unref(emu_stream *s);
 /* Blocks until s completed the work numbered seq / whether it has. */
-void stream_wait_seq(emu_stream *s, uint64_t seq);
-int stream_done(emu_stream *s, uint64_t seq);
+void emu_stream_wait_seq(emu_stream *s, uint64_t seq);
+int emu_stream_done(emu_stream *s, uint64_t seq);
 /* Frees a work item (its ranges, then its release function or free). */
-void work_release(emu_work *w);
+void emu_work_release(emu_work *w);
 /* Queues a wait for the given referenced dependencies on s (consumes them). */
-CUresult push_wait(emu_stream *s, dep *deps, size_t n, const char *what);
+CUresult emu_stream_push_wait(emu_stream *s, dep *deps, size_t n, const char *what);
 /* Queues w on s behind the legacy stream's implicit synchronization; *seq
- * (if not NULL) gets its number. enqueue_seq first refuses a use of the
- * legacy stream that a capture forbids (legacy_check); enqueue_unchecked is
- * for callers that made that check before taking ev_lock. Take w. */
-CUresult enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq);
-CUresult enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq);
-CUresult legacy_check(emu_stream *s);
-void capture_invalidate(emu_stream *s);
+ * (if not NULL) gets its number. emu_stream_enqueue_seq first refuses a use of the
+ * legacy stream that a capture forbids (emu_stream_legacy_check); emu_stream_enqueue_unchecked is
+ * for callers that made that check before taking emu_ev_lock. Take w. */
+CUresult emu_stream_enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq);
+CUresult emu_stream_enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq);
+CUresult emu_stream_legacy_check(emu_stream *s);
 /* The device the calling worker runs for (0 outside a worker). */
-int current_device(void);
-/* Runs or records one stream operation (emu_stream.c, "Submitting"). */
-CUresult submit(const char *call, emu_stream *s, int sync, const emu_capture_op *cap, emu_work *w);
-
-/* emu_event.c: context teardown of the events created in ctx. */
-void events_ctx_destroyed(CUcontext ctx);
+int emu_worker_device(void);
+/* Runs or records one stream operation: `w` is the work to queue (owned:
+ * released if not queued); `cap` what to record if s is capturing (NULL: the
+ * operation cannot be captured here). sync: the call returns once the work
+ * is done, and is checked as capture-unsafe. (emu_stream.c) */
+CUresult emu_stream_submit(const char *call, emu_stream *s, int sync, const emu_capture_op *cap, emu_work *w);
 
 #endif /* EMU_STREAM_H */
