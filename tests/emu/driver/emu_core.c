@@ -657,9 +657,15 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;
     pthread_mutex_unlock(&c->lock);
-    for (int i = 0; i < emu_ctx_depth; i++)
-        if (emu_ctx_stack[i] == c && free_handle) emu_ctx_stack[i] = NULL;
     if (free_handle) {
+        /* cuCtxDestroy: "If the context is current to the calling thread then
+         * the context will also be popped from the current thread's context
+         * stack (as though cuCtxPopCurrent() were called)." Deeper in this
+         * thread's stack it is forgotten (NULL); other threads keep it
+         * current and get CUDA_ERROR_CONTEXT_IS_DESTROYED. */
+        if (emu_ctx_depth && emu_ctx_stack[emu_ctx_depth - 1] == c) emu_ctx_depth--;
+        for (int i = 0; i < emu_ctx_depth; i++)
+            if (emu_ctx_stack[i] == c) emu_ctx_stack[i] = NULL;
         c->destroyed = 1;
         emu_handle_del(c);
         /* The struct is kept (not freed): other threads may still hold it as
