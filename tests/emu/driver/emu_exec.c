@@ -159,6 +159,7 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
         CUgraphNode nd = g->nodes[i];
         exec_node *x = &e->nodes[i];
         x->orig = nd;
+        x->serial = nd->serial;
         x->deps = malloc((nd->ndeps ? nd->ndeps : 1) * sizeof *x->deps);
         if (!x->deps || !emu_nparams_copy(&x->p, &nd->p)) {
             e->n = i + 1;

@@ -9,16 +9,26 @@
  */
 #include "emu_graph.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------ exec set params */
 
-/* The exec node named by hNode (a node of the exec's original graph). */
+static int exec_node_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const exec_node *)a)->serial, y = ((const exec_node *)b)->serial;
+    return x < y ? -1 : x > y;
+}
+
+/* The exec node named by hNode: a live node of the exec's original graph
+ * that was in it at instantiation (by graph uid and node serial: not by
+ * address, which a later node may reuse, nor by position, which shifts when
+ * an earlier node is destroyed). */
 static exec_node *exec_find(CUgraphExec e, CUgraphNode h)
 {
-    if (!emu_node_ok(h) || h->graph->uid != e->graph_uid || h->index >= e->n || e->nodes[h->index].orig != h)
-        return NULL;
-    return &e->nodes[h->index];
+    if (!emu_node_ok(h) || h->graph->uid != e->graph_uid) return NULL;
+    exec_node key = { .serial = h->serial };
+    return bsearch(&key, e->nodes, e->n, sizeof *e->nodes, exec_node_cmp);
 }
 
 /* Replaces an exec node's parameters with *p (consumed) if the documented

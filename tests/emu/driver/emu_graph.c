@@ -40,6 +40,29 @@ int emu_graph_has_mem(CUgraph g)
 }
 int emu_node_ok(CUgraphNode n) { return n && emu_handle_ok(n, EMU_K_NODE); }
 
+static int node_serial_cmp(const void *a, const void *b)
+{
+    uint64_t x = (*(const CUgraphNode *)a)->serial, y = (*(const CUgraphNode *)b)->serial;
+    return x < y ? -1 : x > y;
+}
+
+/* Nodes stay in creation order, so their serials increase along g->nodes. */
+CUgraphNode emu_graph_node_by_serial(CUgraph g, uint64_t serial)
+{
+    struct CUgraphNode_st key = { .serial = serial };
+    CUgraphNode k = &key, *hit = bsearch(&k, g->nodes, g->n, sizeof *g->nodes, node_serial_cmp);
+    return hit ? *hit : NULL;
+}
+
+/* 1 if a capture is in progress into g (cuStreamBeginCaptureToGraph). */
+static int graph_capturing(CUgraph g)
+{
+    pthread_mutex_lock(&emu_cap_lock);
+    int capturing = g->capture != NULL;
+    pthread_mutex_unlock(&emu_cap_lock);
+    return capturing;
+}
+
 CUgraph emu_graph_new(void)
 {
     CUgraph g = calloc(1, sizeof *g);
@@ -49,15 +72,20 @@ CUgraph emu_graph_new(void)
     return g;
 }
 
+/* Frees a node whose handle is gone and that no graph holds any more. */
+static void node_free(CUgraph g, CUgraphNode nd)
+{
+    if (nd->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(nd->p.mem_ptr, g->uid, 0);
+    emu_nparams_free(&nd->p);
+    free(nd->deps);
+    free(nd);
+}
+
 void emu_graph_free(CUgraph g)
 {
     for (size_t i = 0; i < g->n; i++) {
-        CUgraphNode nd = g->nodes[i];
-        emu_handle_del(nd);
-        if (nd->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(nd->p.mem_ptr, g->uid, 0);
-        emu_nparams_free(&nd->p);
-        free(nd->deps);
-        free(nd);
+        emu_handle_del(g->nodes[i]);
+        node_free(g, g->nodes[i]);
     }
     emu_handle_del(g);
     free(g->nodes);
@@ -124,6 +152,7 @@ CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdg
     }
     nd->graph = g;
     nd->index = g->n;
+    nd->serial = g->next_serial++;
     nd->p = *p;
     g->nodes[g->n++] = nd;
     for (size_t i = 0; i < n; i++) edge_add(g, deps[i], nd, data ? &data[i] : NULL); /* room reserved */
@@ -186,11 +215,43 @@ EMU_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 {
     EMU_ENTRY_INIT();
     if (!emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&emu_cap_lock);
-    int capturing = hGraph->capture != NULL;
-    pthread_mutex_unlock(&emu_cap_lock);
-    if (capturing) return CUDA_ERROR_INVALID_VALUE;  /* "all operations other than destroy" */
+    if (graph_capturing(hGraph)) return CUDA_ERROR_INVALID_VALUE;  /* "all operations other than destroy" */
     emu_graph_free(hGraph);
+    return CUDA_SUCCESS;
+}
+
+/* cuGraphDestroyNode: "Removes hNode from its graph. This operation also
+ * severs any dependencies of other nodes on hNode and vice versa. Nodes
+ * which belong to a graph which contains allocation or free nodes cannot be
+ * destroyed." The order of the remaining nodes and edges is kept; an exec
+ * instantiated before is a snapshot and keeps the node, but the node no
+ * longer names it (exec setters: "hNode must not have been removed from the
+ * original graph"). A graph a capture is in progress into refuses, as it
+ * refuses cuGraphDestroy (the capture holds its nodes as dependencies). */
+EMU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
+{
+    EMU_ENTRY_INIT();
+    if (!emu_node_ok(hNode)) return CUDA_ERROR_INVALID_VALUE;
+    CUgraph g = hNode->graph;
+    if (emu_graph_has_mem(g) || graph_capturing(g)) return CUDA_ERROR_INVALID_VALUE;
+    size_t k = 0;
+    for (size_t i = 0; i < g->nedges; i++)
+        if (g->edges[i].from != hNode && g->edges[i].to != hNode) g->edges[k++] = g->edges[i];
+    g->nedges = k;
+    for (size_t i = 0; i < g->n; i++) {
+        CUgraphNode m = g->nodes[i];
+        k = 0;
+        for (size_t j = 0; j < m->ndeps; j++)
+            if (m->deps[j] != hNode) m->deps[k++] = m->deps[j];
+        m->ndeps = k;
+    }
+    for (size_t i = hNode->index + 1; i < g->n; i++) {
+        g->nodes[i - 1] = g->nodes[i];
+        g->nodes[i - 1]->index = i - 1;
+    }
+    g->n--;
+    emu_handle_del(hNode);
+    node_free(g, hNode);
     return CUDA_SUCCESS;
 }
 
@@ -220,6 +281,10 @@ EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
+    /* A cloned node keeps its original's serial: cuGraphNodeFindInClone. */
+    for (size_t i = 0; i < o->n; i++) g->nodes[i]->serial = o->nodes[i]->serial;
+    g->next_serial = g->clone_serials = o->next_serial;
+    g->clone_of = o->uid;
     *phGraphClone = g;
     return CUDA_SUCCESS;
 }
@@ -227,10 +292,16 @@ EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 EMU_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
 {
     EMU_ENTRY_INIT();
+    /* "hClonedGraph must have been cloned from hOriginalGraph via
+     * cuGraphClone. hOriginalNode must have been in hOriginalGraph at the
+     * time of the call to cuGraphClone, and the corresponding cloned node in
+     * hClonedGraph must not have been removed." */
     if (!phNode || !emu_node_ok(hOriginalNode) || !emu_graph_ok(hClonedGraph) ||
-        hOriginalNode->index >= hClonedGraph->n)
+        hClonedGraph->clone_of != hOriginalNode->graph->uid || hOriginalNode->serial >= hClonedGraph->clone_serials)
         return CUDA_ERROR_INVALID_VALUE;
-    *phNode = hClonedGraph->nodes[hOriginalNode->index];
+    CUgraphNode nd = emu_graph_node_by_serial(hClonedGraph, hOriginalNode->serial);
+    if (!nd) return CUDA_ERROR_INVALID_VALUE;
+    *phNode = nd;
     return CUDA_SUCCESS;
 }
 

@@ -7,8 +7,10 @@
  *   - A node keeps its own copy of its parameters (emu_nparams: kernel
  *     arguments packed by emu_args_pack). Nodes are numbered in creation
  *     order; an exec pairs its nodes with the original graph's nodes by that
- *     number, and an exec node is named by the original graph's node handle,
- *     as in CUDA.
+ *     serial, and an exec node is named by the original graph's node handle,
+ *     as in CUDA. A node's serial is its creation number in its graph, never
+ *     reused; its index is its position in the graph's array, which shifts
+ *     when an earlier node is destroyed (cuGraphDestroyNode).
  *   - A graph (CUgraph and its nodes) is not thread-safe, as in CUDA: callers
  *     serialise their use of one graph. g->capture is guarded by emu_cap_lock.
  *   - exec->lock guards an exec's node parameters (nodes[].p, disabled) and
@@ -93,7 +95,10 @@ typedef struct emu_edge { CUgraphNode from, to; CUgraphEdgeData data; } emu_edge
 
 struct CUgraphNode_st {
     CUgraph graph;
-    size_t index;                   /* creation order in the graph */
+    size_t index;                   /* position in graph->nodes (creation order; shifts
+                                       down when an earlier node is destroyed) */
+    uint64_t serial;                /* creation number in its graph, never reused: names
+                                       the node in execs and clones */
     emu_nparams p;
     CUgraphNode *deps;              /* incoming edges, in the order added */
     size_t ndeps, cap_deps;
@@ -107,11 +112,15 @@ struct CUgraph_st {
     size_t nedges, cap_edges;
     struct emu_capture *capture;    /* capture in progress into this graph (emu_cap_lock) */
     int mem_execs;                  /* live execs of it while it has memory nodes (at most 1) */
+    uint64_t next_serial;           /* the serial of the next node */
+    uint64_t clone_of;              /* cuGraphClone: the original graph's uid (0: none)... */
+    uint64_t clone_serials;         /* ...whose nodes with serials below this it copied */
 };
 
 typedef struct exec_node {
-    CUgraphNode orig;               /* the original graph's node (names it; never dereferenced
+    CUgraphNode orig;               /* the original graph's node (never dereferenced
                                        without a handle check) */
+    uint64_t serial;                /* orig's serial: names it (increasing along nodes[]) */
     emu_nparams p;
     size_t ndeps;
     size_t *deps;                   /* indices of its dependencies, in edge order */
@@ -161,6 +170,8 @@ int emu_node_ok(CUgraphNode n);
 CUgraph emu_graph_new(void);
 void emu_graph_free(CUgraph g);
 CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n);
+/* The node of g with `serial`, NULL if none (destroyed, or never made). */
+CUgraphNode emu_graph_node_by_serial(CUgraph g, uint64_t serial);
 CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
                             size_t n, emu_nparams *p, CUgraphNode *out);
 
