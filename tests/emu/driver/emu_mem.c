@@ -127,8 +127,9 @@ int emu_usage_take(int dev, size_t bytes)
 }
 
 /* Device memory accounting (emu_mem_lock held). What each kind costs:
- *   cuMemAlloc, cuMemAllocPitch: the bytes rounded up to whole pages (4 KiB),
- *     charged until freed;
+ *   cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged: the bytes rounded up to
+ *     whole pages (4 KiB), charged until freed;
+ *   CUDA arrays: the bytes of their elements, rounded up the same way;
  *   stream-ordered: the same, from the device's pool, which first reuses
  *     bytes it holds; freed bytes stay held (charged) until a synchronize
  *     releases those above the release threshold, or cuMemPoolTrimTo;
@@ -249,7 +250,7 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
         mem_range *r = (mem_range *)emu_memory.ranges.v[i];
         /* cuCtxDestroy: "will not destroy memory allocations by cuMemCreate(),
          * cuMemAllocAsync() and cuMemAllocFromPoolAsync()". */
-        if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_HOST)) {
+        if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_MANAGED || r->kind == RK_HOST)) {
             block_detach(r);        /* removes entry i: do not advance */
             dead[n++] = r;
         } else {
@@ -267,7 +268,7 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
 
 /* Which plain blocks a free call accepts: kinds, and for host memory whether
  * it was registered (FREE_REGISTERED: cuMemHostUnregister) or allocated. */
-enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_ASYNC | 1 << RK_GRAPH, FREE_HOST = 1 << RK_HOST,
+enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_MANAGED | 1 << RK_ASYNC | 1 << RK_GRAPH, FREE_HOST = 1 << RK_HOST,
        FREE_REGISTERED = 1 << 16 };
 
 /* The block starting exactly at p that `kinds` accepts (emu_mem_lock held). */
@@ -507,8 +508,31 @@ EMU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
     return rc;
 }
 
-/* cuMemAlloc memory gets the driver's implicit synchronization; stream-ordered
- * allocations are freed at once (the driver documents no synchronization). */
+/* cuMemAllocManaged: "Allocates bytesize bytes of managed memory on the
+ * device ... If bytesize is 0, cuMemAllocManaged returns
+ * CUDA_ERROR_INVALID_VALUE ... flags must be one of CU_MEM_ATTACH_GLOBAL or
+ * CU_MEM_ATTACH_HOST ... Memory allocated with cuMemAllocManaged should be
+ * released with cuMemFree." All emulated memory is host memory, so managed
+ * memory is a block like cuMemAlloc's that the host may also use: it lives
+ * on the current context's device, is charged to its budget (no
+ * oversubscription, no migration), is reachable from every device and
+ * stream whatever the flag (the device reports CONCURRENT_MANAGED_ACCESS),
+ * and goes with its context (cuCtxDestroy lists cuMemAllocManaged memory
+ * among the context's resources). */
+EMU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    EMU_ENTRY_INIT();
+    CUresult rc = emu_capture_check_unsafe(__func__);
+    if (rc != CUDA_SUCCESS) return rc;
+    CUcontext ctx;
+    if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
+    if (!dptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) return CUDA_ERROR_INVALID_VALUE;
+    return block_alloc(dptr, bytesize, RK_MANAGED, ctx->device, ctx, 0);
+}
+
+/* cuMemAlloc and managed memory get the driver's implicit synchronization;
+ * stream-ordered allocations are freed at once (the driver documents no
+ * synchronization). */
 EMU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     EMU_ENTRY_INIT();
@@ -516,7 +540,7 @@ EMU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     if (rc != CUDA_SUCCESS) return rc;
     CUcontext ctx;
     if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
-    return block_free(__func__, dptr, FREE_DEVICE, 1u << RK_ALLOC, ctx);
+    return block_free(__func__, dptr, FREE_DEVICE, 1u << RK_ALLOC | 1u << RK_MANAGED, ctx);
 }
 
 EMU_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
@@ -764,10 +788,11 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
         *size = sizeof(CUdeviceptr); *val = pi->p; return in;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        *size = sizeof(void *); *val = pi->p; return in && r->kind == RK_HOST;
+        *size = sizeof(void *); *val = pi->p; return in && (r->kind == RK_HOST || r->kind == RK_MANAGED);
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
         *size = 8; *val = r->buffer_id; return in;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *val = r->kind == RK_MANAGED; return in;
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
         return in;
     /* The device reports GPU_DIRECT_RDMA_SUPPORTED: cuMemAlloc memory is

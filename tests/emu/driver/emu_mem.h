@@ -34,7 +34,8 @@ typedef enum range_kind {
     RK_ASYNC,       /* cuMemAllocAsync / FromPoolAsync */
     RK_MAP,         /* one cuMemMap */
     RK_HOST,        /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
-    RK_GRAPH        /* a graph allocation while it is allocated (gmem) */
+    RK_GRAPH,       /* a graph allocation while it is allocated (gmem) */
+    RK_MANAGED      /* cuMemAllocManaged */
 } range_kind;
 
 /* A graph allocation (an allocation node's memory, emu_gmem_* in
