@@ -622,7 +622,13 @@ static void emu_ctx_set_current(CUcontext c)
     if (!c && emu_ctx_depth == 1) emu_ctx_depth = 0;
 }
 
-static int emu_ctx_live(CUcontext c) { return c && emu_handle_ok(c, EMU_K_CTX) && !c->destroyed; }
+int emu_ctx_live(CUcontext c) { return c && emu_handle_ok(c, EMU_K_CTX) && !c->destroyed; }
+
+CUresult emu_ctx_resolve(CUcontext *ctx)
+{
+    if (!*ctx) return emu_ctx_require(ctx);
+    return emu_ctx_live(*ctx) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
 
 CUresult emu_ctx_require(CUcontext *out)
 {
@@ -764,7 +770,7 @@ EMU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 EMU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
     EMU_ENTRY_INIT();
-    CUresult r = ctx ? (emu_ctx_live(ctx) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT) : emu_ctx_require(&ctx);
+    CUresult r = emu_ctx_resolve(&ctx);
     if (r != CUDA_SUCCESS) return r;
     if (!device) return CUDA_ERROR_INVALID_VALUE;
     *device = ctx->device;
@@ -818,7 +824,7 @@ EMU_EXPORT CUresult cuCtxSynchronize(void)
 EMU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
     EMU_ENTRY_INIT();
-    CUresult r = ctx ? (emu_ctx_live(ctx) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT) : emu_ctx_require(&ctx);
+    CUresult r = emu_ctx_resolve(&ctx);
     return r != CUDA_SUCCESS ? r : emu_ctx_sync(ctx, __func__);
 }
 

@@ -47,14 +47,6 @@ CUcontext emu_nparams_func_ctx(CUfunction f, CUcontext fallback)
     return c ? c : fallback;
 }
 
-/* NULL means the current context. */
-static CUresult ctx_resolve(CUcontext c, CUcontext *out)
-{
-    if (!c) return emu_ctx_require(out);
-    if (!emu_handle_ok(c, EMU_K_CTX) || c->destroyed) return CUDA_ERROR_INVALID_CONTEXT;
-    *out = c;
-    return CUDA_SUCCESS;
-}
 
 void emu_nparams_free(emu_nparams *p)
 {
@@ -138,7 +130,7 @@ CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext c
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     CUresult r;
-    if ((r = ctx_resolve(ctx, &ctx)) != CUDA_SUCCESS) return r;
+    if ((r = emu_ctx_resolve(&ctx)) != CUDA_SUCCESS) return r;
     if ((r = emu_memcpy3d_check(c)) != CUDA_SUCCESS) return r;
     memset(np, 0, sizeof *np);
     np->type = CU_GRAPH_NODE_TYPE_MEMCPY;
@@ -151,7 +143,7 @@ CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, C
 {
     if (!s) return CUDA_ERROR_INVALID_VALUE;
     CUresult r;
-    if ((r = ctx_resolve(ctx, &ctx)) != CUDA_SUCCESS) return r;
+    if ((r = emu_ctx_resolve(&ctx)) != CUDA_SUCCESS) return r;
     if ((r = emu_memset_check(s)) != CUDA_SUCCESS) return r;
     memset(np, 0, sizeof *np);
     np->type = CU_GRAPH_NODE_TYPE_MEMSET;

@@ -187,6 +187,11 @@ struct CUctx_st {
 CUcontext emu_ctx_current(void);
 /* Current context or CUDA_ERROR_INVALID_CONTEXT (or NOT_INITIALIZED). */
 CUresult emu_ctx_require(CUcontext *out);
+/* 1 if c is a context that exists and was not destroyed. */
+int emu_ctx_live(CUcontext c);
+/* A context argument: NULL means the current one (emu_ctx_require); any
+ * other must be live, else CUDA_ERROR_INVALID_CONTEXT. */
+CUresult emu_ctx_resolve(CUcontext *ctx);
 int emu_device_count(void);
 /* The primary context of dev, created if needed but not retained (the
  * runtime's private interface hands it out this way); NOT_INITIALIZED before

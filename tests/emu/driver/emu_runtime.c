@@ -175,13 +175,6 @@ typedef struct emu_cls {
 static emu_cls *cls_list;                                   /* guarded by cls_lock */
 static pthread_mutex_t cls_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* NULL means the current context; a destroyed or foreign one is refused. */
-static CUresult emu_cls_ctx(CUcontext *ctx)
-{
-    if (!*ctx) return emu_ctx_require(ctx);
-    return emu_handle_ok(*ctx, EMU_K_CTX) && !(*ctx)->destroyed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-}
-
 static emu_cls **emu_cls_find(CUcontext ctx, void *key)
 {
     emu_cls **p = &cls_list;
@@ -191,7 +184,7 @@ static emu_cls **emu_cls_find(CUcontext ctx, void *key)
 
 static CUresult emu_cls_put(CUcontext ctx, void *key, void *value, emu_cls_dtor dtor)
 {
-    CUresult r = emu_cls_ctx(&ctx);
+    CUresult r = emu_ctx_resolve(&ctx);
     emu_rt_trace("CONTEXT_STORAGE[0] put ctx %p key %p value %p -> %d", (void *)ctx, key, value, (int)r);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&cls_lock);
@@ -212,7 +205,7 @@ static CUresult emu_cls_put(CUcontext ctx, void *key, void *value, emu_cls_dtor 
 /* Removes the entry without calling its destroy callback. */
 static CUresult emu_cls_delete(CUcontext ctx, void *key)
 {
-    CUresult r = emu_cls_ctx(&ctx);
+    CUresult r = emu_ctx_resolve(&ctx);
     emu_rt_trace("CONTEXT_STORAGE[1] delete ctx %p key %p -> %d", (void *)ctx, key, (int)r);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&cls_lock);
@@ -226,7 +219,7 @@ static CUresult emu_cls_delete(CUcontext ctx, void *key)
 static CUresult emu_cls_get(void **value, CUcontext ctx, void *key)
 {
     if (!value) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = emu_cls_ctx(&ctx);
+    CUresult r = emu_ctx_resolve(&ctx);
     if (r == CUDA_SUCCESS) {
         pthread_mutex_lock(&cls_lock);
         emu_cls *e = *emu_cls_find(ctx, key);
