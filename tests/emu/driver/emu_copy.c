@@ -1,6 +1,6 @@
 /*
- * emu_copy.c: copies (1D, 2D, 3D, every direction, synchronous and
- * asynchronous), memsets (8/16/32-bit, 1D and 2D) and stream memory
+ * emu_copy.c: copies (1D, 2D, 3D, every direction, between contexts,
+ * synchronous and asynchronous), memsets (8/16/32-bit, 1D and 2D) and stream memory
  * operations (32- and 64-bit write and wait) of the emulated CUDA driver,
  * with the driver's range checks; the copy and memset executors and range
  * recorders graph nodes use (emu_memcpy3d_*, emu_memset_*).
@@ -322,18 +322,68 @@ EMU_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr
                                               CUstream hStream)
 { EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, D, srcDevice, ByteCount, hStream, 1, 0); }
 
+/* cuMemcpyPeer / cuMemcpyPeerAsync: "Copies from device memory in one
+ * context to device memory in another context." Both contexts must be live
+ * (CUDA_ERROR_INVALID_CONTEXT); then it is a device-to-device copy like
+ * cuMemcpyDtoD(Async), with the same range checks, on a stream of the
+ * current context (NULL: its legacy or per-thread default stream), recorded
+ * as a memcpy node during a capture. Peer access need not be enabled. */
+static CUresult copy_peer(const char *call, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                          size_t n, CUstream h, int pt, int sync)
+{
+    if (!emu_ctx_live(dst_ctx) || !emu_ctx_live(src_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    return copy_1d(call, D, dst, D, src, n, h, pt, sync);
+}
+
+EMU_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                 CUcontext srcContext, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                      CUcontext srcContext, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                      CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, 0, 0);
+}
+EMU_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                           CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, 1, 0);
+}
+
 #undef H
 #undef D
 #undef U
 
+/* The device's CU_DEVICE_ATTRIBUTE_MAX_PITCH (emu_core.c). cuMemcpy2D:
+ * "returns an error if any pitch is greater than the maximum allowed
+ * (CU_DEVICE_ATTRIBUTE_MAX_PITCH) ... cuMemcpy2DUnaligned() does not have
+ * this restriction". A pitch counts where it is used: a copy of more than
+ * one row. */
+#define EMU_MAX_PITCH 2147483647u
+
+static CUresult copy_2d_pitch_limited(const char *call, const CUDA_MEMCPY2D *c, CUstream h, int pt, int sync)
+{
+    if (c && c->Height > 1 && (c->srcPitch > EMU_MAX_PITCH || c->dstPitch > EMU_MAX_PITCH))
+        return CUDA_ERROR_INVALID_VALUE;
+    return copy_2d(call, c, h, pt, sync);
+}
+
 EMU_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
-{ EMU_ENTRY_INIT(); return copy_2d(__func__, pCopy, NULL, 0, 1); }
+{ EMU_ENTRY_INIT(); return copy_2d_pitch_limited(__func__, pCopy, NULL, 0, 1); }
 EMU_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{ EMU_ENTRY_INIT(); return copy_2d(__func__, pCopy, NULL, 1, 1); }
+{ EMU_ENTRY_INIT(); return copy_2d_pitch_limited(__func__, pCopy, NULL, 1, 1); }
 EMU_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{ EMU_ENTRY_INIT(); return copy_2d(__func__, pCopy, hStream, 0, 0); }
+{ EMU_ENTRY_INIT(); return copy_2d_pitch_limited(__func__, pCopy, hStream, 0, 0); }
 EMU_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{ EMU_ENTRY_INIT(); return copy_2d(__func__, pCopy, hStream, 1, 0); }
+{ EMU_ENTRY_INIT(); return copy_2d_pitch_limited(__func__, pCopy, hStream, 1, 0); }
+EMU_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+{ EMU_ENTRY_INIT(); return copy_2d(__func__, pCopy, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{ EMU_ENTRY_INIT(); return copy_2d(__func__, pCopy, NULL, 1, 1); }
 EMU_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 { EMU_ENTRY_INIT(); return copy_submit(__func__, pCopy, NULL, 0, 1); }
 EMU_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)

@@ -562,6 +562,7 @@ int emu_device_attribute(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;              /* cuMemAllocManaged */
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;   /* no cuStreamAttachMemAsync needed */
     case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 512;   /* cuMemAllocPitch's */
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;          /* cuMemcpy2D's (emu_copy.c) */
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return !emu_cfg.no_vmm;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
