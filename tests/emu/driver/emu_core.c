@@ -356,7 +356,7 @@ int emu_handle_ok(const void *h, emu_kind kind)
     static const char *const names[EMU_K_COUNT] = {
         [EMU_K_STREAM] = "stream", [EMU_K_EVENT] = "event", [EMU_K_MODULE] = "module",
         [EMU_K_FUNC] = "function", [EMU_K_EXEC] = "graph exec", [EMU_K_LIBRARY] = "library",
-        [EMU_K_KERNEL] = "kernel",
+        [EMU_K_KERNEL] = "kernel", [EMU_K_ARRAY] = "array",
     };
     int st = handle_state(h, kind);
     if (st < 0)
@@ -663,6 +663,7 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
     emu_events_ctx_destroyed(c);
     emu_modules_ctx_destroyed(c);
     emu_mem_ctx_destroyed(c);
+    emu_arrays_ctx_destroyed(c);
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;
     pthread_mutex_unlock(&c->lock);

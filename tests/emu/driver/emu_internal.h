@@ -13,8 +13,9 @@
  *                  host memory, address ranges, pointer attributes, legacy
  *                  IPC, graph allocations, the device-range registry used to
  *                  find what work touches.
- *   emu_vmm.c      the virtual memory management API (emu_mem.h: the state
- *                  the two share).
+ *   emu_vmm.c      the virtual memory management API.
+ *   emu_array.c    CUDA arrays: descriptors and their charge to the device
+ *                  (emu_mem.h: the memory state the three share).
  *   emu_stream.c   streams and their worker threads, the in-flight work
  *                  registry used to detect violations, submitting work
  *                  (capture or queue), host functions and callbacks.
@@ -139,7 +140,7 @@ unsigned long emu_violation_count(void);
 typedef enum emu_kind {
     EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
     EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL,
-    EMU_K_LIBRARY, EMU_K_KERNEL,
+    EMU_K_LIBRARY, EMU_K_KERNEL, EMU_K_ARRAY,
     EMU_K_COUNT                     /* keep last */
 } emu_kind;
 void emu_handle_add(const void *h, emu_kind kind);
@@ -229,6 +230,9 @@ int emu_mem_extent_ok(CUdeviceptr p, size_t n);
  * stream-ordered memory is not tied to a context and stays. Called after the
  * context's streams are gone. */
 void emu_mem_ctx_destroyed(CUcontext ctx);
+/* emu_array.c: the same for the context's CUDA arrays (their charge goes
+ * back to the device; their handles end). */
+void emu_arrays_ctx_destroyed(CUcontext ctx);
 /* Plain copy/set used by streams and graphs once validated. */
 void emu_mem_copy(void *dst, const void *src, size_t n);
 /* cuMemFreeAsync, at the call: marks the stream-ordered (or graph)
