@@ -90,8 +90,9 @@ static CUresult array_create(const char *call, CUarray *out, const CUDA_ARRAY3D_
 
 /* Gives an array's charge back and its memory to the pool (its handle
  * already deleted or ended). */
-static void array_free(CUarray a)
+static void array_free(void *h)
 {
+    CUarray a = h;
     pthread_mutex_lock(&emu_mem_lock);
     emu_memory.used[a->device] -= a->len;
     pthread_mutex_unlock(&emu_mem_lock);
@@ -149,11 +150,5 @@ EMU_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDes
 
 void emu_arrays_ctx_destroyed(CUcontext ctx)
 {
-    const void **v;
-    size_t n = emu_handles_of_ctx(ctx, EMU_K_ARRAY, &v);
-    for (size_t i = 0; i < n; i++) {
-        emu_handle_end(v[i]);
-        array_free((CUarray)(uintptr_t)v[i]);
-    }
-    free(v);
+    emu_handles_end_ctx(ctx, EMU_K_ARRAY, array_free);
 }

@@ -367,7 +367,9 @@ int emu_handle_ok(const void *h, emu_kind kind)
     return st == 1;
 }
 
-size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out)
+/* The live handles of `kind` that belong to ctx, in a malloc'd array (*out,
+ * NULL when none); returns the count. */
+static size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out)
 {
     size_t n = 0, cap = 0;
     const void **v = NULL;
@@ -385,6 +387,17 @@ size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out)
     pthread_mutex_unlock(&emu_handle_lock);
     *out = v;
     return n;
+}
+
+void emu_handles_end_ctx(CUcontext ctx, emu_kind kind, void (*release)(void *h))
+{
+    const void **v;
+    size_t n = emu_handles_of_ctx(ctx, kind, &v);
+    for (size_t i = 0; i < n; i++) {
+        emu_handle_end(v[i]);
+        release((void *)(uintptr_t)v[i]);
+    }
+    free(v);
 }
 
 /* Handle memory pools: one LIFO free list per kind, linked through the first

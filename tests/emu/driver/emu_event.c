@@ -78,15 +78,11 @@ EMU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
 
 /* Context teardown (after its streams are gone): ends and releases every
  * event created in ctx. */
+static void event_ctx_end(void *h) { event_unref(ev_of(h)); }
+
 void emu_events_ctx_destroyed(CUcontext ctx)
 {
-    const void **v;
-    size_t n = emu_handles_of_ctx(ctx, EMU_K_EVENT, &v);
-    for (size_t i = 0; i < n; i++) {
-        emu_handle_end(v[i]);
-        event_unref(ev_of((CUevent)(uintptr_t)v[i]));
-    }
-    free(v);
+    emu_handles_end_ctx(ctx, EMU_K_EVENT, event_ctx_end);
 }
 
 /* A record marker holds a reference to its event until it ran (dropped

@@ -400,15 +400,11 @@ EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
     return CUDA_SUCCESS;
 }
 
+static void exec_ctx_end(void *h) { exec_free(h); }   /* its launches ran: the streams are gone */
+
 void emu_graph_ctx_destroyed(CUcontext ctx)
 {
-    const void **v;
-    size_t n = emu_handles_of_ctx(ctx, EMU_K_EXEC, &v);
-    for (size_t i = 0; i < n; i++) {
-        emu_handle_end(v[i]);
-        exec_free((CUgraphExec)(uintptr_t)v[i]);   /* its launches ran: the streams are gone */
-    }
-    free(v);
+    emu_handles_end_ctx(ctx, EMU_K_EXEC, exec_ctx_end);
 }
 
 EMU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)

@@ -158,9 +158,9 @@ int emu_handle_ok(const void *h, emu_kind kind);
 int emu_handle_alive(const void *h, emu_kind kind);
 /* Context teardown: ends handle h (it stays known as ended, see above). */
 void emu_handle_end(const void *h);
-/* The live handles of `kind` that belong to ctx, in a malloc'd array (*out,
- * NULL when none); returns the count. */
-size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out);
+/* Context teardown of ctx's live handles of `kind`: each is ended
+ * (emu_handle_end), then given to release (which frees what it names). */
+void emu_handles_end_ctx(CUcontext ctx, emu_kind kind, void (*release)(void *h));
 
 /* Handle memory with the driver's reuse of freed handle values: objects of
  * one kind (one size per kind) come from a LIFO free list, so the value of

@@ -227,16 +227,16 @@ EMU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
     return CUDA_SUCCESS;
 }
 
+static void module_ctx_end(void *h)
+{
+    CUmodule m = h;
+    if (m->lib) emu_lib_module_ctx_destroyed(m);
+    else module_unload(m, 1);
+}
+
 void emu_modules_ctx_destroyed(CUcontext ctx)
 {
-    const void **v;
-    size_t n = emu_handles_of_ctx(ctx, EMU_K_MODULE, &v);
-    for (size_t i = 0; i < n; i++) {
-        CUmodule m = (CUmodule)(uintptr_t)v[i];
-        if (m->lib) emu_lib_module_ctx_destroyed(m);
-        else module_unload(m, 1);
-    }
-    free(v);
+    emu_handles_end_ctx(ctx, EMU_K_MODULE, module_ctx_end);
 }
 
 EMU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
