@@ -10,6 +10,9 @@
  */
 #include "graph_util.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 /* The legacy ELF names, which cuda.h maps to newer ones. */
 #undef cuGraphInstantiate
 #undef cuGraphExecUpdate
@@ -796,6 +799,49 @@ TEST(destroy_node)
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* A fork right after a launch completed: the child launches the same exec
+ * again, and that launch waits for the previous one's launch token, which
+ * must be finished when the stream counts the launch done (a fork child
+ * never runs the parent's release of completed work). Before, the token was
+ * finished at release, a little later: a child forked in between waited
+ * forever. Each child is killed by SIGALRM after 5 s. */
+TEST(fork_right_after_a_launch)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc();
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    add_affine(g, NULL, 0, a, 1, 1);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    int bad = 0;
+    for (int i = 0; i < 300 && !bad; i++) {
+        CHECK_CU(cuGraphLaunch(e, s), CUDA_SUCCESS);
+        CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(5);
+            CUresult r = cuGraphLaunch(e, s);
+            if (r == CUDA_SUCCESS) r = cuStreamSynchronize(s);
+            _exit(r == CUDA_SUCCESS ? 0 : 1);
+        }
+        int st = -1;
+        waitpid(pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            printf("#   fork %d: child %s %d\n", i, WIFEXITED(st) ? "exited" : "killed by signal",
+                   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            bad = 1;
+        }
+    }
+    CHECK(!bad);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
 /* cuGraphNodeSetEnabled: a disabled exec node does nothing in later launches
  * (launches already queued keep the state they were queued with); only kernel,
  * memcpy and memset nodes can be disabled. */
@@ -853,5 +899,6 @@ int main(void)
     RUN(kernel_node_attributes);
     RUN(node_enable);
     RUN(destroy_node);
+    RUN(fork_right_after_a_launch);
     return check_done();
 }

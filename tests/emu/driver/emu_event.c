@@ -39,15 +39,20 @@ static double now_ms(void)
  * ---------------------------------------------------------------------- */
 static emu_event *ev_of(CUevent e) { return (emu_event *)(void *)e; }
 
-/* Drops a reference (no lock needed: the last one is only dropped once no
- * handle and no marker can reach the event). */
-static void event_unref(emu_event *e)
+/* Frees an event no reference reaches any more. */
+static void event_free(emu_event *e)
 {
-    if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     emu_stream *s = e->pub.stream;
     emu_capture_event_forget(&e->pub);
     emu_handle_mem_put(EMU_K_EVENT, e);    /* the next cuEventCreate reuses the value */
     if (s) emu_stream_unref(s);
+}
+
+/* Drops a reference (no lock needed: the last one is only dropped once no
+ * handle and no marker can reach the event). */
+static void event_unref(emu_event *e)
+{
+    if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) event_free(e);
 }
 
 EMU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
@@ -85,13 +90,17 @@ void emu_events_ctx_destroyed(CUcontext ctx)
     emu_handles_end_ctx(ctx, EMU_K_EVENT, event_ctx_end);
 }
 
-/* A record marker holds a reference to its event until it ran (dropped
- * there, before the stream counts it as completed, so an event destroyed
- * once a wait on it returned is back in the handle pool), or until it is
- * released unrun. */
+/* A record marker holds a reference to its event until it completes: the
+ * reference goes in mark_complete, under the stream's lock, so an event
+ * whose record a waiter saw complete holds none from it any more
+ * (cuEventDestroy then gives the handle value back at once). Freeing takes
+ * other locks, so a marker that dropped the last reference frees the event
+ * in mark_release. A marker released unrun drops its reference there. */
 typedef struct mark_work {
     emu_work w;
-    emu_event *e;                   /* NULL once the marker ran */
+    emu_event *e;
+    int completed;                  /* mark_complete ran */
+    int last;                       /* ...and dropped the last reference */
 } mark_work;
 
 static void mark_run(emu_work *w, emu_stream *s)
@@ -100,14 +109,20 @@ static void mark_run(emu_work *w, emu_stream *s)
     pthread_mutex_lock(&emu_ev_lock);
     if (mw->e->pub.stream == s && mw->e->pub.seq == w->seq) mw->e->pub.time_ms = now_ms();
     pthread_mutex_unlock(&emu_ev_lock);
-    event_unref(mw->e);
-    mw->e = NULL;
+}
+
+static void mark_complete(emu_work *w)
+{
+    mark_work *mw = (mark_work *)w;
+    mw->completed = 1;
+    mw->last = __atomic_sub_fetch(&mw->e->refs, 1, __ATOMIC_ACQ_REL) == 0;
 }
 
 static void mark_release(emu_work *w)
 {
     mark_work *mw = (mark_work *)w;
-    if (mw->e) event_unref(mw->e);
+    if (!mw->completed) event_unref(mw->e);
+    else if (mw->last) event_free(mw->e);
     free(w);
 }
 
@@ -123,6 +138,7 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
     if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_event *e = ev_of(h);
     mark_work *mw = (mark_work *)emu_work_new(sizeof *mw, call, mark_run);
+    mw->w.complete = mark_complete;
     mw->w.release = mark_release;
     mw->e = e;
     uint64_t seq;

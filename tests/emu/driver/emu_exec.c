@@ -18,7 +18,8 @@
  * Locks: exec->lock guards an exec's node parameters and its last launch
  * token, so a launch takes a consistent snapshot while another thread sets
  * parameters; tok_lock/tok_cond guard every launch token's refcount and done
- * flag.
+ * flag. tok_lock is a leaf: a launch's completion takes it under its
+ * stream's lock (emu_work.complete).
  */
 #include "emu_graph.h"
 
@@ -223,6 +224,16 @@ static void launch_run(emu_work *w, emu_stream *s)
     }
 }
 
+/* The launch's token is finished as the launch completes on its stream (under
+ * the stream's lock): a launch of the same exec on another stream can only
+ * start once this stream counts this one done, and a fork child never sees
+ * one without the other. */
+static void launch_complete(emu_work *w)
+{
+    token_finish(((launch_work *)w)->self);
+}
+
+/* Finishes the token too (again, or for a launch that never ran). */
 static void launch_release(emu_work *w)
 {
     launch_work *lw = (launch_work *)w;
@@ -273,6 +284,7 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     size_t n = run_nodes ? e->n : 0;
     emu_nparams *snap = calloc(n ? n : 1, sizeof *snap);
     if (!lw || !tok || !snap) { free(lw); free(tok); free(snap); return CUDA_ERROR_OUT_OF_MEMORY; }
+    lw->w.complete = launch_complete;
     lw->w.release = launch_release;
     lw->nodes = snap;
     pthread_mutex_lock(&e->lock);

@@ -288,12 +288,20 @@ typedef struct emu_stream emu_stream;
 typedef struct emu_work emu_work;
 
 /* A unit of work queued on a stream. The stream owns it once enqueued: it
- * runs work->run on the stream's worker thread, in order, then calls
- * work->release (free() if NULL). `ranges` lists every device range the work
- * may touch; while the work is queued or running those ranges are "in flight"
- * and unmapping/freeing/remapping them is a violation. */
+ * runs work->run on the stream's worker thread, in order; then, under the
+ * stream's lock and at the very moment the work counts as completed (what
+ * waiters, queries and a fork see together), calls work->complete if set;
+ * then work->release (free() if NULL), outside any lock. complete must not
+ * block and takes no lock but a leaf one (a launch token's); work released
+ * without having completed (never queued, or its stream retired) gets
+ * release only. A fork child runs again the work that was running at the
+ * fork (its run must allow that), and never releases work that had
+ * completed. `ranges` lists every device range the work may touch; while
+ * the work is queued or running those ranges are "in flight" and
+ * unmapping/freeing/remapping them is a violation. */
 struct emu_work {
     void (*run)(emu_work *w, emu_stream *s);
+    void (*complete)(emu_work *w);
     void (*release)(emu_work *w);
     const char *what;           /* entry point that queued it, for messages */
     emu_range *ranges;

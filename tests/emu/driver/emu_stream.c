@@ -270,6 +270,7 @@ static void *stream_worker(void *arg)
         pthread_mutex_lock(&s->lock);
         s->head = w->next;
         if (!s->head) s->tail = NULL;
+        if (w->complete) w->complete(w);
         s->completed = w->seq;
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);

@@ -10,7 +10,8 @@
  * through the functions below for everything else.
  *
  * Lock order (never take an earlier one while holding a later one):
- *   emu_ev_lock (emu_event.c) -> ctx->lock (emu_core.c) -> streams_lock -> s->lock.
+ *   emu_ev_lock (emu_event.c) -> ctx->lock (emu_core.c) -> streams_lock -> s->lock
+ *   -> tok_lock (emu_exec.c: a graph launch's completion hook, a leaf).
  */
 #ifndef EMU_STREAM_H
 #define EMU_STREAM_H
