@@ -1,10 +1,11 @@
 # stablegraph: top-level build.
 #
 #   make                 build everything into build/
-#   make test            build, then run every test (summary: "N passed, N failed")
+#   make test            build, then run every test (summary: "N passed, N failed, N skipped")
 #   make deps            check (and, as root, install) the Debian packages needed
 #   make install PREFIX=/usr/local DESTDIR=
 #   make clean
+#   make print-policies  the values of STABLEGRAPH_POLICY, from core/config.h
 #   make test SAN=address,undefined   the same under sanitizers
 #
 # Layout of build/:
@@ -34,19 +35,6 @@ ifneq ($(filter-out $(NO_TOOLCHAIN_GOALS),$(or $(MAKECMDGOALS),all)),)
   endif
 endif
 
-# A build directory remembers the SAN it was built with ($(BUILD)/san.cfg);
-# objects do not depend on SAN, so building into it with another SAN starts
-# it afresh (only a directory that has our san.cfg is ever removed).
-ifneq ($(wildcard $(BUILD)/san.cfg),)
-  SAN_BUILT := $(strip $(shell cat '$(BUILD)/san.cfg'))
-  ifneq ($(SAN_BUILT),$(strip $(SAN)))
-    ifeq ($(filter clean deps help,$(MAKECMDGOALS)),)
-      $(info stablegraph: $(BUILD) was built with SAN='$(SAN_BUILT)': rebuilding it with SAN='$(SAN)')
-      $(shell rm -rf '$(BUILD)')
-    endif
-  endif
-endif
-
 SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
@@ -69,14 +57,53 @@ $(BUILD)/obj/%.o: %.c
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # ---------------------------------------------------------------- parts with their own rules
--include tests/workloads/workloads.mk
--include interpose/interpose.mk
--include tests/fuzz/fuzz.mk
--include tests/bench/bench.mk
--include tests/gpu/gpu.mk
--include tests/stress/stress.mk
--include tests/workloads/demo.mk
--include tests/e2e/bounds.mk
+# (include: a missing one is an error; -include is only for the .d files)
+include tests/workloads/workloads.mk
+include interpose/interpose.mk
+include tests/unit/unit.mk
+include tests/e2e/adv.mk
+include tests/fuzz/fuzz.mk
+include tests/bench/bench.mk
+include tests/gpu/gpu.mk
+include tests/stress/stress.mk
+include tests/workloads/demo.mk
+include tests/e2e/bounds.mk
+
+# ---------------------------------------------------------------- build flags
+# What a build directory is made with: the compiler, the flags (SAN
+# included) and the toolkit. $(BUILD)/flags.<hash of them> records them, one
+# VAR=value a line (tests/e2e/test_install.sh runs make again with them), and
+# every file made into $(BUILD) depends on it (.EXTRA_PREREQS, kept out of
+# $^): building into a directory made with other flags remakes each file by
+# its rule, with a new stamp (and back again: the old one is removed). Nothing
+# is deleted while the makefiles are read, and `make -n` changes nothing.
+SG_BUILD_VARS := CC CFLAGS LDFLAGS SAN CUDA_HOME NVCC
+sg_sq = '$(subst ','\'',$(1))'
+SG_FLAGS_LINES = $(foreach v,$(SG_BUILD_VARS),$(call sg_sq,$(v)=$($(v)))) \
+                 $(call sg_sq,compile: $(CC) $(ALL_CFLAGS)) $(call sg_sq,link: $(ALL_LDFLAGS))
+ifneq ($(filter-out $(NO_TOOLCHAIN_GOALS),$(or $(MAKECMDGOALS),all)),)
+  SG_FLAGS := $(BUILD)/flags.$(shell printf '%s\n' $(SG_FLAGS_LINES) | md5sum | cut -c1-12)
+  .EXTRA_PREREQS := $(SG_FLAGS)
+$(SG_FLAGS):
+	@mkdir -p $(@D)
+	@rm -f $(BUILD)/flags.*
+	printf '%s\n' $(SG_FLAGS_LINES) >$@
+endif
+
+# ---------------------------------------------------------------- the policies
+# The values STABLEGRAPH_POLICY accepts, in order: core/config.h's
+# SG_POLICY_LIST through the preprocessor, so that scripts and tests take the
+# list the library is built from (tests/lib/policies.sh reads
+# $(BUILD)/policies; `make print-policies` prints it).
+$(BUILD)/policies: core/config.h
+	@mkdir -p $(@D)
+	printf '#include "core/config.h"\n#define SG_NAME_(s, n) n\nsg_policies: SG_POLICY_LIST(SG_NAME_)\n' | \
+	    $(CC) -E -P -I. -x c - | sed -n 's/^sg_policies: //p' | tr -d '"' | xargs >$@.tmp
+	grep -qxE '[a-z_]+( [a-z_]+)+' $@.tmp && mv $@.tmp $@
+print-policies: $(BUILD)/policies
+	@cat $<
+.PHONY: print-policies
+all: $(BUILD)/policies
 
 # ---------------------------------------------------------------- tests
 # Sanitizer builds leave a marker so tests/run.sh can set the runtime's
@@ -91,10 +118,9 @@ all: $(BUILD)/san.cfg
 test: all
 	BUILD=$(abspath $(BUILD)) tests/run.sh
 
-# check-all: the suite three times, each build in its own directory (objects
-# do not depend on SAN, so a directory last built with another SAN is
-# cleaned first): normal in $(BUILD), ASan+UBSan in $(BUILD)-asan, TSan in
-# $(BUILD)-tsan. Every stage runs; then one line per stage; fails if any did.
+# check-all: the suite three times, each build in its own directory: normal
+# in $(BUILD), ASan+UBSan in $(BUILD)-asan, TSan in $(BUILD)-tsan. Every
+# stage runs; then one line per stage; fails if any did.
 check-all:
 	@rc=0; sum=""; \
 	for stage in normal asan tsan; do \
@@ -103,16 +129,12 @@ check-all:
 	    asan) dir='$(BUILD)-asan'; san=address,undefined ;; \
 	    tsan) dir='$(BUILD)-tsan'; san=thread ;; \
 	    esac; \
-	    if [ -f "$$dir/san.cfg" ] && [ "$$(cat "$$dir/san.cfg")" != "$$san" ]; then \
-	        echo "check-all: $$dir was built with SAN=$$(cat "$$dir/san.cfg"): cleaning it"; \
-	        $(MAKE) --no-print-directory BUILD="$$dir" clean; \
-	    fi; \
 	    echo "==== check-all: $$stage (BUILD=$$dir SAN=$$san)"; \
 	    start=$$(date +%s); mkdir -p "$$dir"; \
 	    { $(MAKE) --no-print-directory BUILD="$$dir" SAN="$$san" test; echo $$? >"$$dir/check-all.rc"; } 2>&1 \
 	        | tee "$$dir/check-all.log"; \
 	    secs=$$(( $$(date +%s) - start )); \
-	    counts=$$(grep -E '^[0-9]+ passed, [0-9]+ failed$$' "$$dir/check-all.log" | tail -n 1); \
+	    counts=$$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$$' "$$dir/check-all.log" | tail -n 1); \
 	    if [ "$$(cat "$$dir/check-all.rc")" = 0 ]; then res=PASS; else res=FAIL; rc=1; fi; \
 	    sum="$$sum$$(printf '%s %-6s %-36s %s, %ss' $$res $$stage "BUILD=$$dir SAN=$$san" \
 	        "$${counts:-no summary (build failed?)}" $$secs)\n"; \

@@ -34,9 +34,10 @@ typedef enum {
     SG_CALL_CTX_DESTROY,    /* u.ctx */
     SG_CALL_PRIMARY_RETAIN, /* u.primary: tells which context is a device's primary one */
     SG_CALL_PRIMARY_DROP,   /* u.primary.dev: cuDevicePrimaryCtxRelease / Reset */
-    /* capture and graphs (capture state in core.c; graphs.c) */
-    SG_CALL_CAPTURE_BEGIN,  /* u.stream */
-    SG_CALL_CAPTURE_END,    /* u.stream */
+    /* captures and what they record (capture.c); graphs (graphs.c) */
+    SG_CALL_CAPTURE_BEGIN,  /* u.capture */
+    SG_CALL_CAPTURE_END,    /* u.capture */
+    SG_CALL_KERNEL,         /* u.kernel: a kernel launch (recorded when its stream captures) */
     SG_CALL_MODULE_UNLOAD,  /* cuModuleUnload, cuLibraryUnload: cached function facts die */
     SG_CALL_GRAPH_DESTROY,  /* u.graph */
     SG_CALL_NODE_DESTROY,   /* u.node */
@@ -68,12 +69,81 @@ typedef enum {
     SG_OP_NODE_PARAMS,      /* desc: const CUgraphNodeParams * (memset / memcpy types checked) */
 } sg_op_kind;
 
+/* What a call adds to, or changes in, a graph (record.h): the `gb` facet of
+ * an sg_call, set by the hooks of stream operations other than kernel
+ * launches (recorded when their stream captures) and of the explicit graph
+ * API (always recorded). */
+typedef enum {
+    /* stream operations (stream) */
+    SG_GB_MEMSET,           /* u.memset */
+    SG_GB_COPY,             /* u.copy: a 1D copy */
+    SG_GB_COPY2D,           /* u.desc: const CUDA_MEMCPY2D * */
+    SG_GB_COPY3D,           /* u.desc: const CUDA_MEMCPY3D * */
+    SG_GB_EVENT_RECORD,     /* u.event (flags: cuEventRecordWithFlags) */
+    SG_GB_EVENT_WAIT,       /* u.event */
+    SG_GB_STREAM_OTHER,     /* an operation the recorder does not model (host function,
+                             * wait / write value, dependency update, ...) */
+    SG_GB_SYNC_OP,          /* a synchronous copy or memset (never recorded) */
+    SG_GB_STREAM_CREATE,    /* u.create_stream: a stream with a priority */
+    /* explicit graph calls */
+    SG_GB_GRAPH_CREATE,     /* u.graph_out */
+    SG_GB_ADD_NODE,         /* u.add */
+    SG_GB_SET_NODE,         /* u.set */
+    SG_GB_ADD_DEPS,         /* u.deps */
+    SG_GB_SET_ATTR,         /* u.attr */
+    SG_GB_CLONE,            /* u.clone */
+    SG_GB_GRAPH_OTHER,      /* u.graph: changes graph in a way the recorder does not model */
+    SG_GB_NODE_OTHER,       /* u.node: the same, naming a node */
+} sg_gb_kind;
+
+typedef struct sg_gb {
+    sg_gb_kind kind;
+    CUstream stream;                          /* stream operations */
+    union {
+        struct { CUdeviceptr dst; size_t pitch, width, height; unsigned value, elem; } memset;
+        struct {
+            CUdeviceptr dst, src;             /* device operands */
+            void *dst_host;
+            const void *src_host;
+            size_t bytes;
+            CUmemorytype dst_type, src_type;  /* UNIFIED for cuMemcpy(Async) */
+        } copy;
+        const void *desc;
+        struct { CUevent event; unsigned flags; } event;
+        struct { CUstream *out; int priority; } create_stream;
+        CUgraph *graph_out;
+        struct {
+            CUgraph graph;
+            CUgraphNode *out;
+            const CUgraphNode *deps;
+            const CUgraphEdgeData *edata;     /* NULL: default edges */
+            size_t ndeps;
+            int empty;                        /* an empty node (params unused) */
+            sg_node_params_kind pk;
+            const void *params;
+            CUcontext ctx;                    /* SG_NODE_MEMCPY / MEMSET */
+        } add;
+        struct { CUgraphNode node; sg_node_params_kind pk; const void *params; CUcontext ctx; } set;
+        struct {
+            CUgraph graph;
+            const CUgraphNode *from, *to;
+            const CUgraphEdgeData *edata;
+            size_t n;
+        } deps;
+        struct { CUgraphNode node; CUkernelNodeAttrID id; const CUkernelNodeAttrValue *value; } attr;
+        struct { CUgraph *out; CUgraph orig; } clone;
+        CUgraph graph;
+        CUgraphNode node;
+    } u;
+} sg_gb;
+
 typedef struct sg_call {
     unsigned hook;                            /* hook index, for log lines */
     sg_call_kind kind;
     CUresult (*forward)(const void *args);    /* the original call */
     const void *args;                         /* its arguments, for forward */
     int per_thread;                           /* _ptsz/_ptds flavour: NULL stream = per-thread */
+    const sg_gb *gb;                          /* what it does to a graph, or NULL */
     union {
         struct { CUdeviceptr *out; size_t bytes; CUstream stream; CUmemoryPool pool; int async; } alloc;
         struct { CUdeviceptr ptr; CUstream stream; int async; } free;
@@ -92,6 +162,18 @@ typedef struct sg_call {
             int node_update;                  /* a graph node set: the driver's error is INVALID_VALUE */
         } memop;
         struct { CUstream stream; } stream;
+        struct {
+            CUstream stream;
+            CUgraph *graph_out;                   /* END */
+            int to_graph;                         /* BEGIN: cuStreamBeginCaptureToGraph */
+        } capture;
+        struct {
+            CUfunction f;
+            unsigned grid[3], block[3], shmem;
+            CUstream stream;
+            void **params, **extra;
+            int cooperative;
+        } kernel;
         struct { CUcontext ctx; } ctx;
         struct { CUcontext *out; CUdevice dev; } primary;
         struct { CUgraph graph; } graph;

@@ -1,37 +1,537 @@
 /*
- * core/capture.c: the count of captures in progress (capture.h).
+ * core/capture.c: stream captures in progress (capture.h) and what they
+ * record (record.h).
+ *
+ * The count of captures in progress in the process, taken at every
+ * successful cuStreamBeginCapture* and every cuStreamEndCapture* that ended
+ * one, lets the library keep its shortcuts away from captures, and lets a
+ * kernel launch skip everything when it is zero.
+ *
+ * While a capture is in progress, each stream taking part in it (the one it
+ * began on, and any stream that joined it by waiting on an event recorded in
+ * it) has an entry with the nodes the driver will make the stream's next
+ * node depend on, as the CUDA Programming Guide describes capture
+ * ("Cross-stream Dependencies and Events"): a node added to a stream depends
+ * on the stream's last nodes and becomes its only last node; an event
+ * recorded in a capturing stream carries that stream's last nodes; a stream
+ * that waits on it adds them to its own (or, not capturing yet, joins the
+ * capture with them). Every other operation on a capturing stream spoils
+ * the record; so does a capture on a stream created with a priority (its
+ * kernels take it as an attribute).
+ *
+ * Locks: rec_lock (rec_internal.h) guards the captures, the stream and event
+ * entries and the priority set; it is held across the forward of an
+ * asynchronous operation on a capturing stream, so that records are made in
+ * the driver's order. The count is atomic.
  */
 #include "capture.h"
 
 #include "driver.h"
+#include "rec_internal.h"
+#include "streams.h"
+#include "util.h"
 
-static int active;   /* atomic */
+#include <stdlib.h>
+#include <string.h>
 
-CUresult sg_capture_call(const sg_call *c)
+int sg_captures_active;   /* atomic */
+
+#define PCACHE 32
+
+/* One capture in progress. */
+typedef struct cap {
+    sg_grecord *rec;                /* what it records */
+    sg_stream_id origin;
+    CUstream origin_handle;
+    int per_thread;
+    CUcontext ctx;                  /* its context, asked for when a CUkernel needs it */
+    int ctx_known;
+    struct { const void *h; const sg_fp_pinfo *pi; } pcache[PCACHE];   /* layouts seen */
+} cap;
+
+/* A dependency list: node indices. */
+typedef struct deps {
+    uint32_t *v;
+    size_t n, cap;
+} deps;
+
+typedef struct sstate {             /* a stream taking part in a capture */
+    sg_stream_id key;
+    UT_hash_handle hh;
+    cap *c;
+    deps d;
+} sstate;
+
+typedef struct evstate {            /* an event recorded in a capture */
+    CUevent ev;
+    UT_hash_handle hh;
+    cap *c;
+    deps d;
+} evstate;
+
+typedef struct prio {               /* a stream created with a priority */
+    CUstream s;
+    UT_hash_handle hh;
+} prio;
+
+static sstate *streams;
+static evstate *events;
+static prio *prios;
+
+/* ------------------------------------------------------------ helpers */
+
+static int deps_set(deps *d, const uint32_t *v, size_t n)
 {
-    if (c->kind == SG_CALL_CAPTURE_BEGIN) {
-        __atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);   /* before: no allocation slips by */
-        CUresult rc = c->forward(c->args);
-        if (rc != CUDA_SUCCESS) __atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+    if (sg_grow((void **)&d->v, &d->cap, n ? n : 1, sizeof *d->v) != 0) return -1;
+    if (n) memcpy(d->v, v, n * sizeof *v);
+    d->n = n;
+    return 0;
+}
+
+/* d gets the indices of add it lacks, in add's order. */
+static int deps_union(deps *d, const deps *add)
+{
+    for (size_t i = 0; i < add->n; i++) {
+        size_t j = 0;
+        while (j < d->n && d->v[j] != add->v[i]) j++;
+        if (j < d->n) continue;
+        if (sg_grow((void **)&d->v, &d->cap, d->n + 1, sizeof *d->v) != 0) return -1;
+        d->v[d->n++] = add->v[i];
+    }
+    return 0;
+}
+
+static sstate *stream_find(sg_stream_id key)
+{
+    sstate *s;
+    HASH_FIND(hh, streams, &key, sizeof key, s);
+    return s;
+}
+
+static sstate *stream_add(sg_stream_id key, cap *c)
+{
+    sstate *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->key = key;
+    s->c = c;
+    sg_rec_oom = 0;
+    HASH_ADD(hh, streams, key, sizeof s->key, s);
+    if (!sg_rec_oom) return s;
+    free(s);
+    return NULL;
+}
+
+static void stream_del(sstate *s)
+{
+    HASH_DEL(streams, s);
+    free(s->d.v);
+    free(s);
+}
+
+static void event_del(evstate *e)
+{
+    HASH_DEL(events, e);
+    free(e->d.v);
+    free(e);
+}
+
+static int has_priority(CUstream s)
+{
+    prio *p;
+    HASH_FIND_PTR(prios, &s, p);
+    return p != NULL;
+}
+
+/* Ends capture c: its record goes to the table (graph g) or is dropped
+ * (g NULL); its streams and events are forgotten (rec_lock held). */
+static void cap_end(cap *c, CUgraph g)
+{
+    sstate *s, *st;
+    HASH_ITER(hh, streams, s, st)
+        if (s->c == c) stream_del(s);
+    evstate *e, *et;
+    HASH_ITER(hh, events, e, et)
+        if (e->c == c) event_del(e);
+    if (c->rec) {
+        if (g) sg_grecord_finish(c->rec, g);
+        else sg_grecord_drop(c->rec);
+    }
+    free(c);
+    sg_fp_cache_leave();
+}
+
+/* ------------------------------------------------------------ begin and end */
+
+static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    __atomic_add_fetch(&sg_captures_active, 1, __ATOMIC_SEQ_CST);   /* before: no allocation slips by */
+    CUresult rc = route(c);
+    if (rc != CUDA_SUCCESS) {
+        __atomic_sub_fetch(&sg_captures_active, 1, __ATOMIC_SEQ_CST);
         return rc;
     }
-    CUresult rc = c->forward(c->args);
-    /* EndCapture ends the capture whether it succeeds or reports the
-     * capture invalidated; it does not when called from the wrong thread or
-     * on a stream that was not capturing. */
-    if (rc != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD && rc != CUDA_ERROR_ILLEGAL_STATE &&
-        rc != CUDA_ERROR_INVALID_VALUE && rc != CUDA_ERROR_INVALID_HANDLE &&
-        rc != CUDA_ERROR_NOT_INITIALIZED && rc != CUDA_ERROR_INVALID_CONTEXT &&
-        rc != CUDA_ERROR_CONTEXT_IS_DESTROYED) {
-        int cur = __atomic_load_n(&active, __ATOMIC_RELAXED);
-        while (cur > 0 && !__atomic_compare_exchange_n(&active, &cur, cur - 1, 1, __ATOMIC_SEQ_CST,
-                                                       __ATOMIC_RELAXED)) {
+    if (!sg_rec_on) return rc;
+    CUstream hs = c->u.capture.stream;
+    sg_stream_id key = sg_stream_id_of(hs, c->per_thread);
+    pthread_mutex_lock(&sg_rec_lock);
+    sstate *old = stream_find(key);        /* a capture the library lost track of */
+    if (old && sg_stream_id_eq(old->c->origin, key)) cap_end(old->c, NULL);
+    else if (old) stream_del(old);
+    cap *cp = calloc(1, sizeof *cp);
+    if (cp) {
+        sg_fp_cache_enter();               /* layouts handed out stay valid until the end */
+        cp->origin = key;
+        cp->origin_handle = hs;
+        cp->per_thread = c->per_thread;
+        cp->rec = sg_grecord_building();
+        if (!stream_add(key, cp)) {
+            cap_end(cp, NULL);
+        } else if (cp->rec) {
+            if (c->u.capture.to_graph) sg_grecord_spoil(cp->rec, SG_READBACK_CAPTURE_TO_GRAPH);
+            if (hs && has_priority(hs)) sg_grecord_spoil(cp->rec, SG_READBACK_STREAM_PRIORITY);
         }
     }
+    pthread_mutex_unlock(&sg_rec_lock);
     return rc;
 }
 
-int sg_capture_active(void) { return __atomic_load_n(&active, __ATOMIC_ACQUIRE) > 0; }
+/* Whether cuStreamEndCapture's result says the capture ended: it ends it
+ * whether it succeeds or reports the capture invalidated; it does not when
+ * called from the wrong thread or on a stream that was not capturing. */
+static int end_ended(CUresult rc)
+{
+    return rc != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD && rc != CUDA_ERROR_ILLEGAL_STATE &&
+           rc != CUDA_ERROR_INVALID_VALUE && rc != CUDA_ERROR_INVALID_HANDLE &&
+           rc != CUDA_ERROR_NOT_INITIALIZED && rc != CUDA_ERROR_INVALID_CONTEXT &&
+           rc != CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+static CUresult capture_end(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    CUresult rc = route(c);
+    if (!end_ended(rc)) return rc;
+    int cur = __atomic_load_n(&sg_captures_active, __ATOMIC_RELAXED);
+    while (cur > 0 && !__atomic_compare_exchange_n(&sg_captures_active, &cur, cur - 1, 1,
+                                                   __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+    }
+    if (!sg_rec_on) return rc;
+    sg_stream_id key = sg_stream_id_of(c->u.capture.stream, c->per_thread);
+    pthread_mutex_lock(&sg_rec_lock);
+    sstate *s = stream_find(key);
+    if (s && sg_stream_id_eq(s->c->origin, key)) {
+        CUgraph *out = c->u.capture.graph_out;
+        cap_end(s->c, rc == CUDA_SUCCESS && out ? *out : NULL);
+    }
+    pthread_mutex_unlock(&sg_rec_lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------ recording */
+
+/* The capture's context, asked for once (a CUkernel launched as a function
+ * is described with it). NULL if the driver cannot tell. */
+static CUcontext cap_ctx(cap *c)
+{
+    if (!c->ctx_known) {
+        c->ctx_known = 1;
+        CUresult r = c->per_thread
+            ? (sg_drv.cuStreamGetCtx_ptsz ? SG_DRIVER_CALL(cuStreamGetCtx_ptsz, c->origin_handle, &c->ctx)
+                                          : CUDA_ERROR_NOT_SUPPORTED)
+            : (sg_drv.cuStreamGetCtx ? SG_DRIVER_CALL(cuStreamGetCtx, c->origin_handle, &c->ctx)
+                                     : CUDA_ERROR_NOT_SUPPORTED);
+        if (r != CUDA_SUCCESS) c->ctx = NULL;
+    }
+    return c->ctx;
+}
+
+/* Describes a kernel launch into n. The handle a program launches may be a
+ * CUfunction or a CUkernel (the driver takes both): a handle whose
+ * parameters cannot be read as a function's is tried as a kernel's in the
+ * capture's context. */
+static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *call)
+{
+    const void *h = (const void *)call->u.kernel.f;
+    unsigned slot = (unsigned)(((uintptr_t)h >> 4) & (PCACHE - 1));
+    const sg_fp_pinfo *hint = c->pcache[slot].h == h ? c->pcache[slot].pi : NULL;
+    sg_fp_kin k = { .func = call->u.kernel.f, .shmem = call->u.kernel.shmem,
+                    .kernelParams = call->u.kernel.params, .extra = call->u.kernel.extra };
+    memcpy(k.grid, call->u.kernel.grid, sizeof k.grid);
+    memcpy(k.block, call->u.kernel.block, sizeof k.block);
+    int st = sg_fp_kernel_desc(n, &k, hint);
+    if (st > 0 && !n->pi && cap_ctx(c)) {
+        k.kern = (CUkernel)(void *)call->u.kernel.f;
+        k.func = NULL;
+        k.ctx = c->ctx;
+        st = sg_fp_kernel_desc(n, &k, NULL);
+    }
+    if (st < 0) {
+        sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+        return;
+    }
+    if (n->pi) {
+        c->pcache[slot].h = h;
+        c->pcache[slot].pi = n->pi;
+    }
+    if (call->u.kernel.cooperative) {
+        CUkernelNodeAttrValue v;
+        memset(&v, 0, sizeof v);
+        v.cooperative = 1;
+        sg_fp_attr_set(&n->k, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &v);
+    }
+}
+
+/* Describes the node a memset or copy adds. -1 if out of memory. */
+static int op_desc(sg_fp_node *n, const sg_gb *gb)
+{
+    switch (gb->kind) {
+    case SG_GB_MEMSET:
+        return sg_rec_memset_desc(n, gb->u.memset.dst, gb->u.memset.pitch, gb->u.memset.value,
+                                  gb->u.memset.elem, gb->u.memset.width, gb->u.memset.height, NULL);
+    case SG_GB_COPY: {
+        CUDA_MEMCPY3D m;
+        memset(&m, 0, sizeof m);
+        m.srcMemoryType = gb->u.copy.src_type;
+        m.dstMemoryType = gb->u.copy.dst_type;
+        if (m.srcMemoryType == CU_MEMORYTYPE_HOST) m.srcHost = gb->u.copy.src_host;
+        else m.srcDevice = gb->u.copy.src;
+        if (m.dstMemoryType == CU_MEMORYTYPE_HOST) m.dstHost = gb->u.copy.dst_host;
+        else m.dstDevice = gb->u.copy.dst;
+        m.WidthInBytes = gb->u.copy.bytes;
+        m.Height = 1;
+        m.Depth = 1;
+        return sg_fp_memcpy_desc(n, &m, NULL);
+    }
+    case SG_GB_COPY2D:
+        return sg_rec_copy2d_desc(n, gb->u.desc, NULL);
+    case SG_GB_COPY3D:
+        return sg_fp_memcpy_desc(n, gb->u.desc, NULL);
+    default:
+        return 0;
+    }
+}
+
+/* A node the operation added on stream s (rec_lock held). */
+static void add_node(sstate *s, const sg_call *call)
+{
+    sg_grecord *r = s->c->rec;
+    if (!r || r->why != SG_READBACK_NONE) return;
+    sg_fp_node *n = sg_grecord_add(r, NULL);
+    if (!n) return;
+    uint32_t idx = (uint32_t)(r->fp.n - 1);
+    if (call->kind == SG_CALL_KERNEL) kernel_desc(s->c, r, n, call);
+    else if (op_desc(n, call->gb) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+    if (n->k.state == SG_FP_UNSUPPORTED) r->fp.unsupported = 1;
+    for (size_t i = 0; i < s->d.n; i++) sg_grecord_edge(r, s->d.v[i], idx, NULL);
+    if (deps_set(&s->d, &idx, 1) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+}
+
+static void spoil(cap *c, sg_readback why)
+{
+    if (c && c->rec) sg_grecord_spoil(c->rec, why);
+}
+
+/* cuEventRecord on stream s (capturing or not; rec_lock held). */
+static void event_record(sstate *s, const sg_gb *gb)
+{
+    evstate *e;
+    HASH_FIND_PTR(events, &gb->u.event.event, e);
+    if (!s) {                                  /* recorded outside any capture */
+        if (e) event_del(e);
+        return;
+    }
+    if (gb->u.event.flags & CU_EVENT_RECORD_EXTERNAL) {   /* an event record node */
+        spoil(s->c, SG_READBACK_UNMODELED_CALL);
+        return;
+    }
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e) {
+            spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
+            return;
+        }
+        e->ev = gb->u.event.event;
+        sg_rec_oom = 0;
+        HASH_ADD_PTR(events, ev, e);
+        if (sg_rec_oom) {
+            free(e);
+            spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
+            return;
+        }
+    }
+    e->c = s->c;
+    if (deps_set(&e->d, s->d.v, s->d.n) != 0) spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
+}
+
+/* cuStreamWaitEvent of stream key on an event (rec_lock held). */
+static void event_wait(sstate *s, sg_stream_id key, CUstream hs, const sg_gb *gb, evstate *e)
+{
+    if (gb->u.event.flags & CU_EVENT_WAIT_EXTERNAL) {
+        if (s) spoil(s->c, SG_READBACK_UNMODELED_CALL);
+        return;
+    }
+    if (!e) {                                  /* an event of no capture */
+        if (s) spoil(s->c, SG_READBACK_UNMODELED_CALL);
+        return;
+    }
+    if (!s) {                                  /* the stream joins the capture */
+        s = stream_add(key, e->c);
+        if (!s || deps_set(&s->d, e->d.v, e->d.n) != 0) {
+            spoil(e->c, SG_READBACK_OUT_OF_MEMORY);
+            return;
+        }
+        if (hs && has_priority(hs)) spoil(e->c, SG_READBACK_STREAM_PRIORITY);
+        return;
+    }
+    if (s->c != e->c) {                        /* across captures: not modeled */
+        spoil(s->c, SG_READBACK_UNMODELED_CALL);
+        spoil(e->c, SG_READBACK_UNMODELED_CALL);
+        return;
+    }
+    if (deps_union(&s->d, &e->d) != 0) spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
+}
+
+static CUstream op_stream(const sg_call *c)
+{
+    return c->kind == SG_CALL_KERNEL ? c->u.kernel.stream : c->gb->stream;
+}
+
+/* A stream operation (kernel launch, memset, copy, event record or wait,
+ * anything else on a stream). */
+static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    const sg_gb *gb = c->gb;
+    int kernel = c->kind == SG_CALL_KERNEL;
+    sg_gb_kind kind = kernel ? SG_GB_STREAM_OTHER : gb->kind;
+    if (!sg_rec_on || (!sg_capture_active() && kind != SG_GB_EVENT_RECORD)) return route(c);
+    CUstream hs = op_stream(c);
+    sg_stream_id key = sg_stream_id_of(hs, c->per_thread);
+    pthread_mutex_lock(&sg_rec_lock);
+    sstate *s = stream_find(key);
+    evstate *e = NULL;
+    if (kind == SG_GB_EVENT_WAIT) HASH_FIND_PTR(events, &gb->u.event.event, e);
+    if (!s && !e) {
+        if (kind == SG_GB_EVENT_RECORD) event_record(NULL, gb);
+        pthread_mutex_unlock(&sg_rec_lock);
+        return route(c);
+    }
+    if (kind == SG_GB_SYNC_OP) {               /* never forwarded under the lock */
+        spoil(s ? s->c : e->c, SG_READBACK_UNMODELED_CALL);
+        pthread_mutex_unlock(&sg_rec_lock);
+        return route(c);
+    }
+    CUresult rc = route(c);                    /* adds a node or dependencies: no wait */
+    if (rc != CUDA_SUCCESS) {
+        spoil(s ? s->c : e->c, SG_READBACK_UNMODELED_CALL);
+    } else {
+        if (kernel) {
+            if (s) add_node(s, c);
+        } else switch (kind) {
+        case SG_GB_MEMSET:
+        case SG_GB_COPY:
+        case SG_GB_COPY2D:
+        case SG_GB_COPY3D:
+            if (s) add_node(s, c);
+            break;
+        case SG_GB_EVENT_RECORD:
+            event_record(s, gb);
+            break;
+        case SG_GB_EVENT_WAIT:
+            event_wait(s, key, hs, gb, e);
+            break;
+        default:
+            if (s) spoil(s->c, SG_READBACK_UNMODELED_CALL);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sg_rec_lock);
+    return rc;
+}
+
+/* cuStreamCreateWithPriority: a stream whose kernels take its priority. */
+static CUresult stream_create(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    CUresult rc = route(c);
+    const sg_gb *gb = c->gb;
+    if (rc != CUDA_SUCCESS || !sg_rec_on || !gb->u.create_stream.priority || !gb->u.create_stream.out)
+        return rc;
+    prio *p = malloc(sizeof *p);
+    pthread_mutex_lock(&sg_rec_lock);
+    if (!p) {                                  /* cannot remember it: trust no capture */
+        sg_rec_taint();
+        pthread_mutex_unlock(&sg_rec_lock);
+        return rc;
+    }
+    p->s = *gb->u.create_stream.out;
+    prio *old;
+    HASH_FIND_PTR(prios, &p->s, old);
+    if (old) {
+        free(p);
+    } else {
+        sg_rec_oom = 0;
+        HASH_ADD_PTR(prios, s, p);
+        if (sg_rec_oom) {
+            free(p);
+            sg_rec_taint();                    /* cannot remember it: trust no capture */
+        }
+    }
+    pthread_mutex_unlock(&sg_rec_lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------ entry */
+
+CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    switch (c->kind) {
+    case SG_CALL_CAPTURE_BEGIN:
+        return capture_begin(c, route);
+    case SG_CALL_CAPTURE_END:
+        return capture_end(c, route);
+    case SG_CALL_KERNEL:
+        return stream_op(c, route);
+    default:
+        break;
+    }
+    if (!c->gb) return route(c);
+    switch (c->gb->kind) {
+    case SG_GB_MEMSET:
+    case SG_GB_COPY:
+    case SG_GB_COPY2D:
+    case SG_GB_COPY3D:
+    case SG_GB_EVENT_RECORD:
+    case SG_GB_EVENT_WAIT:
+    case SG_GB_STREAM_OTHER:
+    case SG_GB_SYNC_OP:
+        return stream_op(c, route);
+    case SG_GB_STREAM_CREATE:
+        return stream_create(c, route);
+    default:
+        return sg_rec_graph_op(c, route);
+    }
+}
+
+void sg_rec_stream_gone(CUstream hs)
+{
+    if (!sg_rec_on) return;
+    pthread_mutex_lock(&sg_rec_lock);
+    prio *p;
+    HASH_FIND_PTR(prios, &hs, p);
+    if (p) {
+        HASH_DEL(prios, p);
+        free(p);
+    }
+    sg_stream_id key = sg_stream_id_of(hs, 0);
+    sstate *s = stream_find(key);
+    if (s) {
+        if (sg_stream_id_eq(s->c->origin, key)) {
+            cap_end(s->c, NULL);               /* the capture is abandoned */
+        } else {
+            spoil(s->c, SG_READBACK_UNMODELED_CALL);
+            stream_del(s);
+        }
+    }
+    pthread_mutex_unlock(&sg_rec_lock);
+}
 
 int sg_capture_stream(CUstream s, int per_thread)
 {
@@ -44,4 +544,22 @@ int sg_capture_stream(CUstream s, int per_thread)
     return rc != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-void sg_capture_reset(void) { __atomic_store_n(&active, 0, __ATOMIC_RELAXED); }
+void sg_rec_init(int on) { sg_rec_on = on; }
+
+void sg_rec_reset(void)
+{
+    pthread_mutex_lock(&sg_rec_lock);
+    while (streams) cap_end(streams->c, NULL);   /* every entry of that capture goes */
+    evstate *e, *et;
+    HASH_ITER(hh, events, e, et) event_del(e);
+    prio *p, *pt;
+    HASH_ITER(hh, prios, p, pt) {
+        HASH_DEL(prios, p);
+        free(p);
+    }
+    pthread_mutex_unlock(&sg_rec_lock);
+    sg_rec_graphs_reset();
+    __atomic_store_n(&sg_captures_active, 0, __ATOMIC_RELAXED);
+}
+
+void sg_capture_reset(void) { sg_rec_reset(); }

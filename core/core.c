@@ -6,7 +6,9 @@
  *     info, stream destruction)            -> memory.c (placement)
  *   contexts (destroy, primary retain / release / reset)
  *                                          -> contexts.c (the one teardown)
- *   captures (begin, end)                  -> capture.c
+ *   captures (begin, end), and what stream operations and explicit graph
+ *     calls add to graphs                  -> capture.c, rec_graph.c
+ *                                             (record.h), then as above
  *   graph execs and graphs (instantiate, launch, updates, exec setters,
  *     destruction, module unloads)         -> graphs.c (observed by
  *                                             profiled.c under skip_profiled)
@@ -20,6 +22,7 @@
 #include "graphs.h"
 #include "memory.h"
 #include "profiled.h"
+#include "record.h"
 #include "slots.h"
 #include "stats.h"
 #include "vmm.h"
@@ -29,12 +32,15 @@ sg_caps sg_core_init(const sg_config *cfg)
     sg_caps caps = sg_policy_caps(cfg);
     sg_slots_init();
     sg_mem_init(&caps);
+    sg_rec_init(1);
     sg_graph_init(&caps, sg_prof_init(&caps));
     return caps;
 }
 
-CUresult sg_core_call(const sg_call *c)
+/* What a call does without the recorder. */
+static CUresult route(const sg_call *c)
 {
+    CUresult rc;
     switch (c->kind) {
     case SG_CALL_ALLOC:
     case SG_CALL_DEV_ALLOC:
@@ -51,16 +57,17 @@ CUresult sg_core_call(const sg_call *c)
         return sg_mem_query(c);
     case SG_CALL_STREAM_DESTROY:
         sg_graph_stream_gone(c->u.stream.stream);   /* before the stream goes */
+        sg_rec_stream_gone(c->u.stream.stream);
         return sg_mem_call(c);
     case SG_CALL_CTX_DESTROY:
     case SG_CALL_PRIMARY_RETAIN:
     case SG_CALL_PRIMARY_DROP:
         return sg_ctx_call(c);
-    case SG_CALL_CAPTURE_BEGIN:
-    case SG_CALL_CAPTURE_END:
-        return sg_capture_call(c);
-    case SG_CALL_MODULE_UNLOAD:
     case SG_CALL_GRAPH_DESTROY:
+        rc = sg_graph_call(c);
+        if (rc == CUDA_SUCCESS) sg_rec_graph_gone(c->u.graph.graph);
+        return rc;
+    case SG_CALL_MODULE_UNLOAD:
     case SG_CALL_NODE_DESTROY:
     case SG_CALL_INSTANTIATE:
     case SG_CALL_LAUNCH:
@@ -70,20 +77,37 @@ CUresult sg_core_call(const sg_call *c)
     case SG_CALL_EXEC_DIRTY:
     case SG_CALL_EXEC_DESTROY:
         return sg_graph_call(c);
+    case SG_CALL_CAPTURE_BEGIN:
+    case SG_CALL_CAPTURE_END:
+    case SG_CALL_KERNEL:
     case SG_CALL_FORWARD:
         break;
     }
     return c->forward(c->args);
 }
 
-/* Global locks in the order they may be taken: graph records before
- * contexts (a teardown goes from contexts to graphs without holding either),
- * memory's registry, the fingerprint cache, the statistics. */
+CUresult sg_core_call(const sg_call *c)
+{
+    switch (c->kind) {
+    case SG_CALL_CAPTURE_BEGIN:
+    case SG_CALL_CAPTURE_END:
+    case SG_CALL_KERNEL:
+        return sg_rec_call(c, route);
+    default:
+        return c->gb ? sg_rec_call(c, route) : route(c);
+    }
+}
+
+/* The global locks, taken in the order of docs/locking.md: the exec
+ * records' table, the slots', the contexts' table, the recorder's, memory's
+ * registry, the fingerprint cache, the statistics. */
 void sg_core_atfork(int phase)
 {
     if (phase == 0) {
         sg_graph_atfork(0);
+        sg_slots_atfork(0);
         sg_ctx_atfork(0);
+        sg_rec_atfork(0);
         sg_mem_atfork(0);
         sg_fp_cache_atfork(0);
         sg_stats_atfork_prepare();
@@ -93,7 +117,9 @@ void sg_core_atfork(int phase)
     else sg_stats_atfork_child();
     sg_fp_cache_atfork(phase);
     sg_mem_atfork(phase);
+    sg_rec_atfork(phase);
     sg_ctx_atfork(phase);
+    sg_slots_atfork(phase);
     sg_graph_atfork(phase);
 }
 

@@ -30,6 +30,7 @@
     X(cuCtxSetCurrent, CUresult, (CUcontext))                                 \
     X(cuCtxGetDevice, CUresult, (CUdevice *))                                 \
     X(cuCtxSynchronize, CUresult, (void))                                     \
+    X(cuDeviceGet, CUresult, (CUdevice *, int))                               \
     X(cuDeviceGetAttribute, CUresult, (int *, CUdevice_attribute, CUdevice))  \
     X(cuDeviceCanAccessPeer, CUresult, (int *, CUdevice, CUdevice))           \
     X(cuDeviceGetCount, CUresult, (int *))                                    \

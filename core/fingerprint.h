@@ -5,8 +5,9 @@
  * the same state, and if not, why (an sg_reason).
  *
  * A graph's fingerprint is its topology (node count; per node its type, in
- * cuGraphGetNodes order; edges in cuGraphGetEdges_v2 order with endpoints as
- * node indices and the edge data) plus per node:
+ * cuGraphGetNodes order, or creation order for a record; edges in
+ * cuGraphGetEdges_v2 order, or creation order, with endpoints as node indices
+ * and the edge data) plus per node:
  *   kernel: the function (CUfunction; or CUkernel + context when no
  *           CUfunction is set, since CUDA ignores ctx when func is set), grid
  *           and block dimensions, dynamic shared memory, the per-node
@@ -33,8 +34,9 @@
  * `make bench` reports the library's instructions per kernel node per skip
  * decision (issue 4's target: at most 200).
  *
- * Files: fp_pinfo.c (the parameter-layout cache), fp_build.c (building),
- * fp_compare.c (comparing, copying, the node map).
+ * Files: fp_pinfo.c (the parameter-layout cache), fp_build.c (building by
+ * reading a graph back), fp_compare.c (comparing, copying, the node map).
+ * Records made while the program builds a graph: record.h.
  *
  * Handles die with their modules: every cuModuleUnload / cuLibraryUnload
  * starts a new cache epoch (sg_fp_cache_epoch_bump); a fingerprint remembers
@@ -55,6 +57,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "call.h"
 #include "stats.h"
 
 /* Node attributes compared, those CUDA documents as "valid for graph nodes":
@@ -137,8 +140,15 @@ typedef struct sg_fp_scratch {
     sg_fp_map map;                   /* handle -> index, when the hint's edges do not fit */
 } sg_fp_scratch;
 
+/* Where a fingerprint comes from. Two fingerprints compare only if they
+ * come from the same place: a record leaves the attributes a captured kernel
+ * takes from its stream at their defaults (record.h), where a read-back
+ * holds the values the driver reports, and orders nodes by creation. */
+enum { SG_FP_READBACK = 0, SG_FP_RECORDED = 1 };
+
 typedef struct sg_fp {
     uint64_t epoch;                  /* the cache epoch it was built in */
+    int origin;                      /* SG_FP_READBACK or SG_FP_RECORDED */
     size_t n, nedges;
     sg_fp_node *nodes;
     size_t nodes_cap;
@@ -187,6 +197,16 @@ int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint
 int sg_fp_memcpy_desc(sg_fp_node *n, const CUDA_MEMCPY3D *c, CUcontext ctx);
 int sg_fp_memset_desc(sg_fp_node *n, const CUDA_MEMSET_NODE_PARAMS *m, CUcontext ctx);
 
+/* Describes node parameters as a hooked call carries them (call.h's
+ * sg_node_params_kind; ctx for memcpy / memset). 0, 1 for a node type the
+ * library does not model, -1 if they cannot be described. */
+int sg_fp_params_desc(sg_fp_node *n, sg_node_params_kind kind, const void *params, CUcontext ctx,
+                      const sg_fp_pinfo *hint);
+
+/* Sets attribute id of a kernel node's key to *v (a device-updatable node
+ * becomes SG_FP_UNSUPPORTED). -1 if id is not one of SG_FP_ATTR_LIST. */
+int sg_fp_attr_set(sg_fp_key *k, CUkernelNodeAttrID id, const CUkernelNodeAttrValue *v);
+
 /* -1 if a and b describe the same exec state; else why not (the most
  * telling reason: topology > unsupported_node > not_comparable >
  * function_changed > dims_changed > attributes_changed > memcpy_changed /
@@ -199,6 +219,19 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
 /* Copies src's description into dst (payload into dst's buffer). Returns 0,
  * or -1 if out of memory (dst unchanged). */
 int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src);
+
+/* Copies src into dst (dst's buffers reused). Returns 0, or -1 if out of
+ * memory (dst is then incomplete). */
+int sg_fp_copy(sg_fp *dst, const sg_fp *src);
+/* A new last node of fp (zeroed key, payload buffer kept), or NULL if out of
+ * memory. */
+sg_fp_node *sg_fp_push_node(sg_fp *fp);
+/* Appends an edge. Returns 0, or -1 if out of memory. */
+int sg_fp_push_edge(sg_fp *fp, uint32_t from, uint32_t to, const void *data8);
+/* Whether a and b describe the same nodes and edges in the same order,
+ * whatever their origins and kernel attributes (the node handles of one can
+ * name the nodes of the other). */
+int sg_fp_same_order(const sg_fp *a, const sg_fp *b);
 
 /* Exchanges two fingerprints (buffers included). */
 void sg_fp_swap(sg_fp *a, sg_fp *b);

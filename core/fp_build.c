@@ -1,6 +1,7 @@
 /*
- * core/fp_build.c: descriptions of graphs and node parameters, built through
- * the driver table (fingerprint.h).
+ * core/fp_build.c: a graph's fingerprint read back through the driver table
+ * (fingerprint.h): its nodes, their attributes and its edges; node
+ * parameters are described by fp_desc.c.
  *
  * The build's common case, a kernel node where the hint had one of the same
  * function, goes through fast_run (one out-of-line loop, few values live
@@ -25,197 +26,6 @@
 #include <string.h>
 
 _Static_assert(sizeof(sg_fp_key) == 64 + SG_FP_ATTR_BYTES, "sg_fp_key must have no padding");
-
-/* ------------------------------------------------------------ node descriptions */
-
-
-
-
-/* Zeroes the padding of a payload of len bytes (pay_reserve(len) done);
- * before the bytes below len are written. */
-static inline void pay_pad(unsigned char *pay, uint32_t len)
-{
-    if (len & 31u) {
-        st16(pay + (len & ~31u), (sg_v16){ 0, 0 });
-        st16(pay + (len & ~31u) + 16, (sg_v16){ 0, 0 });
-    }
-}
-
-/* The argument buffer and its size from an `extra` array; 0 if malformed. */
-static int extra_buffer(void **extra, const unsigned char **buf, size_t *size)
-{
-    int have_size = 0;
-    *buf = NULL;
-    *size = 0;
-    for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-        if (i >= 32) return 0;
-        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-            *buf = extra[i + 1];
-        } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
-            *size = *(const size_t *)extra[i + 1];
-            have_size = 1;
-        } else {
-            return 0;
-        }
-    }
-    return *buf && have_size;
-}
-
-/* A description made of the key alone: type and state. */
-static void key_only(sg_fp_node *n, CUgraphNodeType type, int state)
-{
-    memset(&n->k, 0, sizeof n->k);
-    n->k.type = type;
-    n->k.state = (uint32_t)state;
-    n->len = 0;
-    n->pi = NULL;
-}
-
-static int kernel_fail(sg_fp_node *n, int state)
-{
-    n->k.state = (uint32_t)state;
-    n->len = 0;
-    return state;
-}
-
-/* Writes the canonical argument bytes of layout pi into n's payload, from
- * kernelParams kp or (if buf) from the `extra` buffer buf (at least
- * pi->total bytes long). Returns SG_FP_OK, SG_FP_NOT_COMPARABLE (a NULL
- * argument pointer; n->len is then 0) or -1 if out of memory. Inlined into
- * both callers: the argument loop is the hot part of a skip decision. */
-static inline __attribute__((always_inline)) int
-pack_args(sg_fp_node *n, const sg_fp_pinfo *pi, void *const *kp, const unsigned char *buf)
-{
-    uint32_t total = pi->total;
-    if (__builtin_expect(total > n->cap, 0) && sg_fp_pay_reserve(n, total)) return -1;
-    unsigned char *pay = n->pay;      /* locals: the stores into pay must not force reloads */
-    if (pi->gaps) memset(pay, 0, SG_FP_PAD32(total));
-    else pay_pad(pay, total);
-    const sg_fp_parg *a = pi->arg, *end = a + pi->n;
-    if (buf) {
-        for (; a < end; a++) memcpy(pay + a->off, buf + a->off, a->size);
-    } else {
-        for (; a < end; a++, kp++) {
-            const unsigned char *src = *kp;
-            if (__builtin_expect(!src, 0)) { n->len = 0; return SG_FP_NOT_COMPARABLE; }
-            if (a->size == 8) memcpy(pay + a->off, src, 8);       /* the common sizes without a call */
-            else if (a->size == 4) memcpy(pay + a->off, src, 4);
-            else memcpy(pay + a->off, src, a->size);
-        }
-    }
-    n->len = total;
-    return SG_FP_OK;
-}
-
-/* Copies len bytes without a call: 16-byte moves, the last one ending at
- * len (it may overlap the one before; both write the same bytes). */
-static inline void copy_block(unsigned char *dst, const unsigned char *src, uint32_t len)
-{
-    if (len >= 16) {
-        for (uint32_t i = 0; i + 16 < len; i += 16) st16(dst + i, ld16(src + i));
-        st16(dst + len - 16, ld16(src + len - 16));
-    } else if (len >= 8) {
-        uint64_t a, b;
-        memcpy(&a, src, 8);
-        memcpy(&b, src + len - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + len - 8, &b, 8);
-    } else {
-        memcpy(dst, src, len);
-    }
-}
-
-/* pack_args for kernelParams, out of line (fast_run's fallback when the
- * arguments are not one packed block). */
-static __attribute__((noinline)) int pack_args_each(sg_fp_node *n, const sg_fp_pinfo *pi,
-                                                    void *const *kp)
-{
-    return pack_args(n, pi, kp, NULL);
-}
-
-int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint)
-{
-    memset(&n->k, 0, sizeof n->k);
-    n->k.type = CU_GRAPH_NODE_TYPE_KERNEL;
-    n->k.grid[0] = k->grid[0]; n->k.grid[1] = k->grid[1]; n->k.grid[2] = k->grid[2];
-    n->k.block[0] = k->block[0]; n->k.block[1] = k->block[1]; n->k.block[2] = k->block[2];
-    n->k.shmem = k->shmem;
-    n->len = 0;
-    n->pi = NULL;
-    int is_kern = !k->func;
-    const void *h;
-    if (!is_kern) {
-        h = k->func;                 /* CUDA ignores ctx when func is set */
-        n->k.func = (uintptr_t)h;
-    } else {
-        CUcontext ctx = k->ctx;
-        h = k->kern;
-        if (!h) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-        if (!ctx && (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS))
-            return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-        n->k.kern = (uintptr_t)h;
-        n->k.ctx = (uintptr_t)ctx;
-    }
-    const sg_fp_pinfo *pi = hint && hint->h == h && hint->ok ? hint : sg_fp_pinfo_get(is_kern, h);
-    if (!pi) return -1;
-    if (!pi->ok || (k->kernelParams && k->extra)) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-    n->pi = pi;
-    const unsigned char *buf = NULL;
-    if (k->extra) {
-        size_t size;
-        if (!extra_buffer(k->extra, &buf, &size) || size < pi->total)
-            return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-    } else if (!k->kernelParams && pi->n) {
-        return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-    } else if (k->kernelParams && !pi->n) {
-        /* "No parameters" with an argument array present cannot be told from
-         * a probe that failed at its first call: never compare equal. */
-        return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-    }
-    int st = pack_args(n, pi, k->kernelParams, buf);
-    if (st < 0) return -1;
-    if (st != SG_FP_OK) return kernel_fail(n, st);
-    return SG_FP_OK;
-}
-
-#define SG_MEMCPY3D_FIELDS(X)                                                 \
-    X(srcXInBytes) X(srcY) X(srcZ) X(srcLOD) X(srcMemoryType) X(srcHost)      \
-    X(srcDevice) X(srcArray) X(reserved0) X(srcPitch) X(srcHeight)            \
-    X(dstXInBytes) X(dstY) X(dstZ) X(dstLOD) X(dstMemoryType) X(dstHost)      \
-    X(dstDevice) X(dstArray) X(reserved1) X(dstPitch) X(dstHeight)            \
-    X(WidthInBytes) X(Height) X(Depth)
-#define SG_MEMSET_FIELDS(X) X(dst) X(pitch) X(value) X(elementSize) X(width) X(height)
-#define SG_COPY_FIELD_(f) out->f = in->f;
-
-/* Starts a memcpy / memset description: key, ctx, a zeroed payload of `len`. */
-static int copy_desc_begin(sg_fp_node *n, CUgraphNodeType type, CUcontext ctx, uint32_t len)
-{
-    memset(&n->k, 0, sizeof n->k);
-    n->k.type = type;
-    n->k.ctx = (uintptr_t)ctx;
-    n->pi = NULL;
-    n->len = 0;
-    if (sg_fp_pay_reserve(n, len)) return -1;
-    memset(n->pay, 0, SG_FP_PAD32(len));   /* padding inside the struct stays zero */
-    n->len = len;
-    return 0;
-}
-
-int sg_fp_memcpy_desc(sg_fp_node *n, const CUDA_MEMCPY3D *in, CUcontext ctx)
-{
-    if (copy_desc_begin(n, CU_GRAPH_NODE_TYPE_MEMCPY, ctx, sizeof *in)) return -1;
-    CUDA_MEMCPY3D *out = (CUDA_MEMCPY3D *)(void *)n->pay;
-    SG_MEMCPY3D_FIELDS(SG_COPY_FIELD_)
-    return 0;
-}
-
-int sg_fp_memset_desc(sg_fp_node *n, const CUDA_MEMSET_NODE_PARAMS *in, CUcontext ctx)
-{
-    if (copy_desc_begin(n, CU_GRAPH_NODE_TYPE_MEMSET, ctx, sizeof *in)) return -1;
-    CUDA_MEMSET_NODE_PARAMS *out = (CUDA_MEMSET_NODE_PARAMS *)(void *)n->pay;
-    SG_MEMSET_FIELDS(SG_COPY_FIELD_)
-    return 0;
-}
 
 /* ------------------------------------------------------------ attributes */
 
@@ -401,7 +211,7 @@ static __attribute__((noinline)) int describe_node(sg_fp_node *n, CUgraphNode no
         if (!have &&
             (!sg_drv.cuGraphKernelNodeGetParams_v2 ||
              SG_DRIVER_CALL(cuGraphKernelNodeGetParams_v2, node, &p) != CUDA_SUCCESS)) {
-            key_only(n, t, SG_FP_NOT_COMPARABLE);
+            sg_fp_key_only(n, t, SG_FP_NOT_COMPARABLE);
             return 0;
         }
         sg_fp_kin k = SG_FP_KIN_V2(&p);
@@ -424,13 +234,13 @@ static __attribute__((noinline)) int describe_node(sg_fp_node *n, CUgraphNode no
         break;
     }
     case CU_GRAPH_NODE_TYPE_EMPTY:
-        key_only(n, t, SG_FP_OK);
+        sg_fp_key_only(n, t, SG_FP_OK);
         return 0;
     default:
-        key_only(n, t, SG_FP_UNSUPPORTED);
+        sg_fp_key_only(n, t, SG_FP_UNSUPPORTED);
         return 0;
     }
-    key_only(n, t, SG_FP_NOT_COMPARABLE);   /* a memcpy / memset node the driver did not describe */
+    sg_fp_key_only(n, t, SG_FP_NOT_COMPARABLE);   /* a memcpy / memset node the driver did not describe */
     return 0;
 }
 
@@ -532,13 +342,13 @@ static __attribute__((noinline)) size_t fast_run(sg_fp_node *nodes_out, const sg
             st16(pay, ld16(base));
             st16(pay + total - 16, ld16(base + total - 16));
         } else {
-            pay_pad(pay, total);
-            copy_block(pay, base, total);
+            sg_fp_pay_pad(pay, total);
+            sg_fp_copy_block(pay, base, total);
         }
         n->len = total;
         goto packed;
     by_argument:;
-        int ps = pack_args_each(n, h, kp);
+        int ps = sg_fp_pack_args_each(n, h, kp);
         if (__builtin_expect(ps != SG_FP_OK, 0)) {
             if (ps < 0) goto oom;
             k->state = (uint32_t)ps;
@@ -651,7 +461,10 @@ int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
 {
     size_t n = 0, n2;
     fp->epoch = sg_fp_epoch();
-    if (hint && hint->epoch != fp->epoch) hint = NULL;   /* its layouts may be of unloaded functions */
+    fp->origin = SG_FP_READBACK;
+    /* a hint's layouts may be of unloaded functions; a record's node and
+     * edge order need not be the driver's */
+    if (hint && (hint->epoch != fp->epoch || hint->origin != SG_FP_READBACK)) hint = NULL;
     fp->n = fp->nedges = 0;
     fp->unsupported = 0;
     if (!sg_drv.cuGraphGetNodes || !sg_drv.cuGraphNodeGetType || !sg_drv.cuGraphGetEdges_v2 ||

@@ -223,6 +223,7 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
 
 int sg_fp_compare(const sg_fp *a, const sg_fp *b)
 {
+    if (a->origin != b->origin) return SG_REASON_NOT_COMPARABLE;
     if (a->n != b->n || a->nedges != b->nedges ||
         !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
         return SG_REASON_TOPOLOGY;
@@ -263,6 +264,72 @@ int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src)
     dst->k = src->k;
     dst->len = src->len;
     dst->pi = src->pi;
+    return 0;
+}
+
+int sg_fp_same_order(const sg_fp *a, const sg_fp *b)
+{
+    if (a->n != b->n || a->nedges != b->nedges ||
+        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const sg_fp_node *x = &a->nodes[i], *y = &b->nodes[i];
+        if (x->k.func != y->k.func || x->k.kern != y->k.kern || x->k.type != y->k.type ||
+            x->k.state != y->k.state || memcmp(x->k.grid, y->k.grid, sizeof x->k.grid) ||
+            memcmp(x->k.block, y->k.block, sizeof x->k.block) || x->k.shmem != y->k.shmem ||
+            x->len != y->len || !sg_bytes_eq(x->pay, y->pay, x->len))
+            return 0;
+    }
+    return 1;
+}
+
+static int grow_array(void **buf, size_t *cap, size_t n, size_t elem, int zero)
+{
+    if (n <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < n) c *= 2;
+    void *p = realloc(*buf, c * elem);
+    if (!p) return -1;
+    if (zero) memset((char *)p + *cap * elem, 0, (c - *cap) * elem);
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
+int sg_fp_copy(sg_fp *dst, const sg_fp *src)
+{
+    if (grow_array((void **)&dst->nodes, &dst->nodes_cap, src->n, sizeof *dst->nodes, 1) ||
+        grow_array((void **)&dst->edges, &dst->edges_cap, src->nedges, sizeof *dst->edges, 0))
+        return -1;
+    for (size_t i = 0; i < src->n; i++)
+        if (sg_fp_node_copy(&dst->nodes[i], &src->nodes[i])) return -1;
+    if (src->nedges) memcpy(dst->edges, src->edges, src->nedges * sizeof *src->edges);
+    dst->n = src->n;
+    dst->nedges = src->nedges;
+    dst->epoch = src->epoch;
+    dst->origin = src->origin;
+    dst->unsupported = src->unsupported;
+    return 0;
+}
+
+sg_fp_node *sg_fp_push_node(sg_fp *fp)
+{
+    if (grow_array((void **)&fp->nodes, &fp->nodes_cap, fp->n + 1, sizeof *fp->nodes, 1)) return NULL;
+    sg_fp_node *n = &fp->nodes[fp->n++];
+    memset(&n->k, 0, sizeof n->k);
+    n->len = 0;
+    n->pi = NULL;
+    return n;
+}
+
+int sg_fp_push_edge(sg_fp *fp, uint32_t from, uint32_t to, const void *data8)
+{
+    if (grow_array((void **)&fp->edges, &fp->edges_cap, fp->nedges + 1, sizeof *fp->edges, 0)) return -1;
+    sg_fp_edge *e = &fp->edges[fp->nedges++];
+    e->from = from;
+    e->to = to;
+    if (data8) memcpy(e->data, data8, sizeof e->data);
+    else memset(e->data, 0, sizeof e->data);
     return 0;
 }
 

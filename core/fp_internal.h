@@ -64,4 +64,37 @@ static inline int v16_zero(sg_v16 v) { return (v[0] | v[1]) == 0; }
  * Capacities are 64 << k, so SG_FP_PAD32(len) <= cap always holds. */
 int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len);
 
+/* Zeroes the padding of a payload of len bytes (pay_reserve(len) done);
+ * before the bytes below len are written. */
+static inline void sg_fp_pay_pad(unsigned char *pay, uint32_t len)
+{
+    if (len & 31u) {
+        st16(pay + (len & ~31u), (sg_v16){ 0, 0 });
+        st16(pay + (len & ~31u) + 16, (sg_v16){ 0, 0 });
+    }
+}
+
+/* Copies len bytes without a call: 16-byte moves, the last one ending at
+ * len (it may overlap the one before; both write the same bytes). */
+static inline void sg_fp_copy_block(unsigned char *dst, const unsigned char *src, uint32_t len)
+{
+    if (len >= 16) {
+        for (uint32_t i = 0; i + 16 < len; i += 16) st16(dst + i, ld16(src + i));
+        st16(dst + len - 16, ld16(src + len - 16));
+    } else if (len >= 8) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + len - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + len - 8, &b, 8);
+    } else {
+        memcpy(dst, src, len);
+    }
+}
+/* A description made of the key alone: type and state (fp_desc.c). */
+void sg_fp_key_only(sg_fp_node *n, CUgraphNodeType type, int state);
+/* Packs kernelParams kp by layout pi into n's payload, argument by argument
+ * (fp_desc.c). SG_FP_OK, SG_FP_NOT_COMPARABLE or -1 if out of memory. */
+int sg_fp_pack_args_each(sg_fp_node *n, const sg_fp_pinfo *pi, void *const *kp);
+
 #endif /* SG_FP_INTERNAL_H */

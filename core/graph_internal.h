@@ -1,8 +1,9 @@
 /*
- * core/graph_internal.h: what graphs.c (exec records: their table, life,
- * launches, notifications) and graph_update.c (the update decisions) share.
- * Not for the rest of core/: graphs.h is the interface. Locks: graphs.c's
- * header.
+ * core/graph_internal.h: what the three graph files share: graph_records.c
+ * (the record table and each record's life), graphs.c (instantiation,
+ * launches, notifications, the router's entry) and graph_update.c (the
+ * update decisions). Not for the rest of core/: graphs.h is the interface.
+ * Locks: graph_records.c's header.
  */
 #ifndef SG_GRAPH_INTERNAL_H
 #define SG_GRAPH_INTERNAL_H
@@ -11,7 +12,7 @@
 
 #include <pthread.h>
 
-/* uthash reports a failed add here (graphs.c, its table lock held). */
+/* uthash reports a failed add here (graph_records.c, its table lock held). */
 extern int sg_graph_table_oom;
 #define uthash_nonfatal_oom(elt) (sg_graph_table_oom = 1)
 #include "hash.h"
@@ -34,8 +35,11 @@ typedef struct sg_grec {
     sg_fp_scratch scratch;
     CUgraph graph;               /* the graph it was instantiated from (map valid while set) */
     sg_fp_map map;               /* its node handles -> indices */
-    CUgraphNode *nodes;          /* its node handles in fp order (NULL: none) */
+    CUgraphNode *nodes;          /* its node handles in fp order (NULL: not known) */
     size_t nnodes;
+    int nodes_origin;            /* fp.origin when they were taken (the order they follow) */
+    int learn_failed;            /* reading them back did not match fp: not tried again */
+    int flags_known, device_launch;   /* instantiation flags, asked once */
     sg_fp_node node;             /* the candidate of a per-node update */
     void *pol;                   /* the observer's state, NULL if none */
     struct sg_exec *stat;        /* the exec's counters (stats.c) */
@@ -51,9 +55,34 @@ void sg_grec_put(sg_grec *r);
 /* The view the observer gets (r->lock held). */
 sg_exec_view sg_grec_view(const sg_grec *r);
 void sg_grec_make_stale(sg_grec *r, sg_reason why);
+/* Keeps v (n node handles of graph, in fp order) as r's nodes. -1 if out of
+ * memory (nothing changed). */
+int sg_grec_set_nodes(sg_grec *r, CUgraph graph, const CUgraphNode *v, size_t n);
+void sg_grec_drop_nodes(sg_grec *r);
+/* Makes sure r->nodes name fp's nodes: a record of a captured graph has no
+ * handles, so the instantiation graph is read back once and its handles kept
+ * if it describes fp node for node. 0, or -1 (per-node updates are then
+ * forwarded). */
+int sg_grec_learn_nodes(sg_grec *r);
+/* The update in r->next is now the exec's state (whole graph). */
+void sg_grec_take_next(sg_grec *r);
 /* Marks r unsupported if its fingerprint or the exec's flags say so, and
  * logs it once (r->lock held). */
 void sg_grec_check_supported(sg_grec *r);
+
+/* Calls fn on every record, each locked in turn and referenced (the table
+ * lock is not held during fn). */
+void sg_grec_foreach(void (*fn)(sg_grec *r, void *u), void *u);
+/* A fresh record for exec (replacing any; stale: untracked_exec), with a
+ * reference for the caller; NULL if out of memory. */
+sg_grec *sg_grec_add(CUgraphExec exec);
+/* Removes exec's record from the table, if any. */
+void sg_grec_remove(CUgraphExec exec);
+/* Takes every record of ctx out of the table: a malloc'd array (*n records,
+ * the table's references move to the caller). */
+sg_grec **sg_grec_take_ctx(CUcontext ctx, size_t *n);
+void sg_grec_atfork(int phase);
+void sg_grec_reset(void);
 
 /* UPDATE_GRAPH and UPDATE_NODE calls (graph_update.c). */
 CUresult sg_graph_update(const sg_call *c);

@@ -12,6 +12,7 @@
 
 #include "driver.h"
 #include "memory.h"
+#include "record.h"
 #include "util.h"
 #include "vmm.h"
 
@@ -39,8 +40,7 @@ static CUresult forward_update(sg_grec *r, const sg_call *c, sg_reason reason, l
     if (!r || rc != CUDA_SUCCESS) return rc;
     if (!r->unsupported && !r->fixed) {
         if (whole && built) {
-            sg_fp_swap(&r->fp, &r->next);
-            r->state = REC_CURRENT;
+            sg_grec_take_next(r);
         } else if (whole || (r->state == REC_CURRENT &&
                              (!built || node < 0 || sg_fp_node_copy(&r->fp.nodes[node], &r->node) != 0))) {
             sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
@@ -100,6 +100,18 @@ static long bad_range_node(const sg_fp *fp)
     return -1;
 }
 
+/* The handle, in graph g, of the node r->next describes at index bad: a
+ * record does not know the handles of captured nodes, so g is read back
+ * (this happens only for an update the driver refuses). NULL if unknown. */
+static CUgraphNode bad_node(sg_grec *r, CUgraph g, long bad)
+{
+    if (r->next.origin == SG_FP_RECORDED) {
+        if (sg_fp_build(&r->next, g, &r->scratch, NULL) != 0) return NULL;
+        bad = bad_range_node(&r->next);
+    }
+    return bad >= 0 && (size_t)bad < r->next.n ? r->scratch.nodes[bad] : NULL;
+}
+
 /* The driver's answer to an update with a parameter it refuses. */
 static CUresult refuse_update(const sg_call *c, CUgraphNode node)
 {
@@ -144,7 +156,7 @@ static CUresult decide(sg_grec *r, const sg_call *c, int reason, long node, int 
         int a = sg_graph_obs->accept(r->pol, &x, &u);
         if (a < 0) return forward_update(r, c, (sg_reason)reason, node, built);   /* observing only */
         if (a > 0) {
-            if (node < 0) sg_fp_swap(&r->fp, &r->next);
+            if (node < 0) sg_grec_take_next(r);
             else if (sg_fp_node_copy(&r->fp.nodes[node], &r->node) != 0)
                 sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);   /* cannot happen: same length */
             x = sg_grec_view(r);
@@ -173,12 +185,17 @@ CUresult sg_graph_update(const sg_call *c)
     }
     pthread_mutex_lock(&r->lock);
     sg_fp_cache_enter();
-    int built = sg_fp_build(&r->next, c->u.update.graph, &r->scratch,
-                            r->state == REC_CURRENT ? &r->fp : NULL) == 0;
+    CUgraph g = c->u.update.graph;
+    sg_readback why = sg_rec_fetch(g, &r->next, NULL);
+    int built = why == SG_READBACK_NONE;
+    if (!built) {
+        sg_rec_count_readback(why);
+        built = sg_fp_build(&r->next, g, &r->scratch, r->state == REC_CURRENT ? &r->fp : NULL) == 0;
+    }
     int reason = forced_reason(r);
     if (reason < 0) reason = built ? sg_fp_compare(&r->fp, &r->next) : SG_REASON_NOT_COMPARABLE;
     long bad = built ? bad_range_node(&r->next) : -1;
-    CUresult rc = bad >= 0 ? refuse_update(c, r->scratch.nodes[bad])
+    CUresult rc = bad >= 0 ? refuse_update(c, bad_node(r, g, bad))
                            : decide(r, c, reason, -1, built && !r->next.unsupported);
     if (rc == CUDA_SUCCESS && built && r->next.unsupported) {
         /* forwarded: the exec now holds a node type the library does not model */
@@ -190,48 +207,6 @@ CUresult sg_graph_update(const sg_call *c)
     sg_grec_put(r);
     sg_vmm_unrelax();
     return rc;
-}
-
-/* Describes the parameters of a per-node update into n. Returns 0, 1 for a
- * node type the library does not model, -1 if they cannot be described. */
-static int describe_update(const sg_call *c, sg_fp_node *n, const sg_fp_pinfo *hint)
-{
-    sg_fp_kin k;
-    const void *p = c->u.node_update.params;
-    if (!p) return -1;
-    switch (c->u.node_update.kind) {
-    case SG_NODE_KERNEL:
-        k = SG_FP_KIN_V2((const CUDA_KERNEL_NODE_PARAMS *)p);
-        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
-    case SG_NODE_KERNEL_V1:
-        k = SG_FP_KIN_V1((const CUDA_KERNEL_NODE_PARAMS_v1 *)p);
-        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
-    case SG_NODE_MEMCPY:
-        return sg_fp_memcpy_desc(n, p, c->u.node_update.ctx);
-    case SG_NODE_MEMSET:
-        return sg_fp_memset_desc(n, p, c->u.node_update.ctx);
-    case SG_NODE_GENERIC:
-        break;
-    }
-    const CUgraphNodeParams *g = p;
-    if (g->reserved0[0] || g->reserved0[1] || g->reserved0[2] || g->reserved2) return -1;
-    switch (g->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL:
-        k = SG_FP_KIN_V2(&g->kernel);
-        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
-    case CU_GRAPH_NODE_TYPE_MEMCPY:
-        if (g->memcpy.flags || g->memcpy.reserved) return -1;
-        return sg_fp_memcpy_desc(n, &g->memcpy.copyParams, g->memcpy.copyCtx);
-    case CU_GRAPH_NODE_TYPE_MEMSET: {
-        const CUDA_MEMSET_NODE_PARAMS_v2 *m = &g->memset;
-        CUDA_MEMSET_NODE_PARAMS s = { .dst = m->dst, .pitch = m->pitch, .value = m->value,
-                                      .elementSize = m->elementSize, .width = m->width,
-                                      .height = m->height };
-        return sg_fp_memset_desc(n, &s, m->ctx);
-    }
-    default:
-        return 1;
-    }
 }
 
 /* The driver's range check of a per-node memset / memcpy update. */
@@ -255,7 +230,7 @@ CUresult sg_graph_update_node(const sg_call *c)
     }
     pthread_mutex_lock(&r->lock);
     sg_fp_cache_enter();
-    long i = r->graph ? sg_fp_map_find(&r->map, c->u.node_update.node) : -1;
+    long i = r->graph && sg_grec_learn_nodes(r) == 0 ? sg_fp_map_find(&r->map, c->u.node_update.node) : -1;
     if (i >= 0 && (size_t)i >= r->fp.n) i = -1;
     int desc = -1, reason = forced_reason(r);
     CUresult rc = CUDA_SUCCESS;
@@ -264,7 +239,8 @@ CUresult sg_graph_update_node(const sg_call *c)
         reason = r->graph ? SG_REASON_NOT_COMPARABLE : SG_REASON_UNTRACKED_EXEC;
     } else if (reason < 0) {
         sg_fp_node *rec = &r->fp.nodes[i];
-        desc = describe_update(c, &r->node, rec->pi);
+        desc = sg_fp_params_desc(&r->node, c->u.node_update.kind, c->u.node_update.params,
+                                 c->u.node_update.ctx, rec->pi);
         if (desc == 1) reason = SG_REASON_UNSUPPORTED_NODE;
         else if (desc < 0) reason = SG_REASON_NOT_COMPARABLE;
         else if ((rc = node_range_check(&r->node)) == CUDA_SUCCESS) {

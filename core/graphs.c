@@ -1,6 +1,9 @@
 /*
- * core/graphs.c: graph exec records (graphs.h). For each update it decides
- * whether it would leave the exec exactly as it is:
+ * core/graphs.c: the graph calls (graphs.h): instantiation (a record per
+ * exec, graph_records.c), launches, exec destroy and what makes a record
+ * change (graph or node destroyed, module unloaded, stream gone, context
+ * teardown). Updates go to graph_update.c, which decides whether each one
+ * would leave the exec exactly as it is:
  *   - skip_identical (skip_temp, skip_profiled): such an update is answered
  *     here (success, CU_GRAPH_EXEC_UPDATE_SUCCESS in the result info) and the
  *     driver is not called;
@@ -32,19 +35,9 @@
  * (cuGraphDestroyNode): per-node updates naming them are forwarded, so the
  * program gets the driver's error, never a success the driver would refuse.
  *
- * Locks (in this order):
- *   table_lock   the record table (uthash by CUgraphExec). Held for a lookup
- *                (and the reference it takes) and an add / remove only.
- *                `refs` is atomic: taken under table_lock by a lookup, dropped
- *                without it. The table holds one reference while the record
- *                is in it; whoever drops the last one frees the record.
- *   rec->lock    one per record: everything else in it, and the observer's
- *                state. Held while building, comparing and forwarding an
- *                update or a launch of that exec, so two threads using one
- *                exec are serialized in call order, as the driver orders them.
- * Inside rec->lock fingerprint.c may take its cache lock and memory.c's
- * registry lock; stats.c's lock is taken for counting. No lock of this file
- * is held across a call that can wait on the device.
+ * Locks: graph_records.c (the table, and one lock per record, held while an
+ * update or launch of that exec is decided and forwarded). No lock of these
+ * files is held across a call that can wait on the device.
  */
 #include "graph_internal.h"
 
@@ -52,118 +45,13 @@
 #include "contexts.h"
 #include "log.h"
 #include "memory.h"
+#include "record.h"
 #include "util.h"
 #include "vmm.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-int sg_graph_table_oom;    /* set by uthash on a failed add (table_lock held) */
-
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static sg_grec *table;
-sg_caps sg_graph_caps;
-const sg_exec_observer *sg_graph_obs;
-
-static void rec_free(sg_grec *r)
-{
-    if (r->pol && sg_graph_obs) sg_graph_obs->destroyed(r->pol, 0);
-    pthread_mutex_destroy(&r->lock);
-    sg_fp_free(&r->fp);
-    sg_fp_free(&r->next);
-    sg_fp_scratch_free(&r->scratch);
-    sg_fp_map_free(&r->map);
-    sg_fp_node_free(&r->node);
-    free(r->nodes);
-    free(r);
-}
-
-void sg_grec_put(sg_grec *r)
-{
-    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) rec_free(r);
-}
-
-/* Removes exec's record from the table, if any; table_lock held. */
-static void rec_remove_locked(CUgraphExec exec)
-{
-    sg_grec *r;
-    HASH_FIND_PTR(table, &exec, r);
-    if (r) {
-        HASH_DEL(table, r);
-        sg_grec_put(r);
-    }
-}
-
-/* Adds a fresh record for exec (replacing any) and returns it with a
- * reference for the caller; NULL if out of memory. A record first seen at an
- * update starts stale (untracked_exec). table_lock held. */
-static sg_grec *rec_add_locked(CUgraphExec exec)
-{
-    sg_grec *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    r->exec = exec;
-    r->refs = 2;
-    r->state = REC_STALE;
-    r->stale_reason = SG_REASON_UNTRACKED_EXEC;
-    pthread_mutex_init(&r->lock, NULL);
-    rec_remove_locked(exec);
-    sg_graph_table_oom = 0;
-    HASH_ADD_PTR(table, exec, r);
-    if (sg_graph_table_oom) {
-        pthread_mutex_destroy(&r->lock);
-        free(r);
-        return NULL;
-    }
-    return r;
-}
-
-/* The record of exec with a reference for the caller; made (stale) if
- * unknown and make is set; NULL if none or out of memory. */
-sg_grec *sg_grec_get(CUgraphExec exec, int make)
-{
-    sg_grec *r;
-    pthread_mutex_lock(&table_lock);
-    HASH_FIND_PTR(table, &exec, r);
-    if (r) __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
-    else if (make) r = rec_add_locked(exec);
-    pthread_mutex_unlock(&table_lock);
-    return r;
-}
-
-/* The view the observer gets (r->lock held). */
-sg_exec_view sg_grec_view(const sg_grec *r)
-{
-    return (sg_exec_view){ .exec = r->exec, .ctx = r->ctx,
-                           .L = r->state == REC_CURRENT ? &r->fp : NULL,
-                           .nodes = r->graph ? r->nodes : NULL,
-                           .fixed = r->fixed || r->unsupported };
-}
-
-void sg_grec_make_stale(sg_grec *r, sg_reason why)
-{
-    r->state = REC_STALE;
-    r->stale_reason = why;
-}
-
-/* Marks r unsupported if its fingerprint or the exec's flags say so, and
- * logs it once. r->lock held. */
-void sg_grec_check_supported(sg_grec *r)
-{
-    cuuint64_t flags = 0;
-    if (r->fp.unsupported) r->unsupported = 1;
-    if (sg_drv.cuGraphExecGetFlags &&
-        SG_DRIVER_CALL(cuGraphExecGetFlags, r->exec, &flags) == CUDA_SUCCESS &&
-        (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
-        r->unsupported = 1;
-    if (r->unsupported && !r->logged) {
-        r->logged = 1;
-        SG_INFO("graph exec %p holds a node the library does not model (host, child graph, "
-                "event, memory, conditional, batch memop, external semaphore or "
-                "device-updatable kernel node) or was instantiated for device launch: "
-                "its updates always go to the driver", (void *)r->exec);
-    }
-}
 
 /* ------------------------------------------------------------ calls */
 
@@ -177,20 +65,28 @@ static size_t graph_node_count(CUgraph graph, int *known)
     return *known ? n : 0;
 }
 
-/* Keeps the instantiation graph's node handles (r->lock held). */
-static void keep_nodes(sg_grec *r, CUgraph graph)
+/* The exec's first description, from the graph's record when there is one
+ * (node handles from it, or read back at once when an observer needs them),
+ * else read back (r->lock held). */
+static void describe(sg_grec *r, CUgraph graph)
 {
-    size_t n = r->fp.n;
-    CUgraphNode *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v || sg_fp_map_build(&r->map, r->scratch.nodes, n) != 0) {
-        free(v);
+    CUgraphNode *handles = NULL;
+    sg_readback why = sg_rec_fetch(graph, &r->fp, &handles);
+    if (why == SG_READBACK_NONE) {
+        r->state = REC_CURRENT;
+        r->graph = graph;
+        if (handles) (void)sg_grec_set_nodes(r, graph, handles, r->fp.n);
+        else if (sg_graph_obs) (void)sg_grec_learn_nodes(r);
+        free(handles);
         return;
     }
-    if (n) memcpy(v, r->scratch.nodes, n * sizeof *v);
-    free(r->nodes);
-    r->nodes = v;
-    r->nnodes = n;
-    r->graph = graph;
+    sg_rec_count_readback(why);
+    if (sg_fp_build(&r->fp, graph, &r->scratch, NULL) == 0) {
+        r->state = REC_CURRENT;
+        (void)sg_grec_set_nodes(r, graph, r->scratch.nodes, r->fp.n);
+    } else {
+        sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
+    }
 }
 
 static CUresult instantiate(const sg_call *c)
@@ -200,22 +96,17 @@ static CUresult instantiate(const sg_call *c)
     if (rc != CUDA_SUCCESS || !c->u.inst.out) return rc;
     CUgraphExec exec = *c->u.inst.out;
     CUgraph graph = c->u.inst.graph;
-    pthread_mutex_lock(&table_lock);
-    sg_grec *r = rec_add_locked(exec);
-    pthread_mutex_unlock(&table_lock);
+    sg_grec *r = sg_grec_add(exec);
     int known = 0;
     size_t nodes = 0;
     if (r) {
         pthread_mutex_lock(&r->lock);
         if (sg_drv.cuCtxGetCurrent) SG_DRIVER_CALL(cuCtxGetCurrent, &r->ctx);
         sg_fp_cache_enter();
-        if (sg_fp_build(&r->fp, graph, &r->scratch, NULL) == 0) {
-            r->state = REC_CURRENT;
-            keep_nodes(r, graph);
+        describe(r, graph);
+        if (r->state == REC_CURRENT) {
             nodes = r->fp.n;
             known = 1;
-        } else {
-            sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
         }
         sg_fp_cache_leave();
         sg_grec_check_supported(r);
@@ -302,34 +193,9 @@ static CUresult exec_destroy(const sg_call *c)
     CUresult rc = c->forward(c->args);
     if (rc != CUDA_SUCCESS) return rc;
     sg_exec_destroyed(c->u.exec.exec);
-    pthread_mutex_lock(&table_lock);
-    rec_remove_locked(c->u.exec.exec);
-    pthread_mutex_unlock(&table_lock);
+    sg_grec_remove(c->u.exec.exec);
     sg_vmm_unrelax();
     return rc;
-}
-
-/* Calls fn on every record (each locked in turn, with a reference; the
- * table lock is not held during fn). */
-static void foreach_rec(void (*fn)(sg_grec *r, void *u), void *u)
-{
-    size_t n = 0, cap = 0;
-    sg_grec **v = NULL;
-    sg_grec *r, *tmp;
-    pthread_mutex_lock(&table_lock);
-    HASH_ITER(hh, table, r, tmp) {
-        if (sg_grow((void **)&v, &cap, n + 1, sizeof *v) != 0) break;
-        __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
-        v[n++] = r;
-    }
-    pthread_mutex_unlock(&table_lock);
-    for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&v[i]->lock);
-        fn(v[i], u);
-        pthread_mutex_unlock(&v[i]->lock);
-        sg_grec_put(v[i]);
-    }
-    free(v);
 }
 
 static void forget_graph(sg_grec *r, void *u)
@@ -358,18 +224,10 @@ static void stream_gone_one(sg_grec *r, void *u)
 /* A context is gone (contexts.h, step 2): the driver destroyed its execs. */
 static void ctx_teardown(sg_ctx *cx)
 {
-    sg_grec *r, *tmp;
-    sg_grec **gone = NULL;
-    size_t n = 0, cap = 0;
-    pthread_mutex_lock(&table_lock);
-    HASH_ITER(hh, table, r, tmp) {
-        if (r->ctx != cx->ctx || sg_grow((void **)&gone, &cap, n + 1, sizeof *gone) != 0) continue;
-        HASH_DEL(table, r);            /* the table's reference moves to `gone` */
-        gone[n++] = r;
-    }
-    pthread_mutex_unlock(&table_lock);
+    size_t n = 0;
+    sg_grec **gone = sg_grec_take_ctx(cx->ctx, &n);
     for (size_t i = 0; i < n; i++) {
-        r = gone[i];
+        sg_grec *r = gone[i];
         sg_exec_destroyed(r->exec);
         pthread_mutex_lock(&r->lock);
         if (r->pol) sg_graph_obs->destroyed(r->pol, 1);
@@ -399,17 +257,17 @@ CUresult sg_graph_call(const sg_call *c)
         return exec_destroy(c);
     case SG_CALL_GRAPH_DESTROY:
         rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) foreach_rec(forget_graph, (void *)&c->u.graph.graph);
+        if (rc == CUDA_SUCCESS) sg_grec_foreach(forget_graph, (void *)&c->u.graph.graph);
         return rc;
     case SG_CALL_NODE_DESTROY:
         rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) foreach_rec(forget_node, (void *)&c->u.node.node);
+        if (rc == CUDA_SUCCESS) sg_grec_foreach(forget_node, (void *)&c->u.node.node);
         return rc;
     case SG_CALL_MODULE_UNLOAD:
         rc = c->forward(c->args);
         if (rc == CUDA_SUCCESS) {
             sg_fp_cache_epoch_bump();
-            foreach_rec(make_all_stale, NULL);
+            sg_grec_foreach(make_all_stale, NULL);
         }
         return rc;
     default:
@@ -421,7 +279,7 @@ void sg_graph_stream_gone(CUstream s)
 {
     if (!sg_graph_obs || !s) return;
     sg_stream_id id = sg_stream_id_of(s, 0);
-    foreach_rec(stream_gone_one, &id);
+    sg_grec_foreach(stream_gone_one, &id);
     sg_vmm_unrelax();
 }
 
@@ -432,19 +290,6 @@ void sg_graph_init(const sg_caps *cp, const sg_exec_observer *o)
     sg_ctx_on_teardown(SG_CTX_PART_GRAPHS, ctx_teardown);
 }
 
-void sg_graph_atfork(int phase)
-{
-    if (phase == 0) pthread_mutex_lock(&table_lock);
-    else pthread_mutex_unlock(&table_lock);
-}
+void sg_graph_atfork(int phase) { sg_grec_atfork(phase); }
 
-void sg_graph_reset(void)
-{
-    sg_grec *r, *tmp;
-    pthread_mutex_lock(&table_lock);
-    HASH_ITER(hh, table, r, tmp) {
-        HASH_DEL(table, r);
-        sg_grec_put(r);
-    }
-    pthread_mutex_unlock(&table_lock);
-}
+void sg_graph_reset(void) { sg_grec_reset(); }

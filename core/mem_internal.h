@@ -1,6 +1,7 @@
 /*
  * core/mem_internal.h: what the parts of the memory code share (memory.c:
- * arenas, allocation, frees; mem_registry.c: the registry of placed blocks,
+ * allocation and frees; mem_arena.c: each context's arena, its life, trim
+ * and quarantine; mem_registry.c: the registry of placed blocks,
  * the library's reservations, the forwarded allocations and the byte
  * counts; mem_query.c: what the program asks of its memory, and the
  * driver's range checks). Not for the rest of core/: memory.h is the
@@ -16,7 +17,46 @@
 
 #include "memory.h"
 
-typedef struct mem_arena mem_arena;   /* memory.c */
+#include "arena.h"
+#include "vmm.h"
+
+#include <pthread.h>
+
+#define EVENT_POOL 64                  /* events kept per arena for reuse */
+
+/* One context's arena (mem_arena.c): contexts.c's record holds it as
+ * SG_CTX_PART_ARENA. refs: the record's reference plus one per operation in
+ * progress; the last one frees it (after teardown). */
+typedef struct mem_arena {
+    int refs;                      /* atomic */
+    pthread_mutex_t lock;          /* guards everything below */
+    int state;                     /* 0 not set up, 1 placing, -1 forwarding, -2 context gone */
+    CUcontext ctx;
+    sg_vmm_dev vmm;                /* copied from the context record */
+    sg_arena *arena;
+    CUevent events[EVENT_POOL];
+    size_t nevents;
+    struct qrange { CUdeviceptr addr; size_t placed; } *quar;   /* freed, awaiting a sync */
+    size_t nquar, capquar;
+} mem_arena;
+
+/* The arena of ctx, made (not set up) if missing, with a reference for the
+ * caller. NULL if out of memory. */
+mem_arena *sg_marena_get(CUcontext ctx);
+void sg_marena_hold(mem_arena *ar);
+void sg_marena_unref(mem_arena *ar);
+/* Sets ar up (ar->lock held): state 1, or -1 if it cannot be. */
+void sg_marena_setup_locked(mem_arena *ar);
+/* An event back to ar's pool (ar->lock held). */
+void sg_marena_event_put(void *ar, void *ev);
+/* After a successful synchronization of ar's context: the quarantined
+ * ranges are free (ar->lock held). */
+void sg_marena_quarantine_release_locked(mem_arena *ar);
+/* A destroyed stream's key: every arena's pending frees under it wait for
+ * their events only. */
+void sg_marena_rekey_all(sg_arena_key key);
+/* Registers the arenas' part of context teardown. */
+void sg_marena_init(void);
 
 /* A live placed block. */
 typedef struct sg_block {

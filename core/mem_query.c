@@ -13,6 +13,7 @@
 #include "contexts.h"
 #include "driver.h"
 #include "log.h"
+#include "util.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -24,6 +25,23 @@ static void put_int(void *d, int v) { memcpy(d, &v, sizeof v); }
  * attributes whose driver answer would reveal the arena (the reservation,
  * the shared chunk, its id, VMM handle types, no context); 0 if a is not one
  * of them (the driver's answer stands: memory type, device, access...). */
+/* GPU_DIRECT_RDMA_CAPABLE of cuMemAlloc memory: what the device supports
+ * (the library's chunks did not ask for it). The device is the one the
+ * driver names for the mapping. */
+static int rdma_capable(CUdeviceptr p)
+{
+    int ord = 0, v = 0;
+    CUdevice dev;
+    if (!sg_drv.cuPointerGetAttribute || !sg_drv.cuDeviceGet || !sg_drv.cuDeviceGetAttribute ||
+        SG_DRIVER_CALL(cuPointerGetAttribute, &ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) !=
+            CUDA_SUCCESS ||
+        SG_DRIVER_CALL(cuDeviceGet, &dev, ord) != CUDA_SUCCESS ||
+        SG_DRIVER_CALL(cuDeviceGetAttribute, &v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, dev) !=
+            CUDA_SUCCESS)
+        return 0;
+    return v != 0;
+}
+
 static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *data)
 {
     switch (a) {
@@ -41,8 +59,13 @@ static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *da
         put_u64(data, b->base);
         return 1;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         put_u64(data, b->size);
+        return 1;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:     /* a cuMemAlloc block is mapped whole pages */
+        put_u64(data, sg_round_up(b->size, 4096));
+        return 1;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        put_int(data, rdma_capable(b->base));
         return 1;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
         put_u64(data, CU_MEM_HANDLE_TYPE_NONE);

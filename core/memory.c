@@ -26,13 +26,23 @@
  * cuMemGetInfo reports the mapped bytes no block uses as free, as the
  * driver would after the program's frees.
  *
- * Frees: cuMemFree of a placed block keeps the driver's implicit
- * synchronization (cuCtxSynchronize in the block's context, in the program's
- * capture mode: during a global capture it fails and invalidates it as the
- * real cuMemFree would, and nothing is freed). If the block's context cannot
- * be made current (a failing cuCtxGetCurrent), the block is freed for the
- * program but its range is quarantined: reused only after the next successful
- * synchronization of that context. cuMemFreeAsync records an event from a
+ * Frees: cuMemFree of a placed block gets the driver's own answer and
+ * implicit synchronization: the library frees a one-page block of its own
+ * (cuMemAlloc in relaxed mode, then cuMemFree in the program's capture mode)
+ * in the block's context. Refused (a capture whose mode forbids the call):
+ * the program gets that error, the driver has invalidated what it
+ * invalidates, nothing is freed. Allowed: the driver synchronized the
+ * context as for the program's own block (cuda.h: cuMemFree "may perform
+ * implicit synchronization"; the emulated driver waits for every stream of
+ * the context, as drivers do), so the range is reusable at once. The library
+ * never calls cuCtxSynchronize, which a capture in progress anywhere in the
+ * context (even one that begins on another thread while it runs) refuses,
+ * invalidating that capture, except when not one page is left for its block
+ * and no capture is in progress. If no block can be had during a capture, or
+ * the context cannot be made current, the free is allowed (a valid program
+ * does not free where its capture forbids it) and the range quarantined until
+ * the next free of that context that synchronized.
+ * cuMemFreeAsync records an event from a
  * small per-arena pool on the freeing stream; the block is reusable at once on
  * that stream and elsewhere once the event completed (arena.h); if no event
  * can be recorded the range is quarantined (never a host wait). On a
@@ -67,235 +77,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EVENT_POOL 64                  /* events kept per arena for reuse */
-#define RESV_FALLBACK ((size_t)64 << 30)
-
-/* ------------------------------------------------------------------ state */
-
-/* One context's arena: contexts.c's record holds it as SG_CTX_PART_ARENA.
- * refs: the record's reference plus one per operation in progress; the last
- * one frees it (after teardown). */
-typedef struct mem_arena {
-    int refs;                      /* atomic */
-    pthread_mutex_t lock;          /* guards everything below */
-    int state;                     /* 0 not set up, 1 placing, -1 forwarding, -2 context gone */
-    CUcontext ctx;
-    sg_vmm_dev vmm;                /* copied from the context record */
-    sg_arena *arena;
-    CUevent events[EVENT_POOL];
-    size_t nevents;
-    struct qrange { CUdeviceptr addr; size_t placed; } *quar;   /* freed, awaiting a sync */
-    size_t nquar, capquar;
-} mem_arena;
-
 static size_t place_max = SIZE_MAX;
 static size_t own_min = SIZE_MAX;
-
-/* ----------------------------------------------------- arena ops (driver) */
-
-static CUresult op_reserve(void *u, size_t size, size_t align, CUdeviceptr *base)
-{
-    (void)u;
-    CUresult rc = sg_vmm_reserve(size, align, base);
-    if (rc == CUDA_SUCCESS) sg_mem_span_add(*base, size);
-    return rc;
-}
-
-static CUresult op_unreserve(void *u, CUdeviceptr base, size_t size)
-{
-    (void)u;
-    sg_mem_span_del(base);
-    return sg_vmm_unreserve(base, size);
-}
-
-static CUresult op_create(void *u, size_t size, CUmemGenericAllocationHandle *h)
-{
-    return sg_vmm_create(&((mem_arena *)u)->vmm, size, h);
-}
-
-static CUresult op_release(void *u, CUmemGenericAllocationHandle h)
-{
-    (void)u;
-    return sg_vmm_release(h);
-}
-
-static CUresult op_map(void *u, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
-{
-    (void)u;
-    return sg_vmm_map(va, size, h);
-}
-
-static CUresult op_set_access(void *u, CUdeviceptr va, size_t size)
-{
-    return sg_vmm_set_access(&((mem_arena *)u)->vmm, va, size);
-}
-
-static CUresult op_unmap(void *u, CUdeviceptr va, size_t size)
-{
-    (void)u;
-    return sg_vmm_unmap(va, size);
-}
-
-/* An event that cannot be queried (an error other than NOT_READY) is taken
- * as not complete: the memory stays out of use rather than risk reuse. */
-static int op_event_done(void *u, void *ev)
-{
-    (void)u;
-    sg_vmm_relax();
-    return SG_DRIVER_CALL(cuEventQuery, (CUevent)ev) == CUDA_SUCCESS;
-}
-
-/* Back to the pool (ar->lock held); after the context is gone the event
- * went with it. */
-static void op_event_put(void *u, void *ev)
-{
-    mem_arena *ar = u;
-    if (ar->state == -2) return;
-    if (ar->nevents < EVENT_POOL) {
-        ar->events[ar->nevents++] = (CUevent)ev;
-    } else {
-        sg_vmm_relax();
-        SG_DRIVER_CALL(cuEventDestroy_v2, (CUevent)ev);
-    }
-}
-
-static const sg_arena_ops driver_ops = {
-    .reserve = op_reserve, .unreserve = op_unreserve, .create = op_create,
-    .release = op_release, .map = op_map, .set_access = op_set_access, .unmap = op_unmap,
-    .event_done = op_event_done, .event_put = op_event_put,
-};
-
-/* ------------------------------------------------------------------ arenas */
-
-static void arena_unref(mem_arena *ar)
-{
-    if (ar && __atomic_sub_fetch(&ar->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-        pthread_mutex_destroy(&ar->lock);
-        free(ar->quar);
-        free(ar);
-    }
-}
-
-static void arena_hold(mem_arena *ar) { __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED); }
-
-/* The arena of ctx, made (not set up) if missing, with a reference for the
- * caller. NULL if out of memory. */
-static mem_arena *arena_get(CUcontext ctx)
-{
-    sg_ctx *cx = sg_ctx_get(ctx);
-    if (!cx) return NULL;
-    pthread_mutex_lock(&cx->lock);
-    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
-    if (!ar && !cx->dead && (ar = calloc(1, sizeof *ar))) {
-        ar->refs = 1;                  /* the record's */
-        ar->ctx = ctx;
-        pthread_mutex_init(&ar->lock, NULL);
-        if (sg_ctx_vmm_locked(cx)) ar->vmm = cx->vmm;
-        else ar->state = -1;
-        cx->part[SG_CTX_PART_ARENA] = ar;
-    }
-    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&cx->lock);
-    sg_ctx_put(cx);
-    return ar;
-}
-
-/* Sets up ar (ar->lock held). */
-static void arena_setup(mem_arena *ar)
-{
-    /* Address space is cheap and an allocation never moves: reserve twice
-     * the device's memory per reservation, so one normally suffices. */
-    size_t resv = ar->vmm.total && ar->vmm.total <= SIZE_MAX / 2 ? ar->vmm.total * 2 : RESV_FALLBACK;
-    sg_arena_ops ops = driver_ops;
-    ops.user = ar;
-    ar->state = -1;
-    if (!(ar->arena = sg_arena_new(&ops, ar->vmm.gran, resv))) {
-        SG_WARN_ONCE("out of memory setting up an arena: allocations go to the driver unchanged");
-        return;
-    }
-    ar->state = 1;
-}
-
-/* Context teardown (contexts.h, step 3): the context is gone, its work and
- * events with it. Forgets its blocks, unmaps and releases its memory. */
-static void arena_teardown(sg_ctx *cx)
-{
-    pthread_mutex_lock(&cx->lock);
-    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
-    cx->part[SG_CTX_PART_ARENA] = NULL;
-    pthread_mutex_unlock(&cx->lock);
-    if (!ar) return;
-    sg_mem_live_sub(sg_mem_reg_drop_owner(ar));
-    pthread_mutex_lock(&ar->lock);
-    int was = ar->state;
-    ar->state = -2;                /* events went with the context */
-    if (was == 1) {
-        sg_mem_mapped_delta(sg_arena_mapped(ar->arena), 0);
-        sg_arena_destroy(ar->arena, 0);
-        ar->arena = NULL;
-    }
-    ar->nevents = 0;
-    ar->nquar = 0;
-    pthread_mutex_unlock(&ar->lock);
-    sg_vmm_unrelax();
-    arena_unref(ar);
-}
-
-/* Trims one arena; returns the bytes given back. */
-static size_t arena_trim(mem_arena *ar)
-{
-    size_t given = 0;
-    pthread_mutex_lock(&ar->lock);
-    if (ar->state == 1) {
-        size_t before = sg_arena_mapped(ar->arena);
-        given = sg_arena_trim(ar->arena);
-        sg_mem_mapped_delta(before, sg_arena_mapped(ar->arena));
-    }
-    pthread_mutex_unlock(&ar->lock);
-    return given;
-}
-
-static void trim_one(sg_ctx *cx, void *u)
-{
-    pthread_mutex_lock(&cx->lock);
-    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
-    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&cx->lock);
-    if (!ar) return;
-    *(size_t *)u += arena_trim(ar);
-    arena_unref(ar);
-}
-
-static void free_of_device(sg_ctx *cx, void *u)
-{
-    struct { CUdevice dev; size_t bytes; } *q = u;
-    pthread_mutex_lock(&cx->lock);
-    mem_arena *ar = cx->vmm_state == 1 && cx->vmm.dev == q->dev ? cx->part[SG_CTX_PART_ARENA] : NULL;
-    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&cx->lock);
-    if (!ar) return;
-    pthread_mutex_lock(&ar->lock);
-    if (ar->state == 1) q->bytes += sg_arena_mapped_free(ar->arena);
-    pthread_mutex_unlock(&ar->lock);
-    arena_unref(ar);
-}
-
-size_t sg_mem_mapped_free_on(CUdevice dev)
-{
-    struct { CUdevice dev; size_t bytes; } q = { dev, 0 };
-    sg_ctx_foreach(free_of_device, &q);
-    return q.bytes;
-}
-
-size_t sg_mem_trim(void)
-{
-    size_t given = 0;
-    if (!sg_mem_placing) return 0;
-    sg_ctx_foreach(trim_one, &given);
-    sg_vmm_unrelax();
-    if (given) SG_DEBUG("memory pressure: gave back %zu bytes of unused placed memory", given);
-    return given;
-}
 
 /* ------------------------------------------------------------- allocation */
 
@@ -344,7 +127,7 @@ static sg_arena_fail place(mem_arena *ar, size_t bytes, int own, sg_arena_key ke
     sg_arena_fail f = SG_ARENA_FAIL_NOMEM;
     size_t before = 0, after = 0;
     pthread_mutex_lock(&ar->lock);
-    if (ar->state == 0) arena_setup(ar);
+    if (ar->state == 0) sg_marena_setup_locked(ar);
     if (ar->state == 1) {
         before = sg_arena_mapped(ar->arena);
         f = sg_arena_alloc(ar->arena, bytes, own, key, addr, placed, rc);
@@ -376,7 +159,7 @@ static CUresult mem_alloc(const sg_call *c)
         return fwd_alloc(c);
     }
     if (!ctx) return fwd_alloc(c);
-    mem_arena *ar = arena_get(ctx);
+    mem_arena *ar = sg_marena_get(ctx);
     if (!ar) return fwd_alloc(c);
     int own = bytes >= own_min;
     CUdeviceptr addr = 0;
@@ -388,7 +171,7 @@ static CUresult mem_alloc(const sg_call *c)
     sg_vmm_unrelax();
     if (f != SG_ARENA_OK) {
         if (f <= SG_ARENA_FAIL_NOMEM) log_growth_failure(f, rc, bytes);
-        arena_unref(ar);
+        sg_marena_unref(ar);
         return fwd_alloc(c);
     }
     sg_block *b = calloc(1, sizeof *b);
@@ -401,10 +184,10 @@ static CUresult mem_alloc(const sg_call *c)
         pthread_mutex_lock(&ar->lock);
         if (ar->state == 1) sg_arena_free(ar->arena, addr, placed, (sg_arena_key){ 0, 0 }, NULL);
         pthread_mutex_unlock(&ar->lock);
-        arena_unref(ar);
+        sg_marena_unref(ar);
         return fwd_alloc(c);
     }
-    arena_unref(ar);
+    sg_marena_unref(ar);
     *c->u.alloc.out = addr;
     sg_mem_live_add(bytes);
     return CUDA_SUCCESS;
@@ -436,32 +219,52 @@ static CUevent free_event(mem_arena *ar, const sg_call *c)
                                 : SG_DRIVER_CALL(cuEventRecord, ev, c->u.free.stream);
     if (rc != CUDA_SUCCESS) {
         pthread_mutex_lock(&ar->lock);
-        op_event_put(ar, ev);
+        sg_marena_event_put(ar, ev);
         pthread_mutex_unlock(&ar->lock);
         return NULL;
     }
     return ev;
 }
 
-/* The implicit synchronization of cuMemFree: cuCtxSynchronize in ar's
- * context, in the program's capture mode. 0 done; 1 the context could not be
- * made current (nothing synchronized); -1 the driver refused (*rc). */
-static int ctx_sync(mem_arena *ar, CUresult *rc)
+/* The implicit synchronization and the capture verdict of cuMemFree, from
+ * the driver (see the header). 0 allowed and synchronized; 1 allowed, not
+ * synchronized (quarantine); -1 refused (*rc, the program's answer). */
+static int free_verdict(mem_arena *ar, CUresult *rc)
 {
     CUcontext prev;
+    CUdeviceptr token = 0;
     if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
-    *rc = SG_DRIVER_CALL(cuCtxSynchronize);
+    sg_vmm_relax();
+    int have = sg_drv.cuMemAlloc_v2 && sg_drv.cuMemFree_v2;
+    CUresult a = have ? SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1) : CUDA_ERROR_NOT_SUPPORTED;
+    sg_vmm_unrelax();
+    int verdict = 1;
+    if (a == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) {
+        sg_vmm_relax();
+        a = SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1);
+        sg_vmm_unrelax();
+    }
+    if (a == CUDA_SUCCESS) {
+        *rc = SG_DRIVER_CALL(cuMemFree_v2, token);
+        verdict = 0;
+        if (*rc != CUDA_SUCCESS) {
+            verdict = -1;
+            sg_vmm_relax();        /* the token itself still goes */
+            SG_DRIVER_CALL(cuMemFree_v2, token);
+            sg_vmm_unrelax();
+        }
+    } else if (!sg_capture_active() && sg_drv.cuCtxSynchronize) {
+        /* the device is full: with no capture in progress, the
+         * synchronization cuMemFree would make */
+        *rc = SG_DRIVER_CALL(cuCtxSynchronize);
+        verdict = *rc == CUDA_SUCCESS ? 0 : -1;
+    } else {
+        SG_WARN_ONCE("cuMemAlloc of one page failed (%d) during a capture: a cuMemFree of a "
+                     "placed block is taken as allowed and its range kept out of use until a "
+                     "later free synchronizes its context", (int)a);
+    }
     sg_vmm_ctx_leave(ar->ctx, prev);
-    return *rc == CUDA_SUCCESS ? 0 : -1;
-}
-
-/* After a successful synchronization of ar's context: the quarantined
- * ranges are free (ar->lock held). */
-static void quarantine_release_locked(mem_arena *ar)
-{
-    for (size_t i = 0; i < ar->nquar && ar->state == 1; i++)
-        sg_arena_free(ar->arena, ar->quar[i].addr, ar->quar[i].placed, (sg_arena_key){ 0, 0 }, NULL);
-    ar->nquar = 0;
+    return verdict;
 }
 
 static CUresult mem_free(const sg_call *c)
@@ -469,7 +272,7 @@ static CUresult mem_free(const sg_call *c)
     CUdeviceptr p = c->u.free.ptr;
     if (!sg_mem_placing || !sg_mem_maybe_ours(p)) return fwd_free(c);
     int ours;
-    sg_block *found = sg_mem_reg_exact(p, &ours, arena_hold);
+    sg_block *found = sg_mem_reg_exact(p, &ours, sg_marena_hold);
     if (!found) return ours ? CUDA_ERROR_INVALID_VALUE : fwd_free(c);
     mem_arena *ar = found->owner;     /* held: found itself may go at once */
 
@@ -478,15 +281,15 @@ static CUresult mem_free(const sg_call *c)
     int synced = 0;
     CUresult rc = CUDA_SUCCESS;
     if (!c->u.free.async) {
-        int r = ctx_sync(ar, &rc);
+        int r = free_verdict(ar, &rc);
         if (r < 0) {
-            arena_unref(ar);
+            sg_marena_unref(ar);
             return rc;         /* as the driver's cuMemFree: nothing freed */
         }
         synced = r == 0;
     } else {
         if (sg_capture_active() && sg_capture_stream(c->u.free.stream, c->per_thread)) {
-            arena_unref(ar);
+            sg_marena_unref(ar);
             return c->forward(c->args);   /* the driver decides; the block stays */
         }
         key = key_of(c->u.free.stream, c->per_thread);
@@ -496,16 +299,16 @@ static CUresult mem_free(const sg_call *c)
     if (!b) {                      /* another thread freed it meanwhile */
         if (ev) {
             pthread_mutex_lock(&ar->lock);
-            op_event_put(ar, ev);
+            sg_marena_event_put(ar, ev);
             pthread_mutex_unlock(&ar->lock);
         }
         sg_vmm_unrelax();
-        arena_unref(ar);
+        sg_marena_unref(ar);
         return CUDA_ERROR_INVALID_VALUE;
     }
     pthread_mutex_lock(&ar->lock);
     if (ar->state == 1) {
-        if (synced) quarantine_release_locked(ar);
+        if (synced) sg_marena_quarantine_release_locked(ar);
         int quarantine = !ev && !synced;
         if (quarantine) {
             if (sg_grow((void **)&ar->quar, &ar->capquar, ar->nquar + 1, sizeof *ar->quar) == 0)
@@ -520,31 +323,15 @@ static CUresult mem_free(const sg_call *c)
     sg_vmm_unrelax();
     sg_mem_live_sub(b->size);
     free(b);
-    arena_unref(ar);
+    sg_marena_unref(ar);
     return CUDA_SUCCESS;
-}
-
-/* A destroyed stream's handle may come back for another stream: its pending
- * frees wait for their events only. */
-static void rekey_one(sg_ctx *cx, void *u)
-{
-    pthread_mutex_lock(&cx->lock);
-    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
-    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&cx->lock);
-    if (!ar) return;
-    pthread_mutex_lock(&ar->lock);
-    if (ar->state == 1) sg_arena_rekey(ar->arena, *(sg_arena_key *)u);
-    pthread_mutex_unlock(&ar->lock);
-    arena_unref(ar);
 }
 
 static CUresult mem_stream_destroy(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
     if (rc == CUDA_SUCCESS && sg_mem_placing && c->u.stream.stream) {
-        sg_arena_key k = key_of(c->u.stream.stream, 0);
-        sg_ctx_foreach(rekey_one, &k);
+        sg_marena_rekey_all(key_of(c->u.stream.stream, 0));
     }
     return rc;
 }
@@ -556,7 +343,7 @@ void sg_mem_init(const sg_caps *caps)
     sg_mem_placing = caps->place;
     place_max = caps->place_max_bytes;
     own_min = caps->own_handles_min;
-    sg_ctx_on_teardown(SG_CTX_PART_ARENA, arena_teardown);
+    sg_marena_init();
 }
 
 CUresult sg_mem_call(const sg_call *c)
@@ -578,7 +365,7 @@ CUresult sg_mem_call(const sg_call *c)
 size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max)
 {
     int ours;
-    sg_block *b = sg_mem_reg_exact(base, &ours, arena_hold);
+    sg_block *b = sg_mem_reg_exact(base, &ours, sg_marena_hold);
     if (!b) return 0;
     mem_arena *ar = b->owner;
     size_t placed = b->placed;     /* a block is never changed, only freed (then ar is held) */
@@ -593,7 +380,7 @@ size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max)
                                       (long long)(tmp[i].va - base) };
     }
     free(tmp);
-    arena_unref(ar);
+    sg_marena_unref(ar);
     return n;
 }
 

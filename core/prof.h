@@ -149,12 +149,12 @@ struct sg_prof {
     int multi;              /* launches went to several streams: record order_ev at each */
 };
 
-/* Settings (profiled.c). */
+/* ------------------------------------------------------------ prof_util.c */
+
+/* Settings (written once by sg_prof_init, or by a unit test's seams). */
 extern sg_caps sg_prof_caps;
 extern const sg_prof_slot_ops *sg_prof_slots;
 extern sg_prof_find_fn sg_prof_find_hook;
-
-/* ------------------------------------------------------------ prof_observe.c */
 
 /* Copies src into dst (dst's buffers reused). 0, or -1 if out of memory. */
 int sg_prof_fp_copy(sg_fp *dst, const sg_fp *src);
@@ -163,11 +163,6 @@ int sg_prof_fp_copy(sg_fp *dst, const sg_fp *src);
 int sg_prof_same_shape(const sg_fp *a, const sg_fp *b);
 /* Forgets the profile (not the decision). */
 void sg_prof_profile_reset(sg_prof *p);
-/* Records L at a profiled launch. -1 if out of memory (profiling restarts). */
-int sg_prof_observe(sg_prof *p, const sg_fp *L);
-/* The decision, at the launch after the last profiled one. */
-void sg_prof_decide(sg_prof *p, const sg_fp *L);
-void sg_prof_log_decision(const sg_prof *p);
 
 /* Many lookups in a row: a memory view, the tests' hook, or (always_update,
  * where nothing is placed) the driver's allocation ranges. */
@@ -188,6 +183,22 @@ void sg_prof_word_put(unsigned char *pay, uint32_t off, uint64_t v);
 /* The address words of a memcpy / memset payload (up to 2 offsets). */
 int sg_prof_address_words(const sg_fp_node *n, uint32_t offs[2]);
 
+void sg_prof_cnode_free(cnode *c);
+/* Node i must be brought up to date in every generation. */
+void sg_prof_mark_dirty(sg_prof *p, size_t i);
+
+/* ------------------------------------------------------------ prof_observe.c */
+
+/* Records L at a profiled launch. -1 if out of memory (profiling restarts). */
+int sg_prof_observe(sg_prof *p, const sg_fp *L);
+/* The decision, at the launch after the last profiled one: p->state PLAIN or
+ * VARIANTS, p->prof filled in. */
+void sg_prof_decide(sg_prof *p, const sg_fp *L);
+/* After the decision (and sg_prof_gens_start): logs it and gives it to the
+ * report. */
+void sg_prof_decided(sg_prof *p);
+void sg_prof_log_decision(const sg_prof *p);
+
 /* ------------------------------------------------------------ prof_alias.c */
 
 /* Finds what every group points into now (want, galloc) and, if that
@@ -205,13 +216,14 @@ void sg_prof_alias_free(sg_prof *p);
 
 /* ------------------------------------------------------------ prof_variants.c */
 
-void sg_prof_cnode_free(cnode *c);
 /* L's canonical node i (its own buffer without aliasing). */
 cnode sg_prof_lc_of(const sg_prof *p, const sg_fp *L, size_t i);
 int sg_prof_gens_setup(sg_prof *p, const sg_fp *L);
+/* After a decision for VARIANTS: sets the generations up, or (out of
+ * memory) goes back to PLAIN with that reason; -1 then. */
+int sg_prof_gens_start(sg_prof *p, const sg_fp *L);
 void sg_prof_gens_free(sg_prof *p);
 void sg_prof_gen_destroy(sg_prof *p, int g, int ctx_gone);
-void sg_prof_mark_dirty(sg_prof *p, size_t i);
 int sg_prof_reconcile(sg_prof *p, const sg_fp *L);
 void sg_prof_set_hit(sg_prof *p);
 /* Records that generation g now holds T_g(L). -1 if out of memory. */
@@ -227,6 +239,9 @@ void sg_prof_order_hand_over(sg_prof *p);
 /* A stream is being destroyed. */
 void sg_prof_order_stream_gone(sg_prof *p, sg_stream_id s);
 void sg_prof_order_free(sg_prof *p, int ctx_gone);
+/* Leaves VARIANTS mode: X_0 holds raw L again, generations destroyed.
+ * final: PLAIN for good. */
+CUresult sg_prof_leave(sg_prof *p, const sg_exec_view *x, int final, const char *why);
 
 /* ------------------------------------------------------------ prof_restore.c */
 
@@ -238,9 +253,6 @@ CUresult sg_prof_exec_to(sg_prof *p, const sg_fp *L, int g, CUgraphExec e);
 CUresult sg_prof_x0_restore(sg_prof *p, const sg_exec_view *x);
 /* After a failed restore: tries again; on success X_0 leaves generations. */
 CUresult sg_prof_x0_recover(sg_prof *p, const sg_exec_view *x);
-/* Leaves VARIANTS mode: X_0 holds raw L again, generations destroyed.
- * final: PLAIN for good. */
-CUresult sg_prof_leave(sg_prof *p, const sg_exec_view *x, int final, const char *why);
 /* The error a program's call gets when X_0 could not be restored. */
 CUresult sg_prof_plausible(CUresult rc);
 void sg_prof_clone_free(sg_prof *p);

@@ -29,164 +29,6 @@
 #define SG_DEFAULT_BIND_NS (1450ull + 36000ull + 25600ull)
 #define SG_DEFAULT_PAGE ((size_t)2 << 20)
 
-/* ------------------------------------------------------------ lookups */
-
-void sg_prof_finder_begin(sg_prof_finder *f)
-{
-    f->v = sg_prof_find_hook ? NULL : sg_mem_view_acquire();
-    /* always_update places nothing: the driver's ranges stand in */
-    f->driver = !sg_prof_find_hook && !sg_prof_caps.place && sg_drv.cuPointerGetAttribute;
-}
-
-void sg_prof_finder_end(sg_prof_finder *f)
-{
-    if (f->v) sg_mem_view_release(f->v);
-}
-
-static int driver_find(uint64_t p, sg_alloc_info *ai)
-{
-    CUdeviceptr start = 0;
-    size_t size = 0;
-    CUcontext ctx = NULL;
-    if (SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                       (CUdeviceptr)p) != CUDA_SUCCESS ||
-        SG_DRIVER_CALL(cuPointerGetAttribute, &size, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                       (CUdeviceptr)p) != CUDA_SUCCESS)
-        return 0;
-    if (SG_DRIVER_CALL(cuPointerGetAttribute, &ctx, CU_POINTER_ATTRIBUTE_CONTEXT,
-                       (CUdeviceptr)p) != CUDA_SUCCESS)
-        ctx = NULL;
-    *ai = (sg_alloc_info){ .base = start, .size = size, .id = start, .ctx = ctx };
-    return 1;
-}
-
-int sg_prof_finder_find(const sg_prof_finder *f, uint64_t p, sg_alloc_info *ai)
-{
-    if (!p) return 0;
-    if (sg_prof_find_hook) return sg_prof_find_hook((CUdeviceptr)p, ai);
-    if (f->v ? sg_mem_view_find(f->v, (CUdeviceptr)p, ai) : sg_mem_find((CUdeviceptr)p, ai))
-        return 1;
-    return f->driver && driver_find(p, ai);
-}
-
-int sg_prof_finder_find_end(const sg_prof_finder *f, uint64_t p, sg_alloc_info *ai)
-{
-    if (!p) return 0;
-    if (sg_prof_find_hook)
-        return sg_prof_find_hook((CUdeviceptr)p - 1, ai) && ai->base + ai->size == p;
-    return f->v && sg_mem_view_find_end(f->v, (CUdeviceptr)p, ai);
-}
-
-static const unsigned char empty_pay[8];
-const unsigned char *sg_prof_pay(const sg_fp_node *n) { return n->pay ? n->pay : empty_pay; }
-
-uint64_t sg_prof_word(const unsigned char *pay, uint32_t off)
-{
-    uint64_t v;
-    memcpy(&v, pay + off, 8);
-    return v;
-}
-
-void sg_prof_word_put(unsigned char *pay, uint32_t off, uint64_t v) { memcpy(pay + off, &v, 8); }
-
-/* The address words of a memcpy / memset payload: up to 2 offsets into
- * `offs`; a memcpy operand counts only with device memory type. */
-int sg_prof_address_words(const sg_fp_node *n, uint32_t offs[2])
-{
-    int k = 0;
-    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D)) {
-        const CUDA_MEMCPY3D *c = (const CUDA_MEMCPY3D *)(const void *)n->pay;
-        if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE) offs[k++] = offsetof(CUDA_MEMCPY3D, srcDevice);
-        if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE) offs[k++] = offsetof(CUDA_MEMCPY3D, dstDevice);
-    } else if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET &&
-               n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS)) {
-        offs[k++] = offsetof(CUDA_MEMSET_NODE_PARAMS, dst);
-    }
-    return k;
-}
-
-void sg_prof_scan(const sg_fp *fp,
-                  void (*fn)(void *u, sg_prof_pos pos, uint64_t value, const sg_alloc_info *ai),
-                  void *u)
-{
-    sg_prof_finder f;
-    sg_prof_finder_begin(&f);
-    for (size_t i = 0; i < fp->n; i++) {
-        const sg_fp_node *n = &fp->nodes[i];
-        sg_alloc_info ai;
-        if (n->k.state != SG_FP_OK) continue;
-        if (n->k.type == CU_GRAPH_NODE_TYPE_KERNEL) {
-            for (uint32_t off = 0; off + 8 <= n->len; off += 8) {
-                uint64_t v = sg_prof_word(n->pay, off);
-                if (sg_prof_finder_find(&f, v, &ai)) fn(u, (sg_prof_pos){ (uint32_t)i, off }, v, &ai);
-            }
-            continue;
-        }
-        uint32_t offs[2];
-        int k = sg_prof_address_words(n, offs);
-        for (int j = 0; j < k; j++) {
-            uint64_t v = sg_prof_word(n->pay, offs[j]);
-            if (sg_prof_finder_find(&f, v, &ai)) fn(u, (sg_prof_pos){ (uint32_t)i, offs[j] }, v, &ai);
-        }
-    }
-    sg_prof_finder_end(&f);
-}
-
-
-/* ------------------------------------------------------------ state */
-
-/* Copies src into dst (dst's buffers reused). 0, or -1 if out of memory. */
-int sg_prof_fp_copy(sg_fp *dst, const sg_fp *src)
-{
-    if (src->n > dst->nodes_cap) {
-        sg_fp_node *nn = realloc(dst->nodes, src->n * sizeof *nn);
-        if (!nn) return -1;
-        memset(nn + dst->nodes_cap, 0, (src->n - dst->nodes_cap) * sizeof *nn);
-        dst->nodes = nn;
-        dst->nodes_cap = src->n;
-    }
-    if (src->nedges > dst->edges_cap) {
-        sg_fp_edge *e = realloc(dst->edges, src->nedges * sizeof *e);
-        if (!e) return -1;
-        dst->edges = e;
-        dst->edges_cap = src->nedges;
-    }
-    for (size_t i = 0; i < src->n; i++)
-        if (sg_fp_node_copy(&dst->nodes[i], &src->nodes[i])) return -1;
-    if (src->nedges) memcpy(dst->edges, src->edges, src->nedges * sizeof *src->edges);
-    dst->n = src->n;
-    dst->epoch = src->epoch;
-    dst->nedges = src->nedges;
-    dst->unsupported = src->unsupported;
-    return 0;
-}
-
-/* Whether a and b have the same topology and node keys (payload lengths
- * included): the only thing profiling may see change is payload bytes. */
-int sg_prof_same_shape(const sg_fp *a, const sg_fp *b)
-{
-    if (a->n != b->n || a->nedges != b->nedges ||
-        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
-        return 0;
-    for (size_t i = 0; i < a->n; i++)
-        if (a->nodes[i].len != b->nodes[i].len ||
-            memcmp(&a->nodes[i].k, &b->nodes[i].k, sizeof a->nodes[i].k))
-            return 0;
-    return 1;
-}
-
-void sg_prof_profile_reset(sg_prof *p)
-{
-    for (size_t i = 0; i < p->nvaried; i++) free(p->varied[i]);
-    free(p->varied);
-    p->varied = NULL;
-    p->nvaried = 0;
-    p->base.n = p->base.nedges = 0;
-    p->npos = 0;
-    p->launches = 0;
-    p->update_ns = 0;
-}
-
 /* ------------------------------------------------------------ profiling */
 
 typedef struct hit { uint32_t node, off; uint64_t id; size_t size; int own; } hit;
@@ -467,15 +309,12 @@ void sg_prof_decide(sg_prof *p, const sg_fp *L)
                : remap == 0 ? "varying pointers; none in own-handle buffers"
                             : "varying pointers; remapping costs more than updating";
         p->state = SG_PROF_VARIANTS;
-        if (!p->sim && sg_prof_gens_setup(p, L)) {
-            sg_prof_gens_free(p);
-            sg_prof_gen_destroy(p, 0, 0);
-            p->state = SG_PROF_PLAIN;
-            d->generations = 0;
-            d->why = "out of memory";
-        }
     }
+}
+
+void sg_prof_decided(sg_prof *p)
+{
     if (p->state == SG_PROF_PLAIN) p->ngroups = 0;
     if (!p->sim) sg_prof_log_decision(p);
-    sg_exec_set_profile(p->exec, d);
+    sg_exec_set_profile(p->exec, &p->prof);
 }

@@ -297,41 +297,6 @@ CUresult sg_prof_x0_restore(sg_prof *p, const sg_exec_view *x)
     return rc;
 }
 
-/* ------------------------------------------------------------ leaving variants */
-
-CUresult sg_prof_leave(sg_prof *p, const sg_exec_view *x, int final, const char *why)
-{
-    CUresult rc = CUDA_SUCCESS;
-    const sg_fp *L = x->L;
-    if (!p->sim && p->state == SG_PROF_VARIANTS) {
-        int restore = 1;
-        if (L && sg_prof_reconcile(p, L) == 0) restore = p->gens[0].mism != 0;
-        if (restore) rc = sg_prof_x0_restore(p, x);
-        sg_prof_order_hand_over(p);
-        for (int g = sg_prof_caps.max_variants - 1; g >= 0; g--) sg_prof_gen_destroy(p, g, 0);
-        sg_prof_gens_free(p);
-        if (rc != CUDA_SUCCESS) {
-            SG_WARN("graph exec %p: could not restore the program's exec (%d): every launch tries "
-                    "again before it may run", (void *)p->exec, (int)rc);
-            p->x0_stale = 1;
-            final = 1;
-        }
-    }
-    sg_exec_event(p->exec, SG_EXEC_EV_DEMOTION);
-    p->hit = -1;
-    sg_prof_profile_reset(p);
-    p->state = final || p->final_plain ? SG_PROF_PLAIN : SG_PROF_PROFILING;
-    if (final && !p->final_plain) {
-        p->final_plain = 1;
-        p->prof.generations = 0;
-        p->prof.why = why;
-        sg_exec_set_profile(p->exec, &p->prof);
-        SG_INFO("graph exec %lu (%p): generations given up: %s; its updates go to the driver as "
-                "under skip_temp", sg_exec_id(p->exec), (void *)p->exec, why);
-    }
-    return rc;
-}
-
 CUresult sg_prof_x0_recover(sg_prof *p, const sg_exec_view *x)
 {
     return sg_prof_x0_restore(p, x);

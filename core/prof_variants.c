@@ -44,13 +44,6 @@
 
 /* ------------------------------------------------------------ canonical nodes */
 
-void sg_prof_cnode_free(cnode *c)
-{
-    free(c->pay);
-    free(c->mask);
-    memset(c, 0, sizeof *c);
-}
-
 static int cnode_eq(const cnode *a, const cnode *b)
 {
     return a->known && b->known && a->len == b->len && a->nmask == b->nmask &&
@@ -120,15 +113,6 @@ static int gen_alloc_arrays(pgen *g, size_t n)
     g->eq = calloc(m, 1);
     g->mism = n;
     return g->canon && g->eq ? 0 : -1;
-}
-
-void sg_prof_mark_dirty(sg_prof *p, size_t i)
-{
-    p->hit = -1;
-    if (i < p->n && p->dirty && !p->dirty[i]) {
-        p->dirty[i] = 1;
-        p->dirty_list[p->ndirty++] = (uint32_t)i;
-    }
 }
 
 void sg_prof_gens_free(sg_prof *p)
@@ -569,5 +553,51 @@ CUresult sg_prof_launch_variants(sg_prof *p, const sg_exec_view *x, const sg_cal
     }
     CUresult rc = sg_prof_launch_ordered(p, x, g, c);
     if (rc == CUDA_SUCCESS) sg_prof_set_hit(p);
+    return rc;
+}
+
+/* ------------------------------------------------------------ start and end */
+
+int sg_prof_gens_start(sg_prof *p, const sg_fp *L)
+{
+    if (p->sim || p->state != SG_PROF_VARIANTS || !sg_prof_gens_setup(p, L)) return 0;
+    sg_prof_gens_free(p);
+    sg_prof_gen_destroy(p, 0, 0);
+    p->state = SG_PROF_PLAIN;
+    p->prof.generations = 0;
+    p->prof.why = "out of memory";
+    return -1;
+}
+
+CUresult sg_prof_leave(sg_prof *p, const sg_exec_view *x, int final, const char *why)
+{
+    CUresult rc = CUDA_SUCCESS;
+    const sg_fp *L = x->L;
+    if (!p->sim && p->state == SG_PROF_VARIANTS) {
+        int restore = 1;
+        if (L && sg_prof_reconcile(p, L) == 0) restore = p->gens[0].mism != 0;
+        if (restore) rc = sg_prof_x0_restore(p, x);
+        sg_prof_order_hand_over(p);
+        for (int g = sg_prof_caps.max_variants - 1; g >= 0; g--) sg_prof_gen_destroy(p, g, 0);
+        sg_prof_gens_free(p);
+        if (rc != CUDA_SUCCESS) {
+            SG_WARN("graph exec %p: could not restore the program's exec (%d): every launch tries "
+                    "again before it may run", (void *)p->exec, (int)rc);
+            p->x0_stale = 1;
+            final = 1;
+        }
+    }
+    sg_exec_event(p->exec, SG_EXEC_EV_DEMOTION);
+    p->hit = -1;
+    sg_prof_profile_reset(p);
+    p->state = final || p->final_plain ? SG_PROF_PLAIN : SG_PROF_PROFILING;
+    if (final && !p->final_plain) {
+        p->final_plain = 1;
+        p->prof.generations = 0;
+        p->prof.why = why;
+        sg_exec_set_profile(p->exec, &p->prof);
+        SG_INFO("graph exec %lu (%p): generations given up: %s; its updates go to the driver as "
+                "under skip_temp", sg_exec_id(p->exec), (void *)p->exec, why);
+    }
     return rc;
 }

@@ -29,18 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-sg_caps sg_prof_caps;
-
-static const sg_prof_slot_ops real_ops = {
-    sg_slot_gen_create, sg_slot_addr, sg_slot_gen_matches, sg_slot_gen_idle,
-    sg_slot_gen_bind, sg_slot_gen_launched, sg_slot_gen_retire, sg_slots_stats,
-};
-const sg_prof_slot_ops *sg_prof_slots = &real_ops;
-sg_prof_find_fn sg_prof_find_hook;
-
-void sg_prof_set_slot_ops(const sg_prof_slot_ops *o) { sg_prof_slots = o ? o : &real_ops; }
-void sg_prof_set_find(sg_prof_find_fn fn) { sg_prof_find_hook = fn; }
-
 /* ------------------------------------------------------------ lazy acceptance */
 
 /* Whether two memcpy / memset payloads differ only in device address words
@@ -230,6 +218,8 @@ static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
             sg_prof_profile_reset(p);
         } else if (p->launches >= sg_prof_caps.profile_steps && sg_prof_same_shape(&p->base, L)) {
             sg_prof_decide(p, L);
+            sg_prof_gens_start(p, L);
+            sg_prof_decided(p);
             if (p->state == SG_PROF_VARIANTS && !p->sim) return sg_prof_launch_variants(p, x, c);
         } else if (sg_prof_observe(p, L)) {
             sg_prof_profile_reset(p);

@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "log.h"
+#include "record.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -167,7 +168,14 @@ int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
         out_key(&o, &first, sg_driver_names[i]);
         out_fmt(&o, "%lu", __atomic_load_n(&sg_driver_calls[i], __ATOMIC_RELAXED));
     }
-    OUT_LIT(&o, "\n  },\n  \"execs_folded\": {");
+    /* how update decisions described graphs: records, or reading back (why) */
+    unsigned long rb[SG_READBACK_COUNT];
+    sg_rec_readback_counts(rb);
+    out_fmt(&o, "\n  },\n  \"graph_descriptions\": {\"recorded\": %lu, \"read_back\": {", sg_rec_used());
+    for (int i = 0; i < SG_READBACK_COUNT; i++)
+        out_fmt(&o, "%s\"%s\": %lu", i ? ", " : "", sg_readback_names[i], rb[i]);
+    OUT_LIT(&o, "}");
+    OUT_LIT(&o, "},\n  \"execs_folded\": {");
     sg_exec_info f;
     out_fmt(&o, "\"execs\": %lu, ", sg_exec_folded(&f));
 #define SG_COUNT_OUT_(n) out_fmt(&o, "\"" #n "\": %lu, ", f.n);

@@ -497,6 +497,12 @@ static void ctx_teardown(sg_ctx *c)
 
 void sg_slots_init(void) { sg_ctx_on_teardown(SG_CTX_PART_SLOTS, ctx_teardown); }
 
+void sg_slots_atfork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&ctxs_lock);
+    else pthread_mutex_unlock(&ctxs_lock);
+}
+
 void sg_slots_set_reservation_size(size_t bytes)
 {
     pthread_mutex_lock(&ctxs_lock);

@@ -131,6 +131,8 @@ void sg_slot_gen_retire(sg_slot_gen *g);
  * return -1, idle 1) until sg_slot_gen_destroy / retire, which then only
  * frees it. Called once at start-up. */
 void sg_slots_init(void);
+/* Fork: 0 prepare (takes the global slots lock), 1 parent, 2 child. */
+void sg_slots_atfork(int phase);
 
 /* Bytes per reservation the slots of a context are carved from (rounded up
  * to the granularity; a generation larger than that gets a reservation of

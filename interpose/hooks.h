@@ -63,6 +63,26 @@ enum { SG_STREAM_NONE, SG_STREAM_LEGACY, SG_STREAM_PTSZ };
 #define SG_UNPACK_P4(t1, n1, ...) a->n1, SG_UNPACK_P3(__VA_ARGS__)
 #define SG_UNPACK_P5(t1, n1, ...) a->n1, SG_UNPACK_P4(__VA_ARGS__)
 #define SG_UNPACK_P6(t1, n1, ...) a->n1, SG_UNPACK_P5(__VA_ARGS__)
+#define SG_PARAMS_P7(t1, n1, ...) t1 n1, SG_PARAMS_P6(__VA_ARGS__)
+#define SG_PARAMS_P8(t1, n1, ...) t1 n1, SG_PARAMS_P7(__VA_ARGS__)
+#define SG_PARAMS_P9(t1, n1, ...) t1 n1, SG_PARAMS_P8(__VA_ARGS__)
+#define SG_PARAMS_P10(t1, n1, ...) t1 n1, SG_PARAMS_P9(__VA_ARGS__)
+#define SG_PARAMS_P11(t1, n1, ...) t1 n1, SG_PARAMS_P10(__VA_ARGS__)
+#define SG_ARGS_P7(t1, n1, ...) n1, SG_ARGS_P6(__VA_ARGS__)
+#define SG_ARGS_P8(t1, n1, ...) n1, SG_ARGS_P7(__VA_ARGS__)
+#define SG_ARGS_P9(t1, n1, ...) n1, SG_ARGS_P8(__VA_ARGS__)
+#define SG_ARGS_P10(t1, n1, ...) n1, SG_ARGS_P9(__VA_ARGS__)
+#define SG_ARGS_P11(t1, n1, ...) n1, SG_ARGS_P10(__VA_ARGS__)
+#define SG_FIELDS_P7(t1, n1, ...) t1 n1; SG_FIELDS_P6(__VA_ARGS__)
+#define SG_FIELDS_P8(t1, n1, ...) t1 n1; SG_FIELDS_P7(__VA_ARGS__)
+#define SG_FIELDS_P9(t1, n1, ...) t1 n1; SG_FIELDS_P8(__VA_ARGS__)
+#define SG_FIELDS_P10(t1, n1, ...) t1 n1; SG_FIELDS_P9(__VA_ARGS__)
+#define SG_FIELDS_P11(t1, n1, ...) t1 n1; SG_FIELDS_P10(__VA_ARGS__)
+#define SG_UNPACK_P7(t1, n1, ...) a->n1, SG_UNPACK_P6(__VA_ARGS__)
+#define SG_UNPACK_P8(t1, n1, ...) a->n1, SG_UNPACK_P7(__VA_ARGS__)
+#define SG_UNPACK_P9(t1, n1, ...) a->n1, SG_UNPACK_P8(__VA_ARGS__)
+#define SG_UNPACK_P10(t1, n1, ...) a->n1, SG_UNPACK_P9(__VA_ARGS__)
+#define SG_UNPACK_P11(t1, n1, ...) a->n1, SG_UNPACK_P10(__VA_ARGS__)
 
 /* Hook indices: SG_ID_<name>. */
 #define SG_ID_ITEM_(name, ...) SG_ID_##name,
@@ -111,7 +131,7 @@ int sg_hook_find(const char *name);
 void *sg_hook_hand_out(int i);
 
 /* --- init (init.c) --- */
-extern int sg_ready;
+extern int sg_ready __attribute__((visibility("hidden")));
 extern int sg_passthrough_all;
 extern __thread int sg_in_hook __attribute__((tls_model("initial-exec")));
 /* Reads the configuration (once); exits with status 2 under

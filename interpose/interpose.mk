@@ -3,7 +3,6 @@
 #
 #   $(BUILD)/libstablegraph.so          interpose/*.c + core/*.c, hidden visibility;
 #                                       exports: the hooks of hooks.def + dlsym
-#   $(BUILD)/tests/unit/test_*          tests/unit/test_*.c against core/ objects
 #   $(BUILD)/tests/e2e/...              helpers for tests/e2e/test_*.sh
 
 SG_LIB       := $(BUILD)/libstablegraph.so
@@ -34,13 +33,9 @@ $(SG_LIB): $(SG_CORE_OBJS) $(SG_IP_OBJS) $(SG_MAP)
 	    -Wl,-z,defs $(ALL_LDFLAGS) -ldl
 
 # ---------------------------------------------------------------- unit tests
-SG_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+# tests/unit/unit.mk (each test links only the core/ objects it needs).
 
-$(BUILD)/tests/unit/test_%: tests/unit/test_%.c tests/check.h $(wildcard tests/unit/*.h) $(SG_CORE_OBJS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -I. -o $@ $< $(SG_CORE_OBJS) $(ALL_LDFLAGS)
-
-all: $(SG_LIB) $(SG_UNIT_TESTS)
+all: $(SG_LIB)
 
 # ---------------------------------------------------------------- e2e helpers
 SG_E2E := $(BUILD)/tests/e2e

@@ -1,6 +1,8 @@
-# tests/lib.sh: helpers for shell tests. Source it; each ok/not_ok prints a
-# TAP line that tests/run.sh counts. Call `done_testing` last: its exit status
-# is non-zero if any case failed.
+# tests/lib.sh: helpers for shell tests. Source it; each ok/not_ok/skip
+# prints a TAP line that tests/run.sh counts (tests/lib/verdict.sh). Call
+# `done_testing` last: it prints the plan, without which the runner fails the
+# test, and its exit status is non-zero if any case failed.
+# Checksums: tests/lib/checksum.sh, sourced here.
 #
 # Environment from the runner: BUILD (the build directory, absolute),
 # EMU_LIB (directory holding the emulated libcuda.so.1), SRC (source root).
@@ -15,6 +17,8 @@ trap 'rm -rf "$TMP"' EXIT
 ok()     { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*"; }
 not_ok() { _tap_n=$((_tap_n + 1)); _tap_failed=$((_tap_failed + 1)); echo "not ok $_tap_n - $*"; }
 diag()   { printf '#   %s\n' "$@"; }
+# skip NAME REASON: a case that cannot run here (counted as skipped, not passed).
+skip()   { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP $2"; }
 
 # check NAME CMD...: ok if CMD succeeds.
 check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
@@ -42,5 +46,7 @@ for part in sys.argv[2].split('.'):
 print(cur if not isinstance(cur, (dict, list)) else json.dumps(cur, sort_keys=True))
 PY
 }
+
+. "$SRC/tests/lib/checksum.sh"
 
 done_testing() { echo "1..$_tap_n"; [ "$_tap_failed" -eq 0 ]; }

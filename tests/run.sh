@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# tests/run.sh: runs every test and prints one summary line "N passed, N failed".
+# tests/run.sh: runs every test and prints one summary line
+# "N passed, N failed, N skipped" (cases).
 #
 # Tests are C programs built as $BUILD/tests/**/test_* and shell scripts
-# tests/**/test_*.sh. Each prints TAP lines; every "ok" line is a pass and
-# every "not ok" a failure. A test that exits non-zero without reporting a
-# failure (a crash, a timeout) counts as one failure. Exit status: 0 if
-# nothing failed.
+# tests/**/test_*.sh. Each prints TAP lines, judged by tests/lib/verdict.sh:
+# "ok" passes, "ok ... # SKIP reason" is skipped, "not ok" fails; a test
+# also fails when it prints no case, no plan or fewer cases than planned, or
+# exits non-zero without reporting a failure (a crash, a timeout). Each test
+# gets one line: PASS, SKIP (every case skipped) or FAIL. Exit status: 0 if
+# nothing failed and at least one case passed.
 #
-# Usage: tests/run.sh [FILTER]   (FILTER: a substring of the test's path)
+# Usage: tests/run.sh [FILTER]   (FILTER: a substring of the test's name, e.g.
+#        tests/e2e/test_lifecycle.sh or tests/unit/test_arena)
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$SRC/build}
 export SRC BUILD EMU_LIB=${EMU_LIB:-$BUILD/emu}
+. "$SRC/tests/lib/verdict.sh"
 filter=${1:-}
 # Sanitizer builds (make test SAN=...; $BUILD/san.cfg says which). A user's
 # own ASAN_OPTIONS / TSAN_OPTIONS are kept; an option is only added when the
@@ -42,10 +47,10 @@ while IFS= read -r t; do tests+=("$t"); done < <(
     { find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null
       find "$SRC/tests" -type f -name 'test_*.sh' 2>/dev/null; } | sort)
 
-passed=0 failed=0 failed_names=()
+passed=0 failed=0 skipped=0 failed_names=()
 for t in "${tests[@]}"; do
-    case "$t" in *"$filter"*) ;; *) continue ;; esac
     name=${t#"$BUILD/"}; name=${name#"$SRC/"}
+    case "$name" in *"$filter"*) ;; *) continue ;; esac
     log="$logdir/$(echo "$name" | tr '/' '_').log"
     start=$(date +%s)
     if [[ $t == *.sh ]]; then
@@ -53,21 +58,20 @@ for t in "${tests[@]}"; do
     else
         LD_LIBRARY_PATH="$EMU_LIB" timeout "$per_test_timeout" "$t" >"$log" 2>&1
     fi
-    rc=$?
-    p=$(grep -c '^ok ' "$log")
-    f=$(grep -c '^not ok ' "$log")
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "not ok - $name exited with status $rc" >>"$log"; fi
-    passed=$((passed + p)); failed=$((failed + f))
+    verdict "$log" $?
+    passed=$((passed + v_pass)) failed=$((failed + v_fail)) skipped=$((skipped + v_skip))
     secs=$(( $(date +%s) - start ))
-    if [ "$f" -eq 0 ]; then
-        printf 'PASS %-50s %4d cases %4ds\n' "$name" "$p" "$secs"
-    else
-        printf 'FAIL %-50s %4d ok, %d failed (log: %s)\n' "$name" "$p" "$f" "$log"
-        grep -E '^not ok|^#' "$log" | head -20 | sed 's/^/    /'
-        failed_names+=("$name")
-    fi
+    case $v_result in
+    PASS) printf 'PASS %-50s %4d cases%s %4ds\n' "$name" "$v_pass" \
+              "$([ "$v_skip" -eq 0 ] || echo ", $v_skip skipped")" "$secs" ;;
+    SKIP) printf 'SKIP %-50s %4d skipped %4ds\n' "$name" "$v_skip" "$secs" ;;
+    FAIL) printf 'FAIL %-50s %4d ok, %d failed (log: %s)\n' "$name" "$v_pass" "$v_fail" "$log"
+          grep -E '^not ok|^#' "$log" | head -20 | sed 's/^/    /'
+          failed_names+=("$name") ;;
+    esac
+    [ "$v_skip" -eq 0 ] || grep -iE '^ok .*#[[:space:]]*skip' "$log" | head -5 | sed 's/^/    /'
 done
 echo
 [ "${#failed_names[@]}" -eq 0 ] || echo "failed tests: ${failed_names[*]}"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

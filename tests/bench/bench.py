@@ -30,6 +30,23 @@ instructions, divided by the updates skipped in between (from the report)
 and by the node count, is the figure (`skip_cost`; the same with the libc /
 ld.so code the library calls is given beside it).
 
+Every cell also gets a modeled driver time per steady-state step
+(costmodel.py): every call that reached the emulated driver, the program's and
+the library's own, charged from the cost table (--costs, default
+tests/bench/costs.tsv), updates under the "every node" and the "changed
+nodes" rule, at the three query costs of the table. --model-sizes adds graph
+sizes (16384 by default) that run once with S and 2S steps for their counts.
+
+Then issue 11's figures (targets.py), each printed beside its target with
+PASS or FAIL: library instructions per non-captured cuLaunchKernel, per node
+per re-captured step, per node of an accepted pointer-only update, per
+steady-state cuGraphLaunch; host memory per node; driver calls the library
+makes per step; modeled driver time against the run without the library; the
+cumulative modeled driver time over steps with instantiations at 2 and 8 ms
+(plotted, with its checks); the instantiations a 50-step rotating_inputs run
+adds. A missed target is reported, not a failure; a figure that cannot be
+measured is a failure.
+
 Every run's checksum must equal the no-library run's: a mismatch, a failed
 run or more violations than without the library is a failure, printed loudly,
 recorded in the results, and makes the exit status 1.
@@ -41,6 +58,7 @@ import argparse
 import concurrent.futures
 import csv
 import datetime
+import itertools
 import json
 import math
 import os
@@ -51,14 +69,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import costmodel  # noqa: E402  (tests/bench/costmodel.py)
+import targets  # noqa: E402  (tests/bench/targets.py)
 
 ALL_WORKLOADS = ["recapture_temps", "rotating_inputs", "fresh_inputs", "slices",
-                 "scalar_changes", "topology_changes"]
-ALL_POLICIES = ["off", "always_update", "skip_temp", "skip_profiled"]
+                 "scalar_changes", "topology_changes", "train_loop"]
 NOLIB = "none"
 
 # Kinds of driver calls, by exact ELF name (all variants of each entry point).
@@ -236,7 +257,7 @@ class Runner:
     def __init__(self, args, tmp):
         self.a = args
         self.tmp = tmp
-        self.seq = 0
+        self._seq = itertools.count(1)   # next() is atomic: callgrind runs go in threads
         self.lib = os.path.join(args.build, "libstablegraph.so")
         self.emu = os.path.join(args.build, "emu")
         self.wldir = args.workload_dir or os.path.join(args.build, "workloads")
@@ -255,43 +276,86 @@ class Runner:
             e["STABLEGRAPH_STRICT"] = "1"  # an unknown policy fails instead of running as off
         return e
 
-    def run(self, wl, nodes, steps, mode, callgrind=False):
-        """One run; returns its record (never raises for a failing program)."""
-        self.seq += 1
+    def run(self, wl, nodes, steps, mode, callgrind=False, toggle=None, prog=None, extra=()):
+        """One run; returns its record (never raises for a failing program).
+        callgrind: under valgrind's callgrind, collecting everything or, with
+        toggle, only inside that function; prog: a program instead of the
+        workload named wl (wl then only names the run); extra: more options.
+        The record holds rc, wall, checksum, stderr, stats (CUDAEMU_STATS),
+        report (the library's), maxrss_kb (peak RSS, not under callgrind) and,
+        under callgrind, cg (parse_callgrind)."""
         base = os.path.join(self.tmp, "%s-%d-%d-%s-%s-%d" % (
-            wl, nodes, steps, mode, "cg" if callgrind else "run", self.seq))
+            wl, nodes, steps, mode, "cg" if callgrind else "run", next(self._seq)))
         stats, report, cgout = base + ".stats.json", base + ".report.json", base + ".callgrind"
-        cmd = [os.path.join(self.wldir, wl), "--steps", str(steps), "--nodes", str(nodes)]
+        cmd = [prog or os.path.join(self.wldir, wl), "--steps", str(steps),
+               "--nodes", str(nodes)] + list(extra)
         if callgrind:
-            cmd = ["valgrind", "--tool=callgrind", "-q", "--callgrind-out-file=" + cgout] + cmd
-        t0 = time.perf_counter()
-        try:
-            p = subprocess.run(cmd, env=self.env(mode, stats, report), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, timeout=self.a.timeout, text=True,
-                               errors="replace")
-            rc, out, err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as ex:
-            rc, out, err = "timeout", ex.stdout or "", "timed out after %ss" % self.a.timeout
-            out = out if isinstance(out, str) else out.decode(errors="replace")
-        except OSError as ex:
-            rc, out, err = "exec-failed", "", str(ex)
-        wall = time.perf_counter() - t0
+            cmd = ["valgrind", "--tool=callgrind", "-q", "--callgrind-out-file=" + cgout] + \
+                (["--collect-atstart=no", "--toggle-collect=" + toggle] if toggle else []) + cmd
+        rc, out, err, wall, rss = spawn(cmd, self.env(mode, stats, report), self.a.timeout)
         m = re.search(r"^checksum: *([0-9a-fA-F]+)\s*$", out, re.M)
         rec = {"rc": rc, "wall": wall, "checksum": m.group(1).lower() if m else None,
-               "stderr": err[-400:], "stats": load_json(stats), "report": load_json(report)}
+               "stderr": err[-400:], "stats": load_json(stats), "report": load_json(report),
+               "maxrss_kb": None if callgrind else rss}
         if callgrind:
             rec["cg"] = parse_callgrind(cgout, os.path.basename(self.lib)) \
                 if os.path.exists(cgout) else None
-            if self.a.keep_raw and os.path.exists(cgout):
-                os.makedirs(os.path.join(self.a.out, "raw"), exist_ok=True)
-                shutil.copy(cgout, os.path.join(self.a.out, "raw", os.path.basename(cgout)))
         for f in (stats, report, cgout):
             if os.path.exists(f):
-                if self.a.keep_raw and not f.endswith(".callgrind"):
+                if self.a.keep_raw:
                     os.makedirs(os.path.join(self.a.out, "raw"), exist_ok=True)
                     shutil.copy(f, os.path.join(self.a.out, "raw", os.path.basename(f)))
                 os.unlink(f)
         return rec
+
+    def command(self, wl, nodes, steps, mode, toggle=None, prog=None, extra=()):
+        """A shell command line that repeats one run (for the tables)."""
+        env = "LD_LIBRARY_PATH=%s " % self.rel(self.emu) if self.a.driver == "emu" else ""
+        if mode != NOLIB:
+            env += "LD_PRELOAD=%s STABLEGRAPH_POLICY=%s " % (self.rel(self.lib), mode)
+        vg = ""
+        if toggle is not None:
+            vg = "valgrind --tool=callgrind %s" % (
+                "--collect-atstart=no --toggle-collect=%s " % toggle if toggle else "")
+        return "%s%s%s --steps %s --nodes %d%s" % (
+            env, vg, self.rel(prog or os.path.join(self.wldir, wl)), steps, nodes,
+            "".join(" " + x for x in extra))
+
+    @staticmethod
+    def rel(path):
+        r = os.path.relpath(path, SRC)
+        return path if r.startswith("..") else r
+
+
+def spawn(cmd, env, timeout):
+    """Runs cmd with its output captured; returns (rc, stdout, stderr, wall
+    seconds, peak RSS in KiB). rc: the exit status (negative: the signal),
+    "timeout" or "exec-failed". The child is reaped with wait4, whose rusage
+    gives the peak RSS of that child alone."""
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.Popen(cmd, env=env, stdout=fo, stderr=fe)
+        except OSError as ex:
+            return "exec-failed", "", str(ex), 0.0, None
+        done = {}
+        waiter = threading.Thread(target=lambda: done.update(r=os.wait4(p.pid, 0)))
+        waiter.start()
+        waiter.join(timeout)
+        timed_out = waiter.is_alive()
+        if timed_out:
+            p.kill()
+            waiter.join()
+        wall = time.perf_counter() - t0
+        _, status, ru = done["r"]
+        p.returncode = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
+        fo.seek(0)
+        fe.seek(0)
+        out = fo.read().decode(errors="replace")
+        err = fe.read().decode(errors="replace")
+    if timed_out:
+        return "timeout", out, "timed out after %ss" % timeout, wall, None
+    return p.returncode, out, err, wall, ru.ru_maxrss
 
 
 def detect_driver(choice):
@@ -319,12 +383,13 @@ def counts_of(rec, driver):
     return counts_from_report(rec["report"])
 
 
-def build_cell(a, wl, nodes, mode, runs, base_cell, cgruns, cg_base):
+def build_cell(a, wl, nodes, mode, runs, base_cell, cgruns, cg_base, counts_only=False):
     """runs: {steps: [records]} for S and 2S. base_cell: the no-library cell
-    of the same workload and size (None for that cell itself)."""
+    of the same workload and size (None for that cell itself). counts_only:
+    one run of each, for the driver counts and the model (no wall time)."""
     S, L = sorted(runs)
     cell = {"workload": wl, "nodes": nodes, "mode": mode, "steps_short": S, "steps_long": L,
-            "failures": []}
+            "counts_only": counts_only, "failures": []}
     fails = cell["failures"]
     first = {st: runs[st][0] for st in (S, L)}
 
@@ -363,6 +428,24 @@ def build_cell(a, wl, nodes, mode, runs, base_cell, cgruns, cg_base):
         cell["calls_per_step_by_name"] = None
     cell["counts_source"] = "CUDAEMU_STATS" if a.driver == "emu" else "library report"
 
+    # Modeled driver time per step: every call that reached the emulated
+    # driver, charged from the cost table (costmodel.py); needs its node counts.
+    ms, ml = (costmodel.stats_counts(first[st]["stats"]) for st in (S, L))
+    if a.driver == "emu" and ms[0] is not None and ml[0] is not None:
+        pcalls, pnodes = costmodel.diff_counts(ms, ml, S)
+        cell["nodes_per_step_by_name"] = {n: v for n, v in pnodes.items() if v["nodes"]}
+        cell["model"] = costmodel.model(a.table, pcalls, pnodes)
+        b = (base_cell or {}).get("model") if base_cell else cell["model"]
+        cell["model_ratio"] = {r: [ratio(x, y) for x, y in zip(cell["model"]["us"][r],
+                                                               b["us"][r])]
+                               for r in costmodel.RULES} if b else None
+    else:
+        cell["model"] = cell["model_ratio"] = None
+    cell["maxrss_kb"] = first[L].get("maxrss_kb")
+    calls_l = (first[L]["stats"] or {}).get("calls") if a.driver == "emu" else None
+    cell["instantiations_run"] = sum(n for k, n in calls_l.items()
+                                     if k.startswith("cuGraphInstantiate")) if calls_l else None
+
     viol = [((r["stats"] or {}).get("violations")) for st in (S, L) for r in runs[st]]
     viol = [v for v in viol if v is not None]
     cell["violations"] = max(viol) if viol else None
@@ -392,11 +475,14 @@ def build_cell(a, wl, nodes, mode, runs, base_cell, cgruns, cg_base):
             fails.append("no library report written")
 
     # Wall time per steady-state step.
-    ms = statistics.median(r["wall"] for r in runs[S])
-    ml = statistics.median(r["wall"] for r in runs[L])
-    cell["wall_per_step_us"] = per_step(ms, ml, S) * 1e6
-    cell["wall_ratio"] = ratio(cell["wall_per_step_us"], base_cell["wall_per_step_us"]) \
-        if base_cell else 1.0
+    if counts_only:
+        cell["wall_per_step_us"] = cell["wall_ratio"] = None
+    else:
+        ws = statistics.median(r["wall"] for r in runs[S])
+        wl_ = statistics.median(r["wall"] for r in runs[L])
+        cell["wall_per_step_us"] = per_step(ws, wl_, S) * 1e6
+        cell["wall_ratio"] = ratio(cell["wall_per_step_us"], base_cell["wall_per_step_us"]) \
+            if base_cell else 1.0
 
     cell["callgrind"] = callgrind_figures(a, mode, cgruns, cg_base, fails)
     return cell
@@ -480,49 +566,17 @@ def skip_cost(short, long, nodes):
             "lib_ir_per_node": (long["lib"] - short["lib"]) / skipped / nodes}
 
 
-def skip_cost_command(runner, nodes, steps):
-    """The command line of one skip-cost run, as a string to quote (what
-    run_skip_cost runs, in a form a shell can run as it stands)."""
-    return ("%sSTABLEGRAPH_POLICY=%s valgrind --tool=callgrind --trace-children=yes "
-            "--collect-atstart=no --toggle-collect=%s env LD_PRELOAD=%s %s --nodes %d --steps %d"
-            % ("LD_LIBRARY_PATH=%s " % runner.emu if runner.a.driver == "emu" else "",
-               SKIP_COST_POLICY, SKIP_COST_TOGGLE, runner.lib,
-               os.path.join(runner.wldir, SKIP_COST_WORKLOAD), nodes, steps))
-
-
-def run_skip_cost(runner, a, nodes, steps):
+def run_skip_cost(runner, nodes, steps):
     """One callgrind run for the skip cost; returns the dict skip_cost wants
     plus rc / stderr."""
-    runner.seq += 1
-    base = os.path.join(runner.tmp, "skipcost-%d-%d-%d" % (nodes, steps, runner.seq))
-    stats, report, cgout = base + ".stats.json", base + ".report.json", base + ".callgrind"
-    cmd = ["valgrind", "--tool=callgrind", "-q", "--collect-atstart=no",
-           "--toggle-collect=" + SKIP_COST_TOGGLE, "--callgrind-out-file=" + cgout,
-           os.path.join(runner.wldir, SKIP_COST_WORKLOAD), "--steps", str(steps),
-           "--nodes", str(nodes)]
-    try:
-        p = subprocess.run(cmd, env=runner.env(SKIP_COST_POLICY, stats, report),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=a.timeout,
-                           text=True, errors="replace")
-        rc, err = p.returncode, p.stderr
-    except subprocess.TimeoutExpired:
-        rc, err = "timeout", "timed out after %ss" % a.timeout
-    except OSError as ex:
-        rc, err = "exec-failed", str(ex)
-    out = {"rc": rc, "stderr": (err or "")[-400:], "lib_self": None, "lib": None,
-           "skipped": None, "seen": None, "forwarded": None}
-    if rc == 0 and os.path.exists(cgout):
-        cg = parse_callgrind(cgout, os.path.basename(runner.lib))
-        out["lib_self"], out["lib"] = cg["lib_self"], cg["lib"]
-    t = (load_json(report) or {}).get("totals") or {}
+    r = runner.run(SKIP_COST_WORKLOAD, nodes, steps, SKIP_COST_POLICY, callgrind=True,
+                   toggle=SKIP_COST_TOGGLE)
+    out = {"rc": r["rc"], "stderr": r["stderr"], "lib_self": None, "lib": None}
+    if r["rc"] == 0 and r.get("cg"):
+        out["lib_self"], out["lib"] = r["cg"]["lib_self"], r["cg"]["lib"]
+    t = (r["report"] or {}).get("totals") or {}
     out["skipped"], out["seen"] = t.get("updates_skipped"), t.get("updates_seen")
     out["forwarded"] = t.get("updates_forwarded")
-    if a.keep_raw and os.path.exists(cgout):
-        os.makedirs(os.path.join(a.out, "raw"), exist_ok=True)
-        shutil.copy(cgout, os.path.join(a.out, "raw", os.path.basename(cgout)))
-    for f in (stats, report, cgout):
-        if os.path.exists(f):
-            os.unlink(f)
     return out
 
 
@@ -530,11 +584,12 @@ def skip_cost_rows(runner, a, sizes, steps):
     """The skip-cost rows for the given sizes; failures as strings."""
     rows, fails = [], []
     for n in sizes:
-        short, long = run_skip_cost(runner, a, n, steps), run_skip_cost(runner, a, n, steps + 2)
+        short, long = run_skip_cost(runner, n, steps), run_skip_cost(runner, n, steps + 2)
         fig = skip_cost(short, long, n)
         row = {"workload": SKIP_COST_WORKLOAD, "policy": SKIP_COST_POLICY, "nodes": n,
                "steps_short": steps, "steps_long": steps + 2,
-               "command": skip_cost_command(runner, n, steps) + " (and --steps %d)" % (steps + 2),
+               "command": runner.command(SKIP_COST_WORKLOAD, n, steps, SKIP_COST_POLICY,
+                                         toggle=SKIP_COST_TOGGLE) + " (and --steps %d)" % (steps + 2),
                "lib_self_ir_per_node": None, "lib_ir_per_node": None, "updates_skipped": None}
         if fig:
             row.update(fig)
@@ -576,8 +631,8 @@ CSV_FIELDS = [
     "cg_steps_short", "cg_lib_ir_per_step", "cg_lib_self_ir_per_step", "cg_lib_ir_per_launch",
     "cg_lib_ir_per_hooked_call", "cg_process_ir_added_per_hooked_call",
     "cg_process_ir_added_per_hooked_call_whole_run",
-    "skip_lib_self_ir_per_node", "skip_lib_ir_per_node",
-]
+    "skip_lib_self_ir_per_node", "skip_lib_ir_per_node", "counts_only", "maxrss_kb",
+] + ["model_%s_us_%s" % (r, q) for r in costmodel.RULES for q in costmodel.QUERY_LEVELS]
 
 
 def flat(cell):
@@ -600,6 +655,11 @@ def flat(cell):
     sk = cell.get("skip_cost") or {}
     r["skip_lib_self_ir_per_node"] = sk.get("lib_self_ir_per_node")
     r["skip_lib_ir_per_node"] = sk.get("lib_ir_per_node")
+    r["counts_only"], r["maxrss_kb"] = cell.get("counts_only"), cell.get("maxrss_kb")
+    mo = cell.get("model")
+    for rule in costmodel.RULES:
+        for i, q in enumerate(costmodel.QUERY_LEVELS):
+            r["model_%s_us_%s" % (rule, q)] = mo["us"][rule][i] if mo else None
     return r
 
 
@@ -640,8 +700,8 @@ def headline(cells):
             "met": worst[0] <= 100}
 
 
-def pivot(lines, cells, meta, title, getter, nd=2):
-    sizes, modes = meta["sizes"], meta["modes"]
+def pivot(lines, cells, meta, title, getter, nd=2, sizes=None):
+    sizes, modes = sizes or meta["sizes"], meta["modes"]
     lines += ["", "#### " + title, "",
               "| workload | mode | " + " | ".join(str(s) for s in sizes) + " |",
               "| --- | --- |" + " ---: |" * len(sizes)]
@@ -649,10 +709,11 @@ def pivot(lines, cells, meta, title, getter, nd=2):
     for wl in meta["workloads"]:
         for m in modes:
             row = [fmt(getter(idx[(wl, s, m)]), nd) if (wl, s, m) in idx else "-" for s in sizes]
+            row = [x if isinstance(x, str) else fmt(x, nd) for x in row]
             lines.append("| %s | %s | %s |" % (wl, m, " | ".join(row)))
 
 
-def write_table(path, cells, meta, head, skip=None):
+def write_table(path, cells, meta, head, skip=None, trows=None, curves=None):
     L = ["### Benchmark: %s driver, %s" % (meta["driver_desc"], meta["date"]), "",
          "Command: `%s` (commit %s). Per steady-state step = (run of 2T steps - run of T steps) "
          "/ T, T a multiple of %d chosen per workload and size so that T steps take >= %g s "
@@ -696,6 +757,31 @@ def write_table(path, cells, meta, head, skip=None):
             L.append("| %d | %s | %s | %s | `%s` |" % (
                 r["nodes"], fmt(r["lib_self_ir_per_node"], 1), fmt(r["lib_ir_per_node"], 1),
                 fmt(r["updates_skipped"]), r["command"]))
+    if trows:
+        L += ["", "#### Issue 11's figures, each beside its target", "",
+              "Measured on the library as it is (a missed target is reported, not an error; "
+              "NOT MEASURED is a bench failure). Instruction counts: callgrind, the library's "
+              "code plus the libc / ld.so code it calls. How each is measured: "
+              "tests/bench/targets.py and docs/benchmarks.md.", ""]
+        L += targets.markdown(trows)
+        L += targets.detail_markdown(trows)
+    if any(c.get("model") for c in cells):
+        q = meta["query_us"]
+        L += ["", "#### Modeled driver time per steady-state step (us)", "",
+              costmodel.describe(costmodel_table(meta)) + " Each cell: query %s us."
+              % " / ".join("%g" % x for x in q)]
+        for rule in costmodel.RULES:
+            pivot(L, cells, meta, "Modeled driver time per step, %s rule (us; query %s us)"
+                  % (costmodel.RULE_NAMES[rule], " / ".join("%g" % x for x in q)),
+                  lambda c, r=rule: fmt_us3(c["model"]["us"][r]) if c.get("model") else None,
+                  sizes=meta["model_sizes"])
+    if curves:
+        L += curve_table(curves, meta)
+    if any(c.get("library_driver_calls_per_step") is not None for c in cells):
+        pivot(L, cells, meta, "Driver calls made by the library per step (its report)",
+              lambda c: sum(c["library_driver_calls_per_step"].values())
+              if c.get("library_driver_calls_per_step") is not None else None,
+              sizes=meta["model_sizes"])
     pivot(L, cells, meta, "Graph updates reaching the driver per step",
           lambda c: c["calls_per_step"]["updates"])
     pivot(L, cells, meta, "VMM calls reaching the driver per step",
@@ -733,14 +819,60 @@ def write_table(path, cells, meta, head, skip=None):
         f.write("\n".join(L) + "\n")
 
 
-def write_plots(out, cells, meta):
-    """Data file of blocks (one per workload x mode, in that order) and the
-    static gnuplot script tests/bench/plot.gp. Returns the PNGs written."""
+def costmodel_table(meta):
+    return costmodel.Table(os.path.join(SRC, meta["costs"]))
+
+
+def curve_table(curves, meta):
+    """Cumulative modeled driver time: per workload and mode, at the high query
+    value, the highest ratio to no library over the run and the ratio at the
+    horizon, for each instantiation assumption and rule."""
+    c = curves["curves"]
+    qi = 2
+    q = meta["query_us"][qi]
+    L = ["", "#### Cumulative modeled driver time (%d nodes, query %g us)" % (curves["nodes"], q),
+         "", "Whole runs of 1..%d, %d and %d steps (their driver calls charged as above, each "
+         "instantiation at %s ms instead), extrapolated linearly from the last two to %d steps. "
+         "max: the highest ratio to no library over the run; end: the ratio at %d steps."
+         % (curves["steps"][-3], curves["steps"][-2], curves["steps"][-1],
+            " or ".join("%g" % x for x in curves["instantiate_ms"]), curves["horizon"],
+            curves["horizon"]), ""]
+    hdr = ["workload", "mode"]
+    for rule in costmodel.RULES:
+        for ms in curves["instantiate_ms"]:
+            hdr.append("%s, %g ms: max / end" % (costmodel.RULE_NAMES[rule], ms))
+    L += ["| " + " | ".join(hdr) + " |", "|" + " --- |" * 2 + " ---: |" * (len(hdr) - 2)]
+    for wl in meta["workloads"]:
+        for m in meta["modes"][1:]:
+            cols = []
+            for rule in costmodel.RULES:
+                for ms in curves["instantiate_ms"]:
+                    k = "|".join(str(x) for x in (wl, m, rule, qi, ms))
+                    kb = "|".join(str(x) for x in (wl, NOLIB, rule, qi, ms))
+                    if k in c and kb in c:
+                        mx, _ = targets.max_ratio(c[k], c[kb])
+                        end = c[k][-1][1] / c[kb][-1][1]
+                        cols.append("%.2f / %.2f" % (mx, end))
+                    else:
+                        cols.append("-")
+            L.append("| %s | %s | %s |" % (wl, m, " | ".join(cols)))
+    return L
+
+
+def write_plots(out, cells, meta, curves=None):
+    """Data files of blocks and the static gnuplot scripts: plot.gp (counts,
+    wall ratio, instructions per graph size), plot_model.gp (modeled driver
+    time per step per graph size), plot_curves.gp (cumulative modeled driver
+    time per step count). Returns (PNGs written, a note or None)."""
     gp = shutil.which("gnuplot")
     if not gp:
         return None, "gnuplot not found (apt-get install -y gnuplot-nox): no plots"
-    dat = os.path.join(out, "plot.dat")
     idx = {(c["workload"], c["nodes"], c["mode"]): c for c in cells}
+    subtitle = "%s driver, %s, T >= %s steps (see table.md for the command)" % (
+        meta["driver_desc"], meta["date"], meta["steps"])
+    gvars = {"outdir": out, "workloads": " ".join(meta["workloads"]),
+             "modes": " ".join(meta["modes"]), "subtitle": subtitle}
+    dat = os.path.join(out, "plot.dat")
     with open(dat, "w") as f:
         f.write("# nodes updates/step vmm/step wall_ratio lib_Ir/launch calls/step\n")
         for wl in meta["workloads"]:
@@ -757,29 +889,76 @@ def write_plots(out, cells, meta):
                     f.write("%d %s\n" % (s, " ".join("?" if v is None else "%.6g" % v
                                                      for v in vals)))
                 f.write("\n\n")
-    cmd = [gp, "-e", "datafile=%s; outdir=%s; workloads=%s; modes=%s; subtitle=%s" % tuple(
-        '"%s"' % x.replace('"', "'") for x in (
-            dat, out, " ".join(meta["workloads"]), " ".join(meta["modes"]),
-            "%s driver, %s, T >= %s steps (see table.md for the command)"
-            % (meta["driver_desc"], meta["date"], meta["steps"]))),
-        os.path.join(HERE, "plot.gp")]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    notes = [run_gnuplot(gp, "plot.gp", dict(gvars, datafile=dat))]
+    if any(c.get("model") for c in cells):
+        dat = os.path.join(out, "model.dat")
+        with open(dat, "w") as f:
+            f.write("# nodes, then us per step: every-node rule low mid high, changed-nodes "
+                    "rule low mid high (query %s us)\n"
+                    % " / ".join("%g" % x for x in meta["query_us"]))
+            for wl in meta["workloads"]:
+                for m in meta["modes"]:
+                    f.write("# %s %s\n" % (wl, m))
+                    for s in meta["model_sizes"]:
+                        mo = (idx.get((wl, s, m)) or {}).get("model")
+                        if mo:
+                            f.write("%d %s\n" % (s, " ".join("%.6g" % v for r in costmodel.RULES
+                                                             for v in mo["us"][r])))
+                    f.write("\n\n")
+        sub = "%s driver, %s; bars: query %s us" % (
+            meta["driver_desc"], meta["date"], " / ".join("%g" % x for x in meta["query_us"]))
+        notes.append(run_gnuplot(gp, "plot_model.gp", dict(gvars, datafile=dat, subtitle=sub)))
+    if curves:
+        dat = os.path.join(out, "curves.dat")
+        c = curves["curves"]
+        ms_list = curves["instantiate_ms"]
+        with open(dat, "w") as f:
+            f.write("# steps, cumulative modeled driver time in ms (query %g us); blocks: "
+                    "rule x instantiation ms x workload x (modes, then 2 x no library)\n"
+                    % meta["query_us"][2])
+            for rule in costmodel.RULES:
+                for ms in ms_list:
+                    for wl in meta["workloads"]:
+                        for m in meta["modes"] + ["2x"]:
+                            k = "|".join(str(x) for x in (wl, NOLIB if m == "2x" else m, rule, 2,
+                                                          ms))
+                            f.write("# %s %g ms %s %s\n" % (rule, ms, wl, m))
+                            for t, us in c.get(k, []):
+                                f.write("%d %.6g\n" % (t, us / 1000.0 * (2 if m == "2x" else 1)))
+                            f.write("\n\n")
+        sub = "%s driver, %s, %d nodes, query %g us; beyond %d steps extrapolated" % (
+            meta["driver_desc"], meta["date"], curves["nodes"], meta["query_us"][2],
+            curves["steps"][-1])
+        notes.append(run_gnuplot(gp, "plot_curves.gp", dict(
+            gvars, datafile=dat, rules=" ".join(costmodel.RULES), horizon=curves["horizon"],
+            instms=" ".join("%g" % x for x in ms_list), subtitle=sub)))
     pngs = sorted(os.path.join(out, n) for n in os.listdir(out) if n.endswith(".png"))
-    if p.returncode != 0:
-        return pngs, "gnuplot failed: " + p.stdout.strip()[-500:]
-    return pngs, None
+    notes = [n for n in notes if n]
+    return pngs, "; ".join(notes) if notes else None
+
+
+def run_gnuplot(gp, script, gvars):
+    """Runs tests/bench/SCRIPT with the variables set; a note if it failed."""
+    cmd = [gp, "-e", "; ".join('%s="%s"' % (k, str(v).replace('"', "'"))
+                              for k, v in sorted(gvars.items())), os.path.join(HERE, script)]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return "gnuplot %s failed: %s" % (script, p.stdout.strip()[-500:]) if p.returncode else None
 
 
 # ------------------------------------------------------------------ main
 
-def main(argv):
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--out", default=None, help="default BUILD/bench")
     ap.add_argument("--workload-dir", default=None, help="default BUILD/workloads")
     ap.add_argument("--workloads", default=" ".join(ALL_WORKLOADS))
     ap.add_argument("--sizes", default="16 64 256 1024 4096")
-    ap.add_argument("--policies", default=" ".join(ALL_POLICIES))
+    ap.add_argument("--model-sizes", default="16 64 256 1024 4096 16384",
+                    help="sizes with a modeled driver time per step; those not in --sizes run "
+                         "once with S and 2S steps, for their counts only")
+    ap.add_argument("--policies", default=None,
+                    help="default: every policy of the build (BUILD/policies, from core/config.h)")
     ap.add_argument("--steps", type=int, default=20, help="S: runs of S and 2S steps")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per step count")
     ap.add_argument("--min-time", type=float, default=0.2,
@@ -793,6 +972,29 @@ def main(argv):
                          "(recapture_temps under skip_temp, when both are selected); empty: none")
     ap.add_argument("--skip-cost-steps", type=int, default=3,
                     help="S: the skip-cost runs use --steps S and S + 2")
+    ap.add_argument("--costs", default=costmodel.DEFAULT_TABLE,
+                    help="the per-call cost table (tests/bench/costs.tsv format)")
+    g = ap.add_argument_group("issue 11's figures (targets.py)")
+    g.add_argument("--no-targets", action="store_true", help="measure none of them")
+    g.add_argument("--targets", default="",
+                   help="the figures to measure, by id (%s); default all"
+                        % ", ".join(s.id for s in targets.SPECS))
+    g.add_argument("--uncaptured-steps", type=int, default=4)
+    g.add_argument("--uncaptured-launches", type=int, default=64,
+                   help="N: launch_loop runs with N and 2N launches per step")
+    g.add_argument("--node-cost-sizes", default="16 256 4096")
+    g.add_argument("--node-cost-steps", type=int, default=10, help="S: runs of S and S+P steps")
+    g.add_argument("--node-cost-period", type=int, default=6, help="P")
+    g.add_argument("--accept-sizes", default="64 256 1024 4096")
+    g.add_argument("--accept-steps", type=int, default=10, help="S: runs of S and S+2 steps")
+    g.add_argument("--launch-cost-nodes", type=int, default=256)
+    g.add_argument("--launch-cost-steps", type=int, default=30, help="S: runs of S and 2S steps")
+    g.add_argument("--curve-nodes", type=int, default=256)
+    g.add_argument("--curve-first", type=int, default=12,
+                   help="K: the curves run 1..K steps, then --steps S and 2S")
+    g.add_argument("--curve-horizon", type=int, default=2000)
+    g.add_argument("--instantiate-ms", default="2 8",
+                   help="assumed milliseconds per instantiation in the curves")
     ap.add_argument("--jobs", type=int, default=1,
                     help="parallel callgrind runs (timed runs are always sequential); more than "
                          "one makes the whole-process instruction differences noisier")
@@ -801,37 +1003,32 @@ def main(argv):
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--keep-raw", action="store_true", help="keep stats, reports, callgrind files")
     ap.add_argument("--command", default=None, help="command line to quote (make passes its own)")
+    ap.add_argument("--from-results", default=None, metavar="RESULTS_JSON",
+                    help="run nothing: write table.md and the plots into --out from a results.json")
     a = ap.parse_args(argv)
     a.build = os.path.abspath(a.build)
     a.out = os.path.abspath(a.out or os.path.join(a.build, "bench"))
-    if a.steps < 1 or a.repeats < 1 or a.callgrind_steps < 1 or a.skip_cost_steps < 1:
-        ap.error("--steps, --repeats, --callgrind-steps and --skip-cost-steps must be >= 1")
-    workloads = split_list(a.workloads)
-    sizes = [int(s) for s in split_list(a.sizes)]
-    policies = [p for p in split_list(a.policies) if p != NOLIB]
-    modes = [NOLIB] + policies
-    cg_sizes = [int(s) for s in split_list(a.callgrind_sizes) if int(s) in sizes]
-    a.driver, gpu_name = detect_driver(a.driver)
-    if a.driver == "real" and cg_sizes:
-        print("bench: real driver: callgrind runs skipped (instruction counts come from the "
-              "emulated driver)")
-        cg_sizes = []
-    if cg_sizes and not shutil.which("valgrind"):
-        print("bench: valgrind not found: no instruction counts (apt-get install -y valgrind)")
-        cg_sizes = []
-    skip_sizes = [int(x) for x in split_list(a.skip_cost_sizes)]
-    if SKIP_COST_WORKLOAD not in workloads or SKIP_COST_POLICY not in policies:
-        skip_sizes = []
-    elif skip_sizes and a.driver == "real":
-        print("bench: real driver: no skip-decision instruction counts (they come from the "
-              "emulated driver)")
-        skip_sizes = []
-    elif skip_sizes and not shutil.which("valgrind"):
-        print("bench: valgrind not found: no skip-decision instruction counts")
-        skip_sizes = []
-    os.makedirs(a.out, exist_ok=True)
-    date = now_iso()
-    command = a.command or " ".join(shlex.quote(x) for x in [sys.executable] + sys.argv[:1] + argv)
+    if min(a.steps, a.repeats, a.callgrind_steps, a.skip_cost_steps, a.uncaptured_steps,
+           a.uncaptured_launches, a.node_cost_steps, a.node_cost_period, a.accept_steps,
+           a.launch_cost_steps, a.curve_first) < 1:
+        ap.error("step counts, repeats and launch counts must be >= 1")
+    unknown = set(split_list(a.targets)) - set(targets.SPEC)
+    if unknown:
+        ap.error("--targets: unknown %s" % ", ".join(sorted(unknown)))
+    try:
+        a.table = costmodel.Table(a.costs)
+    except (OSError, costmodel.TableError) as ex:
+        ap.error("--costs: %s" % ex)
+    if a.policies is None:
+        try:
+            with open(os.path.join(a.build, "policies")) as f:
+                a.policies = f.read()
+        except OSError as ex:
+            ap.error("--policies: no policy list in the build (%s): run make first" % ex)
+    return a
+
+
+def git_commit():
     try:
         commit = subprocess.run(["git", "-C", SRC, "rev-parse", "--short", "HEAD"],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -842,16 +1039,154 @@ def main(argv):
             commit += "+changes"
     except OSError:
         commit = "?"
+    return commit
+
+
+def timed_runs(R, a, workloads, sizes, modes):
+    """The timed runs, sequential, the modes interleaved: {(wl, n, mode): {steps: [recs]}}."""
+    runs = {}
+    for wl in workloads:
+        for n in sizes:
+            # calibration: one no-library pair at S and 2S gives the time per step
+            c1, c2 = R.run(wl, n, a.steps, NOLIB), R.run(wl, n, 2 * a.steps, NOLIB)
+            est = per_step(c1["wall"], c2["wall"], a.steps)
+            if est is not None and est <= 0:
+                est = c2["wall"] / (2 * a.steps)
+            T = timing_steps(a.steps, est, a.min_time, a.max_steps_factor)
+            for _ in range(a.repeats):
+                for st in (T, 2 * T):
+                    for m in modes:
+                        runs.setdefault((wl, n, m), {}).setdefault(st, []).append(
+                            R.run(wl, n, st, m))
+            print("bench: %-18s %5d nodes: --steps %d and %d, %d runs done" % (
+                wl, n, T, 2 * T, 2 * a.repeats * len(modes)), flush=True)
+    return runs
+
+
+def count_runs(R, a, workloads, sizes, modes):
+    """One run of S and 2S steps per cell, for counts and the model only."""
+    runs = {}
+    for wl in workloads:
+        for n in sizes:
+            for m in modes:
+                runs[(wl, n, m)] = {st: [R.run(wl, n, st, m)] for st in (a.steps, 2 * a.steps)}
+            print("bench: %-18s %5d nodes: --steps %d and %d, counts only" % (
+                wl, n, a.steps, 2 * a.steps), flush=True)
+    return runs
+
+
+def callgrind_runs(R, a, workloads, cg_sizes, modes):
+    cg = {}
+    jobs = [(wl, n, m, st) for wl in workloads for n in cg_sizes for m in modes
+            for st in (a.callgrind_steps, 2 * a.callgrind_steps)]
+    if jobs:
+        print("bench: %d callgrind runs (%d at a time)" % (len(jobs), a.jobs), flush=True)
+        with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as ex:
+            futs = {ex.submit(R.run, wl, n, st, m, True): (wl, n, m, st)
+                    for wl, n, m, st in jobs}
+            for f in concurrent.futures.as_completed(futs):
+                wl, n, m, st = futs[f]
+                cg.setdefault((wl, n, m), {})[st] = f.result()
+    return cg
+
+
+def target_rows(R, a, workloads, policies, vg, cells, model_sizes):
+    """Issue 11's figures (targets.py), those --targets selects: (rows,
+    curves, failures)."""
+    M = targets.Measure(R, a, a.table, workloads, policies, vg)
+    want = set(split_list(a.targets)) or set(targets.SPEC)
+    vg_note = "" if vg else " (no callgrind: instruction counts skipped)"
+    print("bench: issue 11's figures%s" % vg_note, flush=True)
+    rows = []
+    if "uncaptured_launch" in want:
+        rows.append(M.uncaptured_launch(os.path.join(a.build, "tests", "bench", "launch_loop"),
+                                        a.uncaptured_steps, a.uncaptured_launches))
+    if "node_cost" in want:
+        rows.append(M.node_cost([int(x) for x in split_list(a.node_cost_sizes)],
+                                a.node_cost_steps, a.node_cost_period))
+    if "accept_cost" in want:
+        rows.append(M.accept_cost([int(x) for x in split_list(a.accept_sizes)], a.accept_steps))
+    if "launch_cost" in want:
+        rows.append(M.launch_cost(a.launch_cost_nodes, a.launch_cost_steps))
+    rows += [r for r in targets.from_cells(cells, a.table, policies, max(model_sizes))
+             if r["id"] in want]
+    curves = None
+    if want & {"curve_twice_every", "curve_twice_changed", "curve_end_every",
+               "curve_end_changed"}:
+        curves, crows = M.curves(a.curve_nodes, a.curve_first, a.steps, a.curve_horizon,
+                                 [float(x) for x in split_list(a.instantiate_ms)])
+        rows += [r for r in crows if r["id"] in want]
+    if "rotating_50" in want:
+        rows.append(M.rotating_50(a.curve_nodes))
+    order = [s.id for s in targets.SPECS]
+    rows.sort(key=lambda r: order.index(r["id"]))
+    return rows, curves, M.failures
+
+
+def rewrite_outputs(a):
+    """--from-results: the tables and plots of an earlier run, from its results.json."""
+    res = load_json(a.from_results)
+    if not res or "cells" not in res:
+        print("bench: %s: not a results.json" % a.from_results, file=sys.stderr)
+        return 2
+    os.makedirs(a.out, exist_ok=True)
+    write_table(os.path.join(a.out, "table.md"), res["cells"], res["meta"],
+                res.get("instr_per_forwarded_call_off"), res.get("instr_per_node_per_skip_decision"),
+                res.get("targets"), res.get("curves"))
+    pngs, note = (None, None) if a.no_plots else write_plots(a.out, res["cells"], res["meta"],
+                                                             res.get("curves"))
+    print("bench: %s written from %s%s" % (os.path.join(a.out, "table.md"), a.from_results,
+                                          "; plots: " + " ".join(pngs) if pngs else ""))
+    if note:
+        print("plots: " + note)
+    return 0
+
+
+def main(argv):
+    a = parse_args(argv)
+    if a.from_results:
+        return rewrite_outputs(a)
+    workloads = split_list(a.workloads)
+    sizes = [int(s) for s in split_list(a.sizes)]
+    model_sizes = sorted(set(int(s) for s in split_list(a.model_sizes)) | set(sizes))
+    count_sizes = [n for n in model_sizes if n not in sizes]
+    policies = [p for p in split_list(a.policies) if p != NOLIB]
+    modes = [NOLIB] + policies
+    cg_sizes = [int(s) for s in split_list(a.callgrind_sizes) if int(s) in sizes]
+    a.driver, gpu_name = detect_driver(a.driver)
+    vg = bool(shutil.which("valgrind")) and a.driver == "emu"
+    san = (open(os.path.join(a.build, "san.cfg")).read().strip()
+           if os.path.exists(os.path.join(a.build, "san.cfg")) else "")
+    if a.driver == "real":
+        print("bench: real driver: no callgrind runs, no modeled driver time (instruction "
+              "counts and node counts come from the emulated driver)")
+        cg_sizes, count_sizes = [], []
+    elif not vg:
+        print("bench: valgrind not found: no instruction counts (apt-get install -y valgrind)")
+        cg_sizes = []
+    elif san:
+        print("bench: a sanitizer build (SAN=%s): no callgrind runs (valgrind and sanitizers do "
+              "not mix), no instruction counts" % san)
+        cg_sizes, vg = [], False
+    skip_sizes = [int(x) for x in split_list(a.skip_cost_sizes)]
+    if SKIP_COST_WORKLOAD not in workloads or SKIP_COST_POLICY not in policies or not vg:
+        skip_sizes = []
+    os.makedirs(a.out, exist_ok=True)
+    date = now_iso()
+    command = a.command or " ".join(shlex.quote(x) for x in [sys.executable] + sys.argv[:1] + argv)
+    commit = git_commit()
     meta = {"date": date, "command": command,
             "bench_py_argv": [sys.argv[0]] + list(argv), "commit": commit,
             "driver": a.driver, "gpu": gpu_name,
             "driver_desc": ("real (%s)" % gpu_name) if a.driver == "real" else "emulated",
             "host": os.uname().nodename, "cpus": os.cpu_count(), "build": a.build,
             "loadavg_start": os.getloadavg()[0],
-            "workloads": workloads, "sizes": sizes, "modes": modes, "steps": a.steps,
+            "workloads": workloads, "sizes": sizes, "model_sizes": model_sizes,
+            "modes": modes, "steps": a.steps,
             "repeats": a.repeats, "min_time": a.min_time, "callgrind_sizes": cg_sizes,
             "callgrind_steps": a.callgrind_steps, "skip_cost_sizes": skip_sizes,
             "skip_cost_steps": a.skip_cost_steps,
+            "costs": os.path.relpath(a.table.path, SRC), "query_us": list(a.table.query),
             "method": {
                 "per_step": "(value after 2T steps - value after T steps) / T; T: a multiple of "
                             "--steps such that T steps take >= --min-time without the library",
@@ -867,62 +1202,44 @@ def main(argv):
                              "(library object's own Ir difference) / updates skipped in between "
                              "(report) / nodes; lib_ir_per_node adds the libc / ld.so code the "
                              "library calls",
+                "model": costmodel.describe(a.table),
+                "targets": targets.__doc__,
             }}
     t_start = time.time()
     failures = []
     with tempfile.TemporaryDirectory(prefix="sgbench.") as tmp:
         R = Runner(a, tmp)
-        # 1. timed runs, sequential, the modes interleaved
-        runs = {}
-        for wl in workloads:
-            for n in sizes:
-                # calibration: one no-library pair at S and 2S gives the time per step
-                c1, c2 = R.run(wl, n, a.steps, NOLIB), R.run(wl, n, 2 * a.steps, NOLIB)
-                est = per_step(c1["wall"], c2["wall"], a.steps)
-                if est is not None and est <= 0:
-                    est = c2["wall"] / (2 * a.steps)
-                T = timing_steps(a.steps, est, a.min_time, a.max_steps_factor)
-                for _ in range(a.repeats):
-                    for st in (T, 2 * T):
-                        for m in modes:
-                            runs.setdefault((wl, n, m), {}).setdefault(st, []).append(
-                                R.run(wl, n, st, m))
-                print("bench: %-18s %5d nodes: --steps %d and %d, %d runs done" % (
-                    wl, n, T, 2 * T, 2 * a.repeats * len(modes)), flush=True)
-        # 2. callgrind runs, in parallel
-        cg = {}
-        jobs = [(wl, n, m, st) for wl in workloads for n in cg_sizes for m in modes
-                for st in (a.callgrind_steps, 2 * a.callgrind_steps)]
-        if jobs:
-            print("bench: %d callgrind runs (%d at a time)" % (len(jobs), a.jobs), flush=True)
-            with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as ex:
-                futs = {ex.submit(R.run, wl, n, st, m, True): (wl, n, m, st)
-                        for wl, n, m, st in jobs}
-                for f in concurrent.futures.as_completed(futs):
-                    wl, n, m, st = futs[f]
-                    cg.setdefault((wl, n, m), {})[st] = f.result()
-        # 3. instructions per kernel node per skip decision
+        runs = timed_runs(R, a, workloads, sizes, modes)
+        cruns = count_runs(R, a, workloads, count_sizes, modes)
+        cg = callgrind_runs(R, a, workloads, cg_sizes, modes)
         skip_rows, skip_fails = [], []
         if skip_sizes:
             print("bench: skip-decision cost at %s nodes (callgrind)"
                   % " ".join(str(n) for n in skip_sizes), flush=True)
             skip_rows, skip_fails = skip_cost_rows(R, a, skip_sizes, a.skip_cost_steps)
-    cells = []
-    for wl in workloads:
-        for n in sizes:
-            base = None
-            for m in modes:
-                c = build_cell(a, wl, n, m, runs[(wl, n, m)], base, cg.get((wl, n, m)),
-                               cg.get((wl, n, NOLIB)) if m != NOLIB else None)
-                if m == NOLIB:
-                    base = c
-                cells.append(c)
+        cells = []
+        for wl in workloads:
+            for n in sorted(set(sizes) | set(count_sizes)):
+                base = None
+                for m in modes:
+                    c = build_cell(a, wl, n, m, runs.get((wl, n, m)) or cruns[(wl, n, m)], base,
+                                   cg.get((wl, n, m)),
+                                   cg.get((wl, n, NOLIB)) if m != NOLIB else None,
+                                   counts_only=n not in sizes)
+                    if m == NOLIB:
+                        base = c
+                    cells.append(c)
+        trows, curves, tfails = ([], None, []) if a.no_targets else \
+            target_rows(R, a, workloads, policies, vg, cells, model_sizes)
     by_size = {r["nodes"]: r for r in skip_rows}
     for c in cells:
         if c["workload"] == SKIP_COST_WORKLOAD and c["mode"] == SKIP_COST_POLICY and \
                 c["nodes"] in by_size:
             c["skip_cost"] = by_size[c["nodes"]]
     failures.extend(skip_fails)
+    failures.extend(tfails)
+    failures.extend("%s: NOT MEASURED: %s" % (r["id"], r["why"]) for r in trows
+                    if r["result"] == "NOT MEASURED")
     skip = {"steps": a.skip_cost_steps, "summary": skip_cost_summary(skip_rows),
             "rows": skip_rows} if skip_rows else None
     for c in cells:
@@ -933,37 +1250,52 @@ def main(argv):
     meta["seconds"] = round(time.time() - t_start, 1)
     meta["loadavg_end"] = os.getloadavg()[0]
     res = {"meta": meta, "instr_per_forwarded_call_off": head,
-           "instr_per_node_per_skip_decision": skip, "failures": failures, "cells": cells}
+           "instr_per_node_per_skip_decision": skip, "targets": trows, "curves": curves,
+           "failures": failures, "cells": cells}
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=False)
         f.write("\n")
     write_csv(os.path.join(a.out, "results.csv"), cells)
-    write_table(os.path.join(a.out, "table.md"), cells, meta, head, skip)
-    pngs, plot_note = (None, "plots not requested") if a.no_plots else write_plots(a.out, cells,
-                                                                                   meta)
+    write_table(os.path.join(a.out, "table.md"), cells, meta, head, skip, trows, curves)
+    pngs, plot_note = (None, "plots not requested") if a.no_plots else \
+        write_plots(a.out, cells, meta, curves)
+    print_summary(a, meta, cells, head, skip, skip_sizes, trows, failures, pngs, plot_note)
+    return 1 if failures else 0
 
-    # summary
+
+def print_summary(a, meta, cells, head, skip, skip_sizes, trows, failures, pngs, plot_note):
+    workloads, sizes, modes = meta["workloads"], meta["sizes"], meta["modes"]
     print()
-    print("stablegraph bench: %s" % date)
-    print("command: %s" % command)
+    print("stablegraph bench: %s" % meta["date"])
+    print("command: %s" % meta["command"])
     print("driver: %s; commit %s; %d workloads x %d sizes x %d modes = %d cells; "
           "T >= %d steps (T vs 2T), %d repeats; %.0f s; load average %.1f at start, %.1f at end "
           "on %d CPUs (other load makes the wall-time ratios noisy)"
-          % (meta["driver_desc"], commit, len(workloads), len(sizes), len(modes), len(cells),
-             a.steps, a.repeats, meta["seconds"], meta["loadavg_start"], meta["loadavg_end"],
-             meta["cpus"]))
+          % (meta["driver_desc"], meta["commit"], len(workloads), len(meta["model_sizes"]),
+             len(modes), len(cells), a.steps, a.repeats, meta["seconds"], meta["loadavg_start"],
+             meta["loadavg_end"], meta["cpus"]))
     big = max(sizes)
+    idx = {(c["workload"], c["nodes"], c["mode"]): c for c in cells}
     print("\nper steady-state step at %d nodes: driver updates / VMM calls / wall ratio" % big)
     print("  %-18s" % "workload" + "".join("%22s" % m for m in modes))
-    idx = {(c["workload"], c["nodes"], c["mode"]): c for c in cells}
     for wl in workloads:
-        row = []
+        line = []
         for m in modes:
             c = idx[(wl, big, m)]
-            row.append("%22s" % ("%s / %s / %s" % (fmt(c["calls_per_step"]["updates"]),
-                                                   fmt(c["calls_per_step"]["vmm"]),
-                                                   fmt(c["wall_ratio"]))))
-        print("  %-18s" % wl + "".join(row))
+            line.append("%22s" % ("%s / %s / %s" % (fmt(c["calls_per_step"]["updates"]),
+                                                    fmt(c["calls_per_step"]["vmm"]),
+                                                    fmt(c["wall_ratio"]))))
+        print("  %-18s" % wl + "".join(line))
+    if any(c.get("model") for c in cells):
+        q = a.table.query
+        print("\nmodeled driver time per steady-state step at %d nodes, us (query %s us; "
+              "every-node rule | changed-nodes rule):" % (big, " / ".join("%g" % x for x in q)))
+        for wl in workloads:
+            for m in modes:
+                mo = idx[(wl, big, m)].get("model")
+                if mo:
+                    print("  %-18s %-14s %s | %s" % (wl, m, fmt_us3(mo["us"]["every"]),
+                                                     fmt_us3(mo["us"]["changed"])))
     if head:
         print("\ninstructions added per forwarded call under off: max %s at %s (median %s; "
               "whole-process difference max %s); target <= 100: %s"
@@ -986,6 +1318,10 @@ def main(argv):
         print("  measured with: %s" % skip["rows"][0]["command"])
     elif skip_sizes:
         print("\nlibrary instructions per kernel node per skip decision: not measured")
+    if trows:
+        print("\nissue 11's figures (a missed target is reported, not an error):")
+        for line in targets.summary_lines(trows):
+            print(line)
     print("\noutputs: %s/{results.json,results.csv,table.md}" % a.out)
     if pngs:
         print("plots: " + " ".join(pngs))
@@ -997,10 +1333,13 @@ def main(argv):
         for f_ in failures:
             print("  " + f_)
         print("!" * 72)
-        return 1
-    print("\nall %d cells: checksums equal to the run without the library, no failed runs"
-          % len(cells))
-    return 0
+    else:
+        print("\nall %d cells: checksums equal to the run without the library, no failed runs"
+              % len(cells))
+
+
+def fmt_us3(v):
+    return " / ".join("%.1f" % x for x in v)
 
 
 if __name__ == "__main__":

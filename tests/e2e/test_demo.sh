@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # tests/e2e/test_demo.sh: scripts/demo.sh (`make demo`) on the emulated
 # driver, small: the table has its three columns and rows, says which driver
-# ran, reports equal checksums, labels the time figures as estimates with
-# their sources, writes demo.md; a caller's STABLEGRAPH_* settings do not
-# reach the runs; a run whose checksum differs, or that fails, makes it exit
-# non-zero naming that run; bad settings exit 2.
+# ran, reports equal checksums, writes demo.md; its modeled driver time is the
+# cost table's (tests/bench/costs.tsv) charge of every call that reached the
+# driver, the library's own included, per steady-state step ((2N - N) / N)
+# and over the run, under both update rules; a custom table changes it; a
+# caller's STABLEGRAPH_* settings do not reach the runs; a run whose checksum
+# differs, or that fails, makes it exit non-zero naming that run; bad
+# settings exit 2.
 . "$(dirname "$0")/../lib.sh"
 DEMO=$SRC/scripts/demo.sh
 export BUILD DEMO_DRIVER=emu DEMO_STEPS=6 DEMO_NODES=32
@@ -32,8 +35,10 @@ header=$(grep -m1 '^| *| no library' <<<"$out")
 check "table header: no library, always_update, default policy" \
     grep -Eq '^\| +\| no library +\| always_update +\| default policy: [a-z_]+ +\|$' <<<"$header"
 default=$(sed -n 's/.*| default policy: \([a-z_]*\) .*/\1/p' <<<"$header")
-check "the default column names a policy, not the caller's STABLEGRAPH_POLICY" \
-    grep -Eqx 'always_update|skip_temp|skip_profiled' <<<"$default"
+. "$SRC/tests/lib/policies.sh"
+a_policy_but_off() { [ -n "$1" ] && [ "$1" != off ] && [[ " $POLICIES " == *" $1 "* ]]; }
+check "the default column names a policy ($default), not the caller's STABLEGRAPH_POLICY (off)" \
+    a_policy_but_off "$default"
 check "the caller's STABLEGRAPH_REPORT is not used" [ ! -e "$TMP/stray.json" ]
 for c in 1 2 3; do
     check_eq "column $c: 6 steps" "$(cell steps $c)" 6
@@ -49,13 +54,44 @@ check "no library: a checksum" grep -Eqx '[0-9a-f]{16}' <<<"$(cell checksum 1)"
 check_eq "always_update: checksum equal" "$(cell checksum 2)" equal
 check_eq "default policy: checksum equal" "$(cell checksum 3)" equal
 check "says all checksums are the same" grep -q '^OK: all three runs printed the same checksum' <<<"$out"
-for row in 'graph update time avoided (estimate [1])' 'VMM time added (estimate [2])' \
-           'driver time avoided, net (estimate [1][2])'; do
-    check "row '$row' present" test -n "$(cell "$row" 3)"
+# The modeled driver time, recomputed here from the runs' CUDAEMU_STATS with
+# the cost table: every call charged, the library's own included; the figure
+# without the library's calls would differ.
+model=$(cd "$SRC/tests/bench" && PYTHONDONTWRITEBYTECODE=1 python3 - "$TMP/out" 6 <<'PY'
+import json, sys, costmodel as cm
+out, steps = sys.argv[1], int(sys.argv[2])
+t = cm.Table()
+st = lambda n: cm.stats_counts(json.load(open("%s/run-%s.stats.json" % (out, n))))
+three = lambda v, s=1.0, u="us", sg=False: " / ".join(("%+.1f" if sg else "%.1f") % (x * s) for x in v) + " " + u
+for n in ("none", "always_update", "default"):
+    print(three(cm.model(t, *cm.diff_counts(st(n), st(n + "-2x"), steps))["us"]["every"]))
+ref = cm.model(t, *st("none"))["us"]
+d = cm.model(t, *st("default"))["us"]
+print(three([a - b for a, b in zip(ref["changed"], d["changed"])], 0.001, "ms", True))
+calls, nodes = st("default")
+lib = json.load(open(out + "/run-default.report.json"))["library_driver_calls"]
+without = cm.model(t, {k: v - lib.get(k, 0) for k, v in calls.items()}, nodes)["us"]
+print(three([a - b for a, b in zip(ref["changed"], without["changed"])], 0.001, "ms", True))
+PY
+)
+for c in 1 2 3; do
+    check_eq "column $c: modeled driver time per steady-state step, every-node rule, from the stats" \
+        "$(cell 'modeled driver time per steady-state step, every-node rule [1]' $c)" "$(sed -n ${c}p <<<"$model")"
 done
-for src in 'Estimate, not a measurement' 'H200' 'Foundry, arXiv 2604.06664' '36 us per cuGraphExecUpdate' \
-           'V100' 'A100' 'cuMemCreate 193 us' 'cuMemMap 1.45 us' 'cuMemSetAccess 36 us' 'cuMemUnmap 25.6 us'; do
-    check "footnotes name the source: $src" grep -qF -- "$src" <<<"$out"
+check "modeled: the changed-nodes rule too" test -n "$(cell 'modeled driver time per steady-state step, changed-nodes rule [1]' 3)"
+got=$(cell 'driver time avoided over the 6 steps, changed-nodes rule [1]' 3)
+check_eq "driver time avoided over the run: every call charged, the library's own included" "$got" \
+    "$(sed -n 4p <<<"$model")"
+check "... which differs from leaving the library's calls out" test "$got" != "$(sed -n 5p <<<"$model")"
+check_eq "driver time avoided: the reference column" \
+    "$(cell 'driver time avoided over the 6 steps, every-node rule [1]' 1)" "(reference)"
+check "instantiations at 2 and 8 ms" grep -Eq '^[+-][0-9.]+ / [+-][0-9.]+ ms$' \
+    <<<"$(cell 'the same, each instantiation at 2 / 8 ms [2], every-node rule' 3)"
+check "the library's own calls counted" grep -Eq '^[0-9]+ \([0-9]+\)$' \
+    <<<"$(cell "driver calls, all (the library's own)" 3)"
+for src in 'A model, not a measurement' 'tests/bench/costs.tsv' 'every node' 'changed nodes' \
+           '1.0247 us per node' 'cuMemCreate 193' '0.03 / 0.1 / 0.3 us' '8-10 ms'; do
+    check "footnotes name the model and its figures: $src" grep -qF -- "$src" <<<"$out"
 done
 check "no measured wall time on the emulated driver" lacks "wall time" "$out"
 check "demo.md holds the table" grep -qF -- "$header" "$TMP/out/demo.md"
@@ -65,7 +101,12 @@ check "each run's report kept" [ -s "$TMP/out/run-always_update.report.json" -a 
 demo DEMO_POLICY=skip_temp
 check_eq "DEMO_POLICY=skip_temp: exits 0" "$rc" 0
 check "DEMO_POLICY=skip_temp: named in the header" grep -q '| policy: skip_temp ' <<<"$out"
-check_eq "skip_temp: no allocation reaches the driver" "$(cell 'allocations reaching the driver' 3)" 0
+# every allocation that reaches the driver is the library's own (the one-page
+# block of each cuMemFree's synchronization): the program's were placed
+own=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["library_driver_calls"].get("cuMemAlloc_v2", 0))' \
+      "$TMP/out/run-default.report.json")
+check_eq "skip_temp: the program's allocations do not reach the driver" \
+    "$(cell 'allocations reaching the driver' 3)" "$own"
 vmm=$(cell 'VMM calls [3]' 3)
 check "skip_temp: the library's VMM calls are counted ($vmm)" [ "${vmm%% *}" -gt 0 ]
 
@@ -90,7 +131,22 @@ check "a failing run: exits non-zero" [ "$rc" -ne 0 ]
 check "a failing run: named with its status" grep -q "^FAILED: run 'default' .*exited with status 3" <<<"$out"
 check "a failing run: its output shown" grep -q 'fake failure' <<<"$err"
 
-for bad in DEMO_STEPS=0 DEMO_NODES=x DEMO_DRIVER=gpu DEMO_PROGRAM=$TMP/nonexistent; do
+# Another cost table: every call 1 us, so the modeled time per step is the
+# number of calls per step, (calls of 2N steps - calls of N) / N.
+printf 'query range 1,1,1 test\n* call query test\n' >"$TMP/ones.tsv"
+demo DEMO_COSTS="$TMP/ones.tsv"
+check_eq "DEMO_COSTS: exits 0" "$rc" 0
+want=$(python3 - "$TMP/out" <<'PY'
+import json, sys
+n = lambda f: sum(json.load(open("%s/run-none%s.stats.json" % (sys.argv[1], f)))["calls"].values())
+print("%.1f" % ((n("-2x") - n("")) / 6.0))
+PY
+)
+check_eq "DEMO_COSTS: 1 us per call = calls per steady-state step" \
+    "$(cell 'modeled driver time per steady-state step, every-node rule [1]' 1)" "$want / $want / $want us"
+printf 'query range 1,2 test\n' >"$TMP/bad.tsv"
+
+for bad in DEMO_STEPS=0 DEMO_NODES=x DEMO_DRIVER=gpu DEMO_PROGRAM=$TMP/nonexistent DEMO_COSTS=$TMP/bad.tsv; do
     demo "$bad"
     check_eq "$bad: exit status 2" "$rc" 2
     check "$bad: says why" grep -q "^demo: ${bad%%=*}\|^demo: .*not found" <<<"$err"

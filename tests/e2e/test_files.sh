@@ -89,7 +89,7 @@ if unshare -m true 2>/dev/null; then
     check "/dev/stdout: the report goes to stdout" report_after_output "$TMP/devstdout.out"
     check "/dev/stdout: still a link" err_has devstdout "still a link"
 else
-    ok "/dev/stdout # SKIP cannot unshare the mount namespace"
+    skip "/dev/stdout" "cannot unshare the mount namespace"
 fi
 
 # A reader that went away: the write fails, the program's status does not.
@@ -126,7 +126,7 @@ if mknod "$TMP/null" c 1 3 2>/dev/null; then
     check "a character device: still one" [ -c "$TMP/null" ]
     check "a character device: written without complaint" [ ! -s "$TMP/chardev.err" ]
 else
-    ok "a character device # SKIP cannot mknod"
+    skip "a character device" "cannot mknod"
 fi
 
 ln -s "$TMP/fifo" "$TMP/fifo-link"
@@ -152,7 +152,7 @@ if chown -h 65534 "$shared/planted.json" 2>/dev/null; then
         [ -L "$shared/planted.json" -a "$(readlink "$shared/planted.json")" = "$TMP/fifo" ]
     check "another user's link to a FIFO: said" err_has planted "owned by uid 65534"
 else
-    ok "another user's link # SKIP not root"
+    skip "another user's link" "not root"
 fi
 
 # ---------------------------------------------------------------- the log file

@@ -27,23 +27,29 @@ mkdir -p "$TMP/empty"
 #     allocated (with the library it stays loaded, so nothing is reported).
 # Harmless in other builds; the user's other ASan options are kept.
 NOLEAK="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-scenario basic 1 -- "$PROG" basic "$MOD"
-# parent + the exec'd CUDA child; not the child without CUDA, nor /bin/true
-scenario fork 2 "$NOLEAK" -- "$PROG" fork "$MOD"
-scenario fork_first 2 -- "$PROG" fork_first "$MOD"
-scenario exit_thread 1 CUDAEMU_KERNEL_DELAY_US=5000 -- "$PROG" exit_thread "$MOD"
-check_eq "exit_thread: the worker's exit status" "$(cat "$TMP/exit_thread.base.rc")" 5
-scenario ctx_destroy 1 -- "$PROG" ctx_destroy "$MOD"
-scenario primary_reset 1 -- "$PROG" primary_reset "$MOD"
+# The checksums each scenario prints (life_prog.c): a buffer of WORDS words
+# incremented kernels x launches times (--sum LABEL WORDS COUNT).
+scenario basic 1 --sum basic 256 25 -- "$PROG" basic "$MOD"
+# parent + the exec'd CUDA child ("life_prog basic"); not the child without
+# CUDA, nor /bin/true
+scenario fork 2 --sum "before fork" 256 12 --sum basic 256 25 --sum "after fork" 256 12 \
+    "$NOLEAK" -- "$PROG" fork "$MOD"
+scenario fork_first 2 --sum child 256 6 --sum parent 256 10 -- "$PROG" fork_first "$MOD"
+# the worker's exit(5) comes before the work's end: no checksum
+scenario exit_thread 1 --status 5 CUDAEMU_KERNEL_DELAY_US=5000 -- "$PROG" exit_thread "$MOD"
+scenario ctx_destroy 1 --sum "created context" 128 8 --sum "new context" 256 6 \
+    -- "$PROG" ctx_destroy "$MOD"
+scenario primary_reset 1 --sum "before reset" 128 8 --sum "after reset" 256 8 \
+    -- "$PROG" primary_reset "$MOD"
 if grep -qs thread "$BUILD/san.cfg"; then
     # Under TSan the baseline itself (no library) sometimes dies with SIGSEGV
     # after dlclose unloads the instrumented emulator (life_dl prints
     # "dlclose = 0", then status 139; about 1 run in 15 on a loaded machine):
     # nothing to compare with.
-    ok "dlclose # skip sanitizer build (TSan): the baseline without the library crashes after dlclose of the emulator"
+    skip "dlclose" "sanitizer build (TSan): the baseline without the library crashes after dlclose of the emulator"
 else
-    scenario dlclose 1 "$NOLEAK" -- "$DL" "$MOD"
-    check "dlclose: the driver was used twice" [ "$(grep -c 'checksum:' "$TMP/dlclose.base.out")" -eq 2 ]
+    # the driver used twice (life_dl.c: 6 kernels, 3 launches each time)
+    scenario dlclose 1 --sum first 256 18 --sum "after dlclose" 256 18 "$NOLEAK" -- "$DL" "$MOD"
 fi
 
 # ---------------------------------------------------------------- no CUDA: no effect

@@ -72,7 +72,7 @@ if [ "$(id -u)" = 0 ] && "${nobody[@]}" test -x "$WL" -a -r "$LIB" -a -w "$share
     check "another user's link: still the same link" [ -L "$shared/other-link.json" ]
     check "as another user: no temporary file left" no_temp_left "$shared"
 else
-    ok "another user's file # SKIP not root, or nobody cannot run $WL"
+    skip "another user's file" "not root, or nobody cannot run $WL"
 fi
 
 # ---------------------------------------------------------------- formats
@@ -112,7 +112,7 @@ if unshare -u true 2>/dev/null; then
     same_as_without fmt_host
     check "%n and '/' in the host name: literal, '/' replaced" is_report "$fmt/host-h%n%s_x.json"
 else
-    ok "host name with %n # SKIP cannot unshare the UTS namespace"
+    skip "host name with %n" "cannot unshare the UTS namespace"
 fi
 
 # ---------------------------------------------------------------- overlong

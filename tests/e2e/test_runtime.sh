@@ -32,7 +32,7 @@ CXX_MODS=$BUILD/tests/emu/mod_cxx.so
 WL_MODS=$WL/wl_kernels.so
 POLICIES="off always_update skip_temp skip_profiled"
 if [ ! -x "$PROG" ] || [ ! -x "$RT/rt_recapture_temps" ]; then
-    ok "# SKIP no nvcc: $PROG and $RT not built"
+    skip "the runtime programs" "no nvcc: $PROG and $RT not built"
     done_testing; exit
 fi
 # Sanitizer build (make test SAN=address,... or SAN=thread): the nvcc-built

@@ -35,19 +35,21 @@ UPDATES="cuGraphExecUpdate_v2 cuGraphExecUpdate cuGraphExecKernelNodeSetParams_v
 VMM="cuMemMap cuMemUnmap cuMemSetAccess cuMemCreate"
 
 # run TAG NAME POLICY STEPS [ENV...]: runs workload NAME (policy none = no
-# library) leaving $TMP/TAG.{out,json,report.json}.
+# library, and then checked: status 0, the model's checksum) leaving
+# $TMP/TAG.{out,json,report.json}.
 run() {
     local tag=$1 name=$2 policy=$3 steps=$4; shift 4
     if [ "$policy" = none ]; then
         env "$@" CUDAEMU_STATS=$TMP/$tag.json LD_LIBRARY_PATH="$EMU_LIB" "$W/$name" --steps "$steps" \
             >"$TMP/$tag.out" 2>&1
+        check_baseline "$name, $steps steps${*:+ ($*)}" "$TMP/$tag.out" $?
     else
         env "$@" STABLEGRAPH_POLICY=$policy STABLEGRAPH_REPORT=$TMP/$tag.report.json \
             CUDAEMU_STATS=$TMP/$tag.json LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" \
             "$W/$name" --steps "$steps" >"$TMP/$tag.out" 2>&1
     fi
 }
-sum_of() { grep '^checksum:' "$TMP/$1.out"; }
+sum_of() { sum_in "$TMP/$1.out"; }
 # calls TAG NAMES...: sum of those driver calls
 calls() {
     python3 - "$TMP/$1.json" "${@:2}" <<'PY'
@@ -70,7 +72,7 @@ for delay in 0 200; do
         run base $name none $STEPS
         run prof $name skip_profiled $STEPS "${extra[@]}"
         run prof10 $name skip_profiled 10 "${extra[@]}"
-        check_eq "$tag: checksum" "$(sum_of prof)" "$(sum_of base)"
+        check_sum "$tag: checksum" "$(sum_of prof)" "$(sum_of base)"
         check "$tag: runs" [ -n "$(sum_of prof)" ]
         check_eq "$tag: violations" "$(json_get "$TMP/prof.json" violations)" 0
         per_step=$(( $(calls base $UPDATES) / STEPS ))
@@ -90,14 +92,14 @@ for delay in 0 200; do
     # slices with 4 generations: 7 states, so variants get updated; still right
     run prof slices skip_profiled $STEPS STABLEGRAPH_MAX_GENERATIONS=4
     run base slices none $STEPS
-    check_eq "slices/delay=$delay, 4 generations: checksum" "$(sum_of prof)" "$(sum_of base)"
+    check_sum "slices/delay=$delay, 4 generations: checksum" "$(sum_of prof)" "$(sum_of base)"
     check_eq "slices/delay=$delay, 4 generations: violations" "$(json_get "$TMP/prof.json" violations)" 0
 done
 unset CUDAEMU_KERNEL_DELAY_US
 
 run base scalar_changes none $STEPS
 run prof scalar_changes skip_profiled $STEPS
-check_eq "scalar_changes: checksum" "$(sum_of prof)" "$(sum_of base)"
+check_sum "scalar_changes: checksum" "$(sum_of prof)" "$(sum_of base)"
 lanes=$(( $(calls base cuGraphExecKernelNodeSetParams_v2) / STEPS ))
 check "scalar_changes: the workload sets its seed nodes every step" [ "$lanes" -ge 1 ]
 check_eq "scalar_changes: every scalar change reaches the driver" \
@@ -107,7 +109,7 @@ check_eq "scalar_changes: decided plain" \
 
 run base topology_changes none $STEPS
 run prof topology_changes skip_profiled $STEPS
-check_eq "topology_changes: checksum" "$(sum_of prof)" "$(sum_of base)"
+check_sum "topology_changes: checksum" "$(sum_of prof)" "$(sum_of base)"
 check_eq "topology_changes: violations" "$(json_get "$TMP/prof.json" violations)" 0
 
 # Aliasing: small granules, every buffer its own handles, one generation.
@@ -118,7 +120,7 @@ for delay in 0 200; do
     run base fresh_inputs none $STEPS CUDAEMU_GRANULARITY=65536
     run alias fresh_inputs skip_profiled $STEPS "${ALIAS_ENV[@]}" CUDAEMU_KERNEL_DELAY_US=$delay
     run alias10 fresh_inputs skip_profiled 10 "${ALIAS_ENV[@]}" CUDAEMU_KERNEL_DELAY_US=$delay
-    check_eq "$tag: checksum" "$(sum_of alias)" "$(sum_of base)"
+    check_sum "$tag: checksum" "$(sum_of alias)" "$(sum_of base)"
     check_eq "$tag: violations" "$(json_get "$TMP/alias.json" violations)" 0
     n=$(calls alias $UPDATES)
     check "$tag: update calls <= 3 + 2 (got $n)" [ "$n" -le 5 ]
@@ -135,7 +137,7 @@ for f in cuMemMap cuMemSetAccess cuMemUnmap cuMemAddressReserve cuEventRecord; d
     for when in 1 5+ 12+; do
         run fault fresh_inputs skip_profiled $STEPS "${ALIAS_ENV[@]}" \
             CUDAEMU_FAIL=$f:$when:CUDA_ERROR_OUT_OF_MEMORY
-        check_eq "fault $f:$when: checksum" "$(sum_of fault)" "$base"
+        check_sum "fault $f:$when: checksum" "$(sum_of fault)" "$base"
         check_eq "fault $f:$when: violations" "$(json_get "$TMP/fault.json" violations)" 0
     done
 done
@@ -161,7 +163,7 @@ for spec in slices:cuGraphKernelNodeSetParams_v2:1+:CUDA_ERROR_UNKNOWN:C \
     tag="restore $name $entry:$when:$err"
     run base $name none 12
     run fault $name skip_profiled 12 STABLEGRAPH_LOG=info CUDAEMU_FAIL=$entry:$when:$err
-    check_eq "$tag: checksum" "$(sum_of fault)" "$(sum_of base)"
+    check_sum "$tag: checksum" "$(sum_of fault)" "$(sum_of base)"
     check_eq "$tag: violations" "$(json_get "$TMP/fault.json" violations)" 0
     check "$tag: no error reaches the program" [ -z "$(grep ' failed: ' "$TMP/fault.out")" ]
     if [ "$path" != - ]; then
@@ -175,14 +177,14 @@ run fault slices skip_profiled 12 \
     CUDAEMU_FAIL=cuGraphKernelNodeSetParams_v2:1+:CUDA_ERROR_UNKNOWN,cuGraphNodeSetParams:1+:CUDA_ERROR_UNKNOWN
 check "restore: all paths fail: the launch gets CUDA_ERROR_OUT_OF_MEMORY" \
     grep -q 'cuGraphLaunch(exec, w->stream) failed: CUDA_ERROR_OUT_OF_MEMORY' "$TMP/fault.out"
-check "restore: all paths fail: no checksum" [ -z "$(sum_of fault)" ]
+check "restore: all paths fail: no checksum line at all" [ -z "$(grep checksum "$TMP/fault.out")" ]
 check_eq "restore: all paths fail: violations" "$(json_get "$TMP/fault.json" violations)" 0
 
 # always_update counts what skip_profiled would skip.
 for name in rotating_inputs fresh_inputs; do
     run prof $name skip_profiled $STEPS
     run au $name always_update $STEPS
-    check_eq "$name: always_update checksum" "$(sum_of au)" "$(sum_of prof)"
+    check_sum "$name: always_update checksum" "$(sum_of au)" "$(sum_of prof)"
     check_eq "$name: always_update forwards every update" "$(exec_sum au updates_forwarded)" \
         "$(exec_sum au updates_seen)"
     check_eq "$name: would_skip_profiled = skip_profiled's skipped" \

@@ -30,13 +30,14 @@ check_eq "exit status passed through" "$?" 7
 out=$(LD_PRELOAD=/nonexistent-other.so "$RUN" --policy off -- sh -c 'echo "$LD_PRELOAD|$STABLEGRAPH_POLICY"' 2>/dev/null)
 check_eq "LD_PRELOAD appended, policy exported" "$out" "/nonexistent-other.so:$(readlink -f "$STABLEGRAPH_LIB")|off"
 
-# Same accepted values as core/config.h.
-for list in POLICY LOG; do
-    want=$(sed -n "/define SG_${list}_LIST/,/[^\\\\]\$/p" "$SRC/core/config.h" | grep -o 'X([A-Z_]*, "[a-z_]*")' \
-           | sed 's/.*"\(.*\)")/\1/' | tr '\n' ' ' | sed 's/ $//')
-    var=$([ $list = POLICY ] && echo POLICIES || echo LOG_LEVELS)
+# Same accepted values as core/config.h: the policies as the build lists
+# them (tests/lib/policies.sh), the log levels from SG_LOG_LIST.
+. "$SRC/tests/lib/policies.sh"
+LOG_LEVELS=$(sed -n "/define SG_LOG_LIST/,/[^\\\\]\$/p" "$SRC/core/config.h" | grep -o 'X([A-Z_]*, "[a-z_]*")' \
+             | sed 's/.*"\(.*\)")/\1/' | tr '\n' ' ' | sed 's/ $//')
+for var in POLICIES LOG_LEVELS; do
     got=$(sed -n "s/^$var=\"\(.*\)\"/\1/p" "$RUN")
-    check_eq "wrapper $var match core/config.h" "$got" "$want"
+    check_eq "wrapper $var match core/config.h" "$got" "${!var}"
 done
 
 # One report per rank; a launcher shell in between writes none.
@@ -131,6 +132,6 @@ if [ "$(id -u)" = 0 ] && cp /bin/cat "$TMP/cat-other" && chown 65534 "$TMP/cat-o
     check_eq "setgid to another group: the library is not loaded" "$loaded" no
     check_eq "setgid to another group: warned" "$warned" yes
 else
-    ok "setuid/setgid to another user # SKIP not root"
+    skip "setuid/setgid to another user" "not root"
 fi
 done_testing

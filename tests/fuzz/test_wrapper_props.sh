@@ -21,6 +21,7 @@
 # the real library is in.
 . "$(dirname "$0")/../lib.sh"
 RUN=$SRC/scripts/stablegraph-run
+. "$SRC/tests/lib/policies.sh"
 libc=$(ldd /bin/sh | awk '/libc\.so/{print $3; exit}')
 mkdir -p "$TMP/lib" "$TMP/cwd" "$TMP/out"
 for l in libstablegraph libother liba libb; do ln -s "$libc" "$TMP/lib/$l.so"; done
@@ -39,13 +40,13 @@ while IFS= read -r line; do
     "not_ok "*) not_ok "${line#not_ok }" ;;
     *) echo "$line" ;;
     esac
-done < <(cd "$TMP/cwd" && python3 - "$RUN" "$TMP" "${WRAPPER_PROPS_N:-300}" <<'PY'
+done < <(cd "$TMP/cwd" && python3 - "$RUN" "$TMP" "${WRAPPER_PROPS_N:-300}" "$POLICIES" <<'PY'
 import os, random, subprocess, sys
 
 run, tmp, nvec = sys.argv[1].encode(), sys.argv[2], int(sys.argv[3])
 lib = (tmp + "/lib/libstablegraph.so").encode()
 probe = (tmp + "/probe").encode()
-POLICIES = [b"off", b"always_update", b"skip_temp", b"skip_profiled"]
+POLICIES = sys.argv[4].encode().split()  # tests/lib/policies.sh
 LEVELS = [b"error", b"warn", b"info", b"debug"]
 USAGE = b"Usage: stablegraph-run"
 rng = random.Random(0x5EED6)

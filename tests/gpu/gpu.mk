@@ -10,6 +10,10 @@
 #                             workloads' own wl_common.c) timed with CUDA
 #                             events; loads wl_kernels.{fatbin,so} from
 #                             $(BUILD)/gpu/, links to $(BUILD)/workloads/
+#   $(BUILD)/gpu/calibrate    tests/gpu/calibrate.c: the per-call costs of the
+#                             bench's cost table, measured on the driver it
+#                             runs on (C, built with $(CC) whether or not nvcc
+#                             exists: it also runs on the emulated driver)
 #
 # Included by the top-level Makefile (-include tests/gpu/gpu.mk), or used on
 # its own, e.g. on a machine without uthash-dev where build/ was carried
@@ -21,6 +25,7 @@
 CUDA_HOME ?= /usr/local/cuda
 BUILD     ?= build
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CC        ?= cc
 
 GPU_DIR   := $(BUILD)/gpu
 GPU_STUBS  = $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs $(CUDA_HOME)/targets/*/lib/stubs))
@@ -34,6 +39,18 @@ CC ?= gcc
 
 .PHONY: all gpu-kit gpu-kit-note
 all:
+
+# The calibration program: plain C against the toolkit's stub libcuda (no
+# nvcc needed), beside links to the workloads' kernel modules.
+$(GPU_DIR)/calibrate: tests/gpu/calibrate.c tests/workloads/wl_common.c tests/workloads/wl_common.h \
+        tests/workloads/wl_math.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -I$(CUDA_HOME)/include -Itests/workloads -o $@ \
+	    tests/gpu/calibrate.c tests/workloads/wl_common.c -L$(GPU_STUBS) -lcuda -Wl,-rpath-link,$(GPU_STUBS)
+	ln -sf ../workloads/wl_kernels.fatbin $(GPU_DIR)/wl_kernels.fatbin
+	ln -sf ../workloads/wl_kernels.so $(GPU_DIR)/wl_kernels.so
+
+gpu-kit: $(GPU_DIR)/calibrate
 
 ifneq ($(wildcard $(NVCC)),)
 $(GPU_DIR)/rt_graphs: tests/gpu/rt_graphs.cu

@@ -15,6 +15,12 @@
 #   4. measures with CUDA events (tests/gpu/step_timer) the per-step time of
 #      the recapture_temps and rotating_inputs loops at 256 and 4096 nodes,
 #      without the library, under always_update and under skip_profiled;
+#      then (tests/gpu/calibrate, at most 150 s) the per-call costs the
+#      bench's cost table assumes (updates identical / one node / every node
+#      changed, set params, node queries, instantiation and launch, 16..4096
+#      nodes; the VMM calls), written as a table of the same format:
+#      $OUT/costs-measured.tsv (or $BUILD/gpu/costs-measured.tsv), which
+#      replaces tests/bench/costs.tsv with one cp;
 #   5. runs the test suite's tests that make sense on the real driver (rule in
 #      kitlib.sh: kit_suite_select; emulator-only ones are listed as skipped);
 #   6. runs tests/gpu/torch_graph.py and tests/gpu/jax_step.py (when torch /
@@ -35,6 +41,7 @@
 set -u
 KIT_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 . "$KIT_SRC/tests/gpu/kitlib.sh"
+. "$KIT_SRC/tests/lib/verdict.sh"
 cd "$KIT_SRC" || exit 1
 
 BUILD=${BUILD:-build}
@@ -60,7 +67,7 @@ mkdir -p "$(dirname "$summary")" "$logs"
 kit_budget_start "$budget"
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 KIT_LIB=$KIT_BUILD/libstablegraph.so
-TIMING=()
+TIMING=() CALIBRATION=()
 
 # ------------------------------------------------------------------ summary
 write_summary() {
@@ -80,6 +87,8 @@ write_summary() {
         if [ ${#KIT_RESULTS[@]} -gt 0 ]; then printf '%s\n' "${KIT_RESULTS[@]}"; fi
         echo
         if [ ${#TIMING[@]} -gt 0 ]; then printf '%s\n' "${TIMING[@]}"; else echo "timing: not measured"; fi
+        echo
+        if [ ${#CALIBRATION[@]} -gt 0 ]; then printf '%s\n' "${CALIBRATION[@]}"; else echo "calibration: not measured"; fi
         echo
         echo "result: $(kit_count PASS) passed, $(kit_count FAIL) failed, $(kit_count SKIP) skipped"
         echo "logs:   $logs${OUT:+ (also \$OUT/gpu-logs.tar.gz)}"
@@ -117,17 +126,19 @@ echo "run-all.sh: $mode_line; ${KIT_GPU_NAME:+$KIT_GPU_NAME, }$KIT_GPU_WHY"
 # ------------------------------------------------------------------ 1. build
 # stage_log NAME: a log file for a stage's own commands.
 stage_log() { echo "$logs/$1.log"; }
-have_kit_progs() { [ -x "$KIT_BUILD/gpu/rt_graphs" ] && [ -x "$KIT_BUILD/gpu/step_timer" ]; }
+have_kit_progs() { [ -x "$KIT_BUILD/gpu/rt_graphs" ] && [ -x "$KIT_BUILD/gpu/step_timer" ] && [ -x "$KIT_BUILD/gpu/calibrate" ]; }
 build_kit_progs() {
     if have_kit_progs; then return 0; fi
-    if [ ! -x "$NVCC" ]; then
-        kit_result SKIP "build: kit programs" "$NVCC not found and $KIT_BUILD/gpu/ not pre-built: rt_graphs and step_timer missing"
-        return 1
-    fi
-    # gpu.mk works on its own, so this needs neither uthash nor the top Makefile.
+    # gpu.mk works on its own, so this needs neither uthash nor the top Makefile;
+    # without nvcc it still builds calibrate (plain C).
     if kit_timeout 180 make -f tests/gpu/gpu.mk BUILD="$KIT_BUILD" CUDA_HOME="$CUDA_HOME" NVCC="$NVCC" \
             gpu-kit >"$(stage_log build-kit)" 2>&1; then
-        kit_result PASS "build: kit programs" "rt_graphs and step_timer built with $NVCC"
+        if have_kit_progs; then
+            kit_result PASS "build: kit programs" "rt_graphs and step_timer built with $NVCC, calibrate with cc"
+        else
+            kit_result SKIP "build: kit programs" "$NVCC not found and $KIT_BUILD/gpu/ not pre-built: rt_graphs and step_timer missing"
+            return 1
+        fi
     else
         kit_result FAIL "build: kit programs" "make -f tests/gpu/gpu.mk gpu-kit failed: $(tail -n 1 "$(stage_log build-kit)")"
         return 1
@@ -257,6 +268,49 @@ else
     done
 fi
 
+# ------------------------------------------------------------------ 4b. per-call costs (the bench's cost table)
+# tests/gpu/calibrate measures, on this driver, the figures tests/bench/costs.tsv
+# assumes; tests/bench/costmodel.py writes them as a table of the same format.
+dir=$logs/calibration; mkdir -p "$dir"
+COSTS_OUT=${OUT:+$OUT/costs-measured.tsv}
+COSTS_OUT=${COSTS_OUT:-$KIT_BUILD/gpu/costs-measured.tsv}
+CALIBRATION=()
+if [ ! -x "$KIT_BUILD/gpu/calibrate" ]; then
+    kit_result SKIP calibration "$KIT_BUILD/gpu/calibrate not built"
+elif [ "$no_fatbin" = 1 ]; then
+    kit_result SKIP calibration "no wl_kernels.fatbin"
+else
+    secs=$(kit_cap 150)
+    cal_sizes="16 64 256 1024 4096" cal_reps=20
+    [ "$mode" = emulator ] && cal_sizes="16 64" cal_reps=4
+    if [ "$secs" -le 30 ]; then
+        kit_result SKIP calibration "time budget spent"
+    else
+        env -u LD_PRELOAD LD_LIBRARY_PATH="$KIT_DRIVER_PATH" timeout -k 5 "$secs" "$KIT_BUILD/gpu/calibrate" \
+            --sizes "$cal_sizes" --reps "$cal_reps" --budget $((secs - 30)) >"$dir/calibrate.txt" 2>&1
+        rc=$?
+        if [ "$rc" != 0 ]; then
+            kit_result FAIL calibration "calibrate exited $rc: $(tail -n 1 "$dir/calibrate.txt")"
+        elif python3 "$KIT_SRC/tests/bench/costmodel.py" calibrated "$dir/calibrate.txt" \
+                --out "$COSTS_OUT" 2>"$dir/convert.err"; then
+            ended=$(sed -n 's/^calibrate: \(done\|budget .*\)$/\1/p' "$dir/calibrate.txt" | head -n 1)
+            kit_result PASS calibration "$(grep -c '^measure ' "$dir/calibrate.txt") figures (${ended:-?}); table: $COSTS_OUT; use it with: cp $COSTS_OUT tests/bench/costs.tsv (or make bench BENCH_ARGS='--costs $COSTS_OUT')"
+        else
+            kit_result FAIL calibration "tests/bench/costmodel.py calibrated: $(cat "$dir/convert.err")"
+        fi
+        if [ "$mode" = emulator ]; then
+            CALIBRATION=("calibration: EMULATED DRIVER: CPU times of the emulation, NOT GPU figures")
+        else
+            CALIBRATION=("calibration: $KIT_GPU_NAME, driver $KIT_GPU_DRIVER")
+        fi
+        CALIBRATION+=("host time per call, us (tests/gpu/calibrate; the table: $COSTS_OUT)"
+                      "$(printf '%-20s %6s %10s %10s %5s' what nodes median min reps)")
+        while read -r _ what n med mn reps; do
+            CALIBRATION+=("$(printf '%-20s %6s %10s %10s %5s' "$what" "$n" "$med" "$mn" "$reps")")
+        done < <(grep '^measure ' "$dir/calibrate.txt")
+    fi
+fi
+
 # ------------------------------------------------------------------ 5. the test suite on the real driver
 if [ "$mode" = emulator ]; then
     kit_result SKIP "test suite" "--emulator: make test runs it on the emulated driver"
@@ -275,13 +329,12 @@ else
         log="$logs/suite-$(tr / _ <<<"$t").log"
         if [[ $t == *.sh ]]; then set -- bash "$KIT_SRC/$t"; else set -- "$KIT_BUILD/$t"; fi
         SRC=$KIT_SRC BUILD=$KIT_BUILD EMU_LIB=$realdrv LD_LIBRARY_PATH=$realdrv timeout -k 5 "$secs" "$@" >"$log" 2>&1
-        rc=$?
-        pass=$(grep -c '^ok ' "$log") fail=$(grep -c '^not ok ' "$log")
-        if [ "$rc" = 0 ] && [ "$fail" = 0 ] && [ "$pass" -gt 0 ]; then
-            kit_result PASS "suite $t" "real driver: $pass passed"
-        else
-            kit_result FAIL "suite $t" "real driver: exit $rc, $pass passed, $fail failed: $(grep -m1 '^not ok' "$log") (log $log)"
-        fi
+        verdict "$log" $?   # as tests/run.sh judges (tests/lib/verdict.sh)
+        case $v_result in
+        PASS) kit_result PASS "suite $t" "real driver: $v_pass passed, $v_skip skipped" ;;
+        SKIP) kit_result SKIP "suite $t" "real driver: all $v_skip cases skipped: $(grep -m1 -i '# skip' "$log")" ;;
+        *) kit_result FAIL "suite $t" "real driver: $v_pass passed, $v_fail failed: $(grep -m1 '^not ok' "$log") (log $log)" ;;
+        esac
     done <"$logs/suite-selection.txt"
     kit_result SKIP "suite: emulator-only tests" "$(grep -c '^EMU' "$logs/suite-selection.txt") not run on the real driver (list with reasons: $logs/suite-selection.txt)"
 fi

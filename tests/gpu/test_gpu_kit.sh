@@ -6,6 +6,10 @@
 #   through CUDAEMU_MODULES) runs and matches its host recomputation;
 #   step_timer prints the same checksum as the workload it times, and its
 #   event timings;
+# - calibrate (the per-call costs of the bench's cost table) runs on the
+#   emulated driver: every figure at every size, the updates it times change
+#   exactly 0, 1 and every node (as the emulated driver counts them), and its
+#   output converts into a cost table that tests/bench/costmodel.py reads;
 # - run-all.sh without a GPU exits 0 with a summary saying so (skipped on a
 #   machine that has a GPU: there run-all.sh would run the whole kit);
 # - the policy loop covers no library plus all four policies (the same list
@@ -80,6 +84,8 @@ else
     ok "# SKIP no nvcc: the kit's .cu files are not compiled here"
 fi
 
+check "calibrate built (plain C, with or without nvcc)" test -x "$BUILD/gpu/calibrate"
+
 # ------------------------------------------------------------------ on the emulated driver
 if [ -x "$BUILD/gpu/rt_graphs" ]; then
     out=$(CUDAEMU_MODULES=$BUILD/gpu/rt_graphs_kernels.so emu kitprog "$BUILD/gpu/rt_graphs" \
@@ -93,7 +99,7 @@ fi
 if [ -x "$BUILD/gpu/step_timer" ]; then
     for w in recapture_temps rotating_inputs; do
         t=$(emu kitprog "$BUILD/gpu/step_timer" "$w" --steps 12 --nodes 9 2>&1)
-        check_eq "step_timer $w: same checksum as the workload" "$(kit_checksum <(echo "$t"))" \
+        check_sum "step_timer $w: same checksum as the workload" "$(kit_checksum <(echo "$t"))" \
             "$(kit_checksum <(emu "$BUILD/workloads/$w" --steps 12 --nodes 9))"
         check "step_timer $w: event and host medians over steps 3-12" \
             grep -qE '^step_ms_events: median=[0-9.]+ .* steps=10 ' <<<"$t"
@@ -101,6 +107,47 @@ if [ -x "$BUILD/gpu/step_timer" ]; then
     done
     emu kitprog "$BUILD/gpu/step_timer" bogus >/dev/null 2>&1
     check_eq "step_timer: an unknown loop exits 2" "$?" 2
+fi
+
+# ------------------------------------------------------------------ calibrate
+# Sizes 4 and 16, 4 timed repetitions after 2 warm-up calls: per size 6
+# identical updates (0 nodes changed), 6 changing one node, 6 changing all;
+# 6 set-params calls leaving the node, 6 changing it.
+if [ -x "$BUILD/gpu/calibrate" ]; then
+    CUDAEMU_STATS=$TMP/cal.json emu kitprog "$BUILD/gpu/calibrate" --sizes "4 16" --reps 4 >"$TMP/cal.txt" 2>&1
+    check_eq "calibrate on the emulated driver: exits 0" "$?" 0
+    check "calibrate: header names the device, driver and granularity" \
+        grep -qE '^calibrate: device="cudaemu[^"]*" driver=[0-9]+\.[0-9]+ date=[0-9T:Z-]+ granularity=[0-9]+ emulated=1 ' "$TMP/cal.txt"
+    check_eq "calibrate: 10 figures per size and 7 VMM calls, 4 repetitions each" \
+        "$(awk '/^measure / && $6 == 4 { n++ } END { print n }' "$TMP/cal.txt")" 27
+    check "calibrate: finished within its budget" grep -qx 'calibrate: done' "$TMP/cal.txt"
+    out=$(python3 - "$TMP/cal.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+n, c = d["nodes"], d["calls"]
+u, s = n["cuGraphExecUpdate_v2"], n["cuGraphExecKernelNodeSetParams_v2"]
+print(c["cuGraphExecUpdate_v2"], u["nodes"], u["changed"])
+print(c["cuGraphExecKernelNodeSetParams_v2"], s["nodes"], s["changed"])
+print(n["cuGraphInstantiateWithFlags"]["nodes"], n["cuGraphLaunch"]["nodes"], d["violations"])
+PY
+)
+    check_eq "calibrate: updates: 2 x 18 calls, 3 x 6 x (4 + 16) nodes, 6 x (1 + 4) + 6 x (1 + 16) changed" \
+        "$(sed -n 1p <<<"$out")" "36 360 132"
+    check_eq "calibrate: set params: 24 calls of one node, 12 changed" "$(sed -n 2p <<<"$out")" "24 24 12"
+    check_eq "calibrate: instantiated nodes 7 x (4 + 16), launched 6 x (4 + 16), no violation" \
+        "$(sed -n 3p <<<"$out")" "140 120 0"
+    python3 "$SRC/tests/bench/costmodel.py" calibrated "$TMP/cal.txt" --out "$TMP/costs.tsv" 2>"$TMP/conv.err"
+    check_eq "calibrate's output converts into a cost table" "$?" 0
+    out=$(python3 "$SRC/tests/bench/costmodel.py" check "$TMP/costs.tsv" 2>&1)
+    check "... which costmodel.py reads" grep -q "costs.tsv: [0-9]* calls, query range" <<<"$out"
+    check_eq "... whose measured rows name the device" \
+        "$(grep -c '^cuGraphExecUpdate .*measured on cudaemu emulated device 0, driver ' "$TMP/costs.tsv")" 4
+    emu kitprog "$BUILD/gpu/calibrate" --reps 0 >/dev/null 2>&1
+    check_eq "calibrate: a bad option exits 2" "$?" 2
+    emu kitprog "$BUILD/gpu/calibrate" --sizes "4 16" --reps 3 --budget 0.000001 >"$TMP/cal2.txt" 2>&1
+    check_eq "calibrate: a spent budget starts no graph size, and says so" \
+        "$(grep -c '^measure [a-z_]* [1-9]' "$TMP/cal2.txt") $(tail -n 1 "$TMP/cal2.txt")" \
+        "0 calibrate: budget of 1e-06 s spent after the VMM calls"
 fi
 
 # ------------------------------------------------------------------ no GPU
@@ -136,10 +183,9 @@ fi
 check_eq "run-all.sh: an unknown option exits 2" "$?" 2
 
 # ------------------------------------------------------------------ the policy loop
-check_eq "configurations: no library, then the four policies" "$KIT_CONFIGS" \
-    "nolib off always_update skip_temp skip_profiled"
-want=$(sed -n '/define SG_POLICY_LIST/,/[^\\]$/p' "$SRC/core/config.h" | grep -o '"[a-z_]*"' | tr -d '"' | tr '\n' ' ')
-check_eq "the kit's policies are core/config.h's" "$KIT_POLICIES" "${want% }"
+. "$SRC/tests/lib/policies.sh"
+check_eq "configurations: no library, then every policy" "$KIT_CONFIGS" "nolib $POLICIES"
+check_eq "the kit's policies are core/config.h's (make print-policies)" "$KIT_POLICIES" "$POLICIES"
 check_eq "the kit's policies are stablegraph-run's" "$KIT_POLICIES" \
     "$(sed -n 's/^POLICIES="\(.*\)"$/\1/p' "$SRC/scripts/stablegraph-run")"
 d=$TMP/env; mkdir -p "$d"
@@ -157,7 +203,7 @@ d=$TMP/matrix; mkdir -p "$d"
 verdict=$(kit_run_matrix "$d" probe 60 "$BUILD/workloads/rotating_inputs" --steps 3 --nodes 4)
 check "a workload on the emulated driver passes the matrix" grep -q '^PASS probe: checksum [0-9a-f]\{16\} ' <<<"$verdict"
 check_eq "the matrix ran once per configuration" "$(cd "$d" && ls probe.*.rc | sort | tr '\n' ' ')" \
-    "probe.always_update.rc probe.nolib.rc probe.off.rc probe.skip_profiled.rc probe.skip_temp.rc "
+    "$(printf 'probe.%s.rc\n' nolib $POLICIES | sort | tr '\n' ' ')"
 check "the verdict quotes each policy's report" grep -q 'skip_profiled: launches 3' <<<"$verdict"
 
 # ------------------------------------------------------------------ the comparison
@@ -214,7 +260,7 @@ if [ -x "$BUILD/gpu/step_timer" ]; then
     for f in "$BUILD"/*; do case "$(basename "$f")" in workloads|gpu) ;; *) ln -s "$f" "$fb/" ;; esac; done
     for f in "$BUILD"/workloads/* "$BUILD"/gpu/*; do [ -f "$f" ] && ln -s "$f" "$fb/${f#"$BUILD/"}"; done
     if [ -n "$san_pre" ]; then
-        for p in rt_graphs step_timer; do
+        for p in rt_graphs step_timer calibrate; do
             [ -x "$BUILD/gpu/$p" ] && rm "$fb/gpu/$p" && san_wrap "$BUILD/gpu/$p" "$fb/gpu/$p"
         done
     fi
@@ -232,9 +278,12 @@ if [ -x "$BUILD/gpu/step_timer" ]; then
     check "rehearsal: the FAIL line names the policy and both checksums" \
         grep -q '^FAIL workload-slices: off: checksum 0000000000000bad != [0-9a-f]\{16\} without the library' "$s"
     check_eq "rehearsal: nothing else failed" "$(grep -c '^FAIL ' "$s")" 1
-    check_eq "rehearsal: 5 workloads x (policies + model), rt_graphs x 2 and 2 timings pass" \
-        "$(grep -c '^PASS ' "$s")" 14
-    check "rehearsal: the summary counts the failure" grep -q '^result: 14 passed, 1 failed, ' "$s"
+    check_eq "rehearsal: 5 workloads x (policies + model), rt_graphs x 2, 2 timings and the calibration pass" \
+        "$(grep -c '^PASS ' "$s")" 15
+    check "rehearsal: the summary counts the failure" grep -q '^result: 15 passed, 1 failed, ' "$s"
+    check "rehearsal: the calibration says CPU times, not GPU" \
+        grep -q '^calibration: EMULATED DRIVER: CPU times of the emulation, NOT GPU figures' "$s"
+    check "rehearsal: the calibration wrote its table" grep -q '^PASS calibration: 27 figures (done); table: ' "$s"
     check "rehearsal: the timing table has 6 measured rows" \
         test "$(grep -cE '^(recapture_temps|rotating_inputs) +16  [a-z_]+ +[0-9.]+ +[0-9.]+ ' "$s")" = 6
     check "rehearsal: the runtime program runs under every policy (cudaMalloc, cudaMallocAsync)" \

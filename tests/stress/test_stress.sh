@@ -13,7 +13,7 @@
 . "$(dirname "$0")/../lib.sh"
 LIB=$BUILD/libstablegraph.so
 PROG=$BUILD/tests/stress/stress
-POLICIES="off always_update skip_temp skip_profiled"
+. "$SRC/tests/lib/policies.sh"
 LIMIT=${STRESS_TIMEOUT:-240}
 
 if [ "${STRESS:-}" = big ]; then
@@ -57,6 +57,10 @@ for cfg in "${CONFIGS[@]}"; do
     go "$base" "$delay" -- "${argv[@]}"
     check_eq "$label: runs without the library ($args)" "$(cat "$TMP/$base.rc")" 0
     [ "$(cat "$TMP/$base.rc")" = 0 ] || sed 's/^/#   /' "$TMP/$base.err" | head -5
+    threads=$(( $(sed -n 's/.*--threads \([0-9]*\).*/\1/p' <<<"$args") + $(sed -n 's/.*--shared \([0-9]*\).*/\1/p' <<<"$args") ))
+    check_eq "$label: without the library: a well-formed checksum per thread ($threads)" \
+        "$(grep -cE '^thread [0-9]+ \((own|shared) exec\): [0-9a-f]{16}$' "$TMP/$base.out")" "$threads"
+    check "$label: without the library: a well-formed total checksum" test -n "$(sum_in "$TMP/$base.out")"
     clean "$base"
     go "$base.again" "$delay" -- "${argv[@]}"
     check "$label: deterministic without the library" cmp -s "$TMP/$base.out" "$TMP/$base.again.out"

@@ -11,6 +11,7 @@
  */
 #include "check.h"
 #include "core/capture.h"
+#include "core/record.h"
 #include "core/contexts.h"
 #include "core/driver.h"
 #include "core/memory.h"
@@ -48,6 +49,9 @@ static struct fake {
     int create_oom_after; /* cuMemCreate fails with OUT_OF_MEMORY after this many live chunks */
     size_t drv_free;
     int ctx_get_fails;
+    /* the driver's own cuMemAlloc/cuMemFree (the library's token) */
+    CUresult token_free_rc;   /* in a non-relaxed mode */
+    int token_allocs, token_frees, token_frees_program_mode, tokens_live;
 } F;
 
 static int failing(const char *name)
@@ -178,6 +182,28 @@ static CUresult d_attrs(unsigned n, CUpointer_attribute *a, void **data, CUdevic
     return CUDA_SUCCESS;
 }
 
+static CUresult d_mem_alloc(CUdeviceptr *p, size_t n)
+{
+    (void)n;
+    F.token_allocs++;
+    F.tokens_live++;
+    *p = 0x7000000;
+    return CUDA_SUCCESS;
+}
+/* Refused (token_free_rc) unless relaxed, as the driver refuses an unsafe
+ * call that the capture mode forbids. */
+static CUresult d_mem_free(CUdeviceptr p)
+{
+    (void)p;
+    F.token_frees++;
+    if (F.mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+        F.token_frees_program_mode++;
+        if (F.token_free_rc != CUDA_SUCCESS) return F.token_free_rc;
+    }
+    F.tokens_live--;
+    return CUDA_SUCCESS;
+}
+
 static void fake_install(void)
 {
     sg_driver d;
@@ -207,6 +233,8 @@ static void fake_install(void)
     d.cuMemSetAccess = d_access;
     d.cuMemGetAllocationGranularity = d_gran;
     d.cuPointerGetAttributes = d_attrs;
+    d.cuMemAlloc_v2 = d_mem_alloc;
+    d.cuMemFree_v2 = d_mem_free;
     sg_driver_set(&d);
 }
 
@@ -240,6 +268,8 @@ static CUresult fwd(const void *args)
     return CUDA_SUCCESS;
 }
 
+static CUresult route_fwd(const sg_call *c) { return c->forward(c->args); }
+
 static CUresult call(sg_call c)
 {
     sg_call cc = c;
@@ -247,7 +277,7 @@ static CUresult call(sg_call c)
     cc.args = &cc;
     if (c.kind == SG_CALL_CTX_DESTROY || c.kind == SG_CALL_PRIMARY_RETAIN || c.kind == SG_CALL_PRIMARY_DROP)
         return sg_ctx_call(&cc);
-    if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_capture_call(&cc);
+    if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_rec_call(&cc, route_fwd);
     switch (c.kind) {
     case SG_CALL_ALLOC: case SG_CALL_DEV_ALLOC: case SG_CALL_FREE: case SG_CALL_STREAM_DESTROY:
         return sg_mem_call(&cc);
@@ -432,21 +462,38 @@ TEST(what_the_program_observes)
     CHECK_EQ(rs, 0);                                     /* as for unallocated memory */
 }
 
-TEST(free_synchronizes_in_program_mode)
+/* cuMemFree of a placed block: the driver's own cuMemFree (of a one-page
+ * block the library allocates in relaxed mode) runs in the program's mode
+ * and gives the answer and the implicit synchronization, in or out of a
+ * capture; the library never calls cuCtxSynchronize (which a capture on any
+ * stream of the context refuses, and which would invalidate it). */
+TEST(free_asks_the_driver)
 {
     setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
-    CUdeviceptr a, b;
+    CUdeviceptr a, b, c, d;
     CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
-    F.sync_rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;   /* e.g. during a global capture */
+    F.token_free_rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;   /* e.g. during a global capture */
     CHECK_CU(mfree(a), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    CHECK(sg_mem_find(a, NULL));                         /* nothing freed */
+    CHECK(sg_mem_find(a, NULL));                                /* nothing freed */
+    CHECK_EQ(F.tokens_live, 0);                                 /* the token went anyway */
     CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
     CHECK(b != a);
-    F.sync_rc = CUDA_SUCCESS;
+    F.token_free_rc = CUDA_SUCCESS;
     CHECK_CU(mfree(a), CUDA_SUCCESS);
-    CHECK_EQ(F.syncs, 2);
-    CHECK_EQ(F.syncs_relaxed, 0);                        /* the program's own mode */
     CHECK(!sg_mem_find(a, NULL));
+    CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
+    CHECK_EQ(c, a);                                             /* synchronized: reused at once */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_BEGIN }), CUDA_SUCCESS);
+    CHECK_CU(mfree(c), CUDA_SUCCESS);                           /* allowed during a capture too */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CAPTURE_END }), CUDA_SUCCESS);
+    CHECK_CU(alloc(&d, 4096), CUDA_SUCCESS);
+    CHECK_EQ(d, a);
+    CHECK_EQ(F.syncs, 0);                                       /* never cuCtxSynchronize */
+    CHECK_EQ(F.token_frees_program_mode, 3);                    /* each in the program's mode */
+    CHECK_EQ(F.token_allocs, 3);
+    CHECK_EQ(F.tokens_live, 0);
+    sg_mem_reset();
+    check_released();
 }
 
 /* Each VMM call failing: the allocation is forwarded, nothing leaks, and
@@ -741,9 +788,9 @@ TEST(free_without_context_quarantines)
     CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
     CHECK_CU(alloc(&b, 4096), CUDA_SUCCESS);
     F.ctx_get_fails = 1;
-    int syncs = F.syncs;
+    int frees = F.token_frees;
     CHECK_CU(mfree(a), CUDA_SUCCESS);
-    CHECK_EQ(F.syncs, syncs);                              /* could not synchronize */
+    CHECK_EQ(F.token_frees, frees);                        /* could not synchronize */
     CHECK(!sg_mem_find(a, NULL));
     F.ctx_get_fails = 0;
     CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
@@ -779,7 +826,7 @@ int main(void)
     RUN(skip_temp_places_deterministically);
     RUN(registry_and_views);
     RUN(what_the_program_observes);
-    RUN(free_synchronizes_in_program_mode);
+    RUN(free_asks_the_driver);
     RUN(vmm_failures_fall_back);
     RUN(no_vmm_forwards_everything);
     RUN(stream_ordered_reuse);

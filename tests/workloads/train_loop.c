@@ -149,27 +149,6 @@ static void tl_free_temps(const tl_step *st)
     }
 }
 
-/* ------------------------------------------------------------ timing */
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* ------------------------------------------------------------ main */
 
 int main(int argc, char **argv)
@@ -209,7 +188,7 @@ int main(int argc, char **argv)
     }
 
     for (int s = 0; s < w.steps; s++) {
-        double t0 = now_us();
+        double t0 = wl_now_us();
         tl_step st;
         st.batch = wl_alloc_filled(&w, wl_buf_bytes(&w), 1000u + (unsigned)s);
         batches[nbatches++] = st.batch;
@@ -228,11 +207,11 @@ int main(int argc, char **argv)
             WL_CHECK(cuMemFree(batches[0]));
             memmove(batches, batches + 1, sizeof *batches * (size_t)--nbatches);
         }
-        step_us[s] = now_us() - t0;
+        step_us[s] = wl_now_us() - t0;
     }
 
     wl_report(&w, m.weights, wbytes, TL_LAYERS);
-    printf("train_loop: allocations=%d step_us_median=%.1f\n", allocs, median(step_us, w.steps));
+    printf("train_loop: allocations=%d step_us_median=%.1f\n", allocs, wl_median(step_us, w.steps));
     fflush(stdout);
 
     free(step_us);

@@ -1,7 +1,8 @@
 /*
  * wl_common.c: helpers shared by the workload programs (see wl_common.h):
  * option parsing, driver and module set-up, the captured kernel chain,
- * update-or-instantiate, and the FNV-1a checksum of the results.
+ * update-or-instantiate, the FNV-1a checksum of the results, and the clock
+ * and median of the programs that time themselves.
  */
 #include "wl_common.h"
 #include "wl_math.h"
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WL_BLOCK 128u
@@ -355,6 +357,25 @@ void wl_report(wl_env *w, const CUdeviceptr *bufs, const size_t *bytes, int n)
            w->update_failures, w->launches);
     printf("checksum: %016llx\n", (unsigned long long)h);
     fflush(stdout);
+}
+
+double wl_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double wl_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int wl_finish(wl_env *w)

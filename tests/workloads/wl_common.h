@@ -104,6 +104,11 @@ void wl_enqueue_mix(const wl_env *w, CUstream s, CUdeviceptr x, CUdeviceptr y, u
  * counts. */
 void wl_report(wl_env *w, const CUdeviceptr *bufs, const size_t *bytes, int n);
 
+/* Wall clock in microseconds (CLOCK_MONOTONIC), for timings. */
+double wl_now_us(void);
+/* Median of v[0..n), n >= 1; sorts v in place (v[0] is then the smallest). */
+double wl_median(double *v, int n);
+
 /* Releases the stream, module and context (the caller frees its own buffers,
  * graphs and execs first). Returns 0, the exit status for main. */
 int wl_finish(wl_env *w);

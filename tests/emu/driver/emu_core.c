@@ -10,7 +10,9 @@
  * teardown order of a context's resources).
  *
  * Locks:
- *   - stat list: lock-free (atomic push of each entry's static record).
+ *   - stat list: lock-free (atomic push of each entry's static record); its
+ *     counters are atomic; the entry a thread is in (emu_stat_nodes, reports)
+ *     is thread-local.
  *   - emu_handle_lock guards the handle registry (emu_handles).
  *   - emu_pool_lock guards the handle memory pools (emu_pools); a leaf lock.
  *   - emu_ctx_lock guards the primary-context table (emu_primary[]) and the
@@ -230,8 +232,8 @@ __attribute__((constructor)) static void emu_ctor(void) { emu_bootstrap(); }
 /* ------------------------------------------------------------------ statistics */
 
 /* The entry point the calling thread is in (set by emu_enter), for reports
- * made below it; NULL on stream worker threads. */
-static __thread const char *emu_cur_call;
+ * made below it and emu_stat_nodes; NULL on stream worker threads. */
+static __thread emu_entry_stat *emu_cur_entry;
 
 static _Atomic(emu_entry_stat *) emu_stat_list;
 
@@ -253,7 +255,7 @@ CUresult emu_enter(emu_entry_stat *st)
                 sched_yield();
         }
     }
-    emu_cur_call = st->name;
+    emu_cur_entry = st;
     unsigned long n = atomic_fetch_add((_Atomic unsigned long *)&st->calls, 1) + 1;
     if (st->rules) {
         for (const emu_fail_rule *r = st->rules; r; r = r->next) {
@@ -264,8 +266,18 @@ CUresult emu_enter(emu_entry_stat *st)
     return CUDA_SUCCESS;
 }
 
-/* Writes the CUDAEMU_STATS file: {"calls": {...}, "violations": n}, through a
- * temporary file renamed into place so readers never see half a file. */
+void emu_stat_nodes(unsigned long nodes, unsigned long changed)
+{
+    emu_entry_stat *st = emu_cur_entry;
+    if (!st) return;
+    atomic_fetch_add((_Atomic unsigned long *)&st->nodes, nodes);
+    atomic_fetch_add((_Atomic unsigned long *)&st->changed, changed);
+}
+
+/* Writes the CUDAEMU_STATS file: {"calls": {...}, "nodes": {name: {"nodes": n,
+ * "changed": n}, ...} (entries that covered graph nodes only), "violations":
+ * n}, through a temporary file renamed into place so readers never see half a
+ * file. */
 static void emu_write_stats(void)
 {
     char tmp[4096];
@@ -277,6 +289,15 @@ static void emu_write_stats(void)
     for (emu_entry_stat *s = atomic_load(&emu_stat_list); s; s = s->next) {
         fprintf(f, "%s\n  \"%s\": %lu", first ? "" : ",", s->name,
                 atomic_load((_Atomic unsigned long *)&s->calls));
+        first = 0;
+    }
+    fprintf(f, "\n}, \"nodes\": {");
+    first = 1;
+    for (emu_entry_stat *s = atomic_load(&emu_stat_list); s; s = s->next) {
+        unsigned long nodes = atomic_load((_Atomic unsigned long *)&s->nodes);
+        if (!nodes) continue;
+        fprintf(f, "%s\n  \"%s\": {\"nodes\": %lu, \"changed\": %lu}", first ? "" : ",", s->name, nodes,
+                atomic_load((_Atomic unsigned long *)&s->changed));
         first = 0;
     }
     fprintf(f, "\n}, \"violations\": %lu}\n", emu_violation_count());
@@ -360,7 +381,7 @@ int emu_handle_ok(const void *h, emu_kind kind)
     };
     int st = handle_state(h, kind);
     if (st < 0)
-        emu_violation(emu_cur_call ? emu_cur_call : "stream work",
+        emu_violation(emu_cur_entry ? emu_cur_entry->name : "stream work",
                       "%s %p belonged to a context that was destroyed or reset (cuCtxDestroy: using the "
                       "context's resources afterwards is undefined behavior)",
                       names[kind] ? names[kind] : "handle", h);

@@ -182,6 +182,7 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
     for (size_t i = 0; i < n; i++)
         if (e->nodes[i].p.ctx) { owner = e->nodes[i].p.ctx; break; }
     emu_handle_add_ctx(e, EMU_K_EXEC, owner);
+    emu_stat_nodes(n, 0);
     *out = e;
     *result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
     return CUDA_SUCCESS;
@@ -324,7 +325,9 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     lw->prev = e->last;             /* the exec's reference moves to the work */
     e->last = tok;
     pthread_mutex_unlock(&e->lock);
-    return emu_stream_enqueue(s, &lw->w);
+    r = emu_stream_enqueue(s, &lw->w);
+    if (r == CUDA_SUCCESS) emu_stat_nodes(n, 0);
+    return r;
 }
 
 /* -------------------------------------------------------- instantiate API */

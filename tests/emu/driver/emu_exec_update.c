@@ -45,6 +45,7 @@ static CUresult exec_set(CUgraphExec e, CUgraphNode h, emu_nparams *p)
     memcpy(p->attr, old.attr, sizeof p->attr);   /* set-params keeps the attributes */
     x->p = *p;
     pthread_mutex_unlock(&e->lock);
+    emu_stat_nodes(1, !emu_nparams_same(&old, p));
     emu_nparams_free(&old);
     return CUDA_SUCCESS;
 }
@@ -236,13 +237,16 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
             free(fresh);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
+    unsigned long changed = 0;
     pthread_mutex_lock(&e->lock);
     for (size_t i = 0; i < g->n; i++) {
         emu_nparams old = e->nodes[i].p;
+        changed += !emu_nparams_same(&old, &fresh[i]);
         e->nodes[i].p = fresh[i];
         fresh[i] = old;
     }
     pthread_mutex_unlock(&e->lock);
+    emu_stat_nodes(g->n, changed);
     for (size_t i = 0; i < g->n; i++) emu_nparams_free(&fresh[i]);
     free(fresh);
     info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;

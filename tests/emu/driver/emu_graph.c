@@ -640,6 +640,7 @@ EMU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *
     EMU_ENTRY_INIT();
     if (!numNodes || !emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
     fill_nodes(nodes, numNodes, hGraph->nodes, hGraph->n);
+    if (nodes) emu_stat_nodes(*numNodes, 0);   /* nodes listed (a count query lists none) */
     return CUDA_SUCCESS;
 }
 

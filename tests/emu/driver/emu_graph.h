@@ -158,6 +158,9 @@ CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext c
 CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx);
 CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h);
 void emu_nparams_empty(emu_nparams *np);
+/* Whether an update from `a` to `b` changes nothing the node does (the
+ * "changed nodes" the statistics count: emu_stat_nodes). */
+int emu_nparams_same(const emu_nparams *a, const emu_nparams *b);
 CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_uid);
 int emu_ctx_device(CUcontext c);
 CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const emu_nparams *nw, int exec_set);

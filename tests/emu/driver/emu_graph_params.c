@@ -167,6 +167,37 @@ void emu_nparams_empty(emu_nparams *np)
     np->type = CU_GRAPH_NODE_TYPE_EMPTY;
 }
 
+/* Kernel arguments are packed into zeroed storage, so their bytes compare;
+ * attribute values compare as stored. */
+int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
+{
+    if (a->type != b->type || a->ctx != b->ctx) return 0;
+    switch (a->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        return a->args->func == b->args->func && a->args->size == b->args->size &&
+               memcmp(a->args->data, b->args->data, a->args->size) == 0 &&
+               memcmp(&a->launch, &b->launch, sizeof a->launch) == 0 &&
+               memcmp(a->attr, b->attr, sizeof a->attr) == 0;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+        const CUDA_MEMCPY3D *x = &a->copy, *y = &b->copy;   /* field by field: the struct has padding */
+#define SAME(f) (x->src##f == y->src##f && x->dst##f == y->dst##f)
+        return SAME(XInBytes) && SAME(Y) && SAME(Z) && SAME(LOD) && SAME(MemoryType) && SAME(Host) &&
+               SAME(Device) && SAME(Array) && SAME(Pitch) && SAME(Height) &&
+               x->WidthInBytes == y->WidthInBytes && x->Height == y->Height && x->Depth == y->Depth;
+#undef SAME
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        return memcmp(&a->set, &b->set, sizeof a->set) == 0;
+    case CU_GRAPH_NODE_TYPE_HOST:
+        return a->host.fn == b->host.fn && a->host.userData == b->host.userData;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return a->mem_ptr == b->mem_ptr && a->mem_bytes == b->mem_bytes;
+    default:
+        return 1;
+    }
+}
+
 /* From the tagged union of cuGraphAddNode / cuGraphNodeSetParams /
  * cuGraphExecNodeSetParams. */
 /* graph_uid: the graph the node is added to; 0 for the set-params calls. */

@@ -76,6 +76,8 @@
 typedef struct emu_entry_stat {
     const char *name;                 /* exact ELF name (__func__) */
     unsigned long calls;              /* atomic */
+    unsigned long nodes;              /* atomic: graph nodes its calls covered (emu_stat_nodes) */
+    unsigned long changed;            /* atomic: of those, nodes whose parameters an update changed */
     int registered;                   /* atomic: 0 none, 1 in progress, 2 done */
     const struct emu_fail_rule *rules;/* fault-injection rules for this name */
     struct emu_entry_stat *next;
@@ -84,6 +86,12 @@ typedef struct emu_entry_stat {
 /* Counts the call; returns the injected error if CUDAEMU_FAIL says this call
  * fails, CUDA_SUCCESS otherwise. Thread-safe, lock-free after registration. */
 CUresult emu_enter(emu_entry_stat *st);
+
+/* Adds to the entry point the calling thread is in (its last emu_enter) the
+ * graph nodes a successful call covered and, for updates, how many of them
+ * it changed; written as "nodes" in the CUDAEMU_STATS file, so a cost model
+ * can charge updates, instantiations, launches and node listings per node. */
+void emu_stat_nodes(unsigned long nodes, unsigned long changed);
 
 #define EMU_ENTRY()                                                         \
     static emu_entry_stat emu_stat_ = { .name = __func__ };                 \

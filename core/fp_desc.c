@@ -1,0 +1,237 @@
+/*
+ * core/fp_desc.c: descriptions of one node's parameters (fingerprint.h):
+ * a kernel's canonical argument bytes (through the parameter-layout cache),
+ * memcpy and memset nodes, and any node-parameter struct a hooked call
+ * carries. Used by the read-back (fp_build.c), the records (record.h) and
+ * the per-node update decisions (graph_update.c).
+ *
+ * Nothing here logs: these functions run on the update path.
+ */
+#include "fp_internal.h"
+
+#include "driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+
+
+
+
+/* The argument buffer and its size from an `extra` array; 0 if malformed. */
+static int extra_buffer(void **extra, const unsigned char **buf, size_t *size)
+{
+    int have_size = 0;
+    *buf = NULL;
+    *size = 0;
+    for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (i >= 32) return 0;
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+            *buf = extra[i + 1];
+        } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
+            *size = *(const size_t *)extra[i + 1];
+            have_size = 1;
+        } else {
+            return 0;
+        }
+    }
+    return *buf && have_size;
+}
+
+/* A description made of the key alone: type and state. */
+void sg_fp_key_only(sg_fp_node *n, CUgraphNodeType type, int state)
+{
+    memset(&n->k, 0, sizeof n->k);
+    n->k.type = type;
+    n->k.state = (uint32_t)state;
+    n->len = 0;
+    n->pi = NULL;
+}
+
+static int kernel_fail(sg_fp_node *n, int state)
+{
+    n->k.state = (uint32_t)state;
+    n->len = 0;
+    return state;
+}
+
+/* Writes the canonical argument bytes of layout pi into n's payload, from
+ * kernelParams kp or (if buf) from the `extra` buffer buf (at least
+ * pi->total bytes long). Returns SG_FP_OK, SG_FP_NOT_COMPARABLE (a NULL
+ * argument pointer; n->len is then 0) or -1 if out of memory. Inlined into
+ * both callers: the argument loop is the hot part of a skip decision. */
+static inline __attribute__((always_inline)) int
+pack_args(sg_fp_node *n, const sg_fp_pinfo *pi, void *const *kp, const unsigned char *buf)
+{
+    uint32_t total = pi->total;
+    if (__builtin_expect(total > n->cap, 0) && sg_fp_pay_reserve(n, total)) return -1;
+    unsigned char *pay = n->pay;      /* locals: the stores into pay must not force reloads */
+    if (pi->gaps) memset(pay, 0, SG_FP_PAD32(total));
+    else sg_fp_pay_pad(pay, total);
+    const sg_fp_parg *a = pi->arg, *end = a + pi->n;
+    if (buf) {
+        for (; a < end; a++) memcpy(pay + a->off, buf + a->off, a->size);
+    } else {
+        for (; a < end; a++, kp++) {
+            const unsigned char *src = *kp;
+            if (__builtin_expect(!src, 0)) { n->len = 0; return SG_FP_NOT_COMPARABLE; }
+            if (a->size == 8) memcpy(pay + a->off, src, 8);       /* the common sizes without a call */
+            else if (a->size == 4) memcpy(pay + a->off, src, 4);
+            else memcpy(pay + a->off, src, a->size);
+        }
+    }
+    n->len = total;
+    return SG_FP_OK;
+}
+
+
+/* pack_args for kernelParams, out of line (fast_run's fallback when the
+ * arguments are not one packed block). */
+__attribute__((noinline)) int sg_fp_pack_args_each(sg_fp_node *n, const sg_fp_pinfo *pi,
+                                                     void *const *kp)
+{
+    return pack_args(n, pi, kp, NULL);
+}
+
+int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint)
+{
+    memset(&n->k, 0, sizeof n->k);
+    n->k.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    n->k.grid[0] = k->grid[0]; n->k.grid[1] = k->grid[1]; n->k.grid[2] = k->grid[2];
+    n->k.block[0] = k->block[0]; n->k.block[1] = k->block[1]; n->k.block[2] = k->block[2];
+    n->k.shmem = k->shmem;
+    n->len = 0;
+    n->pi = NULL;
+    int is_kern = !k->func;
+    const void *h;
+    if (!is_kern) {
+        h = k->func;                 /* CUDA ignores ctx when func is set */
+        n->k.func = (uintptr_t)h;
+    } else {
+        CUcontext ctx = k->ctx;
+        h = k->kern;
+        if (!h) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+        if (!ctx && (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS))
+            return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+        n->k.kern = (uintptr_t)h;
+        n->k.ctx = (uintptr_t)ctx;
+    }
+    const sg_fp_pinfo *pi = hint && hint->h == h && hint->ok ? hint : sg_fp_pinfo_get(is_kern, h);
+    if (!pi) return -1;
+    if (!pi->ok || (k->kernelParams && k->extra)) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+    n->pi = pi;
+    const unsigned char *buf = NULL;
+    if (k->extra) {
+        size_t size;
+        if (!extra_buffer(k->extra, &buf, &size) || size < pi->total)
+            return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+    } else if (!k->kernelParams && pi->n) {
+        return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+    } else if (k->kernelParams && !pi->n) {
+        /* "No parameters" with an argument array present cannot be told from
+         * a probe that failed at its first call: never compare equal. */
+        return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+    }
+    int st = pack_args(n, pi, k->kernelParams, buf);
+    if (st < 0) return -1;
+    if (st != SG_FP_OK) return kernel_fail(n, st);
+    return SG_FP_OK;
+}
+
+#define SG_MEMCPY3D_FIELDS(X)                                                 \
+    X(srcXInBytes) X(srcY) X(srcZ) X(srcLOD) X(srcMemoryType) X(srcHost)      \
+    X(srcDevice) X(srcArray) X(reserved0) X(srcPitch) X(srcHeight)            \
+    X(dstXInBytes) X(dstY) X(dstZ) X(dstLOD) X(dstMemoryType) X(dstHost)      \
+    X(dstDevice) X(dstArray) X(reserved1) X(dstPitch) X(dstHeight)            \
+    X(WidthInBytes) X(Height) X(Depth)
+#define SG_MEMSET_FIELDS(X) X(dst) X(pitch) X(value) X(elementSize) X(width) X(height)
+#define SG_COPY_FIELD_(f) out->f = in->f;
+
+/* Starts a memcpy / memset description: key, ctx, a zeroed payload of `len`. */
+static int copy_desc_begin(sg_fp_node *n, CUgraphNodeType type, CUcontext ctx, uint32_t len)
+{
+    memset(&n->k, 0, sizeof n->k);
+    n->k.type = type;
+    n->k.ctx = (uintptr_t)ctx;
+    n->pi = NULL;
+    n->len = 0;
+    if (sg_fp_pay_reserve(n, len)) return -1;
+    memset(n->pay, 0, SG_FP_PAD32(len));   /* padding inside the struct stays zero */
+    n->len = len;
+    return 0;
+}
+
+int sg_fp_memcpy_desc(sg_fp_node *n, const CUDA_MEMCPY3D *in, CUcontext ctx)
+{
+    if (copy_desc_begin(n, CU_GRAPH_NODE_TYPE_MEMCPY, ctx, sizeof *in)) return -1;
+    CUDA_MEMCPY3D *out = (CUDA_MEMCPY3D *)(void *)n->pay;
+    SG_MEMCPY3D_FIELDS(SG_COPY_FIELD_)
+    return 0;
+}
+
+int sg_fp_memset_desc(sg_fp_node *n, const CUDA_MEMSET_NODE_PARAMS *in, CUcontext ctx)
+{
+    if (copy_desc_begin(n, CU_GRAPH_NODE_TYPE_MEMSET, ctx, sizeof *in)) return -1;
+    CUDA_MEMSET_NODE_PARAMS *out = (CUDA_MEMSET_NODE_PARAMS *)(void *)n->pay;
+    SG_MEMSET_FIELDS(SG_COPY_FIELD_)
+    return 0;
+}
+
+int sg_fp_params_desc(sg_fp_node *n, sg_node_params_kind kind, const void *p, CUcontext ctx,
+                      const sg_fp_pinfo *hint)
+{
+    sg_fp_kin k;
+    if (!p) return -1;
+    switch (kind) {
+    case SG_NODE_KERNEL:
+        k = SG_FP_KIN_V2((const CUDA_KERNEL_NODE_PARAMS *)p);
+        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
+    case SG_NODE_KERNEL_V1:
+        k = SG_FP_KIN_V1((const CUDA_KERNEL_NODE_PARAMS_v1 *)p);
+        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
+    case SG_NODE_MEMCPY:
+        return sg_fp_memcpy_desc(n, p, ctx);
+    case SG_NODE_MEMSET:
+        return sg_fp_memset_desc(n, p, ctx);
+    case SG_NODE_GENERIC:
+        break;
+    }
+    const CUgraphNodeParams *g = p;
+    if (g->reserved0[0] || g->reserved0[1] || g->reserved0[2] || g->reserved2) return -1;
+    switch (g->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        k = SG_FP_KIN_V2(&g->kernel);
+        return sg_fp_kernel_desc(n, &k, hint) < 0 ? -1 : 0;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        if (g->memcpy.flags || g->memcpy.reserved) return -1;
+        return sg_fp_memcpy_desc(n, &g->memcpy.copyParams, g->memcpy.copyCtx);
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        const CUDA_MEMSET_NODE_PARAMS_v2 *m = &g->memset;
+        CUDA_MEMSET_NODE_PARAMS s = { .dst = m->dst, .pitch = m->pitch, .value = m->value,
+                                      .elementSize = m->elementSize, .width = m->width,
+                                      .height = m->height };
+        return sg_fp_memset_desc(n, &s, m->ctx);
+    }
+    default:
+        return 1;
+    }
+}
+
+
+#define SG_FP_ATTR_SET_(aid, bytes, off)                                      \
+    case aid:                                                                 \
+        memcpy(k->attrs + (off), v, (bytes));                                 \
+        k->attr_mask |= 1u << (aid);                                          \
+        if ((aid) == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE &&     \
+            v->deviceUpdatableKernelNode.deviceUpdatable)                     \
+            k->state = SG_FP_UNSUPPORTED;                                     \
+        return 0;
+
+int sg_fp_attr_set(sg_fp_key *k, CUkernelNodeAttrID id, const CUkernelNodeAttrValue *v)
+{
+    switch ((int)id) {
+    SG_FP_ATTR_LIST(SG_FP_ATTR_SET_)
+    default:
+        return -1;
+    }
+}

@@ -1,0 +1,258 @@
+/*
+ * core/graph_records.c: the table of graph exec records (graph_internal.h):
+ * their life (made at instantiation or first sight, dropped at destroy or
+ * with their context) and the state every record has whatever the policy.
+ *
+ * Locks (in this order):
+ *   table_lock   the record table (uthash by CUgraphExec). Held for a lookup
+ *                (and the reference it takes) and an add / remove only.
+ *                `refs` is atomic: taken under table_lock by a lookup, dropped
+ *                without it. The table holds one reference while the record
+ *                is in it; whoever drops the last one frees the record.
+ *   rec->lock    one per record: everything else in it, and the observer's
+ *                state. Held while building, comparing and forwarding an
+ *                update or a launch of that exec, so two threads using one
+ *                exec are serialized in call order, as the driver orders them.
+ * Inside rec->lock the fingerprint cache lock (fp_pinfo.c) and the memory
+ * registry's lock (mem_registry.c) may be taken, and stats.c's for
+ * counting. No lock of this file is held across a call that can wait on the
+ * device.
+ */
+#include "graph_internal.h"
+
+#include "driver.h"
+#include "log.h"
+#include "record.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sg_graph_table_oom;    /* set by uthash on a failed add (table_lock held) */
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static sg_grec *table;
+sg_caps sg_graph_caps;
+const sg_exec_observer *sg_graph_obs;
+
+static void rec_free(sg_grec *r)
+{
+    if (r->pol && sg_graph_obs) sg_graph_obs->destroyed(r->pol, 0);
+    pthread_mutex_destroy(&r->lock);
+    sg_fp_free(&r->fp);
+    sg_fp_free(&r->next);
+    sg_fp_scratch_free(&r->scratch);
+    sg_fp_map_free(&r->map);
+    sg_fp_node_free(&r->node);
+    free(r->nodes);
+    free(r);
+}
+
+void sg_grec_put(sg_grec *r)
+{
+    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) rec_free(r);
+}
+
+/* Removes exec's record from the table, if any; table_lock held. */
+static void rec_remove_locked(CUgraphExec exec)
+{
+    sg_grec *r;
+    HASH_FIND_PTR(table, &exec, r);
+    if (r) {
+        HASH_DEL(table, r);
+        sg_grec_put(r);
+    }
+}
+
+/* Adds a fresh record for exec (replacing any) and returns it with a
+ * reference for the caller; NULL if out of memory. A record first seen at an
+ * update starts stale (untracked_exec). table_lock held. */
+static sg_grec *rec_add_locked(CUgraphExec exec)
+{
+    sg_grec *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->exec = exec;
+    r->refs = 2;
+    r->state = REC_STALE;
+    r->stale_reason = SG_REASON_UNTRACKED_EXEC;
+    pthread_mutex_init(&r->lock, NULL);
+    rec_remove_locked(exec);
+    sg_graph_table_oom = 0;
+    HASH_ADD_PTR(table, exec, r);
+    if (sg_graph_table_oom) {
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* The record of exec with a reference for the caller; made (stale) if
+ * unknown and make is set; NULL if none or out of memory. */
+sg_grec *sg_grec_get(CUgraphExec exec, int make)
+{
+    sg_grec *r;
+    pthread_mutex_lock(&table_lock);
+    HASH_FIND_PTR(table, &exec, r);
+    if (r) __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+    else if (make) r = rec_add_locked(exec);
+    pthread_mutex_unlock(&table_lock);
+    return r;
+}
+
+/* The view the observer gets (r->lock held). */
+sg_exec_view sg_grec_view(const sg_grec *r)
+{
+    return (sg_exec_view){ .exec = r->exec, .ctx = r->ctx,
+                           .L = r->state == REC_CURRENT ? &r->fp : NULL,
+                           .nodes = r->graph ? r->nodes : NULL,
+                           .fixed = r->fixed || r->unsupported };
+}
+
+int sg_grec_set_nodes(sg_grec *r, CUgraph graph, const CUgraphNode *v, size_t n)
+{
+    CUgraphNode *keep = malloc((n ? n : 1) * sizeof *keep);
+    if (!keep || sg_fp_map_build(&r->map, v, n) != 0) {
+        free(keep);
+        return -1;
+    }
+    if (n) memcpy(keep, v, n * sizeof *keep);
+    free(r->nodes);
+    r->nodes = keep;
+    r->nnodes = n;
+    r->nodes_origin = r->fp.origin;
+    r->graph = graph;
+    return 0;
+}
+
+void sg_grec_drop_nodes(sg_grec *r)
+{
+    free(r->nodes);
+    r->nodes = NULL;
+    r->nnodes = 0;
+    sg_fp_map_free(&r->map);
+}
+
+int sg_grec_learn_nodes(sg_grec *r)
+{
+    if (r->nodes && r->nodes_origin == r->fp.origin) return 0;
+    sg_grec_drop_nodes(r);
+    if (!r->graph || r->state != REC_CURRENT || r->learn_failed) return -1;
+    sg_rec_count_readback(SG_READBACK_NO_HANDLES);
+    if (sg_fp_build(&r->next, r->graph, &r->scratch, NULL) != 0 ||
+        !sg_fp_same_order(&r->next, &r->fp) ||
+        sg_grec_set_nodes(r, r->graph, r->scratch.nodes, r->next.n) != 0) {
+        r->learn_failed = 1;             /* the exec changed since: not again */
+        return -1;
+    }
+    return 0;
+}
+
+void sg_grec_take_next(sg_grec *r)
+{
+    sg_fp_swap(&r->fp, &r->next);
+    r->state = REC_CURRENT;
+    if (r->nodes && r->nodes_origin != r->fp.origin) sg_grec_drop_nodes(r);
+}
+
+void sg_grec_make_stale(sg_grec *r, sg_reason why)
+{
+    r->state = REC_STALE;
+    r->stale_reason = why;
+}
+
+/* Marks r unsupported if its fingerprint or the exec's flags say so, and
+ * logs it once. r->lock held. */
+void sg_grec_check_supported(sg_grec *r)
+{
+    cuuint64_t flags = 0;
+    if (r->fp.unsupported) r->unsupported = 1;
+    if (!r->flags_known) {               /* instantiation flags never change */
+        r->flags_known = 1;
+        if (sg_drv.cuGraphExecGetFlags &&
+            SG_DRIVER_CALL(cuGraphExecGetFlags, r->exec, &flags) == CUDA_SUCCESS &&
+            (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH))
+            r->device_launch = 1;
+    }
+    if (r->device_launch) r->unsupported = 1;
+    if (r->unsupported && !r->logged) {
+        r->logged = 1;
+        SG_INFO("graph exec %p holds a node the library does not model (host, child graph, "
+                "event, memory, conditional, batch memop, external semaphore or "
+                "device-updatable kernel node) or was instantiated for device launch: "
+                "its updates always go to the driver", (void *)r->exec);
+    }
+}
+
+/* Calls fn on every record (each locked in turn, with a reference; the
+ * table lock is not held during fn). */
+void sg_grec_foreach(void (*fn)(sg_grec *r, void *u), void *u)
+{
+    size_t n = 0, cap = 0;
+    sg_grec **v = NULL;
+    sg_grec *r, *tmp;
+    pthread_mutex_lock(&table_lock);
+    HASH_ITER(hh, table, r, tmp) {
+        if (sg_grow((void **)&v, &cap, n + 1, sizeof *v) != 0) break;
+        __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+        v[n++] = r;
+    }
+    pthread_mutex_unlock(&table_lock);
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&v[i]->lock);
+        fn(v[i], u);
+        pthread_mutex_unlock(&v[i]->lock);
+        sg_grec_put(v[i]);
+    }
+    free(v);
+}
+
+sg_grec *sg_grec_add(CUgraphExec exec)
+{
+    pthread_mutex_lock(&table_lock);
+    sg_grec *r = rec_add_locked(exec);
+    pthread_mutex_unlock(&table_lock);
+    return r;
+}
+
+/* Removes exec's record from the table, if any. */
+void sg_grec_remove(CUgraphExec exec)
+{
+    pthread_mutex_lock(&table_lock);
+    rec_remove_locked(exec);
+    pthread_mutex_unlock(&table_lock);
+}
+
+sg_grec **sg_grec_take_ctx(CUcontext ctx, size_t *n)
+{
+    sg_grec *r, *tmp;
+    sg_grec **gone = NULL;
+    size_t cap = 0;
+    *n = 0;
+    pthread_mutex_lock(&table_lock);
+    HASH_ITER(hh, table, r, tmp) {
+        if (r->ctx != ctx || sg_grow((void **)&gone, &cap, *n + 1, sizeof *gone) != 0) continue;
+        HASH_DEL(table, r);            /* the table's reference moves to the caller */
+        gone[(*n)++] = r;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return gone;
+}
+
+void sg_grec_atfork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&table_lock);
+    else pthread_mutex_unlock(&table_lock);
+}
+
+void sg_grec_reset(void)
+{
+    sg_grec *r, *tmp;
+    pthread_mutex_lock(&table_lock);
+    HASH_ITER(hh, table, r, tmp) {
+        HASH_DEL(table, r);
+        sg_grec_put(r);
+    }
+    pthread_mutex_unlock(&table_lock);
+}

@@ -1,0 +1,262 @@
+/*
+ * core/mem_arena.c: one arena per context (mem_internal.h): made at the
+ * context's first placed allocation, set up over the driver's VMM calls
+ * (the arena.c operations below), trimmed under memory pressure, torn down
+ * with the context (contexts.h, step 3), and the quarantine of ranges freed
+ * without a synchronization the library could count on (released by the
+ * next free of the context that synchronized: memory.c).
+ *
+ * Locks: ar->lock, one per arena, guards its arena.c state, event pool,
+ * quarantine and state; contexts.c's record lock is taken before it (the
+ * arena part pointer), the registry's lock after it. VMM and event calls run
+ * under ar->lock (they do not wait for the GPU).
+ */
+#include "mem_internal.h"
+
+#include "arena.h"
+#include "capture.h"
+#include "contexts.h"
+#include "driver.h"
+#include "log.h"
+#include "util.h"
+#include "vmm.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RESV_FALLBACK ((size_t)64 << 30)
+
+/* ----------------------------------------------------- arena ops (driver) */
+
+static CUresult op_reserve(void *u, size_t size, size_t align, CUdeviceptr *base)
+{
+    (void)u;
+    CUresult rc = sg_vmm_reserve(size, align, base);
+    if (rc == CUDA_SUCCESS) sg_mem_span_add(*base, size);
+    return rc;
+}
+
+static CUresult op_unreserve(void *u, CUdeviceptr base, size_t size)
+{
+    (void)u;
+    sg_mem_span_del(base);
+    return sg_vmm_unreserve(base, size);
+}
+
+static CUresult op_create(void *u, size_t size, CUmemGenericAllocationHandle *h)
+{
+    return sg_vmm_create(&((mem_arena *)u)->vmm, size, h);
+}
+
+static CUresult op_release(void *u, CUmemGenericAllocationHandle h)
+{
+    (void)u;
+    return sg_vmm_release(h);
+}
+
+static CUresult op_map(void *u, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
+{
+    (void)u;
+    return sg_vmm_map(va, size, h);
+}
+
+static CUresult op_set_access(void *u, CUdeviceptr va, size_t size)
+{
+    return sg_vmm_set_access(&((mem_arena *)u)->vmm, va, size);
+}
+
+static CUresult op_unmap(void *u, CUdeviceptr va, size_t size)
+{
+    (void)u;
+    return sg_vmm_unmap(va, size);
+}
+
+/* An event that cannot be queried (an error other than NOT_READY) is taken
+ * as not complete: the memory stays out of use rather than risk reuse. */
+static int op_event_done(void *u, void *ev)
+{
+    (void)u;
+    sg_vmm_relax();
+    return SG_DRIVER_CALL(cuEventQuery, (CUevent)ev) == CUDA_SUCCESS;
+}
+
+/* Back to the pool (ar->lock held); after the context is gone the event
+ * went with it. */
+void sg_marena_event_put(void *u, void *ev)
+{
+    mem_arena *ar = u;
+    if (ar->state == -2) return;
+    if (ar->nevents < EVENT_POOL) {
+        ar->events[ar->nevents++] = (CUevent)ev;
+    } else {
+        sg_vmm_relax();
+        SG_DRIVER_CALL(cuEventDestroy_v2, (CUevent)ev);
+    }
+}
+
+static const sg_arena_ops driver_ops = {
+    .reserve = op_reserve, .unreserve = op_unreserve, .create = op_create,
+    .release = op_release, .map = op_map, .set_access = op_set_access, .unmap = op_unmap,
+    .event_done = op_event_done, .event_put = sg_marena_event_put,
+};
+
+/* ------------------------------------------------------------------ arenas */
+
+void sg_marena_unref(mem_arena *ar)
+{
+    if (ar && __atomic_sub_fetch(&ar->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        pthread_mutex_destroy(&ar->lock);
+        free(ar->quar);
+        free(ar);
+    }
+}
+
+void sg_marena_hold(mem_arena *ar) { __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED); }
+
+/* The arena of ctx, made (not set up) if missing, with a reference for the
+ * caller. NULL if out of memory. */
+mem_arena *sg_marena_get(CUcontext ctx)
+{
+    sg_ctx *cx = sg_ctx_get(ctx);
+    if (!cx) return NULL;
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    if (!ar && !cx->dead && (ar = calloc(1, sizeof *ar))) {
+        ar->refs = 1;                  /* the record's */
+        ar->ctx = ctx;
+        pthread_mutex_init(&ar->lock, NULL);
+        if (sg_ctx_vmm_locked(cx)) ar->vmm = cx->vmm;
+        else ar->state = -1;
+        cx->part[SG_CTX_PART_ARENA] = ar;
+    }
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    sg_ctx_put(cx);
+    return ar;
+}
+
+/* Sets up ar (ar->lock held). */
+void sg_marena_setup_locked(mem_arena *ar)
+{
+    /* Address space is cheap and an allocation never moves: reserve twice
+     * the device's memory per reservation, so one normally suffices. */
+    size_t resv = ar->vmm.total && ar->vmm.total <= SIZE_MAX / 2 ? ar->vmm.total * 2 : RESV_FALLBACK;
+    sg_arena_ops ops = driver_ops;
+    ops.user = ar;
+    ar->state = -1;
+    if (!(ar->arena = sg_arena_new(&ops, ar->vmm.gran, resv))) {
+        SG_WARN_ONCE("out of memory setting up an arena: allocations go to the driver unchanged");
+        return;
+    }
+    ar->state = 1;
+}
+
+/* Context teardown (contexts.h, step 3): the context is gone, its work and
+ * events with it. Forgets its blocks, unmaps and releases its memory. */
+static void arena_teardown(sg_ctx *cx)
+{
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    cx->part[SG_CTX_PART_ARENA] = NULL;
+    pthread_mutex_unlock(&cx->lock);
+    if (!ar) return;
+    sg_mem_live_sub(sg_mem_reg_drop_owner(ar));
+    pthread_mutex_lock(&ar->lock);
+    int was = ar->state;
+    ar->state = -2;                /* events went with the context */
+    if (was == 1) {
+        sg_mem_mapped_delta(sg_arena_mapped(ar->arena), 0);
+        sg_arena_destroy(ar->arena, 0);
+        ar->arena = NULL;
+    }
+    ar->nevents = 0;
+    ar->nquar = 0;
+    pthread_mutex_unlock(&ar->lock);
+    sg_vmm_unrelax();
+    sg_marena_unref(ar);
+}
+
+/* Trims one arena; returns the bytes given back. */
+static size_t arena_trim(mem_arena *ar)
+{
+    size_t given = 0;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 1) {
+        size_t before = sg_arena_mapped(ar->arena);
+        given = sg_arena_trim(ar->arena);
+        sg_mem_mapped_delta(before, sg_arena_mapped(ar->arena));
+    }
+    pthread_mutex_unlock(&ar->lock);
+    return given;
+}
+
+static void trim_one(sg_ctx *cx, void *u)
+{
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    if (!ar) return;
+    *(size_t *)u += arena_trim(ar);
+    sg_marena_unref(ar);
+}
+
+static void free_of_device(sg_ctx *cx, void *u)
+{
+    struct { CUdevice dev; size_t bytes; } *q = u;
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->vmm_state == 1 && cx->vmm.dev == q->dev ? cx->part[SG_CTX_PART_ARENA] : NULL;
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    if (!ar) return;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 1) q->bytes += sg_arena_mapped_free(ar->arena);
+    pthread_mutex_unlock(&ar->lock);
+    sg_marena_unref(ar);
+}
+
+size_t sg_mem_mapped_free_on(CUdevice dev)
+{
+    struct { CUdevice dev; size_t bytes; } q = { dev, 0 };
+    sg_ctx_foreach(free_of_device, &q);
+    return q.bytes;
+}
+
+size_t sg_mem_trim(void)
+{
+    size_t given = 0;
+    if (!sg_mem_placing) return 0;
+    sg_ctx_foreach(trim_one, &given);
+    sg_vmm_unrelax();
+    if (given) SG_DEBUG("memory pressure: gave back %zu bytes of unused placed memory", given);
+    return given;
+}
+
+/* After a successful synchronization of ar's context: the quarantined
+ * ranges are free (ar->lock held). */
+void sg_marena_quarantine_release_locked(mem_arena *ar)
+{
+    for (size_t i = 0; i < ar->nquar && ar->state == 1; i++)
+        sg_arena_free(ar->arena, ar->quar[i].addr, ar->quar[i].placed, (sg_arena_key){ 0, 0 }, NULL);
+    ar->nquar = 0;
+}
+
+/* A destroyed stream's handle may come back for another stream: its pending
+ * frees wait for their events only. */
+static void rekey_one(sg_ctx *cx, void *u)
+{
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cx->lock);
+    if (!ar) return;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 1) sg_arena_rekey(ar->arena, *(sg_arena_key *)u);
+    pthread_mutex_unlock(&ar->lock);
+    sg_marena_unref(ar);
+}
+
+void sg_marena_rekey_all(sg_arena_key key) { sg_ctx_foreach(rekey_one, &key); }
+
+void sg_marena_init(void) { sg_ctx_on_teardown(SG_CTX_PART_ARENA, arena_teardown); }

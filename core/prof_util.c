@@ -1,0 +1,184 @@
+/*
+ * core/prof_util.c: what every part of the profiled policy uses (prof.h):
+ * its settings (capabilities, the slot operations and the test seams),
+ * finding the placed allocation a word points into, reading and writing
+ * payload words, copying and comparing fingerprints' shapes, and resetting
+ * a profile. Calls nothing else of the policy.
+ *
+ * Thread safety: the settings are written once at start-up (or by a unit
+ * test before it starts); everything else works on the caller's sg_prof,
+ * under its record's lock.
+ */
+#include "prof.h"
+
+#include "driver.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ settings */
+
+sg_caps sg_prof_caps;
+
+static const sg_prof_slot_ops real_ops = {
+    sg_slot_gen_create, sg_slot_addr, sg_slot_gen_matches, sg_slot_gen_idle,
+    sg_slot_gen_bind, sg_slot_gen_launched, sg_slot_gen_retire, sg_slots_stats,
+};
+const sg_prof_slot_ops *sg_prof_slots = &real_ops;
+sg_prof_find_fn sg_prof_find_hook;
+
+void sg_prof_set_slot_ops(const sg_prof_slot_ops *o) { sg_prof_slots = o ? o : &real_ops; }
+void sg_prof_set_find(sg_prof_find_fn fn) { sg_prof_find_hook = fn; }
+
+/* ------------------------------------------------------------ lookups */
+
+void sg_prof_finder_begin(sg_prof_finder *f)
+{
+    f->v = sg_prof_find_hook ? NULL : sg_mem_view_acquire();
+    /* always_update places nothing: the driver's ranges stand in */
+    f->driver = !sg_prof_find_hook && !sg_prof_caps.place && sg_drv.cuPointerGetAttribute;
+}
+
+void sg_prof_finder_end(sg_prof_finder *f)
+{
+    if (f->v) sg_mem_view_release(f->v);
+}
+
+static int driver_find(uint64_t p, sg_alloc_info *ai)
+{
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CUcontext ctx = NULL;
+    if (SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                       (CUdeviceptr)p) != CUDA_SUCCESS ||
+        SG_DRIVER_CALL(cuPointerGetAttribute, &size, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                       (CUdeviceptr)p) != CUDA_SUCCESS)
+        return 0;
+    if (SG_DRIVER_CALL(cuPointerGetAttribute, &ctx, CU_POINTER_ATTRIBUTE_CONTEXT,
+                       (CUdeviceptr)p) != CUDA_SUCCESS)
+        ctx = NULL;
+    *ai = (sg_alloc_info){ .base = start, .size = size, .id = start, .ctx = ctx };
+    return 1;
+}
+
+int sg_prof_finder_find(const sg_prof_finder *f, uint64_t p, sg_alloc_info *ai)
+{
+    if (!p) return 0;
+    if (sg_prof_find_hook) return sg_prof_find_hook((CUdeviceptr)p, ai);
+    if (f->v ? sg_mem_view_find(f->v, (CUdeviceptr)p, ai) : sg_mem_find((CUdeviceptr)p, ai))
+        return 1;
+    return f->driver && driver_find(p, ai);
+}
+
+int sg_prof_finder_find_end(const sg_prof_finder *f, uint64_t p, sg_alloc_info *ai)
+{
+    if (!p) return 0;
+    if (sg_prof_find_hook)
+        return sg_prof_find_hook((CUdeviceptr)p - 1, ai) && ai->base + ai->size == p;
+    return f->v && sg_mem_view_find_end(f->v, (CUdeviceptr)p, ai);
+}
+
+static const unsigned char empty_pay[8];
+const unsigned char *sg_prof_pay(const sg_fp_node *n) { return n->pay ? n->pay : empty_pay; }
+
+uint64_t sg_prof_word(const unsigned char *pay, uint32_t off)
+{
+    uint64_t v;
+    memcpy(&v, pay + off, 8);
+    return v;
+}
+
+void sg_prof_word_put(unsigned char *pay, uint32_t off, uint64_t v) { memcpy(pay + off, &v, 8); }
+
+/* The address words of a memcpy / memset payload: up to 2 offsets into
+ * `offs`; a memcpy operand counts only with device memory type. */
+int sg_prof_address_words(const sg_fp_node *n, uint32_t offs[2])
+{
+    int k = 0;
+    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D)) {
+        const CUDA_MEMCPY3D *c = (const CUDA_MEMCPY3D *)(const void *)n->pay;
+        if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE) offs[k++] = offsetof(CUDA_MEMCPY3D, srcDevice);
+        if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE) offs[k++] = offsetof(CUDA_MEMCPY3D, dstDevice);
+    } else if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET &&
+               n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS)) {
+        offs[k++] = offsetof(CUDA_MEMSET_NODE_PARAMS, dst);
+    }
+    return k;
+}
+
+void sg_prof_scan(const sg_fp *fp,
+                  void (*fn)(void *u, sg_prof_pos pos, uint64_t value, const sg_alloc_info *ai),
+                  void *u)
+{
+    sg_prof_finder f;
+    sg_prof_finder_begin(&f);
+    for (size_t i = 0; i < fp->n; i++) {
+        const sg_fp_node *n = &fp->nodes[i];
+        sg_alloc_info ai;
+        if (n->k.state != SG_FP_OK) continue;
+        if (n->k.type == CU_GRAPH_NODE_TYPE_KERNEL) {
+            for (uint32_t off = 0; off + 8 <= n->len; off += 8) {
+                uint64_t v = sg_prof_word(n->pay, off);
+                if (sg_prof_finder_find(&f, v, &ai)) fn(u, (sg_prof_pos){ (uint32_t)i, off }, v, &ai);
+            }
+            continue;
+        }
+        uint32_t offs[2];
+        int k = sg_prof_address_words(n, offs);
+        for (int j = 0; j < k; j++) {
+            uint64_t v = sg_prof_word(n->pay, offs[j]);
+            if (sg_prof_finder_find(&f, v, &ai)) fn(u, (sg_prof_pos){ (uint32_t)i, offs[j] }, v, &ai);
+        }
+    }
+    sg_prof_finder_end(&f);
+}
+
+/* ------------------------------------------------------------ state */
+
+/* Copies src into dst (dst's buffers reused). 0, or -1 if out of memory. */
+int sg_prof_fp_copy(sg_fp *dst, const sg_fp *src) { return sg_fp_copy(dst, src); }
+
+/* Whether a and b have the same topology and node keys (payload lengths
+ * included): the only thing profiling may see change is payload bytes. */
+int sg_prof_same_shape(const sg_fp *a, const sg_fp *b)
+{
+    if (a->n != b->n || a->nedges != b->nedges ||
+        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->nodes[i].len != b->nodes[i].len ||
+            memcmp(&a->nodes[i].k, &b->nodes[i].k, sizeof a->nodes[i].k))
+            return 0;
+    return 1;
+}
+
+void sg_prof_profile_reset(sg_prof *p)
+{
+    for (size_t i = 0; i < p->nvaried; i++) free(p->varied[i]);
+    free(p->varied);
+    p->varied = NULL;
+    p->nvaried = 0;
+    p->base.n = p->base.nedges = 0;
+    p->npos = 0;
+    p->launches = 0;
+    p->update_ns = 0;
+}
+
+/* ------------------------------------------------------------ variants' nodes */
+
+void sg_prof_cnode_free(cnode *c)
+{
+    free(c->pay);
+    free(c->mask);
+    memset(c, 0, sizeof *c);
+}
+
+void sg_prof_mark_dirty(sg_prof *p, size_t i)
+{
+    p->hit = -1;
+    if (i < p->n && p->dirty && !p->dirty[i]) {
+        p->dirty[i] = 1;
+        p->dirty_list[p->ndirty++] = (uint32_t)i;
+    }
+}

@@ -1,0 +1,481 @@
+/*
+ * core/rec_graph.c: the table of graph records (record.h): records made by
+ * the explicit graph API, records of finished captures (capture.c hands them
+ * over), the node table that names explicit nodes, what spoils a record,
+ * and the fetch of the exec side with its one check against the driver.
+ *
+ * Locks: rec_lock (record.h) guards everything here; the driver calls of a
+ * fetch's check (two count queries) and the program's own calls (route) run
+ * without it.
+ */
+#include "rec_internal.h"
+
+#include "driver.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pthread_mutex_t sg_rec_lock = PTHREAD_MUTEX_INITIALIZER;
+int sg_rec_oom;
+int sg_rec_on;
+
+const char *const sg_readback_names[SG_READBACK_COUNT] = {
+#define SG_READBACK_NAME_(s, n) n,
+    SG_READBACK_LIST(SG_READBACK_NAME_)
+};
+
+static sg_grecord *table;              /* by graph */
+static sg_grecord *building;           /* captures in progress (next_building) */
+
+/* An explicit node: handle -> its record and index. */
+typedef struct node_ent {
+    CUgraphNode node;
+    UT_hash_handle hh;
+    sg_grecord *rec;
+    uint32_t index;
+} node_ent;
+static node_ent *nodes;
+
+static unsigned long readbacks[SG_READBACK_COUNT];   /* atomic */
+static unsigned long used;                            /* atomic */
+
+/* ------------------------------------------------------------ records */
+
+static sg_grecord *grecord_new(void)
+{
+    sg_grecord *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->fp.origin = SG_FP_RECORDED;
+    r->fp.epoch = sg_fp_epoch();
+    r->why = SG_READBACK_NONE;
+    return r;
+}
+
+void sg_grecord_spoil(sg_grecord *r, sg_readback why)
+{
+    if (r->why == SG_READBACK_NONE) r->why = why;
+}
+
+/* Forgets r's explicit nodes (rec_lock held). */
+static void forget_nodes(sg_grecord *r)
+{
+    for (size_t i = 0; r->handles && i < r->fp.n; i++) {
+        node_ent *e;
+        if (!r->handles[i]) continue;
+        HASH_FIND_PTR(nodes, &r->handles[i], e);
+        if (e && e->rec == r) {
+            HASH_DEL(nodes, e);
+            free(e);
+        }
+    }
+}
+
+static void grecord_free(sg_grecord *r)
+{
+    forget_nodes(r);
+    sg_fp_free(&r->fp);
+    free(r->handles);
+    free(r);
+}
+
+/* Removes g's record from the table and frees it (rec_lock held). */
+static void remove_locked(CUgraph g)
+{
+    sg_grecord *r;
+    HASH_FIND_PTR(table, &g, r);
+    if (!r) return;
+    HASH_DEL(table, r);
+    grecord_free(r);
+}
+
+/* Adds r under g, replacing any record of g (rec_lock held). On failure r
+ * is freed. */
+static void insert_locked(sg_grecord *r, CUgraph g)
+{
+    remove_locked(g);
+    r->graph = g;
+    sg_rec_oom = 0;
+    HASH_ADD_PTR(table, graph, r);
+    if (sg_rec_oom) grecord_free(r);
+}
+
+static sg_grecord *find_locked(CUgraph g)
+{
+    sg_grecord *r;
+    HASH_FIND_PTR(table, &g, r);
+    return r;
+}
+
+sg_grecord *sg_grecord_building(void)
+{
+    sg_grecord *r = grecord_new();
+    if (!r) return NULL;
+    r->next_building = building;
+    building = r;
+    return r;
+}
+
+static void unlink_building(sg_grecord *r)
+{
+    for (sg_grecord **p = &building; *p; p = &(*p)->next_building)
+        if (*p == r) {
+            *p = r->next_building;
+            break;
+        }
+    r->next_building = NULL;
+}
+
+void sg_grecord_finish(sg_grecord *r, CUgraph g)
+{
+    unlink_building(r);
+    insert_locked(r, g);
+}
+
+void sg_grecord_drop(sg_grecord *r)
+{
+    unlink_building(r);
+    grecord_free(r);
+}
+
+sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle)
+{
+    size_t i = r->fp.n;
+    if (sg_grow((void **)&r->handles, &r->handles_cap, i + 1, sizeof *r->handles) != 0 ||
+        i >= UINT32_MAX) {
+        sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+        return NULL;
+    }
+    sg_fp_node *n = sg_fp_push_node(&r->fp);
+    if (!n) {
+        sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+        return NULL;
+    }
+    r->handles[i] = handle;
+    if (!handle) {
+        r->unknown++;
+        return n;
+    }
+    node_ent *e = malloc(sizeof *e);
+    if (e) {
+        node_ent *old;
+        HASH_FIND_PTR(nodes, &handle, old);     /* a handle value the driver reused */
+        if (old) {
+            HASH_DEL(nodes, old);
+            free(old);
+        }
+        *e = (node_ent){ .node = handle, .rec = r, .index = (uint32_t)i };
+        sg_rec_oom = 0;
+        HASH_ADD_PTR(nodes, node, e);
+        if (!sg_rec_oom) return n;
+        free(e);
+    }
+    sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+    return n;
+}
+
+void sg_grecord_edge(sg_grecord *r, uint32_t from, uint32_t to, const void *data8)
+{
+    if (sg_fp_push_edge(&r->fp, from, to, data8) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+}
+
+void sg_rec_taint(void)
+{
+    sg_grecord *r, *tmp;
+    HASH_ITER(hh, table, r, tmp)
+        if (r->unknown) sg_grecord_spoil(r, SG_READBACK_UNKNOWN_NODE);
+    for (r = building; r; r = r->next_building) sg_grecord_spoil(r, SG_READBACK_UNKNOWN_NODE);
+}
+
+/* A record changed: its counts must be checked again before the next use. */
+static void changed(sg_grecord *r) { r->checked = 0; }
+
+/* ------------------------------------------------------------ descriptions */
+
+int sg_rec_memset_desc(sg_fp_node *n, CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem,
+                       size_t width, size_t height, CUcontext ctx)
+{
+    /* a one-row memset is described with the pitch of its row, as the
+     * driver reports it */
+    CUDA_MEMSET_NODE_PARAMS m = { .dst = dst, .pitch = height > 1 ? pitch : width * elem,
+                                  .value = value, .elementSize = elem, .width = width,
+                                  .height = height };
+    return sg_fp_memset_desc(n, &m, ctx);
+}
+
+int sg_rec_copy2d_desc(sg_fp_node *n, const CUDA_MEMCPY2D *c, CUcontext ctx)
+{
+    CUDA_MEMCPY3D m = {
+        .srcXInBytes = c->srcXInBytes, .srcY = c->srcY, .srcMemoryType = c->srcMemoryType,
+        .srcHost = c->srcHost, .srcDevice = c->srcDevice, .srcArray = c->srcArray,
+        .srcPitch = c->srcPitch, .srcHeight = c->srcY + c->Height,
+        .dstXInBytes = c->dstXInBytes, .dstY = c->dstY, .dstHeight = c->dstY + c->Height,
+        .dstMemoryType = c->dstMemoryType, .dstHost = c->dstHost, .dstDevice = c->dstDevice,
+        .dstArray = c->dstArray, .dstPitch = c->dstPitch, .WidthInBytes = c->WidthInBytes,
+        .Height = c->Height, .Depth = 1,
+    };
+    return sg_fp_memcpy_desc(n, &m, ctx);
+}
+
+/* Describes node n from the parameters an explicit call carries. Returns 0,
+ * or why the record cannot hold it. */
+static sg_readback params_desc(sg_fp_node *n, sg_node_params_kind pk, const void *params,
+                               CUcontext ctx)
+{
+    int r = sg_fp_params_desc(n, pk, params, ctx, NULL);
+    if (r < 0) return SG_READBACK_OUT_OF_MEMORY;
+    return r == 0 ? SG_READBACK_NONE : SG_READBACK_UNMODELED_CALL;
+}
+
+/* ------------------------------------------------------------ explicit calls */
+
+/* The index of dependency handle h in r, or -1. */
+static long dep_index(const sg_grecord *r, CUgraphNode h)
+{
+    node_ent *e;
+    HASH_FIND_PTR(nodes, &h, e);
+    return e && e->rec == r ? (long)e->index : -1;
+}
+
+static void add_node(const sg_gb *gb)
+{
+    sg_grecord *r = find_locked(gb->u.add.graph);
+    if (!r) return;                       /* a graph the recorder does not follow */
+    changed(r);
+    /* even a spoiled record keeps naming its nodes: a setter of one of them
+     * then spoils nothing else */
+    sg_fp_node *n = sg_grecord_add(r, *gb->u.add.out);
+    if (!n || r->why != SG_READBACK_NONE) return;
+    uint32_t idx = (uint32_t)(r->fp.n - 1);
+    if (gb->u.add.empty) {
+        n->k.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    } else {
+        sg_readback why = params_desc(n, gb->u.add.pk, gb->u.add.params, gb->u.add.ctx);
+        if (why != SG_READBACK_NONE) sg_grecord_spoil(r, why);
+    }
+    if (n->k.state == SG_FP_UNSUPPORTED) r->fp.unsupported = 1;
+    for (size_t i = 0; i < gb->u.add.ndeps && r->why == SG_READBACK_NONE; i++) {
+        long d = dep_index(r, gb->u.add.deps[i]);
+        if (d < 0) sg_grecord_spoil(r, SG_READBACK_UNKNOWN_NODE);
+        else sg_grecord_edge(r, (uint32_t)d, idx, gb->u.add.edata ? &gb->u.add.edata[i] : NULL);
+    }
+}
+
+/* The record and index of an explicit node, or NULL after tainting every
+ * record that could hold it (a captured node: its handle is not known). */
+static sg_grecord *node_of(CUgraphNode h, uint32_t *index)
+{
+    node_ent *e;
+    HASH_FIND_PTR(nodes, &h, e);
+    if (!e) {
+        sg_rec_taint();
+        return NULL;
+    }
+    *index = e->index;
+    changed(e->rec);
+    return e->rec;
+}
+
+static void set_node(const sg_gb *gb)
+{
+    uint32_t i;
+    sg_grecord *r = node_of(gb->u.set.node, &i);
+    if (!r || r->why != SG_READBACK_NONE) return;
+    sg_fp_node *n = &r->fp.nodes[i];
+    sg_fp_key keep = n->k;
+    sg_readback why = params_desc(n, gb->u.set.pk, gb->u.set.params, gb->u.set.ctx);
+    if (why != SG_READBACK_NONE) {
+        sg_grecord_spoil(r, why);
+        return;
+    }
+    if (n->k.type != keep.type) {         /* the driver refuses a change of type */
+        sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+        return;
+    }
+    if (n->k.type == CU_GRAPH_NODE_TYPE_KERNEL) {   /* setting parameters keeps the attributes */
+        n->k.attr_mask = keep.attr_mask;
+        memcpy(n->k.attrs, keep.attrs, sizeof keep.attrs);
+        if (keep.state == SG_FP_UNSUPPORTED) n->k.state = SG_FP_UNSUPPORTED;
+    }
+    if (n->k.state == SG_FP_UNSUPPORTED) r->fp.unsupported = 1;
+}
+
+static void set_attr(const sg_gb *gb)
+{
+    uint32_t i;
+    sg_grecord *r = node_of(gb->u.attr.node, &i);
+    if (!r || r->why != SG_READBACK_NONE) return;
+    sg_fp_node *n = &r->fp.nodes[i];
+    if (n->k.type != CU_GRAPH_NODE_TYPE_KERNEL || !gb->u.attr.value ||
+        sg_fp_attr_set(&n->k, gb->u.attr.id, gb->u.attr.value) != 0)
+        sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+    else if (n->k.state == SG_FP_UNSUPPORTED)
+        r->fp.unsupported = 1;
+}
+
+static void add_deps(const sg_gb *gb)
+{
+    sg_grecord *r = find_locked(gb->u.deps.graph);
+    if (!r) return;
+    changed(r);
+    for (size_t i = 0; i < gb->u.deps.n && r->why == SG_READBACK_NONE; i++) {
+        long a = dep_index(r, gb->u.deps.from[i]), b = dep_index(r, gb->u.deps.to[i]);
+        if (a < 0 || b < 0) sg_grecord_spoil(r, SG_READBACK_UNKNOWN_NODE);
+        else sg_grecord_edge(r, (uint32_t)a, (uint32_t)b, gb->u.deps.edata ? &gb->u.deps.edata[i] : NULL);
+    }
+}
+
+/* A clone: the same description; its node handles are the clone's own, not
+ * known here. */
+static void clone_graph(const sg_gb *gb)
+{
+    sg_grecord *src = find_locked(gb->u.clone.orig);
+    if (!src || src->why != SG_READBACK_NONE) return;
+    sg_grecord *r = grecord_new();
+    if (!r) return;
+    if (sg_fp_copy(&r->fp, &src->fp) != 0 ||
+        sg_grow((void **)&r->handles, &r->handles_cap, src->fp.n, sizeof *r->handles) != 0) {
+        grecord_free(r);
+        return;
+    }
+    memset(r->handles, 0, src->fp.n * sizeof *r->handles);
+    r->unknown = src->fp.n;
+    insert_locked(r, *gb->u.clone.out);
+}
+
+CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    CUresult rc = route(c);
+    const sg_gb *gb = c->gb;
+    if (rc != CUDA_SUCCESS || !sg_rec_on) return rc;
+    pthread_mutex_lock(&sg_rec_lock);
+    switch (gb->kind) {
+    case SG_GB_GRAPH_CREATE: {
+        sg_grecord *r = grecord_new();
+        if (r) insert_locked(r, *gb->u.graph_out);
+        break;
+    }
+    case SG_GB_ADD_NODE:
+        if (gb->u.add.out) add_node(gb);
+        break;
+    case SG_GB_SET_NODE:
+        set_node(gb);
+        break;
+    case SG_GB_SET_ATTR:
+        set_attr(gb);
+        break;
+    case SG_GB_ADD_DEPS:
+        add_deps(gb);
+        break;
+    case SG_GB_CLONE:
+        if (gb->u.clone.out) clone_graph(gb);
+        break;
+    case SG_GB_GRAPH_OTHER: {
+        sg_grecord *r = find_locked(gb->u.graph);
+        if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+        break;
+    }
+    case SG_GB_NODE_OTHER: {
+        uint32_t i;
+        sg_grecord *r = node_of(gb->u.node, &i);
+        if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+        break;
+    }
+    default:
+        break;
+    }
+    pthread_mutex_unlock(&sg_rec_lock);
+    return rc;
+}
+
+void sg_rec_graph_gone(CUgraph g)
+{
+    if (!sg_rec_on) return;
+    pthread_mutex_lock(&sg_rec_lock);
+    remove_locked(g);
+    pthread_mutex_unlock(&sg_rec_lock);
+}
+
+/* ------------------------------------------------------------ the exec side */
+
+/* Node and edge counts of g, through the driver. 0, or -1 if it cannot tell. */
+static int driver_counts(CUgraph g, size_t *n, size_t *e)
+{
+    *n = *e = 0;
+    if (!sg_drv.cuGraphGetNodes || !sg_drv.cuGraphGetEdges_v2) return -1;
+    if (SG_DRIVER_CALL(cuGraphGetNodes, g, NULL, n) != CUDA_SUCCESS) return -1;
+    return SG_DRIVER_CALL(cuGraphGetEdges_v2, g, NULL, NULL, NULL, e) == CUDA_SUCCESS ? 0 : -1;
+}
+
+sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
+{
+    if (handles) *handles = NULL;
+    if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
+    pthread_mutex_lock(&sg_rec_lock);
+    sg_grecord *r = find_locked(g);
+    sg_readback why = !r ? SG_READBACK_NOT_RECORDED : r->why;
+    int check = r && why == SG_READBACK_NONE && !r->checked;
+    pthread_mutex_unlock(&sg_rec_lock);
+    size_t dn = 0, de = 0;
+    int counted = check ? driver_counts(g, &dn, &de) : 0;
+    pthread_mutex_lock(&sg_rec_lock);
+    r = why == SG_READBACK_NONE ? find_locked(g) : NULL;   /* it may have gone meanwhile */
+    if (why == SG_READBACK_NONE && (!r || r->why != SG_READBACK_NONE))
+        why = r ? r->why : SG_READBACK_NOT_RECORDED;
+    if (why == SG_READBACK_NONE && check && !r->checked) {
+        if (counted != 0 || dn != r->fp.n || de != r->fp.nedges) {
+            sg_grecord_spoil(r, SG_READBACK_COUNT_MISMATCH);
+            why = SG_READBACK_COUNT_MISMATCH;
+        } else {
+            r->checked = 1;
+        }
+    }
+    if (why == SG_READBACK_NONE && r->fp.epoch != sg_fp_epoch()) why = SG_READBACK_MODULE_UNLOADED;
+    if (why == SG_READBACK_NONE && sg_fp_copy(fp, &r->fp) != 0) why = SG_READBACK_OUT_OF_MEMORY;
+    if (why == SG_READBACK_NONE && handles && !r->unknown && r->fp.n) {
+        *handles = malloc(r->fp.n * sizeof **handles);
+        if (*handles) memcpy(*handles, r->handles, r->fp.n * sizeof **handles);
+    }
+    pthread_mutex_unlock(&sg_rec_lock);
+    if (why == SG_READBACK_NONE) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
+    return why;
+}
+
+void sg_rec_count_readback(sg_readback why)
+{
+    if (why >= 0 && why < SG_READBACK_COUNT) __atomic_add_fetch(&readbacks[why], 1, __ATOMIC_RELAXED);
+}
+
+void sg_rec_readback_counts(unsigned long *out)
+{
+    for (int i = 0; i < SG_READBACK_COUNT; i++) out[i] = __atomic_load_n(&readbacks[i], __ATOMIC_RELAXED);
+}
+
+unsigned long sg_rec_used(void) { return __atomic_load_n(&used, __ATOMIC_RELAXED); }
+
+/* ------------------------------------------------------------ life */
+
+void sg_rec_atfork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&sg_rec_lock);
+    else pthread_mutex_unlock(&sg_rec_lock);
+}
+
+void sg_rec_graphs_reset(void)
+{
+    sg_grecord *r, *tmp;
+    pthread_mutex_lock(&sg_rec_lock);
+    HASH_ITER(hh, table, r, tmp) {
+        HASH_DEL(table, r);
+        grecord_free(r);
+    }
+    while (building) sg_grecord_drop(building);
+    node_ent *e, *et;
+    HASH_ITER(hh, nodes, e, et) {
+        HASH_DEL(nodes, e);
+        free(e);
+    }
+    memset(readbacks, 0, sizeof readbacks);
+    used = 0;
+    pthread_mutex_unlock(&sg_rec_lock);
+}

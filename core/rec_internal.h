@@ -1,0 +1,67 @@
+/*
+ * core/rec_internal.h: what the recorder's two files share: rec_graph.c (the
+ * table of graph records, the explicit graph API, the checks and fetches of
+ * the exec side) and capture.c (captures in progress and the stream
+ * operations they record). Not for the rest of core/: record.h is the
+ * interface. Locks: record.h.
+ */
+#ifndef SG_REC_INTERNAL_H
+#define SG_REC_INTERNAL_H
+
+#include "record.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+extern int sg_rec_oom;                 /* set by uthash on a failed add (rec_lock held) */
+#define uthash_nonfatal_oom(elt) (sg_rec_oom = 1)
+#include "hash.h"
+
+extern pthread_mutex_t sg_rec_lock;
+extern int sg_rec_on;                  /* written once at start-up */
+
+/* One graph's record. */
+typedef struct sg_grecord {
+    CUgraph graph;            /* the table's key; NULL while its capture is in progress */
+    UT_hash_handle hh;
+    struct sg_grecord *next_building;  /* captures in progress (rec_graph.c's list) */
+    sg_fp fp;                 /* origin SG_FP_RECORDED, nodes in creation order */
+    CUgraphNode *handles;     /* fp.n used; NULL entries: not known (captured nodes) */
+    size_t handles_cap;
+    size_t unknown;           /* nodes whose handle is not known */
+    sg_readback why;          /* SG_READBACK_NONE while the record is complete */
+    int checked;              /* counts checked against the driver since the last change */
+} sg_grecord;
+
+/* A record for a capture in progress (not in the table, but spoiled with
+ * the others by sg_rec_taint). NULL if out of memory. */
+sg_grecord *sg_grecord_building(void);
+/* The capture ended with graph g: the record joins the table (replacing any
+ * record of g). A capture that failed: sg_grecord_drop. */
+void sg_grecord_finish(sg_grecord *r, CUgraph g);
+void sg_grecord_drop(sg_grecord *r);
+/* Appends a node (handle NULL if not known); its description is the
+ * caller's to write. NULL if out of memory (r is then spoiled). */
+sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle);
+/* Appends an edge between node indices; spoils r if out of memory. */
+void sg_grecord_edge(sg_grecord *r, uint32_t from, uint32_t to, const void *data8);
+/* r no longer describes its graph (the first reason stays). */
+void sg_grecord_spoil(sg_grecord *r, sg_readback why);
+/* A change the recorder cannot attribute to a graph: spoils every record
+ * that has nodes of unknown handle, and every capture in progress. */
+void sg_rec_taint(void);
+
+/* Describes a memset / memcpy node from a stream operation or node
+ * parameters. 0, or -1 if out of memory. */
+int sg_rec_memset_desc(sg_fp_node *n, CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem,
+                       size_t width, size_t height, CUcontext ctx);
+int sg_rec_copy2d_desc(sg_fp_node *n, const CUDA_MEMCPY2D *c, CUcontext ctx);
+
+/* Frees every record (tests). */
+void sg_rec_graphs_reset(void);
+
+/* Explicit graph calls (rec_graph.c), rec_lock not held: route(c) runs
+ * first; on success the record follows. */
+CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *));
+
+#endif /* SG_REC_INTERNAL_H */

@@ -1,0 +1,27 @@
+# tests/e2e/adv.mk: builds the adversarial programs of issue 10 and their
+# kernel modules (included by the top-level Makefile); the runner is
+# tests/e2e/test_correctness.sh.
+#   $(BUILD)/tests/e2e/adv_<case>     one program per tests/e2e/adv_<case>.c,
+#                                     linked against the toolkit's stub libcuda
+#   $(BUILD)/tests/e2e/adv_kernels.so the kernels (tests/e2e/adv_kernels.c)
+#   $(BUILD)/tests/e2e/adv_ver1.so, adv_ver2.so
+#                                     two versions of one kernel (class 9)
+
+ADV_DIR   := $(BUILD)/tests/e2e
+ADV_PROGS := $(patsubst tests/e2e/%.c,$(ADV_DIR)/%,\
+               $(filter-out tests/e2e/adv_kernels.c,$(wildcard tests/e2e/adv_*.c)))
+ADV_MODS  := $(ADV_DIR)/adv_kernels.so $(ADV_DIR)/adv_ver1.so $(ADV_DIR)/adv_ver2.so
+
+$(ADV_PROGS): $(ADV_DIR)/%: tests/e2e/%.c tests/e2e/adv_common.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS)
+
+$(ADV_DIR)/adv_kernels.so: tests/e2e/adv_kernels.c $(EMU_KERNEL_H)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(EMU_MODULE_CFLAGS) -shared -o $@ $< $(ALL_LDFLAGS)
+
+$(ADV_DIR)/adv_ver%.so: tests/e2e/adv_kernels.c $(EMU_KERNEL_H)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(EMU_MODULE_CFLAGS) -DADV_VERSION=$* -shared -o $@ $< $(ALL_LDFLAGS)
+
+all: $(ADV_PROGS) $(ADV_MODS)

@@ -1,0 +1,286 @@
+/*
+ * tests/e2e/adv_common.h: what the adversarial programs of issue 10
+ * (tests/e2e/adv_*.c, run by tests/e2e/test_correctness.sh) share.
+ *
+ * Every program is a valid driver-API program that computes its expected
+ * result on the host and prints, on stdout, only lines that must be the same
+ * with and without the library:
+ *   - every driver call that does not return CUDA_SUCCESS, with its line and
+ *     the CUresult name ("L123 cuGraphLaunch(...) = CUDA_ERROR_...");
+ *   - "check NAME: ok (...)" or "check NAME: WRONG (...)" for each result the
+ *     program verifies against its host computation (absolute values);
+ *   - at the end, "driver calls: N, results digest: X": a digest of (source
+ *     line, CUresult) of every call made through R() or MUST(), so a changed
+ *     result of any call shows even when it is not printed.
+ * The digest is a sum of per-call hashes, so calls made from several threads
+ * in a varying order give the same digest.
+ * Exit status: 0 when every check held, 3 when one did not, 2 when a set-up
+ * call failed (MUST), 4 for a bad command line.
+ * ADV_VERBOSE=1 prints every call and its result on stderr.
+ *
+ * Kernels come from the emulated module adv_kernels.so next to the program
+ * (tests/e2e/adv_kernels.c).
+ *
+ * Thread safety: adv_r() and adv_check() may be called from any thread
+ * (adv_lock guards the counters and the output).
+ */
+#ifndef ADV_COMMON_H
+#define ADV_COMMON_H
+
+#include <cuda.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t adv_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t adv_digest;
+static unsigned long adv_ncalls;
+static int adv_nchecks, adv_nwrong;
+
+static inline const char *adv_err(CUresult r)
+{
+    const char *s = NULL;
+    if (cuGetErrorName(r, &s) != CUDA_SUCCESS || !s) return "(unknown CUresult)";
+    return s;
+}
+
+static inline uint64_t adv_mix(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* Counts a driver call's result: folded into the digest, printed unless it
+ * is CUDA_SUCCESS. Returns r. */
+static inline CUresult adv_r(CUresult r, const char *what, int line)
+{
+    pthread_mutex_lock(&adv_lock);
+    adv_ncalls++;
+    adv_digest += adv_mix(adv_mix(0xcbf29ce484222325ull, (uint64_t)line), (uint64_t)r);
+    if (r != CUDA_SUCCESS) {
+        printf("L%d %s = %s\n", line, what, adv_err(r));
+        fflush(stdout);
+    }
+    if (getenv("ADV_VERBOSE")) fprintf(stderr, "L%d %s = %s\n", line, what, adv_err(r));
+    pthread_mutex_unlock(&adv_lock);
+    return r;
+}
+#define R(call) adv_r((call), #call, __LINE__)
+
+/* A set-up call that must succeed: on failure the program ends (status 2). */
+#define MUST(call)                                                            \
+    do {                                                                      \
+        if (R(call) != CUDA_SUCCESS) {                                        \
+            printf("set-up failed at line %d\n", __LINE__);                   \
+            exit(2);                                                          \
+        }                                                                     \
+    } while (0)
+
+/* Prints "check NAME: ok (...)" or "check NAME: WRONG (...)"; the details
+ * must be the same in every correct run. Returns ok. */
+static inline int adv_check(const char *name, int ok, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&adv_lock);
+    adv_nchecks++;
+    adv_nwrong += !ok;
+    printf("check %s: %s (", name, ok ? "ok" : "WRONG");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf(")\n");
+    fflush(stdout);
+    pthread_mutex_unlock(&adv_lock);
+    return ok;
+}
+
+/* The last lines; the exit status for main. */
+static inline int adv_finish(void)
+{
+    pthread_mutex_lock(&adv_lock);
+    printf("driver calls: %lu, results digest: %016llx\n", adv_ncalls,
+           (unsigned long long)adv_digest);
+    printf("checks: %d, wrong: %d\n", adv_nchecks, adv_nwrong);
+    fflush(stdout);
+    int rc = adv_nchecks == 0 ? 3 : adv_nwrong ? 3 : 0;
+    pthread_mutex_unlock(&adv_lock);
+    return rc;
+}
+
+/* "<directory of this program>/<name>" into out; exits 2 if it does not fit. */
+static inline void adv_path(const char *name, char *out, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) {
+        printf("cannot read /proc/self/exe\n");
+        exit(2);
+    }
+    exe[len] = 0;
+    int w = snprintf(out, n, "%s/%s", dirname(exe), name);
+    if (w <= 0 || (size_t)w >= n) {
+        printf("path too long\n");
+        exit(2);
+    }
+}
+
+/* cuInit, device 0's primary context current (*ctx), and the module `name`
+ * (next to this program) loaded (*mod, if mod is not NULL). */
+static inline void adv_open_module(const char *name, CUcontext *ctx, CUmodule *mod)
+{
+    CUdevice dev;
+    char path[PATH_MAX + 64];
+    MUST(cuInit(0));
+    MUST(cuDeviceGet(&dev, 0));
+    MUST(cuDevicePrimaryCtxRetain(ctx, dev));
+    MUST(cuCtxSetCurrent(*ctx));
+    if (mod) {
+        adv_path(name, path, sizeof path);
+        MUST(cuModuleLoad(mod, path));
+    }
+}
+
+static inline void adv_open(CUcontext *ctx, CUmodule *mod)
+{
+    adv_open_module("adv_kernels.so", ctx, mod);
+}
+
+static inline CUfunction adv_fn(CUmodule mod, const char *name)
+{
+    CUfunction f;
+    MUST(cuModuleGetFunction(&f, mod, name));
+    return f;
+}
+
+/* Launches f with grid 1x1x1, block 1x1x1 on s (kernelParams). */
+#define ADV_LAUNCH(f, s, ...)                                                 \
+    ({                                                                        \
+        void *adv_args_[] = { __VA_ARGS__ };                                  \
+        R(cuLaunchKernel((f), 1, 1, 1, 1, 1, 1, 0, (s), adv_args_, NULL));    \
+    })
+
+/* Captures one launch of f(args) (grid and block 1x1x1) on s into *g,
+ * instantiates it; *node = its node. Set-up: exits on failure. */
+static inline CUgraphExec adv_one_node_exec(CUstream s, CUfunction f, void **args, CUgraph *g,
+                                            CUgraphNode *node)
+{
+    CUgraphExec exec;
+    size_t n = 1;
+    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    MUST(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+    MUST(cuStreamEndCapture(s, g));
+    MUST(cuGraphGetNodes(*g, node, &n));
+    MUST(cuGraphInstantiateWithFlags(&exec, *g, 0));
+    return exec;
+}
+
+/* The n nodes of g, a chain (as one stream's capture makes), in chain order
+ * (cuGraphGetNodes does not promise creation order). Exits on failure. */
+static inline void adv_chain_nodes(CUgraph g, CUgraphNode *out, size_t n)
+{
+    size_t k = 1;
+    MUST(cuGraphGetRootNodes(g, &out[0], &k));
+    for (size_t i = 1; i < n; i++) {
+        k = 1;
+        MUST(cuGraphNodeGetDependentNodes(out[i - 1], &out[i], NULL, &k));
+    }
+}
+
+/* cuGraphExecKernelNodeSetParams(exec, node, f(args)) with grid and block
+ * 1x1x1, counted as a call at the caller's line. */
+static inline CUresult adv_set_kernel_at(int line, CUgraphExec exec, CUgraphNode node,
+                                         CUfunction f, void **args)
+{
+    CUDA_KERNEL_NODE_PARAMS kp = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                                   .kernelParams = args };
+    return adv_r(cuGraphExecKernelNodeSetParams(exec, node, &kp),
+                 "cuGraphExecKernelNodeSetParams(exec, node, f(args))", line);
+}
+#define ADV_SET_KERNEL(exec, node, f, args) adv_set_kernel_at(__LINE__, exec, node, f, args)
+
+/* FNV-1a 64 over n bytes. */
+static inline uint64_t adv_fnv(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Host copy of n 32-bit words at d (synchronous); NULL on failure. */
+static inline uint32_t *adv_read(CUdeviceptr d, size_t n)
+{
+    uint32_t *h = malloc(n ? n * 4 : 1);
+    if (!h) return NULL;
+    if (R(cuMemcpyDtoH(h, d, n * 4)) != CUDA_SUCCESS) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Compares n words at device address d with want[]; prints one check line
+ * with the first differing index. */
+static inline int adv_check_words(const char *name, CUdeviceptr d, const uint32_t *want, size_t n)
+{
+    uint32_t *got = adv_read(d, n);
+    if (!got) return adv_check(name, 0, "the copy back failed");
+    size_t bad = 0, first = n;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i]) {
+            if (first == n) first = i;
+            bad++;
+        }
+    int ok = bad == 0;
+    if (ok)
+        adv_check(name, 1, "%zu words, fnv %016llx", n, (unsigned long long)adv_fnv(want, n * 4));
+    else
+        adv_check(name, 0, "%zu of %zu words differ, first at %zu: got %08x, want %08x", bad, n,
+                  first, got[first], want[first]);
+    free(got);
+    return ok;
+}
+
+/* Sleeps `us` microseconds. */
+static inline void adv_sleep_us(unsigned us)
+{
+    struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* The capture status name of stream s ("none", "active", "invalidated", or
+ * the error name). */
+static inline const char *adv_capture_status(CUstream s)
+{
+    CUstreamCaptureStatus st;
+    CUresult r = R(cuStreamIsCapturing(s, &st));
+    if (r != CUDA_SUCCESS) return adv_err(r);
+    return st == CU_STREAM_CAPTURE_STATUS_NONE     ? "none"
+           : st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? "active"
+                                                   : "invalidated";
+}
+
+/* The case named on the command line: argv[1] must be one of names[]
+ * (NULL-terminated); returns its index, or exits 4 with the list. */
+static inline int adv_case(int argc, char **argv, const char *const *names)
+{
+    for (int i = 0; argc > 1 && names[i]; i++)
+        if (strcmp(argv[1], names[i]) == 0) return i;
+    printf("usage: %s CASE, CASE one of:", argv[0]);
+    for (int i = 0; names[i]; i++) printf(" %s", names[i]);
+    printf("\n");
+    exit(4);
+}
+
+#endif /* ADV_COMMON_H */

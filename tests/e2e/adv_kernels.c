@@ -1,0 +1,209 @@
+/*
+ * tests/e2e/adv_kernels.c: the kernels of the adversarial programs
+ * (tests/e2e/adv_*.c) as an emulated module (tests/emu/driver/emu_kernel.h): each
+ * function runs the whole launch on the CPU. No shared state, no locks.
+ *
+ * Built three ways (tests/e2e/adv.mk):
+ *   adv_kernels.so          the kernels below;
+ *   adv_ver1.so, adv_ver2.so  (-DADV_VERSION=1 / 2) one kernel "versioned"
+ *                           whose second version has one more argument
+ *                           (issue 10, class 9).
+ * `n` arguments count 32-bit words.
+ */
+#include "emu_kernel.h"
+
+#include <stdint.h>
+#include <time.h>
+
+#define ARG(type, i) (*(type *)params[i])
+#define P sizeof(void *)
+
+#ifndef ADV_VERSION
+
+/* ring_write(u32 *begin, u32 *end, u32 *cur, u32 n, u32 val): writes n words
+ * from cur on, wrapping from end back to begin (a ring buffer). */
+static void ring_write(void **params, const emu_launch *l)
+{
+    uint32_t *begin = ARG(uint32_t *, 0), *end = ARG(uint32_t *, 1), *p = ARG(uint32_t *, 2);
+    uint32_t n = ARG(uint32_t, 3), val = ARG(uint32_t, 4);
+    (void)l;
+    for (uint32_t i = 0; i < n; i++) {
+        *p++ = val * 0x9e3779b1u + i;
+        if (p >= end) p -= end - begin;
+    }
+}
+
+/* store_ptr(u64 *table, u32 idx, u32 *p, u32 v): table[idx] = p; p[idx] = v
+ * (a kernel that keeps the pointer it was given). */
+static void store_ptr(void **params, const emu_launch *l)
+{
+    uint64_t *table = ARG(uint64_t *, 0);
+    uint32_t idx = ARG(uint32_t, 1);
+    uint32_t *p = ARG(uint32_t *, 2);
+    (void)l;
+    table[idx] = (uint64_t)(uintptr_t)p;
+    p[idx] = ARG(uint32_t, 3);
+}
+
+/* follow_ptr(const u64 *table, u32 n, u32 *out): out[i] = ((u32 *)table[i])[i]. */
+static void follow_ptr(void **params, const emu_launch *l)
+{
+    const uint64_t *table = ARG(const uint64_t *, 0);
+    uint32_t n = ARG(uint32_t, 1);
+    uint32_t *out = ARG(uint32_t *, 2);
+    (void)l;
+    for (uint32_t i = 0; i < n; i++) out[i] = ((const uint32_t *)(uintptr_t)table[i])[i];
+}
+
+/* mad_u32(const u32 *in, u32 *acc, u64 n): acc[i] = acc[i] * 3 + in[i]
+ * (the order of two launches shows in the result). */
+static void mad_u32(void **params, const emu_launch *l)
+{
+    const uint32_t *in = ARG(const uint32_t *, 0);
+    uint32_t *acc = ARG(uint32_t *, 1);
+    uint64_t n = ARG(uint64_t, 2);
+    (void)l;
+    for (uint64_t i = 0; i < n; i++) acc[i] = acc[i] * 3u + in[i];
+}
+
+/* add_u32(u32 *p, u32 v, u64 n): p[i] += v. */
+static void add_u32(void **params, const emu_launch *l)
+{
+    uint32_t *p = ARG(uint32_t *, 0), v = ARG(uint32_t, 1);
+    uint64_t n = ARG(uint64_t, 2);
+    (void)l;
+    for (uint64_t i = 0; i < n; i++) p[i] += v;
+}
+
+/* fill_u32(u32 *p, u32 v, u64 n): p[i] = v + i. */
+static void fill_u32(void **params, const emu_launch *l)
+{
+    uint32_t *p = ARG(uint32_t *, 0), v = ARG(uint32_t, 1);
+    uint64_t n = ARG(uint64_t, 2);
+    (void)l;
+    for (uint64_t i = 0; i < n; i++) p[i] = v + (uint32_t)i;
+}
+
+/* sum_u32(const u32 *in, u64 n, u64 *out): *out = sum of in[i] * (i + 1). */
+static void sum_u32(void **params, const emu_launch *l)
+{
+    const uint32_t *in = ARG(const uint32_t *, 0);
+    uint64_t n = ARG(uint64_t, 1), s = 0;
+    (void)l;
+    for (uint64_t i = 0; i < n; i++) s += (uint64_t)in[i] * (i + 1);
+    *ARG(uint64_t *, 2) = s;
+}
+
+/* range_sum(const u32 *begin, const u32 *end, u64 *out): the sum of the
+ * words of [begin, end), or ADV_BAD_RANGE if end < begin or the range is
+ * longer than 64 Mi words (it cannot be a range of one buffer). */
+#define ADV_BAD_RANGE 0xbad0bad0bad0bad0ull
+static void range_sum(void **params, const emu_launch *l)
+{
+    const uint32_t *b = ARG(const uint32_t *, 0), *e = ARG(const uint32_t *, 1);
+    uint64_t s = 0;
+    (void)l;
+    if (e < b || e - b > (64 << 20)) {
+        *ARG(uint64_t *, 2) = ADV_BAD_RANGE;
+        return;
+    }
+    for (const uint32_t *p = b; p < e; p++) s += *p;
+    *ARG(uint64_t *, 2) = s;
+}
+
+/* sleep_count(const u32 *p, u32 v, u64 n, u32 us, u32 *bad): sleeps `us`
+ * microseconds, then *bad = number of words of p that differ from v + i
+ * (a kernel that still reads a block while time passes). */
+static void sleep_count(void **params, const emu_launch *l)
+{
+    const uint32_t *p = ARG(const uint32_t *, 0);
+    uint32_t v = ARG(uint32_t, 1), us = ARG(uint32_t, 3), bad = 0;
+    uint64_t n = ARG(uint64_t, 2);
+    struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+    (void)l;
+    nanosleep(&ts, NULL);
+    for (uint64_t i = 0; i < n; i++) bad += p[i] != v + (uint32_t)i;
+    *ARG(uint32_t *, 4) = bad;
+}
+
+/* list_walk(const u64 *head, const u64 *stop, u32 max, u64 *out): follows a
+ * list whose links are stored in device memory (word 0: the next node's
+ * address, word 1: a value) from head until stop, at most max hops; *out =
+ * hops << 32 | (sum of values & 0xffffffff). */
+static void list_walk(void **params, const emu_launch *l)
+{
+    const uint64_t *p = ARG(const uint64_t *, 0), *stop = ARG(const uint64_t *, 1);
+    uint32_t max = ARG(uint32_t, 2), hops = 0;
+    uint64_t sum = 0;
+    (void)l;
+    while (p != stop && hops < max) {
+        sum += p[1];
+        p = (const uint64_t *)(uintptr_t)p[0];
+        hops++;
+    }
+    *ARG(uint64_t *, 3) = (uint64_t)hops << 32 | (sum & 0xffffffffu);
+}
+
+/* ptr_eq(const u64 *stored, const void *p, u32 *out): *out = (stored[0] == p)
+ * (a kernel comparing its argument with a pointer kept in device memory). */
+static void ptr_eq(void **params, const emu_launch *l)
+{
+    const uint64_t *stored = ARG(const uint64_t *, 0);
+    uint64_t p = (uint64_t)(uintptr_t)ARG(const void *, 1);
+    (void)l;
+    *ARG(uint32_t *, 2) = stored[0] == p;
+}
+
+/* grid_tag(u32 *out, u32 v): out[0] = v * 1000 + grid.x * 10 + block.x (a
+ * kernel whose result depends on its launch dimensions). */
+static void grid_tag(void **params, const emu_launch *l)
+{
+    *ARG(uint32_t *, 0) = ARG(uint32_t, 1) * 1000u + l->grid.x * 10u + l->block.x;
+}
+
+const emu_kernel emu_module[] = {
+    { "ring_write", ring_write, 5, { P, P, P, 4, 4 } },
+    { "store_ptr", store_ptr, 4, { P, 4, P, 4 } },
+    { "follow_ptr", follow_ptr, 3, { P, 4, P } },
+    { "mad_u32", mad_u32, 3, { P, P, 8 } },
+    { "add_u32", add_u32, 3, { P, 4, 8 } },
+    { "fill_u32", fill_u32, 3, { P, 4, 8 } },
+    { "sum_u32", sum_u32, 3, { P, 8, P } },
+    { "range_sum", range_sum, 3, { P, P, P } },
+    { "sleep_count", sleep_count, 5, { P, 4, 8, 4, P } },
+    { "list_walk", list_walk, 4, { P, P, 4, P } },
+    { "ptr_eq", ptr_eq, 3, { P, P, P } },
+    { "grid_tag", grid_tag, 2, { P, 4 } },
+    { 0, 0, 0, { 0 } },
+};
+
+#elif ADV_VERSION == 1
+
+/* versioned(u32 *out, u32 a): *out = a. */
+static void versioned(void **params, const emu_launch *l)
+{
+    (void)l;
+    *ARG(uint32_t *, 0) = ARG(uint32_t, 1);
+}
+
+const emu_kernel emu_module[] = {
+    { "versioned", versioned, 2, { P, 4 } },
+    { 0, 0, 0, { 0 } },
+};
+
+#else
+
+/* versioned(u32 *out, u32 a, u32 b): *out = a * 1000 + b (one argument more
+ * than version 1, in the bytes version 1 did not have). */
+static void versioned(void **params, const emu_launch *l)
+{
+    (void)l;
+    *ARG(uint32_t *, 0) = ARG(uint32_t, 1) * 1000u + ARG(uint32_t, 2);
+}
+
+const emu_kernel emu_module[] = {
+    { "versioned", versioned, 3, { P, 4, 4 } },
+    { 0, 0, 0, { 0 } },
+};
+
+#endif

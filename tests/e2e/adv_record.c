@@ -1,0 +1,235 @@
+/*
+ * tests/e2e/adv_record.c: issue 11, capture-time records (core/record.h).
+ * The library decides graph updates on fingerprints recorded while the
+ * program builds its graphs; each case below builds graphs in a way the
+ * recorder must follow exactly, or must notice it did not follow (and read
+ * the graph back). A record that missed a change would skip an update the
+ * program needs: the results show it.
+ *
+ * Every case runs STEPS steps of: (re)build the graph, bring one exec to it
+ * (cuGraphExecUpdate, instantiating on the first step), launch, check the
+ * buffer against a host model. The graph is a chain of add_u32(buf, v, n)
+ * kernels (buf[i] += v); v changes on some steps only, so that some updates
+ * change nothing (the library may skip them) and others change one node.
+ * Cases:
+ *   chain        one stream's capture, re-captured every step;
+ *   fork_join    the chain split across two streams by events (fork, join);
+ *   explicit     cuGraphCreate + cuGraphAddKernelNode / AddEmptyNode /
+ *                AddDependencies; each step cuGraphKernelNodeSetParams on one
+ *                node, and at step 5 cuGraphKernelNodeSetAttribute (priority);
+ *   setparams    a captured graph kept across steps, changed each step by
+ *                cuGraphKernelNodeSetParams on a node handle from
+ *                cuGraphGetNodes (a captured node's handle: the recorder does
+ *                not know it and must stop trusting the record);
+ *   clone        a captured graph, cloned each step (cuGraphClone), the clone
+ *                used for the update;
+ *   update_deps  a capture that calls cuStreamUpdateCaptureDependencies
+ *                (not modeled: read back);
+ *   foreign_node a capture into whose graph the program adds an empty node
+ *                with cuGraphAddEmptyNode (the graph from
+ *                cuStreamGetCaptureInfo): the record misses it (read back);
+ *   priority     the capture on a stream created with a priority (read back).
+ * Usage: adv_record CASE
+ */
+#include "adv_common.h"
+
+#define N 256
+#define K 8
+#define STEPS 12
+
+static CUfunction f_add;
+static CUdeviceptr buf;
+static uint32_t model[N];
+static uint64_t nwords = N;
+
+/* The scalar of node k at step s: changes every third step for node 2 only. */
+static uint32_t v_of(int k, int s) { return (uint32_t)(k + 1) + (k == 2 ? (uint32_t)(s / 3) * 100u : 0u); }
+
+static void model_step(int s)
+{
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < N; i++) model[i] += v_of(k, s);
+}
+
+static void launch_add(CUstream s, uint32_t *v)
+{
+    void *args[] = { &buf, v, &nwords };
+    MUST(cuLaunchKernel(f_add, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+}
+
+static uint32_t vals[K];
+
+static void capture_chain(CUstream s, int step)
+{
+    for (int k = 0; k < K; k++) {
+        vals[k] = v_of(k, step);
+        launch_add(s, &vals[k]);
+    }
+}
+
+static void capture_fork_join(CUstream s, CUstream side, CUevent fork, CUevent join, int step)
+{
+    for (int k = 0; k < K; k++) vals[k] = v_of(k, step);
+    launch_add(s, &vals[0]);
+    MUST(cuEventRecord(fork, s));
+    MUST(cuStreamWaitEvent(side, fork, 0));
+    for (int k = 1; k < K / 2; k++) launch_add(side, &vals[k]);     /* same buffer: a chain */
+    MUST(cuEventRecord(join, side));
+    MUST(cuStreamWaitEvent(s, join, 0));
+    for (int k = K / 2; k < K; k++) launch_add(s, &vals[k]);
+}
+
+/* Brings *exec to g (instantiates on the first call), launches, checks. */
+static void run_step(CUgraphExec *exec, CUgraph g, CUstream s, int step)
+{
+    if (!*exec) {
+        MUST(cuGraphInstantiateWithFlags(exec, g, 0));
+    } else {
+        CUgraphExecUpdateResultInfo info;
+        CUresult r = R(cuGraphExecUpdate(*exec, g, &info));
+        if (r != CUDA_SUCCESS) {
+            printf("step %d: update refused (%d): instantiating again\n", step, (int)info.result);
+            MUST(cuGraphExecDestroy(*exec));
+            MUST(cuGraphInstantiateWithFlags(exec, g, 0));
+        }
+    }
+    MUST(cuGraphLaunch(*exec, s));
+    MUST(cuStreamSynchronize(s));
+    model_step(step);
+    adv_check_words("buffer", buf, model, N);
+}
+
+static void kparams(CUDA_KERNEL_NODE_PARAMS *p, void **args)
+{
+    memset(p, 0, sizeof *p);
+    p->func = f_add;
+    p->gridDimX = p->gridDimY = p->gridDimZ = 1;
+    p->blockDimX = p->blockDimY = p->blockDimZ = 1;
+    p->kernelParams = args;
+}
+
+static void case_explicit(CUstream s)
+{
+    CUgraph g;
+    CUgraphNode nodes[K], empty;
+    void *args[K][3];
+    CUDA_KERNEL_NODE_PARAMS p;
+    CUgraphExec exec = NULL;
+    MUST(cuGraphCreate(&g, 0));
+    for (int k = 0; k < K; k++) {
+        vals[k] = v_of(k, 0);
+        args[k][0] = &buf;
+        args[k][1] = &vals[k];
+        args[k][2] = &nwords;
+        kparams(&p, args[k]);
+        MUST(cuGraphAddKernelNode(&nodes[k], g, k ? &nodes[k - 1] : NULL, k ? 1 : 0, &p));
+    }
+    MUST(cuGraphAddEmptyNode(&empty, g, NULL, 0));
+    MUST(cuGraphAddDependencies(g, &empty, &nodes[0], NULL, 1));
+    for (int step = 0; step < STEPS; step++) {
+        vals[2] = v_of(2, step);
+        kparams(&p, args[2]);
+        MUST(cuGraphKernelNodeSetParams(nodes[2], &p));
+        if (step == 5) {
+            CUkernelNodeAttrValue a;
+            memset(&a, 0, sizeof a);
+            a.priority = 1;
+            MUST(cuGraphKernelNodeSetAttribute(nodes[4], CU_LAUNCH_ATTRIBUTE_PRIORITY, &a));
+        }
+        run_step(&exec, g, s, step);
+    }
+    MUST(cuGraphExecDestroy(exec));
+    MUST(cuGraphDestroy(g));
+}
+
+static void case_setparams(CUstream s)
+{
+    CUgraph g;
+    CUgraphNode nodes[K];
+    CUgraphExec exec = NULL;
+    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    capture_chain(s, 0);
+    MUST(cuStreamEndCapture(s, &g));
+    adv_chain_nodes(g, nodes, K);
+    for (int step = 0; step < STEPS; step++) {
+        static uint32_t v2;
+        v2 = v_of(2, step);
+        void *args[] = { &buf, &v2, &nwords };
+        CUDA_KERNEL_NODE_PARAMS p;
+        kparams(&p, args);
+        MUST(cuGraphKernelNodeSetParams(nodes[2], &p));
+        run_step(&exec, g, s, step);
+    }
+    MUST(cuGraphExecDestroy(exec));
+    MUST(cuGraphDestroy(g));
+}
+
+/* One capture of the chain with what the case adds to it. */
+static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUevent join, int step,
+                         CUgraph *g)
+{
+    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    if (which == 1) {
+        capture_fork_join(s, side, fork, join, step);
+    } else {
+        capture_chain(s, step);
+    }
+    if (which == 5 || which == 6) {
+        CUstreamCaptureStatus st;
+        const CUgraphNode *deps = NULL;
+        size_t nd = 0;
+        CUgraph cg = NULL;
+        MUST(cuStreamGetCaptureInfo(s, &st, NULL, &cg, &deps, NULL, &nd));
+        if (which == 5) {
+            CUgraphNode keep[8];
+            for (size_t i = 0; i < nd && i < 8; i++) keep[i] = deps[i];
+            MUST(cuStreamUpdateCaptureDependencies(s, keep, NULL, nd, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
+        } else {
+            CUgraphNode e;
+            MUST(cuGraphAddEmptyNode(&e, cg, NULL, 0));
+        }
+    }
+    MUST(cuStreamEndCapture(s, g));
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const cases[] = { "chain", "fork_join", "explicit", "setparams", "clone",
+                                         "update_deps", "foreign_node", "priority", NULL };
+    int which = adv_case(argc, argv, cases);
+    CUcontext ctx;
+    CUmodule mod;
+    adv_open(&ctx, &mod);
+    f_add = adv_fn(mod, "add_u32");
+    CUstream s, side;
+    CUevent fork, join;
+    if (which == 7) MUST(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -1));
+    else MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    MUST(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+    MUST(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    MUST(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    MUST(cuMemAlloc(&buf, N * sizeof(uint32_t)));
+    MUST(cuMemsetD32(buf, 0, N));
+
+    if (which == 2) {
+        case_explicit(s);
+    } else if (which == 3) {
+        case_setparams(s);
+    } else {
+        CUgraphExec exec = NULL;
+        for (int step = 0; step < STEPS; step++) {
+            CUgraph g, use;
+            capture_case(which, s, side, fork, join, step, &g);
+            use = g;
+            if (which == 4) MUST(cuGraphClone(&use, g));
+            run_step(&exec, use, s, step);
+            if (use != g) MUST(cuGraphDestroy(use));
+            MUST(cuGraphDestroy(g));
+        }
+        MUST(cuGraphExecDestroy(exec));
+    }
+    MUST(cuMemFree(buf));
+    MUST(cuStreamDestroy(s));
+    MUST(cuStreamDestroy(side));
+    return adv_finish();
+}

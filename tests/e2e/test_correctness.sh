@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# tests/e2e/test_correctness.sh: issue 10, "no valid program may compute
+# differently, hang or run out of memory because of us". Runs each
+# adversarial program (tests/e2e/adv_*.c; docs/testing-correctness.md has
+# the table of cases) without the library and with it, and compares.
+#
+# For every case and CUDAEMU_KERNEL_DELAY_US in {0, 200}:
+#   baseline  (no library): exit status 0, "checks: N, wrong: 0" (each
+#             program checks its results against a host computation, so an
+#             absolute result is asserted, not only equality of two runs),
+#             0 violations (CUDAEMU_STATS), and the lines that show the
+#             emulated driver behaves as a real one does where the case
+#             depends on it ("needs"); if those are missing the case is
+#             reported as "# SKIP needs emulator behaviour: ..." (an
+#             emulator gap, not a pass of the library);
+#   with the library, under each configuration the case lists:
+#             temp   STABLEGRAPH_POLICY=skip_temp
+#             prof   STABLEGRAPH_POLICY=skip_profiled (the default)
+#             alias  skip_profiled with STABLEGRAPH_ALIAS=always,
+#                    CUDAEMU_GRANULARITY=65536, STABLEGRAPH_ALIAS_MIN_BYTES=4096
+#                    (so that aliasing really happens)
+#             (STABLEGRAPH_PROFILE_STEPS=3, STABLEGRAPH_MAX_GENERATIONS=8
+#             set explicitly), two TAP lines (three with a report check):
+#     as without the library
+#                finished (no hang: every run is under `timeout`,
+#                ADV_TIMEOUT seconds, default 10, where the baselines take
+#                well under 2 s; no crash); stdout identical to the
+#                baseline's (every failing CUresult with its line, the
+#                digest of every call's CUresult, capture statuses, check
+#                lines) and the same exit status; 0 violations;
+#     engaged    the report (STABLEGRAPH_REPORT) shows that the library got
+#                to the point where its shortcut acts (a per-case predicate:
+#                memory placed, updates seen, profiling ended with a
+#                decision, ...), so a case cannot pass because the library
+#                never acted;
+#     a report check, where listed (xchk=).
+# The shortcut each case attacks is printed as a comment before its lines
+# (`attack=`); docs/testing-correctness.md has the table.
+. "$(dirname "$0")/../lib.sh"
+# ADV_ONLY=REGEX runs only the cases whose name matches (while iterating).
+E=$BUILD/tests/e2e
+LIB=$BUILD/libstablegraph.so
+TO=${ADV_TIMEOUT:-10}
+MEM256=CUDAEMU_DEVICE_MEMORY=268435456
+LIB_ENV=(STABLEGRAPH_PROFILE_STEPS=3 STABLEGRAPH_MAX_GENERATIONS=8)
+ALIAS_ENV=(STABLEGRAPH_ALIAS=always CUDAEMU_GRANULARITY=65536 STABLEGRAPH_ALIAS_MIN_BYTES=4096)
+GETPARAMS_FAIL=CUDAEMU_FAIL=cuGraphMemcpyNodeGetParams:1+:CUDA_ERROR_UNKNOWN,cuGraphMemsetNodeGetParams:1+:CUDA_ERROR_UNKNOWN
+
+# The evaluator: reads one case's runs and prints one line per TAP line:
+# "ok|not ok|skip <TAB> name <TAB> diagnostic".
+cat >"$TMP/eval.py" <<'PY'
+import glob, json, os, sys
+d, name, delay, cfgs, eng_t, eng_p, needs, xchk = sys.argv[1:9]
+
+def read(p, default=""):
+    try:
+        with open(p, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return default
+
+def rc(run): return int(read(f"{d}/{run}/rc", "-1").strip() or -1)
+def violations(run):
+    try:
+        return json.loads(read(f"{d}/{run}/stats.json"))["violations"]
+    except (ValueError, KeyError):
+        return None
+def reports(run):
+    out = []
+    for p in sorted(glob.glob(f"{d}/{run}/r-*.json")):
+        try:
+            out.append(json.loads(read(p)))
+        except ValueError:
+            pass
+    return out
+
+def say(status, what, diag=""):
+    print(f"{status}\t{name}/delay={delay}{what}\t" + diag.replace("\n", "\\n"))
+
+base_out = read(f"{d}/base/out")
+base_all = base_out + read(f"{d}/base/err")
+gaps = [n.split("::", 1)[1] for n in filter(None, needs.split("||")) if n.split("::", 1)[0] not in base_all]
+bad_base = []
+if rc("base") != 0: bad_base.append(f"exit status {rc('base')}")
+if "wrong: 0" not in base_out: bad_base.append("its own checks failed")
+if violations("base") != 0: bad_base.append(f"violations {violations('base')}")
+if gaps:
+    say("skip", ": baseline", "needs emulator behaviour: " + "; ".join(gaps))
+    sys.exit(0)
+say("not ok" if bad_base else "ok", ": baseline exits 0 with right results and 0 violations",
+    ", ".join(bad_base) + ("\n" + base_out[-600:] if bad_base else ""))
+
+def engaged(expr, reps):
+    if not reps:
+        return False, "no report (the run did not finish)"
+    for R in reps:
+        T = R["totals"]; X = R["execs"]
+        P = [e["profile"] for e in X if "profile" in e]
+        if eval(expr, {"T": T, "X": X, "P": P, "any": any, "all": all, "sum": sum, "len": len}):
+            return True, ""
+    return False, "report: totals " + json.dumps(reps[0]["totals"]) + "; profiles " + \
+        json.dumps([e.get("profile", {}).get("why") for e in reps[0]["execs"]][:4])
+
+for cfg in cfgs.split():
+    r = rc(cfg)
+    out = read(f"{d}/{cfg}/out")
+    err = read(f"{d}/{cfg}/err")
+    v = violations(cfg)
+    problems = []
+    if r in (124, 137):
+        problems.append(f"HANG: killed by the timeout (exit status {r})")
+    elif r < 0 or r >= 128:
+        problems.append(f"CRASH: exit status {r}")
+    if v is None and not problems:
+        problems.append("no CUDAEMU_STATS file: the process did not exit normally")
+    elif v is not None and v != 0:
+        problems.append(f"violations: {v}")
+    if out != base_out or r != rc("base"):
+        bl, ol = base_out.splitlines(), out.splitlines()
+        i = next((k for k in range(max(len(bl), len(ol)))
+                  if k >= len(bl) or k >= len(ol) or bl[k] != ol[k]), 0)
+        problems.append(f"exit status {r} (without the library {rc('base')}); first difference, "
+                        f"line {i + 1}:\n  without: {bl[i] if i < len(bl) else '(end)'}\n"
+                        f"  with:    {ol[i] if i < len(ol) else '(end)'}")
+    if problems and err.strip():
+        problems.append("stderr: " + err.strip()[-300:])
+    say("not ok" if problems else "ok",
+        f"/{cfg}: as without the library (finished, same stdout and CUresults, 0 violations)",
+        "\n".join(problems))
+    reps = reports(cfg)
+    expr = eng_t if cfg == "temp" else eng_p
+    ok, why = engaged(expr, reps)
+    say("ok" if ok else "not ok", f"/{cfg}: the library engaged ({expr})", why)
+    if xchk:
+        expr, text = xchk.split("::", 1)
+        ok2 = bool(reps) and all(eval(expr, {"T": R["totals"], "X": R["execs"], "all": all,
+                                             "G": R.get("graph_descriptions", {}),
+                                             "sum": sum, "len": len}) for R in reps)
+        say("ok" if ok2 else "not ok", f"/{cfg}: {text}",
+            "" if ok2 else "reports (exec id, launches, destroyed; total launches): " +
+            json.dumps([[(e["id"], e["launches"], e["destroyed"]) for e in R["execs"]]
+                        + [R["totals"]["launches"]] for R in reps]))
+PY
+
+# run1 DIR ENV... -- PROG ARGS...: one run, leaving DIR/{out,err,rc,stats.json,r-<pid>.json}.
+run1() {
+    local dir=$1; shift
+    local env=()
+    while [ "$1" != -- ]; do env+=("$1"); shift; done
+    shift
+    mkdir -p "$dir"
+    # (the braces keep bash's own "Aborted" line out of the log)
+    { env "${env[@]}" CUDAEMU_STATS="$dir/stats.json" LD_LIBRARY_PATH="$EMU_LIB" \
+        timeout -k 2 "$TO" "$@" >"$dir/out" 2>"$dir/err" </dev/null; echo $? >"$dir/rc"; } 2>/dev/null
+}
+
+# adv KEY=VALUE... -- PROG ARGS...: one case.
+#   name=    the TAP name (class and program)
+#   attack=  the shortcut it attacks (printed as a comment)
+#   cfg=     the library configurations (default "temp prof")
+#   env=     extra environment for every run (space-separated)
+#   eng_t=, eng_p=  the engagement predicates for temp and for prof/alias
+#            (Python over the report: T totals, X execs, P profiles)
+#   needs=   "TEXT::behaviour||...": text the baseline must print (stdout or stderr)
+#   xchk=    "EXPR::description": a further check of every report
+adv() {
+    local name="" attack="" cfg="temp prof" envs="" eng_t="T['bytes_mapped'] > 0"
+    local eng_p="len(P) > 0" needs="" xchk=""
+    while [ "$1" != -- ]; do
+        case $1 in
+        name=*) name=${1#name=} ;; attack=*) attack=${1#attack=} ;; cfg=*) cfg=${1#cfg=} ;;
+        env=*) envs=${1#env=} ;; eng_t=*) eng_t=${1#eng_t=} ;; eng_p=*) eng_p=${1#eng_p=} ;;
+        needs=*) needs=${1#needs=} ;; xchk=*) xchk=${1#xchk=} ;;
+        *) echo "adv: bad argument $1"; exit 2 ;;
+        esac
+        shift
+    done
+    shift
+    [[ $name =~ ${ADV_ONLY:-.} ]] || return 0
+    local prog=("$E/$1" "${@:2}")
+    local extra=()
+    read -r -a extra <<<"$envs"
+    for delay in 0 200; do
+        local d="$TMP/run/${name//\//_}.$delay"
+        rm -rf "$d"
+        echo "# $name/delay=$delay attacks: $attack"
+        run1 "$d/base" "${extra[@]}" CUDAEMU_KERNEL_DELAY_US=$delay -- "${prog[@]}"
+        for c in $cfg; do
+            local lenv=("${LIB_ENV[@]}" STABLEGRAPH_POLICY=skip_profiled)
+            [ "$c" = temp ] && lenv=("${LIB_ENV[@]}" STABLEGRAPH_POLICY=skip_temp)
+            [ "$c" = alias ] && lenv+=("${ALIAS_ENV[@]}")
+            run1 "$d/$c" "${extra[@]}" "${lenv[@]}" CUDAEMU_KERNEL_DELAY_US=$delay \
+                LD_PRELOAD="$LIB" STABLEGRAPH_REPORT="$d/$c/r-%p.json" -- "${prog[@]}"
+        done
+        while IFS=$'\t' read -r status what diagnostic; do
+            case $status in
+            ok) ok "$what" ;;
+            skip) ok "$what # SKIP $diagnostic" ;;
+            *)
+                not_ok "$what"
+                [ -z "$diagnostic" ] || while IFS= read -r l; do diag "$l"; done <<<"${diagnostic//\\n/$'\n'}"
+                ;;
+            esac
+        done < <(python3 "$TMP/eval.py" "$d" "$name" "$delay" "$cfg" "$eng_t" "$eng_p" "$needs" "$xchk")
+    done
+}
+
+SEEN='T["updates_seen"] > 0'
+PLACED="T['bytes_mapped'] > 0"
+
+# ------------------------------------------------------------------ the cases
+adv name=c01/ring cfg="temp prof alias" eng_t="$SEEN" \
+    attack="aliasing: only the varying cur pointer is translated, begin/end stay raw" -- adv_ring
+adv name=c02/escape eng_t="$SEEN" \
+    attack="aliasing under the default: a kernel keeps the (slot) pointer it was given" -- adv_escape
+adv name=c03/order eng_t="$SEEN" \
+    attack="variants: launches of one exec on two streams lose the driver's ordering" -- adv_order
+adv name=c04/enabled_recapture eng_t="$SEEN" \
+    attack="variants instantiated from a clone with every node enabled" -- adv_enabled recapture
+adv name=c04/enabled_setparams eng_t="$SEEN" eng_p='sum(e["launches"] for e in X) >= 10' \
+    attack="variants vs. an exec changed by cuGraphNodeSetEnabled" -- adv_enabled setparams
+for c in launches destroy demote; do
+    adv name=c05/hold_$c cfg="temp prof alias" eng_t="$SEEN" \
+        attack="choosing/destroying generations waits on the host for work only the host releases" \
+        -- adv_hold $c
+done
+adv name=c06/memory_churn env="$MEM256" eng_p="$PLACED" \
+    attack="placement: freed physical memory never released, split or reused" -- adv_memory churn
+for c in alloc_global alloc_thread_local alloc_relaxed free_async free_sync other_thread \
+         free_relaxed free_other_thread_local free_other_global; do
+    adv name=c07/capture_$c eng_p="$PLACED" \
+        attack="placement without a driver call during a capture" -- adv_capture $c
+done
+for c in same changed foreign; do
+    adv name=c08/stale_$c eng_t="$SEEN" eng_p="$SEEN" \
+        attack="updates answered without the driver for a node of a destroyed graph" -- adv_stale $c
+done
+adv name=c09/funcs eng_t='T["updates_seen"] >= 10' eng_p='T["updates_seen"] >= 10' \
+    needs="function handle reused: yes::a CUfunction handle value reused after cuModuleUnload" \
+    attack="the parameter-layout cache keyed by a reused CUfunction handle" -- adv_funcs
+adv name=c10/streams_ptds eng_p="$PLACED" \
+    attack="stream-ordered reuse keyed by pthread_self() for per-thread streams" -- adv_streams ptds
+adv name=c10/streams_reuse eng_p="$PLACED" \
+    needs="stream handle reused: yes::a stream handle reused after cuStreamDestroy" \
+    attack="stream-ordered reuse keyed by a destroyed stream's reused handle" -- adv_streams stream_reuse
+adv name=c11/nodes eng_t="$SEEN" \
+    attack="variants vs. memcpy/memset operands changed by a whole-graph update (control: the driver describes them)" -- adv_nodes
+# With capture-time records the library knows these operands without asking
+# the driver; what it cannot learn is the captured nodes' handles (reading the
+# graph back fails), so the per-node updates stay with the driver: engaged =
+# it saw the updates.
+adv name=c11/nodes_getparams_fail env="$GETPARAMS_FAIL" eng_t="$SEEN" eng_p="$SEEN" \
+    attack="memcpy/memset nodes the library cannot read (GetParams fails): variants from the clone of instantiation time" -- adv_nodes
+adv name=c12/memory_small env="$MEM256" eng_p="$PLACED" \
+    attack="own handles rounded up to 2 MiB; held memory never given back" -- adv_memory small
+for c in primary_reset ctx_destroy; do
+    adv name=c13/teardown_$c cfg="temp prof alias" eng_t="$SEEN" \
+        xchk='all(e["destroyed"] for e in X)::every exec of the dead context is reported destroyed' \
+        attack="context teardown with generations, slots and queued launches alive" -- adv_teardown $c
+done
+adv name=c14/fork eng_t="$SEEN" \
+    xchk='sum(e["launches"] for e in X) == T["launches"]::per-exec launch counts add up in every report (parent and child)' \
+    attack="statistics freed in the fork child while graph records point at them" -- adv_fork
+adv name=c15/endptr cfg="temp prof alias" eng_t="$SEEN" \
+    attack="aliasing: an end pointer one past the allocation is not translated" -- adv_endptr
+for c in retain access attributes ipc; do
+    adv name=c16/vmm_$c eng_p="$PLACED" \
+        attack="VMM queries that see through placement" -- adv_vmm $c
+done
+for c in memset memset_async htod dtod dtoh; do
+    adv name=c17/bounds_$c eng_p="$PLACED" \
+        needs="operation running 4 KiB past A: CUDA_ERROR_INVALID_VALUE::the driver's range check (CUDA_ERROR_INVALID_VALUE) for copies and memsets past an allocation" \
+        attack="small allocations sharing a mapped chunk: no range check" -- adv_bounds $c
+done
+adv name=c17/bounds_node_update eng_p="$PLACED" \
+    needs="operation running 4 KiB past A: CUDA_ERROR_INVALID_VALUE::the driver's range check of memset node updates" \
+    attack="small allocations sharing a mapped chunk: a memset node update past its allocation" \
+    -- adv_bounds node_update
+adv name=c18/memory_shrink env="$MEM256" eng_p="$PLACED" \
+    attack="own-handle blocks of ever-changing sizes never reused" -- adv_memory shrink
+# Beyond the issue's classes.
+adv name=x1/memory_fill env="$MEM256" eng_p="$PLACED" \
+    attack="placement: the bytes a program can hold at once (>= 99 %)" -- adv_memory fill
+adv name=x2/memory_meminfo env="$MEM256" eng_p="$PLACED" \
+    attack="placement: cuMemGetInfo after freeing" -- adv_memory meminfo
+for c in list ptr_eq foreign extra dims; do
+    adv name=x3/alias_$c cfg="temp prof alias" eng_t="$SEEN" \
+        attack="aliasing vs. pointers the kernel compares or follows, foreign buffers, parameter forms, dimensions" \
+        -- adv_alias $c
+done
+# Issue 11: capture-time records. Each case must skip what it can (T) and
+# describe its graphs the way the report says (G: recorded, or read back and
+# why); a record that missed a change would skip an update the program needs.
+RB_NONE='all(v == 0 for k, v in G["read_back"].items() if k != "no_node_handles") and G["recorded"] >= 11'
+for c in chain fork_join explicit clone; do
+    adv name=r1/record_$c eng_t='T["updates_skipped"] >= 7' eng_p='T["updates_skipped"] >= 7' \
+        xchk="$RB_NONE::every update decided on a record, none read back" \
+        attack="capture-time records: the recorder must follow this construction exactly" -- adv_record $c
+done
+for c in setparams:unknown_node update_deps:unmodeled_call foreign_node:count_mismatch \
+         priority:stream_priority; do
+    adv name=r2/record_${c%%:*} eng_t='T["updates_skipped"] >= 7' eng_p='T["updates_skipped"] >= 7' \
+        xchk="G[\"read_back\"][\"${c#*:}\"] >= 11::the graphs are read back (${c#*:}) and still skipped right" \
+        attack="capture-time records: a change the recorder does not see must make it read the graph back" \
+        -- adv_record ${c%%:*}
+done
+done_testing

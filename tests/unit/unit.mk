@@ -1,0 +1,54 @@
+# tests/unit/unit.mk: the unit tests (included by the top-level Makefile).
+#
+#   $(BUILD)/tests/unit/test_<name>   tests/unit/test_<name>.c, linked with
+#                                     the core/ objects of UNIT_OBJS_<name>
+#                                     and no others
+#   $(BUILD)/tests/unit/link-lists    "test_<name>: objects..." a line, for
+#                                     tests/harness/test_unit_links.sh
+#
+# Each list is the link's closure: the core/ objects that define what the
+# test calls, and what those call in turn (a symbol the test defines itself,
+# a fake, is not looked for in core/). An object missing from a list fails
+# the link; one too many fails tests/harness/test_unit_links.sh, which
+# computes the closure from the objects with nm. A test without a list is an
+# error here. When a core/ file is split or added, the link or that test
+# says which lists change.
+
+UNIT_OBJS_arena       := arena util
+UNIT_OBJS_config      := config pathtmpl
+UNIT_OBJS_fingerprint := driver fp_build fp_compare fp_desc fp_pinfo mem_registry stats util
+# capture.c records captured graphs (rec_graph.c), which describes their nodes
+UNIT_OBJS_memory      := arena capture config contexts driver fp_compare fp_desc fp_pinfo log \
+                         mem_arena mem_query mem_registry memory pathtmpl policy rec_graph stats \
+                         streams util vmm
+UNIT_OBJS_slots       := arena capture config contexts driver fp_compare fp_desc fp_pinfo log \
+                         mem_arena mem_registry memory pathtmpl policy rec_graph slot_map slots \
+                         stats streams util vmm
+# graphs.c reaches the profiled policy, and through it the rest of core/
+UNIT_OBJS_graphs      := arena capture config contexts core driver fp_build fp_compare fp_desc \
+                         fp_pinfo graph_records graph_update graphs log mem_arena mem_query \
+                         mem_registry memory pathtmpl policy prof_alias prof_observe prof_restore \
+                         prof_util prof_variants profiled rec_graph slot_map slots stats streams \
+                         util vmm
+UNIT_OBJS_profiled    := $(UNIT_OBJS_graphs)
+UNIT_OBJS_report      := $(UNIT_OBJS_graphs) report
+
+UNIT_NAMES := $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
+UNIT_TESTS := $(UNIT_NAMES:%=$(BUILD)/tests/unit/test_%)
+$(foreach t,$(UNIT_NAMES),$(if $(UNIT_OBJS_$(t)),,\
+    $(error tests/unit/test_$(t).c has no UNIT_OBJS_$(t) in tests/unit/unit.mk)))
+
+# The test's own object (generic rule), with the tests' include paths.
+$(BUILD)/obj/tests/unit/%.o: ALL_CFLAGS += -Itests -I.
+
+$(foreach t,$(UNIT_NAMES),\
+    $(eval $(BUILD)/tests/unit/test_$(t): $(UNIT_OBJS_$(t):%=$(BUILD)/obj/core/%.o)))
+$(UNIT_TESTS): $(BUILD)/tests/unit/test_%: $(BUILD)/obj/tests/unit/test_%.o
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS)
+
+$(BUILD)/tests/unit/link-lists: tests/unit/unit.mk
+	@mkdir -p $(@D)
+	printf '%s\n' $(foreach t,$(UNIT_NAMES),'test_$(t): $(strip $(UNIT_OBJS_$(t)))') >$@
+
+all: $(UNIT_TESTS) $(BUILD)/tests/unit/link-lists
