@@ -42,4 +42,4 @@ all: wl-fatbin-note
 endif
 
 # The same workloads on the CUDA runtime (nvcc only).
--include tests/workloads/rt_workloads.mk
+include tests/workloads/rt_workloads.mk
