@@ -10,7 +10,7 @@
 #
 # Layout of build/:
 #   build/libstablegraph.so      the interposer (interpose/ + core/)
-#   build/emu/libcuda.so.1       the emulated driver (tests/emu/)
+#   build/emu/libcuda.so.1       the emulated driver (tests/emu/driver/)
 #   build/workloads/             workload programs and their kernel modules
 #   build/tests/                 test programs (test_* are run by tests/run.sh)
 
@@ -47,44 +47,7 @@ STUB_LIBCUDA = -L$(CUDA_STUBS) -lcuda -Wl,-rpath-link,$(CUDA_STUBS)
 all:
 
 # ---------------------------------------------------------------- emulated driver
-EMU_SRCS  := $(filter-out tests/emu/test_% tests/emu/mod_%,$(wildcard tests/emu/*.c))
-EMU_OBJS  := $(EMU_SRCS:%.c=$(BUILD)/obj/%.o)
-EMU_LIB   := $(BUILD)/emu/libcuda.so.1
-EMU_TESTS := $(patsubst tests/emu/%.c,$(BUILD)/tests/emu/%,$(wildcard tests/emu/test_*.c))
-EMU_MODS  := $(patsubst tests/emu/%.c,$(BUILD)/tests/emu/%.so,$(wildcard tests/emu/mod_*.c))
-
-# Tables generated from the toolkit's headers, so they match its cuda.h.
-$(BUILD)/gen/emu_errors.inc: $(CUDA_INC)/cuda.h
-	@mkdir -p $(@D)
-	sed -n 's/^ *\(CUDA_SUCCESS\|CUDA_ERROR_[A-Z0-9_]*\) *= *\([0-9][0-9]*\).*/X(\1, \2)/p' $< > $@
-$(BUILD)/gen/emu_proctable.inc: $(CUDA_INC)/cudaTypedefs.h tests/emu/gen_proctable.sh
-	@mkdir -p $(@D)
-	tests/emu/gen_proctable.sh $(CUDA_INC) > $@
-EMU_GEN := $(BUILD)/gen/emu_errors.inc $(BUILD)/gen/emu_proctable.inc
-$(EMU_OBJS): $(EMU_GEN)
-$(EMU_OBJS): ALL_CFLAGS += -I$(BUILD)/gen
-
-$(EMU_LIB): $(EMU_OBJS) tests/emu/emu.map
-	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $(EMU_OBJS) -Wl,-soname,libcuda.so.1 -Wl,--version-script=tests/emu/emu.map \
-	    -Wl,-Bsymbolic -Wl,-z,defs $(ALL_LDFLAGS) -ldl -lrt
-	ln -sf libcuda.so.1 $(BUILD)/emu/libcuda.so
-
-$(BUILD)/tests/emu/test_%: tests/emu/test_%.c tests/check.h $(filter-out tests/emu/emu_internal.h,$(wildcard tests/emu/*.h)) $(EMU_LIB) $(EMU_MODS)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -Itests/emu -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS) -ldl
-
-# Helper programs that shell tests drive (not tests themselves).
-EMU_PROGS := $(patsubst tests/emu/%.c,$(BUILD)/tests/emu/%,$(wildcard tests/emu/prog_*.c))
-$(BUILD)/tests/emu/prog_%: tests/emu/prog_%.c $(EMU_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests -Itests/emu -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS) -ldl
-
-$(BUILD)/tests/emu/mod_%.so: tests/emu/mod_%.c tests/emu/emu_kernel.h
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/emu -shared -o $@ $< $(ALL_LDFLAGS)
-
-all: $(EMU_LIB) $(EMU_TESTS) $(EMU_MODS) $(EMU_PROGS)
+include tests/emu/emu.mk
 
 # ---------------------------------------------------------------- generic objects
 $(BUILD)/obj/%.o: %.c

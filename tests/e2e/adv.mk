@@ -16,12 +16,12 @@ $(ADV_PROGS): $(ADV_DIR)/%: tests/e2e/%.c tests/e2e/adv_common.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS)
 
-$(ADV_DIR)/adv_kernels.so: tests/e2e/adv_kernels.c tests/emu/emu_kernel.h
+$(ADV_DIR)/adv_kernels.so: tests/e2e/adv_kernels.c $(EMU_KERNEL_H)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/emu -shared -o $@ $< $(ALL_LDFLAGS)
+	$(CC) $(ALL_CFLAGS) $(EMU_MODULE_CFLAGS) -shared -o $@ $< $(ALL_LDFLAGS)
 
-$(ADV_DIR)/adv_ver%.so: tests/e2e/adv_kernels.c tests/emu/emu_kernel.h
+$(ADV_DIR)/adv_ver%.so: tests/e2e/adv_kernels.c $(EMU_KERNEL_H)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/emu -DADV_VERSION=$* -shared -o $@ $< $(ALL_LDFLAGS)
+	$(CC) $(ALL_CFLAGS) $(EMU_MODULE_CFLAGS) -DADV_VERSION=$* -shared -o $@ $< $(ALL_LDFLAGS)
 
 all: $(ADV_PROGS) $(ADV_MODS)

@@ -1,6 +1,6 @@
 /*
  * tests/e2e/adv_kernels.c: the kernels of the adversarial programs
- * (tests/e2e/adv_*.c) as an emulated module (tests/emu/emu_kernel.h): each
+ * (tests/e2e/adv_*.c) as an emulated module (tests/emu/driver/emu_kernel.h): each
  * function runs the whole launch on the CPU. No shared state, no locks.
  *
  * Built three ways (tests/e2e/adv.mk):

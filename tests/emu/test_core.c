@@ -134,6 +134,35 @@ TEST(teardown_frees_allocations)
     CHECK_CU(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
 }
 
+/* cuCtxDestroy: "If the context is current to the calling thread then the
+ * context will also be popped from the current thread's context stack (as
+ * though cuCtxPopCurrent() were called)." cuCtxCreate pushes: a create and
+ * destroy loop must not fill the stack, and the context current before the
+ * create is current again after the destroy. */
+TEST(destroy_pops_current)
+{
+    CUcontext p = NULL, c = NULL, c2 = NULL, cur = NULL;
+    CHECK_CU(cuDevicePrimaryCtxRetain(&p, 0), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(p), CUDA_SUCCESS);
+    for (int i = 0; i < 40; i++) {
+        CHECK_CU(cuCtxCreate(&c, NULL, 0, 0), CUDA_SUCCESS);
+        CHECK_CU(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+        CHECK(cur == c);
+        CHECK_CU(cuCtxDestroy(c), CUDA_SUCCESS);
+        CHECK_CU(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+        CHECK(cur == p);
+    }
+    /* A context that is not current: the current one stays. */
+    CHECK_CU(cuCtxCreate(&c, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuCtxCreate(&c2, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuCtxDestroy(c), CUDA_SUCCESS);
+    CHECK_CU(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+    CHECK(cur == c2);
+    CHECK_CU(cuCtxDestroy(c2), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+    CHECK_CU(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     RUN(before_init);
@@ -142,5 +171,6 @@ int main(void)
     RUN(primary_context);
     RUN(created_contexts);
     RUN(teardown_frees_allocations);
+    RUN(destroy_pops_current);
     return check_done();
 }

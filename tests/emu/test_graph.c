@@ -10,6 +10,9 @@
  */
 #include "graph_util.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 /* The legacy ELF names, which cuda.h maps to newer ones. */
 #undef cuGraphInstantiate
 #undef cuGraphExecUpdate
@@ -692,6 +695,153 @@ TEST(kernel_node_attributes)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
+/* cuGraphDestroyNode: "Removes hNode from its graph. This operation also
+ * severs any dependencies of other nodes on hNode and vice versa. Nodes which
+ * belong to a graph which contains allocation or free nodes cannot be
+ * destroyed." An exec instantiated before keeps running the old graph, its
+ * other nodes are still named by their handles (though their positions in
+ * the graph shifted), the removed one no longer names anything; clones are
+ * separate. */
+TEST(destroy_node)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc();
+    CUgraph g, cl;
+    CUgraphNode n[3], deps[2], cn, x, list[4];
+    CUgraphNodeType t;
+    size_t cnt;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    n[0] = add_fill(g, NULL, 0, a, 2);                     /* a = 2 */
+    n[1] = add_affine(g, &n[0], 1, a, 10, 0);              /* a *= 10 */
+    deps[0] = n[0];
+    deps[1] = n[1];
+    n[2] = add_affine(g, deps, 2, a, 1, 3);                /* a += 3 */
+    CUgraphExec e1, e2;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e1, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphClone(&cl, g), CUDA_SUCCESS);
+
+    CHECK_CU(cuGraphDestroyNode(n[1]), CUDA_SUCCESS);
+    cnt = 4;
+    CHECK_CU(cuGraphGetNodes(g, list, &cnt), CUDA_SUCCESS);
+    CHECK(cnt == 2 && list[0] == n[0] && list[1] == n[2]);
+    CHECK_CU(cuGraphGetEdges(g, NULL, NULL, NULL, &cnt), CUDA_SUCCESS);
+    CHECK_EQ(cnt, 1);
+    cnt = 4;
+    CHECK_CU(cuGraphNodeGetDependencies(n[2], list, NULL, &cnt), CUDA_SUCCESS);
+    CHECK(cnt == 1 && list[0] == n[0]);
+    cnt = 4;
+    CHECK_CU(cuGraphNodeGetDependentNodes(n[0], list, NULL, &cnt), CUDA_SUCCESS);
+    CHECK(cnt == 1 && list[0] == n[2]);
+    /* the removed handle is stale */
+    CHECK_CU(cuGraphNodeGetType(n[1], &t), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphDestroyNode(n[1]), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphAddEmptyNode(&x, g, &n[1], 1), CUDA_ERROR_INVALID_VALUE);
+
+    /* the exec made before runs all three nodes: 2 * 10 + 3 */
+    CHECK_CU(run_exec(e1, s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 23));
+    /* n[2] (second in the graph now, third in the exec) still names its exec
+     * node; n[1] names nothing */
+    gu_args ar;
+    gu_kp_affine(&ar, a, 1, 4);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_affine, &ar);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e1, n[2], &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e1, n[1], &kp), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(run_exec(e1, s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 24));
+    check_update_fails(e1, g, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, NULL, NULL);
+    /* an exec of the graph now: 2 + 3 */
+    CHECK_CU(cuGraphInstantiateWithFlags(&e2, g, 0), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e2, s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 5));
+
+    /* the clone kept all three; its copies are found by the original handles
+     * while they are in it, from the graph it was cloned from only */
+    cnt = 0;
+    CHECK_CU(cuGraphGetNodes(cl, NULL, &cnt), CUDA_SUCCESS);
+    CHECK_EQ(cnt, 3);
+    CHECK_CU(cuGraphNodeFindInClone(&cn, n[2], cl), CUDA_SUCCESS);
+    cnt = 4;
+    CHECK_CU(cuGraphNodeGetDependencies(cn, list, NULL, &cnt), CUDA_SUCCESS);
+    CHECK_EQ(cnt, 2);
+    CHECK_CU(cuGraphNodeFindInClone(&cn, n[0], cl), CUDA_SUCCESS);
+    CHECK_CU(cuGraphNodeGetDependentNodes(cn, list, NULL, &cnt), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroyNode(list[0]), CUDA_SUCCESS);     /* the clone of n[1] */
+    CHECK_CU(cuGraphNodeFindInClone(&cn, n[2], cl), CUDA_SUCCESS);
+    cnt = 4;
+    CHECK_CU(cuGraphNodeGetDependencies(cn, list, NULL, &cnt), CUDA_SUCCESS);
+    CHECK(cnt == 1);
+    CHECK_CU(cuGraphNodeFindInClone(&cn, cn, cl), CUDA_ERROR_INVALID_VALUE);  /* not from g */
+    CHECK_CU(cuGraphAddEmptyNode(&x, g, NULL, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphNodeFindInClone(&cn, x, cl), CUDA_ERROR_INVALID_VALUE);   /* added later */
+
+    /* a graph with memory nodes refuses */
+    CUgraph gm;
+    CUgraphNode an, en;
+    CUDA_MEM_ALLOC_NODE_PARAMS ap;
+    memset(&ap, 0, sizeof ap);
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.bytesize = N_ELEMS * 4;
+    CHECK_CU(cuGraphCreate(&gm, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddEmptyNode(&en, gm, NULL, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddMemAllocNode(&an, gm, &en, 1, &ap), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroyNode(en), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphNodeGetType(en, &t), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(gm), CUDA_SUCCESS);
+
+    CHECK_CU(cuGraphExecDestroy(e1), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e2), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(cl), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+/* A fork right after a launch completed: the child launches the same exec
+ * again, and that launch waits for the previous one's launch token, which
+ * must be finished when the stream counts the launch done (a fork child
+ * never runs the parent's release of completed work). Before, the token was
+ * finished at release, a little later: a child forked in between waited
+ * forever. Each child is killed by SIGALRM after 5 s. */
+TEST(fork_right_after_a_launch)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc();
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    add_affine(g, NULL, 0, a, 1, 1);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    int bad = 0;
+    for (int i = 0; i < 300 && !bad; i++) {
+        CHECK_CU(cuGraphLaunch(e, s), CUDA_SUCCESS);
+        CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(5);
+            CUresult r = cuGraphLaunch(e, s);
+            if (r == CUDA_SUCCESS) r = cuStreamSynchronize(s);
+            _exit(r == CUDA_SUCCESS ? 0 : 1);
+        }
+        int st = -1;
+        waitpid(pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            printf("#   fork %d: child %s %d\n", i, WIFEXITED(st) ? "exited" : "killed by signal",
+                   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            bad = 1;
+        }
+    }
+    CHECK(!bad);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
 /* cuGraphNodeSetEnabled: a disabled exec node does nothing in later launches
  * (launches already queued keep the state they were queued with); only kernel,
  * memcpy and memset nodes can be disabled. */
@@ -748,5 +898,7 @@ int main(void)
     RUN(clone_is_independent);
     RUN(kernel_node_attributes);
     RUN(node_enable);
+    RUN(destroy_node);
+    RUN(fork_right_after_a_launch);
     return check_done();
 }

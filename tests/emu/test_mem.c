@@ -1,7 +1,7 @@
 /*
  * test_mem.c: device memory, pinned host memory, address ranges, pointer
- * attributes and legacy IPC of the emulated driver (emu_mem.c). VMM and
- * everything that needs page faults is in test_vmm.c.
+ * attributes, legacy IPC and managed memory of the emulated driver
+ * (emu_mem.c). VMM and everything that needs page faults is in test_vmm.c.
  *
  * Runs with CUDAEMU_DEVICE_MEMORY=256 MiB so the out-of-memory cases are
  * exact and cheap. The emulator reads its knobs when it is loaded, so main
@@ -322,6 +322,79 @@ TEST(ipc_handles)
     CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
 }
 
+/* cuMemAllocManaged: memory the host and every device use through one
+ * pointer; flags CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST only, size 0
+ * refused; charged to the device like cuMemAlloc; IS_MANAGED, a host
+ * pointer, device memory type; freed by cuMemFree and with its context; not
+ * legacy-IPC capable. */
+TEST(managed_memory)
+{
+    CUdeviceptr p = 0, q = 0, base = 0;
+    int v = 0;
+    CHECK_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0), CUDA_SUCCESS);
+    CHECK_EQ(v, 1);
+    CHECK_CU(cuMemAllocManaged(&p, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocManaged(&p, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocManaged(&p, 4096, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocManaged(&p, 4096, CU_MEM_ATTACH_GLOBAL | CU_MEM_ATTACH_HOST), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocManaged(NULL, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAllocManaged(&p, DEVICE_MEMORY + 4096, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
+
+    size_t before = free_mem();
+    CHECK_CU(cuMemAllocManaged(&p, (1 << 20) + 1, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), before - (1 << 20) - 4096);            /* whole pages */
+    CHECK_CU(cuMemAllocManaged(&q, 4096, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), before - (1 << 20) - 2 * 4096);
+    /* the host writes it, the device copies it, the host reads the copy */
+    uint32_t *h = (uint32_t *)(uintptr_t)p;
+    for (int i = 0; i < 1024; i++) h[i] = (uint32_t)i * 7;
+    CHECK_CU(cuMemcpyDtoD(q, p, 4096), CUDA_SUCCESS);
+    CHECK_EQ(((uint32_t *)(uintptr_t)q)[1023], 1023 * 7);
+    CHECK_CU(cuMemsetD32(p, 5, 1024), CUDA_SUCCESS);
+    CHECK_EQ(h[1023], 5);
+
+    CUcontext c = NULL;
+    unsigned type = 0;
+    void *hp = NULL;
+    CUdeviceptr dp = 0;
+    size_t rsize = 0, size = 0;
+    int managed = -1, ipc = -1;
+    CHECK_CU(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p + 9), CUDA_SUCCESS);
+    CHECK_EQ(managed, 1);
+    CHECK_CU(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p), CUDA_SUCCESS);
+    CHECK_EQ(type, CU_MEMORYTYPE_DEVICE);
+    CHECK_CU(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, p + 9), CUDA_SUCCESS);
+    CHECK(hp == (void *)(uintptr_t)(p + 9));
+    CHECK_CU(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p + 9), CUDA_SUCCESS);
+    CHECK_EQ(dp, p + 9);
+    CHECK_CU(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, p), CUDA_SUCCESS);
+    CHECK(c == ctx);
+    CHECK_CU(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p + 9), CUDA_SUCCESS);
+    CHECK_EQ(rsize, (1 << 20) + 1);
+    CHECK_CU(cuPointerGetAttribute(&ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p), CUDA_SUCCESS);
+    CHECK_EQ(ipc, 0);
+    CHECK_CU(cuMemGetAddressRange(&base, &size, p + 100), CUDA_SUCCESS);
+    CHECK(base == p && size == (1 << 20) + 1);
+    CUipcMemHandle ih;
+    CHECK_CU(cuIpcGetMemHandle(&ih, p), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFreeHost((void *)(uintptr_t)p), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFree(p + 8), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemFree(q), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), before);
+
+    /* with its context */
+    CUcontext c2;
+    CHECK_CU(cuCtxCreate(&c2, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemAllocManaged(&p, 8192, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), before - 8192);
+    CHECK_CU(cuCtxDestroy(c2), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), before);
+    CHECK_CU(cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -343,5 +416,6 @@ int main(int argc, char **argv)
     RUN(pointer_attributes_foreign);
     RUN(host_memory);
     RUN(ipc_handles);
+    RUN(managed_memory);
     return check_done();
 }

@@ -13,7 +13,8 @@
  *     the release threshold (default 0), or cuMemPoolTrimTo; the pool reuses
  *     what it holds; RESERVED/USED_MEM_CURRENT/HIGH report it;
  *   graph allocations: pages, from the launch that allocates them until
- *     freed (a launch beyond the budget fails with OUT_OF_MEMORY).
+ *     freed (a launch beyond the budget fails with OUT_OF_MEMORY);
+ *   CUDA arrays: their elements' bytes in pages, until destroyed.
  */
 #include "graph_util.h"
 
@@ -240,6 +241,97 @@ TEST(graph_allocations)
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
 }
 
+/* CUDA arrays (cuArrayCreate, cuArray3DCreate) take their elements' bytes,
+ * in whole pages, until cuArrayDestroy or their context's teardown; a
+ * descriptor that breaks cuArray3DCreate's rules is refused and charges
+ * nothing. */
+TEST(arrays)
+{
+    CUarray a2, a3, x;
+    CUDA_ARRAY_DESCRIPTOR d2 = { .Width = 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4 };
+    CUDA_ARRAY3D_DESCRIPTOR d3 = { .Width = 256, .Height = 256, .Depth = 256, .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+                                   .NumChannels = 1 }, back3;
+    CUDA_ARRAY_DESCRIPTOR back2;
+    CHECK_CU(cuArrayCreate(&a2, &d2), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 16 * MIB);                     /* 1024 * 1024 * 16 bytes */
+    CHECK_CU(cuArray3DCreate(&a3, &d3), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 32 * MIB);
+    CHECK_CU(cuArrayGetDescriptor(&back2, a2), CUDA_SUCCESS);
+    CHECK(back2.Width == 1024 && back2.Height == 1024 && back2.Format == CU_AD_FORMAT_FLOAT && back2.NumChannels == 4);
+    CHECK_CU(cuArray3DGetDescriptor(&back3, a2), CUDA_SUCCESS);
+    CHECK(back3.Width == 1024 && back3.Depth == 0 && back3.Flags == 0);
+    CHECK_CU(cuArray3DGetDescriptor(&back3, a3), CUDA_SUCCESS);
+    CHECK(memcmp(&back3, &d3, sizeof d3) == 0);
+    CHECK_CU(cuArrayGetDescriptor(&back2, a3), CUDA_ERROR_INVALID_VALUE);   /* "1D or 2D" */
+    CUDA_ARRAY_DESCRIPTOR d1 = { .Width = 1, .Format = CU_AD_FORMAT_HALF, .NumChannels = 2 };
+    CHECK_CU(cuArrayCreate(&x, &d1), CUDA_SUCCESS);              /* 4 bytes, one page */
+    CHECK_EQ(free_mem(), TOTAL - 32 * MIB - 4096);
+    CHECK_CU(cuArrayDestroy(x), CUDA_SUCCESS);
+
+    /* beyond the budget: refused, and the budget full of cuMemAlloc too */
+    CUDA_ARRAY3D_DESCRIPTOR big = { .Width = 1024, .Height = 1024, .Depth = 64, .Format = CU_AD_FORMAT_FLOAT,
+                                    .NumChannels = 4 };
+    CHECK_CU(cuArray3DCreate(&x, &big), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(free_mem(), TOTAL - 32 * MIB);
+    CUdeviceptr p;
+    CHECK_CU(cuMemAlloc(&p, TOTAL - 32 * MIB), CUDA_SUCCESS);
+    CHECK_CU(cuArrayCreate(&x, &d2), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuArrayDestroy(a2), CUDA_SUCCESS);
+    CHECK_CU(cuArrayCreate(&x, &d2), CUDA_SUCCESS);              /* what a2 gave back */
+    CHECK_CU(cuArrayDestroy(x), CUDA_SUCCESS);
+    CHECK_CU(cuArrayDestroy(x), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+
+    /* cuArray3DCreate's rules */
+    struct { CUDA_ARRAY3D_DESCRIPTOR d; CUresult want; } cases[] = {
+        { { .Width = 0, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1 }, CUDA_ERROR_INVALID_VALUE },
+        { { .Width = 8, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 3 }, CUDA_ERROR_INVALID_VALUE },
+        { { .Width = 8, .Depth = 2, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1 }, CUDA_ERROR_INVALID_VALUE },
+        { { .Width = 8, .Height = 8, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1, .Flags = CUDA_ARRAY3D_LAYERED },
+          CUDA_ERROR_INVALID_VALUE },
+        { { .Width = 8, .Depth = 3, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1, .Flags = CUDA_ARRAY3D_LAYERED },
+          CUDA_SUCCESS },
+        { { .Width = 8, .Height = 4, .Depth = 6, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+            .Flags = CUDA_ARRAY3D_CUBEMAP }, CUDA_ERROR_INVALID_VALUE },
+        { { .Width = 8, .Height = 8, .Depth = 5, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+            .Flags = CUDA_ARRAY3D_CUBEMAP }, CUDA_ERROR_INVALID_VALUE },
+        { { .Width = 8, .Height = 8, .Depth = 6, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+            .Flags = CUDA_ARRAY3D_CUBEMAP }, CUDA_SUCCESS },
+        { { .Width = 8, .Height = 8, .Depth = 12, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+            .Flags = CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED }, CUDA_SUCCESS },
+        { { .Width = 8, .Height = 8, .Depth = 2, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+            .Flags = CUDA_ARRAY3D_TEXTURE_GATHER }, CUDA_ERROR_INVALID_VALUE },
+        { { .Width = 8, .Height = 8, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+            .Flags = CUDA_ARRAY3D_TEXTURE_GATHER | CUDA_ARRAY3D_SURFACE_LDST }, CUDA_SUCCESS },
+        { { .Width = 8, .Height = 8, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1, .Flags = CUDA_ARRAY3D_SPARSE },
+          CUDA_ERROR_NOT_SUPPORTED },
+        { { .Width = 8, .Height = 8, .Format = CU_AD_FORMAT_NV12, .NumChannels = 1 }, CUDA_ERROR_NOT_SUPPORTED },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CUresult r = cuArray3DCreate(&x, &cases[i].d);
+        if (r != cases[i].want) printf("#   case %zu\n", i);
+        CHECK_CU(r, cases[i].want);
+        if (r == CUDA_SUCCESS) CHECK_CU(cuArrayDestroy(x), CUDA_SUCCESS);
+    }
+    CHECK_CU(cuArray3DCreate(&x, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuArrayCreate(NULL, &d2), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(free_mem(), TOTAL - 16 * MIB);
+
+    /* an array goes with its context; its handle is then stale (a violation) */
+    CUcontext c2;
+    CHECK_CU(cuCtxCreate(&c2, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuArrayCreate(&x, &d2), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 32 * MIB);
+    CHECK_CU(cuCtxDestroy(c2), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL - 16 * MIB);
+    emu_test_stderr_begin();
+    CHECK_CU(cuArrayDestroy(x), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_EQ(emu_test_violations(), 1);
+    CHECK_CU(cuArrayDestroy(a3), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -258,5 +350,6 @@ int main(int argc, char **argv)
     RUN(mem_create_shares_the_budget);
     RUN(stream_ordered_pool);
     RUN(graph_allocations);
+    RUN(arrays);
     return check_done();
 }

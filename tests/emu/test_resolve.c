@@ -17,6 +17,9 @@ extern CUresult cuStreamBeginCapture_v2_ptsz(CUstream, CUstreamCaptureMode);
 extern CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr, const void *, size_t);
 extern CUresult cuCtxCreate_v2(CUcontext *, unsigned int, CUdevice);
 extern CUresult legacy_cuStreamBeginCapture(CUstream) __asm__("cuStreamBeginCapture");
+extern CUresult cuMemcpyPeer_ptds(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
+extern CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+extern CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *);
 extern CUresult legacy_cuGraphExecUpdate(CUgraphExec, CUgraph, CUgraphNode *, CUgraphExecUpdateResult *)
     __asm__("cuGraphExecUpdate");
 
@@ -79,6 +82,30 @@ TEST(unknown_and_bad)
     CHECK(p == (void *)cuInit);
 }
 
+/* The entry points the library's hook list resolves against the driver
+ * (added for it), under the versions the CUDA 13 runtime asks for; the
+ * legacy 32-bit ones are not provided. */
+TEST(library_hook_entries)
+{
+    CHECK(get("cuMemAllocManaged", 13000, 0, FOUND) == (void *)cuMemAllocManaged);
+    CHECK(get("cuMemcpyPeer", 13000, 0, FOUND) == (void *)cuMemcpyPeer);
+    CHECK(get("cuMemcpyPeer", 13000, 2, FOUND) == (void *)cuMemcpyPeer_ptds);
+    CHECK(get("cuMemcpyPeerAsync", 13000, 0, FOUND) == (void *)cuMemcpyPeerAsync);
+    CHECK(get("cuMemcpyPeerAsync", 13000, 2, FOUND) == (void *)cuMemcpyPeerAsync_ptsz);
+    CHECK(get("cuMemcpy2DUnaligned", 13000, 0, FOUND) == (void *)cuMemcpy2DUnaligned_v2);
+    CHECK(get("cuMemcpy2DUnaligned", 13000, 2, FOUND) == (void *)cuMemcpy2DUnaligned_v2_ptds);
+    CHECK(get("cuArrayCreate", 13000, 0, FOUND) == (void *)cuArrayCreate_v2);
+    CHECK(get("cuArray3DCreate", 13000, 0, FOUND) == (void *)cuArray3DCreate_v2);
+    CHECK(get("cuArrayGetDescriptor", 13000, 0, FOUND) == (void *)cuArrayGetDescriptor_v2);
+    CHECK(get("cuArray3DGetDescriptor", 13000, 0, FOUND) == (void *)cuArray3DGetDescriptor_v2);
+    CHECK(get("cuArrayDestroy", 13000, 0, FOUND) == (void *)cuArrayDestroy);
+    CHECK(get("cuGraphDestroyNode", 13000, 0, FOUND) == (void *)cuGraphDestroyNode);
+    CHECK(get("cuCtxDestroy", 13000, 0, FOUND) == (void *)cuCtxDestroy_v2);
+    CHECK(get("cuLibraryUnload", 13000, 0, FOUND) == (void *)cuLibraryUnload);
+    CHECK(get("cuArrayCreate", 2000, 0, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) == NULL);
+    CHECK(get("cuMemcpy2DUnaligned", 2000, 0, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) == NULL);
+}
+
 int main(void)
 {
     RUN(before_init_and_probe);
@@ -86,5 +113,6 @@ int main(void)
     RUN(versions);
     RUN(per_thread_variants);
     RUN(unknown_and_bad);
+    RUN(library_hook_entries);
     return check_done();
 }

@@ -136,12 +136,15 @@ TEST(stale_function_in_graph_is_caught)
 TEST(stream_value_reused_while_old_work_runs)
 {
     CUstream s, s2;
+    CUevent done;
     CUdeviceptr a = gu_alloc(), b = gu_alloc();
     CHECK_CU(cuMemsetD32(a, 0, N_ELEMS), CUDA_SUCCESS);
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
     gu_args slow;
     gu_kp_slow(&slow, a, 8, 100000);
     CHECK_CU(gu_launch(k_slow, s, &slow), CUDA_SUCCESS);
+    CHECK_CU(cuEventRecord(done, s), CUDA_SUCCESS);
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);      /* work still queued */
     CHECK_CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     CHECK(s2 == s);
@@ -150,9 +153,13 @@ TEST(stream_value_reused_while_old_work_runs)
     CHECK_CU(cuMemsetD32Async(b, 4, N_ELEMS, s2), CUDA_SUCCESS);
     CHECK_CU(cuStreamSynchronize(s2), CUDA_SUCCESS);
     CHECK(gu_all(b, 4));
-    CHECK(gu_all(a, 0));                            /* the old kernel still sleeps */
+    /* the old kernel still sleeps (an event, not a read of the memory it is
+     * about to write: that would be a data race) */
+    CHECK_CU(cuEventQuery(done), CUDA_ERROR_NOT_READY);
     CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK_CU(cuEventQuery(done), CUDA_SUCCESS);
     CHECK(gu_all(a, 8));                            /* and completed */
+    CHECK_CU(cuEventDestroy(done), CUDA_SUCCESS);
     CHECK_CU(cuStreamDestroy(s2), CUDA_SUCCESS);
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
     CHECK_CU(cuMemFree(b), CUDA_SUCCESS);

@@ -3,6 +3,8 @@
 #
 #   $(BUILD)/gpu/rt_graphs    tests/gpu/rt_graphs.cu: CUDA runtime (static
 #                             cudart) graph capture + cudaGraphExecUpdate
+#   $(BUILD)/gpu/rt_graphs_kernels.so  its kernels for the emulated driver
+#                             (CUDAEMU_MODULES; tests/gpu/rt_graphs_kernels.c)
 #   $(BUILD)/gpu/step_timer   tests/gpu/step_timer.cu: the recapture_temps and
 #                             rotating_inputs loops (driver API, the
 #                             workloads' own wl_common.c) timed with CUDA
@@ -33,6 +35,7 @@ GPU_NVCC_FLAGS := -O2 -fmad=false -Xcompiler -ffp-contract=off,-Wall \
     -gencode arch=compute_80,code=sm_80 \
     -gencode arch=compute_90,code='[sm_90,compute_90]'
 GPU_PROGS := $(GPU_DIR)/rt_graphs $(GPU_DIR)/step_timer
+CC ?= gcc
 
 .PHONY: all gpu-kit gpu-kit-note
 all:
@@ -64,7 +67,12 @@ $(GPU_DIR)/step_timer: tests/gpu/step_timer.cu tests/workloads/wl_common.c \
 	ln -sf ../workloads/wl_kernels.fatbin $(GPU_DIR)/wl_kernels.fatbin
 	ln -sf ../workloads/wl_kernels.so $(GPU_DIR)/wl_kernels.so
 
-gpu-kit: $(GPU_PROGS)
+# rt_graphs' kernels for the emulated driver (CUDAEMU_MODULES), by mangled name.
+$(GPU_DIR)/rt_graphs_kernels.so: tests/gpu/rt_graphs_kernels.c $(EMU_KERNEL_H) tests/workloads/wl_math.h
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -Werror -fPIC -shared $(EMU_MODULE_CFLAGS) -Itests/workloads -o $@ $<
+
+gpu-kit: $(GPU_PROGS) $(GPU_DIR)/rt_graphs_kernels.so
 else
 gpu-kit-note:
 	@echo "note: $(NVCC) not found: the real-GPU kit's programs ($(GPU_PROGS)) not built"

@@ -2,10 +2,10 @@
 # tests/gpu/test_gpu_kit.sh: the real-GPU kit's parts that need no GPU.
 # - the kit's CUDA programs were compiled (when nvcc exists), for sm_80,
 #   sm_90 and sm_90 PTX;
-# - on the emulated driver: rt_graphs stops with the documented message (the
-#   CUDA runtime cannot run on the emulation: cuGetExportTable is not
-#   emulated) or, should it ever run, prints a checksum; step_timer prints
-#   the same checksum as the workload it times, and its event timings;
+# - on the emulated driver: rt_graphs (its kernels from rt_graphs_kernels.so
+#   through CUDAEMU_MODULES) runs and matches its host recomputation;
+#   step_timer prints the same checksum as the workload it times, and its
+#   event timings;
 # - calibrate (the per-call costs of the bench's cost table) runs on the
 #   emulated driver: every figure at every size, the updates it times change
 #   exactly 0, 1 and every node (as the emulated driver counts them), and its
@@ -32,8 +32,8 @@ RUNALL=$SRC/tests/gpu/run-all.sh
 # the library links preloaded first: kitprog PROG ARGS...
 # directly, and through wrapper scripts (san_wrap) where kitlib.sh runs them
 # (it clears LD_PRELOAD, then stablegraph-run appends the library). Without
-# a leak check: the static CUDA runtime, which gives up on the emulation,
-# leaves its own (uninstrumented) allocations behind, and LeakSanitizer's
+# a leak check: the static CUDA runtime leaves its own (uninstrumented)
+# allocations behind, and LeakSanitizer's
 # exit would lose the output; the library's own paths are leak-checked by
 # the instrumented tests.
 san_pre=
@@ -88,14 +88,10 @@ check "calibrate built (plain C, with or without nvcc)" test -x "$BUILD/gpu/cali
 
 # ------------------------------------------------------------------ on the emulated driver
 if [ -x "$BUILD/gpu/rt_graphs" ]; then
-    out=$(emu kitprog "$BUILD/gpu/rt_graphs" --steps 3 --nodes 4 --elems 256 2>&1); rc=$?
-    if [ "$rc" = 3 ]; then
-        check "rt_graphs on the emulation: stops with the documented message" \
-            grep -q 'the runtime cannot run on the emulation (cuGetExportTable is not emulated)' <<<"$out"
-    else
-        check "rt_graphs on the emulation: ran, checked against the host, and printed a checksum" \
-            test "$rc" = 0 -a -n "$(sed -n 's/^checksum: //p' <<<"$out")"
-    fi
+    out=$(CUDAEMU_MODULES=$BUILD/gpu/rt_graphs_kernels.so emu kitprog "$BUILD/gpu/rt_graphs" \
+        --steps 3 --nodes 4 --elems 256 2>&1); rc=$?
+    check "rt_graphs on the emulation: ran, matched the host, and printed a checksum" \
+        test "$rc" = 0 -a -n "$(sed -n 's/^checksum: //p' <<<"$out")" -a -n "$(grep '^reference: match' <<<"$out")"
     diag "rt_graphs says: $(head -n 1 <<<"$out")"
     out=$(emu kitprog "$BUILD/gpu/rt_graphs" --steps 0 2>&1)
     check_eq "rt_graphs: a bad option exits 2" "$?" 2
@@ -282,16 +278,16 @@ if [ -x "$BUILD/gpu/step_timer" ]; then
     check "rehearsal: the FAIL line names the policy and both checksums" \
         grep -q '^FAIL workload-slices: off: checksum 0000000000000bad != [0-9a-f]\{16\} without the library' "$s"
     check_eq "rehearsal: nothing else failed" "$(grep -c '^FAIL ' "$s")" 1
-    check_eq "rehearsal: 5 workloads x (policies + model), 2 timings and the calibration pass" \
-        "$(grep -c '^PASS ' "$s")" 13
-    check "rehearsal: the summary counts the failure" grep -q '^result: 13 passed, 1 failed, ' "$s"
+    check_eq "rehearsal: 5 workloads x (policies + model), rt_graphs x 2, 2 timings and the calibration pass" \
+        "$(grep -c '^PASS ' "$s")" 15
+    check "rehearsal: the summary counts the failure" grep -q '^result: 15 passed, 1 failed, ' "$s"
     check "rehearsal: the calibration says CPU times, not GPU" \
         grep -q '^calibration: EMULATED DRIVER: CPU times of the emulation, NOT GPU figures' "$s"
     check "rehearsal: the calibration wrote its table" grep -q '^PASS calibration: 27 figures (done); table: ' "$s"
     check "rehearsal: the timing table has 6 measured rows" \
         test "$(grep -cE '^(recapture_temps|rotating_inputs) +16  [a-z_]+ +[0-9.]+ +[0-9.]+ ' "$s")" = 6
-    check "rehearsal: the runtime program's stop is a SKIP, with the reason" \
-        grep -q '^SKIP rt_graphs: the CUDA runtime cannot run on the emulation' "$s"
+    check "rehearsal: the runtime program runs under every policy (cudaMalloc, cudaMallocAsync)" \
+        test "$(grep -c '^PASS rt_graphs-cudaMalloc' "$s")" = 2
     [ "$_tap_failed" = "$failed_before" ] || diag "$(cat "$s")"
 fi
 done_testing

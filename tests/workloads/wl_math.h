@@ -12,11 +12,11 @@
 #ifndef WL_MATH_H
 #define WL_MATH_H
 
+#include <string.h>
 #ifdef __CUDACC__
 #define WL_FN static __host__ __device__ __forceinline__
 #else
 #include <stdint.h>
-#include <string.h>
 #define WL_FN static inline
 #endif
 
@@ -31,9 +31,11 @@ WL_FN unsigned wl_hash(unsigned x)
     return x;
 }
 
+/* Device code uses the intrinsic; host code (C, and nvcc's host pass for the
+ * runtime workloads) copies the bytes. */
 WL_FN unsigned wl_float_bits(float f)
 {
-#ifdef __CUDACC__
+#ifdef __CUDA_ARCH__
     return __float_as_uint(f);
 #else
     unsigned u;

@@ -21,9 +21,9 @@ $(WL_PROGS): $(WL_DIR)/%: $(WL_OBJDIR)/%.o $(WL_OBJDIR)/wl_common.o
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(STUB_LIBCUDA) $(ALL_LDFLAGS)
 
-$(WL_MODULE): tests/workloads/wl_kernels.c tests/workloads/wl_math.h tests/emu/emu_kernel.h
+$(WL_MODULE): tests/workloads/wl_kernels.c tests/workloads/wl_math.h $(EMU_KERNEL_H)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/emu -shared -o $@ $< $(ALL_LDFLAGS)
+	$(CC) $(ALL_CFLAGS) $(EMU_MODULE_CFLAGS) -shared -o $@ $< $(ALL_LDFLAGS)
 
 all: $(WL_PROGS) $(WL_MODULE)
 
@@ -40,3 +40,6 @@ wl-fatbin-note:
 
 all: wl-fatbin-note
 endif
+
+# The same workloads on the CUDA runtime (nvcc only).
+include tests/workloads/rt_workloads.mk

@@ -2,19 +2,40 @@
  * emu_internal.h: contracts between the parts of the emulated CUDA driver.
  *
  * The emulated driver (build/emu/libcuda.so.1) implements a subset of the
- * CUDA 13 driver API on the CPU. Its sources are split by responsibility:
+ * CUDA 13 driver API on the CPU. Its sources (tests/emu/driver/) are split
+ * by responsibility:
  *
- *   emu_core.c     init, configuration knobs (CUDAEMU_*), devices, contexts,
- *                  errors, call statistics, fault injection, violations,
- *                  the handle registry.
+ *   emu_core.c     init, configuration knobs (CUDAEMU_*), devices, contexts
+ *                  and their teardown, errors, call statistics, fault
+ *                  injection, violations, the handle registry and pools.
  *   emu_resolve.c  cuGetProcAddress (legacy and _v2) and its name table.
- *   emu_mem.c      device memory, VMM, pinned host memory, synchronous
- *                  copies and memsets, address ranges, pointer attributes,
- *                  the device-range registry used to find what work touches.
- *   emu_stream.c   streams (worker threads), events, stream memory ops,
- *                  asynchronous copies/memsets/allocations, modules, kernels,
- *                  the in-flight work registry used to detect violations.
- *   emu_graph.c    stream capture, graphs, nodes, graph execs, update, launch.
+ *   emu_mem.c      device memory and its accounting, pinned and registered
+ *                  host memory, address ranges, pointer attributes, legacy
+ *                  IPC, graph allocations, the device-range registry used to
+ *                  find what work touches.
+ *   emu_vmm.c      the virtual memory management API.
+ *   emu_array.c    CUDA arrays: descriptors and their charge to the device
+ *                  (emu_mem.h: the memory state the three share).
+ *   emu_stream.c   streams and their worker threads, the in-flight work
+ *                  registry used to detect violations, submitting work
+ *                  (capture or queue), host functions and callbacks.
+ *   emu_event.c    events.
+ *   emu_copy.c     copies, memsets and stream memory operations.
+ *   emu_pool.c     stream-ordered allocation and the default pools.
+ *   emu_module.c   modules, functions, kernel arguments and launches
+ *                  (emu_stream.h: what the stream files share).
+ *   emu_capture.c  stream capture.
+ *   emu_graph.c    graphs, nodes and edges.
+ *   emu_graph_params.c  node parameters and what a change of them may do.
+ *   emu_exec.c     graph execs: instantiate, launch, destroy.
+ *   emu_exec_update.c   per-node exec changes and cuGraphExecUpdate
+ *                  (emu_graph.h: what the graph files share).
+ *   emu_library.c  CUDA images (fat binaries, cubins, PTX) and CUDAEMU_MODULES,
+ *                  libraries and kernels (cuLibrary*, cuKernel*), function
+ *                  attributes, occupancy, the module loading mode.
+ *   emu_runtime.c  cuGetExportTable: the CUDA runtime's private tables,
+ *                  context-local storage.
+ *   emu_kernel.h   the module ABI (what a module of emulated kernels exports).
  *
  * Rules every part follows:
  *   - Every exported function is defined under its exact ELF name (this file
@@ -103,6 +124,9 @@ typedef struct emu_config {
     size_t device_memory;      /* CUDAEMU_DEVICE_MEMORY, bytes per device, default 16 GiB */
     const char *stats_path;    /* CUDAEMU_STATS, NULL if unset */
     int verbose;               /* CUDAEMU_VERBOSE=1: log every violation in full */
+    int trace_resolve;         /* CUDAEMU_TRACE_RESOLVE=1: log every cuGetProcAddress and
+                                  cuGetExportTable request and private-table call */
+    const char *modules;       /* CUDAEMU_MODULES, NULL if unset (emu_library.c) */
 } emu_config;
 extern emu_config emu_cfg;
 
@@ -124,7 +148,8 @@ unsigned long emu_violation_count(void);
 typedef enum emu_kind {
     EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
     EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL,
-    EMU_K_COUNT
+    EMU_K_LIBRARY, EMU_K_KERNEL, EMU_K_ARRAY,
+    EMU_K_COUNT                     /* keep last */
 } emu_kind;
 void emu_handle_add(const void *h, emu_kind kind);
 /* Registers a handle that belongs to context `owner` (cuCtxDestroy and the
@@ -141,9 +166,9 @@ int emu_handle_ok(const void *h, emu_kind kind);
 int emu_handle_alive(const void *h, emu_kind kind);
 /* Context teardown: ends handle h (it stays known as ended, see above). */
 void emu_handle_end(const void *h);
-/* The live handles of `kind` that belong to ctx, in a malloc'd array (*out,
- * NULL when none); returns the count. */
-size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out);
+/* Context teardown of ctx's live handles of `kind`: each is ended
+ * (emu_handle_end), then given to release (which frees what it names). */
+void emu_handles_end_ctx(CUcontext ctx, emu_kind kind, void (*release)(void *h));
 
 /* Handle memory with the driver's reuse of freed handle values: objects of
  * one kind (one size per kind) come from a LIFO free list, so the value of
@@ -171,7 +196,23 @@ struct CUctx_st {
 CUcontext emu_ctx_current(void);
 /* Current context or CUDA_ERROR_INVALID_CONTEXT (or NOT_INITIALIZED). */
 CUresult emu_ctx_require(CUcontext *out);
+/* 1 if c is a context that exists and was not destroyed. */
+int emu_ctx_live(CUcontext c);
+/* A context argument: NULL means the current one (emu_ctx_require); any
+ * other must be live, else CUDA_ERROR_INVALID_CONTEXT. */
+CUresult emu_ctx_resolve(CUcontext *ctx);
 int emu_device_count(void);
+/* The primary context of dev, created if needed but not retained (the
+ * runtime's private interface hands it out this way); NOT_INITIALIZED before
+ * cuInit, INVALID_DEVICE for a bad ordinal. */
+CUresult emu_ctx_primary(CUdevice dev, CUcontext *pctx);
+/* A device's attribute value and UUID, as cuDeviceGetAttribute and
+ * cuDeviceGetUuid report them (dev must be valid). */
+int emu_device_attribute(CUdevice_attribute a, CUdevice dev);
+void emu_device_uuid(CUdevice dev, CUuuid *uuid);
+/* emu_runtime.c: runs and drops the CUDA runtime's context-local storage of
+ * ctx (its destroy callbacks) at context teardown, before anything else. */
+void emu_cls_ctx_destroyed(CUcontext ctx);
 
 /* ------------------------------------------------------------------------
  * emu_mem.c: device ranges. A "device range" is any address range the
@@ -197,6 +238,9 @@ int emu_mem_extent_ok(CUdeviceptr p, size_t n);
  * stream-ordered memory is not tied to a context and stays. Called after the
  * context's streams are gone. */
 void emu_mem_ctx_destroyed(CUcontext ctx);
+/* emu_array.c: the same for the context's CUDA arrays (their charge goes
+ * back to the device; their handles end). */
+void emu_arrays_ctx_destroyed(CUcontext ctx);
 /* Plain copy/set used by streams and graphs once validated. */
 void emu_mem_copy(void *dst, const void *src, size_t n);
 /* cuMemFreeAsync, at the call: marks the stream-ordered (or graph)
@@ -245,18 +289,27 @@ void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, 
 CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call);
 
 /* ------------------------------------------------------------------------
- * emu_stream.c: work on streams
+ * emu_stream.c: work on streams (emu_copy.c: copies and memsets;
+ * emu_module.c: kernel arguments and launches)
  * ---------------------------------------------------------------------- */
 typedef struct emu_stream emu_stream;
 typedef struct emu_work emu_work;
 
 /* A unit of work queued on a stream. The stream owns it once enqueued: it
- * runs work->run on the stream's worker thread, in order, then calls
- * work->release (free() if NULL). `ranges` lists every device range the work
- * may touch; while the work is queued or running those ranges are "in flight"
- * and unmapping/freeing/remapping them is a violation. */
+ * runs work->run on the stream's worker thread, in order; then, under the
+ * stream's lock and at the very moment the work counts as completed (what
+ * waiters, queries and a fork see together), calls work->complete if set;
+ * then work->release (free() if NULL), outside any lock. complete must not
+ * block and takes no lock but a leaf one (a launch token's); work released
+ * without having completed (never queued, or its stream retired) gets
+ * release only. A fork child runs again the work that was running at the
+ * fork (its run must allow that), and never releases work that had
+ * completed. `ranges` lists every device range the work may touch; while
+ * the work is queued or running those ranges are "in flight" and
+ * unmapping/freeing/remapping them is a violation. */
 struct emu_work {
     void (*run)(emu_work *w, emu_stream *s);
+    void (*complete)(emu_work *w);
     void (*release)(emu_work *w);
     const char *what;           /* entry point that queued it, for messages */
     emu_range *ranges;
@@ -281,7 +334,7 @@ void emu_streams_sync_all(CUcontext ctx);
 /* 1 if work on s waits for the legacy stream (a user stream created without
  * CU_STREAM_NON_BLOCKING, or a per-thread default stream). */
 int emu_stream_blocking(emu_stream *s);
-/* The capture state of a stream (owned by emu_graph.c), NULL if not capturing. */
+/* The capture state of a stream (owned by emu_capture.c), NULL if not capturing. */
 struct emu_capture *emu_stream_capture(emu_stream *s);
 void emu_stream_set_capture(emu_stream *s, struct emu_capture *c);
 
@@ -289,7 +342,7 @@ void emu_stream_set_capture(emu_stream *s, struct emu_capture *c);
  * for and destroys every stream of ctx, unloads nothing else. */
 void emu_streams_ctx_destroyed(CUcontext ctx);
 
-/* Copy and memset execution shared by streams and graph nodes (emu_stream.c).
+/* Copy and memset execution shared by streams and graph nodes (emu_copy.c).
  * exec runs the operation now (on a worker thread); touch records the device
  * ranges the operation reaches; check validates parameters as the driver does
  * (CUDA_ERROR_INVALID_VALUE for bad pitches, element sizes, NULL operands). */
@@ -335,12 +388,15 @@ const char *emu_func_name(CUfunction f);
 /* 1 if the function the arguments were packed for is still loaded (not
  * unloaded, its handle value not reused by a later load). */
 int emu_args_func_loaded(const emu_args *a);
-/* Context teardown, after its streams: ends and releases the context's
- * events and unloads its modules (their functions end with them). */
-void emu_stream_ctx_resources_destroyed(CUcontext ctx);
+/* Context teardown, after its streams: emu_event.c ends and releases the
+ * context's events; emu_module.c unloads its modules (their functions end
+ * with them; a library's module and functions in ctx, emu_library.c). */
+void emu_events_ctx_destroyed(CUcontext ctx);
+void emu_modules_ctx_destroyed(CUcontext ctx);
 
 /* ------------------------------------------------------------------------
- * emu_graph.c: capture hooks used by stream operations
+ * emu_capture.c: capture hooks used by stream operations (and
+ * emu_exec.c: the teardown of graph execs)
  * ---------------------------------------------------------------------- */
 struct emu_capture;
 
@@ -400,14 +456,83 @@ void emu_graph_ctx_destroyed(CUcontext ctx);
  * it when the event is recorded outside capture or destroyed. */
 void emu_capture_event_forget(CUevent ev);
 
-/* The context a function's module was loaded in (emu_stream.c); NULL if the
+/* The context a function's module was loaded in (emu_module.c); NULL if the
  * function is not alive. */
 CUcontext emu_func_ctx(CUfunction f);
 
 /* ------------------------------------------------------------------------
- * emu_stream.c: events (shared so graphs can hold event nodes)
+ * Modules and functions (emu_module.c loads emulated modules; emu_library.c
+ * owns modules made from CUDA images and the functions of libraries)
  * ---------------------------------------------------------------------- */
-struct emu_capture_event;           /* capture-time state, emu_graph.c */
+struct CUlib_st;
+/* Functions and modules come from the handle pools (emu_handle_mem_get): an
+ * unloaded module's CUfunction and CUmodule values are given to the
+ * functions and modules loaded next. `gen` tells a reused function from the
+ * one an argument block was packed for. */
+struct CUfunc_st {
+    const emu_kernel *k;            /* k->fn NULL: a kernel no module provides */
+    CUmodule mod;
+    uint64_t gen;                   /* unique over the process */
+    size_t off[32];                 /* ABI offset of each argument */
+    size_t abi_size;                /* end of the last argument */
+    int attr[CU_FUNC_ATTRIBUTE_MAX];/* cuFuncGetAttribute values (atomic ints) */
+};
+
+struct CUmod_st {
+    void *dl;                       /* emulated module: its object */
+    CUcontext ctx;
+    unsigned nfuncs;
+    struct CUfunc_st **funcs;       /* emulated module: its functions */
+    struct CUlib_st *lib;           /* non-NULL: functions come from this library */
+};
+
+/* Number of kernels in a module table, -1 if an entry is invalid. */
+int emu_kernel_table_count(const emu_kernel *table);
+/* The ABI offset of each argument of k (emu_kernel.h) and the end of the last. */
+void emu_kernel_layout(const emu_kernel *k, size_t off[32], size_t *abi_size);
+/* A new module of ctx from the handle pool (not yet registered). */
+CUmodule emu_module_new(CUcontext ctx);
+/* A new function for kernel k of module m, from the handle pool, registered
+ * as a handle of m's context. */
+CUfunction emu_func_new(const emu_kernel *k, CUmodule m);
+/* dlopen of an emulated module by path / from an ELF image in memory (*err:
+ * INVALID_IMAGE if it is not one); NULL on failure. */
+void *emu_module_dlopen_path(const char *fname);
+void *emu_module_dlopen_image(const void *image, CUresult *err);
+/* cuFuncGetParamInfo's / cuKernelGetParamInfo's answer for kernel k laid out
+ * at off (`call` names the entry for the missing-kernel message). */
+CUresult emu_param_info(const emu_kernel *k, const size_t *off, size_t index, size_t *offset, size_t *size,
+                        const char *call);
+
+/* emu_library.c */
+/* 1 if image is a CUDA image: a fat binary (its wrapper or its data), a
+ * cubin (ELF for EM_CUDA) or PTX text. */
+int emu_image_is_cuda(const void *image);
+int emu_file_is_cuda_image(const char *path);
+/* A module in ctx for a CUDA image: its kernels come from CUDAEMU_MODULES. */
+CUresult emu_lib_module_load(CUcontext ctx, CUmodule *out);
+/* cuModuleUnload of a module that belongs to a library. */
+CUresult emu_lib_module_unload(CUmodule m);
+/* Context teardown of a library's module m (of the dying context): m and
+ * every function of the library's kernels in that context end; a module
+ * made from a CUDA image ends with its hidden library. */
+void emu_lib_module_ctx_destroyed(CUmodule m);
+/* The function `name` of library lib in ctx (cuModuleGetFunction). */
+CUresult emu_lib_function(struct CUlib_st *lib, CUcontext ctx, const char *name, CUfunction *out);
+/* f, or the function of the CUkernel f in ctx (NULL: the current context);
+ * INVALID_HANDLE if f is neither. */
+CUresult emu_func_resolve(CUfunction f, CUcontext ctx, CUfunction *out);
+/* Logs (once per name) that no module of CUDAEMU_MODULES provides the
+ * kernel `name`, naming `call`; returns CUDA_ERROR_NO_BINARY_FOR_GPU. */
+CUresult emu_kernel_missing(const char *name, const char *call);
+/* Default attribute values of a function of kernel k on device dev. */
+void emu_func_attr_init(int attr[CU_FUNC_ATTRIBUTE_MAX], const emu_kernel *k, int dev);
+int emu_func_attr(CUfunction f, CUfunction_attribute a);
+
+/* ------------------------------------------------------------------------
+ * emu_event.c: events (shared so captures can hold their records)
+ * ---------------------------------------------------------------------- */
+struct emu_capture_event;           /* capture-time state, emu_capture.c */
 struct CUevent_st {
     unsigned flags;
     emu_stream *stream;             /* stream of the last record, NULL if never */

@@ -206,6 +206,11 @@ static void emu_boot(void)
     emu_knob_parse("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem,
                    "bytes per device, 1 MiB..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
     emu_knob_ull("CUDAEMU_VERBOSE", 0, 1, &verbose, "0 or 1");
+    unsigned long long trace_resolve = 0;
+    emu_knob_ull("CUDAEMU_TRACE_RESOLVE", 0, 1, &trace_resolve, "0 or 1");
+    emu_cfg.trace_resolve = (int)trace_resolve;
+    const char *modules = getenv("CUDAEMU_MODULES");
+    emu_cfg.modules = modules && *modules ? strdup(modules) : NULL;
     emu_cfg.granularity = (size_t)g;
     emu_cfg.kernel_delay_us = (unsigned)delay;
     emu_cfg.devices = (int)devs;
@@ -371,7 +376,8 @@ int emu_handle_ok(const void *h, emu_kind kind)
 {
     static const char *const names[EMU_K_COUNT] = {
         [EMU_K_STREAM] = "stream", [EMU_K_EVENT] = "event", [EMU_K_MODULE] = "module",
-        [EMU_K_FUNC] = "function", [EMU_K_EXEC] = "graph exec",
+        [EMU_K_FUNC] = "function", [EMU_K_EXEC] = "graph exec", [EMU_K_LIBRARY] = "library",
+        [EMU_K_KERNEL] = "kernel", [EMU_K_ARRAY] = "array",
     };
     int st = handle_state(h, kind);
     if (st < 0)
@@ -382,7 +388,9 @@ int emu_handle_ok(const void *h, emu_kind kind)
     return st == 1;
 }
 
-size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out)
+/* The live handles of `kind` that belong to ctx, in a malloc'd array (*out,
+ * NULL when none); returns the count. */
+static size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out)
 {
     size_t n = 0, cap = 0;
     const void **v = NULL;
@@ -400,6 +408,17 @@ size_t emu_handles_of_ctx(CUcontext ctx, emu_kind kind, const void ***out)
     pthread_mutex_unlock(&emu_handle_lock);
     *out = v;
     return n;
+}
+
+void emu_handles_end_ctx(CUcontext ctx, emu_kind kind, void (*release)(void *h))
+{
+    const void **v;
+    size_t n = emu_handles_of_ctx(ctx, kind, &v);
+    for (size_t i = 0; i < n; i++) {
+        emu_handle_end(v[i]);
+        release((void *)(uintptr_t)v[i]);
+    }
+    free(v);
 }
 
 /* Handle memory pools: one LIFO free list per kind, linked through the first
@@ -474,14 +493,6 @@ EMU_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
     return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-EMU_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
-{
-    EMU_ENTRY();
-    (void)pExportTableId;
-    if (ppExportTable) *ppExportTable = NULL;
-    return CUDA_ERROR_NOT_SUPPORTED;   /* private runtime tables are not emulated */
-}
-
 static CUresult emu_device_check(CUdevice dev)
 {
     if (!emu_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
@@ -525,9 +536,8 @@ EMU_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-EMU_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+static CUresult emu_device_get_uuid(CUuuid *uuid, CUdevice dev)
 {
-    EMU_ENTRY();
     CUresult r = emu_device_check(dev);
     if (r != CUDA_SUCCESS) return r;
     if (!uuid) return CUDA_ERROR_INVALID_VALUE;
@@ -537,9 +547,27 @@ EMU_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-/* Attribute values of the emulated device (an H100-like part); every other
- * valid attribute reads 0. */
-static int emu_attribute(CUdevice_attribute a, CUdevice dev)
+void emu_device_uuid(CUdevice dev, CUuuid *uuid) { (void)emu_device_get_uuid(uuid, dev); }
+
+EMU_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    EMU_ENTRY();
+    return emu_device_get_uuid(uuid, dev);
+}
+
+/* The 9.2 entry (the CUDA runtime asks for it); _v2 differs only for MIG
+ * instances, which the emulation does not have. */
+EMU_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    EMU_ENTRY();
+    return emu_device_get_uuid(uuid, dev);
+}
+
+/* Attribute values of the emulated device (an H100-like part, figures from
+ * NVIDIA's H100 SXM5 specification: 132 SMs, 2048 threads, 64 K registers
+ * and 228 KiB shared memory per SM, 50 MiB L2); every other valid attribute
+ * reads 0. */
+int emu_device_attribute(CUdevice_attribute a, CUdevice dev)
 {
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
@@ -565,9 +593,22 @@ static int emu_attribute(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: return 1;
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;              /* cuMemAllocManaged */
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;   /* no cuStreamAttachMemAsync needed */
     case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 512;   /* cuMemAllocPitch's */
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;          /* cuMemcpy2D's (emu_copy.c) */
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return !emu_cfg.no_vmm;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
     default: return 0;
     }
 }
@@ -578,7 +619,7 @@ EMU_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUd
     CUresult r = emu_device_check(dev);
     if (r != CUDA_SUCCESS) return r;
     if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
-    *pi = emu_attribute(attrib, dev);
+    *pi = emu_device_attribute(attrib, dev);
     return CUDA_SUCCESS;
 }
 
@@ -616,7 +657,13 @@ static void emu_ctx_set_current(CUcontext c)
     if (!c && emu_ctx_depth == 1) emu_ctx_depth = 0;
 }
 
-static int emu_ctx_live(CUcontext c) { return c && emu_handle_ok(c, EMU_K_CTX) && !c->destroyed; }
+int emu_ctx_live(CUcontext c) { return c && emu_handle_ok(c, EMU_K_CTX) && !c->destroyed; }
+
+CUresult emu_ctx_resolve(CUcontext *ctx)
+{
+    if (!*ctx) return emu_ctx_require(ctx);
+    return emu_ctx_live(*ctx) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
 
 CUresult emu_ctx_require(CUcontext *out)
 {
@@ -644,16 +691,25 @@ static CUcontext emu_ctx_new(int dev, unsigned flags, int primary)
  * context dies too. */
 static void emu_ctx_teardown(CUcontext c, int free_handle)
 {
+    emu_cls_ctx_destroyed(c);
     emu_streams_ctx_destroyed(c);
     emu_graph_ctx_destroyed(c);
-    emu_stream_ctx_resources_destroyed(c);
+    emu_events_ctx_destroyed(c);
+    emu_modules_ctx_destroyed(c);
     emu_mem_ctx_destroyed(c);
+    emu_arrays_ctx_destroyed(c);
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;
     pthread_mutex_unlock(&c->lock);
-    for (int i = 0; i < emu_ctx_depth; i++)
-        if (emu_ctx_stack[i] == c && free_handle) emu_ctx_stack[i] = NULL;
     if (free_handle) {
+        /* cuCtxDestroy: "If the context is current to the calling thread then
+         * the context will also be popped from the current thread's context
+         * stack (as though cuCtxPopCurrent() were called)." Deeper in this
+         * thread's stack it is forgotten (NULL); other threads keep it
+         * current and get CUDA_ERROR_CONTEXT_IS_DESTROYED. */
+        if (emu_ctx_depth && emu_ctx_stack[emu_ctx_depth - 1] == c) emu_ctx_depth--;
+        for (int i = 0; i < emu_ctx_depth; i++)
+            if (emu_ctx_stack[i] == c) emu_ctx_stack[i] = NULL;
         c->destroyed = 1;
         emu_handle_del(c);
         /* The struct is kept (not freed): other threads may still hold it as
@@ -746,6 +802,17 @@ EMU_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
     return CUDA_SUCCESS;
 }
 
+/* CUDA 13: the device of ctx, or of the current context if ctx is NULL. */
+EMU_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    CUresult r = emu_ctx_resolve(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    *device = ctx->device;
+    return CUDA_SUCCESS;
+}
+
 EMU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
     EMU_ENTRY_INIT();
@@ -767,13 +834,10 @@ EMU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
     return CUDA_SUCCESS;
 }
 
-EMU_EXPORT CUresult cuCtxSynchronize(void)
+/* Synchronizes context c for entry point `call`. */
+static CUresult emu_ctx_sync(CUcontext c, const char *call)
 {
-    EMU_ENTRY_INIT();
-    CUcontext c;
-    CUresult r = emu_ctx_require(&c);
-    if (r != CUDA_SUCCESS) return r;
-    r = emu_capture_check_unsafe(__func__);
+    CUresult r = emu_capture_check_unsafe(call);
     if (r != CUDA_SUCCESS) return r;
     /* Synchronizing a context one of whose streams captures is invalid in
      * every capture mode (emu_capture_check_ctx). */
@@ -782,6 +846,22 @@ EMU_EXPORT CUresult cuCtxSynchronize(void)
     emu_streams_sync_all(c);
     emu_mem_pools_sync();
     return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuCtxSynchronize(void)
+{
+    EMU_ENTRY_INIT();
+    CUcontext c;
+    CUresult r = emu_ctx_require(&c);
+    return r != CUDA_SUCCESS ? r : emu_ctx_sync(c, __func__);
+}
+
+/* CUDA 13: synchronizes ctx, or the current context if ctx is NULL. */
+EMU_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    CUresult r = emu_ctx_resolve(&ctx);
+    return r != CUDA_SUCCESS ? r : emu_ctx_sync(ctx, __func__);
 }
 
 EMU_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
@@ -797,20 +877,27 @@ EMU_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
 }
 
 /* Primary contexts: one stable handle per device. */
-EMU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+static CUresult emu_primary_get(CUcontext *pctx, CUdevice dev, int retain)
 {
-    EMU_ENTRY_INIT();
     CUresult r = emu_device_check(dev);
     if (r != CUDA_SUCCESS) return r;
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&emu_ctx_lock);
     if (!emu_primary[dev].ctx) emu_primary[dev].ctx = emu_ctx_new(dev, emu_primary[dev].flags, 1);
     CUcontext c = emu_primary[dev].ctx;
-    if (c) emu_primary[dev].refs++;
+    if (c && retain) emu_primary[dev].refs++;
     pthread_mutex_unlock(&emu_ctx_lock);
     if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
     *pctx = c;
     return CUDA_SUCCESS;
+}
+
+CUresult emu_ctx_primary(CUdevice dev, CUcontext *pctx) { return emu_primary_get(pctx, dev, 0); }
+
+EMU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    return emu_primary_get(pctx, dev, 1);
 }
 
 /* Drops one retain (release) or all of them (reset); the last one tears the
@@ -837,6 +924,19 @@ EMU_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 }
 
 EMU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    return emu_primary_drop(dev, 1);
+}
+
+/* The 7.0 entries (the CUDA runtime asks for them): same semantics here. */
+EMU_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    return emu_primary_drop(dev, 0);
+}
+
+EMU_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
     EMU_ENTRY_INIT();
     return emu_primary_drop(dev, 1);

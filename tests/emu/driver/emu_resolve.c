@@ -136,6 +136,10 @@ static CUresult emu_proc_lookup(const char *symbol, void **pfn, int version, cuu
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
     if (!*pfn) st = known && !pick ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     if (status) *status = st;
+    if (emu_cfg.trace_resolve)
+        emu_log("runtime: cuGetProcAddress(\"%s\", %d, flags %llu) -> %s", symbol, version,
+                (unsigned long long)flags, *pfn ? pick->elf : st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                ? "VERSION_NOT_SUFFICIENT" : "SYMBOL_NOT_FOUND");
     return CUDA_SUCCESS;
 }
 

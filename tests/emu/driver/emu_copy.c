@@ -1,0 +1,498 @@
+/*
+ * emu_copy.c: copies (1D, 2D, 3D, every direction, between contexts,
+ * synchronous and asynchronous), memsets (8/16/32-bit, 1D and 2D) and stream memory
+ * operations (32- and 64-bit write and wait) of the emulated CUDA driver,
+ * with the driver's range checks; the copy and memset executors and range
+ * recorders graph nodes use (emu_memcpy3d_*, emu_memset_*).
+ *
+ * Locks: none of its own. Work goes through emu_stream_submit (emu_stream.c); the
+ * device-range queries (emu_mem_*) take emu_mem_lock inside emu_mem.c.
+ */
+#include "emu_stream.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------------
+ * Stream memory operations (32- and 64-bit write and wait)
+ * ---------------------------------------------------------------------- */
+typedef struct memop_work {
+    emu_work w;
+    CUdeviceptr addr;
+    uint64_t value;
+    unsigned size;                  /* 4 or 8 */
+    unsigned flags;
+    int wait;
+} memop_work;
+
+static uint64_t memop_load(const memop_work *m)
+{
+    if (m->size == 8) return __atomic_load_n((uint64_t *)(uintptr_t)m->addr, __ATOMIC_ACQUIRE);
+    return __atomic_load_n((uint32_t *)(uintptr_t)m->addr, __ATOMIC_ACQUIRE);
+}
+
+static int memop_satisfied(const memop_work *m)
+{
+    uint64_t cur = memop_load(m), v = m->value;
+    uint64_t mask = m->size == 8 ? ~(uint64_t)0 : 0xffffffffu;
+    switch (m->flags & 3) {
+    case CU_STREAM_WAIT_VALUE_GEQ:
+        return m->size == 8 ? (int64_t)(cur - v) >= 0 : (int32_t)(uint32_t)(cur - v) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ: return cur == v;
+    case CU_STREAM_WAIT_VALUE_AND: return (cur & v) != 0;
+    default: return (~(cur | v) & mask) != 0;   /* NOR */
+    }
+}
+
+static void memop_run(emu_work *w, emu_stream *s)
+{
+    memop_work *m = (memop_work *)w;
+    if (!emu_mem_accessible(m->addr, m->size, s->device)) {
+        emu_violation(w->what, "illegal address 0x%llx (%u bytes not accessible to device %d)",
+                      (unsigned long long)m->addr, m->size, s->device);
+        return;
+    }
+    if (!m->wait) {
+        if (m->size == 8) __atomic_store_n((uint64_t *)(uintptr_t)m->addr, m->value, __ATOMIC_RELEASE);
+        else __atomic_store_n((uint32_t *)(uintptr_t)m->addr, (uint32_t)m->value, __ATOMIC_RELEASE);
+        return;
+    }
+    struct timespec ts = { 0, 20000 };
+    while (!memop_satisfied(m)) nanosleep(&ts, NULL);
+}
+
+/* Memory operations cannot be captured here (no batch-mem-op graph nodes in
+ * the emulation): a capturing stream fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+static CUresult memop(const char *call, CUstream h, int pt, CUdeviceptr addr, uint64_t value,
+                      unsigned size, unsigned flags, int wait)
+{
+    emu_stream *s;
+    emu_range r;
+    unsigned known = wait ? 3u | CU_STREAM_WAIT_VALUE_FLUSH : CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+    if ((flags & ~known) || !addr || addr % size) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_mem_find(addr, &r) || addr + size > r.base + r.size) return CUDA_ERROR_INVALID_VALUE;
+    CUresult res = emu_stream_get(h, pt, &s);
+    if (res != CUDA_SUCCESS) return res;
+    memop_work *m = (memop_work *)emu_work_new(sizeof *m, call, memop_run);
+    m->addr = addr;
+    m->value = value;
+    m->size = size;
+    m->flags = flags;
+    m->wait = wait;
+    emu_work_touch_range(&m->w, addr, size);
+    return emu_stream_submit(call, s, 0, NULL, &m->w);
+}
+
+#define MEMOP_EXPORTS(name, type, size, wait)                                               \
+    EMU_EXPORT CUresult name(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) \
+    { EMU_ENTRY_INIT(); return memop(__func__, stream, 0, addr, value, size, flags, wait); }    \
+    EMU_EXPORT CUresult name##_v2(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) \
+    { EMU_ENTRY_INIT(); return memop(__func__, stream, 0, addr, value, size, flags, wait); }    \
+    EMU_EXPORT CUresult name##_ptsz(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) \
+    { EMU_ENTRY_INIT(); return memop(__func__, stream, 1, addr, value, size, flags, wait); }    \
+    EMU_EXPORT CUresult name##_v2_ptsz(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) \
+    { EMU_ENTRY_INIT(); return memop(__func__, stream, 1, addr, value, size, flags, wait); }
+
+MEMOP_EXPORTS(cuStreamWriteValue32, cuuint32_t, 4, 0)
+MEMOP_EXPORTS(cuStreamWaitValue32, cuuint32_t, 4, 1)
+MEMOP_EXPORTS(cuStreamWriteValue64, cuuint64_t, 8, 0)
+MEMOP_EXPORTS(cuStreamWaitValue64, cuuint64_t, 8, 1)
+
+/* ------------------------------------------------------------------------
+ * Copies
+ * ---------------------------------------------------------------------- */
+typedef struct side {
+    CUmemorytype type;
+    uintptr_t base;                 /* host or device address */
+    size_t x, y, z, pitch, height;
+} side;
+
+static side src_side(const CUDA_MEMCPY3D *p)
+{
+    return (side){ p->srcMemoryType, p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->srcHost
+                                                                            : (uintptr_t)p->srcDevice,
+                   p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight };
+}
+
+static side dst_side(const CUDA_MEMCPY3D *p)
+{
+    return (side){ p->dstMemoryType, p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->dstHost
+                                                                            : (uintptr_t)p->dstDevice,
+                   p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight };
+}
+
+/* Address of row (y, z) of the copy on one side. */
+static uintptr_t side_row(const side *s, size_t y, size_t z)
+{
+    return s->base + ((s->z + z) * s->height + s->y + y) * s->pitch + s->x;
+}
+
+static CUresult side_check(const side *s, const CUDA_MEMCPY3D *p)
+{
+    emu_range r;
+    if (s->type == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
+    if (s->type != CU_MEMORYTYPE_HOST && s->type != CU_MEMORYTYPE_DEVICE && s->type != CU_MEMORYTYPE_UNIFIED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!s->base) return CUDA_ERROR_INVALID_VALUE;
+    int rows = p->Height > 1 || p->Depth > 1 || s->y || s->z;
+    if (rows && s->pitch < s->x + p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
+    if ((p->Depth > 1 || s->z) && s->height < s->y + p->Height) return CUDA_ERROR_INVALID_VALUE;
+    /* Device memory (and unified addresses that are device memory): the whole
+     * span, first row to end of last row, lies in the allocation holding its
+     * start (emu_mem_extent_ok). */
+    uintptr_t first = side_row(s, 0, 0);
+    if (s->type == CU_MEMORYTYPE_DEVICE && !emu_mem_find(first, &r)) return CUDA_ERROR_INVALID_VALUE;
+    if (s->type != CU_MEMORYTYPE_HOST && emu_mem_find(first, &r)) {
+        size_t rows = (p->Depth - 1) * s->height + p->Height - 1;
+        if (s->pitch && rows > (SIZE_MAX - p->WidthInBytes) / s->pitch) return CUDA_ERROR_INVALID_VALUE;
+        if (!emu_mem_extent_ok(first, rows * s->pitch + p->WidthInBytes)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult emu_memcpy3d_check(const CUDA_MEMCPY3D *p)
+{
+    if (!p || p->srcLOD || p->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+    if (!p->WidthInBytes || !p->Height || !p->Depth) return CUDA_ERROR_INVALID_VALUE;
+    side s = src_side(p), d = dst_side(p);
+    CUresult r = side_check(&s, p);
+    return r != CUDA_SUCCESS ? r : side_check(&d, p);
+}
+
+/* 1 if every row of the side is accessible (host memory always is). */
+static int side_accessible(const side *s, const CUDA_MEMCPY3D *p, int dev, const char *what)
+{
+    emu_range r;
+    if (s->type == CU_MEMORYTYPE_HOST) return 1;
+    for (size_t z = 0; z < p->Depth; z++) {
+        for (size_t y = 0; y < p->Height; y++) {
+            uintptr_t a = side_row(s, y, z);
+            /* Unified addresses outside every device range are host memory. */
+            if (s->type == CU_MEMORYTYPE_UNIFIED && !emu_mem_find(a, &r)) continue;
+            if (!emu_mem_accessible(a, p->WidthInBytes, dev)) {
+                emu_violation(what, "illegal address 0x%llx (%zu bytes not accessible to device %d)",
+                              (unsigned long long)a, p->WidthInBytes, dev);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+void emu_memcpy3d_exec(const CUDA_MEMCPY3D *p)
+{
+    side s = src_side(p), d = dst_side(p);
+    int dev = emu_worker_device();
+    if (!side_accessible(&s, p, dev, "memcpy") || !side_accessible(&d, p, dev, "memcpy")) return;
+    for (size_t z = 0; z < p->Depth; z++) {
+        for (size_t y = 0; y < p->Height; y++)
+            emu_mem_copy((void *)side_row(&d, y, z), (const void *)side_row(&s, y, z), p->WidthInBytes);
+    }
+}
+
+static void side_touch(emu_work *w, const side *s, const CUDA_MEMCPY3D *p)
+{
+    emu_range r;
+    uintptr_t first = side_row(s, 0, 0);
+    uintptr_t end = side_row(s, p->Height - 1, p->Depth - 1) + p->WidthInBytes;
+    /* Host memory matters only where it is a device range (pinned memory). */
+    if (s->type == CU_MEMORYTYPE_HOST && !emu_mem_find(first, &r) && !emu_mem_find(end - 1, &r)) return;
+    emu_work_touch_range(w, first, end - first);
+}
+
+void emu_memcpy3d_touch(emu_work *w, const CUDA_MEMCPY3D *p)
+{
+    side s = src_side(p), d = dst_side(p);
+    side_touch(w, &s, p);
+    side_touch(w, &d, p);
+}
+
+typedef struct copy_work {
+    emu_work w;
+    CUDA_MEMCPY3D p;
+} copy_work;
+
+static void copy_run(emu_work *w, emu_stream *s)
+{
+    (void)s;
+    emu_memcpy3d_exec(&((copy_work *)w)->p);
+}
+
+/* Every copy entry point ends here. A zero-sized copy does nothing. */
+static CUresult copy_submit(const char *call, const CUDA_MEMCPY3D *p, CUstream h, int pt, int sync)
+{
+    if (p && (!p->WidthInBytes || !p->Height || !p->Depth)) return CUDA_SUCCESS;
+    CUresult r = emu_memcpy3d_check(p);
+    if (r != CUDA_SUCCESS) return r;
+    emu_stream *s;
+    if ((r = emu_stream_get(h, pt, &s)) != CUDA_SUCCESS) return r;
+    copy_work *cw = (copy_work *)emu_work_new(sizeof *cw, call, copy_run);
+    cw->p = *p;
+    emu_memcpy3d_touch(&cw->w, p);
+    emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEMCPY, .copy = p };
+    return emu_stream_submit(call, s, sync, &op, &cw->w);
+}
+
+static CUresult copy_1d(const char *call, CUmemorytype dt, uintptr_t dst, CUmemorytype st, uintptr_t src,
+                        size_t n, CUstream h, int pt, int sync)
+{
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = st;
+    p.dstMemoryType = dt;
+    if (st == CU_MEMORYTYPE_HOST) p.srcHost = (const void *)src;
+    else p.srcDevice = src;
+    if (dt == CU_MEMORYTYPE_HOST) p.dstHost = (void *)dst;
+    else p.dstDevice = dst;
+    p.WidthInBytes = n;
+    p.Height = p.Depth = 1;
+    return copy_submit(call, &p, h, pt, sync);
+}
+
+static CUresult copy_2d(const char *call, const CUDA_MEMCPY2D *c, CUstream h, int pt, int sync)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    p.srcXInBytes = c->srcXInBytes;
+    p.srcY = c->srcY;
+    p.srcMemoryType = c->srcMemoryType;
+    p.srcHost = c->srcHost;
+    p.srcDevice = c->srcDevice;
+    p.srcArray = c->srcArray;
+    p.srcPitch = c->srcPitch;
+    p.srcHeight = c->srcY + c->Height;
+    p.dstXInBytes = c->dstXInBytes;
+    p.dstY = c->dstY;
+    p.dstMemoryType = c->dstMemoryType;
+    p.dstHost = c->dstHost;
+    p.dstDevice = c->dstDevice;
+    p.dstArray = c->dstArray;
+    p.dstPitch = c->dstPitch;
+    p.dstHeight = c->dstY + c->Height;
+    p.WidthInBytes = c->WidthInBytes;
+    p.Height = c->Height;
+    p.Depth = 1;
+    return copy_submit(call, &p, h, pt, sync);
+}
+
+#define H CU_MEMORYTYPE_HOST
+#define D CU_MEMORYTYPE_DEVICE
+#define U CU_MEMORYTYPE_UNIFIED
+
+EMU_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, U, dst, U, src, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, U, dst, U, src, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, U, dst, U, src, ByteCount, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, U, dst, U, src, ByteCount, hStream, 1, 0); }
+
+EMU_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, H, (uintptr_t)srcHost, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, H, (uintptr_t)srcHost, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, H, (uintptr_t)dstHost, D, srcDevice, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, H, (uintptr_t)dstHost, D, srcDevice, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, D, srcDevice, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, D, srcDevice, ByteCount, NULL, 1, 1); }
+
+EMU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                                         CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, H, (uintptr_t)srcHost, ByteCount, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                                              CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, H, (uintptr_t)srcHost, ByteCount, hStream, 1, 0); }
+EMU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, H, (uintptr_t)dstHost, D, srcDevice, ByteCount, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                              CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, H, (uintptr_t)dstHost, D, srcDevice, ByteCount, hStream, 1, 0); }
+EMU_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                         CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, D, srcDevice, ByteCount, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                              CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, D, srcDevice, ByteCount, hStream, 1, 0); }
+
+/* cuMemcpyPeer / cuMemcpyPeerAsync: "Copies from device memory in one
+ * context to device memory in another context." Both contexts must be live
+ * (CUDA_ERROR_INVALID_CONTEXT); then it is a device-to-device copy like
+ * cuMemcpyDtoD(Async), with the same range checks, on a stream of the
+ * current context (NULL: its legacy or per-thread default stream), recorded
+ * as a memcpy node during a capture. Peer access need not be enabled. */
+static CUresult copy_peer(const char *call, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                          size_t n, CUstream h, int pt, int sync)
+{
+    if (!emu_ctx_live(dst_ctx) || !emu_ctx_live(src_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    return copy_1d(call, D, dst, D, src, n, h, pt, sync);
+}
+
+EMU_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                 CUcontext srcContext, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                      CUcontext srcContext, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                      CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, 0, 0);
+}
+EMU_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                           CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, 1, 0);
+}
+
+#undef H
+#undef D
+#undef U
+
+/* The device's CU_DEVICE_ATTRIBUTE_MAX_PITCH (emu_core.c). cuMemcpy2D:
+ * "returns an error if any pitch is greater than the maximum allowed
+ * (CU_DEVICE_ATTRIBUTE_MAX_PITCH) ... cuMemcpy2DUnaligned() does not have
+ * this restriction". A pitch counts where it is used: a copy of more than
+ * one row. */
+#define EMU_MAX_PITCH 2147483647u
+
+static CUresult copy_2d_pitch_limited(const char *call, const CUDA_MEMCPY2D *c, CUstream h, int pt, int sync)
+{
+    if (c && c->Height > 1 && (c->srcPitch > EMU_MAX_PITCH || c->dstPitch > EMU_MAX_PITCH))
+        return CUDA_ERROR_INVALID_VALUE;
+    return copy_2d(call, c, h, pt, sync);
+}
+
+EMU_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
+{ EMU_ENTRY_INIT(); return copy_2d_pitch_limited(__func__, pCopy, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{ EMU_ENTRY_INIT(); return copy_2d_pitch_limited(__func__, pCopy, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_2d_pitch_limited(__func__, pCopy, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_2d_pitch_limited(__func__, pCopy, hStream, 1, 0); }
+EMU_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+{ EMU_ENTRY_INIT(); return copy_2d(__func__, pCopy, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{ EMU_ENTRY_INIT(); return copy_2d(__func__, pCopy, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
+{ EMU_ENTRY_INIT(); return copy_submit(__func__, pCopy, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
+{ EMU_ENTRY_INIT(); return copy_submit(__func__, pCopy, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_submit(__func__, pCopy, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_submit(__func__, pCopy, hStream, 1, 0); }
+
+/* ------------------------------------------------------------------------
+ * Memsets
+ * ---------------------------------------------------------------------- */
+CUresult emu_memset_check(const CUDA_MEMSET_NODE_PARAMS *p)
+{
+    emu_range r;
+    if (!p || !p->dst || !p->width || !p->height) return CUDA_ERROR_INVALID_VALUE;
+    unsigned es = p->elementSize;
+    if (es != 1 && es != 2 && es != 4) return CUDA_ERROR_INVALID_VALUE;
+    if (p->dst % es) return CUDA_ERROR_INVALID_VALUE;
+    if (p->height > 1 && (p->pitch < p->width * es || p->pitch % es)) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_mem_find(p->dst, &r)) return CUDA_ERROR_INVALID_VALUE;
+    /* The whole span lies in the allocation holding dst. */
+    if (p->width > SIZE_MAX / es || (p->height > 1 && p->height - 1 > (SIZE_MAX - p->width * es) / p->pitch))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_mem_extent_ok(p->dst, (p->height - 1) * p->pitch + p->width * es)) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+void emu_memset_exec(const CUDA_MEMSET_NODE_PARAMS *p)
+{
+    int dev = emu_worker_device();
+    size_t row_bytes = p->width * p->elementSize;
+    for (size_t y = 0; y < p->height; y++) {
+        unsigned char *row = (unsigned char *)(uintptr_t)(p->dst + y * p->pitch);
+        if (!emu_mem_accessible((CUdeviceptr)(uintptr_t)row, row_bytes, dev)) {
+            emu_violation("memset", "illegal address %p (%zu bytes not accessible to device %d)",
+                          (void *)row, row_bytes, dev);
+            return;
+        }
+        if (p->elementSize == 1) {
+            memset(row, (int)(p->value & 0xff), p->width);
+        } else if (p->elementSize == 2) {
+            uint16_t v = (uint16_t)p->value;
+            for (size_t i = 0; i < p->width; i++) memcpy(row + 2 * i, &v, 2);
+        } else {
+            uint32_t v = p->value;
+            for (size_t i = 0; i < p->width; i++) memcpy(row + 4 * i, &v, 4);
+        }
+    }
+}
+
+void emu_memset_touch(emu_work *w, const CUDA_MEMSET_NODE_PARAMS *p)
+{
+    size_t span = (p->height - 1) * p->pitch + p->width * p->elementSize;
+    emu_work_touch_range(w, p->dst, span);
+}
+
+typedef struct set_work {
+    emu_work w;
+    CUDA_MEMSET_NODE_PARAMS p;
+} set_work;
+
+static void set_run(emu_work *w, emu_stream *s)
+{
+    (void)s;
+    emu_memset_exec(&((set_work *)w)->p);
+}
+
+/* Every memset entry point ends here; `width` counts elements. */
+static CUresult memset_submit(const char *call, CUdeviceptr dst, size_t pitch, unsigned value, unsigned es,
+                              size_t width, size_t height, CUstream h, int pt, int sync)
+{
+    if (!width || !height) return CUDA_SUCCESS;
+    CUDA_MEMSET_NODE_PARAMS p = { .dst = dst, .pitch = height > 1 ? pitch : width * es, .value = value,
+                                  .elementSize = es, .width = width, .height = height };
+    CUresult r = emu_memset_check(&p);
+    if (r != CUDA_SUCCESS) return r;
+    emu_stream *s;
+    if ((r = emu_stream_get(h, pt, &s)) != CUDA_SUCCESS) return r;
+    set_work *sw = (set_work *)emu_work_new(sizeof *sw, call, set_run);
+    sw->p = p;
+    emu_memset_touch(&sw->w, &p);
+    emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEMSET, .set = &p };
+    return emu_stream_submit(call, s, sync, &op, &sw->w);
+}
+
+#define MEMSET_1D(name, type, es)                                                              \
+    EMU_EXPORT CUresult name##_v2(CUdeviceptr d, type v, size_t n)                             \
+    { EMU_ENTRY_INIT(); return memset_submit(__func__, d, 0, v, es, n, 1, NULL, 0, 1); }       \
+    EMU_EXPORT CUresult name##_v2_ptds(CUdeviceptr d, type v, size_t n)                        \
+    { EMU_ENTRY_INIT(); return memset_submit(__func__, d, 0, v, es, n, 1, NULL, 1, 1); }       \
+    EMU_EXPORT CUresult name##Async(CUdeviceptr d, type v, size_t n, CUstream h)               \
+    { EMU_ENTRY_INIT(); return memset_submit(__func__, d, 0, v, es, n, 1, h, 0, 0); }          \
+    EMU_EXPORT CUresult name##Async_ptsz(CUdeviceptr d, type v, size_t n, CUstream h)          \
+    { EMU_ENTRY_INIT(); return memset_submit(__func__, d, 0, v, es, n, 1, h, 1, 0); }
+
+#define MEMSET_2D(name, type, es)                                                              \
+    EMU_EXPORT CUresult name##_v2(CUdeviceptr d, size_t pitch, type v, size_t w, size_t ht)    \
+    { EMU_ENTRY_INIT(); return memset_submit(__func__, d, pitch, v, es, w, ht, NULL, 0, 1); }  \
+    EMU_EXPORT CUresult name##_v2_ptds(CUdeviceptr d, size_t pitch, type v, size_t w, size_t ht) \
+    { EMU_ENTRY_INIT(); return memset_submit(__func__, d, pitch, v, es, w, ht, NULL, 1, 1); }  \
+    EMU_EXPORT CUresult name##Async(CUdeviceptr d, size_t pitch, type v, size_t w, size_t ht, CUstream h) \
+    { EMU_ENTRY_INIT(); return memset_submit(__func__, d, pitch, v, es, w, ht, h, 0, 0); }     \
+    EMU_EXPORT CUresult name##Async_ptsz(CUdeviceptr d, size_t pitch, type v, size_t w, size_t ht, CUstream h) \
+    { EMU_ENTRY_INIT(); return memset_submit(__func__, d, pitch, v, es, w, ht, h, 1, 0); }
+
+MEMSET_1D(cuMemsetD8, unsigned char, 1)
+MEMSET_1D(cuMemsetD16, unsigned short, 2)
+MEMSET_1D(cuMemsetD32, unsigned int, 4)
+MEMSET_2D(cuMemsetD2D8, unsigned char, 1)
+MEMSET_2D(cuMemsetD2D16, unsigned short, 2)
+MEMSET_2D(cuMemsetD2D32, unsigned int, 4)

@@ -1,0 +1,447 @@
+/*
+ * emu_exec.c: graph execs of the emulated CUDA driver: instantiate (every
+ * variant), upload, launch, destroy, and their teardown with their context.
+ *
+ * cuGraphLaunch queues ONE emu_work that runs the nodes in a topological
+ * order fixed at instantiation. The work carries a deep snapshot of the
+ * exec's parameters taken at launch, so later set-params or update calls
+ * never affect a launch already queued, and cuGraphExecDestroy can free the
+ * exec at once (in-flight launches only use their snapshots, which are freed
+ * when they complete). Launches of one exec are serialised across streams by
+ * a chain of launch tokens: each launch waits for the previous one to finish
+ * ("only one instance of hGraphExec may be executing"). The work records
+ * every device range its nodes can touch (kernel argument words, memcpy and
+ * memset operands). Each launch allocates its allocation nodes' memory
+ * (emu_gmem_*, emu_mem.c) when it is queued; its free nodes release it when
+ * they run.
+ *
+ * Locks: exec->lock guards an exec's node parameters and its last launch
+ * token, so a launch takes a consistent snapshot while another thread sets
+ * parameters; tok_lock/tok_cond guard every launch token's refcount and done
+ * flag. tok_lock is a leaf: a launch's completion takes it under its
+ * stream's lock (emu_work.complete).
+ */
+#include "emu_graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ================================================================= execs */
+
+/* Launch tokens (launch_token, emu_graph.h): refcount and done flag. */
+static pthread_mutex_t tok_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tok_cond = PTHREAD_COND_INITIALIZER;
+
+static void token_put(launch_token *t)
+{
+    if (!t) return;
+    pthread_mutex_lock(&tok_lock);
+    int last = --t->refs == 0;
+    pthread_mutex_unlock(&tok_lock);
+    if (last) free(t);
+}
+
+static void token_finish(launch_token *t)
+{
+    pthread_mutex_lock(&tok_lock);
+    t->done = 1;
+    pthread_cond_broadcast(&tok_cond);
+    pthread_mutex_unlock(&tok_lock);
+}
+
+static void token_wait(launch_token *t)
+{
+    if (!t) return;
+    pthread_mutex_lock(&tok_lock);
+    while (!t->done) pthread_cond_wait(&tok_cond, &tok_lock);
+    pthread_mutex_unlock(&tok_lock);
+}
+
+int emu_exec_ok(CUgraphExec e) { return e && emu_handle_ok(e, EMU_K_EXEC); }
+
+static void exec_free(CUgraphExec e)
+{
+    if (e->has_mem && emu_graph_ok(e->src) && e->src->uid == e->graph_uid) e->src->mem_execs--;
+    for (size_t i = 0; i < e->n; i++) {
+        emu_nparams_free(&e->nodes[i].p);
+        free(e->nodes[i].deps);
+    }
+    token_put(e->last);
+    pthread_mutex_destroy(&e->lock);
+    free(e->nodes);
+    free(e->order);
+    free(e);
+}
+
+/* Kahn's algorithm, lowest index first. Returns 0 on a cycle and sets
+ * *cycle_node to a node on or behind it. */
+static int topo_order(CUgraph g, size_t *order, CUgraphNode *cycle_node)
+{
+    size_t n = g->n, done = 0;
+    size_t *indeg = calloc(n ? n : 1, sizeof *indeg);
+    unsigned char *placed = calloc(n ? n : 1, 1);
+    if (!indeg || !placed) { free(indeg); free(placed); return -1; }
+    for (size_t i = 0; i < n; i++) indeg[i] = g->nodes[i]->ndeps;
+    while (done < n) {
+        size_t pick = n;
+        for (size_t i = 0; i < n; i++)
+            if (!placed[i] && indeg[i] == 0) { pick = i; break; }
+        if (pick == n) break;
+        placed[pick] = 1;
+        order[done++] = pick;
+        for (size_t k = 0; k < g->nedges; k++)
+            if (g->edges[k].from == g->nodes[pick]) indeg[g->edges[k].to->index]--;
+    }
+    if (done < n) {
+        for (size_t i = 0; i < n; i++)
+            if (!placed[i]) { *cycle_node = g->nodes[i]; break; }
+    }
+    free(indeg);
+    free(placed);
+    return done == n;
+}
+
+#define INSTANTIATE_KNOWN_FLAGS (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | \
+    CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD | CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | \
+    CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+
+/* Device-launch restrictions; returns the failing result and node. */
+static CUgraphInstantiateResult device_launch_check(CUgraph g, CUgraphNode *err)
+{
+    int useful = 0;
+    CUcontext ctx = NULL;
+    for (size_t i = 0; i < g->n; i++) {
+        const emu_nparams *p = &g->nodes[i]->p;
+        if (p->type != CU_GRAPH_NODE_TYPE_KERNEL && p->type != CU_GRAPH_NODE_TYPE_MEMCPY &&
+            p->type != CU_GRAPH_NODE_TYPE_MEMSET) {
+            *err = g->nodes[i];
+            return CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
+        }
+        if (ctx && p->ctx != ctx) { *err = g->nodes[i]; return CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED; }
+        ctx = p->ctx;
+        useful = 1;
+    }
+    if (!useful) return CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
+    return CUDA_GRAPH_INSTANTIATE_SUCCESS;
+}
+
+static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgraphNode *err_node,
+                            CUgraphInstantiateResult *result)
+{
+    *err_node = NULL;
+    *result = CUDA_GRAPH_INSTANTIATE_ERROR;
+    if (!out || !emu_graph_ok(g) || (flags & ~(cuuint64_t)INSTANTIATE_KNOWN_FLAGS)) return CUDA_ERROR_INVALID_VALUE;
+    if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) &&
+        (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) {
+        CUgraphInstantiateResult dr = device_launch_check(g, err_node);
+        if (dr != CUDA_GRAPH_INSTANTIATE_SUCCESS) { *result = dr; return CUDA_ERROR_INVALID_VALUE; }
+    }
+    /* "If hGraph contains any allocation or free nodes, there can be at most
+     * one executable graph in existence for that graph at a time." */
+    int has_mem = emu_graph_has_mem(g);
+    if (has_mem && g->mem_execs) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphExec e = calloc(1, sizeof *e);
+    size_t n = g->n;
+    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->nodes = calloc(n ? n : 1, sizeof *e->nodes);
+    e->order = calloc(n ? n : 1, sizeof *e->order);
+    pthread_mutex_init(&e->lock, NULL);
+    if (!e->nodes || !e->order) { exec_free(e); return CUDA_ERROR_OUT_OF_MEMORY; }
+    int t = topo_order(g, e->order, err_node);
+    if (t <= 0) {
+        exec_free(e);
+        if (t < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+        *result = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNode nd = g->nodes[i];
+        exec_node *x = &e->nodes[i];
+        x->orig = nd;
+        x->serial = nd->serial;
+        x->deps = malloc((nd->ndeps ? nd->ndeps : 1) * sizeof *x->deps);
+        if (!x->deps || !emu_nparams_copy(&x->p, &nd->p)) {
+            e->n = i + 1;
+            exec_free(e);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        x->ndeps = nd->ndeps;
+        for (size_t k = 0; k < nd->ndeps; k++) x->deps[k] = nd->deps[k]->index;
+    }
+    e->n = n;
+    e->graph_uid = g->uid;
+    e->src = g;
+    e->has_mem = has_mem;
+    g->mem_execs += has_mem;
+    e->flags = flags;
+    /* The exec belongs to the context of its nodes (else the current one):
+     * that context's teardown ends it. */
+    CUcontext owner = emu_ctx_current();
+    for (size_t i = 0; i < n; i++)
+        if (e->nodes[i].p.ctx) { owner = e->nodes[i].p.ctx; break; }
+    emu_handle_add_ctx(e, EMU_K_EXEC, owner);
+    emu_stat_nodes(n, 0);
+    *out = e;
+    *result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+/* Writes the legacy instantiate log. */
+static void instantiate_log(char *buf, size_t size, CUresult r, CUgraphInstantiateResult res)
+{
+    if (!buf || !size) return;
+    if (r == CUDA_SUCCESS) buf[0] = 0;
+    else snprintf(buf, size, "cudaemu: graph instantiation failed (CUresult %d, result %d)", (int)r, (int)res);
+}
+
+/* --------------------------------------------------------------- launch */
+
+typedef struct launch_work {
+    emu_work w;
+    launch_token *prev, *self;
+    size_t n;
+    emu_nparams *nodes;             /* in execution order; owned */
+} launch_work;
+
+static void launch_run(emu_work *w, emu_stream *s)
+{
+    launch_work *lw = (launch_work *)w;
+    token_wait(lw->prev);
+    int dev = emu_ctx_device(emu_stream_ctx(s));
+    for (size_t i = 0; i < lw->n; i++) {
+        const emu_nparams *p = &lw->nodes[i];
+        switch (p->type) {
+        case CU_GRAPH_NODE_TYPE_KERNEL: emu_kernel_run(p->args, &p->launch, dev, w->what); break;
+        case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_exec(&p->copy); break;
+        case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_exec(&p->set); break;
+        case CU_GRAPH_NODE_TYPE_HOST:   p->host.fn(p->host.userData); break;
+        case CU_GRAPH_NODE_TYPE_MEM_FREE:
+            if (p->mem_gen) emu_mem_free_async_complete(p->mem_ptr, p->mem_gen);
+            break;
+        default: break;             /* empty; MEM_ALLOC: allocated when the launch was queued */
+        }
+    }
+}
+
+/* The launch's token is finished as the launch completes on its stream (under
+ * the stream's lock): a launch of the same exec on another stream can only
+ * start once this stream counts this one done, and a fork child never sees
+ * one without the other. */
+static void launch_complete(emu_work *w)
+{
+    token_finish(((launch_work *)w)->self);
+}
+
+/* Finishes the token too (again, or for a launch that never ran). */
+static void launch_release(emu_work *w)
+{
+    launch_work *lw = (launch_work *)w;
+    token_finish(lw->self);
+    token_put(lw->self);
+    token_put(lw->prev);
+    for (size_t i = 0; i < lw->n; i++) emu_nparams_free(&lw->nodes[i]);
+    free(lw->nodes);
+    free(lw);                       /* w->ranges belong to the stream (freed before release) */
+}
+
+/* A launch's graph memory (exec lock held), when the launch is queued:
+ * allocates what its allocation nodes allocate (all or none: cuGraphLaunch
+ * fails with CUDA_ERROR_INVALID_VALUE if one is still allocated from an
+ * earlier launch and the exec was not instantiated with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH, with
+ * CUDA_ERROR_OUT_OF_MEMORY beyond the device memory), then marks what its
+ * free nodes free: the free node releases that allocation when it runs. */
+static CUresult launch_memory(CUgraphExec e, emu_nparams *snap, size_t n, const char *call)
+{
+    CUdeviceptr *allocs = malloc((n ? n : 1) * sizeof *allocs);
+    size_t na = 0;
+    if (!allocs) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        if (snap[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) allocs[na++] = snap[i].mem_ptr;
+    CUresult r = emu_gmem_arm(allocs, na, (e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0);
+    free(allocs);
+    for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        if (snap[i].type != CU_GRAPH_NODE_TYPE_MEM_FREE) continue;
+        if (!(snap[i].mem_gen = emu_gmem_request_free(snap[i].mem_ptr)))
+            emu_violation(call, "free node of 0x%llx: the allocation is not allocated, or already being freed",
+                          (unsigned long long)snap[i].mem_ptr);
+    }
+    return r;
+}
+
+/* Queues one work that runs the exec's nodes (none for an upload) with a
+ * snapshot of their parameters, behind the exec's previous launch. */
+static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_nodes, const char *call)
+{
+    if (!emu_exec_ok(e)) return CUDA_ERROR_INVALID_VALUE;
+    emu_stream *s;
+    CUresult r = emu_stream_get(h, per_thread, &s);
+    if (r != CUDA_SUCCESS) return r;
+    if (emu_capture_refuse(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    launch_work *lw = (launch_work *)emu_work_new(sizeof *lw, call, launch_run);
+    launch_token *tok = calloc(1, sizeof *tok);
+    size_t n = run_nodes ? e->n : 0;
+    emu_nparams *snap = calloc(n ? n : 1, sizeof *snap);
+    if (!lw || !tok || !snap) { free(lw); free(tok); free(snap); return CUDA_ERROR_OUT_OF_MEMORY; }
+    lw->w.complete = launch_complete;
+    lw->w.release = launch_release;
+    lw->nodes = snap;
+    pthread_mutex_lock(&e->lock);
+    for (size_t i = 0; i < n; i++) {
+        const emu_nparams *p = &e->nodes[e->order[i]].p;
+        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && !emu_args_func_loaded(p->args)) {
+            emu_violation(call, "kernel node %zu uses function %p, which is no longer loaded",
+                          e->order[i], (void *)p->args->func);
+            r = CUDA_ERROR_INVALID_HANDLE;
+            break;
+        }
+        if (e->nodes[e->order[i]].disabled) {
+            snap[i].type = CU_GRAPH_NODE_TYPE_EMPTY;    /* a disabled node does nothing */
+            lw->n = i + 1;
+            continue;
+        }
+        if (!emu_nparams_copy(&snap[i], p)) { r = CUDA_ERROR_OUT_OF_MEMORY; break; }
+        lw->n = i + 1;
+        switch (p->type) {
+        case CU_GRAPH_NODE_TYPE_KERNEL: emu_work_touch_words(&lw->w, p->args->data, p->args->size); break;
+        case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_touch(&lw->w, &p->copy); break;
+        case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_touch(&lw->w, &p->set); break;
+        default: break;
+        }
+    }
+    if (r == CUDA_SUCCESS && e->has_mem) r = launch_memory(e, snap, lw->n, call);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&e->lock);
+        lw->self = tok;
+        tok->refs = 1;
+        free(lw->w.ranges);         /* never enqueued: the ranges are still ours */
+        launch_release(&lw->w);
+        return r;
+    }
+    tok->refs = 2;                  /* the exec's `last` and the work */
+    lw->self = tok;
+    lw->prev = e->last;             /* the exec's reference moves to the work */
+    e->last = tok;
+    pthread_mutex_unlock(&e->lock);
+    r = emu_stream_enqueue(s, &lw->w);
+    if (r == CUDA_SUCCESS) emu_stat_nodes(n, 0);
+    return r;
+}
+
+/* -------------------------------------------------------- instantiate API */
+
+EMU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+{
+    EMU_ENTRY_INIT();
+    CUgraphNode err;
+    CUgraphInstantiateResult res;
+    if (flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) return CUDA_ERROR_INVALID_VALUE;  /* WithParams only */
+    return exec_create(hGraph, flags, phGraphExec, &err, &res);
+}
+
+static CUresult instantiate_params(CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p, int per_thread)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphExec e = NULL;
+    CUresult r = exec_create(g, p->flags, &e, &p->hErrNode_out, &p->result_out);
+    if (r == CUDA_SUCCESS && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)) {
+        r = exec_launch(e, p->hUploadStream, per_thread, 0, "cuGraphInstantiateWithParams");
+        if (r != CUDA_SUCCESS) {
+            emu_handle_del(e);
+            exec_free(e);
+            p->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+            p->hErrNode_out = NULL;
+            return r;
+        }
+    }
+    if (r == CUDA_SUCCESS) *out = e;
+    return r;
+}
+
+EMU_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                 CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    EMU_ENTRY_INIT();
+    return instantiate_params(phGraphExec, hGraph, instantiateParams, 0);
+}
+
+EMU_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                      CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    EMU_ENTRY_INIT();
+    return instantiate_params(phGraphExec, hGraph, instantiateParams, 1);
+}
+
+static CUresult instantiate_legacy(CUgraphExec *out, CUgraph g, CUgraphNode *err_out, char *log, size_t size)
+{
+    CUgraphNode err;
+    CUgraphInstantiateResult res;
+    CUresult r = exec_create(g, 0, out, &err, &res);
+    if (err_out) *err_out = err;
+    instantiate_log(log, size, r, res);
+    return r;
+}
+
+EMU_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                       char *logBuffer, size_t bufferSize)
+{
+    EMU_ENTRY_INIT();
+    return instantiate_legacy(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+EMU_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                          char *logBuffer, size_t bufferSize)
+{
+    EMU_ENTRY_INIT();
+    return instantiate_legacy(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+EMU_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
+{
+    EMU_ENTRY_INIT();
+    if (!flags || !emu_exec_ok(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
+    *flags = hGraphExec->flags & ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    EMU_ENTRY_INIT();
+    if (!emu_exec_ok(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
+    emu_handle_del(hGraphExec);
+    exec_free(hGraphExec);          /* queued launches run from their own snapshots */
+    return CUDA_SUCCESS;
+}
+
+static void exec_ctx_end(void *h) { exec_free(h); }   /* its launches ran: the streams are gone */
+
+void emu_graph_ctx_destroyed(CUcontext ctx)
+{
+    emu_handles_end_ctx(ctx, EMU_K_EXEC, exec_ctx_end);
+}
+
+EMU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return exec_launch(hGraphExec, hStream, 0, 1, __func__);
+}
+
+EMU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return exec_launch(hGraphExec, hStream, 1, 1, __func__);
+}
+
+EMU_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return exec_launch(hGraphExec, hStream, 0, 0, __func__);
+}
+
+EMU_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return exec_launch(hGraphExec, hStream, 1, 0, __func__);
+}

@@ -1,0 +1,276 @@
+/*
+ * emu_exec_update.c: changing a graph exec of the emulated CUDA driver: the
+ * per-node set-params calls (cuGraphExec*NodeSetParams, cuGraphExecNodeSetParams),
+ * enabling and disabling nodes, and cuGraphExecUpdate (_v2 and the legacy
+ * one: topology, node types and the allowed parameter changes checked,
+ * CUgraphExecUpdateResultInfo filled).
+ *
+ * Locks: exec->lock (emu_graph.h) around every change of an exec's nodes.
+ */
+#include "emu_graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------ exec set params */
+
+static int exec_node_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const exec_node *)a)->serial, y = ((const exec_node *)b)->serial;
+    return x < y ? -1 : x > y;
+}
+
+/* The exec node named by hNode: a live node of the exec's original graph
+ * that was in it at instantiation (by graph uid and node serial: not by
+ * address, which a later node may reuse, nor by position, which shifts when
+ * an earlier node is destroyed). */
+static exec_node *exec_find(CUgraphExec e, CUgraphNode h)
+{
+    if (!emu_node_ok(h) || h->graph->uid != e->graph_uid) return NULL;
+    exec_node key = { .serial = h->serial };
+    return bsearch(&key, e->nodes, e->n, sizeof *e->nodes, exec_node_cmp);
+}
+
+/* Replaces an exec node's parameters with *p (consumed) if the documented
+ * rules allow it; CUDA_ERROR_INVALID_VALUE otherwise. */
+static CUresult exec_set(CUgraphExec e, CUgraphNode h, emu_nparams *p)
+{
+    exec_node *x = emu_exec_ok(e) ? exec_find(e, h) : NULL;
+    if (!x || x->p.type != p->type || emu_nparams_change_check(&x->p, p, 1) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        emu_nparams_free(p);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&e->lock);
+    emu_nparams old = x->p;
+    memcpy(p->attr, old.attr, sizeof p->attr);   /* set-params keeps the attributes */
+    x->p = *p;
+    pthread_mutex_unlock(&e->lock);
+    emu_stat_nodes(1, !emu_nparams_same(&old, p));
+    emu_nparams_free(&old);
+    return CUDA_SUCCESS;
+}
+
+static CUresult exec_kernel_set(CUgraphExec e, CUgraphNode h, const kin *k)
+{
+    emu_nparams p;
+    if (!emu_exec_ok(e) || !exec_find(e, h)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_kernel(&p, k, NULL);
+    return r != CUDA_SUCCESS ? r : exec_set(e, h, &p);
+}
+
+EMU_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                   const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    kin k = KIN_OF(nodeParams);
+    return exec_kernel_set(hGraphExec, hNode, &k);
+}
+
+EMU_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                      const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    kin k = KIN_OF(nodeParams);
+    k.kern = nodeParams->kern;
+    return exec_kernel_set(hGraphExec, hNode, &k);
+}
+
+EMU_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                   const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    emu_nparams p;
+    if (!emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_memcpy(&p, copyParams, ctx);
+    return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
+}
+
+EMU_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                   const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    emu_nparams p;
+    if (!emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_memset(&p, memsetParams, ctx);
+    return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
+}
+
+EMU_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                 const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    emu_nparams p;
+    if (!emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_host(&p, nodeParams);
+    return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
+}
+
+/* Enabling and disabling exec nodes: kernel, memcpy and memset nodes only,
+ * as documented; a disabled node is an empty node in later launches. */
+static CUresult exec_enable(CUgraphExec e, CUgraphNode h, int set, unsigned *value)
+{
+    if (!emu_exec_ok(e)) return CUDA_ERROR_INVALID_VALUE;
+    exec_node *x = exec_find(e, h);
+    if (!x) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNodeType t = x->p.type;
+    if (t != CU_GRAPH_NODE_TYPE_KERNEL && t != CU_GRAPH_NODE_TYPE_MEMCPY && t != CU_GRAPH_NODE_TYPE_MEMSET)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&e->lock);
+    if (set) x->disabled = !*value;
+    else *value = !x->disabled;
+    pthread_mutex_unlock(&e->lock);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)
+{
+    EMU_ENTRY_INIT();
+    return exec_enable(hGraphExec, hNode, 1, &isEnabled);
+}
+
+EMU_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled)
+{
+    EMU_ENTRY_INIT();
+    if (!isEnabled) return CUDA_ERROR_INVALID_VALUE;
+    return exec_enable(hGraphExec, hNode, 0, isEnabled);
+}
+
+/* Exec updates of node types the emulation never creates (child graphs,
+ * events, external semaphores, batch memory operations): the node can only be
+ * of another type, which the driver refuses with CUDA_ERROR_INVALID_VALUE. */
+static CUresult exec_set_unemulated(CUgraphExec e, CUgraphNode h, const void *params)
+{
+    if (!emu_exec_ok(e) || !exec_find(e, h) || !params) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, childGraph);
+}
+
+EMU_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, event);
+}
+
+EMU_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, event);
+}
+
+EMU_EXPORT CUresult cuGraphExecExternalSemaphoresSignalNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
+}
+
+EMU_EXPORT CUresult cuGraphExecExternalSemaphoresWaitNodeSetParams(
+    CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
+}
+
+EMU_EXPORT CUresult cuGraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                       const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
+}
+
+EMU_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    emu_nparams p;
+    if (!nodeParams || !emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    if (nodeParams->type != hNode->p.type) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_generic(&p, nodeParams, 0);
+    return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
+}
+
+/* --------------------------------------------------------------- update */
+
+/* Checks that g can update e (topology, node types, parameter changes) and
+ * fills *info; on success copies every node's parameters into e. */
+static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+    info->errorNode = info->errorFromNode = NULL;
+    if (!emu_exec_ok(e) || !emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    if (g->n != e->n) {
+        res = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        goto fail;
+    }
+    /* Topology first: dependency counts and endpoints, paired by edge order. */
+    for (size_t i = 0; i < g->n; i++) {
+        CUgraphNode nd = g->nodes[i];
+        const exec_node *x = &e->nodes[i];
+        info->errorNode = nd;
+        if (nd->ndeps != x->ndeps) { res = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED; goto fail; }
+        for (size_t k = 0; k < nd->ndeps; k++)
+            if (nd->deps[k]->index != x->deps[k]) {
+                info->errorFromNode = nd->deps[k];
+                res = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+                goto fail;
+            }
+    }
+    for (size_t i = 0; i < g->n; i++) {
+        const emu_nparams *np = &g->nodes[i]->p, *old = &e->nodes[i].p;
+        info->errorNode = g->nodes[i];
+        if (np->type != old->type) { res = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED; goto fail; }
+        if ((res = emu_nparams_change_check(old, np, 0)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) goto fail;
+    }
+    info->errorNode = NULL;
+    emu_nparams *fresh = calloc(g->n ? g->n : 1, sizeof *fresh);
+    if (!fresh) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < g->n; i++)
+        if (!emu_nparams_copy(&fresh[i], &g->nodes[i]->p)) {
+            for (size_t j = 0; j < i; j++) emu_nparams_free(&fresh[j]);
+            free(fresh);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    unsigned long changed = 0;
+    pthread_mutex_lock(&e->lock);
+    for (size_t i = 0; i < g->n; i++) {
+        emu_nparams old = e->nodes[i].p;
+        changed += !emu_nparams_same(&old, &fresh[i]);
+        e->nodes[i].p = fresh[i];
+        fresh[i] = old;
+    }
+    pthread_mutex_unlock(&e->lock);
+    emu_stat_nodes(g->n, changed);
+    for (size_t i = 0; i < g->n; i++) emu_nparams_free(&fresh[i]);
+    free(fresh);
+    info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return CUDA_SUCCESS;
+fail:
+    info->result = res;
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+}
+
+EMU_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
+{
+    EMU_ENTRY_INIT();
+    if (!resultInfo) return CUDA_ERROR_INVALID_VALUE;
+    return exec_update(hGraphExec, hGraph, resultInfo);
+}
+
+EMU_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+                                      CUgraphExecUpdateResult *updateResult_out)
+{
+    EMU_ENTRY_INIT();
+    if (!hErrorNode_out || !updateResult_out) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphExecUpdateResultInfo info;
+    CUresult r = exec_update(hGraphExec, hGraph, &info);
+    *hErrorNode_out = info.errorNode;
+    *updateResult_out = info.result;
+    return r;
+}

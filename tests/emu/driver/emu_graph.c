@@ -1,0 +1,780 @@
+/*
+ * emu_graph.c: graphs and nodes of the emulated CUDA driver: create,
+ * destroy, clone, the node types (kernel, memcpy, memset, host, empty,
+ * memory allocation and free, cuGraphAddNode), their get/set params and
+ * kernel node attributes, edges and dependencies (edge data is stored and
+ * reported, but every edge is a full dependency), node and edge queries, the
+ * graph memory attributes of a device.
+ *
+ * A graph with memory nodes has one exec at a time and cannot be cloned.
+ *
+ * Locks: a graph is not thread-safe (callers serialise its use, as in CUDA);
+ * g->capture is read under emu_cap_lock (emu_capture.c).
+ */
+#include "emu_graph.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* ================================================================ helpers */
+
+int emu_edge_data_is_default(const CUgraphEdgeData *e)
+{
+    static const CUgraphEdgeData zero;
+    return memcmp(e, &zero, sizeof zero) == 0;
+}
+
+/* ================================================================= graphs */
+
+static atomic_ulong graph_uids;
+
+int emu_graph_ok(CUgraph g) { return g && emu_handle_ok(g, EMU_K_GRAPH); }
+
+/* 1 if g has an allocation or free node. */
+int emu_graph_has_mem(CUgraph g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->nodes[i]->p.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || g->nodes[i]->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+            return 1;
+    return 0;
+}
+int emu_node_ok(CUgraphNode n) { return n && emu_handle_ok(n, EMU_K_NODE); }
+
+static int node_serial_cmp(const void *a, const void *b)
+{
+    uint64_t x = (*(const CUgraphNode *)a)->serial, y = (*(const CUgraphNode *)b)->serial;
+    return x < y ? -1 : x > y;
+}
+
+/* Nodes stay in creation order, so their serials increase along g->nodes. */
+CUgraphNode emu_graph_node_by_serial(CUgraph g, uint64_t serial)
+{
+    struct CUgraphNode_st key = { .serial = serial };
+    CUgraphNode k = &key, *hit = bsearch(&k, g->nodes, g->n, sizeof *g->nodes, node_serial_cmp);
+    return hit ? *hit : NULL;
+}
+
+/* 1 if a capture is in progress into g (cuStreamBeginCaptureToGraph). */
+static int graph_capturing(CUgraph g)
+{
+    pthread_mutex_lock(&emu_cap_lock);
+    int capturing = g->capture != NULL;
+    pthread_mutex_unlock(&emu_cap_lock);
+    return capturing;
+}
+
+CUgraph emu_graph_new(void)
+{
+    CUgraph g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->uid = atomic_fetch_add(&graph_uids, 1) + 1;
+    emu_handle_add(g, EMU_K_GRAPH);
+    return g;
+}
+
+/* Frees a node whose handle is gone and that no graph holds any more. */
+static void node_free(CUgraph g, CUgraphNode nd)
+{
+    if (nd->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(nd->p.mem_ptr, g->uid, 0);
+    emu_nparams_free(&nd->p);
+    free(nd->deps);
+    free(nd);
+}
+
+void emu_graph_free(CUgraph g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        emu_handle_del(g->nodes[i]);
+        node_free(g, g->nodes[i]);
+    }
+    emu_handle_del(g);
+    free(g->nodes);
+    free(g->edges);
+    free(g);
+}
+
+static int node_has_dep(CUgraphNode to, CUgraphNode from)
+{
+    for (size_t i = 0; i < to->ndeps; i++)
+        if (to->deps[i] == from) return 1;
+    return 0;
+}
+
+/* Adds the edge from -> to (validated by the caller); 0 on allocation failure. */
+static int edge_add(CUgraph g, CUgraphNode from, CUgraphNode to, const CUgraphEdgeData *data)
+{
+    if (!EMU_GROW(g->edges, g->cap_edges, g->nedges + 1) ||
+        !EMU_GROW(to->deps, to->cap_deps, to->ndeps + 1))
+        return 0;
+    emu_edge *e = &g->edges[g->nedges++];
+    e->from = from;
+    e->to = to;
+    memset(&e->data, 0, sizeof e->data);
+    if (data) e->data = *data;
+    to->deps[to->ndeps++] = from;
+    return 1;
+}
+
+/* Validates a dependency list for a new node of g: live nodes of g, no
+ * duplicates, edge data with zeroed reserved bytes and to_port. */
+CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n)
+{
+    if (n && !deps) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < n; i++) {
+        if (!emu_node_ok(deps[i]) || deps[i]->graph != g) return CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; j < i; j++)
+            if (deps[j] == deps[i]) return CUDA_ERROR_INVALID_VALUE;
+        if (data) {
+            const CUgraphEdgeData *e = &data[i];
+            for (size_t k = 0; k < sizeof e->reserved; k++)
+                if (e->reserved[k]) return CUDA_ERROR_INVALID_VALUE;
+            if (e->to_port || e->type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC)
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Adds a node owning *p (on success only; on failure the caller still owns
+ * it). */
+CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
+                            size_t n, emu_nparams *p, CUgraphNode *out)
+{
+    CUresult r = emu_graph_deps_check(g, deps, data, n);
+    if (r != CUDA_SUCCESS) return r;
+    CUgraphNode nd = calloc(1, sizeof *nd);
+    if (!nd || !EMU_GROW(g->nodes, g->cap, g->n + 1) ||
+        !EMU_GROW(g->edges, g->cap_edges, g->nedges + n) ||
+        !EMU_GROW(nd->deps, nd->cap_deps, n)) {
+        if (nd) free(nd->deps);
+        free(nd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    nd->graph = g;
+    nd->index = g->n;
+    nd->serial = g->next_serial++;
+    nd->p = *p;
+    g->nodes[g->n++] = nd;
+    for (size_t i = 0; i < n; i++) edge_add(g, deps[i], nd, data ? &data[i] : NULL); /* room reserved */
+    emu_handle_add(nd, EMU_K_NODE);
+    if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(p->mem_ptr, g->uid, 1);
+    if (out) *out = nd;
+    return CUDA_SUCCESS;
+}
+
+/* The shared tail of every cuGraphAdd*Node: validates the graph and output,
+ * builds nothing itself; p is freed on failure. */
+static CUresult node_add_api(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                             const CUgraphEdgeData *data, size_t n, emu_nparams *p)
+{
+    CUresult r = emu_graph_node_add(g, deps, data, n, p, out);
+    if (r != CUDA_SUCCESS) emu_nparams_free(p);
+    return r;
+}
+
+#define CHECK_GRAPH_OUT(out, g) do {                                        \
+    if (!(out) || !emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;        \
+} while (0)
+
+/* Replaces a graph node's parameters (same type required); a kernel node
+ * keeps its attributes. */
+static CUresult node_set(CUgraphNode nd, emu_nparams *p)
+{
+    if (nd->p.type != p->type) { emu_nparams_free(p); return CUDA_ERROR_INVALID_VALUE; }
+    memcpy(p->attr, nd->p.attr, sizeof p->attr);
+    emu_nparams_free(&nd->p);
+    nd->p = *p;
+    return CUDA_SUCCESS;
+}
+
+/* Fills `out` (capacity *num) from `src` (count n) as the graph queries do:
+ * NULL out gives the count; extra entries are NULLed; *num gets the count
+ * actually returned. */
+static void fill_nodes(CUgraphNode *out, size_t *num, const CUgraphNode *src, size_t n)
+{
+    if (!out) { *num = n; return; }
+    size_t i;
+    for (i = 0; i < *num && i < n; i++) out[i] = src[i];
+    for (size_t j = i; j < *num; j++) out[j] = NULL;
+    *num = i;
+}
+
+/* ============================================================= graph API */
+
+EMU_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    EMU_ENTRY_INIT();
+    if (!phGraph || flags) return CUDA_ERROR_INVALID_VALUE;
+    CUgraph g = emu_graph_new();
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    *phGraph = g;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    EMU_ENTRY_INIT();
+    if (!emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    if (graph_capturing(hGraph)) return CUDA_ERROR_INVALID_VALUE;  /* "all operations other than destroy" */
+    emu_graph_free(hGraph);
+    return CUDA_SUCCESS;
+}
+
+/* cuGraphDestroyNode: "Removes hNode from its graph. This operation also
+ * severs any dependencies of other nodes on hNode and vice versa. Nodes
+ * which belong to a graph which contains allocation or free nodes cannot be
+ * destroyed." The order of the remaining nodes and edges is kept; an exec
+ * instantiated before is a snapshot and keeps the node, but the node no
+ * longer names it (exec setters: "hNode must not have been removed from the
+ * original graph"). A graph a capture is in progress into refuses, as it
+ * refuses cuGraphDestroy (the capture holds its nodes as dependencies). */
+EMU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
+{
+    EMU_ENTRY_INIT();
+    if (!emu_node_ok(hNode)) return CUDA_ERROR_INVALID_VALUE;
+    CUgraph g = hNode->graph;
+    if (emu_graph_has_mem(g) || graph_capturing(g)) return CUDA_ERROR_INVALID_VALUE;
+    size_t k = 0;
+    for (size_t i = 0; i < g->nedges; i++)
+        if (g->edges[i].from != hNode && g->edges[i].to != hNode) g->edges[k++] = g->edges[i];
+    g->nedges = k;
+    for (size_t i = 0; i < g->n; i++) {
+        CUgraphNode m = g->nodes[i];
+        k = 0;
+        for (size_t j = 0; j < m->ndeps; j++)
+            if (m->deps[j] != hNode) m->deps[k++] = m->deps[j];
+        m->ndeps = k;
+    }
+    for (size_t i = hNode->index + 1; i < g->n; i++) {
+        g->nodes[i - 1] = g->nodes[i];
+        g->nodes[i - 1]->index = i - 1;
+    }
+    g->n--;
+    emu_handle_del(hNode);
+    node_free(g, hNode);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphClone, originalGraph);
+    /* "Cloning is not supported for graphs which contain memory allocation
+     * nodes, memory free nodes, or conditional nodes." */
+    if (emu_graph_has_mem(originalGraph)) return CUDA_ERROR_NOT_SUPPORTED;
+    CUgraph g = emu_graph_new();
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUgraph o = originalGraph;
+    for (size_t i = 0; i < o->n; i++) {
+        emu_nparams p;
+        if (!emu_nparams_copy(&p, &o->nodes[i]->p) ||
+            emu_graph_node_add(g, NULL, NULL, 0, &p, NULL) != CUDA_SUCCESS) {
+            emu_nparams_free(&p);
+            emu_graph_free(g);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    for (size_t i = 0; i < o->nedges; i++) {
+        const emu_edge *e = &o->edges[i];
+        if (!edge_add(g, g->nodes[e->from->index], g->nodes[e->to->index], &e->data)) {
+            emu_graph_free(g);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    /* A cloned node keeps its original's serial: cuGraphNodeFindInClone. */
+    for (size_t i = 0; i < o->n; i++) g->nodes[i]->serial = o->nodes[i]->serial;
+    g->next_serial = g->clone_serials = o->next_serial;
+    g->clone_of = o->uid;
+    *phGraphClone = g;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
+{
+    EMU_ENTRY_INIT();
+    /* "hClonedGraph must have been cloned from hOriginalGraph via
+     * cuGraphClone. hOriginalNode must have been in hOriginalGraph at the
+     * time of the call to cuGraphClone, and the corresponding cloned node in
+     * hClonedGraph must not have been removed." */
+    if (!phNode || !emu_node_ok(hOriginalNode) || !emu_graph_ok(hClonedGraph) ||
+        hClonedGraph->clone_of != hOriginalNode->graph->uid || hOriginalNode->serial >= hClonedGraph->clone_serials)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNode nd = emu_graph_node_by_serial(hClonedGraph, hOriginalNode->serial);
+    if (!nd) return CUDA_ERROR_INVALID_VALUE;
+    *phNode = nd;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------ node adding */
+
+static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, const kin *k)
+{
+    CHECK_GRAPH_OUT(out, g);
+    emu_nparams p;
+    CUresult r = emu_nparams_kernel(&p, k, NULL);
+    return r != CUDA_SUCCESS ? r : node_add_api(out, g, deps, NULL, n, &p);
+}
+
+EMU_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                         size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    kin k = KIN_OF(nodeParams);
+    return add_kernel(phGraphNode, hGraph, dependencies, numDependencies, &k);
+}
+
+EMU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                            size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    kin k = KIN_OF(nodeParams);
+    k.kern = nodeParams->kern;
+    return add_kernel(phGraphNode, hGraph, dependencies, numDependencies, &k);
+}
+
+EMU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                         size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    emu_nparams p;
+    CUresult r = emu_nparams_memcpy(&p, copyParams, ctx);
+    return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EMU_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                         size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+                                         CUcontext ctx)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    emu_nparams p;
+    CUresult r = emu_nparams_memset(&p, memsetParams, ctx);
+    return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EMU_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                       size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    emu_nparams p;
+    CUresult r = emu_nparams_host(&p, nodeParams);
+    return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EMU_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                        size_t numDependencies)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    emu_nparams p;
+    emu_nparams_empty(&p);
+    return node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
+                            size_t n, CUgraphNodeParams *params)
+{
+    CHECK_GRAPH_OUT(out, g);
+    emu_nparams p;
+    CUresult r = emu_nparams_generic(&p, params, g->uid);
+    return r != CUDA_SUCCESS ? r : node_add_api(out, g, deps, data, n, &p);
+}
+
+EMU_EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                   size_t numDependencies, CUgraphNodeParams *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return add_generic(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams);
+}
+
+EMU_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                      const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                      CUgraphNodeParams *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return add_generic(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+}
+
+/* ------------------------------------------------------ node get/set params */
+
+/* A live node of the given type, else CUDA_ERROR_INVALID_VALUE. */
+static CUresult node_of(CUgraphNode nd, CUgraphNodeType type)
+{
+    return emu_node_ok(nd) && nd->p.type == type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL)) return CUDA_ERROR_INVALID_VALUE;
+    KOUT(nodeParams, &hNode->p);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL)) return CUDA_ERROR_INVALID_VALUE;
+    KOUT(nodeParams, &hNode->p);
+    nodeParams->kern = NULL;
+    nodeParams->ctx = hNode->p.ctx;
+    return CUDA_SUCCESS;
+}
+
+static CUresult kernel_set(CUgraphNode nd, const kin *k)
+{
+    if (node_of(nd, CU_GRAPH_NODE_TYPE_KERNEL)) return CUDA_ERROR_INVALID_VALUE;
+    emu_nparams p;
+    CUresult r = emu_nparams_kernel(&p, k, NULL);
+    return r != CUDA_SUCCESS ? r : node_set(nd, &p);
+}
+
+EMU_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    kin k = KIN_OF(nodeParams);
+    return kernel_set(hNode, &k);
+}
+
+EMU_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    kin k = KIN_OF(nodeParams);
+    k.kern = nodeParams->kern;
+    return kernel_set(hNode, &k);
+}
+
+EMU_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams || node_of(hNode, CU_GRAPH_NODE_TYPE_MEMCPY)) return CUDA_ERROR_INVALID_VALUE;
+    *nodeParams = hNode->p.copy;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (node_of(hNode, CU_GRAPH_NODE_TYPE_MEMCPY)) return CUDA_ERROR_INVALID_VALUE;
+    emu_nparams p;
+    CUresult r = emu_nparams_memcpy(&p, nodeParams, hNode->p.ctx);
+    return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
+}
+
+EMU_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams || node_of(hNode, CU_GRAPH_NODE_TYPE_MEMSET)) return CUDA_ERROR_INVALID_VALUE;
+    *nodeParams = hNode->p.set;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (node_of(hNode, CU_GRAPH_NODE_TYPE_MEMSET)) return CUDA_ERROR_INVALID_VALUE;
+    emu_nparams p;
+    CUresult r = emu_nparams_memset(&p, nodeParams, hNode->p.ctx);
+    return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
+}
+
+EMU_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams || node_of(hNode, CU_GRAPH_NODE_TYPE_HOST)) return CUDA_ERROR_INVALID_VALUE;
+    *nodeParams = hNode->p.host;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (node_of(hNode, CU_GRAPH_NODE_TYPE_HOST)) return CUDA_ERROR_INVALID_VALUE;
+    emu_nparams p;
+    CUresult r = emu_nparams_host(&p, nodeParams);
+    return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
+}
+
+EMU_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!emu_node_ok(hNode) || !nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    if (nodeParams->type != hNode->p.type) return CUDA_ERROR_INVALID_VALUE;
+    emu_nparams p;
+    CUresult r = emu_nparams_generic(&p, nodeParams, 0);
+    return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
+}
+
+/* -------------------------------------------------------- memory nodes */
+
+EMU_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                           size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    emu_nparams p;
+    CUdeviceptr dptr = 0;
+    CUresult r = emu_graph_deps_check(hGraph, dependencies, NULL, numDependencies);
+    if (r == CUDA_SUCCESS) r = emu_nparams_memalloc(&p, nodeParams, hGraph->uid, &dptr);
+    if (r == CUDA_SUCCESS) r = node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+    if (r == CUDA_SUCCESS) nodeParams->dptr = dptr;
+    return r;
+}
+
+/* The pool properties and access descriptors returned are the node's own. */
+EMU_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+    EMU_ENTRY_INIT();
+    if (!params_out || node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_ALLOC)) return CUDA_ERROR_INVALID_VALUE;
+    params_out->poolProps = hNode->p.mem_props;
+    params_out->accessDescs = hNode->p.mem_naccess ? hNode->p.mem_access : NULL;
+    params_out->accessDescCount = hNode->p.mem_naccess;
+    params_out->bytesize = hNode->p.mem_bytes;
+    params_out->dptr = hNode->p.mem_ptr;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                          size_t numDependencies, CUdeviceptr dptr)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    emu_nparams p;
+    CUresult r = emu_nparams_memfree(&p, dptr);
+    return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+EMU_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
+{
+    EMU_ENTRY_INIT();
+    if (!dptr_out || node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_FREE)) return CUDA_ERROR_INVALID_VALUE;
+    *dptr_out = hNode->p.mem_ptr;
+    return CUDA_SUCCESS;
+}
+
+/* Graph memory is charged while allocated and given back when freed, so no
+ * unused memory is cached for graphs: nothing to trim. */
+EMU_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    EMU_ENTRY_INIT();
+    return device >= 0 && device < emu_device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+/* USED and RESERVED are the same here (no cache): the bytes graph
+ * allocations hold on the device now, and their high watermark. */
+EMU_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    EMU_ENTRY_INIT();
+    if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t cur = 0, high = 0;
+    emu_gmem_graph_attr(device, 1, 1, &cur, &high);
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: memcpy(value, &cur, sizeof cur); return CUDA_SUCCESS;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: memcpy(value, &high, sizeof high); return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* Only the high watermarks, and only to 0 (a reset to the current value). */
+EMU_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    EMU_ENTRY_INIT();
+    if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    uint64_t v;
+    if (!value || (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH))
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(&v, value, sizeof v);
+    if (v) return CUDA_ERROR_INVALID_VALUE;
+    emu_gmem_graph_attr(device, 0, 2, NULL, NULL);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                                  CUkernelNodeAttrValue *value_out)
+{
+    EMU_ENTRY_INIT();
+    if (!value_out || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL) || !emu_node_attr_valid(attr))
+        return CUDA_ERROR_INVALID_VALUE;
+    *value_out = hNode->p.attr[attr];
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                                  const CUkernelNodeAttrValue *value)
+{
+    EMU_ENTRY_INIT();
+    if (!value || node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL) || !emu_node_attr_valid(attr))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attr == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) {
+        /* 0 or 1, and a device-updatable node cannot opt out */
+        int want = value->deviceUpdatableKernelNode.deviceUpdatable;
+        if ((want != 0 && want != 1) ||
+            (!want && hNode->p.attr[attr].deviceUpdatableKernelNode.deviceUpdatable))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    hNode->p.attr[attr] = *value;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+    EMU_ENTRY_INIT();
+    if (!type || !emu_node_ok(hNode)) return CUDA_ERROR_INVALID_VALUE;
+    *type = hNode->p.type;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------ structure */
+
+EMU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    EMU_ENTRY_INIT();
+    if (!numNodes || !emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    fill_nodes(nodes, numNodes, hGraph->nodes, hGraph->n);
+    if (nodes) emu_stat_nodes(*numNodes, 0);   /* nodes listed (a count query lists none) */
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
+{
+    EMU_ENTRY_INIT();
+    if (!numRootNodes || !emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNode *roots = malloc((hGraph->n ? hGraph->n : 1) * sizeof *roots);
+    if (!roots) return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t k = 0;
+    for (size_t i = 0; i < hGraph->n; i++)
+        if (!hGraph->nodes[i]->ndeps) roots[k++] = hGraph->nodes[i];
+    fill_nodes(rootNodes, numRootNodes, roots, k);
+    free(roots);
+    return CUDA_SUCCESS;
+}
+
+static CUresult get_edges(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *data, size_t *num)
+{
+    if (!num || !emu_graph_ok(g) || (!from) != (!to) || (data && !from)) return CUDA_ERROR_INVALID_VALUE;
+    if (!from) { *num = g->nedges; return CUDA_SUCCESS; }
+    size_t i;
+    for (i = 0; i < *num && i < g->nedges; i++) {
+        if (!data && !emu_edge_data_is_default(&g->edges[i].data)) return CUDA_ERROR_LOSSY_QUERY;
+        from[i] = g->edges[i].from;
+        to[i] = g->edges[i].to;
+        if (data) data[i] = g->edges[i].data;
+    }
+    for (size_t j = i; j < *num; j++) {
+        from[j] = to[j] = NULL;
+        if (data) memset(&data[j], 0, sizeof data[j]);
+    }
+    *num = i;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges)
+{
+    EMU_ENTRY_INIT();
+    return get_edges(hGraph, from, to, NULL, numEdges);
+}
+
+EMU_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                                       CUgraphEdgeData *edgeData, size_t *numEdges)
+{
+    EMU_ENTRY_INIT();
+    return get_edges(hGraph, from, to, edgeData, numEdges);
+}
+
+/* Incoming (dependents == 0) or outgoing (1) edges of a node. */
+static CUresult node_edges(CUgraphNode nd, int dependents, CUgraphNode *out, CUgraphEdgeData *data, size_t *num)
+{
+    if (!num || !emu_node_ok(nd) || (data && !out)) return CUDA_ERROR_INVALID_VALUE;
+    CUgraph g = nd->graph;
+    size_t k = 0, cap = *num;
+    for (size_t i = 0; i < g->nedges; i++) {
+        const emu_edge *e = &g->edges[i];
+        if ((dependents ? e->from : e->to) != nd) continue;
+        if (out && k < cap) {
+            if (!data && !emu_edge_data_is_default(&e->data)) return CUDA_ERROR_LOSSY_QUERY;
+            out[k] = dependents ? e->to : e->from;
+            if (data) data[k] = e->data;
+        }
+        k++;
+    }
+    if (!out) { *num = k; return CUDA_SUCCESS; }
+    for (size_t j = k; j < cap; j++) {
+        out[j] = NULL;
+        if (data) memset(&data[j], 0, sizeof data[j]);
+    }
+    *num = k < cap ? k : cap;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, size_t *numDependencies)
+{
+    EMU_ENTRY_INIT();
+    return node_edges(hNode, 0, dependencies, NULL, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies,
+                                                  CUgraphEdgeData *edgeData, size_t *numDependencies)
+{
+    EMU_ENTRY_INIT();
+    return node_edges(hNode, 0, dependencies, edgeData, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
+                                                 size_t *numDependentNodes)
+{
+    EMU_ENTRY_INIT();
+    return node_edges(hNode, 1, dependentNodes, NULL, numDependentNodes);
+}
+
+EMU_EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes,
+                                                    CUgraphEdgeData *edgeData, size_t *numDependentNodes)
+{
+    EMU_ENTRY_INIT();
+    return node_edges(hNode, 1, dependentNodes, edgeData, numDependentNodes);
+}
+
+static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                         const CUgraphEdgeData *data, size_t n)
+{
+    if (!emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
+    if (!n) return CUDA_SUCCESS;
+    if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
+    /* Validate everything first: a failing call changes nothing. */
+    for (size_t i = 0; i < n; i++) {
+        if (!emu_node_ok(from[i]) || !emu_node_ok(to[i]) || from[i]->graph != g || to[i]->graph != g ||
+            from[i] == to[i] || node_has_dep(to[i], from[i]))
+            return CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; j < i; j++)
+            if (from[j] == from[i] && to[j] == to[i]) return CUDA_ERROR_INVALID_VALUE;
+        if (data && emu_graph_deps_check(g, &from[i], &data[i], 1) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!EMU_GROW(g->edges, g->cap_edges, g->nedges + n)) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        if (!EMU_GROW(to[i]->deps, to[i]->cap_deps, to[i]->ndeps + n))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) edge_add(g, from[i], to[i], data ? &data[i] : NULL);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+                                           size_t numDependencies)
+{
+    EMU_ENTRY_INIT();
+    return add_deps(hGraph, from, to, NULL, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+                                              const CUgraphEdgeData *edgeData, size_t numDependencies)
+{
+    EMU_ENTRY_INIT();
+    return add_deps(hGraph, from, to, edgeData, numDependencies);
+}

@@ -1,0 +1,187 @@
+/*
+ * emu_graph.h: what the graph files of the emulated CUDA driver share
+ * (private to emu_graph.c, emu_graph_params.c, emu_capture.c, emu_exec.c
+ * and emu_exec_update.c): node parameters, graphs and nodes, graph execs.
+ *
+ * Model:
+ *   - A node keeps its own copy of its parameters (emu_nparams: kernel
+ *     arguments packed by emu_args_pack). Nodes are numbered in creation
+ *     order; an exec pairs its nodes with the original graph's nodes by that
+ *     serial, and an exec node is named by the original graph's node handle,
+ *     as in CUDA. A node's serial is its creation number in its graph, never
+ *     reused; its index is its position in the graph's array, which shifts
+ *     when an earlier node is destroyed (cuGraphDestroyNode).
+ *   - A graph (CUgraph and its nodes) is not thread-safe, as in CUDA: callers
+ *     serialise their use of one graph. g->capture is guarded by emu_cap_lock.
+ *   - exec->lock guards an exec's node parameters (nodes[].p, disabled) and
+ *     its last launch token.
+ *
+ * Lock order: emu_cap_lock (emu_capture.c) -> exec->lock -> tok_lock
+ * (emu_exec.c); stream-internal locks (emu_stream.c) come after all of them,
+ * and none is held while waiting on a stream.
+ */
+#ifndef EMU_GRAPH_H
+#define EMU_GRAPH_H
+
+#include "emu_internal.h"
+
+#include <stdlib.h>
+
+/* Ensures `arr` (a pointer variable) has room for `need` elements; `cap` is
+ * its capacity variable. Evaluates to 0 on allocation failure (arr intact). */
+static inline size_t emu_grow_size(size_t cap, size_t need)
+{
+    size_t n = cap ? cap * 2 : 4;
+    while (n < need) n *= 2;
+    return n;
+}
+#define EMU_GROW(arr, cap, need) __extension__ ({                           \
+    int ok_ = 1;                                                            \
+    if ((need) > (cap)) {                                                   \
+        size_t n_ = emu_grow_size((cap), (need));                           \
+        void *p_ = realloc((arr), n_ * sizeof *(arr));                      \
+        if (p_) { (arr) = p_; (cap) = n_; } else ok_ = 0;                   \
+    }                                                                       \
+    ok_; })
+
+/* Kernel node attribute ids are below this (CU_LAUNCH_ATTRIBUTE_*). */
+#define EMU_NODE_ATTR_IDS 17
+
+/* The parameters of one node, owned (kernel arguments included). */
+typedef struct emu_nparams {
+    CUgraphNodeType type;
+    CUcontext ctx;                  /* KERNEL: function's context; MEMCPY/MEMSET: node context */
+    emu_args *args;                 /* KERNEL */
+    emu_launch launch;              /* KERNEL */
+    CUDA_MEMCPY3D copy;             /* MEMCPY */
+    CUDA_MEMSET_NODE_PARAMS set;    /* MEMSET */
+    CUDA_HOST_NODE_PARAMS host;     /* HOST */
+    CUkernelNodeAttrValue attr[EMU_NODE_ATTR_IDS]; /* KERNEL: attributes by id */
+    CUdeviceptr mem_ptr;            /* MEM_ALLOC: its allocation (one reference); MEM_FREE: what it frees */
+    size_t mem_bytes;               /* MEM_ALLOC */
+    CUmemPoolProps mem_props;       /* MEM_ALLOC, as given */
+    CUmemAccessDesc mem_access[8];  /* MEM_ALLOC: access descriptors, as given */
+    size_t mem_naccess;
+    uint64_t mem_gen;               /* MEM_FREE in a launch: the incarnation it frees (0: none) */
+} emu_nparams;
+
+/* Kernel node input, whichever struct version it came in. */
+typedef struct kin {
+    CUfunction func;
+    CUkernel kern;
+    emu_launch launch;
+    void **kernelParams, **extra;
+} kin;
+
+#define KIN_OF(p) ((kin){ .func = (p)->func,                                          \
+    .launch = { { (p)->gridDimX, (p)->gridDimY, (p)->gridDimZ },                        \
+                { (p)->blockDimX, (p)->blockDimY, (p)->blockDimZ }, (p)->sharedMemBytes }, \
+    .kernelParams = (p)->kernelParams, .extra = (p)->extra })
+
+/* Fills any CUDA_KERNEL_NODE_PARAMS version from a kernel node's parameters:
+ * kernelParams points into the node's own argument storage, extra is NULL. */
+#define KOUT(out, np) do {                                                      \
+    (out)->func = (np)->args->func;                                             \
+    (out)->gridDimX = (np)->launch.grid.x; (out)->gridDimY = (np)->launch.grid.y; \
+    (out)->gridDimZ = (np)->launch.grid.z;                                      \
+    (out)->blockDimX = (np)->launch.block.x; (out)->blockDimY = (np)->launch.block.y; \
+    (out)->blockDimZ = (np)->launch.block.z;                                    \
+    (out)->sharedMemBytes = (np)->launch.shared_bytes;                          \
+    (out)->kernelParams = (np)->args->params;                                   \
+    (out)->extra = NULL;                                                        \
+} while (0)
+
+typedef struct emu_edge { CUgraphNode from, to; CUgraphEdgeData data; } emu_edge;
+
+struct CUgraphNode_st {
+    CUgraph graph;
+    size_t index;                   /* position in graph->nodes (creation order; shifts
+                                       down when an earlier node is destroyed) */
+    uint64_t serial;                /* creation number in its graph, never reused: names
+                                       the node in execs and clones */
+    emu_nparams p;
+    CUgraphNode *deps;              /* incoming edges, in the order added */
+    size_t ndeps, cap_deps;
+};
+
+struct CUgraph_st {
+    uint64_t uid;                   /* unique over the process: names the graph in execs */
+    CUgraphNode *nodes;
+    size_t n, cap;
+    emu_edge *edges;                /* every edge, in the order added */
+    size_t nedges, cap_edges;
+    struct emu_capture *capture;    /* capture in progress into this graph (emu_cap_lock) */
+    int mem_execs;                  /* live execs of it while it has memory nodes (at most 1) */
+    uint64_t next_serial;           /* the serial of the next node */
+    uint64_t clone_of;              /* cuGraphClone: the original graph's uid (0: none)... */
+    uint64_t clone_serials;         /* ...whose nodes with serials below this it copied */
+};
+
+typedef struct exec_node {
+    CUgraphNode orig;               /* the original graph's node (never dereferenced
+                                       without a handle check) */
+    uint64_t serial;                /* orig's serial: names it (increasing along nodes[]) */
+    emu_nparams p;
+    size_t ndeps;
+    size_t *deps;                   /* indices of its dependencies, in edge order */
+    int disabled;                   /* cuGraphNodeSetEnabled(…, 0); guarded by the exec's lock */
+} exec_node;
+
+/* Completion of one launch; launches of an exec wait for the previous one. */
+typedef struct launch_token { int refs; int done; } launch_token;
+
+struct CUgraphExec_st {
+    CUgraph src;                    /* the graph it came from (checked against graph_uid) */
+    int has_mem;                    /* it has memory nodes: counted in src->mem_execs */
+    uint64_t graph_uid;
+    cuuint64_t flags;
+    size_t n;
+    exec_node *nodes;
+    size_t *order;                  /* topological order of node indices */
+    pthread_mutex_t lock;           /* nodes[].p and last */
+    launch_token *last;             /* the latest launch, NULL if none */
+};
+
+/* emu_capture.c: the capture registry's lock (see there). */
+extern pthread_mutex_t emu_cap_lock;
+
+/* Node parameters (emu_graph_params.c) */
+int emu_node_attr_valid(CUkernelNodeAttrID id);
+CUcontext emu_nparams_func_ctx(CUfunction f, CUcontext fallback);
+void emu_nparams_free(emu_nparams *p);
+int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src);
+CUresult emu_nparams_memalloc(emu_nparams *np, const CUDA_MEM_ALLOC_NODE_PARAMS *in, uint64_t graph_uid,
+                              CUdeviceptr *out);
+CUresult emu_nparams_memfree(emu_nparams *np, CUdeviceptr p);
+CUresult emu_nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx);
+CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext ctx);
+CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx);
+CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h);
+void emu_nparams_empty(emu_nparams *np);
+/* Whether an update from `a` to `b` changes nothing the node does (the
+ * "changed nodes" the statistics count: emu_stat_nodes). */
+int emu_nparams_same(const emu_nparams *a, const emu_nparams *b);
+CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_uid);
+int emu_ctx_device(CUcontext c);
+CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const emu_nparams *nw, int exec_set);
+
+/* Graphs and nodes (emu_graph.c) */
+int emu_edge_data_is_default(const CUgraphEdgeData *e);
+int emu_graph_ok(CUgraph g);
+int emu_graph_has_mem(CUgraph g);
+int emu_node_ok(CUgraphNode n);
+CUgraph emu_graph_new(void);
+void emu_graph_free(CUgraph g);
+CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n);
+/* The node of g with `serial`, NULL if none (destroyed, or never made). */
+CUgraphNode emu_graph_node_by_serial(CUgraph g, uint64_t serial);
+CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
+                            size_t n, emu_nparams *p, CUgraphNode *out);
+
+/* Capture (emu_capture.c) */
+int emu_capture_refuse(emu_stream *s);
+
+/* Graph execs (emu_exec.c) */
+int emu_exec_ok(CUgraphExec e);
+
+#endif /* EMU_GRAPH_H */

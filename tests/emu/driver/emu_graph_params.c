@@ -1,0 +1,306 @@
+/*
+ * emu_graph_params.c: the parameters of graph nodes of the emulated CUDA
+ * driver (emu_nparams, emu_graph.h): building them from each node type's
+ * input (kernel, memcpy, memset, host, empty, memory allocation and free;
+ * the generic cuGraphNodeParams), copying and freeing them, the kernel node
+ * attributes CUDA documents as valid for graph nodes (stored per node with
+ * CUDA's defaults: all zero except memSyncDomainMap.remote = 1; no effect on
+ * how the emulation runs a kernel; other ids give CUDA_ERROR_INVALID_VALUE),
+ * and the check of what a parameter change may do (change_check:
+ * cuGraphExecUpdate and the per-node exec set-params calls).
+ *
+ * The owning context of a kernel function is taken from emu_func_ctx(), else
+ * from the context current when the node was made (or the capturing
+ * stream's context).
+ *
+ * Locks: none; parameters belong to their node or exec (emu_graph.h).
+ */
+#include "emu_graph.h"
+
+#include <string.h>
+
+/* ============================================================ node params */
+
+/* Whether `id` is an attribute CUDA documents as valid for graph nodes. */
+int emu_node_attr_valid(CUkernelNodeAttrID id)
+{
+    switch ((int)id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+    case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+CUcontext emu_nparams_func_ctx(CUfunction f, CUcontext fallback)
+{
+    CUcontext c = emu_func_ctx(f);
+    return c ? c : fallback;
+}
+
+
+void emu_nparams_free(emu_nparams *p)
+{
+    free(p->args);
+    p->args = NULL;
+    if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && p->mem_ptr) emu_gmem_ref(p->mem_ptr, -1);
+    p->mem_ptr = 0;
+}
+
+/* Deep copy; returns 0 on allocation failure. */
+int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
+{
+    *dst = *src;
+    if (src->args && !(dst->args = emu_args_clone(src->args))) return 0;
+    if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) emu_gmem_ref(src->mem_ptr, 1);
+    return 1;
+}
+
+/* An allocation node of graph graph_uid: checks the parameters as documented
+ * (cuGraphAddMemAllocNode: pinned device memory, no handle types, at most one
+ * access descriptor per device) and reserves the allocation's address, which
+ * *out gets. */
+CUresult emu_nparams_memalloc(emu_nparams *np, const CUDA_MEM_ALLOC_NODE_PARAMS *in, uint64_t graph_uid,
+                              CUdeviceptr *out)
+{
+    if (!in || !in->bytesize || in->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        in->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        in->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
+        in->accessDescCount > (size_t)emu_device_count() || (in->accessDescCount && !in->accessDescs))
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = in->poolProps.location.id;
+    if (dev < 0 || dev >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    memset(np, 0, sizeof *np);
+    CUresult r = emu_gmem_create(in->bytesize, dev, graph_uid, &np->mem_ptr);
+    if (r != CUDA_SUCCESS) return r;
+    np->type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    np->mem_bytes = in->bytesize;
+    np->mem_props = in->poolProps;
+    np->mem_naccess = in->accessDescCount;
+    if (in->accessDescCount) memcpy(np->mem_access, in->accessDescs, in->accessDescCount * sizeof *in->accessDescs);
+    *out = np->mem_ptr;
+    return CUDA_SUCCESS;
+}
+
+/* A free node: cuGraphAddMemFreeNode "will return CUDA_ERROR_INVALID_VALUE if
+ * the user attempts to free an allocation twice in the same graph, an
+ * address that was not returned by an allocation node, an invalid address";
+ * and an allocation has at most one free node in any graph. */
+CUresult emu_nparams_memfree(emu_nparams *np, CUdeviceptr p)
+{
+    uint64_t freed_in = 0;
+    if (!emu_gmem_info(p, NULL, &freed_in) || freed_in) return CUDA_ERROR_INVALID_VALUE;
+    memset(np, 0, sizeof *np);
+    np->type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    np->mem_ptr = p;
+    return CUDA_SUCCESS;
+}
+
+/* ctx: the context the function belongs to if known (capture passes the
+ * stream's), NULL for the current one. */
+CUresult emu_nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx)
+{
+    if (!k->func) return CUDA_ERROR_INVALID_VALUE;  /* CUkernel nodes: not emulated */
+    const emu_launch *l = &k->launch;
+    if (!l->grid.x || !l->grid.y || !l->grid.z || !l->block.x || !l->block.y || !l->block.z)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r;
+    if (!ctx && (r = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return r;
+    emu_args *a;
+    if ((r = emu_args_pack(k->func, k->kernelParams, k->extra, &a)) != CUDA_SUCCESS) return r;
+    memset(np, 0, sizeof *np);
+    np->type = CU_GRAPH_NODE_TYPE_KERNEL;
+    np->args = a;
+    np->launch = *l;
+    np->ctx = emu_nparams_func_ctx(k->func, ctx);
+    np->attr[CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP].memSyncDomainMap.remote = 1;
+    return CUDA_SUCCESS;
+}
+
+CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext ctx)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r;
+    if ((r = emu_ctx_resolve(&ctx)) != CUDA_SUCCESS) return r;
+    if ((r = emu_memcpy3d_check(c)) != CUDA_SUCCESS) return r;
+    memset(np, 0, sizeof *np);
+    np->type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    np->copy = *c;
+    np->ctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx)
+{
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r;
+    if ((r = emu_ctx_resolve(&ctx)) != CUDA_SUCCESS) return r;
+    if ((r = emu_memset_check(s)) != CUDA_SUCCESS) return r;
+    memset(np, 0, sizeof *np);
+    np->type = CU_GRAPH_NODE_TYPE_MEMSET;
+    np->set = *s;
+    np->ctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h)
+{
+    if (!h || !h->fn) return CUDA_ERROR_INVALID_VALUE;
+    memset(np, 0, sizeof *np);
+    np->type = CU_GRAPH_NODE_TYPE_HOST;
+    np->host = *h;
+    return CUDA_SUCCESS;
+}
+
+void emu_nparams_empty(emu_nparams *np)
+{
+    memset(np, 0, sizeof *np);
+    np->type = CU_GRAPH_NODE_TYPE_EMPTY;
+}
+
+/* Kernel arguments are packed into zeroed storage, so their bytes compare;
+ * attribute values compare as stored. */
+int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
+{
+    if (a->type != b->type || a->ctx != b->ctx) return 0;
+    switch (a->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        return a->args->func == b->args->func && a->args->size == b->args->size &&
+               memcmp(a->args->data, b->args->data, a->args->size) == 0 &&
+               memcmp(&a->launch, &b->launch, sizeof a->launch) == 0 &&
+               memcmp(a->attr, b->attr, sizeof a->attr) == 0;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+        const CUDA_MEMCPY3D *x = &a->copy, *y = &b->copy;   /* field by field: the struct has padding */
+#define SAME(f) (x->src##f == y->src##f && x->dst##f == y->dst##f)
+        return SAME(XInBytes) && SAME(Y) && SAME(Z) && SAME(LOD) && SAME(MemoryType) && SAME(Host) &&
+               SAME(Device) && SAME(Array) && SAME(Pitch) && SAME(Height) &&
+               x->WidthInBytes == y->WidthInBytes && x->Height == y->Height && x->Depth == y->Depth;
+#undef SAME
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        return memcmp(&a->set, &b->set, sizeof a->set) == 0;
+    case CU_GRAPH_NODE_TYPE_HOST:
+        return a->host.fn == b->host.fn && a->host.userData == b->host.userData;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return a->mem_ptr == b->mem_ptr && a->mem_bytes == b->mem_bytes;
+    default:
+        return 1;
+    }
+}
+
+/* From the tagged union of cuGraphAddNode / cuGraphNodeSetParams /
+ * cuGraphExecNodeSetParams. */
+/* graph_uid: the graph the node is added to; 0 for the set-params calls. */
+CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t graph_uid)
+{
+    if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        kin k = KIN_OF(&p->kernel);
+        k.kern = p->kernel.kern;
+        return emu_nparams_kernel(np, &k, NULL);
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        if (p->memcpy.flags || p->memcpy.reserved) return CUDA_ERROR_INVALID_VALUE;
+        return emu_nparams_memcpy(np, &p->memcpy.copyParams, p->memcpy.copyCtx);
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        const CUDA_MEMSET_NODE_PARAMS_v2 *m = &p->memset;
+        CUDA_MEMSET_NODE_PARAMS s = { .dst = m->dst, .pitch = m->pitch, .value = m->value,
+                                      .elementSize = m->elementSize, .width = m->width,
+                                      .height = m->height };
+        return emu_nparams_memset(np, &s, m->ctx);
+    }
+    case CU_GRAPH_NODE_TYPE_HOST: {
+        CUDA_HOST_NODE_PARAMS h = { .fn = p->host.fn, .userData = p->host.userData };
+        return emu_nparams_host(np, &h);
+    }
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+        emu_nparams_empty(np);
+        return CUDA_SUCCESS;
+    /* Memory nodes can be added, never set ("API unsupported"). */
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+        if (!graph_uid) return CUDA_ERROR_NOT_SUPPORTED;
+        CUDA_MEM_ALLOC_NODE_PARAMS a = { .poolProps = p->alloc.poolProps, .accessDescs = p->alloc.accessDescs,
+                                         .accessDescCount = p->alloc.accessDescCount,
+                                         .bytesize = p->alloc.bytesize };
+        return emu_nparams_memalloc(np, &a, graph_uid, &p->alloc.dptr);
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return graph_uid ? emu_nparams_memfree(np, p->free.dptr) : CUDA_ERROR_NOT_SUPPORTED;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+/* Device of a context, -1 if none. */
+int emu_ctx_device(CUcontext c) { return c ? c->device : -1; }
+
+static int is_1d_copy(const CUDA_MEMCPY3D *c) { return c->Height <= 1 && c->Depth <= 1; }
+static int is_1d_set(const CUDA_MEMSET_NODE_PARAMS *s) { return s->height <= 1; }
+
+/* A device operand that must stay device memory reachable by the node's
+ * device (its context and mapping "cannot change"). */
+static int operand_ok(CUmemorytype t, CUdeviceptr p, size_t n, int dev)
+{
+    if (t != CU_MEMORYTYPE_DEVICE) return 1;
+    emu_range r;
+    return emu_mem_find(p, &r) && emu_mem_accessible(p, n ? n : 1, dev);
+}
+
+/* Whether an exec node may change from `old` to `nw` (same type), as
+ * cuGraphExecUpdate (exec_set == 0) or the per-node exec set-params calls
+ * (exec_set == 1) allow. Returns the update result code. */
+CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const emu_nparams *nw, int exec_set)
+{
+    switch (old->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        if (old->ctx != nw->ctx) return CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: {
+        const CUDA_MEMCPY3D *a = &old->copy, *b = &nw->copy;
+        if (a->srcMemoryType != b->srcMemoryType || a->dstMemoryType != b->dstMemoryType)
+            return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        /* The node's checks again, memory may have changed since it was made:
+         * an operand that now runs past its allocation is refused. */
+        if (emu_memcpy3d_check(b) != CUDA_SUCCESS) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        if (exec_set && (!is_1d_copy(a) || !is_1d_copy(b) || !b->WidthInBytes))
+            return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        int dev = emu_ctx_device(old->ctx);
+        size_t n = b->WidthInBytes;
+        if (!operand_ok(b->srcMemoryType, b->srcDevice + b->srcXInBytes, n, dev) ||
+            !operand_ok(b->dstMemoryType, b->dstDevice + b->dstXInBytes, n, dev))
+            return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    }
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        const CUDA_MEMSET_NODE_PARAMS *a = &old->set, *b = &nw->set;
+        if (!b->width || emu_memset_check(b) != CUDA_SUCCESS) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        if (!is_1d_set(a) || !is_1d_set(b)) {
+            /* 2D: only address and value may change. */
+            if (a->width != b->width || a->height != b->height || a->pitch != b->pitch ||
+                a->elementSize != b->elementSize)
+                return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        }
+        if (!operand_ok(CU_MEMORYTYPE_DEVICE, b->dst, b->width * b->elementSize, emu_ctx_device(old->ctx)))
+            return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:      /* an allocation's address and size are fixed */
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return old->mem_ptr == nw->mem_ptr && old->mem_bytes == nw->mem_bytes
+                   ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+    default:
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS;  /* host, empty: unrestricted */
+    }
+}

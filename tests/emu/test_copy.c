@@ -1,0 +1,226 @@
+/*
+ * test_copy.c: copies between contexts (cuMemcpyPeer, cuMemcpyPeerAsync and
+ * their per-thread flavours) and cuMemcpy2DUnaligned next to cuMemcpy2D's
+ * pitch limit (CU_DEVICE_ATTRIBUTE_MAX_PITCH), in the emulated driver
+ * (emu_copy.c). Runs with two devices (CUDAEMU_DEVICES=2; main re-executes
+ * the program to set it).
+ */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+
+/* The per-thread flavours (cuda.h declares them only for its own build). */
+CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
+CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *);
+
+#define N 4096
+
+static CUcontext c0, c1;
+
+static void fill_host(uint8_t *h, uint8_t seed)
+{
+    for (int i = 0; i < N; i++) h[i] = (uint8_t)(seed + i * 7);
+}
+
+/* 1 if device memory p holds what fill_host(seed) wrote. */
+static int holds(CUdeviceptr p, uint8_t seed)
+{
+    uint8_t want[N], got[N];
+    fill_host(want, seed);
+    CHECK_CU(cuMemcpyDtoH(got, p, N), CUDA_SUCCESS);
+    return memcmp(want, got, N) == 0;
+}
+
+static void put(CUdeviceptr p, uint8_t seed)
+{
+    uint8_t h[N];
+    fill_host(h, seed);
+    CHECK_CU(cuMemcpyHtoD(p, h, N), CUDA_SUCCESS);
+}
+
+TEST(setup)
+{
+    int n = 0;
+    CHECK_CU(cuInit(0), CUDA_SUCCESS);
+    CHECK_CU(cuDeviceGetCount(&n), CUDA_SUCCESS);
+    CHECK_EQ(n, 2);
+    CHECK_CU(cuDevicePrimaryCtxRetain(&c0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuDevicePrimaryCtxRetain(&c1, 1), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+}
+
+TEST(peer_copies)
+{
+    CUdeviceptr a, b;
+    CHECK_CU(cuMemAlloc(&a, N), CUDA_SUCCESS);                 /* device 0 */
+    CHECK_CU(cuCtxSetCurrent(c1), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&b, N), CUDA_SUCCESS);                 /* device 1 */
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    int can = -1;
+    CHECK_CU(cuDeviceCanAccessPeer(&can, 0, 1), CUDA_SUCCESS);
+
+    put(a, 1);
+    CHECK_CU(cuMemcpyPeer(b, c1, a, c0, N), CUDA_SUCCESS);     /* no peer access enabled */
+    CHECK(holds(b, 1));
+    put(a, 2);
+    CHECK_CU(cuMemcpyPeer_ptds(b, c1, a, c0, N), CUDA_SUCCESS);
+    CHECK(holds(b, 2));
+
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    put(b, 3);
+    CHECK_CU(cuMemcpyPeerAsync(a, c0, b, c1, N, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(holds(a, 3));
+    put(b, 4);
+    CHECK_CU(cuMemcpyPeerAsync_ptsz(a, c0, b, c1, N, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    CHECK(holds(a, 4));
+
+    /* the checks of any copy, and live contexts */
+    CUcontext dead;
+    CHECK_CU(cuCtxCreate(&dead, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuCtxDestroy(dead), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyPeer(b, NULL, a, c0, N), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_CU(cuMemcpyPeer(b, c1, a, dead, N), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_CU(cuMemcpyPeerAsync(b, dead, a, c0, N, s), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_CU(cuMemcpyPeer(b, c1, a, c0, N + 1), CUDA_ERROR_INVALID_VALUE);     /* past the end */
+    CHECK_CU(cuMemcpyPeer(b + 1, c1, a, c0, N), CUDA_ERROR_INVALID_VALUE);
+    uint8_t host[N];
+    CHECK_CU(cuMemcpyPeer(b, c1, (CUdeviceptr)(uintptr_t)host, c0, N), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemcpyPeerAsync(b, c1, a, c0, N, (CUstream)(uintptr_t)host), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_CU(cuMemcpyPeer(b, c1, a, c0, 0), CUDA_SUCCESS);
+    CHECK(holds(b, 4));                                         /* nothing changed */
+
+    /* captured as a memcpy node, like cuMemcpyAsync */
+    CUgraph g;
+    CUgraphExec e;
+    CUgraphNode nodes[2];
+    size_t nn = 2;
+    CUgraphNodeType type;
+    CUDA_MEMCPY3D cp;
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyPeerAsync(b, c1, a, c0, N, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphGetNodes(g, nodes, &nn), CUDA_SUCCESS);
+    CHECK_EQ(nn, 1);
+    CHECK_CU(cuGraphNodeGetType(nodes[0], &type), CUDA_SUCCESS);
+    CHECK_EQ(type, CU_GRAPH_NODE_TYPE_MEMCPY);
+    CHECK_CU(cuGraphMemcpyNodeGetParams(nodes[0], &cp), CUDA_SUCCESS);
+    CHECK(cp.srcDevice == a && cp.dstDevice == b && cp.WidthInBytes == N);
+    CHECK(holds(b, 4));                                         /* captured, not run */
+    put(a, 5);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(holds(b, 5));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+}
+
+/* cuGetProcAddress finds both flavours under their CUDA 4.0 / 7.0 rows. */
+TEST(peer_copies_resolve)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st;
+    CHECK_CU(cuGetProcAddress("cuMemcpyPeer", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_SUCCESS);
+    CHECK(fn == (void *)cuMemcpyPeer);
+    CHECK_CU(cuGetProcAddress("cuMemcpyPeer", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st),
+             CUDA_SUCCESS);
+    CHECK(fn == (void *)cuMemcpyPeer_ptds);
+    CHECK_CU(cuGetProcAddress("cuMemcpyPeerAsync", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st),
+             CUDA_SUCCESS);
+    CHECK(fn == (void *)cuMemcpyPeerAsync_ptsz);
+    CHECK_CU(cuGetProcAddress("cuMemcpy2DUnaligned", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_SUCCESS);
+    CHECK(fn == (void *)cuMemcpy2DUnaligned_v2);
+}
+
+/* Two rows 2^31 bytes apart in host memory (a reserved, mostly untouched
+ * mapping) copied to two rows of device memory. */
+TEST(copy_2d_pitch_limit)
+{
+    const size_t big = (size_t)1 << 31, w = 64;
+    int maxp = 0;
+    CHECK_CU(cuDeviceGetAttribute(&maxp, CU_DEVICE_ATTRIBUTE_MAX_PITCH, 0), CUDA_SUCCESS);
+    CHECK_EQ(maxp, 2147483647);
+    uint8_t *h = mmap(NULL, big + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    CHECK(h != MAP_FAILED);
+    if (h == MAP_FAILED) return;
+    h[big - 1] = 200;                              /* where a pitch of MAX_PITCH starts row 1 */
+    for (size_t i = 0; i < w; i++) {
+        h[i] = (uint8_t)i;
+        h[big + i] = (uint8_t)(100 + i);
+    }
+    CUdeviceptr d;
+    CHECK_CU(cuMemAlloc(&d, 2 * w), CUDA_SUCCESS);
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = h;
+    c.srcPitch = big;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = d;
+    c.dstPitch = w;
+    c.WidthInBytes = w;
+    c.Height = 2;
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpy2D(&c), CUDA_ERROR_INVALID_VALUE);        /* pitch above MAX_PITCH */
+    CHECK_CU(cuMemcpy2DAsync(&c, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemsetD8(d, 0, 2 * w), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpy2DUnaligned(&c), CUDA_SUCCESS);           /* "does not have this restriction" */
+    uint8_t got[128];
+    CHECK_CU(cuMemcpyDtoH(got, d, 2 * w), CUDA_SUCCESS);
+    CHECK(got[0] == 0 && got[w - 1] == w - 1 && got[w] == 100 && got[2 * w - 1] == 100 + w - 1);
+    CHECK_CU(cuMemsetD8(d, 0, 2 * w), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpy2DUnaligned_v2_ptds(&c), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyDtoH(got, d, 2 * w), CUDA_SUCCESS);
+    CHECK(got[w] == 100);
+    /* MAX_PITCH itself is allowed; one row ignores the pitch */
+    c.srcPitch = big - 1;
+    CHECK_CU(cuMemcpy2D(&c), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyDtoH(got, d, 2 * w), CUDA_SUCCESS);
+    CHECK(got[0] == 0 && got[w] == 200 && got[w + 1] == 100);
+    c.srcPitch = big;
+    c.Height = 1;
+    CHECK_CU(cuMemcpy2D(&c), CUDA_SUCCESS);
+    /* the unaligned copy keeps the other checks */
+    c.Height = 2;
+    c.dstPitch = w - 1;
+    CHECK_CU(cuMemcpy2DUnaligned(&c), CUDA_ERROR_INVALID_VALUE);
+    c.dstPitch = w;
+    c.dstDevice = d + 1;                                       /* last row leaves the allocation */
+    CHECK_CU(cuMemcpy2DUnaligned(&c), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(d), CUDA_SUCCESS);
+    munmap(h, big + 4096);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    const char *have = getenv("CUDAEMU_DEVICES");
+    if (!have || strcmp(have, "2") != 0) {
+        setenv("CUDAEMU_DEVICES", "2", 1);
+        execv("/proc/self/exe", argv);
+        perror("execv /proc/self/exe");
+        return 1;
+    }
+    RUN(setup);
+    RUN(peer_copies);
+    RUN(peer_copies_resolve);
+    RUN(copy_2d_pitch_limit);
+    CHECK_CU(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+    CHECK_CU(cuDevicePrimaryCtxRelease(1), CUDA_SUCCESS);
+    return check_done();
+}
