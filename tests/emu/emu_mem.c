@@ -15,7 +15,7 @@
  *     memfd files, cuMemMap maps the memfd MAP_SHARED|MAP_FIXED (so one handle
  *     mapped twice truly aliases), cuMemSetAccess is mprotect; export and
  *     import as POSIX file descriptors;
- *   - address ranges, pointer attributes and legacy IPC handles;
+ *   - address ranges and pointer attributes (legacy IPC is emu_ipc.c's);
  *   - the device-range registry: every live allocation, VMM mapping, graph
  *     allocation and pinned host block, findable by any interior address
  *     (emu_mem_find, emu_mem_accessible, emu_mem_extent_ok for the driver's
@@ -63,7 +63,8 @@ typedef enum range_kind {
     RK_ASYNC,       /* cuMemAllocAsync / FromPoolAsync */
     RK_MAP,         /* one cuMemMap */
     RK_HOST,        /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
-    RK_GRAPH        /* a graph allocation while it is allocated (gmem) */
+    RK_GRAPH,       /* a graph allocation while it is allocated (gmem) */
+    RK_IPC          /* another process's cuMemAlloc block opened here (emu_ipc.c) */
 } range_kind;
 
 /* A graph allocation (an allocation node's memory, emu_gmem_* in
@@ -263,7 +264,7 @@ static int charge_take(int dev, range_kind kind, size_t len)
 
 static void charge_give(int dev, range_kind kind, size_t len)
 {
-    if (kind == RK_HOST) return;
+    if (kind == RK_HOST || kind == RK_IPC) return;
     if (kind == RK_GRAPH) mem.graph_used[dev] -= len;
     if (kind != RK_ASYNC) { mem.used[dev] -= len; return; }
     mem.pools[dev].used -= len;
@@ -336,6 +337,7 @@ static void block_release(mem_range *r)
 {
     if (r->kind == RK_GRAPH) gmem_unback(r->g);
     else if (!r->registered) munmap((void *)r->s.base, r->mapped);
+    if (r->kind == RK_ALLOC) emu_ipc_alloc_gone(r->s.base, r->buffer_id);
     free(r);
 }
 
@@ -350,7 +352,7 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
         mem_range *r = (mem_range *)mem.ranges.v[i];
         /* cuCtxDestroy: "will not destroy memory allocations by cuMemCreate(),
          * cuMemAllocAsync() and cuMemAllocFromPoolAsync()". */
-        if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_HOST)) {
+        if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_HOST || r->kind == RK_IPC)) {
             block_detach(r);        /* removes entry i: do not advance */
             dead[n++] = r;
         } else {
@@ -768,44 +770,46 @@ EMU_EXPORT CUresult cuMemHostUnregister(void *p)
 }
 
 /* ------------------------------------------------------------------------
- * Legacy IPC
+ * Legacy IPC support (emu_ipc.c owns legacy IPC; emu_internal.h)
  * ---------------------------------------------------------------------- */
 
-/* What an emulated CUipcMemHandle holds: enough to identify the allocation. */
-typedef struct ipc_payload {
-    char magic[8];              /* "cudaemu" */
-    int pid;
-    int device;
-    unsigned long long buffer_id;
-    unsigned long long base;
-    unsigned long long size;
-} ipc_payload;
-_Static_assert(sizeof(ipc_payload) <= CU_IPC_HANDLE_SIZE, "IPC payload too large");
-
-/* Works on cuMemAlloc memory only, like the real driver (VMM and
- * stream-ordered memory are not legacy-IPC capable). */
-EMU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+int emu_mem_alloc_with(CUdeviceptr p, int (*fn)(const emu_alloc_view *, void *), void *u,
+                       emu_alloc_view *out)
 {
-    EMU_ENTRY_INIT();
-    CUcontext ctx;
-    CUresult rc = emu_ctx_require(&ctx);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
-    ipc_payload pl = { .magic = "cudaemu", .pid = (int)getpid() };
     pthread_mutex_lock(&mem_lock);
-    mem_range *r = range_find(dptr);
-    int ok = r && r->kind == RK_ALLOC;
-    if (ok) {
-        pl.device = r->device;
-        pl.buffer_id = r->buffer_id;
-        pl.base = r->s.base;
-        pl.size = r->s.size;
+    mem_range *r = range_find(p);
+    int rc = r && r->kind == RK_ALLOC ? 0 : -1;
+    if (rc == 0) {
+        *out = (emu_alloc_view){ r->s.base, r->s.size, r->mapped, r->device, r->buffer_id };
+        if (fn) rc = fn(out, u);
     }
     pthread_mutex_unlock(&mem_lock);
-    if (!ok) return CUDA_ERROR_INVALID_VALUE;
-    memset(pHandle, 0, sizeof *pHandle);
-    memcpy(pHandle->reserved, &pl, sizeof pl);
-    return CUDA_SUCCESS;
+    return rc;
+}
+
+CUresult emu_mem_ipc_add(const emu_alloc_view *v, CUcontext ctx, unsigned long long *id)
+{
+    mem_range *r = calloc(1, sizeof *r);
+    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&mem_lock);
+    *r = (mem_range){ .s = { v->base, v->size }, .mapped = v->mapped, .kind = RK_IPC,
+                      .device = v->device, .ctx = ctx, .buffer_id = mem.next_buffer_id++ };
+    int bad = span_insert(&mem.ranges, &r->s);
+    if (!bad) *id = r->buffer_id;
+    pthread_mutex_unlock(&mem_lock);
+    if (bad) free(r);
+    return bad ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+int emu_mem_ipc_find(CUdeviceptr base, unsigned long long id, int remove)
+{
+    pthread_mutex_lock(&mem_lock);
+    mem_range *r = range_find(base);
+    int ok = r && r->kind == RK_IPC && r->s.base == base && r->buffer_id == id;
+    if (ok && remove) block_detach(r);
+    pthread_mutex_unlock(&mem_lock);
+    if (ok && remove) block_release(r);
+    return ok;
 }
 
 /* ------------------------------------------------------------------------
@@ -875,7 +879,7 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
      * capable; VMM memory if cuMemCreate asked for it (allocFlags); pool and
      * host memory are not. */
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-        *val = r->kind == RK_ALLOC || (map && pi->rdma);
+        *val = r->kind == RK_ALLOC || r->kind == RK_IPC || (map && pi->rdma);
         return in;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:   /* NULL unless from a pool */
         *size = sizeof(CUmemoryPool); *val = r->kind == RK_ASYNC ? (uintptr_t)r->pool : 0; return in;
@@ -1119,7 +1123,9 @@ EMU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     pthread_mutex_unlock(&mem_lock);
     if (!ok) { free(h); return CUDA_ERROR_OUT_OF_MEMORY; }
 
-    h->fd = memfd_create("cudaemu-vmm", MFD_CLOEXEC);
+    char name[64];
+    emu_ipc_vmm_name(name, sizeof name, prop);
+    h->fd = memfd_create(name, MFD_CLOEXEC);
     ok = h->fd >= 0 && ftruncate(h->fd, (off_t)size) == 0;
     pthread_mutex_lock(&mem_lock);
     if (ok) {
@@ -1370,9 +1376,13 @@ EMU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGen
     return rc;
 }
 
-/* The file descriptor of an exported allocation of this process gives a new
- * handle to the same memory (same properties and block id; its memory is
- * charged once). A descriptor of anything else: CUDA_ERROR_INVALID_VALUE. */
+/* The file descriptor of an exported allocation gives a new handle to the
+ * same memory: one of this process's, with the same properties and block id;
+ * one of another process (passed over a socket), with the properties its
+ * cuMemCreate gave (the memfd's name carries them, emu_ipc.c) and a new block
+ * id. Either way the memory stays charged to the budget of the process that
+ * created it, not to this one. A descriptor of anything else:
+ * CUDA_ERROR_INVALID_VALUE. */
 EMU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
                                                    CUmemAllocationHandleType shHandleType)
 {
@@ -1386,20 +1396,30 @@ EMU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
     if (fstat(osfd, &want) != 0) return CUDA_ERROR_INVALID_VALUE;
     mem_handle *n = calloc(1, sizeof *n);
     if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+    int foreign = emu_ipc_vmm_foreign(osfd, &n->prop, &n->size) == 0;
     rc = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&mem_lock);
-    for (mem_handle *h = mem.handles; h; h = h->hh.next) {
-        if (fstat(h->fd, &have) != 0 || have.st_ino != want.st_ino || have.st_dev != want.st_dev) continue;
-        *n = (mem_handle){ .fd = fcntl(osfd, F_DUPFD_CLOEXEC, 0), .size = h->size, .prop = h->prop,
-                           .refs = 1, .block_id = h->block_id, .imported = 1 };
-        if (n->fd < 0) { rc = CUDA_ERROR_OUT_OF_MEMORY; break; }
+    mem_handle *src = NULL;
+    for (mem_handle *h = mem.handles; h && !src; h = h->hh.next)
+        if (fstat(h->fd, &have) == 0 && have.st_ino == want.st_ino && have.st_dev == want.st_dev) src = h;
+    if (src || foreign) {
+        if (src) {
+            n->prop = src->prop;
+            n->size = src->size;
+        }
+        n->block_id = src ? src->block_id : mem.next_buffer_id++;
+        n->refs = 1;
+        n->imported = 1;
+        n->fd = fcntl(osfd, F_DUPFD_CLOEXEC, 0);
+        rc = n->fd < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    }
+    if (rc == CUDA_SUCCESS) {
         n->id = mem.next_handle_id++;
         mem_hash_oom = 0;
         HASH_ADD(hh, mem.handles, id, sizeof n->id, n);
         rc = mem_hash_oom ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
         if (rc == CUDA_SUCCESS) *handle = n->id;
         else close(n->fd);
-        break;
     }
     pthread_mutex_unlock(&mem_lock);
     if (rc != CUDA_SUCCESS) free(n);
