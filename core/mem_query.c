@@ -1,7 +1,9 @@
 /*
  * core/mem_query.c: what the program asks of its memory, answered for
  * placed memory as the driver answers for a cuMemAlloc block (address
- * range, pointer attributes, VMM queries, legacy IPC, cuMemGetInfo), and the
+ * range, pointer attributes, VMM queries, legacy IPC, cuMemGetInfo), and
+ * for blocks opened from another process's IPC handle (ipc.c) as for an
+ * opened cuMemAlloc block (address range, attributes, VMM queries), and the
  * driver's range checks of copies, memsets and memset / memcpy nodes over
  * placed blocks (small blocks share one mapped chunk, so the driver alone
  * would let them run past a block's end). No state of its own; the
@@ -12,6 +14,7 @@
 #include "arena.h"
 #include "contexts.h"
 #include "driver.h"
+#include "ipc.h"
 #include "log.h"
 #include "util.h"
 
@@ -42,7 +45,7 @@ static int rdma_capable(CUdeviceptr p)
     return v != 0;
 }
 
-static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *data)
+static int attr_override(const sg_alloc_info *b, int opened, CUpointer_attribute a, void *data)
 {
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: {
@@ -71,17 +74,27 @@ static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *da
         put_u64(data, CU_MEM_HANDLE_TYPE_NONE);
         return 1;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        put_int(data, 1);          /* what cuMemAlloc memory says (README: legacy IPC) */
+        put_int(data, !opened);    /* cuMemAlloc memory; a block opened from a handle is not */
         return 1;
     default:
         return 0;
     }
 }
 
+/* What p is: 1 and *b in a placed block, 2 and *b in a block opened from
+ * another process's IPC handle (ipc.c); 0 in a reservation of the library
+ * but no block; -1 neither. */
+static int find_block(CUdeviceptr p, sg_alloc_info *b)
+{
+    int r = sg_mem_placing ? sg_mem_lookup(p, b) : -1;
+    if (r < 0 && (r = sg_ipc_lookup(p, b)) > 0) r = 2;
+    return r;
+}
+
 static CUresult mem_addr_range(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = sg_mem_placing ? sg_mem_lookup(c->u.range.ptr, &b) : -1;
+    int r = find_block(c->u.range.ptr, &b);
     if (r < 0) return c->forward(c->args);
     if (r == 0) return CUDA_ERROR_NOT_FOUND;
     if (c->u.range.base) *c->u.range.base = b.base;
@@ -92,16 +105,17 @@ static CUresult mem_addr_range(const sg_call *c)
 static CUresult mem_ptr_attr(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = sg_mem_placing && c->u.attr.data ? sg_mem_lookup(c->u.attr.ptr, &b) : -1;
+    int r = c->u.attr.data ? find_block(c->u.attr.ptr, &b) : -1;
     if (r < 0) return c->forward(c->args);
     if (r == 0) return CUDA_ERROR_INVALID_VALUE;   /* as for unallocated memory */
-    return attr_override(&b, c->u.attr.attr, c->u.attr.data) ? CUDA_SUCCESS : c->forward(c->args);
+    return attr_override(&b, r == 2, c->u.attr.attr, c->u.attr.data) ? CUDA_SUCCESS
+                                                                     : c->forward(c->args);
 }
 
 static CUresult mem_ptr_attrs(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = sg_mem_placing ? sg_mem_lookup(c->u.attrs.ptr, &b) : -1;
+    int r = find_block(c->u.attrs.ptr, &b);
     if (r < 0) return c->forward(c->args);
     if (r == 0) { /* freed placed memory: what the driver says of an unallocated pointer */
         if (!sg_drv.cuPointerGetAttributes) return CUDA_ERROR_INVALID_VALUE;
@@ -111,38 +125,30 @@ static CUresult mem_ptr_attrs(const sg_call *c)
     CUresult rc = c->forward(c->args);
     if (rc != CUDA_SUCCESS) return rc;
     for (unsigned i = 0; i < c->u.attrs.n; i++)
-        if (c->u.attrs.data[i]) attr_override(&b, c->u.attrs.attrs[i], c->u.attrs.data[i]);
+        if (c->u.attrs.data[i]) attr_override(&b, r == 2, c->u.attrs.attrs[i], c->u.attrs.data[i]);
     return CUDA_SUCCESS;
 }
 
-/* Legacy IPC cannot export VMM memory: the driver's own answer for it is
- * CUDA_ERROR_INVALID_VALUE. Say once per allocation which one and how to
- * keep such allocations away from the library. */
+/* Legacy IPC of a placed block (any address in it): ipc.c exports its
+ * chunks (the driver's legacy IPC does not work on VMM memory); freed placed
+ * memory is CUDA_ERROR_INVALID_VALUE, as unallocated memory. */
 static CUresult mem_ipc(const sg_call *c)
 {
     if (!sg_mem_placing || !sg_mem_maybe_ours(c->u.ipc.ptr)) return c->forward(c->args);
     sg_alloc_info b = { 0 };
     int first = 0, r = sg_mem_reg_ipc(c->u.ipc.ptr, &b, &first);
     if (r < 0) return c->forward(c->args);
-    int warn = r > 0 && first;
-    CUdeviceptr base = b.base;
-    size_t size = b.size;
-    if (warn)
-        SG_WARN("cuIpcGetMemHandle on the allocation at 0x%llx (%zu bytes), which the library "
-                "placed in VMM memory: legacy IPC is not possible there (CUDA_ERROR_INVALID_VALUE). "
-                "To give such allocations to the driver unchanged, set %s below their size "
-                "(e.g. %s=%zu)", (unsigned long long)base, size, SG_ENV_PLACE_MAX,
-                SG_ENV_PLACE_MAX, size ? size - 1 : 0);
-    return CUDA_ERROR_INVALID_VALUE;
+    return r > 0 ? sg_ipc_export(c->u.ipc.out, &b, first) : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* cuMemRetainAllocationHandle and cuMemGetAccess answer for VMM mappings
  * only: on cuMemAlloc memory the driver says CUDA_ERROR_INVALID_VALUE, and so
- * does the library for placed memory (its chunks are not the program's). */
+ * does the library for placed memory (its chunks are not the program's) and
+ * for opened blocks. */
 static CUresult mem_vmm_query(const sg_call *c, CUdeviceptr p)
 {
     sg_alloc_info b;
-    if (!sg_mem_placing || sg_mem_lookup(p, &b) < 0) return c->forward(c->args);
+    if (find_block(p, &b) < 0) return c->forward(c->args);
     return CUDA_ERROR_INVALID_VALUE;
 }
 

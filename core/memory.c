@@ -66,6 +66,7 @@
 #include "capture.h"
 #include "contexts.h"
 #include "driver.h"
+#include "ipc.h"
 #include "log.h"
 #include "stats.h"
 #include "streams.h"
@@ -306,6 +307,7 @@ static CUresult mem_free(const sg_call *c)
         sg_marena_unref(ar);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    sg_ipc_block_gone(b->id);      /* its legacy IPC export ends before the range is reused */
     pthread_mutex_lock(&ar->lock);
     if (ar->state == 1) {
         if (synced) sg_marena_quarantine_release_locked(ar);

@@ -93,6 +93,13 @@ int sg_vmm_dev_setup(CUcontext ctx, sg_vmm_dev *d, const char **why)
     }
     d->prop = (CUmemAllocationProp){ .type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                      .location = { CU_MEM_LOCATION_TYPE_DEVICE, d->dev } };
+    /* Shareable as a file descriptor where the device allows it: legacy IPC
+     * of placed blocks exports the chunks (ipc.h). */
+    int fd_ok = 0;
+    if (SG_DRIVER_CALL(cuDeviceGetAttribute, &fd_ok,
+                       CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                       d->dev) == CUDA_SUCCESS && fd_ok)
+        d->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     rc = SG_DRIVER_CALL(cuMemGetAllocationGranularity, &d->gran, &d->prop,
                         CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (rc != CUDA_SUCCESS || d->gran == 0 || (d->gran & (d->gran - 1))) {

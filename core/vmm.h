@@ -43,7 +43,8 @@ typedef struct sg_vmm_dev {
     CUdevice dev;
     size_t gran;                      /* minimum granularity, a power of two */
     size_t total;                     /* the device's memory (0 if unknown) */
-    CUmemAllocationProp prop;         /* pinned device memory of dev */
+    CUmemAllocationProp prop;         /* pinned device memory of dev, shareable as a
+                                       * POSIX file descriptor if the device can */
     CUmemAccessDesc access[SG_VMM_MAX_DEVICES];
     size_t naccess;                   /* dev first, then its peers */
 } sg_vmm_dev;
