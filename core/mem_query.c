@@ -129,16 +129,17 @@ static CUresult mem_ptr_attrs(const sg_call *c)
     return CUDA_SUCCESS;
 }
 
-/* Legacy IPC of a placed block (any address in it): ipc.c exports its
- * chunks (the driver's legacy IPC does not work on VMM memory); freed placed
- * memory is CUDA_ERROR_INVALID_VALUE, as unallocated memory. */
+/* Legacy IPC of a placed cuMemAlloc block (any address in it): ipc.c
+ * exports its chunks (the driver's legacy IPC does not work on VMM memory).
+ * A stream-ordered block, or freed placed memory: CUDA_ERROR_INVALID_VALUE,
+ * the driver's answer for pool memory and for unallocated memory. */
 static CUresult mem_ipc(const sg_call *c)
 {
     if (!sg_mem_placing || !sg_mem_maybe_ours(c->u.ipc.ptr)) return c->forward(c->args);
     sg_alloc_info b = { 0 };
     int first = 0, r = sg_mem_reg_ipc(c->u.ipc.ptr, &b, &first);
     if (r < 0) return c->forward(c->args);
-    return r > 0 ? sg_ipc_export(c->u.ipc.out, &b, first) : CUDA_ERROR_INVALID_VALUE;
+    return r == 1 ? sg_ipc_export(c->u.ipc.out, &b, first) : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* cuMemRetainAllocationHandle and cuMemGetAccess answer for VMM mappings

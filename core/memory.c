@@ -178,7 +178,7 @@ static CUresult mem_alloc(const sg_call *c)
     sg_block *b = calloc(1, sizeof *b);
     if (b) {
         *b = (sg_block){ .base = addr, .size = bytes, .placed = placed, .owner = ar, .ctx = ctx,
-                         .own = own, .id = sg_mem_next_id() };
+                         .own = own, .id = sg_mem_next_id(), .stream_ordered = c->u.alloc.async };
     }
     if (!b || sg_mem_reg_insert(b) != 0) {
         free(b);

@@ -16,6 +16,9 @@
  *   - the VMM calls themselves, counted (driver.h).
  *
  * Thread safety: the relaxed state is thread-local; nothing else is shared.
+ * sg_vmm_create asks for memory shareable as a POSIX file descriptor when
+ * the device reports it (legacy IPC of placed blocks, ipc.h); if the driver
+ * refuses that, it makes the chunk without.
  */
 #ifndef SG_VMM_H
 #define SG_VMM_H

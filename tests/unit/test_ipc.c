@@ -309,6 +309,7 @@ static struct {
     CUmemAllocationHandleType created_types;   /* what cuMemCreate was asked for last */
     CUmemAllocationHandleType types[64];       /* ... for each handle (by value % 64) */
     int exports, imports, fwd;
+    int refuse_shareable;                      /* cuMemCreate refuses POSIX descriptors */
     CUmemGenericAllocationHandle imported[64]; /* the exporter's handle of each import */
 } X;
 
@@ -325,6 +326,7 @@ static CUresult x_create(CUmemGenericAllocationHandle *h, size_t s, const CUmemA
                          unsigned long long fl)
 {
     X.created_types = p->requestedHandleTypes;
+    if (X.refuse_shareable && p->requestedHandleTypes) return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = fv_create(h, s, p, fl);
     if (rc == CUDA_SUCCESS) X.types[*h % 64] = p->requestedHandleTypes;
     return rc;
@@ -353,6 +355,13 @@ static CUresult x_import(CUmemGenericAllocationHandle *h, void *os, CUmemAllocat
     return CUDA_SUCCESS;
 }
 
+static CUresult x_stream_ctx(CUstream s, CUcontext *c)
+{
+    (void)s;
+    *c = FV.cur;
+    return CUDA_SUCCESS;
+}
+
 static void x_install(void)
 {
     fv_install();
@@ -364,6 +373,7 @@ static void x_install(void)
     d.cuMemCreate = x_create;
     d.cuMemExportToShareableHandle = x_export;
     d.cuMemImportFromShareableHandle = x_import;
+    d.cuStreamGetCtx = x_stream_ctx;
     sg_driver_set(&d);
 }
 
@@ -599,6 +609,39 @@ TEST(export_not_shareable)
     sg_core_reset();
 }
 
+/* A placed cuMemAllocAsync block: the driver's answer for pool memory
+ * (CUDA_ERROR_INVALID_VALUE), nothing exported. */
+TEST(stream_ordered_block)
+{
+    start_core();
+    CUdeviceptr a = 0;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_ALLOC,
+                             .u.alloc = { .out = &a, .bytes = 4096, .stream = (CUstream)0xa, .async = 1 } }),
+             CUDA_SUCCESS);
+    CHECK(sg_mem_find(a, NULL));
+    CUipcMemHandle h;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .u.ipc = { &h, a + 8 } }), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(X.exports, 0);
+    sg_core_reset();
+}
+
+/* A device that reports shareable memory but refuses it: placement goes on
+ * (the chunk is made without), legacy IPC of the block fails cleanly. */
+TEST(shareable_refused)
+{
+    start_core();
+    X.refuse_shareable = 1;
+    CUdeviceptr a = 0;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_ALLOC, .u.alloc = { .out = &a, .bytes = 4096 } }), CUDA_SUCCESS);
+    CHECK(sg_mem_find(a, NULL));                 /* placed */
+    CHECK_EQ(FV.creates, 1);
+    CHECK_EQ(X.created_types, CU_MEM_HANDLE_TYPE_NONE);   /* the second try */
+    CUipcMemHandle h;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .u.ipc = { &h, a } }), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(X.exports, 0);
+    sg_core_reset();
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -607,5 +650,7 @@ int main(void)
     RUN(wire_squatter);
     RUN(open_close);
     RUN(export_not_shareable);
+    RUN(shareable_refused);
+    RUN(stream_ordered_block);
     return check_done();
 }
