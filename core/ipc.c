@@ -124,6 +124,7 @@ static int src_export(uint64_t nonce, size_t first, size_t n, int *fds)
                 rc = -1;
         if (rc != 0) k--;              /* the failed one made nothing */
         if (entered) sg_vmm_ctx_leave(e->ctx, prev);
+        sg_vmm_unrelax();
     }
     pthread_mutex_unlock(&ipc_lock);
     if (rc != 0)
@@ -438,6 +439,8 @@ CUresult sg_ipc_call(const sg_call *c)
         return c->forward(c->args);
     }
 }
+
+int sg_ipc_opened(void) { return __atomic_load_n(&nimports, __ATOMIC_ACQUIRE) != 0; }
 
 int sg_ipc_lookup(CUdeviceptr p, sg_alloc_info *out)
 {

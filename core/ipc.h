@@ -52,7 +52,9 @@
  * What the importer's pointer queries answer (mem_query.c, through
  * sg_ipc_lookup): the range, context, ids and attributes of a cuMemAlloc
  * block (as for placed memory), except IS_LEGACY_CUDA_IPC_CAPABLE = 0;
- * cuMemRetainAllocationHandle / cuMemGetAccess: CUDA_ERROR_INVALID_VALUE.
+ * cuMemRetainAllocationHandle / cuMemGetAccess: CUDA_ERROR_INVALID_VALUE;
+ * copies and memsets are range-checked against the block (its mapped
+ * chunks reach past it).
  *
  * Locks: ipc_lock (ipc.c) guards the export and import tables; nothing else
  * is taken under it. The server thread makes its cuMemExportToShareableHandle
@@ -88,6 +90,9 @@ CUresult sg_ipc_call(const sg_call *c);
  * handle; 0 if p lies in such a block's reservation but outside the block;
  * -1 otherwise. Thread-safe; no driver call. */
 int sg_ipc_lookup(CUdeviceptr p, sg_alloc_info *out);
+
+/* 1 if any block is open here (a lock-free hint for the range checks). */
+int sg_ipc_opened(void);
 
 /* Fork: 0 prepare (lock), 1 parent, 2 child (the child owns no export and
  * runs no server). */

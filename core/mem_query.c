@@ -3,7 +3,8 @@
  * placed memory as the driver answers for a cuMemAlloc block (address
  * range, pointer attributes, VMM queries, legacy IPC, cuMemGetInfo), and
  * for blocks opened from another process's IPC handle (ipc.c) as for an
- * opened cuMemAlloc block (address range, attributes, VMM queries), and the
+ * opened cuMemAlloc block (address range, attributes, VMM queries, range
+ * checks), and the
  * driver's range checks of copies, memsets and memset / memcpy nodes over
  * placed blocks (small blocks share one mapped chunk, so the driver alone
  * would let them run past a block's end). No state of its own; the
@@ -177,6 +178,17 @@ static size_t extent3d(size_t x, size_t y, size_t z, size_t pitch, size_t height
     return ((z + d - 1) * height + (y + h - 1)) * pitch + x + w;
 }
 
+/* The driver's range check (sg_mem_check_range) for placed memory and for
+ * blocks opened from another process's handle, whose mapped chunks reach
+ * past them. */
+static CUresult check_range(CUdeviceptr p, size_t len)
+{
+    sg_alloc_info b;
+    int r = len ? sg_ipc_lookup(p, &b) : -1;
+    if (r < 0) return sg_mem_check_range(p, len);
+    return r > 0 && len <= b.size - (size_t)(p - b.base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 static int device_operand(CUmemorytype t, CUdeviceptr p)
 {
     return t == CU_MEMORYTYPE_DEVICE || (t == CU_MEMORYTYPE_UNIFIED && sg_mem_maybe_ours(p));
@@ -186,11 +198,11 @@ static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
 {
     CUresult rc = CUDA_SUCCESS;
     if (device_operand(p->srcMemoryType, p->srcDevice))
-        rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
+        rc = check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
                                                        p->srcHeight, p->WidthInBytes, p->Height,
                                                        p->Depth));
     if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
-        rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
+        rc = check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
                                                        p->dstHeight, p->WidthInBytes, p->Height,
                                                        p->Depth));
     return rc;
@@ -198,7 +210,7 @@ static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
 
 static CUresult check_memset(CUdeviceptr dst, size_t pitch, size_t es, size_t w, size_t h)
 {
-    return sg_mem_check_range(dst, h ? (h - 1) * pitch + w * es : 0);
+    return check_range(dst, h ? (h - 1) * pitch + w * es : 0);
 }
 
 /* CUDA_SUCCESS, or the error the driver gives for a range outside its
@@ -209,18 +221,18 @@ static CUresult check_op(const sg_call *c)
     CUresult rc = CUDA_SUCCESS;
     switch (c->u.memop.kind) {
     case SG_OP_RANGES:
-        if (c->u.memop.dst) rc = sg_mem_check_range(c->u.memop.dst, c->u.memop.dst_bytes);
+        if (c->u.memop.dst) rc = check_range(c->u.memop.dst, c->u.memop.dst_bytes);
         if (rc == CUDA_SUCCESS && c->u.memop.src)
-            rc = sg_mem_check_range(c->u.memop.src, c->u.memop.src_bytes);
+            rc = check_range(c->u.memop.src, c->u.memop.src_bytes);
         return rc;
     case SG_OP_COPY2D: {
         const CUDA_MEMCPY2D *p = d;
         if (!p) return CUDA_SUCCESS;
         if (device_operand(p->srcMemoryType, p->srcDevice))
-            rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch,
+            rc = check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch,
                                                            0, p->WidthInBytes, p->Height, 1));
         if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
-            rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch,
+            rc = check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch,
                                                            0, p->WidthInBytes, p->Height, 1));
         return rc;
     }
@@ -253,7 +265,7 @@ CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m)
 
 static CUresult mem_op(const sg_call *c)
 {
-    if (sg_mem_placing) {
+    if (sg_mem_placing || sg_ipc_opened()) {
         CUresult rc = check_op(c);
         if (rc != CUDA_SUCCESS) return rc;
     }

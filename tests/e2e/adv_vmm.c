@@ -19,7 +19,7 @@
  * then runs itself again (posix_spawn, case ipc_child) with both handles.
  * The child opens each (with LAZY_ENABLE_PEER_ACCESS), checks the parent's
  * words, prints what the opened pointer answers (address range, context,
- * attributes, VMM queries, cuMemFree), opens it again (the same address),
+ * attributes, VMM queries, cuMemFree, a copy past its end), opens it again (the same address),
  * closes once, writes its own words (a kernel into the small one, a memset
  * into the big one), closes, closes again (an error). The parent checks
  * the child's words, its exit status and, where CUDAEMU_STATS is set, its
@@ -163,6 +163,9 @@ static void opened_queries(CUcontext ctx, CUdeviceptr p, size_t bytes)
     CUipcMemHandle again;
     printf("  cuIpcGetMemHandle of the opened pointer: %s\n", adv_err(R(cuIpcGetMemHandle(&again, p))));
     printf("  cuMemFree of the opened pointer: %s\n", adv_err(R(cuMemFree(p))));
+    uint32_t two[2];
+    printf("  a copy running 4 bytes past its end: %s\n",
+           adv_err(R(cuMemcpyDtoH(two, p + bytes - 4, sizeof two))));
 }
 
 static int ipc_child(const char *hs, const char *hb)

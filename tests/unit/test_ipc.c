@@ -18,11 +18,13 @@
  *     process: each chunk imported and mapped in order at the block's
  *     offset, access for the current device (and its peer with
  *     LAZY_ENABLE_PEER_ACCESS), reference counting (same address, last
- *     close unmaps, a third close goes to the driver), pointer queries on
- *     the opened block, the driver's errors (exporting process, flags,
+ *     close unmaps, a third close goes to the driver), pointer queries and
+ *     range checks on the opened block, the driver's errors (exporting process, flags,
  *     NULL, no context), a handle that is not ours forwarded, a freed block
  *     and a gone exporter (INVALID_VALUE), a failing cuMemMap (nothing
- *     left mapped or reserved), the importer's context teardown.
+ *     left mapped or reserved), the importer's context teardown; a device
+ *     without shareable memory, one that refuses it (placement goes on), a
+ *     stream-ordered block (the driver's answer for pool memory).
  */
 #include "check.h"
 #include "core/contexts.h"
@@ -341,7 +343,7 @@ static CUresult x_export(void *out, CUmemGenericAllocationHandle h, CUmemAllocat
     int fd = memfd_of(h);
     if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
     memcpy(out, &fd, sizeof fd);
-    X.exports++;
+    __atomic_add_fetch(&X.exports, 1, __ATOMIC_RELAXED);   /* also from the server thread */
     return CUDA_SUCCESS;
 }
 
@@ -359,6 +361,17 @@ static CUresult x_stream_ctx(CUstream s, CUcontext *c)
 {
     (void)s;
     *c = FV.cur;
+    return CUDA_SUCCESS;
+}
+
+/* The exporter's capture mode, per thread as the driver's (the server
+ * thread relaxes its own; fake_vmm.h keeps one for the process). */
+static __thread CUstreamCaptureMode x_mode;
+static CUresult x_exchange(CUstreamCaptureMode *m)
+{
+    CUstreamCaptureMode old = x_mode;
+    x_mode = *m;
+    *m = old;
     return CUDA_SUCCESS;
 }
 
@@ -419,6 +432,9 @@ static int ipc_exporter(void *u, int out, int in)
 {
     (void)u;
     start_core();
+    sg_driver d = sg_drv;
+    d.cuThreadExchangeStreamCaptureMode = x_exchange;
+    sg_driver_set(&d);
     exported e;
     memset(&e, 0, sizeof e);
     CUdeviceptr small = 0, big = 0;
@@ -434,7 +450,7 @@ static int ipc_exporter(void *u, int out, int in)
     sg_mem_handle h[4];
     e.nbig = sg_mem_block_handles(big, h, 4);
     for (size_t i = 0; i < e.nbig && i < 4; i++) e.big_chunks[i] = h[i].handle;
-    e.ok = ok && X.exports == 2;     /* one trial export per block */
+    e.ok = ok && __atomic_load_n(&X.exports, __ATOMIC_RELAXED) == 2;   /* one trial export per block */
     if (write(out, &e, sizeof e) != (ssize_t)sizeof e) return 2;
     char b;
     if (read(in, &b, 1) == 1) {
@@ -511,6 +527,17 @@ TEST(open_close)
     CHECK_CU(call((sg_call){ .kind = SG_CALL_RETAIN_HANDLE, .u.retain = { &rh, (void *)(uintptr_t)p } }),
              CUDA_ERROR_INVALID_VALUE);
     CHECK_EQ(X.fwd, fwd0);                     /* answered, not forwarded */
+    /* copies: the block, not the chunks around it */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_RANGES, .src = p + (5u << 20) - 8,
+                             .src_bytes = 8 } }), CUDA_ERROR_INVALID_VALUE);    /* forwarded: the fake's error */
+    CHECK_EQ(X.fwd, fwd0 + 1);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_RANGES, .src = p + (5u << 20) - 8,
+                             .src_bytes = 12 } }), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(X.fwd, fwd0 + 1);                 /* refused by the range check */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_RANGES, .dst = resv,
+                             .dst_bytes = 4 } }), CUDA_ERROR_INVALID_VALUE);    /* before the block */
+    CHECK_EQ(X.fwd, fwd0 + 1);
+    fwd0 = X.fwd;
     /* closes: the first keeps it, the second unmaps, the third is the driver's */
     int unmaps0 = FV.unmaps_ok, frees0 = FV.addr_frees;
     CHECK_CU(ipc_close(p), CUDA_SUCCESS);
