@@ -162,10 +162,10 @@ static const char *export_make(const sg_alloc_info *b, ipc_export **out)
                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
         if (rc == CUDA_SUCCESS) close(fd);
         else why = "its memory is not shareable as a POSIX file descriptor (the device does not "
-                   "support it, or the chunk was made before)";
+                   "support it, or the driver refused it when the memory was made)";
     }
     uint64_t tag = 0;
-    if (!why && sg_ipc_serve(&source, &tag, &why) != 0 && !why) why = "no IPC server";
+    if (!why && sg_ipc_serve(&source, &tag, &why) != 0 && !why) why = "the library has no IPC server";
     if (!why) {
         e->block = b->id;
         e->nonce = sg_ipc_random();

@@ -14,8 +14,8 @@
  * only peers of its own effective user (SO_PEERCRED); the importer checks
  * that the server is the handle's pid.
  *
- * State: srv_lock guards srv (the listening socket, its tag, the source);
- * the server thread reads only what it was started with.
+ * State: srv_lock guards srv (the listening socket, its tag); the server
+ * thread reads only what it was started with (the socket, the source).
  */
 #include "ipc.h"
 
@@ -171,7 +171,6 @@ static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     int fd;                   /* listening; -1 when no server */
     uint64_t tag;
-    sg_ipc_source src;
 } srv = { .fd = -1 };
 
 uint64_t sg_ipc_random(void)
@@ -275,16 +274,15 @@ int sg_ipc_serve(const sg_ipc_source *src, uint64_t *tag, const char **why)
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         socket_name((uint32_t)getpid(), t, &a, &len);
         if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 16) != 0) {
-            *why = "cannot open its unix socket";
+            *why = "the library's IPC server cannot open its unix socket";
             rc = -1;
         } else if (start_thread(fd, src) != 0) {
-            *why = "cannot start its server thread";
+            *why = "the library cannot start its IPC server thread";
             rc = -1;
         }
         if (rc == 0) {
             srv.fd = fd;
             srv.tag = t;
-            srv.src = *src;
         } else if (fd >= 0) {
             close(fd);
         }
