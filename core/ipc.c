@@ -221,7 +221,12 @@ CUresult sg_ipc_export(CUipcMemHandle *out, const sg_alloc_info *b, int first)
         sg_ipc_block_gone(b->id);
         why = "the allocation was freed";
     }
-    if (!why) return CUDA_SUCCESS;
+    if (!why) {
+        SG_LOG_AT_CAP_(SG_LOG_INFO, 1, "cuIpcGetMemHandle of memory the library placed: the handle is "
+                       "the library's own; only a process running with the library can open it "
+                       "(others get CUDA_ERROR_INVALID_VALUE)");
+        return CUDA_SUCCESS;
+    }
     if (first)
         SG_WARN("cuIpcGetMemHandle on the allocation at 0x%llx (%zu bytes), which the library placed "
                 "in VMM memory: %s; returning CUDA_ERROR_INVALID_VALUE. To give such allocations to "
