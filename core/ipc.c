@@ -136,18 +136,16 @@ static const sg_ipc_source source = { src_layout, src_export };
 
 /* ------------------------------------------------------------------ export */
 
-/* Why b cannot be exported, or NULL with *e made (not yet in the tables). */
-static const char *export_make(const sg_alloc_info *b, ipc_export **out)
+/* Why b cannot be exported, or NULL with *out made (not yet in the tables). */
+static const char *export_make(const sg_alloc_info *b, const sg_mem_handle *h, size_t n,
+                               ipc_export **out)
 {
     if (!sg_drv.cuMemExportToShareableHandle) return "the driver lacks cuMemExportToShareableHandle";
-    size_t n = sg_mem_block_handles(b->base, NULL, 0);
-    sg_mem_handle *h = n ? calloc(n, sizeof *h) : NULL;
     ipc_export *e = calloc(1, sizeof *e);
     if (e) e->chunk = n ? calloc(n, sizeof *e->chunk) : NULL;
     const char *why = NULL;
-    if (!n) why = "the allocation was freed";
-    else if (!h || !e || !e->chunk) why = "out of memory";
-    else if (sg_mem_block_handles(b->base, h, n) != n) why = "the allocation changed meanwhile";
+    if (!n) why = "its chunks could not be listed (freed meanwhile, or out of memory)";
+    else if (!e || !e->chunk) why = "out of memory";
     for (size_t i = 0; !why && i < n; i++) {
         if (h[i].size != h[0].size || h[i].va != h[0].va + i * h[0].size)
             why = "its chunks are not one contiguous run of equal chunks";
@@ -177,11 +175,11 @@ static const char *export_make(const sg_alloc_info *b, ipc_export **out)
     } else {
         export_free(e);
     }
-    free(h);
     return why;
 }
 
-CUresult sg_ipc_export(CUipcMemHandle *out, const sg_alloc_info *b, int first)
+CUresult sg_ipc_export(CUipcMemHandle *out, const sg_alloc_info *b, const sg_mem_handle *chunk,
+                       size_t n, int first)
 {
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&ipc_lock);
@@ -192,7 +190,7 @@ CUresult sg_ipc_export(CUipcMemHandle *out, const sg_alloc_info *b, int first)
     if (e) return CUDA_SUCCESS;
 
     ipc_export *made = NULL;
-    const char *why = export_make(b, &made);
+    const char *why = export_make(b, chunk, n, &made);
     sg_vmm_unrelax();
     if (!why) {
         pthread_mutex_lock(&ipc_lock);
@@ -213,13 +211,6 @@ CUresult sg_ipc_export(CUipcMemHandle *out, const sg_alloc_info *b, int first)
         if (e) *out = e->handle;
         pthread_mutex_unlock(&ipc_lock);
         export_free(made);
-    }
-    /* A block freed meanwhile: its sg_ipc_block_gone may have come before
-     * the export was in the table. */
-    sg_alloc_info now;
-    if (!why && !(sg_mem_find(b->base, &now) && now.id == b->id)) {
-        sg_ipc_block_gone(b->id);
-        why = "the allocation was freed";
     }
     if (!why) {
         SG_LOG_AT_CAP_(SG_LOG_INFO, 1, "cuIpcGetMemHandle of memory the library placed: the handle is "

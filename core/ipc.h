@@ -8,8 +8,8 @@
  * descriptors (vmm.c) when the device supports it.
  *
  *   Exporter (cuIpcGetMemHandle on any address of a placed block): records
- *   the block's chunks (memory.h, sg_mem_block_handles) under a random
- *   64-bit nonce and hands out a CUipcMemHandle that names them: magic,
+ *   the block's chunks (mem_query.c lists them: sg_mem_block_handles) under
+ *   a random 64-bit nonce and hands out a CUipcMemHandle that names them: magic,
  *   version, the exporter's pid and server tag, the nonce, the block's size
  *   and its offset in its first chunk, and a checksum. The same block gives
  *   the same handle; a freed block's export goes with it (the memory module
@@ -72,10 +72,16 @@
 #include "call.h"
 #include "memory.h"
 
-/* cuIpcGetMemHandle on the live placed block b (mem_query.c); first: the
- * first time this block was asked (failures are logged once per block).
- * CUDA_SUCCESS and *out, or CUDA_ERROR_INVALID_VALUE. */
-CUresult sg_ipc_export(CUipcMemHandle *out, const sg_alloc_info *b, int first);
+/* cuIpcGetMemHandle on the live placed block b (mem_query.c), whose n
+ * chunks are chunk[] (sg_mem_block_handles; n = 0 if they could not be
+ * had); first: the first time this block was asked (failures are logged
+ * once per block). CUDA_SUCCESS and *out, or CUDA_ERROR_INVALID_VALUE. The
+ * caller checks afterwards that b is still live (a free racing with the
+ * export may have ended it before it was recorded) and ends the export
+ * with sg_ipc_block_gone if not. ipc.c calls nothing of the memory code:
+ * the memory code calls it. */
+CUresult sg_ipc_export(CUipcMemHandle *out, const sg_alloc_info *b, const sg_mem_handle *chunk,
+                       size_t n, int first);
 
 /* The memory module: block `id` left the registry (freed), before its
  * range is reused; every block of ctx left it (context teardown), before

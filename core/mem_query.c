@@ -20,6 +20,7 @@
 #include "util.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void put_u64(void *d, unsigned long long v) { memcpy(d, &v, sizeof v); }
@@ -137,10 +138,21 @@ static CUresult mem_ptr_attrs(const sg_call *c)
 static CUresult mem_ipc(const sg_call *c)
 {
     if (!sg_mem_placing || !sg_mem_maybe_ours(c->u.ipc.ptr)) return c->forward(c->args);
-    sg_alloc_info b = { 0 };
+    sg_alloc_info b = { 0 }, now;
     int first = 0, r = sg_mem_reg_ipc(c->u.ipc.ptr, &b, &first);
     if (r < 0) return c->forward(c->args);
-    return r == 1 ? sg_ipc_export(c->u.ipc.out, &b, first) : CUDA_ERROR_INVALID_VALUE;
+    if (r != 1) return CUDA_ERROR_INVALID_VALUE;
+    size_t n = sg_mem_block_handles(b.base, NULL, 0);
+    sg_mem_handle *h = n ? calloc(n, sizeof *h) : NULL;
+    if (!h || sg_mem_block_handles(b.base, h, n) != n) n = 0;
+    CUresult rc = sg_ipc_export(c->u.ipc.out, &b, h, n, first);
+    free(h);
+    /* A free racing with the export may have ended it before it was recorded. */
+    if (rc == CUDA_SUCCESS && !(sg_mem_find(b.base, &now) && now.id == b.id)) {
+        sg_ipc_block_gone(b.id);
+        rc = CUDA_ERROR_INVALID_VALUE;
+    }
+    return rc;
 }
 
 /* cuMemRetainAllocationHandle and cuMemGetAccess answer for VMM mappings
