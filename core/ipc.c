@@ -406,17 +406,22 @@ static void import_unlink(ipc_import *im)
     __atomic_sub_fetch(&nimports, 1, __ATOMIC_RELEASE);
 }
 
+/* Like the driver's, a close needs a current context (any: the driver's
+ * documentation does not tie it to the opening one). */
 static CUresult ipc_close(const sg_call *c)
 {
     CUdeviceptr p = c->u.ipc_close.ptr;
+    CUcontext ctx = NULL;
     if (!__atomic_load_n(&nimports, __ATOMIC_ACQUIRE)) return c->forward(c->args);
+    if (SG_DRIVER_CALL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS || !ctx) return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&ipc_lock);
     ipc_import *im = imports;
     while (im && im->ptr != p) im = im->next;
-    if (im && --im->refs == 0) import_unlink(im);
+    int last = im && --im->refs == 0;
+    if (last) import_unlink(im);
     pthread_mutex_unlock(&ipc_lock);
     if (!im) return c->forward(c->args);
-    if (im->refs == 0) {
+    if (last) {
         import_unmap(im, im->n);
         sg_vmm_unrelax();
         free(im);

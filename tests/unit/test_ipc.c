@@ -540,6 +540,9 @@ TEST(open_close)
     fwd0 = X.fwd;
     /* closes: the first keeps it, the second unmaps, the third is the driver's */
     int unmaps0 = FV.unmaps_ok, frees0 = FV.addr_frees;
+    FV.cur = NULL;
+    CHECK_CU(ipc_close(p), CUDA_ERROR_INVALID_CONTEXT);    /* no context: nothing dropped */
+    FV.cur = FV_CTX;
     CHECK_CU(ipc_close(p), CUDA_SUCCESS);
     CHECK_EQ(FV.unmaps_ok, unmaps0);
     CHECK_CU(ipc_close(p + 8), CUDA_ERROR_INVALID_VALUE);   /* not what open returned: forwarded */
