@@ -22,7 +22,8 @@
  *     range checks on the opened block, the driver's errors (exporting process, flags,
  *     NULL, no context), a handle that is not ours forwarded, a freed block
  *     and a gone exporter (INVALID_VALUE), a failing cuMemMap (nothing
- *     left mapped or reserved), the importer's context teardown; a device
+ *     left mapped or reserved), the importer's context teardown; fork (the
+ *     child makes its own export, the parent's still opens); a device
  *     without shareable memory, one that refuses it (placement goes on), a
  *     stream-ordered block (the driver's answer for pool memory).
  */
@@ -602,6 +603,66 @@ TEST(open_close)
     sg_core_reset();
 }
 
+/* Fork: the exporter exports a block, forks (through sg_ipc_atfork, as the
+ * pthread_atfork handlers of core/process.c do); the fork child does not own
+ * the parent's export: asked for the same block, it makes its own (its pid,
+ * another server) and its server answers it; the parent's export still
+ * opens afterwards (its server kept running). */
+static int fork_exporter(void *u, int out, int in)
+{
+    (void)u;
+    start_core();
+    sg_driver d = sg_drv;
+    d.cuThreadExchangeStreamCaptureMode = x_exchange;
+    sg_driver_set(&d);
+    CUdeviceptr a = 0;
+    CUipcMemHandle h1, h2;
+    if (call((sg_call){ .kind = SG_CALL_ALLOC, .u.alloc = { .out = &a, .bytes = 4096 } }) != 0 ||
+        call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .u.ipc = { &h1, a } }) != 0)
+        return 1;
+    sg_core_atfork(0);
+    fflush(stdout);
+    pid_t g = fork();
+    if (g == 0) {
+        sg_core_atfork(2);
+        sg_ipc_wire w1, w2;
+        got gg;
+        const char *why;
+        int ok = call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .u.ipc = { &h2, a } }) == 0 &&
+                 sg_ipc_decode(&h1, &w1) == 0 && sg_ipc_decode(&h2, &w2) == 0 &&
+                 w2.pid == (uint32_t)getpid() && w1.pid != w2.pid && w1.tag != w2.tag &&
+                 w1.nonce != w2.nonce;
+        /* its own server answers its export (one chunk) */
+        ok = ok && fetch(&w2, &gg, &why) == 0 && gg.n == 1;
+        _exit(ok ? 0 : 1);
+    }
+    sg_core_atfork(1);
+    int st = -1;
+    waitpid(g, &st, 0);
+    int child_ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (write(out, &child_ok, sizeof child_ok) != (ssize_t)sizeof child_ok ||
+        write(out, &h1, sizeof h1) != (ssize_t)sizeof h1)
+        return 2;
+    wait_parent(in);
+    return 0;
+}
+
+TEST(fork_child_owns_no_export)
+{
+    child c = fork_child(fork_exporter, NULL);
+    int child_ok = 0;
+    CUipcMemHandle h1;
+    CHECK_EQ(read_all(c.rd, &child_ok, sizeof child_ok), 0);
+    CHECK_EQ(read_all(c.rd, &h1, sizeof h1), 0);
+    CHECK(child_ok);
+    start_core();
+    CUdeviceptr p = 0;
+    CHECK_CU(ipc_open(&p, &h1, 0), CUDA_SUCCESS);
+    CHECK_CU(ipc_close(p), CUDA_SUCCESS);
+    CHECK_EQ(end_child(&c), 0);
+    sg_core_reset();
+}
+
 /* A device without shareable memory, a driver without the export: no
  * handle (CUDA_ERROR_INVALID_VALUE, a log line), no server started. */
 TEST(export_not_shareable)
@@ -679,6 +740,7 @@ int main(void)
     RUN(wire);
     RUN(wire_squatter);
     RUN(open_close);
+    RUN(fork_child_owns_no_export);
     RUN(export_not_shareable);
     RUN(shareable_refused);
     RUN(stream_ordered_block);
