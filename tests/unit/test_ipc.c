@@ -603,11 +603,11 @@ TEST(open_close)
     sg_core_reset();
 }
 
-/* Fork: the exporter exports a block, forks (through sg_ipc_atfork, as the
+/* Fork: the exporter exports a block, forks (through sg_core_atfork, as the
  * pthread_atfork handlers of core/process.c do); the fork child does not own
  * the parent's export: asked for the same block, it makes its own (its pid,
- * another server) and its server answers it; the parent's export still
- * opens afterwards (its server kept running). */
+ * another server tag, another nonce); the parent's export still opens
+ * afterwards (its server kept running). */
 static int fork_exporter(void *u, int out, int in)
 {
     (void)u;
@@ -626,14 +626,13 @@ static int fork_exporter(void *u, int out, int in)
     if (g == 0) {
         sg_core_atfork(2);
         sg_ipc_wire w1, w2;
-        got gg;
-        const char *why;
+        /* (its own server is not asked: a thread made in the child of a
+         * multi-threaded fork is outside what POSIX defines, and the driver
+         * is not usable there anyway) */
         int ok = call((sg_call){ .kind = SG_CALL_IPC_HANDLE, .u.ipc = { &h2, a } }) == 0 &&
                  sg_ipc_decode(&h1, &w1) == 0 && sg_ipc_decode(&h2, &w2) == 0 &&
                  w2.pid == (uint32_t)getpid() && w1.pid != w2.pid && w1.tag != w2.tag &&
                  w1.nonce != w2.nonce;
-        /* its own server answers its export (one chunk) */
-        ok = ok && fetch(&w2, &gg, &why) == 0 && gg.n == 1;
         _exit(ok ? 0 : 1);
     }
     sg_core_atfork(1);
