@@ -25,6 +25,8 @@ typedef enum {
     SG_CALL_PTR_ATTR,       /* u.attr */
     SG_CALL_PTR_ATTRS,      /* u.attrs */
     SG_CALL_IPC_HANDLE,     /* u.ipc */
+    SG_CALL_IPC_OPEN,       /* u.ipc_open: cuIpcOpenMemHandle(_v2) (ipc.c) */
+    SG_CALL_IPC_CLOSE,      /* u.ipc_close: cuIpcCloseMemHandle (ipc.c) */
     SG_CALL_RETAIN_HANDLE,  /* u.retain: cuMemRetainAllocationHandle */
     SG_CALL_MEM_ACCESS,     /* u.access: cuMemGetAccess */
     SG_CALL_MEM_INFO,       /* u.info: cuMemGetInfo */
@@ -151,6 +153,8 @@ typedef struct sg_call {
         struct { void *data; CUpointer_attribute attr; CUdeviceptr ptr; } attr;
         struct { unsigned n; CUpointer_attribute *attrs; void **data; CUdeviceptr ptr; } attrs;
         struct { CUipcMemHandle *out; CUdeviceptr ptr; } ipc;
+        struct { CUdeviceptr *out; const CUipcMemHandle *handle; unsigned flags; } ipc_open;
+        struct { CUdeviceptr ptr; } ipc_close;
         struct { CUmemGenericAllocationHandle *out; void *addr; } retain;
         struct { unsigned long long *flags; const CUmemLocation *loc; CUdeviceptr ptr; } access;
         struct { size_t *free; size_t *total; } info;

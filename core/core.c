@@ -4,6 +4,8 @@
  * process.c at start-up):
  *   memory (allocation, free, address queries, copies and memsets, memory
  *     info, stream destruction)            -> memory.c (placement)
+ *   legacy IPC: opening and closing a handle -> ipc.c (cuIpcGetMemHandle of
+ *                                             placed memory: memory.c, then ipc.c)
  *   contexts (destroy, primary retain / release / reset)
  *                                          -> contexts.c (the one teardown)
  *   captures (begin, end), and what stream operations and explicit graph
@@ -20,6 +22,7 @@
 #include "contexts.h"
 #include "fingerprint.h"
 #include "graphs.h"
+#include "ipc.h"
 #include "memory.h"
 #include "profiled.h"
 #include "record.h"
@@ -59,6 +62,9 @@ static CUresult route(const sg_call *c)
         sg_graph_stream_gone(c->u.stream.stream);   /* before the stream goes */
         sg_rec_stream_gone(c->u.stream.stream);
         return sg_mem_call(c);
+    case SG_CALL_IPC_OPEN:
+    case SG_CALL_IPC_CLOSE:
+        return sg_ipc_call(c);
     case SG_CALL_CTX_DESTROY:
     case SG_CALL_PRIMARY_RETAIN:
     case SG_CALL_PRIMARY_DROP:
@@ -100,7 +106,8 @@ CUresult sg_core_call(const sg_call *c)
 
 /* The global locks, taken in the order of docs/locking.md: the exec
  * records' table, the slots', the contexts' table, the recorder's, memory's
- * registry, the fingerprint cache, the statistics. */
+ * registry, the IPC tables (never nested with another), the fingerprint
+ * cache, the statistics. */
 void sg_core_atfork(int phase)
 {
     if (phase == 0) {
@@ -109,6 +116,7 @@ void sg_core_atfork(int phase)
         sg_ctx_atfork(0);
         sg_rec_atfork(0);
         sg_mem_atfork(0);
+        sg_ipc_atfork(0);
         sg_fp_cache_atfork(0);
         sg_stats_atfork_prepare();
         return;
@@ -116,6 +124,7 @@ void sg_core_atfork(int phase)
     if (phase == 1) sg_stats_atfork_parent();
     else sg_stats_atfork_child();
     sg_fp_cache_atfork(phase);
+    sg_ipc_atfork(phase);
     sg_mem_atfork(phase);
     sg_rec_atfork(phase);
     sg_ctx_atfork(phase);
@@ -128,6 +137,7 @@ void sg_core_reset(void)
     sg_graph_reset();
     sg_slots_reset();
     sg_mem_reset();
+    sg_ipc_reset();
     sg_fp_cache_reset();
     sg_capture_reset();
     sg_stats_reset();

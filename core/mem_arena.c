@@ -17,6 +17,7 @@
 #include "capture.h"
 #include "contexts.h"
 #include "driver.h"
+#include "ipc.h"
 #include "log.h"
 #include "util.h"
 #include "vmm.h"
@@ -160,8 +161,9 @@ static void arena_teardown(sg_ctx *cx)
     mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
     cx->part[SG_CTX_PART_ARENA] = NULL;
     pthread_mutex_unlock(&cx->lock);
+    if (ar) sg_mem_live_sub(sg_mem_reg_drop_owner(ar));
+    sg_ipc_ctx_gone(cx->ctx);      /* after its blocks left the registry, before its chunks go */
     if (!ar) return;
-    sg_mem_live_sub(sg_mem_reg_drop_owner(ar));
     pthread_mutex_lock(&ar->lock);
     int was = ar->state;
     ar->state = -2;                /* events went with the context */

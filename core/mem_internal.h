@@ -66,6 +66,7 @@ typedef struct sg_block {
     mem_arena *owner;
     CUcontext ctx;
     int own;
+    int stream_ordered;        /* cuMemAllocAsync: not legacy-IPC capable */
     int ipc_warned;
 } sg_block;
 
@@ -88,8 +89,8 @@ sg_block *sg_mem_reg_exact(CUdeviceptr p, int *ours, void (*hold)(mem_arena *));
 /* Removes and frees every block of owner; returns their requested bytes. */
 size_t sg_mem_reg_drop_owner(const mem_arena *owner);
 /* 1 and *out if p lies in a live block (marked as having been asked for a
- * legacy IPC handle; *first: it had not been before); 0 in a reservation but
- * no block; -1 not ours. */
+ * legacy IPC handle; *first: it had not been before), 2 if that block is
+ * stream-ordered; 0 in a reservation but no block; -1 not ours. */
 int sg_mem_reg_ipc(CUdeviceptr p, sg_alloc_info *out, int *first);
 
 /* The library's reservations (placed memory lies in them). */

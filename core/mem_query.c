@@ -1,7 +1,10 @@
 /*
  * core/mem_query.c: what the program asks of its memory, answered for
  * placed memory as the driver answers for a cuMemAlloc block (address
- * range, pointer attributes, VMM queries, legacy IPC, cuMemGetInfo), and the
+ * range, pointer attributes, VMM queries, legacy IPC, cuMemGetInfo), and
+ * for blocks opened from another process's IPC handle (ipc.c) as for an
+ * opened cuMemAlloc block (address range, attributes, VMM queries, range
+ * checks), and the
  * driver's range checks of copies, memsets and memset / memcpy nodes over
  * placed blocks (small blocks share one mapped chunk, so the driver alone
  * would let them run past a block's end). No state of its own; the
@@ -12,10 +15,12 @@
 #include "arena.h"
 #include "contexts.h"
 #include "driver.h"
+#include "ipc.h"
 #include "log.h"
 #include "util.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void put_u64(void *d, unsigned long long v) { memcpy(d, &v, sizeof v); }
@@ -42,7 +47,7 @@ static int rdma_capable(CUdeviceptr p)
     return v != 0;
 }
 
-static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *data)
+static int attr_override(const sg_alloc_info *b, int opened, CUpointer_attribute a, void *data)
 {
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: {
@@ -71,17 +76,27 @@ static int attr_override(const sg_alloc_info *b, CUpointer_attribute a, void *da
         put_u64(data, CU_MEM_HANDLE_TYPE_NONE);
         return 1;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        put_int(data, 1);          /* what cuMemAlloc memory says (README: legacy IPC) */
+        put_int(data, !opened);    /* cuMemAlloc memory; a block opened from a handle is not */
         return 1;
     default:
         return 0;
     }
 }
 
+/* What p is: 1 and *b in a placed block, 2 and *b in a block opened from
+ * another process's IPC handle (ipc.c); 0 in a reservation of the library
+ * but no block; -1 neither. */
+static int find_block(CUdeviceptr p, sg_alloc_info *b)
+{
+    int r = sg_mem_placing ? sg_mem_lookup(p, b) : -1;
+    if (r < 0 && (r = sg_ipc_lookup(p, b)) > 0) r = 2;
+    return r;
+}
+
 static CUresult mem_addr_range(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = sg_mem_placing ? sg_mem_lookup(c->u.range.ptr, &b) : -1;
+    int r = find_block(c->u.range.ptr, &b);
     if (r < 0) return c->forward(c->args);
     if (r == 0) return CUDA_ERROR_NOT_FOUND;
     if (c->u.range.base) *c->u.range.base = b.base;
@@ -92,16 +107,17 @@ static CUresult mem_addr_range(const sg_call *c)
 static CUresult mem_ptr_attr(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = sg_mem_placing && c->u.attr.data ? sg_mem_lookup(c->u.attr.ptr, &b) : -1;
+    int r = c->u.attr.data ? find_block(c->u.attr.ptr, &b) : -1;
     if (r < 0) return c->forward(c->args);
     if (r == 0) return CUDA_ERROR_INVALID_VALUE;   /* as for unallocated memory */
-    return attr_override(&b, c->u.attr.attr, c->u.attr.data) ? CUDA_SUCCESS : c->forward(c->args);
+    return attr_override(&b, r == 2, c->u.attr.attr, c->u.attr.data) ? CUDA_SUCCESS
+                                                                     : c->forward(c->args);
 }
 
 static CUresult mem_ptr_attrs(const sg_call *c)
 {
     sg_alloc_info b;
-    int r = sg_mem_placing ? sg_mem_lookup(c->u.attrs.ptr, &b) : -1;
+    int r = find_block(c->u.attrs.ptr, &b);
     if (r < 0) return c->forward(c->args);
     if (r == 0) { /* freed placed memory: what the driver says of an unallocated pointer */
         if (!sg_drv.cuPointerGetAttributes) return CUDA_ERROR_INVALID_VALUE;
@@ -111,38 +127,42 @@ static CUresult mem_ptr_attrs(const sg_call *c)
     CUresult rc = c->forward(c->args);
     if (rc != CUDA_SUCCESS) return rc;
     for (unsigned i = 0; i < c->u.attrs.n; i++)
-        if (c->u.attrs.data[i]) attr_override(&b, c->u.attrs.attrs[i], c->u.attrs.data[i]);
+        if (c->u.attrs.data[i]) attr_override(&b, r == 2, c->u.attrs.attrs[i], c->u.attrs.data[i]);
     return CUDA_SUCCESS;
 }
 
-/* Legacy IPC cannot export VMM memory: the driver's own answer for it is
- * CUDA_ERROR_INVALID_VALUE. Say once per allocation which one and how to
- * keep such allocations away from the library. */
+/* Legacy IPC of a placed cuMemAlloc block (any address in it): ipc.c
+ * exports its chunks (the driver's legacy IPC does not work on VMM memory).
+ * A stream-ordered block, or freed placed memory: CUDA_ERROR_INVALID_VALUE,
+ * the driver's answer for pool memory and for unallocated memory. */
 static CUresult mem_ipc(const sg_call *c)
 {
     if (!sg_mem_placing || !sg_mem_maybe_ours(c->u.ipc.ptr)) return c->forward(c->args);
-    sg_alloc_info b = { 0 };
+    sg_alloc_info b = { 0 }, now;
     int first = 0, r = sg_mem_reg_ipc(c->u.ipc.ptr, &b, &first);
     if (r < 0) return c->forward(c->args);
-    int warn = r > 0 && first;
-    CUdeviceptr base = b.base;
-    size_t size = b.size;
-    if (warn)
-        SG_WARN("cuIpcGetMemHandle on the allocation at 0x%llx (%zu bytes), which the library "
-                "placed in VMM memory: legacy IPC is not possible there (CUDA_ERROR_INVALID_VALUE). "
-                "To give such allocations to the driver unchanged, set %s below their size "
-                "(e.g. %s=%zu)", (unsigned long long)base, size, SG_ENV_PLACE_MAX,
-                SG_ENV_PLACE_MAX, size ? size - 1 : 0);
-    return CUDA_ERROR_INVALID_VALUE;
+    if (r != 1) return CUDA_ERROR_INVALID_VALUE;
+    size_t n = sg_mem_block_handles(b.base, NULL, 0);
+    sg_mem_handle *h = n ? calloc(n, sizeof *h) : NULL;
+    if (!h || sg_mem_block_handles(b.base, h, n) != n) n = 0;
+    CUresult rc = sg_ipc_export(c->u.ipc.out, &b, h, n, first);
+    free(h);
+    /* A free racing with the export may have ended it before it was recorded. */
+    if (rc == CUDA_SUCCESS && !(sg_mem_find(b.base, &now) && now.id == b.id)) {
+        sg_ipc_block_gone(b.id);
+        rc = CUDA_ERROR_INVALID_VALUE;
+    }
+    return rc;
 }
 
 /* cuMemRetainAllocationHandle and cuMemGetAccess answer for VMM mappings
  * only: on cuMemAlloc memory the driver says CUDA_ERROR_INVALID_VALUE, and so
- * does the library for placed memory (its chunks are not the program's). */
+ * does the library for placed memory (its chunks are not the program's) and
+ * for opened blocks. */
 static CUresult mem_vmm_query(const sg_call *c, CUdeviceptr p)
 {
     sg_alloc_info b;
-    if (!sg_mem_placing || sg_mem_lookup(p, &b) < 0) return c->forward(c->args);
+    if (find_block(p, &b) < 0) return c->forward(c->args);
     return CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -170,6 +190,17 @@ static size_t extent3d(size_t x, size_t y, size_t z, size_t pitch, size_t height
     return ((z + d - 1) * height + (y + h - 1)) * pitch + x + w;
 }
 
+/* The driver's range check (sg_mem_check_range) for placed memory and for
+ * blocks opened from another process's handle, whose mapped chunks reach
+ * past them. */
+static CUresult check_range(CUdeviceptr p, size_t len)
+{
+    sg_alloc_info b;
+    int r = len ? sg_ipc_lookup(p, &b) : -1;
+    if (r < 0) return sg_mem_check_range(p, len);
+    return r > 0 && len <= b.size - (size_t)(p - b.base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 static int device_operand(CUmemorytype t, CUdeviceptr p)
 {
     return t == CU_MEMORYTYPE_DEVICE || (t == CU_MEMORYTYPE_UNIFIED && sg_mem_maybe_ours(p));
@@ -179,11 +210,11 @@ static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
 {
     CUresult rc = CUDA_SUCCESS;
     if (device_operand(p->srcMemoryType, p->srcDevice))
-        rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
+        rc = check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
                                                        p->srcHeight, p->WidthInBytes, p->Height,
                                                        p->Depth));
     if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
-        rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
+        rc = check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
                                                        p->dstHeight, p->WidthInBytes, p->Height,
                                                        p->Depth));
     return rc;
@@ -191,7 +222,7 @@ static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
 
 static CUresult check_memset(CUdeviceptr dst, size_t pitch, size_t es, size_t w, size_t h)
 {
-    return sg_mem_check_range(dst, h ? (h - 1) * pitch + w * es : 0);
+    return check_range(dst, h ? (h - 1) * pitch + w * es : 0);
 }
 
 /* CUDA_SUCCESS, or the error the driver gives for a range outside its
@@ -202,18 +233,18 @@ static CUresult check_op(const sg_call *c)
     CUresult rc = CUDA_SUCCESS;
     switch (c->u.memop.kind) {
     case SG_OP_RANGES:
-        if (c->u.memop.dst) rc = sg_mem_check_range(c->u.memop.dst, c->u.memop.dst_bytes);
+        if (c->u.memop.dst) rc = check_range(c->u.memop.dst, c->u.memop.dst_bytes);
         if (rc == CUDA_SUCCESS && c->u.memop.src)
-            rc = sg_mem_check_range(c->u.memop.src, c->u.memop.src_bytes);
+            rc = check_range(c->u.memop.src, c->u.memop.src_bytes);
         return rc;
     case SG_OP_COPY2D: {
         const CUDA_MEMCPY2D *p = d;
         if (!p) return CUDA_SUCCESS;
         if (device_operand(p->srcMemoryType, p->srcDevice))
-            rc = sg_mem_check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch,
+            rc = check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch,
                                                            0, p->WidthInBytes, p->Height, 1));
         if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
-            rc = sg_mem_check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch,
+            rc = check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch,
                                                            0, p->WidthInBytes, p->Height, 1));
         return rc;
     }
@@ -246,7 +277,7 @@ CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m)
 
 static CUresult mem_op(const sg_call *c)
 {
-    if (sg_mem_placing) {
+    if (sg_mem_placing || sg_ipc_opened()) {
         CUresult rc = check_op(c);
         if (rc != CUDA_SUCCESS) return rc;
     }

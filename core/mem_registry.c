@@ -335,7 +335,7 @@ int sg_mem_reg_ipc(CUdeviceptr p, sg_alloc_info *out, int *first)
 {
     pthread_mutex_lock(&reg_lock);
     sg_block *b = reg_containing(p);
-    int r = b ? 1 : reg_in_spans(p) ? 0 : -1;
+    int r = b ? 1 + (b->stream_ordered != 0) : reg_in_spans(p) ? 0 : -1;
     if (b) {
         info_of(b, out);
         *first = !b->ipc_warned;

@@ -66,6 +66,7 @@
 #include "capture.h"
 #include "contexts.h"
 #include "driver.h"
+#include "ipc.h"
 #include "log.h"
 #include "stats.h"
 #include "streams.h"
@@ -177,7 +178,7 @@ static CUresult mem_alloc(const sg_call *c)
     sg_block *b = calloc(1, sizeof *b);
     if (b) {
         *b = (sg_block){ .base = addr, .size = bytes, .placed = placed, .owner = ar, .ctx = ctx,
-                         .own = own, .id = sg_mem_next_id() };
+                         .own = own, .id = sg_mem_next_id(), .stream_ordered = c->u.alloc.async };
     }
     if (!b || sg_mem_reg_insert(b) != 0) {
         free(b);
@@ -306,6 +307,7 @@ static CUresult mem_free(const sg_call *c)
         sg_marena_unref(ar);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    sg_ipc_block_gone(b->id);      /* its legacy IPC export ends before the range is reused */
     pthread_mutex_lock(&ar->lock);
     if (ar->state == 1) {
         if (synced) sg_marena_quarantine_release_locked(ar);

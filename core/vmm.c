@@ -6,6 +6,8 @@
 #include "vmm.h"
 
 #include "driver.h"
+#include "log.h"
+#include "util.h"
 
 static __thread int tls_relaxed;
 static __thread CUstreamCaptureMode tls_saved_mode;
@@ -93,6 +95,13 @@ int sg_vmm_dev_setup(CUcontext ctx, sg_vmm_dev *d, const char **why)
     }
     d->prop = (CUmemAllocationProp){ .type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                      .location = { CU_MEM_LOCATION_TYPE_DEVICE, d->dev } };
+    /* Shareable as a file descriptor where the device allows it: legacy IPC
+     * of placed blocks exports the chunks (ipc.h). */
+    int fd_ok = 0;
+    if (SG_DRIVER_CALL(cuDeviceGetAttribute, &fd_ok,
+                       CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                       d->dev) == CUDA_SUCCESS && fd_ok)
+        d->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     rc = SG_DRIVER_CALL(cuMemGetAllocationGranularity, &d->gran, &d->prop,
                         CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (rc != CUDA_SUCCESS || d->gran == 0 || (d->gran & (d->gran - 1))) {
@@ -118,10 +127,22 @@ CUresult sg_vmm_unreserve(CUdeviceptr base, size_t size)
     return SG_DRIVER_CALL(cuMemAddressFree, base, size);
 }
 
+/* A device that reports shareable descriptors but refuses a chunk that asks
+ * for them still gets the chunk, without: only legacy IPC of the blocks on
+ * it fails (cleanly, ipc.c), placement does not. */
 CUresult sg_vmm_create(const sg_vmm_dev *d, size_t size, CUmemGenericAllocationHandle *h)
 {
     sg_vmm_relax();
-    return SG_DRIVER_CALL(cuMemCreate, h, size, &d->prop, 0);
+    CUresult rc = SG_DRIVER_CALL(cuMemCreate, h, size, &d->prop, 0);
+    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY || !d->prop.requestedHandleTypes) return rc;
+    CUmemAllocationProp plain = d->prop;
+    plain.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    CUresult again = SG_DRIVER_CALL(cuMemCreate, h, size, &plain, 0);
+    if (again != CUDA_SUCCESS) return rc;
+    SG_WARN_ONCE("cuMemCreate refused memory shareable as a file descriptor (error %d) on device %d, "
+                 "which reports supporting it: the library's chunks are made without; legacy IPC "
+                 "(cuIpcGetMemHandle) of the allocations it places fails", (int)rc, (int)d->dev);
+    return CUDA_SUCCESS;
 }
 
 CUresult sg_vmm_release(CUmemGenericAllocationHandle h)

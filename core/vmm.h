@@ -16,6 +16,9 @@
  *   - the VMM calls themselves, counted (driver.h).
  *
  * Thread safety: the relaxed state is thread-local; nothing else is shared.
+ * sg_vmm_create asks for memory shareable as a POSIX file descriptor when
+ * the device reports it (legacy IPC of placed blocks, ipc.h); if the driver
+ * refuses that, it makes the chunk without.
  */
 #ifndef SG_VMM_H
 #define SG_VMM_H
@@ -43,7 +46,8 @@ typedef struct sg_vmm_dev {
     CUdevice dev;
     size_t gran;                      /* minimum granularity, a power of two */
     size_t total;                     /* the device's memory (0 if unknown) */
-    CUmemAllocationProp prop;         /* pinned device memory of dev */
+    CUmemAllocationProp prop;         /* pinned device memory of dev, shareable as a
+                                       * POSIX file descriptor if the device can */
     CUmemAccessDesc access[SG_VMM_MAX_DEVICES];
     size_t naccess;                   /* dev first, then its peers */
 } sg_vmm_dev;

@@ -33,6 +33,8 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_PTR_ATTRS(n_, a, d, p) .kind = SG_CALL_PTR_ATTRS, \
     .u.attrs = { .n = (n_), .attrs = (a), .data = (d), .ptr = (p) }
 #define SG_IPC_HANDLE(h, p) .kind = SG_CALL_IPC_HANDLE, .u.ipc = { .out = (h), .ptr = (p) }
+#define SG_IPC_OPEN(o, h, f) .kind = SG_CALL_IPC_OPEN, .u.ipc_open = { .out = (o), .handle = (h), .flags = (f) }
+#define SG_IPC_CLOSE(p) .kind = SG_CALL_IPC_CLOSE, .u.ipc_close = { .ptr = (p) }
 #define SG_RETAIN_HANDLE(h, a) .kind = SG_CALL_RETAIN_HANDLE, .u.retain = { .out = (h), .addr = (a) }
 #define SG_MEM_ACCESS(f, l, p) .kind = SG_CALL_MEM_ACCESS, \
     .u.access = { .flags = (f), .loc = (l), .ptr = (p) }

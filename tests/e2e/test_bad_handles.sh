@@ -8,16 +8,8 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/life_lib.sh"
 
-# Documented difference: under the placing policies, legacy IPC on memory the
-# library placed (VMM-backed) gets CUDA_ERROR_INVALID_VALUE, the driver's
-# answer for VMM memory (README, "skip_temp").
-expected_output() {
-    case $1 in
-    skip_temp|skip_profiled)
-        sed 's/^\(cuIpcGetMemHandle(inside a live allocation)\) = CUDA_SUCCESS$/\1 = CUDA_ERROR_INVALID_VALUE/' ;;
-    *) cat ;;
-    esac
-}
+# Every policy prints exactly the baseline (legacy IPC of placed memory
+# included: core/ipc.c).
 # the live exec (3 kernels on 64 words) launched 3 times after the bad calls
 scenario bad_handles 1 --sum "live exec after the bad calls" 64 9 \
     -- "$BUILD/tests/e2e/bad_handles" "$BUILD/tests/emu/mod_test.so"

@@ -263,10 +263,46 @@ adv name=c14/fork eng_t="$SEEN" \
     attack="statistics freed in the fork child while graph records point at them" -- adv_fork
 adv name=c15/endptr cfg="temp prof alias" eng_t="$SEEN" \
     attack="aliasing: an end pointer one past the allocation is not translated" -- adv_endptr
-for c in retain access attributes ipc; do
+for c in retain access attributes; do
     adv name=c16/vmm_$c eng_p="$PLACED" \
         attack="VMM queries that see through placement" -- adv_vmm $c
 done
+adv name=c16/vmm_ipc eng_p="$PLACED" \
+    attack="legacy IPC of placed (VMM) memory: another process opens the handles, reads, writes, closes" \
+    -- adv_vmm ipc
+adv name=c16/vmm_ipc_mixed env="STABLEGRAPH_PLACE_MAX_BYTES=4096" eng_p="$PLACED" \
+    attack="legacy IPC: one placed buffer, one the driver's (above STABLEGRAPH_PLACE_MAX_BYTES), in one child" \
+    -- adv_vmm ipc
+# c16, always_update (nothing placed): the driver's own handles pass through
+# both processes' libraries unchanged.
+if [[ c16/vmm_ipc_update =~ ${ADV_ONLY:-.} ]]; then
+    d=$TMP/run/c16_update
+    run1 "$d/base" -- "$E/adv_vmm" ipc
+    run1 "$d" STABLEGRAPH_POLICY=always_update LD_PRELOAD="$LIB" -- "$E/adv_vmm" ipc
+    if [ "$(cat "$d/rc")" = 0 ] && cmp -s "$d/out" "$d/base/out"; then
+        ok "c16/vmm_ipc_update: under always_update the driver's handles pass unchanged (as without the library)"
+    else
+        not_ok "c16/vmm_ipc_update: under always_update the driver's handles pass unchanged (as without the library)"
+        diag "exit status $(cat "$d/rc")" "$(diff "$d/base/out" "$d/out" | head -n 5)"
+    fi
+fi
+# c16, an importer without the library (the exporter has it): each open fails
+# cleanly with CUDA_ERROR_INVALID_VALUE (no crash, no hang, 0 violations),
+# the exporter's own results stand (its check of the child's words fails).
+if [[ c16/vmm_ipc_plain_importer =~ ${ADV_ONLY:-.} ]]; then
+    d=$TMP/run/c16_plain
+    run1 "$d" "${LIB_ENV[@]}" STABLEGRAPH_POLICY=skip_profiled ADV_IPC_CHILD_PLAIN=1 \
+        LD_PRELOAD="$LIB" -- "$E/adv_vmm" ipc
+    n=$(grep -c '^child: cuIpcOpenMemHandle of the 4 [KM]iB buffer: CUDA_ERROR_INVALID_VALUE$' "$d/out")
+    v=$(json_get "$d/stats.json" violations 2>/dev/null)
+    if [ "$(cat "$d/rc")" = 3 ] && [ "$n" = 2 ] && [ "$v" = 0 ] &&
+        grep -q '^check child.s violations: ok (0)$' "$d/out"; then
+        ok "c16/vmm_ipc_plain_importer: open fails cleanly (CUDA_ERROR_INVALID_VALUE) in a child without the library"
+    else
+        not_ok "c16/vmm_ipc_plain_importer: open fails cleanly (CUDA_ERROR_INVALID_VALUE) in a child without the library"
+        diag "exit status $(cat "$d/rc"), clean failures $n of 2, violations $v" "$(tail -n 5 "$d/out")"
+    fi
+fi
 for c in memset memset_async htod dtod dtoh; do
     adv name=c17/bounds_$c eng_p="$PLACED" \
         needs="operation running 4 KiB past A: CUDA_ERROR_INVALID_VALUE::the driver's range check (CUDA_ERROR_INVALID_VALUE) for copies and memsets past an allocation" \

@@ -35,6 +35,9 @@
  *                  attributes, occupancy, the module loading mode.
  *   emu_runtime.c  cuGetExportTable: the CUDA runtime's private tables,
  *                  context-local storage.
+ *   emu_ipc.c      legacy IPC (cuIpcGetMemHandle, cuIpcOpenMemHandle,
+ *                  cuIpcCloseMemHandle) between processes, and what lets
+ *                  another process import an exported cuMemCreate descriptor.
  *   emu_kernel.h   the module ABI (what a module of emulated kernels exports).
  *
  * Rules every part follows:
@@ -287,6 +290,34 @@ void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, 
  * available at once; the emulator's pool never reuses an address before the
  * free completed). CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE reports the pool. */
 CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call);
+
+/* Legacy IPC (emu_ipc.c owns it; these reach emu_mem.c's registry).
+ * emu_mem_alloc_with: if p lies in a live cuMemAlloc block, fills *out and
+ * returns fn(out, u) (0 when fn is NULL), fn running under the memory lock
+ * (it must take no emulator lock); -1 if p is in no such block.
+ * emu_mem_ipc_add registers [v->base, v->base + v->mapped), mapped by the
+ * caller, as a block opened from another process (not charged, not freed by
+ * cuMemFree, freed with ctx); *id gets its buffer id. emu_mem_ipc_find: 1 if
+ * that block is still registered at base with id (remove: unregisters and
+ * unmaps it), else 0. */
+typedef struct emu_alloc_view {
+    CUdeviceptr base;
+    size_t size, mapped;        /* requested; whole pages */
+    int device;
+    unsigned long long buffer_id;
+} emu_alloc_view;
+int emu_mem_alloc_with(CUdeviceptr p, int (*fn)(const emu_alloc_view *, void *), void *u,
+                       emu_alloc_view *out);
+CUresult emu_mem_ipc_add(const emu_alloc_view *v, CUcontext ctx, unsigned long long *id);
+int emu_mem_ipc_find(CUdeviceptr base, unsigned long long id, int remove);
+/* emu_ipc.c: a cuMemAlloc block is gone (its exported file, if any, closes);
+ * the memfd name cuMemCreate gives a handle (it carries the properties, so
+ * that another process importing its descriptor knows them); the
+ * properties and size of a descriptor of another process's cuMemCreate
+ * memory (0), or -1 if fd is not one. */
+void emu_ipc_alloc_gone(CUdeviceptr base, unsigned long long buffer_id);
+void emu_ipc_vmm_name(char *buf, size_t n, const CUmemAllocationProp *prop);
+int emu_ipc_vmm_foreign(int fd, CUmemAllocationProp *prop, size_t *size);
 
 /* ------------------------------------------------------------------------
  * emu_stream.c: work on streams (emu_copy.c: copies and memsets;

@@ -11,7 +11,7 @@
  *   - graph allocations of allocation and free nodes (emu_gmem_*, at the end);
  *   - pinned and registered host memory (cuMemHostAlloc, cuMemAllocHost,
  *     cuMemFreeHost, cuMemHostRegister/Unregister, cuMemHostGetDevicePointer);
- *   - address ranges, pointer attributes and legacy IPC handles;
+ *   - address ranges and pointer attributes (legacy IPC is emu_ipc.c's);
  *   - the device-range registry: every live allocation, VMM mapping, graph
  *     allocation and pinned host block, findable by any interior address
  *     (emu_mem_find, emu_mem_accessible, emu_mem_extent_ok for the driver's
@@ -163,7 +163,7 @@ static int charge_take(int dev, range_kind kind, size_t len)
 
 static void charge_give(int dev, range_kind kind, size_t len)
 {
-    if (kind == RK_HOST) return;
+    if (kind == RK_HOST || kind == RK_IPC) return;
     if (kind == RK_GRAPH) emu_memory.graph_used[dev] -= len;
     if (kind != RK_ASYNC) { emu_memory.used[dev] -= len; return; }
     emu_memory.pools[dev].used -= len;
@@ -236,6 +236,7 @@ static void block_release(mem_range *r)
 {
     if (r->kind == RK_GRAPH) gmem_unback(r->g);
     else if (!r->registered) munmap((void *)r->s.base, r->mapped);
+    if (r->kind == RK_ALLOC) emu_ipc_alloc_gone(r->s.base, r->buffer_id);
     free(r);
 }
 
@@ -250,7 +251,8 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
         mem_range *r = (mem_range *)emu_memory.ranges.v[i];
         /* cuCtxDestroy: "will not destroy memory allocations by cuMemCreate(),
          * cuMemAllocAsync() and cuMemAllocFromPoolAsync()". */
-        if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_MANAGED || r->kind == RK_HOST)) {
+        if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_MANAGED || r->kind == RK_HOST ||
+                              r->kind == RK_IPC)) {
             block_detach(r);        /* removes entry i: do not advance */
             dead[n++] = r;
         } else {
@@ -691,44 +693,46 @@ EMU_EXPORT CUresult cuMemHostUnregister(void *p)
 }
 
 /* ------------------------------------------------------------------------
- * Legacy IPC
+ * Legacy IPC support (emu_ipc.c owns legacy IPC; emu_internal.h)
  * ---------------------------------------------------------------------- */
 
-/* What an emulated CUipcMemHandle holds: enough to identify the allocation. */
-typedef struct ipc_payload {
-    char magic[8];              /* "cudaemu" */
-    int pid;
-    int device;
-    unsigned long long buffer_id;
-    unsigned long long base;
-    unsigned long long size;
-} ipc_payload;
-_Static_assert(sizeof(ipc_payload) <= CU_IPC_HANDLE_SIZE, "IPC payload too large");
-
-/* Works on cuMemAlloc memory only, like the real driver (VMM and
- * stream-ordered memory are not legacy-IPC capable). */
-EMU_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+int emu_mem_alloc_with(CUdeviceptr p, int (*fn)(const emu_alloc_view *, void *), void *u,
+                       emu_alloc_view *out)
 {
-    EMU_ENTRY_INIT();
-    CUcontext ctx;
-    CUresult rc = emu_ctx_require(&ctx);
-    if (rc != CUDA_SUCCESS) return rc;
-    if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
-    ipc_payload pl = { .magic = "cudaemu", .pid = (int)getpid() };
     pthread_mutex_lock(&emu_mem_lock);
-    mem_range *r = emu_range_find(dptr);
-    int ok = r && r->kind == RK_ALLOC;
-    if (ok) {
-        pl.device = r->device;
-        pl.buffer_id = r->buffer_id;
-        pl.base = r->s.base;
-        pl.size = r->s.size;
+    mem_range *r = emu_range_find(p);
+    int rc = r && r->kind == RK_ALLOC ? 0 : -1;
+    if (rc == 0) {
+        *out = (emu_alloc_view){ r->s.base, r->s.size, r->mapped, r->device, r->buffer_id };
+        if (fn) rc = fn(out, u);
     }
     pthread_mutex_unlock(&emu_mem_lock);
-    if (!ok) return CUDA_ERROR_INVALID_VALUE;
-    memset(pHandle, 0, sizeof *pHandle);
-    memcpy(pHandle->reserved, &pl, sizeof pl);
-    return CUDA_SUCCESS;
+    return rc;
+}
+
+CUresult emu_mem_ipc_add(const emu_alloc_view *v, CUcontext ctx, unsigned long long *id)
+{
+    mem_range *r = calloc(1, sizeof *r);
+    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&emu_mem_lock);
+    *r = (mem_range){ .s = { v->base, v->size }, .mapped = v->mapped, .kind = RK_IPC,
+                      .device = v->device, .ctx = ctx, .buffer_id = emu_memory.next_buffer_id++ };
+    int bad = emu_span_insert(&emu_memory.ranges, &r->s);
+    if (!bad) *id = r->buffer_id;
+    pthread_mutex_unlock(&emu_mem_lock);
+    if (bad) free(r);
+    return bad ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+int emu_mem_ipc_find(CUdeviceptr base, unsigned long long id, int remove)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(base);
+    int ok = r && r->kind == RK_IPC && r->s.base == base && r->buffer_id == id;
+    if (ok && remove) block_detach(r);
+    pthread_mutex_unlock(&emu_mem_lock);
+    if (ok && remove) block_release(r);
+    return ok;
 }
 
 /* ------------------------------------------------------------------------
@@ -799,7 +803,7 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
      * capable; VMM memory if cuMemCreate asked for it (allocFlags); pool and
      * host memory are not. */
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-        *val = r->kind == RK_ALLOC || (map && pi->rdma);
+        *val = r->kind == RK_ALLOC || r->kind == RK_IPC || (map && pi->rdma);
         return in;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:   /* NULL unless from a pool */
         *size = sizeof(CUmemoryPool); *val = r->kind == RK_ASYNC ? (uintptr_t)r->pool : 0; return in;

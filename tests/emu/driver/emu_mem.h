@@ -35,7 +35,8 @@ typedef enum range_kind {
     RK_MAP,         /* one cuMemMap */
     RK_HOST,        /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
     RK_GRAPH,       /* a graph allocation while it is allocated (gmem) */
-    RK_MANAGED      /* cuMemAllocManaged */
+    RK_MANAGED,     /* cuMemAllocManaged */
+    RK_IPC          /* another process's cuMemAlloc block opened here (emu_ipc.c) */
 } range_kind;
 
 /* A graph allocation (an allocation node's memory, emu_gmem_* in

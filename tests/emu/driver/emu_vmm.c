@@ -185,7 +185,9 @@ EMU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     pthread_mutex_unlock(&emu_mem_lock);
     if (!ok) { free(h); return CUDA_ERROR_OUT_OF_MEMORY; }
 
-    h->fd = memfd_create("cudaemu-vmm", MFD_CLOEXEC);
+    char name[64];
+    emu_ipc_vmm_name(name, sizeof name, prop);
+    h->fd = memfd_create(name, MFD_CLOEXEC);
     ok = h->fd >= 0 && ftruncate(h->fd, (off_t)size) == 0;
     pthread_mutex_lock(&emu_mem_lock);
     if (ok) {
@@ -436,9 +438,13 @@ EMU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGen
     return rc;
 }
 
-/* The file descriptor of an exported allocation of this process gives a new
- * handle to the same memory (same properties and block id; its memory is
- * charged once). A descriptor of anything else: CUDA_ERROR_INVALID_VALUE. */
+/* The file descriptor of an exported allocation gives a new handle to the
+ * same memory: one of this process's, with the same properties and block id;
+ * one of another process (passed over a socket), with the properties its
+ * cuMemCreate gave (the memfd's name carries them, emu_ipc.c) and a new block
+ * id. Either way the memory stays charged to the budget of the process that
+ * created it, not to this one. A descriptor of anything else:
+ * CUDA_ERROR_INVALID_VALUE. */
 EMU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
                                                    CUmemAllocationHandleType shHandleType)
 {
@@ -452,20 +458,30 @@ EMU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
     if (fstat(osfd, &want) != 0) return CUDA_ERROR_INVALID_VALUE;
     mem_handle *n = calloc(1, sizeof *n);
     if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+    int foreign = emu_ipc_vmm_foreign(osfd, &n->prop, &n->size) == 0;
     rc = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&emu_mem_lock);
-    for (mem_handle *h = emu_memory.handles; h; h = h->hh.next) {
-        if (fstat(h->fd, &have) != 0 || have.st_ino != want.st_ino || have.st_dev != want.st_dev) continue;
-        *n = (mem_handle){ .fd = fcntl(osfd, F_DUPFD_CLOEXEC, 0), .size = h->size, .prop = h->prop,
-                           .refs = 1, .block_id = h->block_id, .imported = 1 };
-        if (n->fd < 0) { rc = CUDA_ERROR_OUT_OF_MEMORY; break; }
+    mem_handle *src = NULL;
+    for (mem_handle *h = emu_memory.handles; h && !src; h = h->hh.next)
+        if (fstat(h->fd, &have) == 0 && have.st_ino == want.st_ino && have.st_dev == want.st_dev) src = h;
+    if (src || foreign) {
+        if (src) {
+            n->prop = src->prop;
+            n->size = src->size;
+        }
+        n->block_id = src ? src->block_id : emu_memory.next_buffer_id++;
+        n->refs = 1;
+        n->imported = 1;
+        n->fd = fcntl(osfd, F_DUPFD_CLOEXEC, 0);
+        rc = n->fd < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    }
+    if (rc == CUDA_SUCCESS) {
         n->id = emu_memory.next_handle_id++;
         emu_mem_hash_oom = 0;
         HASH_ADD(hh, emu_memory.handles, id, sizeof n->id, n);
         rc = emu_mem_hash_oom ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
         if (rc == CUDA_SUCCESS) *handle = n->id;
         else close(n->fd);
-        break;
     }
     pthread_mutex_unlock(&emu_mem_lock);
     if (rc != CUDA_SUCCESS) free(n);
