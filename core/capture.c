@@ -30,6 +30,7 @@
 #include "rec_internal.h"
 #include "streams.h"
 #include "util.h"
+#include "vmm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,8 @@ typedef struct cap {
     int per_thread;
     CUcontext ctx;                  /* its context, asked for when a CUkernel needs it */
     int ctx_known;
-    struct { const void *h; const sg_fp_pinfo *pi; } pcache[PCACHE];   /* layouts seen */
+    /* handles launched, the function each names, its layout */
+    struct { const void *h; CUfunction f; const sg_fp_pinfo *pi; } pcache[PCACHE];
 } cap;
 
 /* A dependency list: node indices. */
@@ -255,25 +257,38 @@ static CUcontext cap_ctx(cap *c)
     return c->ctx;
 }
 
-/* Describes a kernel launch into n. The handle a program launches may be a
- * CUfunction or a CUkernel (the driver takes both): a handle whose
- * parameters cannot be read as a function's is tried as a kernel's in the
- * capture's context. */
+/* The function a launched handle names in the capture's context. A program
+ * may launch a CUkernel as if it were a CUfunction (the driver takes both;
+ * the CUDA runtime does): the driver's graph node then holds the kernel's
+ * function in the context, and so does the record. NULL if h is neither. */
+static CUfunction launched_function(cap *c, const void *h)
+{
+    CUfunction f = NULL;
+    CUcontext prev;
+    if (!sg_drv.cuKernelGetFunction || !cap_ctx(c) || sg_vmm_ctx_enter(c->ctx, &prev) != 0)
+        return NULL;
+    if (SG_DRIVER_CALL(cuKernelGetFunction, &f, (CUkernel)(uintptr_t)h) != CUDA_SUCCESS) f = NULL;
+    sg_vmm_ctx_leave(c->ctx, prev);
+    return f;
+}
+
+/* Describes a kernel launch into n, as the driver's node will hold it. */
 static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *call)
 {
     const void *h = (const void *)call->u.kernel.f;
     unsigned slot = (unsigned)(((uintptr_t)h >> 4) & (PCACHE - 1));
-    const sg_fp_pinfo *hint = c->pcache[slot].h == h ? c->pcache[slot].pi : NULL;
-    sg_fp_kin k = { .func = call->u.kernel.f, .shmem = call->u.kernel.shmem,
+    int hit = c->pcache[slot].h == h;
+    sg_fp_kin k = { .func = hit ? c->pcache[slot].f : call->u.kernel.f, .shmem = call->u.kernel.shmem,
                     .kernelParams = call->u.kernel.params, .extra = call->u.kernel.extra };
     memcpy(k.grid, call->u.kernel.grid, sizeof k.grid);
     memcpy(k.block, call->u.kernel.block, sizeof k.block);
-    int st = sg_fp_kernel_desc(n, &k, hint);
-    if (st > 0 && !n->pi && cap_ctx(c)) {
-        k.kern = (CUkernel)(void *)call->u.kernel.f;
-        k.func = NULL;
-        k.ctx = c->ctx;
-        st = sg_fp_kernel_desc(n, &k, NULL);
+    int st = sg_fp_kernel_desc(n, &k, hit ? c->pcache[slot].pi : NULL);
+    if (st > 0 && !n->pi && !hit) {          /* not a function's layout: a CUkernel? */
+        CUfunction f = launched_function(c, h);
+        if (f) {
+            k.func = f;
+            st = sg_fp_kernel_desc(n, &k, NULL);
+        }
     }
     if (st < 0) {
         sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
@@ -281,6 +296,7 @@ static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *cal
     }
     if (n->pi) {
         c->pcache[slot].h = h;
+        c->pcache[slot].f = k.func;
         c->pcache[slot].pi = n->pi;
     }
     if (call->u.kernel.cooperative) {

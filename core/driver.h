@@ -97,6 +97,7 @@
     X(cuGraphLaunch_ptsz, CUresult, (CUgraphExec, CUstream))                  \
     X(cuFuncGetParamInfo, CUresult, (CUfunction, size_t, size_t *, size_t *)) \
     X(cuKernelGetParamInfo, CUresult, (CUkernel, size_t, size_t *, size_t *)) \
+    X(cuKernelGetFunction, CUresult, (CUfunction *, CUkernel))                \
     X(cuFuncGetName, CUresult, (const char **, CUfunction))                  \
     X(cuGraphExecNodeSetParams, CUresult, (CUgraphExec, CUgraphNode, CUgraphNodeParams *))
 

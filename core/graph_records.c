@@ -26,6 +26,7 @@
 #include "util.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,22 @@ int sg_grec_learn_nodes(sg_grec *r)
         !sg_fp_same_order(&r->next, &r->fp) ||
         sg_grec_set_nodes(r, r->graph, r->scratch.nodes, r->next.n) != 0) {
         r->learn_failed = 1;             /* the exec changed since: not again */
+        if (sg_log_enabled(SG_LOG_DEBUG)) {
+            size_t i = 0;
+            while (i < r->fp.n && i < r->next.n &&
+                   !memcmp(&r->fp.nodes[i].k, &r->next.nodes[i].k, offsetof(sg_fp_key, attr_mask)))
+                i++;
+            SG_DEBUG("graph exec %p: the instantiation graph read back (%zu nodes) does not match "
+                     "its record (%zu nodes) from node %zu: per-node updates go to the driver",
+                     (void *)r->exec, r->next.n, r->fp.n, i);
+            if (i < r->fp.n && i < r->next.n)
+                SG_DEBUG("  record: func %llx kern %llx ctx %llx state %u; read back: func %llx "
+                         "kern %llx ctx %llx state %u",
+                         (unsigned long long)r->fp.nodes[i].k.func, (unsigned long long)r->fp.nodes[i].k.kern,
+                         (unsigned long long)r->fp.nodes[i].k.ctx, r->fp.nodes[i].k.state,
+                         (unsigned long long)r->next.nodes[i].k.func, (unsigned long long)r->next.nodes[i].k.kern,
+                         (unsigned long long)r->next.nodes[i].k.ctx, r->next.nodes[i].k.state);
+        }
         return -1;
     }
     return 0;

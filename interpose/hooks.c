@@ -88,6 +88,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_COPY_DTOD_A(d, sp, n, s) SG_COPY(d, n, sp, n), \
     SG_COPY_GB_(d, CU_MEMORYTYPE_DEVICE, NULL, sp, CU_MEMORYTYPE_DEVICE, NULL, n, s)
 #define SG_COPY_S(d, dn, sp, sn) SG_COPY(d, dn, sp, sn), SG_SYNC_
+#define SG_COPY_PEER_A(d, sp, n, s) SG_COPY(d, n, sp, n), SG_GB_(.kind = SG_GB_STREAM_OTHER, .stream = (s))
 #define SG_COPY2D_A(p, s) SG_COPY2D(p), SG_GB_(.kind = SG_GB_COPY2D, .stream = (s), .u.desc = (p))
 #define SG_COPY3D_A(p, s) SG_COPY3D(p), SG_GB_(.kind = SG_GB_COPY3D, .stream = (s), .u.desc = (p))
 #define SG_COPY2D_S(p) SG_COPY2D(p), SG_SYNC_
@@ -125,6 +126,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_MODULE_UNLOAD .kind = SG_CALL_MODULE_UNLOAD
 #define SG_GRAPH_DESTROY(g) .kind = SG_CALL_GRAPH_DESTROY, .u.graph = { .graph = (g) }
 #define SG_NODE_DESTROY(n) .kind = SG_CALL_NODE_DESTROY, .u.node = { .node = (n) }
+#define SG_DESTROY_NODE(n) SG_NODE_DESTROY(n), SG_GB_(.kind = SG_GB_NODE_OTHER, .u.node = (n))
 #define SG_INST(o, g) .kind = SG_CALL_INSTANTIATE, .u.inst = { .out = (o), .graph = (g) }
 #define SG_LAUNCH(e, s) .kind = SG_CALL_LAUNCH, .u.launch = { .exec = (e), .stream = (s) }
 #define SG_UPDATE_GRAPH(e, g, i) .kind = SG_CALL_UPDATE_GRAPH, \
