@@ -17,6 +17,11 @@
 CUDA_HOME ?= /usr/local/cuda
 CC        ?= gcc
 BUILD     ?= build
+# One spelling of every path under $(BUILD): the compiler's dependency files
+# (.d) name their targets as the build named them, and a target spelled
+# differently (relative in one make, absolute in another, as tests/run.sh
+# and test_install.sh call it) would not pick up its header dependencies.
+override BUILD := $(abspath $(BUILD))
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 SAN       ?=
