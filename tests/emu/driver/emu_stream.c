@@ -172,11 +172,27 @@ static void fork_parent(void)
     pthread_mutex_unlock(&emu_ev_lock);
 }
 
+/* Work items a worker was releasing when the process forked: in the child
+ * nobody finishes that release (it may be half done, so it is not done
+ * again); they are kept here, reachable, rather than lost. */
+static emu_work **fork_orphans;
+static size_t n_fork_orphans;
+
+static void keep_orphan(emu_work *w)
+{
+    emu_work **grown = realloc(fork_orphans, (n_fork_orphans + 1) * sizeof *grown);
+    if (!grown) return;
+    fork_orphans = grown;
+    fork_orphans[n_fork_orphans++] = w;
+}
+
 static void fork_child(void)
 {
     pthread_cond_init(&streams_cond, NULL);
     for (emu_stream *s = all_streams; s; s = s->next) {
         pthread_cond_init(&s->cond, NULL);
+        if (s->retiring) keep_orphan(s->retiring);
+        s->retiring = NULL;
         if (s->worker_alive) start_worker(s);   /* inherits the lost worker's reference */
         pthread_mutex_unlock(&s->lock);
     }
@@ -272,10 +288,12 @@ static void *stream_worker(void *arg)
         if (!s->head) s->tail = NULL;
         if (w->complete) w->complete(w);
         s->completed = w->seq;
+        s->retiring = w;
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
         emu_work_release(w);
         pthread_mutex_lock(&s->lock);
+        s->retiring = NULL;
     }
     s->worker_alive = 0;
     pthread_mutex_unlock(&s->lock);

@@ -34,6 +34,7 @@ struct emu_stream {
     pthread_mutex_t lock;
     pthread_cond_t cond;            /* new work, completion, exit */
     emu_work *head, *tail;          /* queued work; head is running when busy */
+    emu_work *retiring;             /* completed, being released by the worker (unlocked) */
     uint64_t submitted, completed;
     int exiting;                    /* no more work; worker exits once drained */
     int worker_alive;
