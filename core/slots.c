@@ -389,6 +389,23 @@ static void retiring_reap(sg_slot_ctx *cx)
     }
 }
 
+/* Takes g off its context's list of generations and returns the context with
+ * ctxs_lock and its lock held; or, when the context was torn down meanwhile
+ * (g is on dead_gens), frees g and returns NULL with no lock held. */
+static sg_slot_ctx *gen_take(sg_slot_gen *g)
+{
+    pthread_mutex_lock(&ctxs_lock);
+    if (gen_unlink(&dead_gens, g)) {
+        pthread_mutex_unlock(&ctxs_lock);
+        gen_free(g);
+        return NULL;
+    }
+    sg_slot_ctx *cx = g->cx;
+    pthread_mutex_lock(&cx->lock);
+    gen_unlink(&cx->gens, g);
+    return cx;
+}
+
 void sg_slot_gen_destroy(sg_slot_gen *g)
 {
     if (!g) return;
@@ -398,15 +415,8 @@ void sg_slot_gen_destroy(sg_slot_gen *g)
                 "slots anyway (the context is in error)");
     pthread_mutex_unlock(&g->lock);
 
-    pthread_mutex_lock(&ctxs_lock);
-    if (gen_unlink(&dead_gens, g)) {           /* its context was torn down meanwhile */
-        pthread_mutex_unlock(&ctxs_lock);
-        gen_free(g);
-        return;
-    }
-    sg_slot_ctx *cx = g->cx;
-    pthread_mutex_lock(&cx->lock);
-    gen_unlink(&cx->gens, g);
+    sg_slot_ctx *cx = gen_take(g);
+    if (!cx) return;
     gen_dispose(cx, g);
     pthread_mutex_unlock(&cx->lock);
     pthread_mutex_unlock(&ctxs_lock);
@@ -416,15 +426,8 @@ void sg_slot_gen_destroy(sg_slot_gen *g)
 void sg_slot_gen_retire(sg_slot_gen *g)
 {
     if (!g) return;
-    pthread_mutex_lock(&ctxs_lock);
-    if (gen_unlink(&dead_gens, g)) {
-        pthread_mutex_unlock(&ctxs_lock);
-        gen_free(g);
-        return;
-    }
-    sg_slot_ctx *cx = g->cx;
-    pthread_mutex_lock(&cx->lock);
-    gen_unlink(&cx->gens, g);
+    sg_slot_ctx *cx = gen_take(g);
+    if (!cx) return;
     pthread_mutex_lock(&g->lock);
     int idle = gen_idle_locked(g);
     pthread_mutex_unlock(&g->lock);

@@ -26,6 +26,8 @@
 #                        the whole-process instruction differences noisier)
 # BENCH_DRIVER           auto | emu | real (auto: real when nvidia-smi names a GPU)
 # BENCH_OUT              output directory
+# BENCH_BOUNDS           1 (default): also runs tests/e2e/test_bounds.sh (memory and report size flat
+#                        from small to large loops, emulated driver) and writes $(BENCH_OUT)/bounds.txt
 # BENCH_ARGS             more options for bench.py (--help lists them), e.g.
 #                        --costs FILE (a cost table, such as the real-GPU kit's measured one),
 #                        --targets node_cost,accept_cost (only those of issue 11's figures),
@@ -45,6 +47,7 @@ BENCH_JOBS            ?= 1
 BENCH_DRIVER          ?= auto
 BENCH_OUT             ?= $(BUILD)/bench
 BENCH_ARGS            ?=
+BENCH_BOUNDS          ?= 1
 PYTHON3               ?= python3
 
 # The command quoted in the summary and in table.md: what reproduces this run.
@@ -77,3 +80,9 @@ bench: all
 	    --steps $(BENCH_STEPS) --min-time $(BENCH_MIN_TIME) --repeats $(BENCH_REPEATS) \
 	    --callgrind-sizes '$(BENCH_CALLGRIND_SIZES)' --callgrind-steps $(BENCH_CALLGRIND_STEPS) \
 	    --jobs $(BENCH_JOBS) --driver $(BENCH_DRIVER) --command "$(BENCH_COMMAND)" $(BENCH_ARGS)
+	@if [ "$(BENCH_BOUNDS)" = 1 ]; then \
+	    echo "bench: bounded memory (tests/e2e/test_bounds.sh, emulated driver)"; \
+	    BUILD=$(BUILD) tests/run.sh tests/e2e/test_bounds.sh || exit 1; \
+	    grep '^#' $(BUILD)/test-logs/tests_e2e_test_bounds.sh.log | sed 's/^#  *//' >$(BENCH_OUT)/bounds.txt; \
+	    echo "bench: the library's report, heap and resident memory, small -> large: $(BENCH_OUT)/bounds.txt"; \
+	fi
