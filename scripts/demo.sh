@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/demo.sh: what `make demo` runs. Runs the train_loop workload
-# (tests/workloads/train_loop.c) three ways: without the library, under
+# (its CUDA-runtime build tests/workloads/rt_train_loop.cu when nvcc is
+# present, else the driver-API tests/workloads/train_loop.c) three ways: without the library, under
 # always_update and under the library's default policy (STABLEGRAPH_POLICY
 # unset), the last two through scripts/stablegraph-run with a report, and
 # prints a side-by-side table of what reached the driver, the checksums and
@@ -26,7 +27,9 @@
 #   DEMO_STEPS     steps (default 50)
 #   DEMO_NODES     kernel nodes in the graph (default 320)
 #   DEMO_DRIVER    auto | emu | real (default auto)
-#   DEMO_PROGRAM   the program to run (default $BUILD/workloads/train_loop)
+#   DEMO_PROGRAM   the program to run (default $BUILD/workloads/rt/rt_train_loop,
+#                  the CUDA-runtime twin, when nvcc built it; else
+#                  $BUILD/workloads/train_loop)
 #   DEMO_POLICY    policy of the third run (default: none set, i.e. the
 #                  library's own default, named in the table from its report)
 #   DEMO_COSTS     the cost table (default tests/bench/costs.tsv)
@@ -44,7 +47,14 @@ steps=${DEMO_STEPS:-50}
 nodes=${DEMO_NODES:-320}
 driver=${DEMO_DRIVER:-auto}
 third_policy=${DEMO_POLICY:-}
-program=${DEMO_PROGRAM:-$build/workloads/train_loop}
+# The default program: the CUDA-runtime twin of train_loop (nvcc-built, the path
+# real jobs take: cudaMalloc, cudaStreamBeginCapture, cudaGraphExecUpdate) when
+# nvcc was there to build it, else the driver-API train_loop.
+program=${DEMO_PROGRAM:-}
+if [ -z "$program" ]; then
+    program=$build/workloads/train_loop
+    [ -x "$build/workloads/rt/rt_train_loop" ] && program=$build/workloads/rt/rt_train_loop
+fi
 out=${DEMO_OUT:-$build/demo}
 costs=${DEMO_COSTS:-$src/tests/bench/costs.tsv}
 
@@ -75,6 +85,10 @@ else
     [ -f "$build/emu/libcuda.so.1" ] || die "$build/emu/libcuda.so.1 not found (run 'make' first)"
     driver_line="emulated driver: $build/emu/libcuda.so.1 (no GPU found: counts are what reached the emulated driver)"
     export LD_LIBRARY_PATH="$build/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # a runtime program's kernels, by mangled name (docs/emulator-runtime.md)
+    case $(basename "$program") in
+    rt_*) export CUDAEMU_MODULES=${CUDAEMU_MODULES:-$build/workloads/wl_kernels.so} ;;
+    esac
 fi
 
 # Nothing of the caller's STABLEGRAPH_* settings may reach the runs: the

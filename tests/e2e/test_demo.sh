@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/e2e/test_demo.sh: scripts/demo.sh (`make demo`) on the emulated
-# driver, small: the table has its three columns and rows, says which driver
+# driver, small: the CUDA-runtime train_loop by default when nvcc built it,
+# with the driver-API twin's checksum; the table has its three columns and rows, says which driver
 # ran, reports equal checksums, writes demo.md; its modeled driver time is the
 # cost table's (tests/bench/costs.tsv) charge of every call that reached the
 # driver, the library's own included, per steady-state step ((2N - N) / N)
@@ -54,6 +55,7 @@ check "no library: a checksum" grep -Eqx '[0-9a-f]{16}' <<<"$(cell checksum 1)"
 check_eq "always_update: checksum equal" "$(cell checksum 2)" equal
 check_eq "default policy: checksum equal" "$(cell checksum 3)" equal
 check "says all checksums are the same" grep -q '^OK: all three runs printed the same checksum' <<<"$out"
+first_out=$out first_sum=$(cell checksum 1)
 # The modeled driver time, recomputed here from the runs' CUDAEMU_STATS with
 # the cost table: every call charged, the library's own included; the figure
 # without the library's calls would differ.
@@ -151,4 +153,16 @@ for bad in DEMO_STEPS=0 DEMO_NODES=x DEMO_DRIVER=gpu DEMO_PROGRAM=$TMP/nonexiste
     check_eq "$bad: exit status 2" "$rc" 2
     check "$bad: says why" grep -q "^demo: ${bad%%=*}\|^demo: .*not found" <<<"$err"
 done
+# The default program: the CUDA-runtime twin when nvcc built it (the path real
+# jobs take), with the driver-API train_loop's checksum.
+if [ -x "$BUILD/workloads/rt/rt_train_loop" ]; then
+    check "runs the CUDA-runtime rt_train_loop by default (nvcc built it)" \
+        grep -q '^# stablegraph demo: rt_train_loop, 6 steps' <<<"$first_out"
+    demo DEMO_PROGRAM="$BUILD/workloads/train_loop"
+    check "DEMO_PROGRAM=train_loop runs the driver-API program" \
+        grep -q '^# stablegraph demo: train_loop, 6 steps' <<<"$out"
+    check_eq "the driver-API twin prints the runtime program's checksum" "$(cell checksum 1)" "$first_sum"
+else
+    skip "runs the CUDA-runtime rt_train_loop by default" "no nvcc: build/workloads/rt/rt_train_loop not built"
+fi
 done_testing
