@@ -25,6 +25,7 @@
     X(UPDATE, "cuGraphExecUpdate")                                            \
     X(NODE_SET, "cuGraphExecKernelNodeSetParams")                             \
     X(INSTANTIATE, "cuGraphInstantiateWithFlags")                             \
+    X(GRAPH_NODE_SET, "cuGraphKernelNodeSetParams")                           \
     X(MEM_CREATE, "cuMemCreate")                                              \
     X(MEM_MAP, "cuMemMap")                                                    \
     X(MEM_SET_ACCESS, "cuMemSetAccess")                                       \
@@ -48,7 +49,9 @@ const char *sg_costs_source(void);
 /* Replaces the figures with those of the table at path. 0, or -1 with a
  * message in err (the file, the line, what is wrong; nothing changed). */
 int sg_costs_load(const char *path, char *err, size_t errlen);
-/* Back to the built-in figures (tests). */
+/* Back to the built-in figures (tests, and start-up). */
 void sg_costs_reset(void);
+/* Sets one call's figures (unit tests). */
+void sg_costs_set(sg_cost_id c, double call_ns, double node_ns);
 
 #endif /* SG_COSTS_H */
