@@ -17,6 +17,7 @@ static const char *const policy_names[] = { SG_POLICY_LIST(SG_NAME_ITEM_) NULL }
 static const char *const log_names[] = { SG_LOG_LIST(SG_NAME_ITEM_) NULL };
 static const char *const strict_names[] = { SG_STRICT_LIST(SG_NAME_ITEM_) NULL };
 static const char *const alias_names[] = { SG_ALIAS_LIST(SG_NAME_ITEM_) NULL };
+static const char *const cost_times_names[] = { SG_COST_TIMES_LIST(SG_NAME_ITEM_) NULL };
 
 typedef enum { SG_VAR_CHOICE, SG_VAR_PATH, SG_VAR_REPORT_PATH, SG_VAR_BYTES, SG_VAR_INT } sg_var_kind;
 
@@ -41,6 +42,8 @@ static const sg_var vars[SG_CONFIG_NVARS] = {
     { SG_ENV_ALIAS_MIN, SG_VAR_BYTES, NULL, offsetof(sg_config, alias_min_bytes), 0, 0 },
     { SG_ENV_MAX_GENERATIONS, SG_VAR_INT, NULL, offsetof(sg_config, max_generations), 1,
       SG_MAX_GENERATIONS_MAX },
+    { SG_ENV_COSTS, SG_VAR_PATH, NULL, offsetof(sg_config, costs), 0, 0 },
+    { SG_ENV_COST_TIMES, SG_VAR_CHOICE, cost_times_names, offsetof(sg_config, cost_times), 0, 0 },
 };
 
 const char *sg_policy_name(sg_policy p)
@@ -56,6 +59,11 @@ const char *sg_log_level_name(sg_log_level l)
 const char *sg_alias_name(sg_alias_mode a)
 {
     return (unsigned)a < SG_ALIAS_COUNT ? alias_names[a] : "?";
+}
+
+const char *sg_cost_times_name(sg_cost_times t)
+{
+    return (unsigned)t < SG_COST_TIMES_COUNT ? cost_times_names[t] : "?";
 }
 
 /* Writes "a|b|c" for a choice list into buf. */
@@ -172,7 +180,7 @@ static int parse_var(sg_config *cfg, const sg_var *v, const char *value)
 int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn)
 {
     _Static_assert(sizeof(sg_policy) == sizeof(int) && sizeof(sg_log_level) == sizeof(int) &&
-                   sizeof(sg_alias_mode) == sizeof(int),
+                   sizeof(sg_alias_mode) == sizeof(int) && sizeof(sg_cost_times) == sizeof(int),
                    "choice fields are written as int");
     memset(cfg, 0, sizeof *cfg);
     cfg->policy_asked = SG_POLICY_DEFAULT;

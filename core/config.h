@@ -24,6 +24,8 @@
 #define SG_ENV_ALIAS "STABLEGRAPH_ALIAS"
 #define SG_ENV_ALIAS_MIN "STABLEGRAPH_ALIAS_MIN_BYTES"
 #define SG_ENV_MAX_GENERATIONS "STABLEGRAPH_MAX_GENERATIONS"
+#define SG_ENV_COSTS "STABLEGRAPH_COSTS"
+#define SG_ENV_COST_TIMES "STABLEGRAPH_COST_TIMES"
 
 /* Accepted values, in order: X(ENUM_SUFFIX, "name"). */
 #define SG_POLICY_LIST(X)                                                     \
@@ -48,14 +50,22 @@
     X(AUTO, "auto")                                                           \
     X(ALWAYS, "always")                                                       \
     X(NEVER, "never")
+/* STABLEGRAPH_COST_TIMES (skip_profiled's purchase of variants, costs.h):
+ * what an exec's forwarded updates cost: the times the library measured
+ * (the default), or the cost table's figures only (reproducible). */
+#define SG_COST_TIMES_LIST(X)                                                 \
+    X(MEASURED, "measured")                                                   \
+    X(TABLE, "table")
 
 #define SG_ENUM_ITEM_(prefix, suffix) prefix##suffix,
 #define SG_POLICY_ITEM_(s, n) SG_ENUM_ITEM_(SG_POLICY_, s)
 #define SG_LOG_ITEM_(s, n) SG_ENUM_ITEM_(SG_LOG_, s)
 #define SG_ALIAS_ITEM_(s, n) SG_ENUM_ITEM_(SG_ALIAS_, s)
+#define SG_COST_TIMES_ITEM_(s, n) SG_ENUM_ITEM_(SG_COST_TIMES_, s)
 typedef enum { SG_POLICY_LIST(SG_POLICY_ITEM_) SG_POLICY_COUNT } sg_policy;
 typedef enum { SG_LOG_LIST(SG_LOG_ITEM_) SG_LOG_COUNT } sg_log_level;
 typedef enum { SG_ALIAS_LIST(SG_ALIAS_ITEM_) SG_ALIAS_COUNT } sg_alias_mode;
+typedef enum { SG_COST_TIMES_LIST(SG_COST_TIMES_ITEM_) SG_COST_TIMES_COUNT } sg_cost_times;
 
 #define SG_POLICY_DEFAULT SG_POLICY_SKIP_PROFILED
 #define SG_LOG_DEFAULT    SG_LOG_WARN
@@ -71,7 +81,7 @@ typedef enum { SG_ALIAS_LIST(SG_ALIAS_ITEM_) SG_ALIAS_COUNT } sg_alias_mode;
 #define SG_CONFIG_VALUE_MAX 1024
 /* Room for one complaint about one variable. */
 #define SG_CONFIG_MSG_MAX (SG_CONFIG_VALUE_MAX + 256)
-#define SG_CONFIG_NVARS 10
+#define SG_CONFIG_NVARS 12
 
 typedef struct sg_config {
     sg_policy policy;          /* effective policy: SG_POLICY_OFF after any error */
@@ -95,6 +105,12 @@ typedef struct sg_config {
     sg_alias_mode alias;
     size_t alias_min_bytes;
     int max_generations;
+    /* STABLEGRAPH_COSTS: a cost table (core/costs.tsv format) read at
+     * start-up instead of the built-in one ("" = built in); a table that
+     * cannot be read is a configuration error. STABLEGRAPH_COST_TIMES:
+     * measured | table (see SG_COST_TIMES_LIST). */
+    char costs[SG_CONFIG_VALUE_MAX + 1];
+    sg_cost_times cost_times;
     char log_file[SG_CONFIG_VALUE_MAX + 1];  /* "" = stderr */
     char report[SG_CONFIG_VALUE_MAX + 1];    /* "" = no report; template with %p %h %r %% */
     int nerrors;               /* number of variables with a bad value */
@@ -113,5 +129,6 @@ int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn);
 const char *sg_policy_name(sg_policy p);
 const char *sg_log_level_name(sg_log_level l);
 const char *sg_alias_name(sg_alias_mode a);
+const char *sg_cost_times_name(sg_cost_times t);
 
 #endif /* SG_CONFIG_H */

@@ -8,10 +8,12 @@
 #include "process.h"
 
 #include "core.h"
+#include "costs.h"
 #include "log.h"
 #include "report.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,11 +59,24 @@ static void atfork_child(void)
     report_enabled = cfg.report[0] && strstr(cfg.report, "%p");
 }
 
+/* The cost table (STABLEGRAPH_COSTS, costs.h): one that cannot be read is a
+ * configuration error like a bad variable (policy off, or exit when strict). */
+static void load_costs(sg_config *c)
+{
+    sg_costs_reset();
+    if (!c->costs[0] || c->nerrors >= SG_CONFIG_NVARS) return;
+    char err[SG_CONFIG_MSG_MAX - 64];
+    if (sg_costs_load(c->costs, err, sizeof err) == 0) return;
+    snprintf(c->errors[c->nerrors++], SG_CONFIG_MSG_MAX, "%s: not a cost table: %s", SG_ENV_COSTS, err);
+    c->policy = SG_POLICY_OFF;
+}
+
 int sg_process_start(sg_getenv_fn getenv_fn, const char *const *hook_names,
                      sg_hook_counter *counters, size_t nhooks)
 {
     env_get = getenv_fn;
     sg_config_parse(&cfg, getenv_fn);
+    load_costs(&cfg);
     sg_log_init(cfg.log_level, cfg.log_file);
     for (int i = 0; i < cfg.nerrors; i++) sg_log(SG_LOG_ERROR, "%s", cfg.errors[i]);
     if (cfg.nerrors && cfg.strict) {

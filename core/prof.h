@@ -11,7 +11,9 @@
  *   prof_restore.c   the clone of the exec's graph, bringing a variant or the
  *                    program's own exec to a state, and leaving variants;
  *   prof_alias.c     aliasing (opt-in): which words point into the buffers
- *                    bound to slots, their canonical form, translation.
+ *                    bound to slots, their canonical form, translation;
+ *   prof_rent.c      the purchase of variants (ski rental): their price,
+ *                    what the updates forwarded meanwhile cost.
  *
  * Terms:
  *   L      the logical state: what the program last asked the exec to hold
@@ -52,6 +54,8 @@
 typedef enum {
     SG_PROF_PROFILING,   /* its first profile_steps launches: recorded, forwarded */
     SG_PROF_PLAIN,       /* decided: skip_temp behaviour (forward what is not identical) */
+    SG_PROF_RENTING,     /* decided for variants, not bought yet: updates forwarded (as PLAIN)
+                          * and charged, until they have cost what the variants would */
     SG_PROF_VARIANTS,    /* decided: lazy updates accepted, each launch picks a variant */
 } sg_prof_state;
 
@@ -123,6 +127,15 @@ struct sg_prof {
     ppos *tmp;              /* merge buffer */
     size_t captmp;
     sg_exec_profile prof;
+    /* the purchase (prof_rent.c): distinct states seen while profiling (FNV-1a
+     * of every payload, at most max_variants kept), the launches seen, and
+     * the modeled cost of the update being forwarded (rent_pending: set by
+     * accept, paid by forwarded, cleared by the next launch) */
+    uint64_t state_hash[SG_MAX_GENERATIONS_MAX];
+    unsigned nstates;
+    unsigned long nlaunch;
+    uint64_t rent_pending;
+    int pending;
     /* aliasing (prof_alias.c) */
     size_t ngroups;
     size_t *slot_size;      /* per group */
@@ -198,6 +211,26 @@ void sg_prof_decide(sg_prof *p, const sg_fp *L);
  * report. */
 void sg_prof_decided(sg_prof *p);
 void sg_prof_log_decision(const sg_prof *p);
+
+/* ------------------------------------------------------------ prof_rent.c */
+
+/* Counts L's state among those seen while profiling (profiling restarts:
+ * sg_prof_profile_reset forgets them). */
+void sg_prof_count_state(sg_prof *p, const sg_fp *L);
+/* Decided for variants: prices them into p->prof (variant_ns,
+ * variants_priced) and enters RENTING. */
+void sg_prof_rent_start(sg_prof *p, const sg_fp *L, size_t ngroups);
+/* The modeled cost of update u of an exec holding L (changed nodes charged
+ * at the table's figures). */
+uint64_t sg_prof_rent_of(const sg_fp *L, const sg_update *u);
+/* An update forwarded while renting cost ns (measured; 0 if not timed). */
+void sg_prof_rent_paid(sg_prof *p, uint64_t ns);
+/* Whether the forwarded updates have cost as much as the variants would. */
+int sg_prof_rent_due(const sg_prof *p);
+/* Buys: RENTING -> VARIANTS (before sg_prof_gens_start). */
+void sg_prof_buy(sg_prof *p);
+/* An update variants would not carry while renting: back to PROFILING. */
+void sg_prof_rent_end(sg_prof *p);
 
 /* ------------------------------------------------------------ prof_alias.c */
 

@@ -10,10 +10,13 @@
  * (sorted by node, offset) and records which payload bytes varied. The
  * decision makes groups of the positions that pointed into an own-handle
  * allocation of the exec's context at every launch and into another one from
- * launch to launch (aliasing: opt-in), and goes to VARIANTS when some pointer
- * varied, every node of L could be read (a node the library cannot read
- * would make every variant run what it held at instantiation), the clone
- * exists and its attributes are L's.
+ * launch to launch (aliasing: opt-in), and decides for variants (RENTING
+ * first: prof_rent.c buys them once the forwarded updates have cost as
+ * much) when some pointer varied, every node of L could be read (a node the
+ * library cannot read would make every variant run what it held at
+ * instantiation), the clone exists and its attributes are L's. While
+ * renting, any update variants would not accept sends the exec back to
+ * profiling, and nothing else changes what these checks found.
  */
 #include "prof.h"
 
@@ -141,6 +144,7 @@ int sg_prof_observe(sg_prof *p, const sg_fp *L)
                 if (a->pay[x] != b->pay[x]) p->varied[i][x] = 1;
         }
     }
+    sg_prof_count_state(p, L);
     hits hs = { .ctx = p->ctx };
     sg_prof_scan(L, collect, &hs);
     int rc = hs.oom || merge_hits(p, &hs) ? -1 : 0;
@@ -225,13 +229,15 @@ static size_t make_groups(sg_prof *p, unsigned long long *remap_ns)
 void sg_prof_log_decision(const sg_prof *p)
 {
     const sg_exec_profile *d = &p->prof;
-    SG_INFO("graph exec %lu (%p): profiled %d launches: %s (%s): %u pointer positions, %u varying, "
+    SG_INFO("graph exec %lu (%p): launch %lu: %s (%s): %u pointer positions, %u varying, "
             "%u varying scalar bytes, %u aliased slots, update cost %llu ns/step, estimated remap "
-            "cost %llu ns/step, %u generations allowed",
-            sg_exec_id(p->exec), (void *)p->exec, p->launches,
-            d->generations ? "generations" : "plain", d->why, d->positions,
+            "cost %llu ns/step, %u generations allowed; variants priced at %llu ns (%u "
+            "instantiations), forwarded updates %llu ns so far",
+            sg_exec_id(p->exec), (void *)p->exec, p->nlaunch,
+            d->generations ? "generations" : d->renting ? "renting" : "plain", d->why, d->positions,
             d->varying_positions, d->varying_scalar_bytes, d->aliased_slots,
-            d->update_ns_per_step, d->remap_ns_per_step, d->generations_allowed);
+            d->update_ns_per_step, d->remap_ns_per_step, d->generations_allowed, d->variant_ns,
+            d->variants_priced, d->forwarded_ns);
 }
 
 
@@ -303,12 +309,11 @@ void sg_prof_decide(sg_prof *p, const sg_fp *L)
     } else if (sg_prof_caps.max_variants == 1 && !ng) {
         d->why = "one generation allowed and nothing aliased";
     } else {
-        d->generations = 1;
         d->why = ng ? "varying pointers; aliased into slots"
                : !sg_prof_caps.alias ? "varying pointers; aliasing off (STABLEGRAPH_ALIAS=never)"
                : remap == 0 ? "varying pointers; none in own-handle buffers"
                             : "varying pointers; remapping costs more than updating";
-        p->state = SG_PROF_VARIANTS;
+        sg_prof_rent_start(p, L, ng);   /* variants are bought when renting has cost as much */
     }
 }
 

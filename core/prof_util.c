@@ -163,6 +163,7 @@ void sg_prof_profile_reset(sg_prof *p)
     p->npos = 0;
     p->launches = 0;
     p->update_ns = 0;
+    p->nstates = 0;
 }
 
 /* ------------------------------------------------------------ variants' nodes */

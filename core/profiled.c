@@ -11,9 +11,12 @@
  *                   the driver (the changed nodes are marked dirty);
  *   before_forward  any other update of a VARIANTS exec sends it back to
  *                   PROFILING, its own exec restored to L first;
- *   forwarded       forwarded updates are timed while profiling;
+ *   forwarded       forwarded updates are timed while profiling, and
+ *                   charged while RENTING (prof_rent.c);
  *   launch          PROFILING records and forwards; the launch after the
- *                   last profiled one decides; VARIANTS picks a variant;
+ *                   last profiled one decides (PLAIN, or RENTING); RENTING
+ *                   forwards until its updates have cost what the variants
+ *                   would, then buys them; VARIANTS picks a variant;
  *                   every launch keeps the program's order;
  *   fix             state no variant carries: PLAIN for good;
  *   stream_gone     the order event is recorded before the stream goes;
@@ -90,9 +93,20 @@ static int lazy_graph_ok(const sg_prof *p, const sg_fp *a, const sg_fp *b)
     return 1;
 }
 
+/* RENTING: an update variants would accept is forwarded and charged
+ * (pending: forwarded() pays it); any other ends renting (before_forward). */
+static int rent(sg_prof *p, const sg_exec_view *x, const sg_update *u)
+{
+    p->pending = x->L && !p->x0_stale &&
+                 (u->next ? lazy_graph_ok(p, x->L, u->next) : lazy_node_ok(p, &x->L->nodes[u->node], u->desc));
+    if (p->pending) p->rent_pending = sg_prof_rent_of(x->L, u);
+    return 0;
+}
+
 static int accept(void *st, const sg_exec_view *x, const sg_update *u)
 {
     sg_prof *p = st;
+    if (p->state == SG_PROF_RENTING) return rent(p, x, u);
     if (p->state != SG_PROF_VARIANTS || !x->L || p->x0_stale) return 0;
     int ok = u->next ? lazy_graph_ok(p, x->L, u->next)
                      : lazy_node_ok(p, &x->L->nodes[u->node], u->desc);
@@ -165,6 +179,7 @@ static CUresult before_forward(void *st, const sg_exec_view *x, const sg_update 
      * state); launches stay refused until the exec holds it. */
     if (p->state == SG_PROF_VARIANTS) (void)sg_prof_leave(p, x, 0, NULL);
     else if (p->x0_stale) (void)sg_prof_x0_recover(p, x);
+    if (p->state == SG_PROF_RENTING && !p->pending) sg_prof_rent_end(p);
     return CUDA_SUCCESS;
 }
 
@@ -172,6 +187,10 @@ static void forwarded(void *st, const sg_exec_view *x, long node, uint64_t ns)
 {
     sg_prof *p = st;
     if (p->state == SG_PROF_PROFILING) p->update_ns += ns;
+    if (p->state == SG_PROF_RENTING) {
+        if (p->pending && x->L) sg_prof_rent_paid(p, ns);
+        else sg_prof_rent_end(p);       /* what the exec holds is no longer known */
+    }
     if (node < 0) {                      /* X_0 holds the program's whole graph now */
         p->x0_stale = 0;
         p->x0_known = 0;
@@ -194,10 +213,23 @@ static CUresult launch_own(sg_prof *p, const sg_exec_view *x, const sg_call *c)
     return p->sim ? c->forward(c->args) : sg_prof_launch_ordered(p, x, 0, c);
 }
 
+/* At a decision or a purchase: buys if renting has cost as much as the
+ * variants would, sets them up, reports, and launches. */
+static CUresult settle(sg_prof *p, const sg_exec_view *x, const sg_call *c, const sg_fp *L)
+{
+    if (sg_prof_rent_due(p)) sg_prof_buy(p);
+    sg_prof_gens_start(p, L);
+    sg_prof_decided(p);
+    if (p->state == SG_PROF_VARIANTS && !p->sim) return sg_prof_launch_variants(p, x, c);
+    return launch_own(p, x, c);
+}
+
 static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
 {
     sg_prof *p = st;
     const sg_fp *L = x->L;
+    p->nlaunch++;
+    p->pending = 0;
     /* Fast path (the steady state of a program rotating among variants): the
      * generation settled by the last update, no driver call but the launch. */
     if (__builtin_expect(p->hit >= 0 && L && !p->x0_stale, 1) && !sg_capture_active())
@@ -213,14 +245,16 @@ static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
         }
         return sg_prof_launch_variants(p, x, c);
     }
+    if (p->state == SG_PROF_RENTING && !x->fixed) {
+        if (!L) sg_prof_rent_end(p);
+        else if (sg_prof_rent_due(p)) return settle(p, x, c, L);
+    }
     if (p->state == SG_PROF_PROFILING && !p->final_plain && !x->fixed) {
         if (!L) {
             sg_prof_profile_reset(p);
         } else if (p->launches >= sg_prof_caps.profile_steps && sg_prof_same_shape(&p->base, L)) {
             sg_prof_decide(p, L);
-            sg_prof_gens_start(p, L);
-            sg_prof_decided(p);
-            if (p->state == SG_PROF_VARIANTS && !p->sim) return sg_prof_launch_variants(p, x, c);
+            return settle(p, x, c, L);
         } else if (sg_prof_observe(p, L)) {
             sg_prof_profile_reset(p);
         }
@@ -240,6 +274,7 @@ static CUresult fix(void *st, const sg_exec_view *x)
     if (!p->final_plain) {          /* the report says why, decided or not */
         p->prof.decided = 1;
         p->prof.generations = 0;
+        p->prof.renting = 0;
         p->prof.why = "the exec holds state no variant carries (a disabled node, or a setter of "
                       "a node type the library does not model)";
         sg_exec_set_profile(p->exec, &p->prof);

@@ -109,6 +109,48 @@ static void out_reasons(sg_out *o, const unsigned long *reasons)
     OUT_LIT(o, "}");
 }
 
+/* The decision's reason; while renting, what the forwarded updates have
+ * cost so far against the variants' price; once bought, when. */
+static void out_why(sg_out *o, const sg_exec_profile *p)
+{
+    char buf[512];
+    const char *why = p->why ? p->why : "";
+    if (p->renting)
+        snprintf(buf, sizeof buf, "renting: forwarded %.1f of %.1f us (%s)", p->forwarded_ns / 1e3,
+                 p->variant_ns / 1e3, why);
+    else if (p->bought_at)
+        snprintf(buf, sizeof buf, "%s; bought at launch %lu: forwarded %.1f of %.1f us", why,
+                 p->bought_at, p->forwarded_ns / 1e3, p->variant_ns / 1e3);
+    else
+        snprintf(buf, sizeof buf, "%s", why);
+    out_str(o, buf);
+}
+
+/* The purchase of variants (core/prof_rent.c). break_even_launch: the launch
+ * at which they were bought, or while renting the one at which the updates
+ * forwarded at the rate seen so far will have cost as much (null: none
+ * forwarded yet). */
+static void out_purchase(sg_out *o, const sg_exec_profile *p)
+{
+    if (!p->renting && !p->bought_at) return;
+    out_fmt(o, ", \"purchase\": {\"variant_ns\": %llu, \"variants_priced\": %u, "
+               "\"forwarded_ns\": %llu, \"rented_updates\": %lu, \"cost_times\": \"%s\", "
+               "\"decided_at_launch\": %lu, ",
+            p->variant_ns, p->variants_priced, p->forwarded_ns, p->rented_updates,
+            p->measured ? "measured" : "table", p->decided_at);
+    if (p->bought_at) {
+        out_fmt(o, "\"bought_at_launch\": %lu, \"break_even_launch\": %lu}", p->bought_at,
+                p->bought_at);
+    } else if (p->forwarded_ns && p->rent_launch >= p->decided_at) {
+        unsigned long long span = p->rent_launch - p->decided_at + 1;
+        unsigned long long left = p->variant_ns - p->forwarded_ns;
+        out_fmt(o, "\"bought_at_launch\": null, \"break_even_launch\": %llu}",
+                p->rent_launch + (left * span + p->forwarded_ns - 1) / p->forwarded_ns + 1);
+    } else {
+        OUT_LIT(o, "\"bought_at_launch\": null, \"break_even_launch\": null}");
+    }
+}
+
 static void out_exec(const sg_exec_info *e, void *ctx)
 {
     sg_exec_out *x = ctx;
@@ -128,13 +170,15 @@ static void out_exec(const sg_exec_info *e, void *ctx)
     if (p->decided) {
         out_fmt(o, ", \"profile\": {\"mode\": \"%s\", \"positions\": %u, "
                    "\"varying_positions\": %u, \"varying_scalar_bytes\": %u, ",
-                p->generations ? "generations" : "plain", p->positions, p->varying_positions,
+                p->generations ? "generations" : p->renting ? "renting" : "plain", p->positions,
+                p->varying_positions,
                 p->varying_scalar_bytes);
         out_fmt(o, "\"aliased_slots\": %u, \"generations_allowed\": %u, "
                    "\"update_ns_per_step\": %llu, \"remap_ns_per_step\": %llu, \"why\": ",
                 p->aliased_slots, p->generations_allowed, p->update_ns_per_step,
                 p->remap_ns_per_step);
-        out_str(o, p->why ? p->why : "");
+        out_why(o, p);
+        out_purchase(o, p);
         out_fmt(o, ", \"variants\": %lu, \"demotions\": %lu, \"library_updates\": %lu}",
                 e->variants, e->demotions, e->library_updates);
     }

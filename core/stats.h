@@ -98,6 +98,16 @@ typedef struct sg_exec_profile {
     unsigned long long update_ns_per_step;  /* measured, forwarded updates */
     unsigned long long remap_ns_per_step;   /* estimated for the aliased slots */
     const char *why;           /* static text: why this mode (or the fallback) */
+    /* The purchase of variants (ski rental, prof_rent.c): */
+    int renting;               /* 1: variants would serve, not bought yet: updates forwarded */
+    int measured;              /* forwarded_ns from the library's timings (else the table's) */
+    unsigned variants_priced;  /* instantiations the price counts */
+    unsigned long decided_at;  /* the exec's launch at which it was decided (1, 2, ...) */
+    unsigned long bought_at;   /* the launch at which variants were bought; 0: not (yet) */
+    unsigned long rent_launch; /* the launch before the latest update forwarded while renting */
+    unsigned long rented_updates;     /* updates forwarded while renting */
+    unsigned long long variant_ns;    /* modeled cost of buying the variants */
+    unsigned long long forwarded_ns;  /* what the updates forwarded while renting cost */
 } sg_exec_profile;
 
 /* Per-exec skip_profiled events (sg_exec_event). */

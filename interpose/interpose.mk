@@ -11,6 +11,16 @@ SG_IP_OBJS   := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard interpose/*.c))
 SG_MAP       := $(BUILD)/interpose/libstablegraph.map
 
 $(SG_CORE_OBJS) $(SG_IP_OBJS): ALL_CFLAGS += -fvisibility=hidden
+
+# The library's built-in cost figures: core/costs.tsv, the table the bench
+# uses too, through core/costs.awk (a change of either rebuilds core/costs.o;
+# a malformed table fails the build).
+SG_COSTS_INC := $(BUILD)/gen/sg_costs.inc
+$(SG_COSTS_INC): core/costs.tsv core/costs.awk
+	@mkdir -p $(@D)
+	awk -f core/costs.awk core/costs.tsv >$@.tmp && mv $@.tmp $@
+$(BUILD)/obj/core/costs.o: $(SG_COSTS_INC)
+$(BUILD)/obj/core/costs.o: ALL_CFLAGS += -I$(BUILD)/gen
 $(SG_IP_OBJS): interpose/hooks.def
 
 # The exported dlsym and what it reaches (interpose/dlsym_entry.c) run inside

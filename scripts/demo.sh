@@ -7,7 +7,7 @@
 # prints a side-by-side table of what reached the driver, the checksums and
 # the modeled driver time: every call that reached the driver (the program's
 # and the library's own) charged from the per-call cost table
-# tests/bench/costs.tsv (tests/bench/costmodel.py, the same model as
+# core/costs.tsv (tests/bench/costmodel.py, the same model as
 # `make bench`), per steady-state step and over the whole run, updates under
 # the "every node" and the "changed nodes" rule, at the table's three query
 # costs; and the driver time the library avoids over the run (negative: it
@@ -32,7 +32,7 @@
 #                  $BUILD/workloads/train_loop)
 #   DEMO_POLICY    policy of the third run (default: none set, i.e. the
 #                  library's own default, named in the table from its report)
-#   DEMO_COSTS     the cost table (default tests/bench/costs.tsv)
+#   DEMO_COSTS     the cost table (default core/costs.tsv)
 #   DEMO_OUT       output directory (default $BUILD/demo): demo.md (the
 #                  table), and per run its output, report and driver counts
 # Exit status: 0 when every run succeeded and printed the checksum of the run
@@ -56,7 +56,7 @@ if [ -z "$program" ]; then
     [ -x "$build/workloads/rt/rt_train_loop" ] && program=$build/workloads/rt/rt_train_loop
 fi
 out=${DEMO_OUT:-$build/demo}
-costs=${DEMO_COSTS:-$src/tests/bench/costs.tsv}
+costs=${DEMO_COSTS:-$src/core/costs.tsv}
 
 die() { echo "demo: $*" >&2; exit 2; }
 [[ $steps =~ ^[1-9][0-9]*$ ]] || die "DEMO_STEPS=$steps: want a positive integer"

@@ -33,7 +33,7 @@ ld.so code the library calls is given beside it).
 Every cell also gets a modeled driver time per steady-state step
 (costmodel.py): every call that reached the emulated driver, the program's and
 the library's own, charged from the cost table (--costs, default
-tests/bench/costs.tsv), updates under the "every node" and the "changed
+core/costs.tsv), updates under the "every node" and the "changed
 nodes" rule, at the three query costs of the table. --model-sizes adds graph
 sizes (16384 by default) that run once with S and 2S steps for their counts.
 
@@ -973,7 +973,7 @@ def parse_args(argv):
     ap.add_argument("--skip-cost-steps", type=int, default=3,
                     help="S: the skip-cost runs use --steps S and S + 2")
     ap.add_argument("--costs", default=costmodel.DEFAULT_TABLE,
-                    help="the per-call cost table (tests/bench/costs.tsv format)")
+                    help="the per-call cost table (core/costs.tsv format)")
     g = ap.add_argument_group("issue 11's figures (targets.py)")
     g.add_argument("--no-targets", action="store_true", help="measure none of them")
     g.add_argument("--targets", default="",

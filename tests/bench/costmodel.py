@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/bench/costmodel.py: the modeled driver time (python3, stdlib only).
 
-Reads the per-call cost table (tests/bench/costs.tsv, format in its header) and
+Reads the per-call cost table (core/costs.tsv, format in its header) and
 charges driver call counts with it: every call that reached the driver (the
 emulated driver's CUDAEMU_STATS counts the program's calls and the library's
 own alike) times its cost, plus, for calls that cover graph nodes (updates,
@@ -36,7 +36,7 @@ import sys
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_TABLE = os.path.join(HERE, "costs.tsv")
+DEFAULT_TABLE = os.path.normpath(os.path.join(HERE, "..", "..", "core", "costs.tsv"))
 RULES = ("every", "changed")
 RULE_NAMES = {"every": "every-node", "changed": "changed-nodes"}
 BASES = ("call", "node", "changed_node", "scanned_node")

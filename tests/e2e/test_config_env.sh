@@ -46,8 +46,25 @@ err=$(STABLEGRAPH_POLICY=skip_profiled STABLEGRAPH_PROFILE_STEPS=5 STABLEGRAPH_A
       STABLEGRAPH_REPORT=$rep LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
 check_eq "skip_profiled and its variables accepted" "$(json_get "$rep" policy)" skip_profiled
 check_eq "skip_profiled: no start-up warning (aliasing is implemented)" "$err" ""
+# A cost table (STABLEGRAPH_COSTS): the shipped one is accepted; one that
+# cannot be read, or is malformed, is a configuration error naming the file
+# and line (policy off; with STABLEGRAPH_STRICT=1, exit status 2).
+rep=$TMP/costs.json
+err=$(STABLEGRAPH_COSTS=$SRC/core/costs.tsv STABLEGRAPH_COST_TIMES=table STABLEGRAPH_STRICT=1 \
+      STABLEGRAPH_REPORT=$rep LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
+check_eq "STABLEGRAPH_COSTS: the shipped table accepted" "$(json_get "$rep" policy)" skip_profiled
+check_eq "STABLEGRAPH_COSTS: no start-up warning" "$err" ""
+printf 'query range 0.03,0.1,0.3 x\ncuGraphInstantiateWithFlags node cheap x\n' >"$TMP/bad.tsv"
+err=$(STABLEGRAPH_COSTS=$TMP/bad.tsv STABLEGRAPH_REPORT=$rep LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" \
+      "$PROG" direct 2>&1 >/dev/null)
+check "STABLEGRAPH_COSTS malformed: file, line and what is wrong" \
+    grep -q "^stablegraph: error: STABLEGRAPH_COSTS: not a cost table: $TMP/bad.tsv:2: US must be" <<<"$err"
+check_eq "STABLEGRAPH_COSTS malformed: policy off" "$(json_get "$rep" policy)" off
+STABLEGRAPH_COSTS=$TMP/missing.tsv STABLEGRAPH_STRICT=1 LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" \
+    "$PROG" direct >/dev/null 2>&1
+check_eq "STABLEGRAPH_COSTS missing, strict: exit status 2" "$?" 2
 for bad in STABLEGRAPH_PROFILE_STEPS=0 STABLEGRAPH_ALIAS=maybe STABLEGRAPH_ALIAS_MIN_BYTES=1X \
-           STABLEGRAPH_MAX_GENERATIONS=17; do
+           STABLEGRAPH_MAX_GENERATIONS=17 STABLEGRAPH_COST_TIMES=both; do
     err=$(env "$bad" STABLEGRAPH_POLICY=skip_profiled LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
     check "${bad%%=*} bad: rejected with the accepted values" grep -q "^stablegraph: error: ${bad%%=*}=\"${bad#*=}\" is not valid.*accepted: " <<<"$err"
 done

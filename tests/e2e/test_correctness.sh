@@ -20,7 +20,8 @@
 #                    CUDAEMU_GRANULARITY=65536, STABLEGRAPH_ALIAS_MIN_BYTES=4096
 #                    (so that aliasing really happens)
 #             (STABLEGRAPH_PROFILE_STEPS=3, STABLEGRAPH_MAX_GENERATIONS=8
-#             set explicitly), two TAP lines (three with a report check):
+#             set explicitly; STABLEGRAPH_COSTS=tests/lib/costs-free-variants.tsv
+#             so that variants are bought at the decision), two TAP lines (three with a report check):
 #     as without the library
 #                finished (no hang: every run is under `timeout`,
 #                ADV_TIMEOUT seconds, default 10, where the baselines take
@@ -42,7 +43,11 @@ E=$BUILD/tests/e2e
 LIB=$BUILD/libstablegraph.so
 TO=${ADV_TIMEOUT:-10}
 MEM256=CUDAEMU_DEVICE_MEMORY=268435456
-LIB_ENV=(STABLEGRAPH_PROFILE_STEPS=3 STABLEGRAPH_MAX_GENERATIONS=8)
+# Variants bought at the decision (a cost table in which they are free): the
+# cases attack them from the first decided launch; renting (forwarding, as
+# skip_temp) is what skip_temp's runs already cover.
+LIB_ENV=(STABLEGRAPH_PROFILE_STEPS=3 STABLEGRAPH_MAX_GENERATIONS=8
+         STABLEGRAPH_COSTS=$SRC/tests/lib/costs-free-variants.tsv)
 ALIAS_ENV=(STABLEGRAPH_ALIAS=always CUDAEMU_GRANULARITY=65536 STABLEGRAPH_ALIAS_MIN_BYTES=4096)
 GETPARAMS_FAIL=CUDAEMU_FAIL=cuGraphMemcpyNodeGetParams:1+:CUDA_ERROR_UNKNOWN,cuGraphMemsetNodeGetParams:1+:CUDA_ERROR_UNKNOWN
 

@@ -3,7 +3,7 @@
 # driver, small: the CUDA-runtime train_loop by default when nvcc built it,
 # with the driver-API twin's checksum; the table has its three columns and rows, says which driver
 # ran, reports equal checksums, writes demo.md; its modeled driver time is the
-# cost table's (tests/bench/costs.tsv) charge of every call that reached the
+# cost table's (core/costs.tsv) charge of every call that reached the
 # driver, the library's own included, per steady-state step ((2N - N) / N)
 # and over the run, under both update rules; a custom table changes it; a
 # caller's STABLEGRAPH_* settings do not reach the runs; a run whose checksum
@@ -91,7 +91,7 @@ check "instantiations at 2 and 8 ms" grep -Eq '^[+-][0-9.]+ / [+-][0-9.]+ ms$' \
     <<<"$(cell 'the same, each instantiation at 2 / 8 ms [2], every-node rule' 3)"
 check "the library's own calls counted" grep -Eq '^[0-9]+ \([0-9]+\)$' \
     <<<"$(cell "driver calls, all (the library's own)" 3)"
-for src in 'A model, not a measurement' 'tests/bench/costs.tsv' 'every node' 'changed nodes' \
+for src in 'A model, not a measurement' 'core/costs.tsv' 'every node' 'changed nodes' \
            '1.0247 us per node' 'cuMemCreate 193' '0.03 / 0.1 / 0.3 us' '8-10 ms'; do
     check "footnotes name the model and its figures: $src" grep -qF -- "$src" <<<"$out"
 done

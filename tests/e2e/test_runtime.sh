@@ -57,8 +57,13 @@ rtrun() {
     if [ "$policy" = none ]; then
         [ -z "$san_pre" ] || envs+=(LD_PRELOAD="$san_pre")
     else
+        # variants bought at skip_profiled's decision (a table in which they
+        # are free): the runtime program and its twin then make the same
+        # calls whatever their measured update times (the purchase itself:
+        # test_skip_profiled.sh)
         envs+=(LD_PRELOAD="${san_pre:+$san_pre:}$LIB" STABLEGRAPH_POLICY="$policy"
-               STABLEGRAPH_REPORT="$TMP/$tag.rep.json")
+               STABLEGRAPH_REPORT="$TMP/$tag.rep.json"
+               STABLEGRAPH_COSTS="$SRC/tests/lib/costs-free-variants.tsv")
     fi
     env "${envs[@]}" "$@" >"$TMP/$tag.out" 2>"$TMP/$tag.err"
     rc=$?

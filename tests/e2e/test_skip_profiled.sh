@@ -33,20 +33,29 @@ W=$BUILD/workloads
 STEPS=30
 UPDATES="cuGraphExecUpdate_v2 cuGraphExecUpdate cuGraphExecKernelNodeSetParams_v2 cuGraphExecKernelNodeSetParams cuGraphExecNodeSetParams"
 VMM="cuMemMap cuMemUnmap cuMemSetAccess cuMemCreate"
+INSTS="cuGraphInstantiate cuGraphInstantiate_v2 cuGraphInstantiateWithFlags cuGraphInstantiateWithParams"
+# Variants bought at the decision (a cost table in which they are free), for
+# the checks of what variants do; the purchase itself is tested at the
+# shipped figures below ("renting", "buying").
+FREE=STABLEGRAPH_COSTS=$SRC/tests/lib/costs-free-variants.tsv
 
-# run TAG NAME POLICY STEPS [ENV...]: runs workload NAME (policy none = no
+# run TAG NAME POLICY STEPS [ENV...] [ARGS...]: runs workload NAME (policy none = no
 # library, and then checked: status 0, the model's checksum) leaving
 # $TMP/TAG.{out,json,report.json}.
 run() {
-    local tag=$1 name=$2 policy=$3 steps=$4; shift 4
+    local tag=$1 name=$2 policy=$3 steps=$4 a envs=() args=(); shift 4
+    for a in "$@"; do      # VAR=value: the environment; anything else: the program's
+        case $a in -*) args+=("$a") ;; *=*) envs+=("$a") ;; *) args+=("$a") ;; esac
+    done
+    set -- "${envs[@]}"
     if [ "$policy" = none ]; then
-        env "$@" CUDAEMU_STATS=$TMP/$tag.json LD_LIBRARY_PATH="$EMU_LIB" "$W/$name" --steps "$steps" \
+        env "$@" CUDAEMU_STATS=$TMP/$tag.json LD_LIBRARY_PATH="$EMU_LIB" "$W/$name" --steps "$steps" "${args[@]}" \
             >"$TMP/$tag.out" 2>&1
         check_baseline "$name, $steps steps${*:+ ($*)}" "$TMP/$tag.out" $?
     else
         env "$@" STABLEGRAPH_POLICY=$policy STABLEGRAPH_REPORT=$TMP/$tag.report.json \
             CUDAEMU_STATS=$TMP/$tag.json LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" \
-            "$W/$name" --steps "$steps" >"$TMP/$tag.out" 2>&1
+            "$W/$name" --steps "$steps" "${args[@]}" >"$TMP/$tag.out" 2>&1
     fi
 }
 sum_of() { sum_in "$TMP/$1.out"; }
@@ -68,7 +77,7 @@ for delay in 0 200; do
     export CUDAEMU_KERNEL_DELAY_US=$delay
     for name in rotating_inputs fresh_inputs slices; do
         tag="$name/delay=$delay"
-        extra=()
+        extra=("$FREE")
         run base $name none $STEPS
         run prof $name skip_profiled $STEPS "${extra[@]}"
         run prof10 $name skip_profiled 10 "${extra[@]}"
@@ -90,7 +99,7 @@ for delay in 0 200; do
         fi
     done
     # slices with 4 generations: 7 states, so variants get updated; still right
-    run prof slices skip_profiled $STEPS STABLEGRAPH_MAX_GENERATIONS=4
+    run prof slices skip_profiled $STEPS STABLEGRAPH_MAX_GENERATIONS=4 "$FREE"
     run base slices none $STEPS
     check_sum "slices/delay=$delay, 4 generations: checksum" "$(sum_of prof)" "$(sum_of base)"
     check_eq "slices/delay=$delay, 4 generations: violations" "$(json_get "$TMP/prof.json" violations)" 0
@@ -98,7 +107,7 @@ done
 unset CUDAEMU_KERNEL_DELAY_US
 
 run base scalar_changes none $STEPS
-run prof scalar_changes skip_profiled $STEPS
+run prof scalar_changes skip_profiled $STEPS "$FREE"
 check_sum "scalar_changes: checksum" "$(sum_of prof)" "$(sum_of base)"
 lanes=$(( $(calls base cuGraphExecKernelNodeSetParams_v2) / STEPS ))
 check "scalar_changes: the workload sets its seed nodes every step" [ "$lanes" -ge 1 ]
@@ -108,13 +117,13 @@ check_eq "scalar_changes: decided plain" \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" plain
 
 run base topology_changes none $STEPS
-run prof topology_changes skip_profiled $STEPS
+run prof topology_changes skip_profiled $STEPS "$FREE"
 check_sum "topology_changes: checksum" "$(sum_of prof)" "$(sum_of base)"
 check_eq "topology_changes: violations" "$(json_get "$TMP/prof.json" violations)" 0
 
 # Aliasing: small granules, every buffer its own handles, one generation.
 ALIAS_ENV=(CUDAEMU_GRANULARITY=65536 STABLEGRAPH_ALIAS_MIN_BYTES=4096 STABLEGRAPH_ALIAS=always
-           STABLEGRAPH_MAX_GENERATIONS=1)
+           STABLEGRAPH_MAX_GENERATIONS=1 "$FREE")
 for delay in 0 200; do
     tag="aliasing/fresh_inputs/delay=$delay"
     run base fresh_inputs none $STEPS CUDAEMU_GRANULARITY=65536
@@ -162,7 +171,7 @@ for spec in slices:cuGraphKernelNodeSetParams_v2:1+:CUDA_ERROR_UNKNOWN:C \
     IFS=: read -r name entry when err path <<<"$spec"
     tag="restore $name $entry:$when:$err"
     run base $name none 12
-    run fault $name skip_profiled 12 STABLEGRAPH_LOG=info CUDAEMU_FAIL=$entry:$when:$err
+    run fault $name skip_profiled 12 STABLEGRAPH_LOG=info CUDAEMU_FAIL=$entry:$when:$err "$FREE"
     check_sum "$tag: checksum" "$(sum_of fault)" "$(sum_of base)"
     check_eq "$tag: violations" "$(json_get "$TMP/fault.json" violations)" 0
     check "$tag: no error reaches the program" [ -z "$(grep ' failed: ' "$TMP/fault.out")" ]
@@ -173,22 +182,82 @@ done
 # Every path failing (the per-type and the generic clone setters; slices'
 # nodes cannot be named for path B): the program's launch gets
 # CUDA_ERROR_OUT_OF_MEMORY and its exec never runs in another state.
-run fault slices skip_profiled 12 \
+run fault slices skip_profiled 12 "$FREE" \
     CUDAEMU_FAIL=cuGraphKernelNodeSetParams_v2:1+:CUDA_ERROR_UNKNOWN,cuGraphNodeSetParams:1+:CUDA_ERROR_UNKNOWN
 check "restore: all paths fail: the launch gets CUDA_ERROR_OUT_OF_MEMORY" \
     grep -q 'cuGraphLaunch(exec, w->stream) failed: CUDA_ERROR_OUT_OF_MEMORY' "$TMP/fault.out"
 check "restore: all paths fail: no checksum line at all" [ -z "$(grep checksum "$TMP/fault.out")" ]
 check_eq "restore: all paths fail: violations" "$(json_get "$TMP/fault.json" violations)" 0
 
-# always_update counts what skip_profiled would skip.
-for name in rotating_inputs fresh_inputs; do
-    run prof $name skip_profiled $STEPS
-    run au $name always_update $STEPS
-    check_sum "$name: always_update checksum" "$(sum_of au)" "$(sum_of prof)"
-    check_eq "$name: always_update forwards every update" "$(exec_sum au updates_forwarded)" \
-        "$(exec_sum au updates_seen)"
-    check_eq "$name: would_skip_profiled = skip_profiled's skipped" \
-        "$(exec_sum au would_skip_profiled)" "$(json_get "$TMP/prof.report.json" totals.updates_skipped)"
-    check "$name: skip_profiled skipped something" [ "$(json_get "$TMP/prof.report.json" totals.updates_skipped)" -gt 0 ]
+# Variants by cost (issue 11, core/prof_rent.c), at the shipped figures
+# (core/costs.tsv) with the table's update figures (STABLEGRAPH_COST_TIMES=
+# table: the same purchase on any machine; a per-node update: 1325 ns):
+#   renting: rotating_inputs at the demo's 320 nodes for 50 steps: its 2
+#     variants would cost ~580 us, its 4 per-node updates ~5.3 us a step: it
+#     stays on forwarded updates (no instantiation reaches the driver but the
+#     program's, every update forwarded but the identical ones, as under
+#     skip_temp), and the report says why;
+#   buying: at 16 nodes the variants (~32 us) pay for themselves within a few
+#     steps: bought at the launch after the update that made the forwarded
+#     cost reach their price, 2 instantiations more than without the library,
+#     no update reaches the driver after that (steps 100 to 200);
+#   checksums equal to the run without the library, 0 violations.
+TAB=STABLEGRAPH_COST_TIMES=table
+# prof_get TAG EXPR: EXPR over the first exec's profile object (p)
+prof_get() {
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["execs"][0]["profile"]; print(eval(sys.argv[2]))' \
+        "$TMP/$1.report.json" "$2"
+}
+run base rotating_inputs none 50 --nodes 320
+run rent rotating_inputs skip_profiled 50 "$TAB" --nodes 320
+check_sum "renting: checksum" "$(sum_of rent)" "$(sum_of base)"
+check_eq "renting: violations" "$(json_get "$TMP/rent.json" violations)" 0
+check_eq "renting: no instantiation but the program's" "$(calls rent $INSTS)" "$(calls base $INSTS)"
+run temp rotating_inputs skip_temp 50 --nodes 320
+check_eq "renting: every update forwarded as under skip_temp (identical ones skipped)" \
+    "$(calls rent $UPDATES)" "$(calls temp $UPDATES)"
+check_eq "renting: report: mode" "$(prof_get rent 'p["mode"]')" renting
+check "renting: report: why ($(prof_get rent 'p["why"]'))" \
+    grep -q '^renting: forwarded [0-9.]* of [0-9.]* us (varying pointers' <<<"$(prof_get rent 'p["why"]')"
+check_eq "renting: report: 2 variants priced" "$(prof_get rent 'p["purchase"]["variants_priced"]')" 2
+check_eq "renting: report: not bought" "$(prof_get rent 'p["purchase"]["bought_at_launch"]')" None
+check_eq "renting: report: 46 steps of 4 updates charged at 1325 ns" \
+    "$(prof_get rent '(p["purchase"]["rented_updates"], p["purchase"]["forwarded_ns"])')" "(184, 243800)"
+check_eq "renting: report: cheaper than the variants, break-even after the run" \
+    "$(prof_get rent 'p["purchase"]["forwarded_ns"] < p["purchase"]["variant_ns"] and p["purchase"]["break_even_launch"] > 50')" True
+
+run base rotating_inputs none 200 --nodes 16
+run buy rotating_inputs skip_profiled 200 "$TAB" --nodes 16
+run buy100 rotating_inputs skip_profiled 100 "$TAB" --nodes 16
+check_sum "buying: checksum" "$(sum_of buy)" "$(sum_of base)"
+check_eq "buying: violations" "$(json_get "$TMP/buy.json" violations)" 0
+check_eq "buying: 2 instantiations more than without the library" \
+    "$(calls buy $INSTS)" $(( $(calls base $INSTS) + 2 ))
+check_eq "buying: no update reaches the driver between step 100 and 200" \
+    "$(calls buy100 $UPDATES)" "$(calls buy $UPDATES)"
+check "buying: updates reached the driver before the purchase" [ "$(calls buy $UPDATES)" -gt 20 ]
+check_eq "buying: report: mode" "$(prof_get buy 'p["mode"]')" generations
+check_eq "buying: report: bought at the first launch after the forwarded cost reached the price" \
+    "$(prof_get buy '(lambda q: q["variant_ns"] <= q["forwarded_ns"] < q["variant_ns"] + 4 * 1325 and q["bought_at_launch"] == q["break_even_launch"] > q["decided_at_launch"])(p["purchase"])')" True
+check "buying: report: why ($(prof_get buy 'p["why"]'))" \
+    grep -q '; bought at launch [0-9]*: forwarded' <<<"$(prof_get buy 'p["why"]')"
+
+# always_update counts what skip_profiled would skip: with variants bought at
+# the decision, and at the shipped figures (renting, then buying at the same
+# launch: the table's figures, so both runs charge the same).
+for costs in "$FREE" STABLEGRAPH_COST_TIMES=table; do
+    for name in rotating_inputs fresh_inputs; do
+        tag="$name ($costs)"
+        args=("$costs")
+        [ "$costs" = "$FREE" ] || args+=(--nodes 16)         # bought within the run
+        run prof $name skip_profiled $STEPS "${args[@]}"
+        run au $name always_update $STEPS "${args[@]}"
+        check_sum "$tag: always_update checksum" "$(sum_of au)" "$(sum_of prof)"
+        check_eq "$tag: always_update forwards every update" "$(exec_sum au updates_forwarded)" \
+            "$(exec_sum au updates_seen)"
+        check_eq "$tag: would_skip_profiled = skip_profiled's skipped" \
+            "$(exec_sum au would_skip_profiled)" "$(json_get "$TMP/prof.report.json" totals.updates_skipped)"
+        check "$tag: skip_profiled skipped something" [ "$(json_get "$TMP/prof.report.json" totals.updates_skipped)" -gt 0 ]
+    done
 done
 done_testing

@@ -1,7 +1,7 @@
 /*
  * tests/gpu/calibrate.c: measures, on the driver it runs on, the per-call
  * costs that the cost table of `make bench` and `make demo`
- * (tests/bench/costs.tsv) assumes, so that the table can be replaced by
+ * (core/costs.tsv) assumes, so that the table can be replaced by
  * measured figures (tests/gpu/run-all.sh converts the output with
  * `tests/bench/costmodel.py calibrated`).
  *

@@ -20,7 +20,7 @@
 #      changed, set params, node queries, instantiation and launch, 16..4096
 #      nodes; the VMM calls), written as a table of the same format:
 #      $OUT/costs-measured.tsv (or $BUILD/gpu/costs-measured.tsv), which
-#      replaces tests/bench/costs.tsv with one cp;
+#      replaces core/costs.tsv with one cp;
 #   5. runs the test suite's tests that make sense on the real driver (rule in
 #      kitlib.sh: kit_suite_select; emulator-only ones are listed as skipped);
 #   6. runs tests/gpu/torch_graph.py and tests/gpu/jax_step.py (when torch /
@@ -269,7 +269,7 @@ else
 fi
 
 # ------------------------------------------------------------------ 4b. per-call costs (the bench's cost table)
-# tests/gpu/calibrate measures, on this driver, the figures tests/bench/costs.tsv
+# tests/gpu/calibrate measures, on this driver, the figures core/costs.tsv
 # assumes; tests/bench/costmodel.py writes them as a table of the same format.
 dir=$logs/calibration; mkdir -p "$dir"
 COSTS_OUT=${OUT:+$OUT/costs-measured.tsv}
@@ -294,7 +294,7 @@ else
         elif python3 "$KIT_SRC/tests/bench/costmodel.py" calibrated "$dir/calibrate.txt" \
                 --out "$COSTS_OUT" 2>"$dir/convert.err"; then
             ended=$(sed -n 's/^calibrate: \(done\|budget .*\)$/\1/p' "$dir/calibrate.txt" | head -n 1)
-            kit_result PASS calibration "$(grep -c '^measure ' "$dir/calibrate.txt") figures (${ended:-?}); table: $COSTS_OUT; use it with: cp $COSTS_OUT tests/bench/costs.tsv (or make bench BENCH_ARGS='--costs $COSTS_OUT')"
+            kit_result PASS calibration "$(grep -c '^measure ' "$dir/calibrate.txt") figures (${ended:-?}); table: $COSTS_OUT; use it with: cp $COSTS_OUT core/costs.tsv (or make bench BENCH_ARGS='--costs $COSTS_OUT')"
         else
             kit_result FAIL calibration "tests/bench/costmodel.py calibrated: $(cat "$dir/convert.err")"
         fi

@@ -132,6 +132,8 @@ TEST(skip_profiled_vars)
     CHECK_EQ(cfg.alias, SG_ALIAS_NEVER);            /* aliasing is an opt-in (issue 10) */
     CHECK(cfg.alias_min_bytes == (size_t)1 << 20);
     CHECK_EQ(cfg.max_generations, 8);
+    CHECK_EQ(cfg.costs[0], 0);                      /* the built-in cost table */
+    CHECK_EQ(cfg.cost_times, SG_COST_TIMES_MEASURED);
     const char *const good[] = { "STABLEGRAPH_PROFILE_STEPS", "1000", "STABLEGRAPH_ALIAS", "never",
                                  "STABLEGRAPH_ALIAS_MIN_BYTES", "64K",
                                  "STABLEGRAPH_MAX_GENERATIONS", "16", NULL };
@@ -147,6 +149,14 @@ TEST(skip_profiled_vars)
     CHECK_EQ(cfg.profile_steps, 1);
     CHECK_EQ(cfg.max_generations, 1);
     CHECK(strcmp(sg_alias_name(SG_ALIAS_ALWAYS), "always") == 0);
+    const char *const costs[] = { "STABLEGRAPH_COSTS", "/tmp/costs-measured.tsv",
+                                  "STABLEGRAPH_COST_TIMES", "table", NULL };
+    CHECK_EQ(parse(costs), 0);
+    CHECK(strcmp(cfg.costs, "/tmp/costs-measured.tsv") == 0);
+    CHECK_EQ(cfg.cost_times, SG_COST_TIMES_TABLE);
+    CHECK(strcmp(sg_cost_times_name(SG_COST_TIMES_TABLE), "table") == 0);
+    check_bad("STABLEGRAPH_COSTS", "", "a file path");
+    check_bad("STABLEGRAPH_COST_TIMES", "both", "measured|table");
     check_bad("STABLEGRAPH_PROFILE_STEPS", "0", "an integer from 1 to 1000");
     check_bad("STABLEGRAPH_PROFILE_STEPS", "1001", "an integer from 1 to 1000");
     check_bad("STABLEGRAPH_PROFILE_STEPS", "3K", "an integer from 1 to 1000");

@@ -11,6 +11,7 @@
  */
 #include "check.h"
 #include "fake_graph.h"
+#include "core/costs.h"
 #include "core/fingerprint.h"
 #include "core/profiled.h"
 #include "core/stats.h"
@@ -182,6 +183,14 @@ static void setup(sg_policy policy, sg_alias_mode alias, int gens, int with_clon
     cfg.alias = alias;
     cfg.alias_min_bytes = 4096;
     cfg.max_generations = gens;
+    cfg.cost_times = SG_COST_TIMES_TABLE;     /* reproducible: the table's figures */
+    /* Variants cost nothing here, so that they are bought at the decision
+     * (renting_then_buying puts the shipped figures back). */
+    sg_costs_reset();
+    sg_costs_set(SG_COSTID_INSTANTIATE, 0, 0);
+    sg_costs_set(SG_COSTID_GRAPH_NODE_SET, 0, 0);
+    sg_costs_set(SG_COSTID_ADDRESS_RESERVE, 0, 0);
+    sg_costs_set(SG_COSTID_UPDATE, 0, 0);
     sg_core_reset();
     sg_core_init(&cfg);
     fg_install();
@@ -411,6 +420,78 @@ TEST(generations_choice_order)
     CHECK_EQ(fx.exec_destroy, 1);             /* the variant went with the exec */
 }
 
+/* Ski rental (core/prof_rent.c), at core/costs.tsv's figures: decided for
+ * variants, the exec forwards its updates until they have cost as much as
+ * the variants would (2 instantiations of 3 nodes, each with its varying
+ * node set in the clone: 2 x (0.3 + 3 x 0.9 + 0.3) us = 6.6 us; a per-node
+ * update: 0.3 + 1.0247 us, so the 5th pays for them), then buys them at the
+ * launch after the 5th update: later updates are accepted, a variant made.
+ * An update variants would not carry while renting sends the exec back to
+ * profiling, rent forgotten. */
+TEST(renting_then_buying)
+{
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    sg_costs_reset();
+    instantiate();
+    profile_rotation();
+    CHECK_EQ(set_in(allocs[0].base), 1);
+    CHECK_EQ(launch(), 1);                    /* decides: renting */
+    sg_exec_info i = exec_info();
+    CHECK_EQ(i.profile.renting, 1);
+    CHECK_EQ(i.profile.generations, 0);
+    CHECK_EQ(i.profile.variants_priced, 2);
+    CHECK_EQ(i.profile.variant_ns, 6600);
+    CHECK_EQ(i.profile.decided_at, 4);
+    for (int s = 1; s <= 4; s++) {
+        CHECK_EQ(set_in(allocs[s % 3].base), 1);   /* forwarded, charged */
+        CHECK_EQ(launch(), 1);                     /* the program's exec */
+        CHECK_EQ(exec_info().profile.forwarded_ns, (unsigned long long)s * 1325);
+    }
+    CHECK_EQ(fx.inst, 0);
+    CHECK_EQ(exec_info().profile.renting, 1);
+    CHECK_EQ(set_in(allocs[5 % 3].base), 1);  /* the 5th: 6625 >= 6600 ns */
+    CHECK_EQ(launch(), 1);                    /* bought; X_0 holds L (in[2]) */
+    CHECK_EQ(fx.inst, 0);
+    i = exec_info();
+    CHECK_EQ(i.profile.renting, 0);
+    CHECK_EQ(i.profile.generations, 1);
+    CHECK_EQ(i.profile.bought_at, 9);
+    CHECK_EQ(i.profile.rented_updates, 5);
+    CHECK_EQ(set_in(allocs[0].base), 0);      /* accepted without the driver */
+    CHECK_EQ(launch(), 0);                    /* a variant made for in[0] runs */
+    CHECK_EQ(fx.inst, 1);
+    CHECK_EQ(set_in(allocs[2].base), 0);
+    CHECK_EQ(launch(), 1);                    /* X_0 holds in[2] */
+    destroy();
+
+    /* renting ends on an update variants would not carry */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    sg_costs_reset();
+    instantiate();
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();
+    CHECK_EQ(set_in(allocs[1].base), 1);
+    launch();
+    CHECK(exec_info().profile.forwarded_ns > 0);
+    graph.nodes[0].kp.gridDimX = 8;
+    CHECK_EQ(set_in(allocs[2].base), 1);
+    i = exec_info();
+    CHECK_EQ(i.profile.renting, 0);
+    CHECK(strstr(i.profile.why, "renting stopped") != NULL);
+    for (int s = 0; s < 3; s++) {              /* profiled again, decided again: renting from 0 */
+        set_in(allocs[s].base);
+        CHECK_EQ(launch(), 1);
+    }
+    set_in(allocs[0].base);
+    CHECK_EQ(launch(), 1);
+    i = exec_info();
+    CHECK_EQ(i.profile.renting, 1);
+    CHECK_EQ(i.profile.forwarded_ns, 0);
+    CHECK_EQ(fx.inst, 0);
+    destroy();
+}
+
 /* A change GENERATIONS mode cannot accept (dims) demotes: X_0 restored to
  * L, variants destroyed, profiling again, the update forwarded. */
 TEST(demotion_on_dims_change)
@@ -627,6 +708,7 @@ int main(void)
     RUN(pointer_discovery);
     RUN(decision_plain_when_nothing_varies);
     RUN(generations_choice_order);
+    RUN(renting_then_buying);
     RUN(demotion_on_dims_change);
     RUN(aliasing_translation_and_rebind);
     RUN(fallbacks);

@@ -16,6 +16,7 @@
 
 UNIT_OBJS_arena       := arena util
 UNIT_OBJS_config      := config pathtmpl
+UNIT_OBJS_costs       := costs
 UNIT_OBJS_fingerprint := driver fp_build fp_compare fp_desc fp_pinfo mem_registry stats util
 # capture.c records captured graphs (rec_graph.c), which describes their nodes
 UNIT_OBJS_memory      := arena capture config contexts driver fp_compare fp_desc fp_pinfo ipc \
@@ -25,9 +26,9 @@ UNIT_OBJS_slots       := arena capture config contexts driver fp_compare fp_desc
                          ipc_wire log mem_arena mem_registry memory pathtmpl policy rec_graph \
                          slot_map slots stats streams util vmm
 # graphs.c reaches the profiled policy, and through it the rest of core/
-UNIT_OBJS_graphs      := arena capture config contexts core driver fp_build fp_compare fp_desc \
+UNIT_OBJS_graphs      := arena capture config contexts core costs driver fp_build fp_compare fp_desc \
                          fp_pinfo graph_records graph_update graphs ipc ipc_wire log mem_arena mem_query \
-                         mem_registry memory pathtmpl policy prof_alias prof_observe prof_restore \
+                         mem_registry memory pathtmpl policy prof_alias prof_observe prof_rent prof_restore \
                          prof_util prof_variants profiled rec_graph slot_map slots stats streams \
                          util vmm
 UNIT_OBJS_profiled    := $(UNIT_OBJS_graphs)
@@ -42,6 +43,8 @@ $(foreach t,$(UNIT_NAMES),$(if $(UNIT_OBJS_$(t)),,\
 
 # The test's own object (generic rule), with the tests' include paths.
 $(BUILD)/obj/tests/unit/%.o: ALL_CFLAGS += -Itests -I.
+# test_costs reads the shipped core/costs.tsv
+$(BUILD)/obj/tests/unit/test_costs.o: ALL_CFLAGS += -DSG_SRC_DIR='"$(CURDIR)"'
 
 $(foreach t,$(UNIT_NAMES),\
     $(eval $(BUILD)/tests/unit/test_$(t): $(UNIT_OBJS_$(t):%=$(BUILD)/obj/core/%.o)))

@@ -3,7 +3,7 @@
 # the train_loop workload without the library, under always_update and under
 # the library's default policy, on a real GPU when one is present and on the
 # emulated driver otherwise; prints the table (counts, checksums, the modeled
-# driver time from tests/bench/costs.tsv) and writes $(BUILD)/demo/demo.md.
+# driver time from core/costs.tsv) and writes $(BUILD)/demo/demo.md.
 # Exits non-zero when a run fails or a checksum differs.
 #
 #   make demo                                      defaults (50 steps, 320 nodes)
