@@ -276,11 +276,13 @@ class Runner:
             e["STABLEGRAPH_STRICT"] = "1"  # an unknown policy fails instead of running as off
         return e
 
-    def run(self, wl, nodes, steps, mode, callgrind=False, toggle=None, prog=None, extra=()):
+    def run(self, wl, nodes, steps, mode, callgrind=False, toggle=None, prog=None, extra=(),
+            env=None):
         """One run; returns its record (never raises for a failing program).
         callgrind: under valgrind's callgrind, collecting everything or, with
         toggle, only inside that function; prog: a program instead of the
-        workload named wl (wl then only names the run); extra: more options.
+        workload named wl (wl then only names the run); extra: more options;
+        env: more environment variables (of a run with the library).
         The record holds rc, wall, checksum, stderr, stats (CUDAEMU_STATS),
         report (the library's), maxrss_kb (peak RSS, not under callgrind) and,
         under callgrind, cg (parse_callgrind)."""
@@ -292,7 +294,10 @@ class Runner:
         if callgrind:
             cmd = ["valgrind", "--tool=callgrind", "-q", "--callgrind-out-file=" + cgout] + \
                 (["--collect-atstart=no", "--toggle-collect=" + toggle] if toggle else []) + cmd
-        rc, out, err, wall, rss = spawn(cmd, self.env(mode, stats, report), self.a.timeout)
+        e = self.env(mode, stats, report)
+        if env and mode != NOLIB:
+            e.update(env)
+        rc, out, err, wall, rss = spawn(cmd, e, self.a.timeout)
         m = re.search(r"^checksum: *([0-9a-fA-F]+)\s*$", out, re.M)
         rec = {"rc": rc, "wall": wall, "checksum": m.group(1).lower() if m else None,
                "stderr": err[-400:], "stats": load_json(stats), "report": load_json(report),
@@ -831,11 +836,14 @@ def curve_table(curves, meta):
     qi = 2
     q = meta["query_us"][qi]
     L = ["", "#### Cumulative modeled driver time (%d nodes, query %g us)" % (curves["nodes"], q),
-         "", "Whole runs of 1..%d, %d and %d steps (their driver calls charged as above, each "
-         "instantiation at %s ms instead), extrapolated linearly from the last two to %d steps. "
+         "", "Whole runs of %s steps (their driver calls charged as above, each "
+         "instantiation at %s ms instead; the library's runs made with a cost table that says "
+         "so, STABLEGRAPH_COSTS, so that it prices variants as they are charged here)%s. "
          "max: the highest ratio to no library over the run; end: the ratio at %d steps."
-         % (curves["steps"][-3], curves["steps"][-2], curves["steps"][-1],
-            " or ".join("%g" % x for x in curves["instantiate_ms"]), curves["horizon"],
+         % (", ".join(str(t) for t in curves["steps"]),
+            " or ".join("%g" % x for x in curves["instantiate_ms"]),
+            "" if curves["steps"][-1] >= curves["horizon"] else
+            ", extrapolated linearly from the last two to %d steps" % curves["horizon"],
             curves["horizon"]), ""]
     hdr = ["workload", "mode"]
     for rule in costmodel.RULES:

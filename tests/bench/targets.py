@@ -335,34 +335,62 @@ class Measure:
 
     # -------------------------------------------------------- curves
 
+    def inst_table(self, ms):
+        """The cost table with every instantiation at `ms` milliseconds per
+        call and nothing per node: a library run of the curve for that
+        assumption gets it (STABLEGRAPH_COSTS, with STABLEGRAPH_COST_TIMES=table),
+        so that it prices variants as the curve charges them."""
+        path = os.path.join(self.R.tmp, "costs-instantiate-%gms.tsv" % ms)
+        out = []
+        with open(self.table.path) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 3 and w[0].startswith("cuGraphInstantiate") and \
+                        w[1] in ("call", "node"):
+                    us = "%g" % (ms * 1000.0) if w[1] == "call" else "0"
+                    line = "%s %s %s make bench curve: %g ms per instantiation\n" % (
+                        w[0], w[1], us, ms)
+                out.append(line)
+        with open(path, "w") as f:
+            f.writelines(out)
+        return path
+
     def curves(self, nodes, ks, s, horizon, inst_ms):
         """Cumulative modeled driver time per workload and mode at `nodes`:
-        runs of 1..ks steps, then s and 2s; extrapolated to the horizon."""
+        runs of 1..ks steps, s and 2s, and horizon/8, /4, /2 and the horizon
+        itself (so that a purchase of variants late in the run is measured,
+        not extrapolated). The library's runs are made once per assumed
+        instantiation cost, with a cost table that says so (inst_table)."""
         if self.a.driver != "emu":
             return None, [row(x, skipped="counts from the emulated driver only")
                           for x in ("curve_twice_every", "curve_twice_changed",
                                     "curve_end_every", "curve_end_changed")]
-        steps = sorted(set(list(range(1, ks + 1)) + [s, 2 * s]))
+        far = [t for t in (horizon // 8, horizon // 4, horizon // 2, horizon) if t > 2 * s]
+        steps = sorted(set(list(range(1, ks + 1)) + [s, 2 * s] + far))
         modes = ["none"] + list(self.policies)
-        data = {}      # (wl, mode) -> {steps: (calls, nodes)}
+        tables = {ms: {"STABLEGRAPH_COSTS": self.inst_table(ms), "STABLEGRAPH_COST_TIMES": "table"}
+                  for ms in inst_ms}
+        data = {}      # (wl, mode, inst ms or None) -> {steps: (calls, nodes)}
         for wl in self.workloads:
             for m in modes:
-                for t in steps:
-                    r = self.R.run(wl, nodes, t, m)
-                    what = "%s %d nodes %s --steps %d (curve)" % (wl, nodes, m, t)
-                    if m == "none":
-                        self._ref[(wl, nodes, t, (), None)] = r["checksum"] if r["rc"] == 0 \
-                            else "(run without the library failed)"
-                    if not self._check(r, wl, nodes, t, (), None, what) or not r["stats"]:
-                        continue
-                    data.setdefault((wl, m), {})[t] = costmodel.stats_counts(r["stats"])
+                for ms in [None] if m == "none" else inst_ms:
+                    for t in steps:
+                        r = self.R.run(wl, nodes, t, m, env=tables.get(ms))
+                        what = "%s %d nodes %s --steps %d (curve%s)" % (
+                            wl, nodes, m, t, "" if ms is None else ", %g ms table" % ms)
+                        if m == "none":
+                            self._ref[(wl, nodes, t, (), None)] = r["checksum"] if r["rc"] == 0 \
+                                else "(run without the library failed)"
+                        if not self._check(r, wl, nodes, t, (), None, what) or not r["stats"]:
+                            continue
+                        data.setdefault((wl, m, ms), {})[t] = costmodel.stats_counts(r["stats"])
         curves = {}    # (wl, mode, rule, q index, inst ms) -> [(t, us)]
-        for (wl, m), pts in data.items():
+        for (wl, m, run_ms), pts in data.items():
             if len(pts) != len(steps):
                 continue
             for rule in costmodel.RULES:
                 for qi, q in enumerate(self.table.query):
-                    for ms in inst_ms:
+                    for ms in inst_ms if run_ms is None else [run_ms]:
                         tot = {t: costmodel.charge(self.table, c, nd, rule, q, ms * 1000.0)[0]
                                for t, (c, nd) in pts.items()}
                         curves[(wl, m, rule, qi, ms)] = cumulative(tot, horizon)
@@ -391,8 +419,11 @@ class Measure:
             why = "no curve for %s" % ", ".join(sorted(set(missing))) if missing else None
             v, where = worst(items)
             rows.append(row("curve_twice_" + rule, None if missing else v, where, detail,
-                            "runs of 1..%d, %d and %d steps at %d nodes; beyond %d steps "
-                            "extrapolated from the last two" % (ks, s, 2 * s, nodes, 2 * s),
+                            "runs of %s steps at %d nodes, the library's with a cost table "
+                            "of the assumed instantiation cost; between points linear%s" % (
+                                ", ".join(str(t) for t in steps), nodes,
+                                "" if steps[-1] >= horizon else
+                                "; beyond %d steps extrapolated from the last two" % steps[-1]),
                             why=why))
             if CURVE_POLICY_END in self.policies:
                 v, where = worst(ends)
