@@ -18,6 +18,7 @@
  * thread reads only what it was started with (the socket, the source).
  */
 #include "ipc.h"
+#include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -49,13 +50,7 @@ typedef struct handle_bytes {
 } handle_bytes;
 _Static_assert(sizeof(handle_bytes) <= CU_IPC_HANDLE_SIZE, "handle too large");
 
-static uint64_t fnv(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
+static uint64_t fnv(const void *p, size_t n) { return sg_fnv1a(SG_FNV_BASIS, p, n); }
 
 void sg_ipc_encode(const sg_ipc_wire *w, CUipcMemHandle *h)
 {

@@ -52,15 +52,13 @@ static void collect(void *u, sg_prof_pos pos, uint64_t value, const sg_alloc_inf
                             ai->own_handles && (!hs->ctx || ai->ctx == hs->ctx) };
 }
 
+/* FNV-1a over v's 8 bytes, least significant first. */
 static uint64_t fnv_mix(uint64_t h, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) {
-        h ^= (v >> (8 * i)) & 0xff;
-        h *= 0x100000001b3ull;
-    }
-    return h;
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    return sg_fnv1a(h, b, sizeof b);
 }
-#define SG_FNV_BASIS 0xcbf29ce484222325ull
 
 static int pos_cmp(uint32_t an, uint32_t ao, uint32_t bn, uint32_t bo)
 {

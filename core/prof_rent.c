@@ -24,25 +24,15 @@
 #include "prof.h"
 
 #include "costs.h"
+#include "util.h"
 
 #include <string.h>
 
-#define SG_FNV_OFFSET 0xcbf29ce484222325ull
-#define SG_FNV_PRIME 0x100000001b3ull
-
-static uint64_t fnv(uint64_t h, const unsigned char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= SG_FNV_PRIME;
-    }
-    return h;
-}
 
 void sg_prof_count_state(sg_prof *p, const sg_fp *L)
 {
-    uint64_t h = fnv(SG_FNV_OFFSET, (const unsigned char *)&L->n, sizeof L->n);
-    for (size_t i = 0; i < L->n; i++) h = fnv(h, sg_prof_pay(&L->nodes[i]), L->nodes[i].len);
+    uint64_t h = sg_fnv1a(SG_FNV_BASIS, &L->n, sizeof L->n);
+    for (size_t i = 0; i < L->n; i++) h = sg_fnv1a(h, sg_prof_pay(&L->nodes[i]), L->nodes[i].len);
     for (unsigned k = 0; k < p->nstates; k++)
         if (p->state_hash[k] == h) return;
     if (p->nstates < (unsigned)sg_prof_caps.max_variants && p->nstates < SG_MAX_GENERATIONS_MAX)

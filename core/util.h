@@ -1,6 +1,6 @@
 /*
  * core/util.h: small helpers every part of core/ shares: growing arrays,
- * the monotonic clock, rounding, and a log-once macro.
+ * the monotonic clock, rounding, FNV-1a, and a log-once macro.
  *
  * No state, no locks (sg_grow and sg_now_ns are in util.c).
  */
@@ -27,6 +27,17 @@ static inline size_t sg_round_up(size_t v, size_t q)
 {
     size_t r = (v + q - 1) / q * q;
     return r < v ? 0 : r;
+}
+
+/* FNV-1a over n bytes, continuing from h (SG_FNV_BASIS to start): the one
+ * checksum of byte strings in core/ (IPC handles, profiled states and
+ * allocation sequences). */
+#define SG_FNV_BASIS UINT64_C(0xcbf29ce484222325)
+static inline uint64_t sg_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    return h;
 }
 
 /* A warning printed the first time this place is reached only (log.h). */
