@@ -10,6 +10,7 @@
 
 #include "driver.h"
 #include "memory.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -371,8 +372,7 @@ void sg_fp_scratch_free(sg_fp_scratch *s)
 
 static size_t map_slot(const sg_fp_map *m, CUgraphNode node)
 {
-    uint64_t h = (uint64_t)(uintptr_t)node * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 32) & (m->cap - 1);
+    return (size_t)sg_hash8(&node) & (m->cap - 1);
 }
 
 int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n)

@@ -1,6 +1,7 @@
 /*
  * core/util.h: small helpers every part of core/ shares: growing arrays,
- * the monotonic clock, rounding, FNV-1a, and a log-once macro.
+ * the monotonic clock, rounding, two hashes (Fibonacci for 8-byte keys,
+ * FNV-1a for byte strings), and a log-once macro.
  *
  * No state, no locks (sg_grow and sg_now_ns are in util.c).
  */
@@ -9,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Makes room for `need` elements of `elem` bytes in *buf (capacity *cap),
  * doubling from 8; the new elements are zeroed. Returns 0, or -1 if out of
@@ -27,6 +29,17 @@ static inline size_t sg_round_up(size_t v, size_t q)
 {
     size_t r = (v + q - 1) / q * q;
     return r < v ? 0 : r;
+}
+
+/* An 8-byte key (a handle, an address) hashed with one multiplication
+ * (Fibonacci hashing: the high bits of key x 2^64/phi, which spread keys that
+ * differ only in low, aligned bits). hash.h's tables and the fingerprints'
+ * node map use it. */
+static inline unsigned sg_hash8(const void *key)
+{
+    uint64_t k;
+    memcpy(&k, key, sizeof k);
+    return (unsigned)((k * UINT64_C(0x9E3779B97F4A7C15)) >> 32);
 }
 
 /* FNV-1a over n bytes, continuing from h (SG_FNV_BASIS to start): the one
