@@ -146,24 +146,47 @@ int sg_fp_scan_width(int force)
 }
 #endif
 
+/* The driver's allocation ranges found during one comparison: a graph's
+ * nodes often point into the same few allocations, so each is asked for once
+ * per comparison, not once per pointer (the ranges are not kept beyond it:
+ * the program may free and allocate between two comparisons). */
+#define RANGES_KEPT 8
+typedef struct dev_ranges {
+    CUdeviceptr start[RANGES_KEPT];
+    size_t size[RANGES_KEPT];
+    unsigned n;
+} dev_ranges;
+
 /* Whether v is an address inside a live allocation: one the library placed
  * (sg_mem_find) or one the driver knows (its allocation range). */
-static int is_device_ptr(uint64_t v)
+static int is_device_ptr(uint64_t v, dev_ranges *dr)
 {
     sg_alloc_info ai;
     CUdeviceptr start;
+    size_t size;
     if (!v) return 0;
     if (sg_mem_find((CUdeviceptr)v, &ai)) return 1;
-    return sg_drv.cuPointerGetAttribute &&
-           SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                          (CUdeviceptr)v) == CUDA_SUCCESS;
+    unsigned kept = dr->n < RANGES_KEPT ? dr->n : RANGES_KEPT;
+    for (unsigned i = 0; i < kept; i++)
+        if (v >= dr->start[i] && v - dr->start[i] < dr->size[i]) return 1;
+    if (!sg_drv.cuPointerGetAttribute ||
+        SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                       (CUdeviceptr)v) != CUDA_SUCCESS)
+        return 0;
+    if (SG_DRIVER_CALL(cuPointerGetAttribute, &size, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                       (CUdeviceptr)v) == CUDA_SUCCESS) {
+        dr->start[dr->n % RANGES_KEPT] = start;
+        dr->size[dr->n % RANGES_KEPT] = size;
+        dr->n++;
+    }
+    return 1;
 }
 
 /* Why two argument blocks of the same layout differ: scalar_changed unless
  * every differing byte lies in an 8-byte word (aligned to its argument's
  * start) whose new value is a device address. Old values are not checked:
  * the program may have freed them already. */
-static int args_reason(const sg_fp_node *old, const sg_fp_node *nw)
+static int args_reason(const sg_fp_node *old, const sg_fp_node *nw, dev_ranges *dr)
 {
     const sg_fp_pinfo *pi = nw->pi;
     if (!pi || old->len != nw->len) return SG_REASON_SCALAR_CHANGED;
@@ -175,7 +198,7 @@ static int args_reason(const sg_fp_node *old, const sg_fp_node *nw)
             uint64_t va, vb;
             memcpy(&va, a + w, 8);
             memcpy(&vb, b + w, 8);
-            if (va != vb && !is_device_ptr(vb)) return SG_REASON_SCALAR_CHANGED;
+            if (va != vb && !is_device_ptr(vb, dr)) return SG_REASON_SCALAR_CHANGED;
         }
         if (w < size && memcmp(a + w, b + w, size - w)) return SG_REASON_SCALAR_CHANGED;
     }
@@ -189,7 +212,8 @@ static int args_reason(const sg_fp_node *old, const sg_fp_node *nw)
     return SG_REASON_POINTER_CHANGED;
 }
 
-int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_only)
+static int node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_only,
+                        dev_ranges *dr)
 {
     const sg_fp_key *a = &old->k, *b = &nw->k;
     if (a->type != b->type) return SG_REASON_TOPOLOGY;
@@ -207,7 +231,7 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
         if (!params_only && (a->attr_mask != b->attr_mask || memcmp(a->attrs, b->attrs, sizeof a->attrs)))
             return SG_REASON_ATTRIBUTES_CHANGED;
         if (old->len == nw->len && sg_bytes_eq(old->pay, nw->pay, nw->len)) return -1;
-        return args_reason(old, nw);
+        return args_reason(old, nw, dr);
     case CU_GRAPH_NODE_TYPE_MEMCPY:
         payload_reason = SG_REASON_MEMCPY_CHANGED;
         break;
@@ -222,8 +246,15 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
     return -1;
 }
 
+int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_only)
+{
+    dev_ranges dr = { .n = 0 };
+    return node_compare(old, nw, params_only, &dr);
+}
+
 int sg_fp_compare(const sg_fp *a, const sg_fp *b)
 {
+    dev_ranges dr = { .n = 0 };
     if (a->origin != b->origin) return SG_REASON_NOT_COMPARABLE;
     if (a->n != b->n || a->nedges != b->nedges ||
         !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
@@ -236,7 +267,7 @@ int sg_fp_compare(const sg_fp *a, const sg_fp *b)
         y += z - x;
         x = z;
         if (x == end) break;
-        int r = sg_fp_node_compare(x, y, 0);
+        int r = node_compare(x, y, 0, &dr);
         if (reason_rank(r) > reason_rank(worst)) worst = r;
         if (worst == SG_REASON_TOPOLOGY) break;
     }

@@ -66,8 +66,8 @@ static size_t graph_node_count(CUgraph graph, int *known)
 }
 
 /* The exec's first description, from the graph's record when there is one
- * (node handles from it, or read back at once when an observer needs them),
- * else read back (r->lock held). */
+ * (with the node handles it knows; others are learned when a per-node update
+ * needs them), else read back (r->lock held). */
 static void describe(sg_grec *r, CUgraph graph)
 {
     CUgraphNode *handles = NULL;
@@ -76,8 +76,6 @@ static void describe(sg_grec *r, CUgraph graph)
         r->state = REC_CURRENT;
         r->graph = graph;
         if (handles) (void)sg_grec_set_nodes(r, graph, handles, r->fp.n);
-        else if (sg_graph_obs && sg_graph_caps.variants)   /* variants find nodes by handle */
-            (void)sg_grec_learn_nodes(r);
         free(handles);
         return;
     }

@@ -20,7 +20,8 @@
  *          (graphs.c's record).
  *   X_g    the driver execs: X_0 is the program's own exec, X_g>0 the
  *          library's, instantiated from a clone of the graph taken at
- *          instantiation (`clone`; what its nodes hold: `clone_st`).
+ *          instantiation (`clone`; what its nodes hold: `clone_st`; its node
+ *          handles `clone_nodes` only once variants are bought).
  *   group  (aliasing) a set of pointer positions that pointed into the same
  *          own-handle allocation at every profiled launch, and into another
  *          one from launch to launch: one slot per group and generation.
@@ -178,14 +179,22 @@ int sg_prof_same_shape(const sg_fp *a, const sg_fp *b);
 void sg_prof_profile_reset(sg_prof *p);
 
 /* Many lookups in a row: a memory view, the tests' hook, or (always_update,
- * where nothing is placed) the driver's allocation ranges. */
+ * where nothing is placed) the driver's allocation ranges. The driver's
+ * answers are kept for the finder's life (one scan: the ranges found and the
+ * last values that are in none), so that a scan asks the driver once per
+ * allocation, not once per pointer (issue 11: always_update observes at the
+ * cost of skip_temp). */
+#define SG_PROF_FINDER_CACHE 8
 typedef struct sg_prof_finder {
     const sg_mem_view *v;
     int driver;
+    sg_alloc_info hit[SG_PROF_FINDER_CACHE];
+    uint64_t miss[SG_PROF_FINDER_CACHE];
+    unsigned nhit, nmiss;           /* entries filled (round robin beyond the size) */
 } sg_prof_finder;
 void sg_prof_finder_begin(sg_prof_finder *f);
 void sg_prof_finder_end(sg_prof_finder *f);
-int sg_prof_finder_find(const sg_prof_finder *f, uint64_t v, sg_alloc_info *ai);
+int sg_prof_finder_find(sg_prof_finder *f, uint64_t v, sg_alloc_info *ai);
 /* The allocation that ends exactly at v (one-past-the-end pointers). */
 int sg_prof_finder_find_end(const sg_prof_finder *f, uint64_t v, sg_alloc_info *ai);
 
@@ -288,6 +297,11 @@ CUresult sg_prof_x0_restore(sg_prof *p, const sg_exec_view *x);
 CUresult sg_prof_x0_recover(sg_prof *p, const sg_exec_view *x);
 /* The error a program's call gets when X_0 could not be restored. */
 CUresult sg_prof_plausible(CUresult rc);
+/* The clone's node handles, in the order of clone_st: taken at instantiation
+ * without them (one cuGraphClone), they are read back once, when variants are
+ * bought, and checked node for node against what the clone was made from.
+ * 0, or -1 (then the clone is gone: no variants). */
+int sg_prof_clone_map(sg_prof *p);
 void sg_prof_clone_free(sg_prof *p);
 
 #endif /* SG_PROF_H */

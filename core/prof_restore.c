@@ -79,6 +79,7 @@ static CUcontext node_ctx(const sg_prof *p, const sg_fp_key *k)
 static CUresult clone_set(sg_prof *p, size_t i, const sg_fp_key *k, const unsigned char *pay,
                           uint32_t len, int generic)
 {
+    if (sg_prof_clone_map(p) != 0) return CUDA_ERROR_NOT_SUPPORTED;
     CUgraphNode node = p->clone_nodes[i];
     CUgraphNodeParams np;
     kbuf kb;
@@ -300,6 +301,26 @@ CUresult sg_prof_x0_restore(sg_prof *p, const sg_exec_view *x)
 CUresult sg_prof_x0_recover(sg_prof *p, const sg_exec_view *x)
 {
     return sg_prof_x0_restore(p, x);
+}
+
+int sg_prof_clone_map(sg_prof *p)
+{
+    if (p->clone_nodes) return 0;
+    if (!p->clone) return -1;
+    sg_fp read = { 0 };
+    sg_fp_scratch s = { 0 };
+    int ok = sg_fp_build(&read, p->clone, &s, NULL) == 0 && sg_fp_same_order(&read, &p->clone_st) &&
+             (p->clone_nodes = calloc(read.n ? read.n : 1, sizeof *p->clone_nodes)) != NULL;
+    if (ok) memcpy(p->clone_nodes, s.nodes, read.n * sizeof *p->clone_nodes);
+    sg_fp_free(&read);
+    sg_fp_scratch_free(&s);
+    if (!ok) {
+        SG_INFO("graph exec %p: the library's clone of its graph does not read back as the graph "
+                "it was made from: no variants", (void *)p->exec);
+        sg_prof_clone_free(p);
+        return -1;
+    }
+    return 0;
 }
 
 void sg_prof_clone_free(sg_prof *p)

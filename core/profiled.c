@@ -148,24 +148,21 @@ static void *created(const sg_exec_view *x, CUgraph graph)
     p->last_gen = -1;
     p->ctx = x->ctx;
     if (p->ctx && sg_drv.cuCtxGetDevice) SG_DRIVER_CALL(cuCtxGetDevice, &p->dev);
-    if (p->sim || !x->L || !x->nodes) return p;
+    if (p->sim || !x->L) return p;
     const sg_fp *L = x->L;
     cuuint64_t flags = 0;
     if (sg_drv.cuGraphExecGetFlags && SG_DRIVER_CALL(cuGraphExecGetFlags, p->exec, &flags) == CUDA_SUCCESS)
         p->inst_flags = flags & (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
                                  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
-    /* Without a clone the exec can only be PLAIN (decided at the decision). */
-    if (!sg_drv.cuGraphClone || !sg_drv.cuGraphNodeFindInClone || !sg_drv.cuGraphDestroy ||
+    /* Without a clone the exec can only be PLAIN (decided at the decision).
+     * The program may destroy its graph at once, so the clone is taken now;
+     * its node handles only when variants are bought (sg_prof_clone_map). */
+    if (!sg_drv.cuGraphClone || !sg_drv.cuGraphDestroy ||
         SG_DRIVER_CALL(cuGraphClone, &p->clone, graph) != CUDA_SUCCESS) {
         p->clone = NULL;
         return p;
     }
-    p->clone_nodes = calloc(L->n ? L->n : 1, sizeof *p->clone_nodes);
-    int ok = p->clone_nodes && sg_prof_fp_copy(&p->clone_st, L) == 0;
-    for (size_t i = 0; ok && i < L->n; i++)
-        ok = SG_DRIVER_CALL(cuGraphNodeFindInClone, &p->clone_nodes[i], x->nodes[i], p->clone) ==
-             CUDA_SUCCESS;
-    if (!ok) sg_prof_clone_free(p);
+    if (sg_prof_fp_copy(&p->clone_st, L) != 0) sg_prof_clone_free(p);
     p->n = L->n;
     return p;
 }
@@ -217,7 +214,16 @@ static CUresult launch_own(sg_prof *p, const sg_exec_view *x, const sg_call *c)
  * variants would, sets them up, reports, and launches. */
 static CUresult settle(sg_prof *p, const sg_exec_view *x, const sg_call *c, const sg_fp *L)
 {
-    if (sg_prof_rent_due(p)) sg_prof_buy(p);
+    if (sg_prof_rent_due(p)) {
+        if (p->sim || sg_prof_clone_map(p) == 0) {
+            sg_prof_buy(p);
+        } else {                               /* no clone to make variants from: for good */
+            p->prof.renting = 0;
+            p->prof.why = "the graph's clone could not be read back";
+            p->final_plain = 1;
+            p->state = SG_PROF_PLAIN;
+        }
+    }
     sg_prof_gens_start(p, L);
     sg_prof_decided(p);
     if (p->state == SG_PROF_VARIANTS && !p->sim) return sg_prof_launch_variants(p, x, c);

@@ -25,6 +25,9 @@
 #     checksum equal to the run without the library, no error reaching the
 #     program, the fallback path that restored it; every path failing: the
 #     launch gets CUDA_ERROR_OUT_OF_MEMORY instead of running a wrong state.
+#   - the library's own driver calls per step do not grow with the graph
+#     (topology_changes and slices under skip_profiled, slices under
+#     always_update: 16 vs 256 nodes).
 #   - always_update's would_skip_profiled equals skip_profiled's skipped count
 #     (rotating_inputs, fresh_inputs); the report carries a "profile" object.
 . "$(dirname "$0")/../lib.sh"
@@ -120,6 +123,30 @@ run base topology_changes none $STEPS
 run prof topology_changes skip_profiled $STEPS "$FREE"
 check_sum "topology_changes: checksum" "$(sum_of prof)" "$(sum_of base)"
 check_eq "topology_changes: violations" "$(json_get "$TMP/prof.json" violations)" 0
+
+# What the library asks the driver for itself per step does not grow with the
+# graph: an exec made every other step costs one cuGraphClone, not a
+# read-back per node (the clone's node handles are read once, when variants
+# are bought), and always_update's observation of slices (interior pointers
+# into one buffer) asks for the buffer once per comparison, not once per
+# pointer. Per step: library_driver_calls of 40 steps minus 20, at 16 and at
+# 256 nodes (the table's figures for the purchase, so both runs buy at the
+# same launch).
+lib_calls() {
+    python3 -c 'import json,sys; print(sum(json.load(open(sys.argv[1]))["library_driver_calls"].values()))' \
+        "$TMP/$1.report.json"
+}
+per_step() {   # NAME POLICY NODES: the library's own driver calls per step x 20
+    run s20 "$1" "$2" 20 STABLEGRAPH_COST_TIMES=table --nodes "$3"
+    run s40 "$1" "$2" 40 STABLEGRAPH_COST_TIMES=table --nodes "$3"
+    echo $(( $(lib_calls s40) - $(lib_calls s20) ))
+}
+not_more() { [ -n "$1" ] && [ -n "$2" ] && [ "$1" -le "$2" ]; }
+for case in topology_changes/skip_profiled slices/skip_profiled slices/always_update; do
+    small=$(per_step "${case%/*}" "${case#*/}" 16) large=$(per_step "${case%/*}" "${case#*/}" 256)
+    check "$case: the library's own driver calls per step do not grow with the nodes ($small per 20 steps at 16 nodes, $large at 256)" \
+        not_more "$large" $((small + 20))
+done
 
 # Aliasing: small granules, every buffer its own handles, one generation.
 ALIAS_ENV=(CUDAEMU_GRANULARITY=65536 STABLEGRAPH_ALIAS_MIN_BYTES=4096 STABLEGRAPH_ALIAS=always
