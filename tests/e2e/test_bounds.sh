@@ -50,7 +50,13 @@ measure() {
     [ "$3" = none ] || pre="$LIB $PROBE"
     [ -n "$sanitized" ] && pre=${pre% *}   # no probe: the figures mean nothing there
     rm -f "$TMP/$tag.probe" "$TMP/$tag.json"
+    # One malloc arena (every run, with and without the library): the
+    # emulated driver's stream workers are threads, and how many per-thread
+    # arenas they touch varies from run to run by tens of KiB of resident
+    # memory (seen: -64 to +80 KiB in the contexts loop), noise as large as
+    # the bound.
     # shellcheck disable=SC2046
+    MALLOC_ARENA_MAX=1 \
     BOUNDS_PROBE_OUT=$TMP/$tag.probe STABLEGRAPH_POLICY=$3 STABLEGRAPH_REPORT=$TMP/$tag.json \
         LD_PRELOAD=${pre# } emu $(cmd "$1" "$2") >"$TMP/$tag.out" 2>"$TMP/$tag.err"
     rc=$?
