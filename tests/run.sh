@@ -35,10 +35,13 @@ san_opt() {
 if [ -s "$BUILD/san.cfg" ] && grep -q address "$BUILD/san.cfg"; then
     san_opt ASAN_OPTIONS verify_asan_link_order=0
 fi
+per_test_timeout=${TEST_TIMEOUT:-300}
 if [ -s "$BUILD/san.cfg" ] && grep -q thread "$BUILD/san.cfg"; then
     san_opt TSAN_OPTIONS die_after_fork=0
+    # ThreadSanitizer runs the emulated kernels 5-15 times slower (every
+    # memory access is checked): the longest tests need more than 300 s.
+    per_test_timeout=${TEST_TIMEOUT:-1800}
 fi
-per_test_timeout=${TEST_TIMEOUT:-300}
 logdir=$BUILD/test-logs
 mkdir -p "$logdir"
 

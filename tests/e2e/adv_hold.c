@@ -135,7 +135,7 @@ int main(int argc, char **argv)
     }
     printf("queued behind the flag: released\n");
     fflush(stdout);
-    *flag = 1;
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);   /* the emulated driver polls it atomically */
     R(cuStreamSynchronize(s));
     adv_check_words("accumulator", acc, model, WORDS);
     if (which != 1) {

@@ -42,6 +42,9 @@
 E=$BUILD/tests/e2e
 LIB=$BUILD/libstablegraph.so
 TO=${ADV_TIMEOUT:-10}
+# Under ThreadSanitizer the emulated kernels run 5-15 times slower (the
+# 256 MiB memory cases take ~45 s): a hang is still caught, later.
+grep -qs thread "$BUILD/san.cfg" && TO=${ADV_TIMEOUT:-150}
 MEM256=CUDAEMU_DEVICE_MEMORY=268435456
 # Variants bought at the decision (a cost table in which they are free): the
 # cases attack them from the first decided launch; renting (forwarding, as
