@@ -35,7 +35,7 @@ san_opt() {
 if [ -s "$BUILD/san.cfg" ] && grep -q address "$BUILD/san.cfg"; then
     san_opt ASAN_OPTIONS verify_asan_link_order=0
 fi
-per_test_timeout=${TEST_TIMEOUT:-300}
+per_test_timeout=${TEST_TIMEOUT:-600}
 if [ -s "$BUILD/san.cfg" ] && grep -q thread "$BUILD/san.cfg"; then
     san_opt TSAN_OPTIONS die_after_fork=0
     # ThreadSanitizer runs the emulated kernels 5-15 times slower (every
