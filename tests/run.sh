@@ -12,6 +12,8 @@
 #
 # Usage: tests/run.sh [FILTER]   (FILTER: a substring of the test's name, e.g.
 #        tests/e2e/test_lifecycle.sh or tests/unit/test_arena)
+# Environment: TEST_JOBS (tests run side by side; default: the CPUs, nproc),
+#        TEST_TIMEOUT (seconds per test; 600, 1800 under ThreadSanitizer).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$SRC/build}
@@ -42,6 +44,13 @@ if [ -s "$BUILD/san.cfg" ] && grep -q thread "$BUILD/san.cfg"; then
     # memory access is checked): the longest tests need more than 300 s.
     per_test_timeout=${TEST_TIMEOUT:-1800}
 fi
+# python3 reached through a version manager's shim (pyenv: a shell script
+# that starts several processes) costs about 0.6 s a call against 0.07 s for
+# the interpreter itself, and the tests call it thousands of times: put the
+# interpreter's own directory first in PATH.
+if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py" ]; then
+    export PATH="${py%/*}:$PATH"
+fi
 logdir=$BUILD/test-logs
 mkdir -p "$logdir"
 
@@ -50,31 +59,70 @@ while IFS= read -r t; do tests+=("$t"); done < <(
     { find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null
       find "$SRC/tests" -type f -name 'test_*.sh' 2>/dev/null; } | sort)
 
-passed=0 failed=0 skipped=0 failed_names=()
-for t in "${tests[@]}"; do
-    name=${t#"$BUILD/"}; name=${name#"$SRC/"}
-    case "$name" in *"$filter"*) ;; *) continue ;; esac
-    log="$logdir/$(echo "$name" | tr '/' '_').log"
-    start=$(date +%s)
+# run_one TEST LOG: runs one test under its time budget, judges it and writes
+# "RESULT PASS FAIL SKIP SECONDS" to LOG.res (run in the background).
+run_one() {
+    local t=$1 log=$2 start=$SECONDS rc
     if [[ $t == *.sh ]]; then
         LD_LIBRARY_PATH="$EMU_LIB" timeout "$per_test_timeout" bash "$t" >"$log" 2>&1
     else
         LD_LIBRARY_PATH="$EMU_LIB" timeout "$per_test_timeout" "$t" >"$log" 2>&1
     fi
-    verdict "$log" $?
-    passed=$((passed + v_pass)) failed=$((failed + v_fail)) skipped=$((skipped + v_skip))
-    secs=$(( $(date +%s) - start ))
-    case $v_result in
-    PASS) printf 'PASS %-50s %4d cases%s %4ds\n' "$name" "$v_pass" \
-              "$([ "$v_skip" -eq 0 ] || echo ", $v_skip skipped")" "$secs" ;;
-    SKIP) printf 'SKIP %-50s %4d skipped %4ds\n' "$name" "$v_skip" "$secs" ;;
-    FAIL) printf 'FAIL %-50s %4d ok, %d failed (log: %s)\n' "$name" "$v_pass" "$v_fail" "$log"
+    rc=$?
+    verdict "$log" "$rc"
+    echo "$v_result $v_pass $v_fail $v_skip $((SECONDS - start))" >"$log.res"
+}
+
+# report NAME LOG: prints the test's line from LOG.res and adds up its cases.
+report() {
+    local name=$1 log=$2 res p f s secs
+    read -r res p f s secs <"$log.res" || { res=FAIL p=0 f=1 s=0 secs=0; }
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+    case $res in
+    PASS) printf 'PASS %-50s %4d cases%s %4ds\n' "$name" "$p" "$([ "$s" -eq 0 ] || echo ", $s skipped")" "$secs" ;;
+    SKIP) printf 'SKIP %-50s %4d skipped %4ds\n' "$name" "$s" "$secs" ;;
+    *)    printf 'FAIL %-50s %4d ok, %d failed (log: %s)\n' "$name" "$p" "$f" "$log"
           grep -E '^not ok|^#' "$log" | head -20 | sed 's/^/    /'
           failed_names+=("$name") ;;
     esac
-    [ "$v_skip" -eq 0 ] || grep -iE '^ok .*#[[:space:]]*skip' "$log" | head -5 | sed 's/^/    /'
+    [ "$s" -eq 0 ] || grep -iE '^ok .*#[[:space:]]*skip' "$log" | head -5 | sed 's/^/    /'
+}
+
+# Tests run TEST_JOBS at a time (default: the CPUs this process may use);
+# each test's line is printed when it ends, the summary at the end. Tests
+# keep their files in their own temporary directory (tests/lib.sh), so they
+# can run side by side.
+jobs_max=${TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[[ $jobs_max =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: TEST_JOBS must be a positive integer, not '$jobs_max'" >&2; exit 2; }
+passed=0 failed=0 skipped=0 failed_names=()
+declare -A running=()                      # pid -> "name<TAB>log"
+# reap: waits for one test to end and reports it.
+reap() {
+    local pid=
+    wait -n -p pid "${!running[@]}" 2>/dev/null
+    if [ -z "$pid" ] || [ -z "${running[$pid]:-}" ]; then
+        # not told which one ended: look for it (never loops forever)
+        for pid in "${!running[@]}"; do kill -0 "$pid" 2>/dev/null || break; pid=; done
+        [ -n "$pid" ] || { sleep 0.2; return 0; }
+        wait "$pid" 2>/dev/null
+    fi
+    report "${running[$pid]%%$'\t'*}" "${running[$pid]#*$'\t'}"
+    unset "running[$pid]"
+}
+for t in "${tests[@]}"; do
+    name=${t#"$BUILD/"}; name=${name#"$SRC/"}
+    case "$name" in *"$filter"*) ;; *) continue ;; esac
+    log="$logdir/$(echo "$name" | tr '/' '_').log"
+    rm -f "$log.res"
+    while [ "${#running[@]}" -ge "$jobs_max" ]; do reap; done
+    run_one "$t" "$log" &
+    running[$!]="$name"$'\t'"$log"
 done
+while [ "${#running[@]}" -gt 0 ]; do reap; done
 echo
-[ "${#failed_names[@]}" -eq 0 ] || echo "failed tests: ${failed_names[*]}"
+if [ "${#failed_names[@]}" -gt 0 ]; then
+    mapfile -t failed_names < <(printf '%s\n' "${failed_names[@]}" | sort)
+    echo "failed tests: ${failed_names[*]}"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -5,7 +5,7 @@
 # no plan, fewer cases than planned, or exits non-zero with every case
 # passed fails; "# SKIP" cases are counted as skipped, not passed; a test
 # whose cases are all skipped is SKIP; the summary line and the exit status
-# say the same. Also: the checksum helpers of tests/lib/checksum.sh never
+# say the same; with TEST_JOBS=2 two tests run side by side. Also: the checksum helpers of tests/lib/checksum.sh never
 # take two missing checksums for equal, and a baseline run must exit 0 with
 # the independent model's checksum.
 . "$(dirname "$0")/../lib.sh"
@@ -71,6 +71,24 @@ check_eq "the filter matches the test's name, not the directories above it" \
 runner test_skiponly
 check "only skipped cases: exit non-zero (nothing was tested)" [ "$rc" -ne 0 ]
 check_eq "only skipped cases: summary" "$(tail -n 1 "$TMP/run.out")" "0 passed, 0 failed, 2 skipped"
+
+# Tests side by side (TEST_JOBS): two tests that each wait for the other to
+# have started pass only when they run at the same time.
+rm -f "$tree"/tests/fake/* "$tree"/build/tests/fake/*
+for me in a b; do
+    other=$([ $me = a ] && echo b || echo a)
+    fake "meet$me" "touch '$tree/$me'; for i in \$(seq 15); do [ -e '$tree/$other' ] && break; sleep 0.1; done
+[ -e '$tree/$other' ] && echo 'ok 1 - met' || echo 'not ok 1 - alone'; echo 1..1"
+done
+TEST_JOBS=2 runner
+check_eq "TEST_JOBS=2: two tests run side by side" "$(tail -n 1 "$TMP/run.out")" "2 passed, 0 failed, 0 skipped"
+rm -f "$tree/a" "$tree/b"
+TEST_JOBS=1 runner
+# (the first waits alone and fails; the second then finds it has run)
+check_eq "TEST_JOBS=1: one test at a time" "$(tail -n 1 "$TMP/run.out")" "1 passed, 1 failed, 0 skipped"
+TEST_JOBS=x runner
+check "TEST_JOBS not a number: refused" [ "$rc" -ne 0 ]
+check "TEST_JOBS not a number: said why" grep -q 'TEST_JOBS must be a positive integer' "$TMP/run.out"
 
 # ---------------------------------------------------------------- checksums
 good=0123456789abcdef
