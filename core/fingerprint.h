@@ -157,6 +157,19 @@ typedef struct sg_fp {
     int unsupported;                 /* some node is SG_FP_UNSUPPORTED */
 } sg_fp;
 
+/* What a comparison found different (sg_fp_compare_delta): b's nodes that
+ * differ from a's, so that a with them copied in describes what b does
+ * (valid; then a and b have the same origin, nodes and edges, and neither
+ * holds an unsupported node). The buffers are reused from one comparison to
+ * the next. */
+typedef struct sg_fp_delta {
+    int valid;
+    uint64_t epoch;                  /* b's */
+    size_t n, cap;
+    uint32_t *idx;                   /* the differing nodes' indices, ascending */
+    sg_fp_node *nodes;               /* copies of b's nodes at those indices */
+} sg_fp_delta;
+
 /* A kernel node's parameters, from any CUDA_KERNEL_NODE_PARAMS version. */
 typedef struct sg_fp_kin {
     CUfunction func;
@@ -212,6 +225,14 @@ int sg_fp_attr_set(sg_fp_key *k, CUkernelNodeAttrID id, const CUkernelNodeAttrVa
  * function_changed > dims_changed > attributes_changed > memcpy_changed /
  * memset_changed > scalar_changed > pointer_changed). */
 int sg_fp_compare(const sg_fp *a, const sg_fp *b);
+/* sg_fp_compare, in one pass, also filling d with b's differing nodes (d
+ * is left invalid if the topologies differ, a fingerprint holds an
+ * unsupported node, or memory runs out: the caller then needs b whole). */
+int sg_fp_compare_delta(const sg_fp *a, const sg_fp *b, sg_fp_delta *d);
+/* Copies d's nodes into a (d valid, made against a). 0, or -1 if out of
+ * memory (a is then partly updated and must not be trusted). */
+int sg_fp_delta_apply(sg_fp *a, const sg_fp_delta *d);
+void sg_fp_delta_free(sg_fp_delta *d);
 /* The same for one node; params_only ignores the attributes (per-node exec
  * updates do not change them). */
 int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_only);

@@ -252,14 +252,40 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
     return node_compare(old, nw, params_only, &dr);
 }
 
-int sg_fp_compare(const sg_fp *a, const sg_fp *b)
+/* Adds a copy of node n (index i) to d; 0, or -1 if out of memory. */
+static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 8;
+        uint32_t *idx = realloc(d->idx, cap * sizeof *idx);
+        if (!idx) return -1;
+        d->idx = idx;
+        sg_fp_node *nodes = realloc(d->nodes, cap * sizeof *nodes);
+        if (!nodes) return -1;
+        memset(nodes + d->cap, 0, (cap - d->cap) * sizeof *nodes);
+        d->nodes = nodes;
+        d->cap = cap;
+    }
+    if (sg_fp_node_copy(&d->nodes[d->n], n) != 0) return -1;
+    d->idx[d->n++] = (uint32_t)i;
+    return 0;
+}
+
+/* The comparison (sg_fp_compare); with d, every differing node of b is
+ * copied into it, and the scan goes on past a node whose type changed. */
+static int compare(const sg_fp *a, const sg_fp *b, sg_fp_delta *d)
 {
     dev_ranges dr = { .n = 0 };
+    if (d) {
+        d->n = 0;
+        d->epoch = b->epoch;
+        d->valid = 0;
+    }
     if (a->origin != b->origin) return SG_REASON_NOT_COMPARABLE;
     if (a->n != b->n || a->nedges != b->nedges ||
         !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
         return SG_REASON_TOPOLOGY;
-    int worst = -1;
+    int worst = -1, keep = d && !a->unsupported && !b->unsupported;
     const sg_fp_node *x = a->nodes, *y = b->nodes, *end = x + a->n;
     for (; x < end; x++, y++) {
         /* skip the nodes equal byte for byte: the same exec state */
@@ -269,9 +295,31 @@ int sg_fp_compare(const sg_fp *a, const sg_fp *b)
         if (x == end) break;
         int r = node_compare(x, y, 0, &dr);
         if (reason_rank(r) > reason_rank(worst)) worst = r;
-        if (worst == SG_REASON_TOPOLOGY) break;
+        if (r >= 0 && keep && delta_push(d, (size_t)(x - a->nodes), y) != 0) keep = 0;
+        if (worst == SG_REASON_TOPOLOGY && !keep) break;
     }
+    if (keep) d->valid = 1;
     return worst;
+}
+
+int sg_fp_compare(const sg_fp *a, const sg_fp *b) { return compare(a, b, NULL); }
+
+int sg_fp_compare_delta(const sg_fp *a, const sg_fp *b, sg_fp_delta *d) { return compare(a, b, d); }
+
+int sg_fp_delta_apply(sg_fp *a, const sg_fp_delta *d)
+{
+    for (size_t k = 0; k < d->n; k++)
+        if (d->idx[k] >= a->n || sg_fp_node_copy(&a->nodes[d->idx[k]], &d->nodes[k]) != 0) return -1;
+    a->epoch = d->epoch;
+    return 0;
+}
+
+void sg_fp_delta_free(sg_fp_delta *d)
+{
+    for (size_t k = 0; k < d->cap; k++) sg_fp_node_free(&d->nodes[k]);
+    free(d->nodes);
+    free(d->idx);
+    memset(d, 0, sizeof *d);
 }
 
 /* ------------------------------------------------------------ ownership */

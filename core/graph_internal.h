@@ -32,6 +32,7 @@ typedef struct sg_grec {
     int logged;                  /* the unsupported line was logged */
     sg_fp fp;                    /* what the program asked the exec to hold (state current) */
     sg_fp next;                  /* the candidate of an update (buffers reused) */
+    sg_fp_delta delta;           /* or its nodes that differ from fp (buffers reused) */
     sg_fp_scratch scratch;
     CUgraph graph;               /* the graph it was instantiated from (map valid while set) */
     sg_fp_map map;               /* its node handles -> indices */

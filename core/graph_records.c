@@ -43,6 +43,7 @@ static void rec_free(sg_grec *r)
     pthread_mutex_destroy(&r->lock);
     sg_fp_free(&r->fp);
     sg_fp_free(&r->next);
+    sg_fp_delta_free(&r->delta);
     sg_fp_scratch_free(&r->scratch);
     sg_fp_map_free(&r->map);
     sg_fp_node_free(&r->node);

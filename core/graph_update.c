@@ -19,8 +19,20 @@
 #include <string.h>
 
 /* `built` of a whole-graph update: 0 not described, 1 described in r->next,
- * BUILT_SAME the same as r->fp (a record said so; r->next not filled). */
-enum { BUILT_SAME = 2 };
+ * BUILT_SAME the same as r->fp (a record said so; r->next not filled),
+ * BUILT_DELTA described by r->delta (the nodes that differ from r->fp). */
+enum { BUILT_SAME = 2, BUILT_DELTA = 3 };
+
+/* The exec's record takes the new state of a whole-graph update. */
+static void take_update(sg_grec *r, int built)
+{
+    if (built == BUILT_SAME) return;              /* the exec holds what it held */
+    if (built == BUILT_DELTA) {
+        if (sg_fp_delta_apply(&r->fp, &r->delta) != 0) sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
+        return;
+    }
+    sg_grec_take_next(r);
+}
 
 /* ------------------------------------------------------------ accounting */
 
@@ -43,10 +55,8 @@ static CUresult forward_update(sg_grec *r, const sg_call *c, sg_reason reason, l
     CUresult rc = c->forward(c->args);
     if (!r || rc != CUDA_SUCCESS) return rc;
     if (!r->unsupported && !r->fixed) {
-        if (whole && built == BUILT_SAME) {
-            /* the exec holds what it held */
-        } else if (whole && built) {
-            sg_grec_take_next(r);
+        if (whole && built) {
+            take_update(r, built);
         } else if (whole || (r->state == REC_CURRENT &&
                              (!built || node < 0 || sg_fp_node_copy(&r->fp.nodes[node], &r->node) != 0))) {
             sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
@@ -89,22 +99,30 @@ static int outs_ok(const sg_call *c)
     return c->u.update.info || (c->u.update.error_node && c->u.update.result);
 }
 
-/* The first memset / memcpy node of fp whose range the driver would refuse
- * over placed memory, or -1. */
-static long bad_range_node(const sg_fp *fp)
+/* The driver's range check of a memset / memcpy node (a per-node update's, or a graph's). */
+static CUresult node_range_check(const sg_fp_node *n)
 {
+    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET && n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS))
+        return sg_mem_check_memset((const CUDA_MEMSET_NODE_PARAMS *)(const void *)n->pay);
+    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D))
+        return sg_mem_check_memcpy((const CUDA_MEMCPY3D *)(const void *)n->pay);
+    return CUDA_SUCCESS;
+}
+
+/* The first memset / memcpy node of fp with the delta d applied (d NULL:
+ * fp itself) whose range the driver would refuse over placed memory, or -1. */
+static long bad_range_delta(const sg_fp *fp, const sg_fp_delta *d)
+{
+    size_t k = 0, nd = d ? d->n : 0;
     for (size_t i = 0; i < fp->n; i++) {
         const sg_fp_node *n = &fp->nodes[i];
-        if (n->k.state != SG_FP_OK) continue;
-        if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET && n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS) &&
-            sg_mem_check_memset((const CUDA_MEMSET_NODE_PARAMS *)(const void *)n->pay) != CUDA_SUCCESS)
-            return (long)i;
-        if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D) &&
-            sg_mem_check_memcpy((const CUDA_MEMCPY3D *)(const void *)n->pay) != CUDA_SUCCESS)
-            return (long)i;
+        if (k < nd && d->idx[k] == i) n = &d->nodes[k++];
+        if (n->k.state == SG_FP_OK && node_range_check(n) != CUDA_SUCCESS) return (long)i;
     }
     return -1;
 }
+
+static long bad_range_node(const sg_fp *fp) { return bad_range_delta(fp, NULL); }
 
 /* The handle, in graph g, of the node r->next describes at index bad: a
  * record does not know the handles of captured nodes, so g is read back
@@ -157,12 +175,13 @@ static CUresult decide(sg_grec *r, const sg_call *c, int reason, long node, int 
     }
     if (r->pol && built && outs_ok(c)) {
         sg_exec_view x = sg_grec_view(r);
-        sg_update u = { .next = node < 0 ? &r->next : NULL, .node = node,
-                        .desc = node < 0 ? NULL : &r->node, .call = c };
+        sg_update u = { .next = node < 0 && built != BUILT_DELTA ? &r->next : NULL,
+                        .delta = node < 0 && built == BUILT_DELTA ? &r->delta : NULL,
+                        .node = node, .desc = node < 0 ? NULL : &r->node, .call = c };
         int a = sg_graph_obs->accept(r->pol, &x, &u);
         if (a < 0) return forward_update(r, c, (sg_reason)reason, node, built);   /* observing only */
         if (a > 0) {
-            if (node < 0) sg_grec_take_next(r);
+            if (node < 0) take_update(r, built);
             else if (sg_fp_node_copy(&r->fp.nodes[node], &r->node) != 0)
                 sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);   /* cannot happen: same length */
             x = sg_grec_view(r);
@@ -172,8 +191,9 @@ static CUresult decide(sg_grec *r, const sg_call *c, int reason, long node, int 
     }
     if (r->pol) {
         sg_exec_view x = sg_grec_view(r);
-        sg_update u = { .next = node < 0 && built ? &r->next : NULL, .node = node,
-                        .desc = node >= 0 && built ? &r->node : NULL, .call = c };
+        sg_update u = { .next = node < 0 && built && built != BUILT_DELTA ? &r->next : NULL,
+                        .delta = node < 0 && built == BUILT_DELTA ? &r->delta : NULL,
+                        .node = node, .desc = node >= 0 && built ? &r->node : NULL, .call = c };
         CUresult rc = sg_graph_obs->before_forward(r->pol, &x, &u);
         if (rc != CUDA_SUCCESS) return rc;
     }
@@ -192,11 +212,15 @@ CUresult sg_graph_update(const sg_call *c)
     pthread_mutex_lock(&r->lock);
     sg_fp_cache_enter();
     CUgraph g = c->u.update.graph;
-    int reason = forced_reason(r), built;
-    /* identical (and no memset / memcpy range the driver would now refuse):
-     * nothing to copy */
-    if (reason < 0 && sg_rec_same(g, &r->fp) && bad_range_node(&r->fp) < 0) {
-        built = BUILT_SAME;
+    int reason = forced_reason(r), built = 0, rreason = -1;
+    /* The common case, a record to compare with what the exec holds: one
+     * pass finds the nodes that differ (none: identical), and only those
+     * are copied. Anything else (a memset / memcpy range the driver would
+     * now refuse included) takes the general path below. */
+    if (reason < 0 && sg_rec_delta(g, &r->fp, &r->delta, &rreason) == SG_READBACK_NONE &&
+        r->delta.valid && bad_range_delta(&r->fp, &r->delta) < 0) {
+        built = r->delta.n ? BUILT_DELTA : BUILT_SAME;
+        reason = rreason;
     } else {
         sg_readback why = sg_rec_fetch(g, &r->next, NULL);
         built = why == SG_READBACK_NONE;
@@ -209,7 +233,7 @@ CUresult sg_graph_update(const sg_call *c)
     long bad = built == 1 ? bad_range_node(&r->next) : -1;
     CUresult rc = bad >= 0 ? refuse_update(c, bad_node(r, g, bad))
                            : decide(r, c, reason, -1,
-                                    built == BUILT_SAME ? BUILT_SAME : built && !r->next.unsupported);
+                                    built > 1 ? built : built && !r->next.unsupported);
     if (rc == CUDA_SUCCESS && built == 1 && r->next.unsupported) {
         /* forwarded: the exec now holds a node type the library does not model */
         r->fp.unsupported = 1;
@@ -220,16 +244,6 @@ CUresult sg_graph_update(const sg_call *c)
     sg_grec_put(r);
     sg_vmm_unrelax();
     return rc;
-}
-
-/* The driver's range check of a per-node memset / memcpy update. */
-static CUresult node_range_check(const sg_fp_node *n)
-{
-    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET && n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS))
-        return sg_mem_check_memset((const CUDA_MEMSET_NODE_PARAMS *)(const void *)n->pay);
-    if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D))
-        return sg_mem_check_memcpy((const CUDA_MEMCPY3D *)(const void *)n->pay);
-    return CUDA_SUCCESS;
 }
 
 CUresult sg_graph_update_node(const sg_call *c)

@@ -39,7 +39,8 @@ typedef struct sg_exec_view {
 
 /* An update the record cannot answer itself, as the observer sees it. */
 typedef struct sg_update {
-    const sg_fp *next;             /* whole graph: the new state; NULL for a per-node update */
+    const sg_fp *next;             /* whole graph: the new state, or NULL if ... */
+    const sg_fp_delta *delta;      /* ... given as the nodes that differ from L (valid) */
     long node;                     /* per-node: the index of the node */
     const sg_fp_node *desc;        /* per-node: its new description */
     const sg_call *call;           /* the program's call (forward() it, never twice) */

@@ -66,6 +66,7 @@ void sg_prof_rent_start(sg_prof *p, const sg_fp *L, size_t ngroups)
 
 uint64_t sg_prof_rent_of(const sg_fp *L, const sg_update *u)
 {
+    if (u->delta) return sg_cost_update_ns(u->delta->n);
     if (!u->next) return sg_cost_ns(SG_COSTID_NODE_SET, 1);
     size_t changed = 0;
     for (size_t i = 0; i < L->n && i < u->next->n; i++)

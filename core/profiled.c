@@ -29,6 +29,7 @@
 #include "driver.h"
 #include "log.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,14 +62,11 @@ static int addresses_only(const sg_prof *p, const sg_fp_node *old, const sg_fp_n
  * but for attributes, which a per-node update leaves alone). */
 static int lazy_node_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_node *nw)
 {
-    if (old->k.state != SG_FP_OK || nw->k.state != SG_FP_OK || old->len != nw->len) return 0;
-    sg_fp_key a = old->k, b = nw->k;
-    a.attr_mask = b.attr_mask = 0;
-    memset(a.attrs, 0, sizeof a.attrs);
-    memset(b.attrs, 0, sizeof b.attrs);
-    if (memcmp(&a, &b, sizeof a)) return 0;
+    if (old->k.state != SG_FP_OK || nw->k.state != SG_FP_OK || old->len != nw->len ||
+        memcmp(&old->k, &nw->k, offsetof(sg_fp_key, attr_mask)))
+        return 0;
     if (sg_bytes_eq(old->pay, nw->pay, nw->len)) return 1;
-    switch (a.type) {
+    switch (old->k.type) {
     case CU_GRAPH_NODE_TYPE_KERNEL:
         return 1;
     case CU_GRAPH_NODE_TYPE_MEMCPY:
@@ -79,17 +77,28 @@ static int lazy_node_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_nod
     }
 }
 
-static int lazy_graph_ok(const sg_prof *p, const sg_fp *a, const sg_fp *b)
+/* The same for a node of a whole-graph update: its attributes too. */
+static int lazy_whole_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_node *nw)
 {
-    if (a->n != b->n || a->nedges != b->nedges ||
-        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
-        return 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const sg_fp_node *x = &a->nodes[i], *y = &b->nodes[i];
-        if (x->k.attr_mask != y->k.attr_mask || memcmp(x->k.attrs, y->k.attrs, sizeof x->k.attrs) ||
-            !lazy_node_ok(p, x, y))
-            return 0;
+    return old->k.attr_mask == nw->k.attr_mask && !memcmp(old->k.attrs, nw->k.attrs, sizeof old->k.attrs) &&
+           lazy_node_ok(p, old, nw);
+}
+
+/* Whether update u of L is one VARIANTS mode accepts: for a whole graph
+ * given as the nodes that differ, only those are looked at. */
+static int lazy_update_ok(const sg_prof *p, const sg_fp *L, const sg_update *u)
+{
+    if (u->delta) {
+        for (size_t k = 0; k < u->delta->n; k++)
+            if (!lazy_whole_ok(p, &L->nodes[u->delta->idx[k]], &u->delta->nodes[k])) return 0;
+        return 1;
     }
+    if (!u->next) return lazy_node_ok(p, &L->nodes[u->node], u->desc);
+    const sg_fp *b = u->next;
+    if (L->n != b->n || L->nedges != b->nedges || !sg_bytes_eq(L->edges, b->edges, L->nedges * sizeof *L->edges))
+        return 0;
+    for (size_t i = 0; i < L->n; i++)
+        if (!lazy_whole_ok(p, &L->nodes[i], &b->nodes[i])) return 0;
     return 1;
 }
 
@@ -97,8 +106,7 @@ static int lazy_graph_ok(const sg_prof *p, const sg_fp *a, const sg_fp *b)
  * (pending: forwarded() pays it); any other ends renting (before_forward). */
 static int rent(sg_prof *p, const sg_exec_view *x, const sg_update *u)
 {
-    p->pending = x->L && !p->x0_stale &&
-                 (u->next ? lazy_graph_ok(p, x->L, u->next) : lazy_node_ok(p, &x->L->nodes[u->node], u->desc));
+    p->pending = x->L && !p->x0_stale && lazy_update_ok(p, x->L, u);
     if (p->pending) p->rent_pending = sg_prof_rent_of(x->L, u);
     return 0;
 }
@@ -108,14 +116,14 @@ static int accept(void *st, const sg_exec_view *x, const sg_update *u)
     sg_prof *p = st;
     if (p->state == SG_PROF_RENTING) return rent(p, x, u);
     if (p->state != SG_PROF_VARIANTS || !x->L || p->x0_stale) return 0;
-    int ok = u->next ? lazy_graph_ok(p, x->L, u->next)
-                     : lazy_node_ok(p, &x->L->nodes[u->node], u->desc);
-    if (!ok) return 0;
+    if (!lazy_update_ok(p, x->L, u)) return 0;
     if (p->sim) {               /* always_update: what skip_profiled would have done */
         sg_exec_event(p->exec, SG_EXEC_EV_WOULD_SKIP_PROFILED);
         return -1;
     }
-    if (u->next) {
+    if (u->delta) {                             /* the comparison found them */
+        for (size_t k = 0; k < u->delta->n; k++) sg_prof_mark_dirty(p, u->delta->idx[k]);
+    } else if (u->next) {
         for (size_t i = 0; i < x->L->n; i++)
             if (!sg_bytes_eq(x->L->nodes[i].pay, u->next->nodes[i].pay, u->next->nodes[i].len))
                 sg_prof_mark_dirty(p, i);

@@ -469,15 +469,17 @@ sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
     return why;
 }
 
-int sg_rec_same(CUgraph g, const sg_fp *fp)
+sg_readback sg_rec_delta(CUgraph g, const sg_fp *fp, sg_fp_delta *d, int *reason)
 {
     sg_readback why;
-    if (!sg_rec_on || fp->origin != SG_FP_RECORDED) return 0;
+    d->valid = 0;
+    if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
+    if (fp->origin != SG_FP_RECORDED) return SG_READBACK_NOT_RECORDED;
     sg_grecord *r = usable_locked(g, &why);
-    int same = r && sg_fp_compare(fp, &r->fp) < 0;
+    if (r) *reason = sg_fp_compare_delta(fp, &r->fp, d);
     pthread_mutex_unlock(&sg_rec_lock);
-    if (same) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
-    return same;
+    if (why == SG_READBACK_NONE && d->valid) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
+    return why;
 }
 
 void sg_rec_count_readback(sg_readback why)

@@ -75,9 +75,12 @@ void sg_rec_stream_gone(CUstream s);
  * SG_READBACK_NONE, or why there is none (fp is then unusable). */
 sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles);
 
-/* Whether graph g has a usable record that describes the same exec state
- * as fp (a record too): a decision on an identical update, with no copy. */
-int sg_rec_same(CUgraph g, const sg_fp *fp);
+/* Compares fp (the state of an exec, from a record) with the record of
+ * graph g in one pass: *reason is sg_fp_compare's answer and d holds the
+ * record's nodes that differ (d->valid: fp with d applied is the record).
+ * Returns SG_READBACK_NONE if the record could be used (d may still be
+ * invalid: the caller then fetches it whole), else why not. */
+sg_readback sg_rec_delta(CUgraph g, const sg_fp *fp, sg_fp_delta *d, int *reason);
 
 /* Counts a decision made by reading a graph back, and why (report). */
 void sg_rec_count_readback(sg_readback why);

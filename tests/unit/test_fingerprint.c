@@ -7,7 +7,8 @@
  * the build's fast path (a kernel node where the hint had one of the same
  * function) against the general one: the same bytes, every field's change
  * detected, arguments from a packed block or not, the driver calls counted,
- * both comparison widths.
+ * both comparison widths; the one-pass comparison that keeps the differing
+ * nodes (sg_fp_compare_delta) and applying what it kept.
  */
 #include "check.h"
 #include "fake_graph.h"
@@ -644,6 +645,50 @@ TEST(hint_of_another_size)
     CHECK_EQ(sg_fp_compare(&fa, &fc), -1);
 }
 
+/* The one-pass comparison (sg_fp_compare_delta): the same reason as
+ * sg_fp_compare, and exactly b's differing nodes, so that a with them
+ * applied compares equal to b; no delta when the topology differs or a
+ * node is unsupported. */
+TEST(compare_delta_holds_exactly_the_differing_nodes)
+{
+    fg a, b;
+    CUdeviceptr moved = FG_DEV_LO + 0x9000;
+    uint32_t other_salt = 8;
+    sg_fp_delta d = { 0 };
+    make_graph(&a);
+    enum { SALT, PTR, MEMCPY, MEMSET_AND_PTR, TYPE, ATTR, SAME, EDGE, MORE, HOST, NCASES };
+    for (int cs = 0; cs < NCASES; cs++) {
+        fg_copy(&b, &a);
+        size_t want_n = 1;
+        switch (cs) {
+        case SALT: memcpy(b.nodes[0].args[1], &other_salt, 4); break;
+        case PTR: memcpy(b.nodes[0].args[2], &moved, 8); break;
+        case MEMCPY: b.nodes[1].cp.srcDevice = moved; break;
+        case MEMSET_AND_PTR: b.nodes[2].ms.value = 9; memcpy(b.nodes[0].args[2], &moved, 8); want_n = 2; break;
+        case TYPE: b.nodes[3].type = CU_GRAPH_NODE_TYPE_MEMSET; break;
+        case ATTR: b.nodes[0].attr[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority = 1; break;
+        case SAME: want_n = 0; break;
+        case EDGE: b.to[2] = 2; b.from[2] = 0; break;
+        case MORE: fg_other(&b, CU_GRAPH_NODE_TYPE_EMPTY); break;
+        case HOST: b.nodes[3].type = CU_GRAPH_NODE_TYPE_HOST; break;
+        }
+        int want = diff(&a, &b);
+        CHECK_EQ(sg_fp_compare_delta(&fa, &fb, &d), want);
+        if (cs == EDGE || cs == MORE || cs == HOST) {
+            CHECK(!d.valid);                          /* b is needed whole */
+            continue;
+        }
+        CHECK(d.valid);
+        CHECK_EQ(d.n, want_n);
+        for (size_t k = 1; k < d.n; k++) CHECK(d.idx[k - 1] < d.idx[k]);
+        CHECK_EQ(sg_fp_copy(&fc, &fa), 0);
+        CHECK_EQ(sg_fp_delta_apply(&fc, &d), 0);
+        CHECK_EQ(sg_fp_compare(&fc, &fb), -1);
+        for (size_t i = 0; i < fb.n; i++) CHECK(same_bytes(&fc.nodes[i], &fb.nodes[i]));
+    }
+    sg_fp_delta_free(&d);
+}
+
 int main(void)
 {
     setup();
@@ -661,6 +706,7 @@ int main(void)
     RUN(compare_widths_and_payload_sizes);
     RUN(kernel_without_parameters);
     RUN(hint_of_another_size);
+    RUN(compare_delta_holds_exactly_the_differing_nodes);
     sg_fp_free(&fa);
     sg_fp_free(&fb);
     sg_fp_free(&fc);
