@@ -45,6 +45,9 @@ TO=${ADV_TIMEOUT:-10}
 # Under ThreadSanitizer the emulated kernels run 5-15 times slower (the
 # 256 MiB memory cases take ~45 s): a hang is still caught, later.
 grep -qs thread "$BUILD/san.cfg" && TO=${ADV_TIMEOUT:-150}
+# Under AddressSanitizer the 256 MiB memory baselines take ~6 s alone and
+# over 10 s beside another test (tests/run.sh runs two at a time).
+grep -qs address "$BUILD/san.cfg" && TO=${ADV_TIMEOUT:-40}
 MEM256=CUDAEMU_DEVICE_MEMORY=268435456
 # Variants bought at the decision (a cost table in which they are free): the
 # cases attack them from the first decided launch; renting (forwarding, as
