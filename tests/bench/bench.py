@@ -1116,7 +1116,8 @@ def target_rows(R, a, workloads, policies, vg, cells, model_sizes):
         rows.append(M.accept_cost([int(x) for x in split_list(a.accept_sizes)], a.accept_steps))
     if "launch_cost" in want:
         rows.append(M.launch_cost(a.launch_cost_nodes, a.launch_cost_steps))
-    rows += [r for r in targets.from_cells(cells, a.table, policies, max(model_sizes))
+    rows += [r for r in targets.from_cells(cells, a.table, policies,
+                                           max(model_sizes) if model_sizes else None)
              if r["id"] in want]
     curves = None
     if want & {"curve_twice_every", "curve_twice_changed", "curve_end_every",
