@@ -805,10 +805,11 @@ def write_table(path, cells, meta, head, skip=None, trows=None, curves=None):
                 c["workload"], c["nodes"], c["mode"], fmt(g.get("lib_ir_per_step"), 0),
                 fmt(g.get("lib_ir_per_launch"), 0), fmt(g.get("lib_ir_per_hooked_call"), 1),
                 fmt(g.get("process_ir_added_per_hooked_call"), 1)))
-    big = max(meta["sizes"])
-    L += ["", "#### Memory at %d nodes (whole run of 2T steps)" % big, "",
-          "| workload | mode | bytes requested | bytes mapped | mapped/requested | updates skipped/step |",
-          "| --- | --- | ---: | ---: | ---: | ---: |"]
+    big = max(meta["sizes"]) if meta["sizes"] else None
+    if big is not None:
+        L += ["", "#### Memory at %d nodes (whole run of 2T steps)" % big, "",
+              "| workload | mode | bytes requested | bytes mapped | mapped/requested | updates skipped/step |",
+              "| --- | --- | ---: | ---: | ---: | ---: |"]
     for c in cells:
         if c["nodes"] == big and c["mode"] != NOLIB:
             L.append("| %s | %s | %s | %s | %s | %s |" % (
@@ -994,7 +995,8 @@ def parse_args(argv):
     g.add_argument("--node-cost-steps", type=int, default=10, help="S: runs of S and S+P steps")
     g.add_argument("--node-cost-period", type=int, default=6, help="P")
     g.add_argument("--accept-sizes", default="64 256 1024 4096")
-    g.add_argument("--accept-steps", type=int, default=10, help="S: runs of S and S+2 steps")
+    g.add_argument("--accept-steps", type=int, default=10, help="S: runs of S and S+P steps")
+    g.add_argument("--accept-period", type=int, default=10, help="P")
     g.add_argument("--launch-cost-nodes", type=int, default=256)
     g.add_argument("--launch-cost-steps", type=int, default=30, help="S: runs of S and 2S steps")
     g.add_argument("--curve-nodes", type=int, default=256)
@@ -1018,7 +1020,7 @@ def parse_args(argv):
     a.out = os.path.abspath(a.out or os.path.join(a.build, "bench"))
     if min(a.steps, a.repeats, a.callgrind_steps, a.skip_cost_steps, a.uncaptured_steps,
            a.uncaptured_launches, a.node_cost_steps, a.node_cost_period, a.accept_steps,
-           a.launch_cost_steps, a.curve_first) < 1:
+           a.accept_period, a.launch_cost_steps, a.curve_first) < 1:
         ap.error("step counts, repeats and launch counts must be >= 1")
     unknown = set(split_list(a.targets)) - set(targets.SPEC)
     if unknown:
@@ -1113,7 +1115,8 @@ def target_rows(R, a, workloads, policies, vg, cells, model_sizes):
         rows.append(M.node_cost([int(x) for x in split_list(a.node_cost_sizes)],
                                 a.node_cost_steps, a.node_cost_period))
     if "accept_cost" in want:
-        rows.append(M.accept_cost([int(x) for x in split_list(a.accept_sizes)], a.accept_steps))
+        rows.append(M.accept_cost([int(x) for x in split_list(a.accept_sizes)], a.accept_steps,
+                                  a.accept_period))
     if "launch_cost" in want:
         rows.append(M.launch_cost(a.launch_cost_nodes, a.launch_cost_steps))
     rows += [r for r in targets.from_cells(cells, a.table, policies,

@@ -253,7 +253,7 @@ class Measure:
                 "skipped": t.get("updates_skipped"), "seen": t.get("updates_seen"),
                 "forwarded": t.get("updates_forwarded"), "launches": t.get("launches")}
 
-    def accept_cost(self, sizes, steps):
+    def accept_cost(self, sizes, steps, period):
         wl, pol = ACCEPT
         if not self.vg:
             return row("accept_cost", skipped=NO_CALLGRIND)
@@ -263,17 +263,21 @@ class Measure:
         for n in sizes:
             cmds["%d nodes" % n] = self.command(wl, n, steps, pol, toggle=GRAPH_TOGGLE)
             s, l = self.toggled(wl, pol, n, steps, GRAPH_TOGGLE), \
-                self.toggled(wl, pol, n, steps + 2, GRAPH_TOGGLE)
+                self.toggled(wl, pol, n, steps + period, GRAPH_TOGGLE)
             v = None
             if s and l:
                 acc = l["skipped"] - s["skipped"] if None not in (s["skipped"], l["skipped"]) \
                     else None
                 if acc and acc > 0 and l["forwarded"] == s["forwarded"]:
                     v = (l["lib"] - s["lib"]) / acc / n
+                    if v < 0:   # the runs' own variation (launch ordering) exceeds the figure
+                        why = ("negative difference at %d nodes (%.1f Ir/node): measure over a "
+                               "longer window (--accept-period)" % (n, v))
+                        v = None
                 else:
                     why = ("no update accepted (skipped) between --steps %d and %d at %d nodes "
                            "(report: skipped %s -> %s, forwarded %s -> %s)"
-                           % (steps, steps + 2, n, s["skipped"], l["skipped"], s["forwarded"],
+                           % (steps, steps + period, n, s["skipped"], l["skipped"], s["forwarded"],
                               l["forwarded"]))
             items.append((v, "%d nodes" % n))
             detail.append({"nodes": n, "ir_per_node": v})
@@ -282,7 +286,7 @@ class Measure:
             v = None   # every size must be measured
         return row("accept_cost", v, where, detail,
                    cmds.get(where, cmds["%d nodes" % sizes[0]]) +
-                   " (and --steps %d); (difference) / updates skipped / nodes" % (steps + 2),
+                   " (and --steps %d); (difference) / updates skipped / nodes" % (steps + period),
                    why=why)
 
     def launch_cost(self, nodes, steps):
