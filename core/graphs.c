@@ -164,25 +164,11 @@ static CUresult exec_fix(const sg_call *c)
  * guards r->stat and the observer's state. The exec's launch counter is the
  * stats entry the record keeps (r->stat: entries are never freed, stats.c),
  * so the statistics' lock and table are not touched either. */
-static CUresult launch_unobserved(const sg_call *c)
+/* The launch of r's exec, r->lock held (by the caller, who also holds
+ * `ref` if the record came from the table): the observer launches, then the
+ * lock goes and the launch is counted. */
+static inline CUresult launch_locked(sg_grec *r, sg_grec *ref, const sg_call *c)
 {
-    CUresult rc = c->forward(c->args);
-    if (rc == CUDA_SUCCESS) {
-        SG_TOTAL_ADD(launches, 1);
-        sg_exec_launched(c->u.launch.exec);
-    }
-    return rc;
-}
-
-CUresult sg_graph_launch(const sg_call *c)
-{
-    if (!sg_graph_obs) return launch_unobserved(c);
-    sg_grec *r = sg_grec_lock_hot(c->u.launch.exec), *ref = NULL;
-    if (__builtin_expect(!r, 0)) {
-        if (!(ref = sg_grec_get(c->u.launch.exec, 0))) return launch_unobserved(c);
-        r = ref;
-        sg_lock_take(&r->lock);
-    }
     struct sg_exec *stat = r->stat;
     CUresult rc;
     if (r->pol) {
@@ -200,6 +186,31 @@ CUresult sg_graph_launch(const sg_call *c)
         else sg_exec_launched(c->u.launch.exec);
     }
     return rc;
+}
+
+/* A launch whose record is not in its hot slot (found in the table, with a
+ * reference), or that no observer watches (no record needed). */
+static __attribute__((noinline)) CUresult launch_cold(const sg_call *c)
+{
+    sg_grec *r = sg_graph_obs ? sg_grec_get(c->u.launch.exec, 0) : NULL;
+    if (r) {
+        sg_lock_take(&r->lock);
+        return launch_locked(r, r, c);
+    }
+    CUresult rc = c->forward(c->args);
+    if (rc == CUDA_SUCCESS) {
+        SG_TOTAL_ADD(launches, 1);
+        sg_exec_launched(c->u.launch.exec);
+    }
+    return rc;
+}
+
+CUresult sg_graph_launch(const sg_call *c)
+{
+    sg_grec *r;
+    if (__builtin_expect(!sg_graph_obs || !(r = sg_grec_lock_hot(c->u.launch.exec)), 0))
+        return launch_cold(c);
+    return launch_locked(r, NULL, c);
 }
 
 /* Destroys the exec; the observer's state (variants) goes with the record. */

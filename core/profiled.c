@@ -271,8 +271,8 @@ static __attribute__((noinline)) CUresult launch_slow(sg_prof *p, const sg_exec_
     return launch_own(p, x, c);
 }
 
-/* The steady states take no call but sg_prof_launch_ordered (launch_own's
- * for a PLAIN exec whose X_0 is sound); everything else is launch_slow's. */
+/* The steady states take no call but sg_prof_launch_ordered (and a RENTING
+ * exec sg_prof_rent_due); everything else is launch_slow's. */
 static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
 {
     sg_prof *p = st;
@@ -282,8 +282,12 @@ static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
      * update, no driver call but the launch */
     if (__builtin_expect(p->hit >= 0 && x->L && !p->x0_stale, 1) && !sg_capture_active())
         return sg_prof_launch_ordered(p, x, p->hit, c);
-    /* a PLAIN exec: its own exec, in order */
-    if (p->state == SG_PROF_PLAIN && !p->x0_stale && !p->sim) return sg_prof_launch_ordered(p, x, 0, c);
+    /* a PLAIN exec, or a RENTING one whose purchase is not due: its own
+     * exec, in order (launch_own when X_0 is sound) */
+    if (!p->x0_stale && !p->sim &&
+        (p->state == SG_PROF_PLAIN ||
+         (p->state == SG_PROF_RENTING && x->L && !x->fixed && !sg_prof_rent_due(p))))
+        return sg_prof_launch_ordered(p, x, 0, c);
     return launch_slow(p, x, c);
 }
 
