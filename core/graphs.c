@@ -157,13 +157,6 @@ static CUresult exec_fix(const sg_call *c)
     return rc;
 }
 
-/* A launch: the observer sees it (and may launch a variant instead).
- * The steady state costs no table_lock and no reference: the record is
- * found locked through its hot slot (graph_records.c); its lock (rec->lock)
- * serialises the launch with the exec's updates and other launches, and
- * guards r->stat and the observer's state. The exec's launch counter is the
- * stats entry the record keeps (r->stat: entries are never freed, stats.c),
- * so the statistics' lock and table are not touched either. */
 /* The launch of r's exec, r->lock held (by the caller, who also holds
  * `ref` if the record came from the table): the observer launches, then the
  * lock goes and the launch is counted. */
@@ -205,6 +198,13 @@ static __attribute__((noinline)) CUresult launch_cold(const sg_call *c)
     return rc;
 }
 
+/* A launch: the observer sees it (and may launch a variant instead).
+ * The steady state costs no table_lock and no reference: the record is
+ * found locked through its hot slot (graph_records.c); its lock (rec->lock)
+ * serialises the launch with the exec's updates and other launches, and
+ * guards r->stat and the observer's state. The exec's launch counter is the
+ * stats entry the record keeps (r->stat: entries are never freed, stats.c),
+ * so the statistics' lock and table are not touched either. */
 CUresult sg_graph_launch(const sg_call *c)
 {
     sg_grec *r;
