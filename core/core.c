@@ -94,6 +94,9 @@ static CUresult route(const sg_call *c)
 
 CUresult sg_core_call(const sg_call *c)
 {
+    /* the hottest call (every step of a graph program) first, with no
+     * recorder facet (SG_LAUNCH sets none) */
+    if (c->kind == SG_CALL_LAUNCH) return sg_graph_launch(c);
     switch (c->kind) {
     case SG_CALL_CAPTURE_BEGIN:
     case SG_CALL_CAPTURE_END:

@@ -16,14 +16,21 @@
 extern int sg_graph_table_oom;
 #define uthash_nonfatal_oom(elt) (sg_graph_table_oom = 1)
 #include "hash.h"
+#include "lock.h"
+#include "util.h"
 
 typedef enum { REC_CURRENT, REC_STALE } rec_state;
 
+/* Records are type-stable (graph_records.c): never freed, a record whose
+ * last reference goes is emptied and kept for the next exec, so that a
+ * launch can find its record without the table lock (sg_grec_lock_hot). */
 typedef struct sg_grec {
-    CUgraphExec exec;            /* key (table_lock) */
+    sg_lock lock;                /* lock.h (every launch takes it); guards the fields
+                                  * below but hh, refs and live */
+    CUgraphExec exec;            /* key; written with table_lock and lock both held */
     UT_hash_handle hh;           /* table_lock */
     int refs;                    /* atomic (see Locks above) */
-    pthread_mutex_t lock;        /* guards the fields below */
+    int live;                    /* atomic: in the table (set and cleared under table_lock) */
     CUcontext ctx;
     rec_state state;
     sg_reason stale_reason;
@@ -52,9 +59,41 @@ extern const sg_exec_observer *sg_graph_obs;
 /* The record of exec with a reference for the caller; made (stale) if
  * unknown and make is set; NULL if none or out of memory. */
 sg_grec *sg_grec_get(CUgraphExec exec, int make);
+/* The table's hot slots (graph_records.c): per hash of an exec handle, the
+ * record last added or found for it; atomic pointers, written under
+ * table_lock. */
+#define SG_GREC_HOT_N 256                    /* a power of two */
+extern sg_grec *sg_grec_hot[SG_GREC_HOT_N];
+
+static inline unsigned sg_grec_hot_index(CUgraphExec exec)
+{
+    return sg_hash8(&exec) & (SG_GREC_HOT_N - 1);
+}
+
+/* The launch's lookup: exec's record with its lock held and no reference
+ * taken, found without table_lock through its hot slot; NULL when the slot
+ * names no live record of exec (then sg_grec_get). Valid until the caller
+ * unlocks it: a record is only emptied or refilled under its lock, and
+ * `exec` is only written under it (graph_records.c's header). */
+static inline sg_grec *sg_grec_lock_hot(CUgraphExec exec)
+{
+    sg_grec *r = __atomic_load_n(&sg_grec_hot[sg_grec_hot_index(exec)], __ATOMIC_ACQUIRE);
+    if (!r) return NULL;
+    sg_lock_take(&r->lock);
+    if (__builtin_expect(r->exec == exec && __atomic_load_n(&r->live, __ATOMIC_ACQUIRE), 1))
+        return r;
+    sg_lock_drop(&r->lock);
+    return NULL;
+}
 void sg_grec_put(sg_grec *r);
 /* The view the observer gets (r->lock held). */
-sg_exec_view sg_grec_view(const sg_grec *r);
+static inline sg_exec_view sg_grec_view(const sg_grec *r)
+{
+    return (sg_exec_view){ .exec = r->exec, .ctx = r->ctx,
+                           .L = r->state == REC_CURRENT ? &r->fp : NULL,
+                           .nodes = r->graph ? r->nodes : NULL,
+                           .fixed = r->fixed || r->unsupported };
+}
 void sg_grec_make_stale(sg_grec *r, sg_reason why);
 /* Keeps v (n node handles of graph, in fp order) as r's nodes. -1 if out of
  * memory (nothing changed). */

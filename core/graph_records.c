@@ -4,19 +4,34 @@
  * with their context) and the state every record has whatever the policy.
  *
  * Locks (in this order):
- *   table_lock   the record table (uthash by CUgraphExec). Held for a lookup
- *                (and the reference it takes) and an add / remove only.
- *                `refs` is atomic: taken under table_lock by a lookup, dropped
- *                without it. The table holds one reference while the record
- *                is in it; whoever drops the last one frees the record.
+ *   table_lock   the record table (uthash by CUgraphExec) and its hot slots.
+ *                Held for a lookup (and the reference it takes) and an add /
+ *                remove only. `refs` is atomic: taken under table_lock by a
+ *                lookup, dropped without it. The table holds one reference
+ *                while the record is in it; whoever drops the last one empties
+ *                the record (rec_recycle).
  *   rec->lock    one per record: everything else in it, and the observer's
  *                state. Held while building, comparing and forwarding an
  *                update or a launch of that exec, so two threads using one
  *                exec are serialized in call order, as the driver orders them.
+ *   spare_lock   the list of emptied records; nothing is taken under it.
  * Inside rec->lock the fingerprint cache lock (fp_pinfo.c) and the memory
  * registry's lock (mem_registry.c) may be taken, and stats.c's for
  * counting. No lock of this file is held across a call that can wait on the
  * device.
+ *
+ * The launch's lookup takes no table_lock and no reference (a launch costs
+ * a few hundred instructions in all, issue 11): records are type-stable (never
+ * freed; an emptied one waits on `spare` for the next exec, its lock never
+ * reset), and `hot` (a slot per hash of the handle, written under
+ * table_lock) names the record last added or found for a handle. A launch
+ * reads the slot, locks the record it names and keeps it only if it is still
+ * exec's live record: `exec` is written with both table_lock and rec->lock
+ * held, `live` is cleared under table_lock when the record leaves the table,
+ * and a record is emptied (rec_recycle) and refilled (rec_add_locked) only
+ * under its lock, so neither can happen while a launch holds it. A launch
+ * that holds a record its exec's destroy just took out of the table behaves
+ * as one that took its reference just before: the launch was first.
  */
 #include "graph_internal.h"
 
@@ -37,10 +52,34 @@ static sg_grec *table;
 sg_caps sg_graph_caps;
 const sg_exec_observer *sg_graph_obs;
 
-static void rec_free(sg_grec *r)
+sg_grec *sg_grec_hot[SG_GREC_HOT_N];   /* graph_internal.h */
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static sg_grec *spare;                 /* emptied records, linked through hh.next */
+
+/* Forgets r in its hot slot (table_lock held). */
+static void hot_forget(sg_grec *r)
 {
+    sg_grec **h = &sg_grec_hot[sg_grec_hot_index(r->exec)];
+    if (__atomic_load_n(h, __ATOMIC_RELAXED) == r) __atomic_store_n(h, NULL, __ATOMIC_RELAXED);
+}
+
+static void spare_push(sg_grec *r)
+{
+    pthread_mutex_lock(&spare_lock);
+    r->hh.next = spare;
+    spare = r;
+    pthread_mutex_unlock(&spare_lock);
+}
+
+/* The last reference is gone (r is out of the table): the observer's state
+ * and the buffers go, and the record waits on `spare`. Its lock is taken
+ * first: a launch that found it through `hot` may still hold it. The caller
+ * holds no record's lock. */
+static void rec_recycle(sg_grec *r)
+{
+    sg_lock_take(&r->lock);
     if (r->pol && sg_graph_obs) sg_graph_obs->destroyed(r->pol, 0);
-    pthread_mutex_destroy(&r->lock);
+    r->pol = NULL;
     sg_fp_free(&r->fp);
     sg_fp_free(&r->next);
     sg_fp_delta_free(&r->delta);
@@ -48,12 +87,24 @@ static void rec_free(sg_grec *r)
     sg_fp_map_free(&r->map);
     sg_fp_node_free(&r->node);
     free(r->nodes);
-    free(r);
+    r->nodes = NULL;
+    r->exec = NULL;
+    sg_lock_drop(&r->lock);
+    spare_push(r);
 }
 
 void sg_grec_put(sg_grec *r)
 {
-    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) rec_free(r);
+    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) rec_recycle(r);
+}
+
+/* r leaves the table (table_lock held); the caller then owns the table's
+ * reference. */
+static void rec_unlink_locked(sg_grec *r)
+{
+    HASH_DEL(table, r);
+    hot_forget(r);
+    __atomic_store_n(&r->live, 0, __ATOMIC_RELEASE);
 }
 
 /* Removes exec's record from the table, if any; table_lock held. */
@@ -62,7 +113,7 @@ static void rec_remove_locked(CUgraphExec exec)
     sg_grec *r;
     HASH_FIND_PTR(table, &exec, r);
     if (r) {
-        HASH_DEL(table, r);
+        rec_unlink_locked(r);
         sg_grec_put(r);
     }
 }
@@ -72,44 +123,51 @@ static void rec_remove_locked(CUgraphExec exec)
  * update starts stale (untracked_exec). table_lock held. */
 static sg_grec *rec_add_locked(CUgraphExec exec)
 {
-    sg_grec *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
+    pthread_mutex_lock(&spare_lock);
+    sg_grec *r = spare;
+    if (r) spare = r->hh.next;
+    pthread_mutex_unlock(&spare_lock);
+    if (!r && !(r = calloc(1, sizeof *r))) return NULL;   /* zeroed: its lock unlocked */
+    rec_remove_locked(exec);
+    /* refilled under its lock (the first member, kept): a launch may hold
+     * it, from an earlier life */
+    _Static_assert(offsetof(sg_grec, lock) == 0, "the lock comes first");
+    sg_lock_take(&r->lock);
+    memset((char *)r + offsetof(sg_grec, exec), 0, sizeof *r - offsetof(sg_grec, exec));
     r->exec = exec;
     r->refs = 2;
     r->state = REC_STALE;
     r->stale_reason = SG_REASON_UNTRACKED_EXEC;
-    pthread_mutex_init(&r->lock, NULL);
-    rec_remove_locked(exec);
     sg_graph_table_oom = 0;
     HASH_ADD_PTR(table, exec, r);
     if (sg_graph_table_oom) {
-        pthread_mutex_destroy(&r->lock);
-        free(r);
+        r->exec = NULL;
+        sg_lock_drop(&r->lock);
+        spare_push(r);
         return NULL;
     }
+    __atomic_store_n(&r->live, 1, __ATOMIC_RELEASE);
+    sg_lock_drop(&r->lock);
+    __atomic_store_n(&sg_grec_hot[sg_grec_hot_index(exec)], r, __ATOMIC_RELEASE);
     return r;
 }
 
 /* The record of exec with a reference for the caller; made (stale) if
- * unknown and make is set; NULL if none or out of memory. */
+ * unknown and make is set; NULL if none or out of memory. A record found
+ * takes its hot slot, so that the next launch finds it without the lock. */
 sg_grec *sg_grec_get(CUgraphExec exec, int make)
 {
     sg_grec *r;
     pthread_mutex_lock(&table_lock);
     HASH_FIND_PTR(table, &exec, r);
-    if (r) __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
-    else if (make) r = rec_add_locked(exec);
+    if (r) {
+        __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&sg_grec_hot[sg_grec_hot_index(exec)], r, __ATOMIC_RELEASE);
+    } else if (make) {
+        r = rec_add_locked(exec);
+    }
     pthread_mutex_unlock(&table_lock);
     return r;
-}
-
-/* The view the observer gets (r->lock held). */
-sg_exec_view sg_grec_view(const sg_grec *r)
-{
-    return (sg_exec_view){ .exec = r->exec, .ctx = r->ctx,
-                           .L = r->state == REC_CURRENT ? &r->fp : NULL,
-                           .nodes = r->graph ? r->nodes : NULL,
-                           .fixed = r->fixed || r->unsupported };
 }
 
 int sg_grec_set_nodes(sg_grec *r, CUgraph graph, const CUgraphNode *v, size_t n)
@@ -218,9 +276,9 @@ void sg_grec_foreach(void (*fn)(sg_grec *r, void *u), void *u)
     }
     pthread_mutex_unlock(&table_lock);
     for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&v[i]->lock);
+        sg_lock_take(&v[i]->lock);
         fn(v[i], u);
-        pthread_mutex_unlock(&v[i]->lock);
+        sg_lock_drop(&v[i]->lock);
         sg_grec_put(v[i]);
     }
     free(v);
@@ -251,7 +309,7 @@ sg_grec **sg_grec_take_ctx(CUcontext ctx, size_t *n)
     pthread_mutex_lock(&table_lock);
     HASH_ITER(hh, table, r, tmp) {
         if (r->ctx != ctx || sg_grow((void **)&gone, &cap, *n + 1, sizeof *gone) != 0) continue;
-        HASH_DEL(table, r);            /* the table's reference moves to the caller */
+        rec_unlink_locked(r);          /* the table's reference moves to the caller */
         gone[(*n)++] = r;
     }
     pthread_mutex_unlock(&table_lock);
@@ -260,8 +318,13 @@ sg_grec **sg_grec_take_ctx(CUcontext ctx, size_t *n)
 
 void sg_grec_atfork(int phase)
 {
-    if (phase == 0) pthread_mutex_lock(&table_lock);
-    else pthread_mutex_unlock(&table_lock);
+    if (phase == 0) {
+        pthread_mutex_lock(&table_lock);
+        pthread_mutex_lock(&spare_lock);
+    } else {
+        pthread_mutex_unlock(&spare_lock);
+        pthread_mutex_unlock(&table_lock);
+    }
 }
 
 void sg_grec_reset(void)
@@ -269,7 +332,7 @@ void sg_grec_reset(void)
     sg_grec *r, *tmp;
     pthread_mutex_lock(&table_lock);
     HASH_ITER(hh, table, r, tmp) {
-        HASH_DEL(table, r);
+        rec_unlink_locked(r);
         sg_grec_put(r);
     }
     pthread_mutex_unlock(&table_lock);

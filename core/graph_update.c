@@ -209,7 +209,7 @@ CUresult sg_graph_update(const sg_call *c)
         sg_exec_update(c->u.update.exec, 1, SG_REASON_UNTRACKED_EXEC);
         return c->forward(c->args);
     }
-    pthread_mutex_lock(&r->lock);
+    sg_lock_take(&r->lock);
     sg_fp_cache_enter();
     CUgraph g = c->u.update.graph;
     int reason = forced_reason(r), built = 0, rreason = -1;
@@ -240,7 +240,7 @@ CUresult sg_graph_update(const sg_call *c)
     }
     if (rc == CUDA_SUCCESS) sg_grec_check_supported(r);
     sg_fp_cache_leave();
-    pthread_mutex_unlock(&r->lock);
+    sg_lock_drop(&r->lock);
     sg_grec_put(r);
     sg_vmm_unrelax();
     return rc;
@@ -255,7 +255,7 @@ CUresult sg_graph_update_node(const sg_call *c)
         sg_exec_update(c->u.node_update.exec, 1, SG_REASON_UNTRACKED_EXEC);
         return c->forward(c->args);
     }
-    pthread_mutex_lock(&r->lock);
+    sg_lock_take(&r->lock);
     sg_fp_cache_enter();
     long i = r->graph && sg_grec_learn_nodes(r) == 0 ? sg_fp_map_find(&r->map, c->u.node_update.node) : -1;
     if (i >= 0 && (size_t)i >= r->fp.n) i = -1;
@@ -286,7 +286,7 @@ CUresult sg_graph_update_node(const sg_call *c)
             r->stale_reason = SG_REASON_EXEC_MODIFIED;
     }
     sg_fp_cache_leave();
-    pthread_mutex_unlock(&r->lock);
+    sg_lock_drop(&r->lock);
     sg_grec_put(r);
     sg_vmm_unrelax();
     return rc;

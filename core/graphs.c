@@ -99,7 +99,7 @@ static CUresult instantiate(const sg_call *c)
     int known = 0;
     size_t nodes = 0;
     if (r) {
-        pthread_mutex_lock(&r->lock);
+        sg_lock_take(&r->lock);
         if (sg_drv.cuCtxGetCurrent) SG_DRIVER_CALL(cuCtxGetCurrent, &r->ctx);
         sg_fp_cache_enter();
         describe(r, graph);
@@ -109,7 +109,7 @@ static CUresult instantiate(const sg_call *c)
         }
         sg_fp_cache_leave();
         sg_grec_check_supported(r);
-        pthread_mutex_unlock(&r->lock);
+        sg_lock_drop(&r->lock);
     } else {
         SG_WARN("out of memory: the updates of graph exec %p will always go to the driver",
                 (void *)exec);
@@ -120,13 +120,13 @@ static CUresult instantiate(const sg_call *c)
     if (sg_exec_created(exec, nodes, known) != 0)
         SG_WARN("out of memory: graph exec %p is not counted", (void *)exec);
     if (r) {
-        pthread_mutex_lock(&r->lock);
+        sg_lock_take(&r->lock);
         r->stat = sg_exec_entry(exec);
         if (sg_graph_obs && !r->unsupported) {
             sg_exec_view x = sg_grec_view(r);
             r->pol = sg_graph_obs->created(&x, graph);
         }
-        pthread_mutex_unlock(&r->lock);
+        sg_lock_drop(&r->lock);
         sg_grec_put(r);
     }
     sg_vmm_unrelax();
@@ -140,7 +140,7 @@ static CUresult exec_fix(const sg_call *c)
 {
     sg_grec *r = sg_grec_get(c->u.exec.exec, 0);
     if (!r) return c->forward(c->args);
-    pthread_mutex_lock(&r->lock);
+    sg_lock_take(&r->lock);
     CUresult rc = CUDA_SUCCESS;
     if (r->pol) {
         sg_exec_view x = sg_grec_view(r);
@@ -151,39 +151,66 @@ static CUresult exec_fix(const sg_call *c)
         if (c->kind == SG_CALL_EXEC_ENABLE) r->fixed = 1;
         else sg_grec_make_stale(r, SG_REASON_EXEC_MODIFIED);
     }
-    pthread_mutex_unlock(&r->lock);
+    sg_lock_drop(&r->lock);
     sg_grec_put(r);
     sg_vmm_unrelax();
     return rc;
 }
 
-/* A launch: the observer sees it (and may launch a variant instead). */
-static CUresult launch(const sg_call *c)
+/* The launch of r's exec, r->lock held (by the caller, who also holds
+ * `ref` if the record came from the table): the observer launches, then the
+ * lock goes and the launch is counted. */
+static inline CUresult launch_locked(sg_grec *r, sg_grec *ref, const sg_call *c)
 {
-    sg_grec *r = sg_graph_obs ? sg_grec_get(c->u.launch.exec, 0) : NULL;
-    struct sg_exec *stat = NULL;
+    struct sg_exec *stat = r->stat;
     CUresult rc;
-    if (r) {
-        pthread_mutex_lock(&r->lock);
-        stat = r->stat;
-        if (r->pol) {
-            sg_exec_view x = sg_grec_view(r);
-            rc = sg_graph_obs->launch(r->pol, &x, c);
-        } else {
-            rc = c->forward(c->args);
-        }
-        pthread_mutex_unlock(&r->lock);
-        sg_grec_put(r);
-        sg_vmm_unrelax();
+    if (r->pol) {
+        sg_exec_view x = sg_grec_view(r);
+        rc = sg_graph_obs->launch(r->pol, &x, c);
     } else {
         rc = c->forward(c->args);
     }
+    sg_lock_drop(&r->lock);
+    if (ref) sg_grec_put(ref);
+    sg_vmm_unrelax();
     if (rc == CUDA_SUCCESS) {
         SG_TOTAL_ADD(launches, 1);
         if (stat) sg_exec_entry_launched(stat);
         else sg_exec_launched(c->u.launch.exec);
     }
     return rc;
+}
+
+/* A launch whose record is not in its hot slot (found in the table, with a
+ * reference), or that no observer watches (no record needed). */
+static __attribute__((noinline)) CUresult launch_cold(const sg_call *c)
+{
+    sg_grec *r = sg_graph_obs ? sg_grec_get(c->u.launch.exec, 0) : NULL;
+    if (r) {
+        sg_lock_take(&r->lock);
+        return launch_locked(r, r, c);
+    }
+    CUresult rc = c->forward(c->args);
+    if (rc == CUDA_SUCCESS) {
+        SG_TOTAL_ADD(launches, 1);
+        sg_exec_launched(c->u.launch.exec);
+    }
+    return rc;
+}
+
+/* A launch: the observer sees it (and may launch a variant instead).
+ * The steady state costs no table_lock and no reference: the record is
+ * found locked through its hot slot (graph_records.c); its lock (rec->lock)
+ * serialises the launch with the exec's updates and other launches, and
+ * guards r->stat and the observer's state. The exec's launch counter is the
+ * stats entry the record keeps (r->stat: entries are never freed, stats.c),
+ * so the statistics' lock and table are not touched either. */
+CUresult sg_graph_launch(const sg_call *c)
+{
+    sg_grec *r;
+    if (__builtin_expect(!sg_graph_obs || !(r = sg_grec_lock_hot(c->u.launch.exec)), 0))
+        return launch_cold(c);
+    return launch_locked(r, NULL, c);
 }
 
 /* Destroys the exec; the observer's state (variants) goes with the record. */
@@ -228,10 +255,10 @@ static void ctx_teardown(sg_ctx *cx)
     for (size_t i = 0; i < n; i++) {
         sg_grec *r = gone[i];
         sg_exec_destroyed(r->exec);
-        pthread_mutex_lock(&r->lock);
+        sg_lock_take(&r->lock);
         if (r->pol) sg_graph_obs->destroyed(r->pol, 1);
         r->pol = NULL;
-        pthread_mutex_unlock(&r->lock);
+        sg_lock_drop(&r->lock);
         sg_grec_put(r);
     }
     free(gone);
@@ -244,7 +271,7 @@ CUresult sg_graph_call(const sg_call *c)
     case SG_CALL_INSTANTIATE:
         return instantiate(c);
     case SG_CALL_LAUNCH:
-        return launch(c);
+        return sg_graph_launch(c);
     case SG_CALL_UPDATE_GRAPH:
         return sg_graph_update(c);
     case SG_CALL_UPDATE_NODE:

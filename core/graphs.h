@@ -91,6 +91,9 @@ void sg_graph_init(const sg_caps *caps, const sg_exec_observer *obs);
  * EXEC_DIRTY, EXEC_DESTROY, GRAPH_DESTROY, NODE_DESTROY and MODULE_UNLOAD
  * calls; returns what the program gets. */
 CUresult sg_graph_call(const sg_call *c);
+/* SG_CALL_LAUNCH only: what sg_graph_call does with it, reached directly by
+ * the router (a launch is the hottest graph call). */
+CUresult sg_graph_launch(const sg_call *c);
 
 /* Stream s is about to be destroyed: the observer of every exec hears of it
  * (before the driver destroys it). */

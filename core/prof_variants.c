@@ -462,41 +462,72 @@ static int last_stream_handle(const sg_prof *p, CUstream *s, int *per_thread)
     return 0;
 }
 
-CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const sg_call *c)
+/* The stream's identity (streams.h), without a call for a named stream,
+ * the common case. */
+static inline sg_stream_id launch_stream_id(const sg_call *c)
 {
-    sg_stream_id s = sg_stream_id_of(c->u.launch.stream, c->per_thread);
-    if (p->last_gen != -1 && g != p->last_gen && !sg_stream_id_eq(s, p->last_stream)) {
-        p->multi = 1;
-        if (!p->order_valid) {
-            /* the first switch: the previous launch's generation serves this
-             * one (the driver orders them), else an event recorded now */
-            int prev = p->last_gen;
-            if (prev >= 0 && xv->L && p->gens[prev].live &&
-                (p->gens[prev].mism == 0 || gen_update(p, xv, prev) == 0) &&
-                slots_match(p, &p->gens[prev]))
-                g = prev;
-            else {
-                CUstream ls;
-                int lpt;
-                if (last_stream_handle(p, &ls, &lpt) == 0) order_record(p, ls, lpt);
-            }
-        }
-        if (g != p->last_gen) {
-            if (!p->order_valid) return sg_prof_plausible(CUDA_ERROR_UNKNOWN);
-            CUresult rc = order_wait(p, c);
-            if (rc != CUDA_SUCCESS) return sg_prof_plausible(rc);
+    CUstream s = c->u.launch.stream;
+    if (s && s != CU_STREAM_PER_THREAD) return (sg_stream_id){ (uintptr_t)s, 0 };
+    return sg_stream_id_of(s, c->per_thread);
+}
+
+/* A launch of generation *g on another stream than the previous launch, of
+ * another generation: ordered after it (the header's Order); *g may become
+ * the previous generation. CUDA_SUCCESS, or what the program gets. Kept out
+ * of sg_prof_launch_ordered, whose steady state never comes here. */
+static __attribute__((noinline)) CUresult order_switch(sg_prof *p, const sg_exec_view *xv, int *g,
+                                                       const sg_call *c)
+{
+    p->multi = 1;
+    if (!p->order_valid) {
+        /* the first switch: the previous launch's generation serves this
+         * one (the driver orders them), else an event recorded now */
+        int prev = p->last_gen;
+        if (prev >= 0 && xv->L && p->gens[prev].live &&
+            (p->gens[prev].mism == 0 || gen_update(p, xv, prev) == 0) &&
+            slots_match(p, &p->gens[prev]))
+            *g = prev;
+        else {
+            CUstream ls;
+            int lpt;
+            if (last_stream_handle(p, &ls, &lpt) == 0) order_record(p, ls, lpt);
         }
     }
-    CUresult rc = launch_exec(p, g, c);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (*g != p->last_gen) {
+        if (!p->order_valid) return sg_prof_plausible(CUDA_ERROR_UNKNOWN);
+        CUresult rc = order_wait(p, c);
+        if (rc != CUDA_SUCCESS) return sg_prof_plausible(rc);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* After a successful launch of generation g: its slots are in use on the
+ * stream, and from the first switch of stream on every launch records the
+ * order event. */
+static __attribute__((noinline)) void launched_multi(sg_prof *p, int g, const sg_call *c)
+{
     if (p->gens[g].live && p->gens[g].slots)
         sg_prof_slots->launched(p->gens[g].slots, c->u.launch.stream, c->per_thread);
     if (p->multi) order_record(p, c->u.launch.stream, c->per_thread);
     else p->order_valid = 0;
+}
+
+CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const sg_call *c)
+{
+    sg_stream_id s = launch_stream_id(c);
+    if (__builtin_expect(p->last_gen != -1 && g != p->last_gen && !sg_stream_id_eq(s, p->last_stream), 0)) {
+        CUresult rc = order_switch(p, xv, &g, c);
+        if (rc != CUDA_SUCCESS) return rc;
+    }
+    CUresult rc = launch_exec(p, g, c);
+    if (rc != CUDA_SUCCESS) return rc;
+    pgen *x = &p->gens[g];
+    if (__builtin_expect(p->multi || (x->live && x->slots), 0)) launched_multi(p, g, c);
+    else p->order_valid = 0;
     p->last_gen = g;
     p->last_stream = s;
-    if (p->gens[g].live) {
-        p->gens[g].last_use = ++p->tick;
+    if (x->live) {
+        x->last_use = ++p->tick;
         p->cur = g;
     }
     return rc;

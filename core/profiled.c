@@ -238,16 +238,11 @@ static CUresult settle(sg_prof *p, const sg_exec_view *x, const sg_call *c, cons
     return launch_own(p, x, c);
 }
 
-static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
+/* Every launch but the steady states of launch(). */
+static __attribute__((noinline)) CUresult launch_slow(sg_prof *p, const sg_exec_view *x,
+                                                      const sg_call *c)
 {
-    sg_prof *p = st;
     const sg_fp *L = x->L;
-    p->nlaunch++;
-    p->pending = 0;
-    /* Fast path (the steady state of a program rotating among variants): the
-     * generation settled by the last update, no driver call but the launch. */
-    if (__builtin_expect(p->hit >= 0 && L && !p->x0_stale, 1) && !sg_capture_active())
-        return sg_prof_launch_ordered(p, x, p->hit, c);
     if (p->state == SG_PROF_VARIANTS && !p->sim) {
         if (sg_capture_active() && sg_capture_stream(c->u.launch.stream, c->per_thread)) {
             CUresult rc = sg_prof_leave(p, x, 1, "launched into a stream capture");
@@ -274,6 +269,26 @@ static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
         }
     }
     return launch_own(p, x, c);
+}
+
+/* The steady states take no call but sg_prof_launch_ordered (and a RENTING
+ * exec sg_prof_rent_due); everything else is launch_slow's. */
+static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
+{
+    sg_prof *p = st;
+    p->nlaunch++;
+    p->pending = 0;
+    /* a program rotating among variants: the generation settled by the last
+     * update, no driver call but the launch */
+    if (__builtin_expect(p->hit >= 0 && x->L && !p->x0_stale, 1) && !sg_capture_active())
+        return sg_prof_launch_ordered(p, x, p->hit, c);
+    /* a PLAIN exec, or a RENTING one whose purchase is not due: its own
+     * exec, in order (launch_own when X_0 is sound) */
+    if (!p->x0_stale && !p->sim &&
+        (p->state == SG_PROF_PLAIN ||
+         (p->state == SG_PROF_RENTING && x->L && !x->fixed && !sg_prof_rent_due(p))))
+        return sg_prof_launch_ordered(p, x, 0, c);
+    return launch_slow(p, x, c);
 }
 
 static CUresult fix(void *st, const sg_exec_view *x)

@@ -1,7 +1,7 @@
 /*
  * core/vmm.c: the VMM adapter (vmm.h).
  *
- * State: tls_relaxed and tls_saved_mode are per thread; stats are atomics.
+ * State: sg_vmm_relaxed and tls_saved_mode are per thread; stats are atomics.
  */
 #include "vmm.h"
 
@@ -9,25 +9,28 @@
 #include "log.h"
 #include "util.h"
 
-static __thread int tls_relaxed;
-static __thread CUstreamCaptureMode tls_saved_mode;
+/* initial-exec, as interpose/'s sg_in_hook: every exec launch reads
+ * sg_vmm_relaxed (sg_vmm_unrelax, inline in vmm.h), and the general model
+ * costs a __tls_get_addr call each time */
+__thread int sg_vmm_relaxed __attribute__((tls_model("initial-exec")));
+static __thread CUstreamCaptureMode tls_saved_mode __attribute__((tls_model("initial-exec")));
 
 void sg_vmm_relax(void)
 {
-    if (tls_relaxed || !sg_drv.cuThreadExchangeStreamCaptureMode) return;
+    if (sg_vmm_relaxed || !sg_drv.cuThreadExchangeStreamCaptureMode) return;
     CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
     if (SG_DRIVER_CALL(cuThreadExchangeStreamCaptureMode, &m) == CUDA_SUCCESS) {
         tls_saved_mode = m;
-        tls_relaxed = 1;
+        sg_vmm_relaxed = 1;
     }
 }
 
-void sg_vmm_unrelax(void)
+void sg_vmm_unrelax_now(void)
 {
-    if (!tls_relaxed) return;
+    if (!sg_vmm_relaxed) return;
     CUstreamCaptureMode m = tls_saved_mode;
     SG_DRIVER_CALL(cuThreadExchangeStreamCaptureMode, &m);
-    tls_relaxed = 0;
+    sg_vmm_relaxed = 0;
 }
 
 int sg_vmm_ctx_enter(CUcontext ctx, CUcontext *prev)

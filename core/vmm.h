@@ -32,8 +32,15 @@
  * (idempotent). Does nothing if the driver lacks
  * cuThreadExchangeStreamCaptureMode or refuses. */
 void sg_vmm_relax(void);
-/* Restores the mode the thread had before the first sg_vmm_relax(). */
-void sg_vmm_unrelax(void);
+/* Restores the mode the thread had before the first sg_vmm_relax(). Inline
+ * test of the thread's flag (initial-exec TLS: one load), since every hooked
+ * call that may relax ends with it, every cuGraphLaunch included. */
+extern __thread int sg_vmm_relaxed __attribute__((tls_model("initial-exec"), visibility("hidden")));
+void sg_vmm_unrelax_now(void);
+static inline void sg_vmm_unrelax(void)
+{
+    if (__builtin_expect(sg_vmm_relaxed, 0)) sg_vmm_unrelax_now();
+}
 
 /* Makes ctx current if it is not; *prev gets what to restore. 0, or -1 if
  * the driver refused (nothing changed). */

@@ -226,6 +226,19 @@ static __attribute__((noinline)) CUresult sg_dispatch(const sg_call *c)
         if (__builtin_expect(!sg_real.name, 0)) return sg_missing_real(SG_ID_##name); \
         if (sg_passthrough_all || sg_in_hook) return sg_real.name(SG_ARGS(params)); \
         struct sg_args_##name a_ = { SG_ARGS(params) };                       \
+        if ((sg_call){ call }.kind == SG_CALL_LAUNCH) {                       \
+            /* the hottest hook: only what a launch reads is set (an */        \
+            /* initialiser would zero the whole union, ~90 bytes) */          \
+            sg_call l_;                                                       \
+            l_.hook = SG_ID_##name;                                           \
+            l_.kind = SG_CALL_LAUNCH;                                         \
+            l_.forward = sg_fwd_##name;                                       \
+            l_.args = &a_;                                                    \
+            l_.per_thread = (stream) == SG_STREAM_PTSZ;                       \
+            l_.gb = NULL;                                                     \
+            l_.u.launch = (sg_call){ call }.u.launch;                         \
+            return sg_dispatch(&l_);                                          \
+        }                                                                     \
         sg_call c_ = { .hook = SG_ID_##name, .forward = sg_fwd_##name,        \
                        .args = &a_, .per_thread = (stream) == SG_STREAM_PTSZ, \
                        call };                                                \

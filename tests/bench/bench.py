@@ -277,15 +277,19 @@ class Runner:
         return e
 
     def run(self, wl, nodes, steps, mode, callgrind=False, toggle=None, prog=None, extra=(),
-            env=None):
+            env=None, dump_after=None):
         """One run; returns its record (never raises for a failing program).
         callgrind: under valgrind's callgrind, collecting everything or, with
-        toggle, only inside that function; prog: a program instead of the
+        toggle, only inside that function; dump_after: a function (pattern)
+        after each return from which callgrind writes what it collected since
+        the last dump (one part per call); prog: a program instead of the
         workload named wl (wl then only names the run); extra: more options;
         env: more environment variables (of a run with the library).
         The record holds rc, wall, checksum, stderr, stats (CUDAEMU_STATS),
         report (the library's), maxrss_kb (peak RSS, not under callgrind) and,
-        under callgrind, cg (parse_callgrind)."""
+        under callgrind, cg (parse_callgrind; with dump_after, of what
+        followed the last dump) and, with dump_after, cg_parts (parse_callgrind
+        of each part, in order)."""
         base = os.path.join(self.tmp, "%s-%d-%d-%s-%s-%d" % (
             wl, nodes, steps, mode, "cg" if callgrind else "run", next(self._seq)))
         stats, report, cgout = base + ".stats.json", base + ".report.json", base + ".callgrind"
@@ -293,7 +297,8 @@ class Runner:
                "--nodes", str(nodes)] + list(extra)
         if callgrind:
             cmd = ["valgrind", "--tool=callgrind", "-q", "--callgrind-out-file=" + cgout] + \
-                (["--collect-atstart=no", "--toggle-collect=" + toggle] if toggle else []) + cmd
+                (["--collect-atstart=no", "--toggle-collect=" + toggle] if toggle else []) + \
+                (["--dump-after=" + dump_after] if dump_after else []) + cmd
         e = self.env(mode, stats, report)
         if env and mode != NOLIB:
             e.update(env)
@@ -302,10 +307,17 @@ class Runner:
         rec = {"rc": rc, "wall": wall, "checksum": m.group(1).lower() if m else None,
                "stderr": err[-400:], "stats": load_json(stats), "report": load_json(report),
                "maxrss_kb": None if callgrind else rss}
+        parts = []
         if callgrind:
             rec["cg"] = parse_callgrind(cgout, os.path.basename(self.lib)) \
                 if os.path.exists(cgout) else None
-        for f in (stats, report, cgout):
+            if dump_after:        # callgrind names the parts <out>.1, <out>.2, ...
+                n = 1
+                while os.path.exists("%s.%d" % (cgout, n)):
+                    parts.append("%s.%d" % (cgout, n))
+                    n += 1
+                rec["cg_parts"] = [parse_callgrind(f, os.path.basename(self.lib)) for f in parts]
+        for f in [stats, report, cgout] + parts:
             if os.path.exists(f):
                 if self.a.keep_raw:
                     os.makedirs(os.path.join(self.a.out, "raw"), exist_ok=True)
@@ -313,15 +325,19 @@ class Runner:
                 os.unlink(f)
         return rec
 
-    def command(self, wl, nodes, steps, mode, toggle=None, prog=None, extra=()):
+    def command(self, wl, nodes, steps, mode, toggle=None, prog=None, extra=(), env=None,
+                dump_after=None):
         """A shell command line that repeats one run (for the tables)."""
+        e = env
         env = "LD_LIBRARY_PATH=%s " % self.rel(self.emu) if self.a.driver == "emu" else ""
         if mode != NOLIB:
             env += "LD_PRELOAD=%s STABLEGRAPH_POLICY=%s " % (self.rel(self.lib), mode)
+            env += "".join("%s=%s " % kv for kv in sorted((e or {}).items()))
         vg = ""
         if toggle is not None:
-            vg = "valgrind --tool=callgrind %s" % (
-                "--collect-atstart=no --toggle-collect=%s " % toggle if toggle else "")
+            vg = "valgrind --tool=callgrind %s%s" % (
+                "--collect-atstart=no --toggle-collect=%s " % toggle if toggle else "",
+                "'--dump-after=%s' " % dump_after if dump_after else "")
         return "%s%s%s --steps %s --nodes %d%s" % (
             env, vg, self.rel(prog or os.path.join(self.wldir, wl)), steps, nodes,
             "".join(" " + x for x in extra))
@@ -998,7 +1014,9 @@ def parse_args(argv):
     g.add_argument("--accept-steps", type=int, default=10, help="S: runs of S and S+P steps")
     g.add_argument("--accept-period", type=int, default=10, help="P")
     g.add_argument("--launch-cost-nodes", type=int, default=256)
-    g.add_argument("--launch-cost-steps", type=int, default=30, help="S: runs of S and 2S steps")
+    g.add_argument("--launch-cost-steps", type=int, default=30,
+                   help="S: one run of 2S steps, the launches after S and after the "
+                        "decision and purchase averaged")
     g.add_argument("--curve-nodes", type=int, default=256)
     g.add_argument("--curve-first", type=int, default=12,
                    help="K: the curves run 1..K steps, then --steps S and 2S")

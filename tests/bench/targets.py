@@ -21,7 +21,9 @@ Figures (`Spec` ids):
                       inside the library's graph entry only, S and S+2 steps,
                       / updates skipped in between / nodes
   launch_cost         library instructions per steady-state cuGraphLaunch
-                      under skip_profiled: callgrind inside cuGraphLaunch only
+                      under skip_profiled: callgrind inside cuGraphLaunch only,
+                      one part per launch, the launches after the decision and
+                      the purchase averaged (the renting path too)
   host_memory         peak RSS under skip_profiled minus without the library,
                       per node, at the largest model size (16384)
   library_calls       driver calls the library makes per steady-state step
@@ -50,6 +52,11 @@ RATIO_POLICIES = ["skip_temp", "skip_profiled"]
 CURVE_POLICY_END = "skip_profiled"
 GRAPH_TOGGLE = "sg_graph_call"      # the library's entry for graph calls (core/graphs.c)
 LAUNCH_TOGGLE = "cuGraphLaunch"
+LAUNCH_DUMP = "sg_hook_cuGraphLaunch*"   # the library's launch hooks: one part per launch
+# The launch at which skip_profiled decides an exec that reports no purchase
+# (a plain one): STABLEGRAPH_PROFILE_STEPS (3 by default; the bench does not
+# set it) + 1.
+PLAIN_DECISION_LAUNCH = 4
 CG_ELEMS = ("--elems", "64")
 NO_CALLGRIND = "no callgrind (valgrind missing, a sanitizer build, or a real driver)"
 
@@ -187,17 +194,20 @@ class Measure:
             self._ref[k] = r["checksum"] if r["rc"] == 0 else "(run without the library failed)"
         return self._ref[k]
 
-    def cg(self, wl, nodes, steps, mode, toggle=None, prog=None, extra=CG_ELEMS):
+    def cg(self, wl, nodes, steps, mode, toggle=None, prog=None, extra=CG_ELEMS, env=None,
+           dump_after=None):
         """A callgrind run, checked; None if it failed."""
         r = self.R.run(wl, nodes, steps, mode, callgrind=True, toggle=toggle, prog=prog,
-                       extra=extra)
+                       extra=extra, env=env, dump_after=dump_after)
         what = "%s %d nodes %s --steps %d%s" % (wl, nodes, mode, steps,
                                                " (callgrind in %s)" % toggle if toggle else "")
         ok = self._check(r, wl, nodes, steps, extra, prog, what)
         return r if ok and r.get("cg") else None
 
-    def command(self, wl, nodes, steps, mode, toggle="", prog=None, extra=CG_ELEMS):
-        return self.R.command(wl, nodes, steps, mode, toggle=toggle, prog=prog, extra=extra)
+    def command(self, wl, nodes, steps, mode, toggle="", prog=None, extra=CG_ELEMS, env=None,
+                dump_after=None):
+        return self.R.command(wl, nodes, steps, mode, toggle=toggle, prog=prog, extra=extra,
+                              env=env, dump_after=dump_after)
 
     # -------------------------------------------------------- each figure
 
@@ -290,6 +300,16 @@ class Measure:
                    why=why)
 
     def launch_cost(self, nodes, steps):
+        """One callgrind run of 2S launches per cell with a dump after each
+        launch (LAUNCH_DUMP), so each launch's library Ir is known exactly.
+        The steady state is the launches after launch S and after every
+        exec's decision and purchase (the report's decided_at_launch and
+        bought_at_launch; a plain exec reports none and decides at launch
+        PLAIN_DECISION_LAUNCH): their mean is the figure. The launches before
+        are reported apart (one_off_ir: what they cost above the steady state;
+        with one exec, the decision's and the purchase's own launch), never
+        averaged in. A run whose window is shorter than S/2 launches is
+        repeated with twice the steps (up to 16S)."""
         pol = "skip_profiled"
         if not self.vg:
             return row("launch_cost", skipped=NO_CALLGRIND)
@@ -297,21 +317,77 @@ class Measure:
         if not wls or pol not in self.policies:
             return row("launch_cost", skipped="no workload of %s or no %s"
                        % (" ".join(LAUNCH_COST_WORKLOADS), pol))
-        items, detail, cmds = [], [], {}
-        for wl in wls:
-            cmds["%s, %d nodes" % (wl, nodes)] = self.command(wl, nodes, steps, pol,
-                                                             toggle=LAUNCH_TOGGLE)
-            s, l = self.toggled(wl, pol, nodes, steps, LAUNCH_TOGGLE), \
-                self.toggled(wl, pol, nodes, 2 * steps, LAUNCH_TOGGLE)
-            v = per_unit(s and s["lib"], l and l["lib"],
-                         (l["launches"] - s["launches"]) if s and l and l["launches"] else None)
-            items.append((v, "%s, %d nodes" % (wl, nodes)))
-            detail.append({"workload": wl, "ir_per_launch": v})
+        cells = [(wl, None) for wl in wls]
+        if "rotating_inputs" in wls:   # the renting path: table prices buy late
+            cells.append(("rotating_inputs", {"STABLEGRAPH_COST_TIMES": "table"}))
+        items, detail, cmds, why = [], [], {}, "a run failed (see the failures)"
+        for wl, env in cells:
+            label = wl + (" (%s)" % " ".join("%s=%s" % kv for kv in env.items()) if env else "")
+            d, w = self._launch_window(wl, nodes, steps, pol, env)
+            if d is None:
+                why = w or why
+                items.append((None, label))
+                continue
+            where = "%s, %s, %d nodes" % (label, d["mode"], nodes)
+            cmds[where] = self.command(wl, nodes, d["steps"], pol, toggle=LAUNCH_TOGGLE, env=env,
+                                       dump_after=LAUNCH_DUMP)
+            items.append((d["ir_per_launch"], where))
+            detail.append(dict({"workload": label}, **d))
         v, where = worst(items)
         return row("launch_cost", v, where, detail,
-                   cmds.get(where, cmds["%s, %d nodes" % (wls[0], nodes)]) +
-                   " (and --steps %d); (difference) / launches" % (2 * steps),
-                   why="a run failed (see the failures)")
+                   cmds.get(where, "") + "; mean of the per-launch parts after the decision, "
+                   "the purchase and launch S (detail: the window and the one-off cost)",
+                   why=why)
+
+    def _launch_window(self, wl, nodes, steps, pol, env):
+        """(detail, None) for launch_cost's cell, or (None, why)."""
+        total = 2 * steps
+        while True:
+            r = self.cg(wl, nodes, total, pol, toggle=LAUNCH_TOGGLE, env=env,
+                        dump_after=LAUNCH_DUMP)
+            if r is None:
+                return None, None
+            per = [p["lib"] for p in r.get("cg_parts") or []]
+            rep = r["report"] or {}
+            launches = (rep.get("totals") or {}).get("launches")
+            if launches != len(per):
+                return None, ("%s: %s launches in the report, %d callgrind parts"
+                              % (wl, launches, len(per)))
+            start, modes, marks = steps, [], {}
+            for e in rep.get("execs") or []:
+                pr = e.get("profile")
+                if e.get("launches") and not pr:
+                    return None, "%s: exec %s never decided (still profiling)" % (wl, e.get("id"))
+                if not pr:
+                    continue
+                modes.append(pr.get("mode"))
+                if pr.get("demotions"):
+                    return None, "%s: exec %s left its variants" % (wl, e.get("id"))
+                pu = dict(pr.get("purchase") or {})
+                pu.setdefault("decided_at_launch", PLAIN_DECISION_LAUNCH)
+                for k in ("decided_at_launch", "bought_at_launch"):
+                    if pu.get(k):
+                        marks[k] = max(marks.get(k, 0), pu[k])
+                        # this exec's launches in the window all follow its k-th
+                        start = max(start, len(per) - (e["launches"] - pu[k]))
+            window = per[start:]
+            if len(window) >= max(1, steps // 2):
+                break
+            if total >= 16 * steps:
+                return None, ("%s: no steady window (the purchase came at launch %s of %d)"
+                              % (wl, marks.get("bought_at_launch"), total))
+            total *= 2
+        mean = sum(window) / len(window)
+        if len(modes) != 1:       # launch numbers are per exec: only one exec's are the run's
+            marks = {}
+        return {"mode": "/".join(sorted(set(modes))) or "-", "steps": total,
+                "ir_per_launch": mean, "window": "%d-%d" % (start + 1, len(per)),
+                "window_min": min(window), "window_max": max(window),
+                "one_off_ir": sum(per[:start]) - start * mean,
+                "decision_launch_ir": per[marks["decided_at_launch"] - 1]
+                if "decided_at_launch" in marks else None,
+                "purchase_launch_ir": per[marks["bought_at_launch"] - 1]
+                if "bought_at_launch" in marks else None}, None
 
     def rotating_50(self, nodes):
         wl, pol, steps = "rotating_inputs", "skip_profiled", 50

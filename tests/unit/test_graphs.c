@@ -9,8 +9,11 @@
 #include "check.h"
 #include "fake_graph.h"
 #include "core/fingerprint.h"
+#include "core/lock.h"
 #include "core/stats.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 typedef struct fwd {
@@ -412,9 +415,38 @@ TEST(always_update_counts_would_skip)
     simple_call(SG_CALL_EXEC_DESTROY, e);
 }
 
+/* core/lock.h, the exec records' lock: mutual exclusion under contention
+ * (the futex wait and wake paths), with a counter only the lock guards. */
+#define LOCK_THREADS 4
+#define LOCK_ROUNDS 200000
+static sg_lock lk;
+static unsigned long guarded;
+static void *lock_worker(void *u)
+{
+    (void)u;
+    for (int i = 0; i < LOCK_ROUNDS; i++) {
+        sg_lock_take(&lk);
+        unsigned long v = guarded;
+        if ((i & 1023) == 0) sched_yield();   /* held across a yield: others wait */
+        guarded = v + 1;
+        sg_lock_drop(&lk);
+    }
+    return NULL;
+}
+
+TEST(record_lock_excludes)
+{
+    pthread_t t[LOCK_THREADS];
+    for (int i = 0; i < LOCK_THREADS; i++) CHECK_EQ(pthread_create(&t[i], NULL, lock_worker, NULL), 0);
+    for (int i = 0; i < LOCK_THREADS; i++) pthread_join(t[i], NULL);
+    CHECK_EQ(guarded, (unsigned long)LOCK_THREADS * LOCK_ROUNDS);
+    CHECK_EQ(lk.v, 0);                         /* left free, no waiter mark */
+}
+
 int main(void)
 {
     f_k = ff_make(3, sizes3);
+    RUN(record_lock_excludes);
     RUN(identical_update_is_skipped_and_filled);
     RUN(record_replaced_only_after_successful_forward);
     RUN(kernel_node_updates);

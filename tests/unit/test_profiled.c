@@ -703,8 +703,76 @@ TEST(always_update_counts_would_skip_profiled)
     destroy();
 }
 
+/* The launch finds its exec's record through a hot slot (graph_records.c)
+ * and counts through the record's stats entry. More execs than hot slots
+ * (256), launched in turn: each launch reaches its own exec's observer (each
+ * decides at its 4th launch) and its own counter; a destroyed exec's handle
+ * reaches no record, not even when its emptied record serves another exec;
+ * a handle instantiated again gets a fresh record. */
+#define MANY 300
+static CUgraphExec many_exec(int i) { return (CUgraphExec)(uintptr_t)(0x100000 + 0x40 * i); }
+static int many_call(sg_call_kind kind, CUgraphExec e)
+{
+    CUgraphExec got = NULL;
+    fwd f = { 0, &got, e };
+    sg_call c = { .kind = kind, .forward = fake_forward, .args = &f };
+    if (kind == SG_CALL_INSTANTIATE) c.u.inst = (typeof(c.u.inst)){ .out = &got, .graph = (CUgraph)&graph };
+    else if (kind == SG_CALL_LAUNCH) c.u.launch.exec = e;
+    else c.u.exec.exec = e;
+    CHECK_CU(sg_core_call(&c), CUDA_SUCCESS);
+    return f.calls;
+}
+typedef struct by_id { sg_exec_info v[MANY + 4]; } by_id;
+static void grab_id(const sg_exec_info *e, void *u)
+{
+    if (e->id && e->id < MANY + 4) ((by_id *)u)->v[e->id] = *e;
+}
+static by_id *infos(void)
+{
+    static by_id b;
+    memset(&b, 0, sizeof b);
+    sg_exec_foreach(grab_id, &b);
+    return &b;
+}
+
+TEST(launch_reaches_its_own_record)
+{
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 0);     /* no clones: PLAIN at the decision */
+    for (int i = 0; i < MANY; i++) many_call(SG_CALL_INSTANTIATE, many_exec(i));
+    for (int round = 1; round <= 4; round++)
+        for (int i = 0; i < MANY; i++) {
+            CHECK_EQ(many_call(SG_CALL_LAUNCH, many_exec(i)), 1);
+            /* exec i + 1 has not had this round's launch yet */
+            if (i + 1 < MANY) CHECK_EQ(infos()->v[i + 2].profile.decided, 0);
+            CHECK_EQ(infos()->v[i + 1].profile.decided, round == 4);
+        }
+    by_id *b = infos();
+    int bad = 0;
+    for (int i = 1; i <= MANY; i++) bad += b->v[i].launches != 4 || !b->v[i].profile.decided;
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(sg_stats_totals().launches, 4 * MANY);
+    /* exec 0 destroyed; exec MANY (a new handle) takes its emptied record */
+    many_call(SG_CALL_EXEC_DESTROY, many_exec(0));
+    many_call(SG_CALL_INSTANTIATE, many_exec(MANY));
+    CHECK_EQ(many_call(SG_CALL_LAUNCH, many_exec(0)), 1);   /* to the driver, as it is */
+    b = infos();
+    CHECK_EQ(b->v[MANY + 1].launches, 0);                   /* not counted for the new exec */
+    CHECK_EQ(b->v[MANY + 1].profile.decided, 0);
+    CHECK_EQ(many_call(SG_CALL_LAUNCH, many_exec(MANY)), 1);
+    CHECK_EQ(infos()->v[MANY + 1].launches, 1);
+    /* exec 1's handle instantiated again: a fresh record, profiled afresh */
+    many_call(SG_CALL_INSTANTIATE, many_exec(1));
+    CHECK_EQ(many_call(SG_CALL_LAUNCH, many_exec(1)), 1);
+    b = infos();
+    CHECK_EQ(b->v[MANY + 2].launches, 1);
+    CHECK_EQ(b->v[MANY + 2].profile.decided, 0);
+    CHECK_EQ(b->v[2].launches, 4);                          /* the old exec 1: unchanged */
+    for (int i = 1; i <= MANY; i++) many_call(SG_CALL_EXEC_DESTROY, many_exec(i));
+}
+
 int main(void)
 {
+    RUN(launch_reaches_its_own_record);
     RUN(pointer_discovery);
     RUN(decision_plain_when_nothing_varies);
     RUN(generations_choice_order);
