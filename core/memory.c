@@ -28,8 +28,9 @@
  *
  * Frees: cuMemFree of a placed block gets the driver's own answer and
  * implicit synchronization: the library frees a one-page block of its own
- * (cuMemAlloc in relaxed mode, then cuMemFree in the program's capture mode)
- * in the block's context. Refused (a capture whose mode forbids the call):
+ * (cuMemAlloc in relaxed mode, or in the program's mode when no capture is
+ * in progress, then cuMemFree in the program's capture mode) in the block's
+ * context. Refused (a capture whose mode forbids the call):
  * the program gets that error, the driver has invalidated what it
  * invalidates, nothing is freed. Allowed: the driver synchronized the
  * context as for the program's own block (cuda.h: cuMemFree "may perform
@@ -235,10 +236,20 @@ static int free_verdict(mem_arena *ar, CUresult *rc)
     CUcontext prev;
     CUdeviceptr token = 0;
     if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
-    sg_vmm_relax();
+    /* With no capture in progress the token's allocation is allowed in any
+     * mode: it is made in the program's mode, with no mode exchange. A
+     * capture that begins meanwhile on another thread then gets from it the
+     * verdict the program's own cuMemFree would have got at that moment. */
+    int quiet = !sg_capture_active();
+    if (!quiet) sg_vmm_relax();
     int have = sg_drv.cuMemAlloc_v2 && sg_drv.cuMemFree_v2;
     CUresult a = have ? SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1) : CUDA_ERROR_NOT_SUPPORTED;
-    sg_vmm_unrelax();
+    if (!quiet) sg_vmm_unrelax();
+    if (quiet && (a == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || a == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)) {
+        sg_vmm_ctx_leave(ar->ctx, prev);
+        *rc = a;
+        return -1;
+    }
     int verdict = 1;
     if (a == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) {
         sg_vmm_relax();

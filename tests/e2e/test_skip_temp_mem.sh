@@ -61,6 +61,16 @@ for r in "${runs[@]}"; do
     creates=$(calls "$run" cuMemCreate) maps=$(calls "$run" cuMemMap)
     check "$r: cuMemCreate/cuMemMap a handful of times ($creates/$maps)" \
         [ "$creates" -ge 1 -a "$creates" -le 4 -a "$maps" -eq "$creates" ]
+    # No capture is in progress at the program's cuMemFree: the one-page
+    # block is allocated in the program's mode, with no capture-mode exchange
+    # (two per free before); the exchanges left are the VMM set-up's (relaxed,
+    # then back: the reservation and each chunk). cuMemFreeAsync records its
+    # event in relaxed mode, as before.
+    if [[ $r != *--async-alloc* ]]; then
+        xch=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["library_driver_calls"].get("cuThreadExchangeStreamCaptureMode", 0))' "$TMP/$run.rep.json")
+        check "$r: capture-mode exchanges only around VMM set-up ($xch, $creates chunks)" \
+            [ "$xch" -le $((2 * creates + 2)) ]
+    fi
     req=$(json_get "$TMP/$run.rep.json" totals.bytes_requested)
     mapped=$(json_get "$TMP/$run.rep.json" totals.bytes_mapped)
     diag "$r: bytes_requested=$req bytes_mapped=$mapped"
