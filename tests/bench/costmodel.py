@@ -158,7 +158,9 @@ def charge(table, calls, nodes=None, rule="every", q=None, inst_us=None):
     q = table.query[1] if q is None else q
     nodes = nodes or {}
     by = {g: 0.0 for g in GROUP_NAMES}
-    for name, n in calls.items():
+    # in name order: the sum is then the same in every process (the order of
+    # a dict built from a set of names depends on the process's hash seed)
+    for name, n in sorted(calls.items()):
         if not n:
             continue
         base = base_name(name)
