@@ -303,5 +303,8 @@ CUresult sg_prof_plausible(CUresult rc);
  * 0, or -1 (then the clone is gone: no variants). */
 int sg_prof_clone_map(sg_prof *p);
 void sg_prof_clone_free(sg_prof *p);
+/* A PLAIN exec (for good: nothing leaves PLAIN) gives its clone back,
+ * unless the program's exec still waits to be restored from it. */
+void sg_prof_plain_for_good(sg_prof *p);
 
 #endif /* SG_PROF_H */

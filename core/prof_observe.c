@@ -320,4 +320,17 @@ void sg_prof_decided(sg_prof *p)
     if (p->state == SG_PROF_PLAIN) p->ngroups = 0;
     if (!p->sim) sg_prof_log_decision(p);
     sg_exec_set_profile(p->exec, &p->prof);
+    sg_prof_plain_for_good(p);
+}
+
+/* PLAIN is never left (only PROFILING, RENTING and VARIANTS change state),
+ * so a PLAIN exec never makes a variant from its clone: the clone goes (the
+ * driver's copy of the whole graph). Kept while the program's exec waits to
+ * be restored from it (x0_stale). */
+void sg_prof_plain_for_good(sg_prof *p)
+{
+    if (p->sim || p->state != SG_PROF_PLAIN || p->x0_stale || !p->clone) return;
+    sg_prof_clone_free(p);
+    SG_DEBUG("graph exec %lu (%p): plain for good: the graph's clone released at launch %lu",
+             sg_exec_id(p->exec), (void *)p->exec, p->nlaunch);
 }

@@ -630,5 +630,6 @@ CUresult sg_prof_leave(sg_prof *p, const sg_exec_view *x, int final, const char 
         SG_INFO("graph exec %lu (%p): generations given up: %s; its updates go to the driver as "
                 "under skip_temp", sg_exec_id(p->exec), (void *)p->exec, why);
     }
+    sg_prof_plain_for_good(p);
     return rc;
 }

@@ -310,6 +310,7 @@ static CUresult fix(void *st, const sg_exec_view *x)
     }
     p->final_plain = 1;
     p->state = SG_PROF_PLAIN;
+    sg_prof_plain_for_good(p);
     return rc == CUDA_SUCCESS ? rc : sg_prof_plausible(rc);
 }
 

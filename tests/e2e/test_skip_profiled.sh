@@ -118,6 +118,16 @@ check_eq "scalar_changes: every scalar change reaches the driver" \
     "$(calls prof cuGraphExecKernelNodeSetParams_v2)" $(( (STEPS - 1) * lanes ))
 check_eq "scalar_changes: decided plain" \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" plain
+# A plain exec never makes a variant: its clone goes at the decision (the
+# driver's copy of the graph), not with the exec; an exec that buys variants
+# keeps it.
+run prof scalar_changes skip_profiled $STEPS "$FREE" STABLEGRAPH_LOG=debug
+check_sum "scalar_changes, log on: checksum" "$(sum_of prof)" "$(sum_of base)"
+check_eq "scalar_changes: the plain exec's clone released once, at its decision" \
+    "$(grep -c "plain for good: the graph's clone released at launch" "$TMP/prof.out")" 1
+run prof rotating_inputs skip_profiled $STEPS "$FREE" STABLEGRAPH_LOG=debug
+check_eq "rotating_inputs: variants bought, the clone kept" \
+    "$(grep -c "clone released" "$TMP/prof.out")/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" 0/generations
 
 run base topology_changes none $STEPS
 run prof topology_changes skip_profiled $STEPS "$FREE"
