@@ -339,6 +339,19 @@ void emu_handle_add_ctx(const void *h, emu_kind kind, CUcontext owner)
 
 void emu_handle_add(const void *h, emu_kind kind) { emu_handle_add_ctx(h, kind, NULL); }
 
+void emu_leaf_locks_fork(int phase)
+{
+    if (phase == 0) {                     /* leaves: nothing is taken under them */
+        emu_exec_tok_fork(0);
+        pthread_mutex_lock(&emu_handle_lock);
+        emu_mem_fork(0);
+        return;
+    }
+    emu_mem_fork(phase);
+    pthread_mutex_unlock(&emu_handle_lock);
+    emu_exec_tok_fork(phase);
+}
+
 void emu_handle_del(const void *h)
 {
     pthread_mutex_lock(&emu_handle_lock);

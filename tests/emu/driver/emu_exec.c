@@ -32,6 +32,17 @@
 static pthread_mutex_t tok_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tok_cond = PTHREAD_COND_INITIALIZER;
 
+/* emu_leaf_locks_fork's part here (the token lock). */
+void emu_exec_tok_fork(int phase)
+{
+    if (phase == 0) {
+        pthread_mutex_lock(&tok_lock);
+        return;
+    }
+    if (phase == 2) pthread_cond_init(&tok_cond, NULL);   /* its waiters are gone */
+    pthread_mutex_unlock(&tok_lock);
+}
+
 static void token_put(launch_token *t)
 {
     if (!t) return;

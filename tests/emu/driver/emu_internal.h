@@ -358,6 +358,16 @@ CUcontext emu_stream_ctx(emu_stream *s);
 /* Enqueues work (takes ownership, also on failure). Applies the legacy
  * stream's implicit synchronization. Never called for a capturing stream. */
 CUresult emu_stream_enqueue(emu_stream *s, emu_work *w);
+/* fork(): the leaf locks a stream worker may hold while it runs work (a
+ * launch token's, the handle registry's, device memory's), taken by
+ * emu_stream.c's fork handlers after every stream lock so that no child
+ * inherits one held by a thread it does not have. phase: 0 prepare (lock),
+ * 1 parent (unlock), 2 child (unlock, condition variables made anew). */
+void emu_leaf_locks_fork(int phase);
+/* Its parts: the launch tokens' lock (emu_exec.c), device memory's (emu_mem.c). */
+void emu_exec_tok_fork(int phase);
+void emu_mem_fork(int phase);
+
 /* Blocks until all work queued on s so far completed. */
 void emu_stream_wait_idle(emu_stream *s);
 /* Blocks until every stream of ctx (or of all contexts if NULL) is idle. */

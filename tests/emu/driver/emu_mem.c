@@ -44,6 +44,12 @@ mem_state emu_memory = { .next_buffer_id = 1, .next_handle_id = 0x1000,
                    .pools = { [0 ... MEM_MAX_DEVICES - 1] = { .reuse = { 1, 1, 1 } } } };
 int emu_mem_hash_oom;
 
+void emu_mem_fork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&emu_mem_lock);
+    else pthread_mutex_unlock(&emu_mem_lock);
+}
+
 size_t emu_page_size(void)
 {
     static size_t ps;

@@ -163,10 +163,12 @@ static void fork_prepare(void)
     pthread_mutex_lock(&emu_ev_lock);
     pthread_mutex_lock(&streams_lock);
     for (emu_stream *s = all_streams; s; s = s->next) pthread_mutex_lock(&s->lock);
+    emu_leaf_locks_fork(0);
 }
 
 static void fork_parent(void)
 {
+    emu_leaf_locks_fork(1);
     for (emu_stream *s = all_streams; s; s = s->next) pthread_mutex_unlock(&s->lock);
     pthread_mutex_unlock(&streams_lock);
     pthread_mutex_unlock(&emu_ev_lock);
@@ -188,6 +190,7 @@ static void keep_orphan(emu_work *w)
 
 static void fork_child(void)
 {
+    emu_leaf_locks_fork(2);
     pthread_cond_init(&streams_cond, NULL);
     for (emu_stream *s = all_streams; s; s = s->next) {
         pthread_cond_init(&s->cond, NULL);
