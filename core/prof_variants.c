@@ -462,15 +462,6 @@ static int last_stream_handle(const sg_prof *p, CUstream *s, int *per_thread)
     return 0;
 }
 
-/* The stream's identity (streams.h), without a call for a named stream,
- * the common case. */
-static inline sg_stream_id launch_stream_id(const sg_call *c)
-{
-    CUstream s = c->u.launch.stream;
-    if (s && s != CU_STREAM_PER_THREAD) return (sg_stream_id){ (uintptr_t)s, 0 };
-    return sg_stream_id_of(s, c->per_thread);
-}
-
 /* A launch of generation *g on another stream than the previous launch, of
  * another generation: ordered after it (the header's Order); *g may become
  * the previous generation. CUDA_SUCCESS, or what the program gets. Kept out
@@ -514,7 +505,7 @@ static __attribute__((noinline)) void launched_multi(sg_prof *p, int g, const sg
 
 CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const sg_call *c)
 {
-    sg_stream_id s = launch_stream_id(c);
+    sg_stream_id s = sg_stream_id_of(c->u.launch.stream, c->per_thread);
     if (__builtin_expect(p->last_gen != -1 && g != p->last_gen && !sg_stream_id_eq(s, p->last_stream), 0)) {
         CUresult rc = order_switch(p, xv, &g, c);
         if (rc != CUDA_SUCCESS) return rc;

@@ -6,7 +6,7 @@
 static uint64_t next_thread;                 /* atomic */
 static __thread uint64_t tls_thread;
 
-sg_stream_id sg_stream_id_of(CUstream s, int per_thread)
+sg_stream_id sg_stream_id_default(CUstream s, int per_thread)
 {
     if (!s) s = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
     sg_stream_id id = { (uintptr_t)s, 0 };

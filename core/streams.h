@@ -23,7 +23,17 @@ typedef struct sg_stream_id {
     uint64_t thread;    /* for CU_STREAM_PER_THREAD: the thread's id (1, 2, ...); else 0 */
 } sg_stream_id;
 
-sg_stream_id sg_stream_id_of(CUstream s, int per_thread);
+/* The default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). */
+sg_stream_id sg_stream_id_default(CUstream s, int per_thread);
+
+/* A named stream inline (the common case: every captured operation and
+ * every exec launch asks), the default streams out of line. */
+static inline sg_stream_id sg_stream_id_of(CUstream s, int per_thread)
+{
+    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
+        return (sg_stream_id){ (uintptr_t)s, 0 };
+    return sg_stream_id_default(s, per_thread);
+}
 
 static inline int sg_stream_id_eq(sg_stream_id a, sg_stream_id b)
 {
