@@ -161,6 +161,17 @@ static int forced_reason(const sg_grec *r)
     return -1;
 }
 
+/* The update as the observer sees it: the new state of a whole graph (in
+ * r->next, or as the nodes that differ in r->delta) or of node `node` (in
+ * r->node), where built says it is described. */
+static sg_update update_of(sg_grec *r, const sg_call *c, long node, int built)
+{
+    int whole = node < 0;
+    return (sg_update){ .next = whole && built && built != BUILT_DELTA ? &r->next : NULL,
+                        .delta = whole && built == BUILT_DELTA ? &r->delta : NULL,
+                        .node = node, .desc = !whole && built ? &r->node : NULL, .call = c };
+}
+
 /* An update the record cannot answer: the observer may; else to the driver. */
 static CUresult decide(sg_grec *r, const sg_call *c, int reason, long node, int built)
 {
@@ -175,9 +186,7 @@ static CUresult decide(sg_grec *r, const sg_call *c, int reason, long node, int 
     }
     if (r->pol && built && outs_ok(c)) {
         sg_exec_view x = sg_grec_view(r);
-        sg_update u = { .next = node < 0 && built != BUILT_DELTA ? &r->next : NULL,
-                        .delta = node < 0 && built == BUILT_DELTA ? &r->delta : NULL,
-                        .node = node, .desc = node < 0 ? NULL : &r->node, .call = c };
+        sg_update u = update_of(r, c, node, built);
         int a = sg_graph_obs->accept(r->pol, &x, &u);
         if (a < 0) return forward_update(r, c, (sg_reason)reason, node, built);   /* observing only */
         if (a > 0) {
@@ -191,9 +200,7 @@ static CUresult decide(sg_grec *r, const sg_call *c, int reason, long node, int 
     }
     if (r->pol) {
         sg_exec_view x = sg_grec_view(r);
-        sg_update u = { .next = node < 0 && built && built != BUILT_DELTA ? &r->next : NULL,
-                        .delta = node < 0 && built == BUILT_DELTA ? &r->delta : NULL,
-                        .node = node, .desc = node >= 0 && built ? &r->node : NULL, .call = c };
+        sg_update u = update_of(r, c, node, built);
         CUresult rc = sg_graph_obs->before_forward(r->pol, &x, &u);
         if (rc != CUDA_SUCCESS) return rc;
     }
