@@ -87,6 +87,8 @@ typedef enum {
                              * wait / write value, dependency update, ...) */
     SG_GB_SYNC_OP,          /* a synchronous copy or memset (never recorded) */
     SG_GB_STREAM_CREATE,    /* u.create_stream: a stream with a priority */
+    SG_GB_CAPTURE_INFO,     /* u.capinfo: cuStreamGetCaptureInfo_v2/_v3 (the stream's
+                             * last nodes, which name captured nodes) */
     /* explicit graph calls */
     SG_GB_GRAPH_CREATE,     /* u.graph_out */
     SG_GB_ADD_NODE,         /* u.add */
@@ -113,6 +115,11 @@ typedef struct sg_gb {
         const void *desc;
         struct { CUevent event; unsigned flags; } event;
         struct { CUstream *out; int priority; } create_stream;
+        struct {
+            CUstreamCaptureStatus *status;
+            const CUgraphNode **deps;
+            size_t *ndeps;
+        } capinfo;
         CUgraph *graph_out;
         struct {
             CUgraph graph;

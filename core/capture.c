@@ -479,6 +479,28 @@ static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
     return rc;
 }
 
+/* cuStreamGetCaptureInfo_v2/_v3: when the driver names one last node of a
+ * stream whose record has one last node too, that node's handle is learned
+ * (the usual way a program gets the handles of captured nodes it will set
+ * later; an exec then needs no read-back to map them). rec_lock is held
+ * across the query (it never waits), so no node is added between the
+ * driver's answer and the record's. */
+static CUresult capture_info(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    const sg_gb *gb = c->gb;
+    if (!sg_rec_on || !sg_capture_active()) return route(c);
+    sg_stream_id key = sg_stream_id_of(gb->stream, c->per_thread);
+    pthread_mutex_lock(&sg_rec_lock);
+    CUresult rc = route(c);
+    sstate *s = rc == CUDA_SUCCESS ? stream_find(key) : NULL;
+    if (s && s->d.n == 1 && gb->u.capinfo.status &&
+        *gb->u.capinfo.status == CU_STREAM_CAPTURE_STATUS_ACTIVE && gb->u.capinfo.deps &&
+        *gb->u.capinfo.deps && gb->u.capinfo.ndeps && *gb->u.capinfo.ndeps == 1)
+        sg_grecord_learn(s->c->rec, s->d.v[0], (*gb->u.capinfo.deps)[0]);
+    pthread_mutex_unlock(&sg_rec_lock);
+    return rc;
+}
+
 /* cuStreamCreateWithPriority: a stream whose kernels take its priority. */
 static CUresult stream_create(const sg_call *c, CUresult (*route)(const sg_call *))
 {
@@ -537,6 +559,8 @@ CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
         return stream_op(c, route);
     case SG_GB_STREAM_CREATE:
         return stream_create(c, route);
+    case SG_GB_CAPTURE_INFO:
+        return capture_info(c, route);
     default:
         return sg_rec_graph_op(c, route);
     }

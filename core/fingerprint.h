@@ -261,7 +261,8 @@ void sg_fp_free(sg_fp *fp);
 void sg_fp_node_free(sg_fp_node *n);
 void sg_fp_scratch_free(sg_fp_scratch *s);
 
-/* Fills m with nodes[i] -> i. Returns 0, or -1 if out of memory. */
+/* Fills m with nodes[i] -> i (NULL entries left out). Returns 0, or -1 if out
+ * of memory. */
 int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n);
 /* The index of node, or -1. */
 long sg_fp_map_find(const sg_fp_map *m, CUgraphNode node);

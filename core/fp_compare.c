@@ -468,6 +468,7 @@ int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n)
     }
     memset(m->keys, 0, cap * sizeof *m->keys);
     for (size_t i = 0; i < n; i++) {
+        if (!nodes[i]) continue;                 /* a node whose handle is not known */
         size_t j = map_slot(m, nodes[i]);
         while (m->keys[j] && m->keys[j] != nodes[i]) j = (j + 1) & (cap - 1);
         m->keys[j] = nodes[i];

@@ -45,6 +45,7 @@ typedef struct sg_grec {
     sg_fp_map map;               /* its node handles -> indices */
     CUgraphNode *nodes;          /* its node handles in fp order (NULL: not known) */
     size_t nnodes;
+    int nodes_partial;           /* some entries of nodes are NULL (captured, not named) */
     int nodes_origin;            /* fp.origin when they were taken (the order they follow) */
     int learn_failed;            /* reading them back did not match fp: not tried again */
     int flags_known, device_launch;   /* instantiation flags, asked once */
@@ -95,15 +96,19 @@ static inline sg_exec_view sg_grec_view(const sg_grec *r)
                            .fixed = r->fixed || r->unsupported };
 }
 void sg_grec_make_stale(sg_grec *r, sg_reason why);
-/* Keeps v (n node handles of graph, in fp order) as r's nodes. -1 if out of
- * memory (nothing changed). */
+/* Keeps v (n node handles of graph, in fp order; NULL entries: not known)
+ * as r's nodes. -1 if out of memory (nothing changed). */
 int sg_grec_set_nodes(sg_grec *r, CUgraph graph, const CUgraphNode *v, size_t n);
 void sg_grec_drop_nodes(sg_grec *r);
-/* Makes sure r->nodes name fp's nodes: a record of a captured graph has no
- * handles, so the instantiation graph is read back once and its handles kept
- * if it describes fp node for node. 0, or -1 (per-node updates are then
+/* Makes sure r->nodes name every node of fp: a record of a captured graph
+ * knows only the handles the program was given during the capture, so the
+ * instantiation graph is read back once and its handles kept if it
+ * describes fp node for node. 0, or -1 (per-node updates are then
  * forwarded). */
 int sg_grec_learn_nodes(sg_grec *r);
+/* The index in fp of the node the program names by node, learning the
+ * handles (above) only if it is not among those known. -1 if none. */
+long sg_grec_node_index(sg_grec *r, CUgraphNode node);
 /* The update in r->next is now the exec's state (whole graph). */
 void sg_grec_take_next(sg_grec *r);
 /* Marks r unsupported if its fingerprint or the exec's flags say so, and

@@ -181,6 +181,8 @@ int sg_grec_set_nodes(sg_grec *r, CUgraph graph, const CUgraphNode *v, size_t n)
     free(r->nodes);
     r->nodes = keep;
     r->nnodes = n;
+    r->nodes_partial = 0;
+    for (size_t i = 0; i < n && !r->nodes_partial; i++) r->nodes_partial = !v[i];
     r->nodes_origin = r->fp.origin;
     r->graph = graph;
     return 0;
@@ -191,12 +193,13 @@ void sg_grec_drop_nodes(sg_grec *r)
     free(r->nodes);
     r->nodes = NULL;
     r->nnodes = 0;
+    r->nodes_partial = 0;
     sg_fp_map_free(&r->map);
 }
 
 int sg_grec_learn_nodes(sg_grec *r)
 {
-    if (r->nodes && r->nodes_origin == r->fp.origin) return 0;
+    if (r->nodes && r->nodes_origin == r->fp.origin && !r->nodes_partial) return 0;
     sg_grec_drop_nodes(r);
     if (!r->graph || r->state != REC_CURRENT || r->learn_failed) return -1;
     sg_rec_count_readback(SG_READBACK_NO_HANDLES);
@@ -223,6 +226,16 @@ int sg_grec_learn_nodes(sg_grec *r)
         return -1;
     }
     return 0;
+}
+
+long sg_grec_node_index(sg_grec *r, CUgraphNode node)
+{
+    if (!r->graph) return -1;
+    if (r->nodes && r->nodes_origin == r->fp.origin) {
+        long i = sg_fp_map_find(&r->map, node);
+        if (i >= 0 || !r->nodes_partial) return i;
+    }
+    return sg_grec_learn_nodes(r) == 0 ? sg_fp_map_find(&r->map, node) : -1;
 }
 
 void sg_grec_take_next(sg_grec *r)

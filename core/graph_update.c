@@ -264,7 +264,7 @@ CUresult sg_graph_update_node(const sg_call *c)
     }
     sg_lock_take(&r->lock);
     sg_fp_cache_enter();
-    long i = r->graph && sg_grec_learn_nodes(r) == 0 ? sg_fp_map_find(&r->map, c->u.node_update.node) : -1;
+    long i = sg_grec_node_index(r, c->u.node_update.node);
     if (i >= 0 && (size_t)i >= r->fp.n) i = -1;
     int desc = -1, reason = forced_reason(r);
     CUresult rc = CUDA_SUCCESS;

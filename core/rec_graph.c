@@ -155,6 +155,28 @@ void sg_grecord_drop(sg_grecord *r)
     grecord_free(r);
 }
 
+/* Names node i of r by handle in the node table (rec_lock held). 0, or -1
+ * if out of memory (r is then spoiled). */
+static int node_name(sg_grecord *r, size_t i, CUgraphNode handle)
+{
+    node_ent *e = malloc(sizeof *e);
+    if (e) {
+        node_ent *old;
+        HASH_FIND_PTR(nodes, &handle, old);     /* a handle value the driver reused */
+        if (old) {
+            HASH_DEL(nodes, old);
+            free(old);
+        }
+        *e = (node_ent){ .node = handle, .rec = r, .index = (uint32_t)i };
+        sg_rec_oom = 0;
+        HASH_ADD_PTR(nodes, node, e);
+        if (!sg_rec_oom) return 0;
+        free(e);
+    }
+    sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+    return -1;
+}
+
 sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle)
 {
     size_t i = r->fp.n;
@@ -169,26 +191,21 @@ sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle)
         return NULL;
     }
     r->handles[i] = handle;
-    if (!handle) {
-        r->unknown++;
-        return n;
-    }
-    node_ent *e = malloc(sizeof *e);
-    if (e) {
-        node_ent *old;
-        HASH_FIND_PTR(nodes, &handle, old);     /* a handle value the driver reused */
-        if (old) {
-            HASH_DEL(nodes, old);
-            free(old);
-        }
-        *e = (node_ent){ .node = handle, .rec = r, .index = (uint32_t)i };
-        sg_rec_oom = 0;
-        HASH_ADD_PTR(nodes, node, e);
-        if (!sg_rec_oom) return n;
-        free(e);
-    }
-    sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+    if (!handle) r->unknown++;
+    else (void)node_name(r, i, handle);
     return n;
+}
+
+void sg_grecord_learn(sg_grecord *r, uint32_t i, CUgraphNode handle)
+{
+    if (!r || !handle || r->why != SG_READBACK_NONE || i >= r->fp.n) return;
+    if (r->handles[i]) {
+        if (r->handles[i] != handle) sg_grecord_spoil(r, SG_READBACK_UNKNOWN_NODE);
+        return;
+    }
+    if (node_name(r, i, handle) != 0) return;
+    r->handles[i] = handle;
+    r->unknown--;
 }
 
 void sg_grecord_edge(sg_grecord *r, uint32_t from, uint32_t to, const void *data8)
@@ -460,7 +477,7 @@ sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
     if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
     sg_grecord *r = usable_locked(g, &why);
     if (r && sg_fp_copy(fp, &r->fp) != 0) why = SG_READBACK_OUT_OF_MEMORY;
-    if (why == SG_READBACK_NONE && handles && !r->unknown && r->fp.n) {
+    if (why == SG_READBACK_NONE && handles && r->unknown < r->fp.n) {   /* some known */
         *handles = malloc(r->fp.n * sizeof **handles);
         if (*handles) memcpy(*handles, r->handles, r->fp.n * sizeof **handles);
     }

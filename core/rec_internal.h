@@ -43,6 +43,11 @@ void sg_grecord_drop(sg_grecord *r);
 /* Appends a node (handle NULL if not known); its description is the
  * caller's to write. NULL if out of memory (r is then spoiled). */
 sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle);
+/* Node i of r, captured, has this handle (the driver named it as the only
+ * last node of the stream that added it): setters naming it change r, and
+ * execs of r's graph know it. A handle that contradicts one already known
+ * spoils r. */
+void sg_grecord_learn(sg_grecord *r, uint32_t i, CUgraphNode handle);
 /* Appends an edge between node indices; spoils r if out of memory. */
 void sg_grecord_edge(sg_grecord *r, uint32_t from, uint32_t to, const void *data8);
 /* r no longer describes its graph (the first reason stays). */

@@ -14,7 +14,11 @@
  *     memcpy, memset and empty nodes (cuGraphAdd*Node, cuGraphAddNode of
  *     those types), their setters, cuGraphKernelNodeSetAttribute,
  *     cuGraphAddDependencies, cuGraphClone of a recorded graph.
- * Nodes are numbered in creation order. A captured kernel takes its stream's
+ * Nodes are numbered in creation order. A captured node's handle becomes
+ * known when the program asks cuStreamGetCaptureInfo_v2/_v3 for the stream's
+ * last nodes and the driver names one, the record having one there too
+ * (capture.c); setters naming it then change the record like an explicit
+ * node's. A captured kernel takes its stream's
  * launch attributes, which a record does not read: it holds them at their
  * defaults, and a capture on a stream made with a priority is not recorded.
  *
@@ -24,8 +28,9 @@
  * another kind during the capture (host functions, value waits and writes,
  * external events, cuStreamUpdateCaptureDependencies, ...), a capture into an
  * existing graph, a node type or attribute it does not model, a node handle
- * it does not know (a setter naming a captured node taints every record that
- * has such nodes), and any graph call it does not hook. Before a record is
+ * it does not know (a setter naming a captured node whose handle was never
+ * learned taints every record that has such nodes), and any graph call it
+ * does not hook. Before a record is
  * first used it is checked against the driver with one node count and one
  * edge count query (cuGraphGetNodes, cuGraphGetEdges_v2, no arrays): a node
  * or edge the record missed makes it incomplete.
@@ -70,8 +75,9 @@ void sg_rec_graph_gone(CUgraph g);
 void sg_rec_stream_gone(CUstream s);
 
 /* The record of graph g, for a decision: copies it into *fp (buffers
- * reused) and, if handles is not NULL and every node handle is known, a
- * malloc'd array of them into *handles (else NULL). Returns
+ * reused) and, if handles is not NULL and some node handle is known, a
+ * malloc'd array of them into *handles (NULL entries: not known; *handles
+ * NULL if none is). Returns
  * SG_READBACK_NONE, or why there is none (fp is then unusable). */
 sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles);
 

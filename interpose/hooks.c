@@ -98,6 +98,8 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_EVENT_WAIT(s, ev, fl) .kind = SG_CALL_FORWARD, \
     SG_GB_(.kind = SG_GB_EVENT_WAIT, .stream = (s), .u.event = { .event = (ev), .flags = (fl) })
 #define SG_STREAM_OP(s) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_STREAM_OTHER, .stream = (s))
+#define SG_CAPTURE_INFO(s, st, d, n) .kind = SG_CALL_FORWARD, \
+    SG_GB_(.kind = SG_GB_CAPTURE_INFO, .stream = (s), .u.capinfo = { .status = (st), .deps = (d), .ndeps = (n) })
 #define SG_STREAM_CREATE(o, prio) .kind = SG_CALL_FORWARD, \
     SG_GB_(.kind = SG_GB_STREAM_CREATE, .u.create_stream = { .out = (o), .priority = (prio) })
 #define SG_GRAPH_CREATE(o) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_GRAPH_CREATE, .u.graph_out = (o))

@@ -1304,19 +1304,20 @@ def print_summary(a, meta, cells, head, skip, skip_sizes, trows, failures, pngs,
           % (meta["driver_desc"], meta["commit"], len(workloads), len(meta["model_sizes"]),
              len(modes), len(cells), a.steps, a.repeats, meta["seconds"], meta["loadavg_start"],
              meta["loadavg_end"], meta["cpus"]))
-    big = max(sizes)
     idx = {(c["workload"], c["nodes"], c["mode"]): c for c in cells}
-    print("\nper steady-state step at %d nodes: driver updates / VMM calls / wall ratio" % big)
-    print("  %-18s" % "workload" + "".join("%22s" % m for m in modes))
-    for wl in workloads:
-        line = []
-        for m in modes:
-            c = idx[(wl, big, m)]
-            line.append("%22s" % ("%s / %s / %s" % (fmt(c["calls_per_step"]["updates"]),
-                                                    fmt(c["calls_per_step"]["vmm"]),
-                                                    fmt(c["wall_ratio"]))))
-        print("  %-18s" % wl + "".join(line))
-    if any(c.get("model") for c in cells):
+    big = max(sizes) if sizes else None     # --sizes '': no timed cells (targets only)
+    if big is not None:
+        print("\nper steady-state step at %d nodes: driver updates / VMM calls / wall ratio" % big)
+        print("  %-18s" % "workload" + "".join("%22s" % m for m in modes))
+        for wl in workloads:
+            line = []
+            for m in modes:
+                c = idx[(wl, big, m)]
+                line.append("%22s" % ("%s / %s / %s" % (fmt(c["calls_per_step"]["updates"]),
+                                                        fmt(c["calls_per_step"]["vmm"]),
+                                                        fmt(c["wall_ratio"]))))
+            print("  %-18s" % wl + "".join(line))
+    if big is not None and any(c.get("model") for c in cells):
         q = a.table.query
         print("\nmodeled driver time per steady-state step at %d nodes, us (query %s us; "
               "every-node rule | changed-nodes rule):" % (big, " / ".join("%g" % x for x in q)))

@@ -28,7 +28,14 @@
  *   foreign_node a capture into whose graph the program adds an empty node
  *                with cuGraphAddEmptyNode (the graph from
  *                cuStreamGetCaptureInfo): the record misses it (read back);
- *   priority     the capture on a stream created with a priority (read back).
+ *   priority     the capture on a stream created with a priority (read back);
+ *   capinfo      a captured graph kept across steps; the program names its
+ *                nodes by the handles cuStreamGetCaptureInfo gives after each
+ *                launch (the recorder learns them: no read-back at all). Each
+ *                step: cuGraphKernelNodeSetParams on node 2 (the graph), the
+ *                update, then cuGraphExecKernelNodeSetParams on node 5 (the
+ *                exec) with node (step % 8)'s scalar; a handle mapped to the
+ *                wrong node would skip an update the result needs.
  * Usage: adv_record CASE
  */
 #include "adv_common.h"
@@ -164,6 +171,57 @@ static void case_setparams(CUstream s)
     MUST(cuGraphDestroy(g));
 }
 
+/* Case capinfo: the scalar the exec's node 5 is given at step s, node
+ * (s % K)'s own: a handle mapped to node j instead of 5 would compare equal
+ * at step j and skip an update the result needs. */
+static uint32_t x_of(int s) { return v_of(s % K, 0); }
+
+static void case_capinfo(CUstream s)
+{
+    CUgraph g;
+    CUgraphNode nodes[K];
+    CUgraphExec exec = NULL;
+    MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int k = 0; k < K; k++) {
+        vals[k] = v_of(k, 0);
+        launch_add(s, &vals[k]);
+        CUstreamCaptureStatus st;
+        const CUgraphNode *deps = NULL;
+        size_t nd = 0;
+        MUST(cuStreamGetCaptureInfo(s, &st, NULL, NULL, &deps, NULL, &nd));
+        if (!adv_check("capture info names the launch", st == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+                       nd == 1 && deps, "status %d, %zu nodes", (int)st, nd))
+            exit(adv_finish());
+        nodes[k] = deps[0];
+    }
+    MUST(cuStreamEndCapture(s, &g));
+    for (int step = 0; step < STEPS; step++) {
+        static uint32_t v2, x5;
+        v2 = v_of(2, step);
+        void *args[] = { &buf, &v2, &nwords };
+        CUDA_KERNEL_NODE_PARAMS p;
+        kparams(&p, args);
+        MUST(cuGraphKernelNodeSetParams(nodes[2], &p));
+        if (!exec) {
+            MUST(cuGraphInstantiateWithFlags(&exec, g, 0));
+        } else {
+            CUgraphExecUpdateResultInfo info;
+            MUST(cuGraphExecUpdate(exec, g, &info));   /* node 5 back to the graph's */
+        }
+        x5 = x_of(step);
+        void *args5[] = { &buf, &x5, &nwords };
+        kparams(&p, args5);
+        MUST(cuGraphExecKernelNodeSetParams(exec, nodes[5], &p));
+        MUST(cuGraphLaunch(exec, s));
+        MUST(cuStreamSynchronize(s));
+        model_step(step);
+        for (int i = 0; i < N; i++) model[i] += x5 - v_of(5, step);
+        adv_check_words("buffer", buf, model, N);
+    }
+    MUST(cuGraphExecDestroy(exec));
+    MUST(cuGraphDestroy(g));
+}
+
 /* One capture of the chain with what the case adds to it. */
 static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUevent join, int step,
                          CUgraph *g)
@@ -195,7 +253,7 @@ static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUe
 int main(int argc, char **argv)
 {
     static const char *const cases[] = { "chain", "fork_join", "explicit", "setparams", "clone",
-                                         "update_deps", "foreign_node", "priority", NULL };
+                                         "update_deps", "foreign_node", "priority", "capinfo", NULL };
     int which = adv_case(argc, argv, cases);
     CUcontext ctx;
     CUmodule mod;
@@ -215,6 +273,8 @@ int main(int argc, char **argv)
         case_explicit(s);
     } else if (which == 3) {
         case_setparams(s);
+    } else if (which == 8) {
+        case_capinfo(s);
     } else {
         CUgraphExec exec = NULL;
         for (int step = 0; step < STEPS; step++) {

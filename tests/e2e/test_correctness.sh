@@ -351,4 +351,11 @@ for c in setparams:unknown_node update_deps:unmodeled_call foreign_node:count_mi
         attack="capture-time records: a change the recorder does not see must make it read the graph back" \
         -- adv_record ${c%%:*}
 done
+# Node handles from cuStreamGetCaptureInfo, learned by the recorder: setters
+# and per-node exec updates on them are decided with no read-back, and a
+# wrong mapping would skip an update (adv_record.c, case capinfo: one skip,
+# at step 5, is right).
+adv name=r3/record_capinfo eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_skipped"] >= 1' \
+    xchk='all(v == 0 for v in G["read_back"].values()) and G["recorded"] >= 1::every decision on a record, no read-back (handles learned during the capture)' \
+    attack="capture-time records: captured node handles named by cuStreamGetCaptureInfo" -- adv_record capinfo
 done_testing

@@ -118,6 +118,16 @@ check_eq "scalar_changes: every scalar change reaches the driver" \
     "$(calls prof cuGraphExecKernelNodeSetParams_v2)" $(( (STEPS - 1) * lanes ))
 check_eq "scalar_changes: decided plain" \
     "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" plain
+# The workload names its seed nodes by the handles cuStreamGetCaptureInfo
+# gives during the capture: the recorder learns them, so its per-node updates
+# need no read-back of the graph (12 driver calls per node before).
+check_eq "scalar_changes: per-node updates on handles learned at capture: no read-back, no node query" \
+    "$(python3 -c 'import json,sys
+r = json.load(open(sys.argv[1]))
+own = r["library_driver_calls"]
+print(r["graph_descriptions"]["read_back"]["no_node_handles"],
+      sum(v for k, v in own.items() if k.startswith("cuGraphKernelNode") or k == "cuGraphNodeGetType"))' \
+      "$TMP/prof.report.json")" "0 0"
 # A plain exec never makes a variant: its clone goes at the decision (the
 # driver's copy of the graph), not with the exec; an exec that buys variants
 # keeps it.
