@@ -119,17 +119,53 @@ static sstate *stream_find(sg_stream_id key)
     return s;
 }
 
+/* Entries kept for the next capture, with their dependency buffers (rec_lock):
+ * a program that captures every step allocates no capture or stream entry
+ * in the steady state. */
+#define SPARE_STREAMS 8
+static cap *spare_cap;
+static sstate *spare_streams[SPARE_STREAMS];
+static int nspare_streams;
+
+static cap *cap_new(void)
+{
+    cap *c = spare_cap;
+    if (!c) return calloc(1, sizeof *c);
+    spare_cap = NULL;
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+static void cap_free(cap *c)
+{
+    if (spare_cap) free(c);
+    else spare_cap = c;
+}
+
+static void sstate_free(sstate *s)
+{
+    if (nspare_streams < SPARE_STREAMS) {
+        spare_streams[nspare_streams++] = s;
+        return;
+    }
+    free(s->d.v);
+    free(s);
+}
+
 static sstate *stream_add(sg_stream_id key, cap *c)
 {
-    sstate *s = calloc(1, sizeof *s);
+    sstate *s = nspare_streams ? spare_streams[--nspare_streams] : calloc(1, sizeof *s);
     if (!s) return NULL;
+    deps keep = s->d;                  /* a spare's buffer, empty */
+    memset(s, 0, sizeof *s);
+    s->d = (deps){ .v = keep.v, .cap = keep.cap };
     s->key = key;
     s->c = c;
     sg_rec_oom = 0;
     HASH_ADD(hh, streams, key, sizeof s->key, s);
     streams_gen++;
     if (!sg_rec_oom) return s;
-    free(s);
+    sstate_free(s);
     return NULL;
 }
 
@@ -137,8 +173,7 @@ static void stream_del(sstate *s)
 {
     HASH_DEL(streams, s);
     streams_gen++;
-    free(s->d.v);
-    free(s);
+    sstate_free(s);
 }
 
 static void event_del(evstate *e)
@@ -169,7 +204,7 @@ static void cap_end(cap *c, CUgraph g)
         if (g) sg_grecord_finish(c->rec, g);
         else sg_grecord_drop(c->rec);
     }
-    free(c);
+    cap_free(c);
     sg_fp_cache_leave();
 }
 
@@ -190,7 +225,7 @@ static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call 
     sstate *old = stream_find(key);        /* a capture the library lost track of */
     if (old && sg_stream_id_eq(old->c->origin, key)) cap_end(old->c, NULL);
     else if (old) stream_del(old);
-    cap *cp = calloc(1, sizeof *cp);
+    cap *cp = cap_new();
     if (cp) {
         sg_fp_cache_enter();               /* layouts handed out stay valid until the end */
         cp->origin = key;
@@ -612,6 +647,13 @@ void sg_rec_reset(void)
     HASH_ITER(hh, prios, p, pt) {
         HASH_DEL(prios, p);
         free(p);
+    }
+    free(spare_cap);
+    spare_cap = NULL;
+    while (nspare_streams) {
+        sstate *s = spare_streams[--nspare_streams];
+        free(s->d.v);
+        free(s);
     }
     pthread_mutex_unlock(&sg_rec_lock);
     sg_rec_graphs_reset();
