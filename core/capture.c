@@ -83,7 +83,8 @@ static uint64_t streams_gen = 1;    /* bumped at every add and delete of a strea
 
 /* The last stream a thread looked up, and what it found (NULL: none), valid
  * while streams_gen is unchanged: read and written under rec_lock. */
-static __thread struct { sg_stream_id key; uint64_t gen; sstate *s; } last;
+static __thread struct { sg_stream_id key; uint64_t gen; sstate *s; } last
+    __attribute__((tls_model("initial-exec")));          /* one load, no __tls_get_addr */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -119,9 +120,8 @@ static sstate *stream_find(sg_stream_id key)
     return s;
 }
 
-/* Entries kept for the next capture, with their dependency buffers (rec_lock):
- * a program that captures every step allocates no capture or stream entry
- * in the steady state. */
+/* Entries kept for the next capture (rec_lock), with their buffers: no
+ * allocation per capture in the steady state. */
 #define SPARE_STREAMS 8
 static cap *spare_cap;
 static sstate *spare_streams[SPARE_STREAMS];
@@ -130,37 +130,25 @@ static int nspare_streams;
 static cap *cap_new(void)
 {
     cap *c = spare_cap;
-    if (!c) return calloc(1, sizeof *c);
     spare_cap = NULL;
-    memset(c, 0, sizeof *c);
-    return c;
-}
-
-static void cap_free(cap *c)
-{
-    if (spare_cap) free(c);
-    else spare_cap = c;
+    return c ? memset(c, 0, sizeof *c) : calloc(1, sizeof *c);
 }
 
 static void sstate_free(sstate *s)
 {
     if (nspare_streams < SPARE_STREAMS) {
         spare_streams[nspare_streams++] = s;
-        return;
+    } else {
+        free(s->d.v);
+        free(s);
     }
-    free(s->d.v);
-    free(s);
 }
 
 static sstate *stream_add(sg_stream_id key, cap *c)
 {
     sstate *s = nspare_streams ? spare_streams[--nspare_streams] : calloc(1, sizeof *s);
     if (!s) return NULL;
-    deps keep = s->d;                  /* a spare's buffer, empty */
-    memset(s, 0, sizeof *s);
-    s->d = (deps){ .v = keep.v, .cap = keep.cap };
-    s->key = key;
-    s->c = c;
+    *s = (sstate){ .key = key, .c = c, .d = { .v = s->d.v, .cap = s->d.cap } };  /* a spare's buffer */
     sg_rec_oom = 0;
     HASH_ADD(hh, streams, key, sizeof s->key, s);
     streams_gen++;
@@ -204,7 +192,8 @@ static void cap_end(cap *c, CUgraph g)
         if (g) sg_grecord_finish(c->rec, g);
         else sg_grecord_drop(c->rec);
     }
-    cap_free(c);
+    if (spare_cap) free(c);
+    else spare_cap = c;
     sg_fp_cache_leave();
 }
 
@@ -221,7 +210,7 @@ static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call 
     if (!sg_rec_on) return rc;
     CUstream hs = c->u.capture.stream;
     sg_stream_id key = sg_stream_id_of(hs, c->per_thread);
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     sstate *old = stream_find(key);        /* a capture the library lost track of */
     if (old && sg_stream_id_eq(old->c->origin, key)) cap_end(old->c, NULL);
     else if (old) stream_del(old);
@@ -239,7 +228,7 @@ static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call 
             if (hs && has_priority(hs)) sg_grecord_spoil(cp->rec, SG_READBACK_STREAM_PRIORITY);
         }
     }
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     return rc;
 }
 
@@ -264,13 +253,13 @@ static CUresult capture_end(const sg_call *c, CUresult (*route)(const sg_call *)
     }
     if (!sg_rec_on) return rc;
     sg_stream_id key = sg_stream_id_of(c->u.capture.stream, c->per_thread);
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     sstate *s = stream_find(key);
     if (s && sg_stream_id_eq(s->c->origin, key)) {
         CUgraph *out = c->u.capture.graph_out;
         cap_end(s->c, rc == CUDA_SUCCESS && out ? *out : NULL);
     }
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     return rc;
 }
 
@@ -472,18 +461,18 @@ static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
     if (!sg_rec_on || (!sg_capture_active() && kind != SG_GB_EVENT_RECORD)) return route(c);
     CUstream hs = op_stream(c);
     sg_stream_id key = sg_stream_id_of(hs, c->per_thread);
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     sstate *s = stream_find(key);
     evstate *e = NULL;
     if (kind == SG_GB_EVENT_WAIT) HASH_FIND_PTR(events, &gb->u.event.event, e);
     if (!s && !e) {
         if (kind == SG_GB_EVENT_RECORD) event_record(NULL, gb);
-        pthread_mutex_unlock(&sg_rec_lock);
+        sg_lock_drop(&sg_rec_lock);
         return route(c);
     }
     if (kind == SG_GB_SYNC_OP) {               /* never forwarded under the lock */
         spoil(s ? s->c : e->c, SG_READBACK_UNMODELED_CALL);
-        pthread_mutex_unlock(&sg_rec_lock);
+        sg_lock_drop(&sg_rec_lock);
         return route(c);
     }
     CUresult rc = route(c);                    /* adds a node or dependencies: no wait */
@@ -510,29 +499,26 @@ static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
             break;
         }
     }
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     return rc;
 }
 
-/* cuStreamGetCaptureInfo_v2/_v3: when the driver names one last node of a
- * stream whose record has one last node too, that node's handle is learned
- * (the usual way a program gets the handles of captured nodes it will set
- * later; an exec then needs no read-back to map them). rec_lock is held
- * across the query (it never waits), so no node is added between the
- * driver's answer and the record's. */
+/* cuStreamGetCaptureInfo_v2/_v3 naming one last node of a stream whose
+ * record has one there too: its handle is learned (record.h). rec_lock is
+ * held across the query (it never waits): no node slips in between. */
 static CUresult capture_info(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     const sg_gb *gb = c->gb;
     if (!sg_rec_on || !sg_capture_active()) return route(c);
     sg_stream_id key = sg_stream_id_of(gb->stream, c->per_thread);
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     CUresult rc = route(c);
     sstate *s = rc == CUDA_SUCCESS ? stream_find(key) : NULL;
     if (s && s->d.n == 1 && gb->u.capinfo.status &&
         *gb->u.capinfo.status == CU_STREAM_CAPTURE_STATUS_ACTIVE && gb->u.capinfo.deps &&
         *gb->u.capinfo.deps && gb->u.capinfo.ndeps && *gb->u.capinfo.ndeps == 1)
         sg_grecord_learn(s->c->rec, s->d.v[0], (*gb->u.capinfo.deps)[0]);
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     return rc;
 }
 
@@ -544,10 +530,10 @@ static CUresult stream_create(const sg_call *c, CUresult (*route)(const sg_call 
     if (rc != CUDA_SUCCESS || !sg_rec_on || !gb->u.create_stream.priority || !gb->u.create_stream.out)
         return rc;
     prio *p = malloc(sizeof *p);
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     if (!p) {                                  /* cannot remember it: trust no capture */
         sg_rec_taint();
-        pthread_mutex_unlock(&sg_rec_lock);
+        sg_lock_drop(&sg_rec_lock);
         return rc;
     }
     p->s = *gb->u.create_stream.out;
@@ -563,7 +549,7 @@ static CUresult stream_create(const sg_call *c, CUresult (*route)(const sg_call 
             sg_rec_taint();                    /* cannot remember it: trust no capture */
         }
     }
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     return rc;
 }
 
@@ -604,7 +590,7 @@ CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
 void sg_rec_stream_gone(CUstream hs)
 {
     if (!sg_rec_on) return;
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     prio *p;
     HASH_FIND_PTR(prios, &hs, p);
     if (p) {
@@ -621,7 +607,7 @@ void sg_rec_stream_gone(CUstream hs)
             stream_del(s);
         }
     }
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
 }
 
 int sg_capture_stream(CUstream s, int per_thread)
@@ -639,7 +625,7 @@ void sg_rec_init(int on) { sg_rec_on = on; }
 
 void sg_rec_reset(void)
 {
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     while (streams) cap_end(streams->c, NULL);   /* every entry of that capture goes */
     evstate *e, *et;
     HASH_ITER(hh, events, e, et) event_del(e);
@@ -655,7 +641,7 @@ void sg_rec_reset(void)
         free(s->d.v);
         free(s);
     }
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     sg_rec_graphs_reset();
     __atomic_store_n(&sg_captures_active, 0, __ATOMIC_RELAXED);
 }

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-pthread_mutex_t sg_rec_lock = PTHREAD_MUTEX_INITIALIZER;
+sg_lock sg_rec_lock;                   /* futex lock (lock.h): every captured node takes it */
 int sg_rec_oom;
 int sg_rec_on;
 
@@ -383,7 +383,7 @@ CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
     CUresult rc = route(c);
     const sg_gb *gb = c->gb;
     if (rc != CUDA_SUCCESS || !sg_rec_on) return rc;
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     switch (gb->kind) {
     case SG_GB_GRAPH_CREATE: {
         sg_grecord *r = grecord_new();
@@ -419,16 +419,16 @@ CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
     default:
         break;
     }
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     return rc;
 }
 
 void sg_rec_graph_gone(CUgraph g)
 {
     if (!sg_rec_on) return;
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     remove_locked(g);
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
 }
 
 /* ------------------------------------------------------------ the exec side */
@@ -447,14 +447,14 @@ static int driver_counts(CUgraph g, size_t *n, size_t *e)
  * set if it cannot be used). */
 static sg_grecord *usable_locked(CUgraph g, sg_readback *why)
 {
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     sg_grecord *r = find_locked(g);
     *why = !r ? SG_READBACK_NOT_RECORDED : r->why;
     if (*why == SG_READBACK_NONE && !r->checked) {
-        pthread_mutex_unlock(&sg_rec_lock);
+        sg_lock_drop(&sg_rec_lock);
         size_t dn = 0, de = 0;
         int counted = driver_counts(g, &dn, &de);
-        pthread_mutex_lock(&sg_rec_lock);
+        sg_lock_take(&sg_rec_lock);
         r = find_locked(g);                      /* it may have gone meanwhile */
         *why = !r ? SG_READBACK_NOT_RECORDED : r->why;
         if (*why == SG_READBACK_NONE && !r->checked) {
@@ -481,7 +481,7 @@ sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
         *handles = malloc(r->fp.n * sizeof **handles);
         if (*handles) memcpy(*handles, r->handles, r->fp.n * sizeof **handles);
     }
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     if (why == SG_READBACK_NONE) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
     return why;
 }
@@ -494,7 +494,7 @@ sg_readback sg_rec_delta(CUgraph g, const sg_fp *fp, sg_fp_delta *d, int *reason
     if (fp->origin != SG_FP_RECORDED) return SG_READBACK_NOT_RECORDED;
     sg_grecord *r = usable_locked(g, &why);
     if (r) *reason = sg_fp_compare_delta(fp, &r->fp, d);
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
     if (why == SG_READBACK_NONE && d->valid) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
     return why;
 }
@@ -515,14 +515,14 @@ unsigned long sg_rec_used(void) { return __atomic_load_n(&used, __ATOMIC_RELAXED
 
 void sg_rec_atfork(int phase)
 {
-    if (phase == 0) pthread_mutex_lock(&sg_rec_lock);
-    else pthread_mutex_unlock(&sg_rec_lock);
+    if (phase == 0) sg_lock_take(&sg_rec_lock);
+    else sg_lock_drop(&sg_rec_lock);
 }
 
 void sg_rec_graphs_reset(void)
 {
     sg_grecord *r, *tmp;
-    pthread_mutex_lock(&sg_rec_lock);
+    sg_lock_take(&sg_rec_lock);
     HASH_ITER(hh, table, r, tmp) {
         HASH_DEL(table, r);
         grecord_free(r);
@@ -541,5 +541,5 @@ void sg_rec_graphs_reset(void)
     }
     memset(readbacks, 0, sizeof readbacks);
     used = 0;
-    pthread_mutex_unlock(&sg_rec_lock);
+    sg_lock_drop(&sg_rec_lock);
 }

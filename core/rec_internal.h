@@ -10,6 +10,8 @@
 
 #include "record.h"
 
+#include "lock.h"
+
 #include <pthread.h>
 #include <stdint.h>
 
@@ -17,7 +19,7 @@ extern int sg_rec_oom;                 /* set by uthash on a failed add (rec_loc
 #define uthash_nonfatal_oom(elt) (sg_rec_oom = 1)
 #include "hash.h"
 
-extern pthread_mutex_t sg_rec_lock;
+extern sg_lock sg_rec_lock;
 extern int sg_rec_on;                  /* written once at start-up */
 
 /* One graph's record. */

@@ -35,7 +35,8 @@
  * edge count query (cuGraphGetNodes, cuGraphGetEdges_v2, no arrays): a node
  * or edge the record missed makes it incomplete.
  *
- * Thread safety: one lock (rec_lock, rec_internal.h) guards every record, the
+ * Thread safety: one lock (rec_lock, rec_internal.h; a futex lock, lock.h,
+ * as every captured node takes it) guards every record, the
  * captures in progress, the streams and events they involve and the node
  * table. It is held across the forward of an asynchronous operation on a
  * capturing stream (which adds a node and never waits on the device), so that
