@@ -95,11 +95,12 @@ __attribute__((noinline)) int sg_fp_pack_args_each(sg_fp_node *n, const sg_fp_pi
 
 int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint)
 {
-    memset(&n->k, 0, sizeof n->k);
-    n->k.type = CU_GRAPH_NODE_TYPE_KERNEL;
-    n->k.grid[0] = k->grid[0]; n->k.grid[1] = k->grid[1]; n->k.grid[2] = k->grid[2];
-    n->k.block[0] = k->block[0]; n->k.block[1] = k->block[1]; n->k.block[2] = k->block[2];
-    n->k.shmem = k->shmem;
+    /* every member, zero where not named (the key has no padding): inline
+     * stores, not a call to memset */
+    n->k = (sg_fp_key){ .type = CU_GRAPH_NODE_TYPE_KERNEL,
+                        .grid = { k->grid[0], k->grid[1], k->grid[2] },
+                        .block = { k->block[0], k->block[1], k->block[2] },
+                        .shmem = k->shmem };
     n->len = 0;
     n->pi = NULL;
     int is_kern = !k->func;
