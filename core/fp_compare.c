@@ -157,28 +157,37 @@ typedef struct dev_ranges {
     unsigned n;
 } dev_ranges;
 
+static void range_keep(dev_ranges *dr, CUdeviceptr start, size_t size)
+{
+    dr->start[dr->n % RANGES_KEPT] = start;
+    dr->size[dr->n % RANGES_KEPT] = size;
+    dr->n++;
+}
+
 /* Whether v is an address inside a live allocation: one the library placed
- * (sg_mem_find) or one the driver knows (its allocation range). */
+ * (sg_mem_find) or one the driver knows (its allocation range). The ranges
+ * found are kept for the rest of the comparison (a graph's pointers are
+ * mostly into a few buffers), and looked at first. */
 static int is_device_ptr(uint64_t v, dev_ranges *dr)
 {
     sg_alloc_info ai;
     CUdeviceptr start;
     size_t size;
     if (!v) return 0;
-    if (sg_mem_find((CUdeviceptr)v, &ai)) return 1;
     unsigned kept = dr->n < RANGES_KEPT ? dr->n : RANGES_KEPT;
     for (unsigned i = 0; i < kept; i++)
         if (v >= dr->start[i] && v - dr->start[i] < dr->size[i]) return 1;
+    if (sg_mem_find((CUdeviceptr)v, &ai)) {
+        range_keep(dr, ai.base, ai.size);
+        return 1;
+    }
     if (!sg_drv.cuPointerGetAttribute ||
         SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                        (CUdeviceptr)v) != CUDA_SUCCESS)
         return 0;
     if (SG_DRIVER_CALL(cuPointerGetAttribute, &size, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                       (CUdeviceptr)v) == CUDA_SUCCESS) {
-        dr->start[dr->n % RANGES_KEPT] = start;
-        dr->size[dr->n % RANGES_KEPT] = size;
-        dr->n++;
-    }
+                       (CUdeviceptr)v) == CUDA_SUCCESS)
+        range_keep(dr, start, size);
     return 1;
 }
 

@@ -473,5 +473,12 @@ if [ -n "$cg" ]; then
 else
     ok "not measurable # SKIP no valgrind or a sanitizer build"
 fi
+# Only figures, no cell (--sizes '' --model-sizes ''): the summary has no
+# per-size table to print, and says so without failing.
+$PY "$BENCH" --build "$BUILD" --out "$TMP/t11c" --workloads rotating_inputs --sizes "" --model-sizes "" \
+    --policies skip_profiled --callgrind-sizes "" --skip-cost-sizes "" --targets rotating_50 \
+    --curve-nodes 16 --driver emu --no-plots >"$TMP/t11c.log" 2>&1; rc=$?
+check_eq "no cell at all: bench exits 0" "$rc" 0
+check "no cell at all: the figure is still printed" grep -qE "^  rotating_50 +[0-9]" "$TMP/t11c.log"
 
 done_testing
