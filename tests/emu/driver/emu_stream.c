@@ -236,6 +236,21 @@ static void stream_init_once(void)
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
     pthread_key_create(&pt_key, pt_destructor);
+}
+
+/* The fork handlers are registered when the driver is loaded, not at its
+ * first stream: prepare handlers run in the reverse order of registration,
+ * so the interposer, which calls the driver under its own locks and whose
+ * constructor runs after the driver's when the program links the driver,
+ * takes its locks first at fork (the order of its own calls) and the
+ * driver's leaf locks come last. Registered at the first stream, the
+ * driver's prepare ran first and held its handle lock while the
+ * interposer's prepare waited for a lock another thread may hold across a
+ * driver call: a lock-order inversion (ThreadSanitizer, test_lifecycle.sh
+ * fork). A driver loaded by dlopen after the interposer (the CUDA runtime
+ * does that) still registers after it. */
+__attribute__((constructor)) static void stream_fork_handlers(void)
+{
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
