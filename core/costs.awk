@@ -1,6 +1,7 @@
 # core/costs.awk: turns core/costs.tsv into $(BUILD)/gen/sg_costs.inc, the
 # library's built-in cost figures (core/costs.c). One SG_COST_ROW(name, basis,
-# ns) line per row of BASIS call or node (ns < 0: charged as a query); the
+# ns) line per row of BASIS call or node (ns < 0: charged as a query) and per
+# host_bytes_node row (SG_COST_HOST_BYTES, the value in bytes); the
 # query range's HIGH figure (the conservative one) as SG_COSTS_QUERY_NS. A
 # malformed row, or a table without a query range, fails the build.
 function fail(msg) { printf "%s:%d: %s\n", FILENAME, FNR, msg > "/dev/stderr"; bad = 1; exit 1 }
@@ -15,13 +16,18 @@ BEGIN { nq = 0; nrows = 0 }
         query = q[3]; nq++
         next
     }
-    if ($2 != "call" && $2 != "node" && $2 != "changed_node" && $2 != "scanned_node")
+    if ($2 != "call" && $2 != "node" && $2 != "changed_node" && $2 != "scanned_node" &&
+        $2 != "host_bytes_node")
         fail("unknown BASIS " $2)
     if ($3 != "query" && !num($3)) fail("US must be a number or query: " $3)
-    if ($2 != "call" && $2 != "node") next
+    if ($2 == "host_bytes_node" && !num($3)) fail("host_bytes_node wants a number of bytes: " $3)
+    if ($2 != "call" && $2 != "node" && $2 != "host_bytes_node") next
     if ($1 !~ /^[A-Za-z_*][A-Za-z0-9_]*$/ && $1 != "*") fail("bad CALL " $1)
-    rows[nrows++] = sprintf("SG_COST_ROW(\"%s\", SG_COST_%s, %s)", $1, toupper($2),
-                            $3 == "query" ? "-1.0" : sprintf("%.4f", $3 * 1000))
+    if ($2 == "host_bytes_node")
+        rows[nrows++] = sprintf("SG_COST_ROW(\"%s\", SG_COST_HOST_BYTES, %.4f)", $1, $3)
+    else
+        rows[nrows++] = sprintf("SG_COST_ROW(\"%s\", SG_COST_%s, %s)", $1, toupper($2),
+                                $3 == "query" ? "-1.0" : sprintf("%.4f", $3 * 1000))
 }
 END {
     if (bad) exit 1

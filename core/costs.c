@@ -14,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { SG_COST_CALL, SG_COST_NODE } sg_cost_basis;
+typedef enum { SG_COST_CALL, SG_COST_NODE, SG_COST_HOST_BYTES } sg_cost_basis;
 
 typedef struct sg_cost_row {
     const char *name;
     sg_cost_basis basis;
-    double ns;                 /* < 0: charged as a query */
+    double ns;                 /* < 0: charged as a query; SG_COST_HOST_BYTES: bytes */
 } sg_cost_row;
 
 #define SG_COST_ROW(name, basis, ns) { name, basis, ns },
@@ -33,6 +33,7 @@ static const char *const call_names[SG_COSTID_COUNT] = { SG_COST_CALLS(SG_COST_N
 
 typedef struct sg_cost_fig {
     double call_ns, node_ns;
+    double host_bytes;         /* per node (host_bytes_node), 0 if the table has none */
 } sg_cost_fig;
 
 static sg_cost_fig figs[SG_COSTID_COUNT];
@@ -44,16 +45,18 @@ static int resolved;
 static void resolve(const sg_cost_row *rows, size_t n, double q, sg_cost_fig *out)
 {
     for (int c = 0; c < SG_COSTID_COUNT; c++) {
-        double call = -2, node = 0, star = -2;
+        double call = -2, node = 0, star = -2, bytes = 0;
         for (size_t i = 0; i < n; i++) {
             double v = rows[i].ns < 0 ? q : rows[i].ns;
             if (!strcmp(rows[i].name, "*") && rows[i].basis == SG_COST_CALL) star = v;
             if (strcmp(rows[i].name, call_names[c])) continue;
             if (rows[i].basis == SG_COST_CALL) call = v;
-            else node = v;
+            else if (rows[i].basis == SG_COST_NODE) node = v;
+            else bytes = rows[i].ns;
         }
         out[c].call_ns = call > -2 ? call : star > -2 ? star : q;
         out[c].node_ns = node;
+        out[c].host_bytes = bytes;
     }
 }
 
@@ -79,15 +82,21 @@ void sg_costs_set(sg_cost_id c, double call_ns, double node_ns)
     snprintf(source, sizeof source, "set by a test");
 }
 
-/* A figure in microseconds, as the table writes it: digits, one optional
- * fraction. 0 and the value in ns, or -1. */
-static int parse_us(const char *s, double *ns)
+/* A figure as the table writes it: digits, one optional fraction. 0 and the
+ * value times `scale`, or -1. */
+static int parse_num(const char *s, double scale, double *out)
 {
     size_t d = strspn(s, "0123456789");
     if (!d || (s[d] && (s[d] != '.' || !s[d + 1] || strspn(s + d + 1, "0123456789") != strlen(s + d + 1))))
         return -1;
-    *ns = strtod(s, NULL) * 1000.0;
+    *out = strtod(s, NULL) * scale;
     return 0;
+}
+
+/* A figure in microseconds: 0 and the value in ns, or -1. */
+static int parse_us(const char *s, double *ns)
+{
+    return parse_num(s, 1000.0, ns);
 }
 
 /* Parses one line of a table into *row (0), a query range into *q (1), a
@@ -110,18 +119,23 @@ static int parse_line(char *line, sg_cost_row *row, char *name, double *q, const
         *mid++ = '\0';
         return parse_us(us, &lo) || parse_us(mid, &md) || parse_us(hi, q) ? -1 : 1;
     }
-    *why = "BASIS must be call, node, changed_node or scanned_node";
-    int c = !strcmp(basis, "call"), nd = !strcmp(basis, "node");
-    if (!c && !nd && strcmp(basis, "changed_node") && strcmp(basis, "scanned_node")) return -1;
-    *why = "US must be a number of microseconds or \"query\"";
-    row->ns = -1;
-    if (strcmp(us, "query") && parse_us(us, &row->ns)) return -1;
+    *why = "BASIS must be call, node, changed_node, scanned_node or host_bytes_node";
+    int c = !strcmp(basis, "call"), nd = !strcmp(basis, "node"), hb = !strcmp(basis, "host_bytes_node");
+    if (!c && !nd && !hb && strcmp(basis, "changed_node") && strcmp(basis, "scanned_node")) return -1;
+    if (hb) {
+        *why = "host_bytes_node wants a number of bytes";
+        if (parse_num(us, 1.0, &row->ns)) return -1;
+    } else {
+        *why = "US must be a number of microseconds or \"query\"";
+        row->ns = -1;
+        if (strcmp(us, "query") && parse_us(us, &row->ns)) return -1;
+    }
     *why = "CALL name too long";
     if (strlen(call) >= 64) return -1;
-    if (!c && !nd) return 2;
+    if (!c && !nd && !hb) return 2;
     strcpy(name, call);
     row->name = name;
-    row->basis = c ? SG_COST_CALL : SG_COST_NODE;
+    row->basis = c ? SG_COST_CALL : nd ? SG_COST_NODE : SG_COST_HOST_BYTES;
     return 0;
 }
 
@@ -182,6 +196,12 @@ uint64_t sg_cost_update_ns(size_t nodes)
 uint64_t sg_cost_instantiate_ns(size_t nodes)
 {
     return sg_cost_ns(SG_COSTID_INSTANTIATE, nodes);
+}
+
+uint64_t sg_cost_exec_host_bytes(size_t nodes)
+{
+    ensure();
+    return (uint64_t)(figs[SG_COSTID_INSTANTIATE].host_bytes * (double)nodes + 0.5);
 }
 
 uint64_t sg_cost_query_ns(void)

@@ -40,6 +40,9 @@ uint64_t sg_cost_ns(sg_cost_id c, size_t nodes);
 uint64_t sg_cost_update_ns(size_t nodes);
 /* An instantiation of a graph of `nodes` nodes. */
 uint64_t sg_cost_instantiate_ns(size_t nodes);
+/* Host bytes an exec of a graph of `nodes` nodes holds (the instantiation's
+ * host_bytes_node row; 0 if the table has none). */
+uint64_t sg_cost_exec_host_bytes(size_t nodes);
 /* The query figure (the HIGH value of the table's range). */
 uint64_t sg_cost_query_ns(void);
 /* Where the figures come from: "core/costs.tsv (built in)" or the path

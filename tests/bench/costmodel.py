@@ -39,7 +39,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TABLE = os.path.normpath(os.path.join(HERE, "..", "..", "core", "costs.tsv"))
 RULES = ("every", "changed")
 RULE_NAMES = {"every": "every-node", "changed": "changed-nodes"}
-BASES = ("call", "node", "changed_node", "scanned_node")
+# host_bytes_node is not a time: the bytes an exec holds per node (the
+# library's estimate of a variant's host memory); the model charges no time
+# for it.
+BASES = ("call", "node", "changed_node", "scanned_node", "host_bytes_node")
 QUERY_LEVELS = ("low", "mid", "high")
 # Groups for the breakdown of a modeled time (first match wins).
 GROUPS = [
@@ -106,7 +109,7 @@ class Table:
             if basis not in BASES:
                 raise TableError("%s:%d: basis %r is not one of %s" % (path, i, basis,
                                                                        ", ".join(BASES)))
-            if us == "query":
+            if us == "query" and basis != "host_bytes_node":
                 val = "query"
             else:
                 try:
@@ -330,6 +333,13 @@ def calibrated_rows(info, meas):
                  "cuGraphInstantiateWithParams"):
         put(call, "call", ai, "cuGraphInstantiateWithFlags, intercept over " + span)
         put(call, "node", bi, "cuGraphInstantiateWithFlags, slope per node over " + span)
+    if meas.get("instantiate_host_bytes"):
+        n_hb, b_hb = max(meas["instantiate_host_bytes"])
+        for call in ("cuGraphInstantiate", "cuGraphInstantiateWithFlags",
+                     "cuGraphInstantiateWithParams"):
+            put(call, "host_bytes_node", round(b_hb / max(n_hb, 1)), "resident memory per node "
+                "of execs of a %d-node graph kept at once (cuGraphInstantiateWithFlags; bytes, "
+                "not us)" % n_hb)
     for what, call in (("mem_create", "cuMemCreate"), ("mem_map", "cuMemMap"),
                        ("mem_set_access", "cuMemSetAccess"), ("mem_unmap", "cuMemUnmap"),
                        ("mem_release", "cuMemRelease"), ("address_reserve", "cuMemAddressReserve"),

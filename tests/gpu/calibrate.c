@@ -16,6 +16,9 @@
  * every node's) and an exec E is instantiated from G0. Timed, each call on
  * its own with CLOCK_MONOTONIC (the host time the call takes):
  *   instantiate          cuGraphInstantiateWithFlags of G0 (the exec destroyed untimed)
+ *   instantiate_host_bytes  not a time: the growth of resident memory while
+ *                        `reps` execs of G0 exist at once, per exec, in bytes
+ *                        (the cost table's host_bytes_node figure)
  *   launch               cuGraphLaunch of E (the stream synchronized untimed)
  *   update_identical     cuGraphExecUpdate(E, G0) while E holds G0: nothing changes
  *   update_one           cuGraphExecUpdate to G1 and back to G0 in turn: one node changes
@@ -45,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CAL_WARMUP 2
 #define CAL_MAX_SIZES 16
@@ -91,6 +95,41 @@ static int reps_for(const cal *c, int n)
     return r + (r + CAL_WARMUP) % 2;
 }
 
+/* Resident memory of this process in bytes (/proc/self/statm), or -1. */
+static double resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, res = -1;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
+        fclose(f);
+    }
+    return res < 0 ? -1.0 : (double)res * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* The growth of resident memory per exec while `reps` execs of g exist at
+ * once: "measure instantiate_host_bytes N BYTES BYTES REPS". */
+static void measure_exec_bytes(CUgraph g, int n, int reps)
+{
+    CUgraphExec *ex = calloc((size_t)reps, sizeof *ex);
+    if (!ex) {
+        fprintf(stderr, "calibrate: out of host memory\n");
+        exit(1);
+    }
+    double before = resident_bytes();
+    for (int i = 0; i < reps; i++)
+        WL_CHECK(cuGraphInstantiateWithFlags(&ex[i], g, 0));
+    double after = resident_bytes();
+    for (int i = 0; i < reps; i++)
+        WL_CHECK(cuGraphExecDestroy(ex[i]));
+    free(ex);
+    if (before < 0 || after < 0)
+        return;                      /* no /proc: the figure is left out */
+    double per = after > before ? (after - before) / reps : 0.0;
+    printf("measure instantiate_host_bytes %d %.0f %.0f %d\n", n, per, per, reps);
+    fflush(stdout);
+}
+
 static void update(CUgraphExec e, CUgraph g)
 {
     CUgraphExecUpdateResultInfo info;
@@ -117,6 +156,7 @@ static void measure_size(cal *c, int n, double *t)
         WL_CHECK(cuGraphExecDestroy(tmp));
     }
     report("instantiate", n, t + CAL_WARMUP, reps);
+    measure_exec_bytes(g0, n, reps);
     for (int i = 0; i < total; i++) {
         TIMED(t, i, WL_CHECK(cuGraphLaunch(e, c->w.stream)));
         WL_CHECK(cuStreamSynchronize(c->w.stream));

@@ -118,8 +118,8 @@ if [ -x "$BUILD/gpu/calibrate" ]; then
     check_eq "calibrate on the emulated driver: exits 0" "$?" 0
     check "calibrate: header names the device, driver and granularity" \
         grep -qE '^calibrate: device="cudaemu[^"]*" driver=[0-9]+\.[0-9]+ date=[0-9T:Z-]+ granularity=[0-9]+ emulated=1 ' "$TMP/cal.txt"
-    check_eq "calibrate: 10 figures per size and 7 VMM calls, 4 repetitions each" \
-        "$(awk '/^measure / && $6 == 4 { n++ } END { print n }' "$TMP/cal.txt")" 27
+    check_eq "calibrate: 11 figures per size and 7 VMM calls, 4 repetitions each" \
+        "$(awk '/^measure / && $6 == 4 { n++ } END { print n }' "$TMP/cal.txt")" 29
     check "calibrate: finished within its budget" grep -qx 'calibrate: done' "$TMP/cal.txt"
     out=$(python3 - "$TMP/cal.json" <<'PY'
 import json, sys
@@ -134,14 +134,16 @@ PY
     check_eq "calibrate: updates: 2 x 18 calls, 3 x 6 x (4 + 16) nodes, 6 x (1 + 4) + 6 x (1 + 16) changed" \
         "$(sed -n 1p <<<"$out")" "36 360 132"
     check_eq "calibrate: set params: 24 calls of one node, 12 changed" "$(sed -n 2p <<<"$out")" "24 24 12"
-    check_eq "calibrate: instantiated nodes 7 x (4 + 16), launched 6 x (4 + 16), no violation" \
-        "$(sed -n 3p <<<"$out")" "140 120 0"
+    check_eq "calibrate: instantiated nodes (7 + 4 kept at once) x (4 + 16), launched 6 x (4 + 16), no violation" \
+        "$(sed -n 3p <<<"$out")" "220 120 0"
     python3 "$SRC/tests/bench/costmodel.py" calibrated "$TMP/cal.txt" --out "$TMP/costs.tsv" 2>"$TMP/conv.err"
     check_eq "calibrate's output converts into a cost table" "$?" 0
     out=$(python3 "$SRC/tests/bench/costmodel.py" check "$TMP/costs.tsv" 2>&1)
     check "... which costmodel.py reads" grep -q "costs.tsv: [0-9]* calls, query range" <<<"$out"
     check_eq "... whose measured rows name the device" \
         "$(grep -c '^cuGraphExecUpdate .*measured on cudaemu emulated device 0, driver ' "$TMP/costs.tsv")" 4
+    check_eq "... and an exec's host bytes per node, measured, for each instantiation call" \
+        "$(grep -c '^cuGraphInstantiate[A-Za-z]* *host_bytes_node *[0-9][0-9.]* *measured on cudaemu' "$TMP/costs.tsv")" 3
     emu kitprog "$BUILD/gpu/calibrate" --reps 0 >/dev/null 2>&1
     check_eq "calibrate: a bad option exits 2" "$?" 2
     emu kitprog "$BUILD/gpu/calibrate" --sizes "4 16" --reps 3 --budget 0.000001 >"$TMP/cal2.txt" 2>&1
@@ -283,7 +285,7 @@ if [ -x "$BUILD/gpu/step_timer" ]; then
     check "rehearsal: the summary counts the failure" grep -q '^result: 15 passed, 1 failed, ' "$s"
     check "rehearsal: the calibration says CPU times, not GPU" \
         grep -q '^calibration: EMULATED DRIVER: CPU times of the emulation, NOT GPU figures' "$s"
-    check "rehearsal: the calibration wrote its table" grep -q '^PASS calibration: 27 figures (done); table: ' "$s"
+    check "rehearsal: the calibration wrote its table" grep -q '^PASS calibration: 29 figures (done); table: ' "$s"
     check "rehearsal: the timing table has 6 measured rows" \
         test "$(grep -cE '^(recapture_temps|rotating_inputs) +16  [a-z_]+ +[0-9.]+ +[0-9.]+ ' "$s")" = 6
     check "rehearsal: the runtime program runs under every policy (cudaMalloc, cudaMallocAsync)" \

@@ -41,11 +41,13 @@ TEST(builtin_is_the_shipped_table)
     CHECK_EQ(sg_cost_ns(SG_COSTID_MEM_MAP, 0), 1450);
     CHECK_EQ(sg_cost_ns(SG_COSTID_ADDRESS_RESERVE, 0), 19000);
     CHECK(strstr(sg_costs_source(), "built in") != NULL);
+    CHECK_EQ(sg_cost_exec_host_bytes(1000), 1512000);  /* host_bytes_node 1512 */
     uint64_t built[SG_COSTID_COUNT];
     for (int c = 0; c < SG_COSTID_COUNT; c++) built[c] = sg_cost_ns((sg_cost_id)c, 7);
     char err[256] = "";
     CHECK_EQ(sg_costs_load(SG_SRC_DIR "/core/costs.tsv", err, sizeof err), 0);
     for (int c = 0; c < SG_COSTID_COUNT; c++) CHECK_EQ(sg_cost_ns((sg_cost_id)c, 7), built[c]);
+    CHECK_EQ(sg_cost_exec_host_bytes(1000), 1512000);
     CHECK(strstr(sg_costs_source(), "core/costs.tsv") != NULL);
     sg_costs_reset();
 }
@@ -58,13 +60,15 @@ TEST(loaded_table)
                                 "cuGraphExecUpdate  call  query  q\n"
                                 "cuGraphExecUpdate  node  0.5    measured\n"
                                 "cuGraphExecUpdate  changed_node 9  ignored by the library\n"
-                                "cuGraphInstantiateWithFlags node 0   free\n");
+                                "cuGraphInstantiateWithFlags node 0   free\n"
+                                "cuGraphInstantiateWithFlags host_bytes_node 100  bytes\n");
     char err[256] = "";
     CHECK(p != NULL);
     CHECK_EQ(sg_costs_load(p, err, sizeof err), 0);
     CHECK_EQ(sg_cost_query_ns(), 50);
     CHECK_EQ(sg_cost_update_ns(4), 50 + 2000);
     CHECK_EQ(sg_cost_instantiate_ns(1000), 2000);     /* per call from "*", 0 per node */
+    CHECK_EQ(sg_cost_exec_host_bytes(1000), 100000);  /* bytes, not microseconds */
     CHECK_EQ(sg_cost_ns(SG_COSTID_MEM_MAP, 0), 2000);
     CHECK_EQ(sg_cost_ns(SG_COSTID_NODE_SET, 3), 2000);
     CHECK(strcmp(sg_costs_source(), p) == 0);
@@ -91,6 +95,8 @@ TEST(malformed_tables_refused)
 {
     refused("query range 0.03,0.1,0.3 x\ncuGraphExecUpdate node fast x\n", ":2: US must be");
     refused("query range 0.03,0.1,0.3 x\ncuGraphExecUpdate per_kb 1 x\n", ":2: BASIS must be");
+    refused("query range 0.03,0.1,0.3 x\ncuGraphInstantiate host_bytes_node query x\n",
+            ":2: host_bytes_node wants a number of bytes");
     refused("query range 0.03,0.3 x\n", ":1: expected: query range");
     refused("query range 0.03,0.1,-1 x\n", ":1: expected: query range");
     refused("cuGraphExecUpdate node 1\n", "exactly one");
