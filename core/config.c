@@ -44,6 +44,7 @@ static const sg_var vars[SG_CONFIG_NVARS] = {
       SG_MAX_GENERATIONS_MAX },
     { SG_ENV_COSTS, SG_VAR_PATH, NULL, offsetof(sg_config, costs), 0, 0 },
     { SG_ENV_COST_TIMES, SG_VAR_CHOICE, cost_times_names, offsetof(sg_config, cost_times), 0, 0 },
+    { SG_ENV_VARIANT_MEMORY, SG_VAR_BYTES, NULL, offsetof(sg_config, variant_memory), 0, 0 },
 };
 
 const char *sg_policy_name(sg_policy p)
@@ -190,6 +191,7 @@ int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn)
     cfg->alias = SG_ALIAS_DEFAULT;
     cfg->alias_min_bytes = SG_ALIAS_MIN_DEFAULT;
     cfg->max_generations = SG_MAX_GENERATIONS_DEFAULT;
+    cfg->variant_memory = SG_VARIANT_MEMORY_DEFAULT;
     for (size_t i = 0; i < SG_CONFIG_NVARS; i++) {
         const char *value = getenv_fn(vars[i].env);
         if (value) parse_var(cfg, &vars[i], value);

@@ -26,6 +26,7 @@
 #define SG_ENV_MAX_GENERATIONS "STABLEGRAPH_MAX_GENERATIONS"
 #define SG_ENV_COSTS "STABLEGRAPH_COSTS"
 #define SG_ENV_COST_TIMES "STABLEGRAPH_COST_TIMES"
+#define SG_ENV_VARIANT_MEMORY "STABLEGRAPH_VARIANT_MEMORY"
 
 /* Accepted values, in order: X(ENUM_SUFFIX, "name"). */
 #define SG_POLICY_LIST(X)                                                     \
@@ -76,12 +77,13 @@ typedef enum { SG_COST_TIMES_LIST(SG_COST_TIMES_ITEM_) SG_COST_TIMES_COUNT } sg_
 #define SG_ALIAS_MIN_DEFAULT     ((size_t)1 << 20)
 #define SG_MAX_GENERATIONS_DEFAULT 8
 #define SG_MAX_GENERATIONS_MAX   16
+#define SG_VARIANT_MEMORY_DEFAULT ((size_t)64 << 20)
 
 /* Longest value accepted for any variable (longer values are rejected). */
 #define SG_CONFIG_VALUE_MAX 1024
 /* Room for one complaint about one variable. */
 #define SG_CONFIG_MSG_MAX (SG_CONFIG_VALUE_MAX + 256)
-#define SG_CONFIG_NVARS 12
+#define SG_CONFIG_NVARS 13
 
 typedef struct sg_config {
     sg_policy policy;          /* effective policy: SG_POLICY_OFF after any error */
@@ -105,6 +107,10 @@ typedef struct sg_config {
     sg_alias_mode alias;
     size_t alias_min_bytes;
     int max_generations;
+    /* STABLEGRAPH_VARIANT_MEMORY: host memory the exec variants of all execs
+     * may hold together, as the library estimates it (prof_rent.c): a byte
+     * count as for PLACE_MAX_BYTES; default 64M; 0: no variants. */
+    size_t variant_memory;
     /* STABLEGRAPH_COSTS: a cost table (core/costs.tsv format) read at
      * start-up instead of the built-in one ("" = built in); a table that
      * cannot be read is a configuration error. STABLEGRAPH_COST_TIMES:

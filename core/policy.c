@@ -23,6 +23,7 @@ sg_caps sg_policy_caps(const sg_config *cfg)
     if (c.alias) c.own_handles_min = cfg->alias_min_bytes ? cfg->alias_min_bytes : 1;
     c.profile_steps = cfg->profile_steps > 0 ? cfg->profile_steps : SG_PROFILE_STEPS_DEFAULT;
     c.max_variants = cfg->max_generations > 0 ? cfg->max_generations : SG_MAX_GENERATIONS_DEFAULT;
+    c.variant_memory = cfg->variant_memory;
     c.measured_costs = cfg->cost_times == SG_COST_TIMES_MEASURED;
     return c;
 }

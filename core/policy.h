@@ -39,6 +39,7 @@ typedef struct sg_caps {
     size_t place_max_bytes;    /* STABLEGRAPH_PLACE_MAX_BYTES */
     int profile_steps;     /* launches profiled per exec */
     int max_variants;      /* exec variants per exec (the program's own included) */
+    size_t variant_memory; /* host bytes all execs' variants may hold (STABLEGRAPH_VARIANT_MEMORY) */
     int measured_costs;    /* forwarded updates cost their measured time (else the table's) */
 } sg_caps;
 

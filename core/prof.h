@@ -98,6 +98,7 @@ typedef struct pgen {
     unsigned char *eq;      /* per node: canon == L's canonical node */
     size_t mism;            /* nodes with eq == 0 */
     unsigned long last_use;
+    uint64_t bytes;         /* g > 0: host memory reserved against the budget (prof_rent.c) */
 } pgen;
 
 struct sg_prof {
@@ -227,8 +228,17 @@ void sg_prof_log_decision(const sg_prof *p);
  * sg_prof_profile_reset forgets them). */
 void sg_prof_count_state(sg_prof *p, const sg_fp *L);
 /* Decided for variants: prices them into p->prof (variant_ns,
- * variants_priced) and enters RENTING. */
-void sg_prof_rent_start(sg_prof *p, const sg_fp *L, size_t ngroups);
+ * variants_priced, variant_host_bytes) and enters RENTING: 0; or -1 (p->prof's
+ * why set, the state left PLAIN) if their host memory would not fit in what
+ * STABLEGRAPH_VARIANT_MEMORY has free. */
+int sg_prof_rent_start(sg_prof *p, const sg_fp *L, size_t ngroups);
+/* Host memory of one variant of an exec holding L (its exec, the table's
+ * figure, and the library's record of it), as estimated. */
+uint64_t sg_prof_variant_bytes(const sg_fp *L);
+/* Takes bytes from the budget (0), or -1 if they do not fit; gives them
+ * back (what is free: sg_prof_mem_free, profiled.h). */
+int sg_prof_mem_reserve(uint64_t bytes);
+void sg_prof_mem_release(uint64_t bytes);
 /* The modeled cost of update u of an exec holding L (changed nodes charged
  * at the table's figures). */
 uint64_t sg_prof_rent_of(const sg_fp *L, const sg_update *u);

@@ -311,7 +311,7 @@ void sg_prof_decide(sg_prof *p, const sg_fp *L)
                : !sg_prof_caps.alias ? "varying pointers; aliasing off (STABLEGRAPH_ALIAS=never)"
                : remap == 0 ? "varying pointers; none in own-handle buffers"
                             : "varying pointers; remapping costs more than updating";
-        sg_prof_rent_start(p, L, ng);   /* variants are bought when renting has cost as much */
+        (void)sg_prof_rent_start(p, L, ng);   /* variants are bought when renting has cost as much */
     }
 }
 

@@ -19,14 +19,58 @@
  * figure for the nodes it changed (table). Every figure is the cost table's
  * (costs.h: core/costs.tsv, or STABLEGRAPH_COSTS).
  *
- * Thread safety: as the rest of sg_prof, under the exec record's lock.
+ * Host memory: each variant holds an exec (the table's host_bytes_node
+ * figure per node) and the library's record of what it was set from (a
+ * canonical node and its payload per node). The variants of all execs
+ * together may hold at most STABLEGRAPH_VARIANT_MEMORY (sg_caps
+ * variant_memory). An exec whose variants would not fit in what the budget
+ * has free at its decision stays PLAIN (no renting: the updates it would
+ * forward are the ones it forwards anyway); each variant reserves its bytes
+ * when it is instantiated and returns them when it is destroyed, so a budget
+ * that other execs took meanwhile makes the exec leave VARIANTS mode instead
+ * of growing past it.
+ *
+ * Thread safety: as the rest of sg_prof, under the exec record's lock; the
+ * bytes held against the budget are one atomic counter (any exec's lock).
  */
 #include "prof.h"
 
 #include "costs.h"
 #include "util.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+static _Atomic uint64_t variant_bytes_held;
+
+uint64_t sg_prof_variant_bytes(const sg_fp *L)
+{
+    uint64_t lib = L->n * (uint64_t)(sizeof(cnode) + 1);
+    for (size_t i = 0; i < L->n; i++) lib += L->nodes[i].len + 32u;  /* a payload and its heap header */
+    return sg_cost_exec_host_bytes(L->n) + lib;
+}
+
+int sg_prof_mem_reserve(uint64_t bytes)
+{
+    uint64_t held = atomic_load_explicit(&variant_bytes_held, memory_order_relaxed);
+    do {
+        if (bytes > sg_prof_caps.variant_memory || held > sg_prof_caps.variant_memory - bytes)
+            return -1;
+    } while (!atomic_compare_exchange_weak_explicit(&variant_bytes_held, &held, held + bytes,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return 0;
+}
+
+void sg_prof_mem_release(uint64_t bytes)
+{
+    atomic_fetch_sub_explicit(&variant_bytes_held, bytes, memory_order_relaxed);
+}
+
+uint64_t sg_prof_mem_free(void)
+{
+    uint64_t held = atomic_load_explicit(&variant_bytes_held, memory_order_relaxed);
+    return held < sg_prof_caps.variant_memory ? sg_prof_caps.variant_memory - held : 0;
+}
 
 
 void sg_prof_count_state(sg_prof *p, const sg_fp *L)
@@ -39,12 +83,19 @@ void sg_prof_count_state(sg_prof *p, const sg_fp *L)
         p->state_hash[p->nstates++] = h;
 }
 
-void sg_prof_rent_start(sg_prof *p, const sg_fp *L, size_t ngroups)
+int sg_prof_rent_start(sg_prof *p, const sg_fp *L, size_t ngroups)
 {
     sg_exec_profile *d = &p->prof;
     unsigned states = p->nstates > 1 ? p->nstates : 2;    /* a pointer varied: two at least */
     unsigned gens = states < (unsigned)sg_prof_caps.max_variants ? states
                                                                   : (unsigned)sg_prof_caps.max_variants;
+    d->variant_host_bytes = (gens - 1) * sg_prof_variant_bytes(L);
+    d->variant_memory_free = sg_prof_mem_free();
+    if (d->variant_host_bytes > d->variant_memory_free) {
+        d->why = "varying pointers; the variants would hold more host memory than "
+                 "STABLEGRAPH_VARIANT_MEMORY has free";
+        return -1;                       /* PLAIN: sg_prof_decide's state */
+    }
     unsigned inst = ngroups ? 0 : gens - 1;
     uint64_t price = inst * (sg_cost_instantiate_ns(L->n) +
                              d->varying_positions * sg_cost_ns(SG_COSTID_GRAPH_NODE_SET, 1));
@@ -62,6 +113,7 @@ void sg_prof_rent_start(sg_prof *p, const sg_fp *L, size_t ngroups)
     d->measured = 0;
     p->pending = 0;
     p->state = SG_PROF_RENTING;
+    return 0;
 }
 
 uint64_t sg_prof_rent_of(const sg_fp *L, const sg_update *u)

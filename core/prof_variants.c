@@ -12,7 +12,9 @@
  *
  * Choosing (choose): the generation launched last if it holds L and its slots
  * show L's buffers; else any that does (no driver call but the launch); else
- * a new generation while fewer than STABLEGRAPH_MAX_GENERATIONS exist; else
+ * a new generation while fewer than STABLEGRAPH_MAX_GENERATIONS exist (one
+ * the host memory budget, STABLEGRAPH_VARIANT_MEMORY, has no room for makes
+ * the exec give its variants up: prof_rent.c); else
  * one that holds L whose slots can be rebound now (idle: no launch of it in
  * flight); else the least recently used idle one, brought to L with one
  * cuGraphExecUpdate from the clone (a forwarded update); else, when every
@@ -166,6 +168,7 @@ void sg_prof_gen_destroy(sg_prof *p, int g, int ctx_gone)
     pgen *x = &p->gens[g];
     p->hit = -1;
     if (!x->live) return;
+    if (x->bytes) sg_prof_mem_release(x->bytes);
     if (x->slots) sg_prof_slots->destroy(x->slots);
     if (g > 0 && x->exec && !ctx_gone && sg_drv.cuGraphExecDestroy)
         SG_DRIVER_CALL(cuGraphExecDestroy, x->exec);
@@ -272,12 +275,16 @@ static sg_reason variant_update_reason(const sg_prof *p, const sg_fp *L, int g)
     return r;
 }
 
-/* Makes a new generation g > 0 holding T_g(L): slots created and bound,
- * clone translated, instantiated. 0, or -1 (nothing left behind). */
+/* Makes a new generation g > 0 holding T_g(L): its host memory taken from
+ * the budget, slots created and bound, clone translated, instantiated. 0, -2
+ * if the budget has not enough free, or -1 (nothing left behind). */
 static int gen_create(sg_prof *p, const sg_fp *L, int g)
 {
     pgen *x = &p->gens[g];
     memset(x, 0, sizeof *x);
+    uint64_t bytes = sg_prof_variant_bytes(L);
+    if (sg_prof_mem_reserve(bytes)) return -2;
+    x->bytes = bytes;
     if (gen_alloc_arrays(x, p->n)) goto fail;
     if (p->ngroups && (sg_prof_slots->create(p->ctx, p->dev, p->slot_size, p->ngroups, &x->slots) ||
                        sg_prof_slots->bind(x->slots, p->want, 0) != 0))
@@ -294,6 +301,7 @@ static int gen_create(sg_prof *p, const sg_fp *L, int g)
     sg_exec_event(p->exec, SG_EXEC_EV_VARIANT);
     return 0;
 fail:
+    sg_prof_mem_release(x->bytes);
     if (x->slots) sg_prof_slots->destroy(x->slots);
     gen_free_arrays(x, p->n);
     memset(x, 0, sizeof *x);
@@ -379,8 +387,13 @@ static int choose(sg_prof *p, const sg_exec_view *xv, const char **why)
     if (nlive < max) {
         for (int g = 1; g < max; g++) {
             if (p->gens[g].live) continue;
-            if (gen_create(p, L, g) == 0) return g;
-            *why = "a variant could not be made (slots or instantiation failed)";
+            int rc = gen_create(p, L, g);
+            if (rc == 0) return g;
+            /* without room for the states it meets, the variants it has
+             * would be updated in turn: given up, their memory returned */
+            *why = rc == -2 ? "the host memory budget for variants (STABLEGRAPH_VARIANT_MEMORY) "
+                              "has no room for another variant"
+                            : "a variant could not be made (slots or instantiation failed)";
             return -1;
         }
     }

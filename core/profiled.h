@@ -74,6 +74,9 @@ void sg_prof_set_slot_ops(const sg_prof_slot_ops *ops);
 typedef int (*sg_prof_find_fn)(CUdeviceptr p, sg_alloc_info *out);
 void sg_prof_set_find(sg_prof_find_fn fn);
 
+/* Bytes of STABLEGRAPH_VARIANT_MEMORY that no variant holds now (prof_rent.c). */
+uint64_t sg_prof_mem_free(void);
+
 /* A pointer position: a word of node `node`'s payload at byte `off`. */
 typedef struct sg_prof_pos {
     uint32_t node, off;

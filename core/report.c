@@ -178,6 +178,9 @@ static void out_exec(const sg_exec_info *e, void *ctx)
                 p->aliased_slots, p->generations_allowed, p->update_ns_per_step,
                 p->remap_ns_per_step);
         out_why(o, p);
+        if (p->variant_host_bytes)
+            out_fmt(o, ", \"variant_host_bytes\": %llu, \"variant_memory_free\": %llu",
+                    p->variant_host_bytes, p->variant_memory_free);
         out_purchase(o, p);
         out_fmt(o, ", \"variants\": %lu, \"demotions\": %lu, \"library_updates\": %lu}",
                 e->variants, e->demotions, e->library_updates);

@@ -108,6 +108,11 @@ typedef struct sg_exec_profile {
     unsigned long rented_updates;     /* updates forwarded while renting */
     unsigned long long variant_ns;    /* modeled cost of buying the variants */
     unsigned long long forwarded_ns;  /* what the updates forwarded while renting cost */
+    /* Host memory (prof_rent.c): the variants' estimate, and what the budget
+     * (STABLEGRAPH_VARIANT_MEMORY) had free at the decision; both 0 when no
+     * variant was considered. */
+    unsigned long long variant_host_bytes;
+    unsigned long long variant_memory_free;
 } sg_exec_profile;
 
 /* Per-exec skip_profiled events (sg_exec_event). */

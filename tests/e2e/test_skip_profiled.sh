@@ -28,6 +28,9 @@
 #   - the library's own driver calls per step do not grow with the graph
 #     (topology_changes and slices under skip_profiled, slices under
 #     always_update: 16 vs 256 nodes).
+#   - the host memory budget (STABLEGRAPH_VARIANT_MEMORY): none: plain, no
+#     variant; room for the variants priced: bought, then given up when a
+#     state needs one more; checksums right.
 #   - always_update's would_skip_profiled equals skip_profiled's skipped count
 #     (rotating_inputs, fresh_inputs); the report carries a "profile" object.
 . "$(dirname "$0")/../lib.sh"
@@ -138,6 +141,34 @@ check_eq "scalar_changes: the plain exec's clone released once, at its decision"
 run prof rotating_inputs skip_profiled $STEPS "$FREE" STABLEGRAPH_LOG=debug
 check_eq "rotating_inputs: variants bought, the clone kept" \
     "$(grep -c "clone released" "$TMP/prof.out")/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" 0/generations
+
+# The host memory budget (STABLEGRAPH_VARIANT_MEMORY): slices rotates among 7
+# states. With no budget it stays plain, says why, and instantiates nothing;
+# with room for exactly the variants priced at its decision it buys them,
+# meets a state they do not hold, and gives them up (the budget has no room
+# for another): no more instantiations than the priced variants, every
+# update after that forwarded, the checksum right both times.
+prof_field() {   # TAG FIELD: a field of the first exec's profile
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"].get(sys.argv[2]))' \
+        "$TMP/$1.report.json" "$2"
+}
+run base slices none $STEPS
+run mem0 slices skip_profiled $STEPS "$FREE" STABLEGRAPH_VARIANT_MEMORY=0
+check_sum "slices, no variant memory: checksum" "$(sum_of mem0)" "$(sum_of base)"
+check_eq "slices, no variant memory: plain, the budget named, no instantiation of the library's" \
+    "$(prof_field mem0 mode)/$(prof_field mem0 why | grep -c STABLEGRAPH_VARIANT_MEMORY)/$(calls mem0 $INSTS)" \
+    "plain/1/$(calls base $INSTS)"
+need=$(prof_field mem0 variant_host_bytes)
+check "slices, no variant memory: the variants' host memory reported ($need bytes)" [ "${need:-0}" -gt 0 ]
+run memfit slices skip_profiled $STEPS "$FREE" STABLEGRAPH_VARIANT_MEMORY=$need
+priced=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["purchase"]["variants_priced"])' "$TMP/memfit.report.json")
+check_sum "slices, room for the priced variants: checksum" "$(sum_of memfit)" "$(sum_of base)"
+check_eq "slices, room for the priced variants: violations" "$(json_get "$TMP/memfit.json" violations)" 0
+check_eq "slices, room for $priced variants: they were made, then given up for want of room" \
+    "$(prof_field memfit variants)/$(prof_field memfit mode)/$(prof_field memfit why | grep -c 'has no room')" \
+    "$priced/plain/1"
+check_eq "slices, room for $priced variants: instantiations = the program's + $priced" \
+    "$(calls memfit $INSTS)" "$(( $(calls base $INSTS) + priced ))"
 
 run base topology_changes none $STEPS
 run prof topology_changes skip_profiled $STEPS "$FREE"

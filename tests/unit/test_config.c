@@ -134,6 +134,7 @@ TEST(skip_profiled_vars)
     CHECK_EQ(cfg.max_generations, 8);
     CHECK_EQ(cfg.costs[0], 0);                      /* the built-in cost table */
     CHECK_EQ(cfg.cost_times, SG_COST_TIMES_MEASURED);
+    CHECK(cfg.variant_memory == (size_t)64 << 20);
     const char *const good[] = { "STABLEGRAPH_PROFILE_STEPS", "1000", "STABLEGRAPH_ALIAS", "never",
                                  "STABLEGRAPH_ALIAS_MIN_BYTES", "64K",
                                  "STABLEGRAPH_MAX_GENERATIONS", "16", NULL };
@@ -166,6 +167,14 @@ TEST(skip_profiled_vars)
     check_bad("STABLEGRAPH_MAX_GENERATIONS", "99999999999999999999999", "an integer from 1 to 16");
     check_bad("STABLEGRAPH_ALIAS", "sometimes", "auto|always|never");
     check_bad("STABLEGRAPH_ALIAS_MIN_BYTES", "1MB", "a byte count");
+    const char *const mem[] = { "STABLEGRAPH_VARIANT_MEMORY", "1G", NULL };
+    CHECK_EQ(parse(mem), 0);
+    CHECK(cfg.variant_memory == (size_t)1 << 30);
+    const char *const nomem[] = { "STABLEGRAPH_VARIANT_MEMORY", "0", NULL };
+    CHECK_EQ(parse(nomem), 0);
+    CHECK(cfg.variant_memory == 0);
+    check_bad("STABLEGRAPH_VARIANT_MEMORY", "lots", "a byte count");
+    check_bad("STABLEGRAPH_VARIANT_MEMORY", "-1", "a byte count");
 }
 
 TEST(bad_log_keeps_default_level)

@@ -174,11 +174,15 @@ static fg graph;
 /* kernel(in, salt, out) -> memcpy in -> out -> memset out */
 static void make(void) { fg_make_chain(&graph, &f_k, &v_in, &v_salt, &v_out); }
 
+/* STABLEGRAPH_VARIANT_MEMORY of the next setup (variant_memory_budget). */
+static size_t t_budget = SIZE_MAX;
+
 static void setup(sg_policy policy, sg_alias_mode alias, int gens, int with_clone)
 {
     sg_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.policy = policy;
+    cfg.variant_memory = t_budget;
     cfg.profile_steps = 3;
     cfg.alias = alias;
     cfg.alias_min_bytes = 4096;
@@ -492,6 +496,78 @@ TEST(renting_then_buying)
     destroy();
 }
 
+/* The host memory budget (STABLEGRAPH_VARIANT_MEMORY, prof_rent.c). With
+ * none, an exec whose pointers vary stays PLAIN and says why (what its
+ * variants would hold, what was free). With room for exactly the variants
+ * priced at the decision (two: three states profiled), they are bought and
+ * serve those states; a fourth state needs a variant the budget has no room
+ * for: the exec gives its variants up (destroyed, the program's exec
+ * restored, the update of that state forwarded), and their bytes go back to
+ * the budget, as they do when an exec is destroyed. */
+TEST(variant_memory_budget)
+{
+    t_budget = 0;
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 4, 1);
+    instantiate();
+    profile_rotation();
+    CHECK_EQ(set_in(allocs[0].base), 1);
+    CHECK_EQ(launch(), 1);                    /* decides: no room */
+    sg_exec_info i = exec_info();
+    CHECK_EQ(i.profile.generations, 0);
+    CHECK_EQ(i.profile.renting, 0);
+    CHECK(i.profile.why && strstr(i.profile.why, "STABLEGRAPH_VARIANT_MEMORY") != NULL);
+    unsigned long long two = i.profile.variant_host_bytes;
+    CHECK(two > 0);
+    CHECK_EQ(i.profile.variant_memory_free, 0);
+    CHECK_EQ(set_in(allocs[1].base), 1);      /* forwarded, as skip_temp would */
+    CHECK_EQ(launch(), 1);
+    CHECK_EQ(fx.inst, 0);
+    destroy();
+
+    t_budget = two;
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 8, 1);
+    instantiate();
+    profile_rotation();
+    CHECK_EQ(set_in(allocs[0].base), 1);
+    CHECK_EQ(launch(), 1);                    /* bought (variants free here); X_0 holds in[0] */
+    i = exec_info();
+    CHECK_EQ(i.profile.generations, 1);
+    CHECK_EQ(i.profile.variant_host_bytes, two);
+    CHECK_EQ(i.profile.variant_memory_free, two);
+    CHECK_EQ(set_in(allocs[1].base), 0);
+    CHECK_EQ(launch(), 0);                    /* variant 1 */
+    CHECK_EQ(set_in(allocs[2].base), 0);
+    CHECK_EQ(launch(), 0);                    /* variant 2 */
+    CHECK_EQ(fx.inst, 2);
+    CHECK_EQ(sg_prof_mem_free(), 0ULL);       /* the two took it all */
+    CHECK_EQ(set_in(allocs[1].base), 0);
+    CHECK_EQ(launch(), 0);                    /* served, no driver call but the launch */
+    CHECK_EQ(fx.exec_update, 0);
+    CHECK_EQ(set_in(allocs[3].base), 0);      /* a fourth state: accepted ... */
+    CHECK_EQ(launch(), 1);                    /* ... no room: given up, X_0 restored and run */
+    CHECK_EQ(fx.inst, 2);
+    CHECK_EQ(fx.exec_destroy, 2);
+    i = exec_info();
+    CHECK_EQ(i.profile.generations, 0);
+    CHECK(i.profile.why && strstr(i.profile.why, "has no room") != NULL);
+    CHECK_EQ(sg_prof_mem_free(), two);        /* returned */
+    CHECK_EQ(set_in(allocs[0].base), 1);      /* PLAIN: forwarded */
+    destroy();
+
+    t_budget = two;                           /* destroyed with its variants: returned too */
+    setup(SG_POLICY_SKIP_PROFILED, SG_ALIAS_NEVER, 8, 1);
+    instantiate();
+    profile_rotation();
+    set_in(allocs[0].base);
+    launch();
+    set_in(allocs[1].base);
+    CHECK_EQ(launch(), 0);
+    CHECK(sg_prof_mem_free() < two);
+    destroy();
+    CHECK_EQ(sg_prof_mem_free(), two);
+    t_budget = SIZE_MAX;
+}
+
 /* A change GENERATIONS mode cannot accept (dims) demotes: X_0 restored to
  * L, variants destroyed, profiling again, the update forwarded. */
 TEST(demotion_on_dims_change)
@@ -777,6 +853,7 @@ int main(void)
     RUN(decision_plain_when_nothing_varies);
     RUN(generations_choice_order);
     RUN(renting_then_buying);
+    RUN(variant_memory_budget);
     RUN(demotion_on_dims_change);
     RUN(aliasing_translation_and_rebind);
     RUN(fallbacks);
