@@ -19,9 +19,9 @@
  *   L      the logical state: what the program last asked the exec to hold
  *          (graphs.c's record).
  *   X_g    the driver execs: X_0 is the program's own exec, X_g>0 the
- *          library's, instantiated from a clone of the graph taken at
- *          instantiation (`clone`; what its nodes hold: `clone_st`; its node
- *          handles `clone_nodes` only once variants are bought).
+ *          library's, instantiated from a clone of the graph taken when
+ *          they are bought (`clone`; what its nodes hold: `clone_st`; its
+ *          node handles `clone_nodes`).
  *   group  (aliasing) a set of pointer positions that pointed into the same
  *          own-handle allocation at every profiled launch, and into another
  *          one from launch to launch: one slot per group and generation.
@@ -109,10 +109,17 @@ struct sg_prof {
     CUcontext ctx;
     CUdevice dev;
     unsigned long long inst_flags;
-    /* the clone */
+    /* the clone (prof_restore.c: taken when variants are bought) */
     CUgraph clone;
     CUgraphNode *clone_nodes;
-    sg_fp clone_st;         /* what each clone node holds (keys and payloads) */
+    sg_fp clone_st;         /* what each clone node holds (keys and payloads); L as
+                             * instantiated until the clone is taken */
+    CUgraph src;            /* the graph the exec was instantiated from (may be gone:
+                             * sg_exec_view nodes says) */
+    CUgraph rent_graph;     /* the graph of the whole-graph update being forwarded
+                             * while RENTING (rent: the clone's source if it pays) */
+    int clone_src;          /* a whole-graph update paid the due rent: the clone was
+                             * taken from it (always_update: would have been) */
     /* X_0 (prof_restore.c) */
     sg_fp x0_st;            /* what X_0 holds, raw, while x0_known */
     int x0_known;
@@ -307,10 +314,19 @@ CUresult sg_prof_x0_restore(sg_prof *p, const sg_exec_view *x);
 CUresult sg_prof_x0_recover(sg_prof *p, const sg_exec_view *x);
 /* The error a program's call gets when X_0 could not be restored. */
 CUresult sg_prof_plausible(CUresult rc);
-/* The clone's node handles, in the order of clone_st: taken at instantiation
- * without them (one cuGraphClone), they are read back once, when variants are
- * bought, and checked node for node against what the clone was made from.
- * 0, or -1 (then the clone is gone: no variants). */
+/* Takes the clone from graph g, whose description (of L's origin) is state:
+ * refused (-1) unless its attributes are those clone_st holds (the exec's, at
+ * instantiation); then clone_st describes the clone. 0 also if a clone
+ * exists. */
+int sg_prof_clone_take(sg_prof *p, CUgraph g, const sg_fp *state);
+/* Takes it from the graph the exec was instantiated from, if that graph and
+ * its nodes still exist (x->nodes), described now (its record, or read
+ * back). 0, or -1. */
+int sg_prof_clone_from_source(sg_prof *p, const sg_exec_view *x);
+/* The clone's node handles, in the order of clone_st: taken without them
+ * (one cuGraphClone), they are read back once, when variants are bought, and
+ * checked node for node against what the clone was made from. 0, or -1
+ * (then the clone is gone: no variants). */
 int sg_prof_clone_map(sg_prof *p);
 void sg_prof_clone_free(sg_prof *p);
 /* A PLAIN exec (for good: nothing leaves PLAIN) gives its clone back,

@@ -14,7 +14,8 @@
  * first: prof_rent.c buys them once the forwarded updates have cost as
  * much) when some pointer varied, every node of L could be read (a node the
  * library cannot read would make every variant run what it held at
- * instantiation), the clone exists and its attributes are L's. While
+ * instantiation) and L's attributes are those of instantiation (a clone,
+ * taken when variants are bought, must have them: prof_restore.c). While
  * renting, any update variants would not accept sends the exec back to
  * profiling, and nothing else changes what these checks found.
  */
@@ -300,8 +301,6 @@ void sg_prof_decide(sg_prof *p, const sg_fp *L)
         d->why = "no pointer varied";
     } else if (why_not) {
         d->why = why_not;
-    } else if (!p->sim && !p->clone) {
-        d->why = "the graph could not be cloned";
     } else if (!p->sim && !attrs_match_clone(p, L)) {
         d->why = "node attributes changed since instantiation";
     } else if (sg_prof_caps.max_variants == 1 && !ng) {
@@ -324,13 +323,15 @@ void sg_prof_decided(sg_prof *p)
 }
 
 /* PLAIN is never left (only PROFILING, RENTING and VARIANTS change state),
- * so a PLAIN exec never makes a variant from its clone: the clone goes (the
- * driver's copy of the whole graph). Kept while the program's exec waits to
- * be restored from it (x0_stale). */
+ * so a PLAIN exec never makes a variant from its clone: the clone, if it was
+ * taken (the driver's copy of the whole graph), and clone_st go. Kept while
+ * the program's exec waits to be restored from it (x0_stale). */
 void sg_prof_plain_for_good(sg_prof *p)
 {
-    if (p->sim || p->state != SG_PROF_PLAIN || p->x0_stale || !p->clone) return;
+    if (p->sim || p->state != SG_PROF_PLAIN || p->x0_stale || (!p->clone && !p->clone_st.nodes)) return;
+    int had = p->clone != NULL;
     sg_prof_clone_free(p);
-    SG_DEBUG("graph exec %lu (%p): plain for good: the graph's clone released at launch %lu",
-             sg_exec_id(p->exec), (void *)p->exec, p->nlaunch);
+    if (had)
+        SG_DEBUG("graph exec %lu (%p): plain for good: the graph's clone released at launch %lu",
+                 sg_exec_id(p->exec), (void *)p->exec, p->nlaunch);
 }

@@ -25,7 +25,10 @@
  * together may hold at most STABLEGRAPH_VARIANT_MEMORY (sg_caps
  * variant_memory). An exec whose variants would not fit in what the budget
  * has free at its decision stays PLAIN (no renting: the updates it would
- * forward are the ones it forwards anyway); each variant reserves its bytes
+ * forward are the ones it forwards anyway); when every profiled launch
+ * brought a new state, the states may be more than were seen, and the
+ * variants that must fit are as many as may be made
+ * (STABLEGRAPH_MAX_GENERATIONS - 1). Each variant reserves its bytes
  * when it is instantiated and returns them when it is destroyed, so a budget
  * that other execs took meanwhile makes the exec leave VARIANTS mode instead
  * of growing past it.
@@ -89,7 +92,11 @@ int sg_prof_rent_start(sg_prof *p, const sg_fp *L, size_t ngroups)
     unsigned states = p->nstates > 1 ? p->nstates : 2;    /* a pointer varied: two at least */
     unsigned gens = states < (unsigned)sg_prof_caps.max_variants ? states
                                                                   : (unsigned)sg_prof_caps.max_variants;
-    d->variant_host_bytes = (gens - 1) * sg_prof_variant_bytes(L);
+    /* every profiled launch brought a new state: how many there are is not
+     * known, so the budget must hold as many variants as may be made */
+    unsigned held = p->launches > 0 && p->nstates >= (unsigned)p->launches
+                        ? (unsigned)sg_prof_caps.max_variants : gens;
+    d->variant_host_bytes = (held - 1) * sg_prof_variant_bytes(L);
     d->variant_memory_free = sg_prof_mem_free();
     if (d->variant_host_bytes > d->variant_memory_free) {
         d->why = "varying pointers; the variants would hold more host memory than "

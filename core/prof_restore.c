@@ -2,10 +2,17 @@
  * core/prof_restore.c: the clone of an exec's graph, bringing an exec to a
  * state, and leaving VARIANTS mode (prof.h).
  *
- * The clone: a copy of the graph the exec was instantiated from
- * (cuGraphClone at instantiation), whose nodes the library sets to the state
- * a variant must hold (clone_st tracks what they hold) and from which
- * variants are instantiated and updated (one cuGraphExecUpdate_v2 each).
+ * The clone: a copy of a graph of the exec's shape, whose nodes the library
+ * sets to the state a variant must hold (clone_st tracks what they hold) and
+ * from which variants are instantiated and updated (one cuGraphExecUpdate_v2
+ * each). It is taken only when variants are bought, not at instantiation
+ * (an exec that never buys costs no driver copy of its graph): from the
+ * graph of the whole-graph update whose rent made the purchase due, while
+ * the program's call still holds it (sg_prof_clone_take), else from the
+ * graph the exec was instantiated from, if it and its nodes still exist
+ * (sg_prof_clone_from_source). Until then clone_st holds L as instantiated:
+ * the attributes every clone must have (the exec's own, which its updates
+ * do not change).
  *
  * Restoring the program's exec (sg_prof_x0_restore): X_0 must never be
  * launched in a state other than raw L. Three paths, each on driver entries
@@ -36,6 +43,7 @@
 
 #include "driver.h"
 #include "log.h"
+#include "record.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +309,50 @@ CUresult sg_prof_x0_restore(sg_prof *p, const sg_exec_view *x)
 CUresult sg_prof_x0_recover(sg_prof *p, const sg_exec_view *x)
 {
     return sg_prof_x0_restore(p, x);
+}
+
+/* Whether a and b have the same node types and attributes (a clone's
+ * attributes are never set by the library). */
+static int attrs_same(const sg_fp *a, const sg_fp *b)
+{
+    if (a->n != b->n) return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const sg_fp_key *x = &a->nodes[i].k, *y = &b->nodes[i].k;
+        if (x->type != y->type || x->attr_mask != y->attr_mask || memcmp(x->attrs, y->attrs, sizeof x->attrs))
+            return 0;
+    }
+    return 1;
+}
+
+int sg_prof_clone_take(sg_prof *p, CUgraph g, const sg_fp *state)
+{
+    if (p->clone) return 0;
+    if (!g || !sg_drv.cuGraphClone || !sg_drv.cuGraphDestroy || !p->clone_st.n ||
+        state->origin != p->clone_st.origin || !attrs_same(&p->clone_st, state))
+        return -1;
+    CUgraph c = NULL;
+    if (SG_DRIVER_CALL(cuGraphClone, &c, g) != CUDA_SUCCESS) return -1;
+    p->clone = c;
+    if (state != &p->clone_st && sg_prof_fp_copy(&p->clone_st, state) != 0) {
+        sg_prof_clone_free(p);       /* clone_st is no longer what instantiation held */
+        return -1;
+    }
+    SG_DEBUG("graph exec %p: its graph cloned for variants (%zu nodes)", (void *)p->exec, state->n);
+    return 0;
+}
+
+int sg_prof_clone_from_source(sg_prof *p, const sg_exec_view *x)
+{
+    if (p->clone) return 0;
+    if (!x->nodes || !p->src || !p->clone_st.n) return -1;   /* the source or a node of it is gone */
+    sg_fp now = { 0 };
+    sg_fp_scratch s = { 0 };
+    int ok = p->clone_st.origin == SG_FP_RECORDED ? sg_rec_fetch(p->src, &now, NULL) == SG_READBACK_NONE
+                                                 : sg_fp_build(&now, p->src, &s, NULL) == 0;
+    int rc = ok ? sg_prof_clone_take(p, p->src, &now) : -1;
+    sg_fp_free(&now);
+    sg_fp_scratch_free(&s);
+    return rc;
 }
 
 int sg_prof_clone_map(sg_prof *p)

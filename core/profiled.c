@@ -4,7 +4,8 @@
  * are in prof_observe.c, prof_variants.c, prof_restore.c and prof_alias.c
  * (prof.h).
  *
- *   created         profile state; with variants, a clone of the graph;
+ *   created         profile state (the graph's clone is taken when variants
+ *                   are bought: prof_restore.c);
  *   accept          in VARIANTS mode, an update whose differences are only
  *                   kernel argument bytes and memcpy / memset addresses in
  *                   placed memory of the exec's context is accepted without
@@ -108,6 +109,8 @@ static int rent(sg_prof *p, const sg_exec_view *x, const sg_update *u)
 {
     p->pending = x->L && !p->x0_stale && lazy_update_ok(p, x->L, u);
     if (p->pending) p->rent_pending = sg_prof_rent_of(x->L, u);
+    p->rent_graph = p->pending && u->call && u->call->kind == SG_CALL_UPDATE_GRAPH
+                        ? u->call->u.update.graph : NULL;
     return 0;
 }
 
@@ -156,21 +159,16 @@ static void *created(const sg_exec_view *x, CUgraph graph)
     p->last_gen = -1;
     p->ctx = x->ctx;
     if (p->ctx && sg_drv.cuCtxGetDevice) SG_DRIVER_CALL(cuCtxGetDevice, &p->dev);
+    p->src = graph;
     if (p->sim || !x->L) return p;
     const sg_fp *L = x->L;
     cuuint64_t flags = 0;
     if (sg_drv.cuGraphExecGetFlags && SG_DRIVER_CALL(cuGraphExecGetFlags, p->exec, &flags) == CUDA_SUCCESS)
         p->inst_flags = flags & (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
                                  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
-    /* Without a clone the exec can only be PLAIN (decided at the decision).
-     * The program may destroy its graph at once, so the clone is taken now;
-     * its node handles only when variants are bought (sg_prof_clone_map). */
-    if (!sg_drv.cuGraphClone || !sg_drv.cuGraphDestroy ||
-        SG_DRIVER_CALL(cuGraphClone, &p->clone, graph) != CUDA_SUCCESS) {
-        p->clone = NULL;
-        return p;
-    }
-    if (sg_prof_fp_copy(&p->clone_st, L) != 0) sg_prof_clone_free(p);
+    /* The clone is taken when variants are bought (prof_restore.c); until
+     * then clone_st keeps L as instantiated, whose attributes it must have. */
+    if (sg_prof_fp_copy(&p->clone_st, L) != 0) sg_fp_free(&p->clone_st);
     p->n = L->n;
     return p;
 }
@@ -193,9 +191,17 @@ static void forwarded(void *st, const sg_exec_view *x, long node, uint64_t ns)
     sg_prof *p = st;
     if (p->state == SG_PROF_PROFILING) p->update_ns += ns;
     if (p->state == SG_PROF_RENTING) {
-        if (p->pending && x->L) sg_prof_rent_paid(p, ns);
-        else sg_prof_rent_end(p);       /* what the exec holds is no longer known */
+        if (p->pending && x->L) {
+            sg_prof_rent_paid(p, ns);
+            /* due: the graph the exec now holds is cloned while the
+             * program's call still holds it (the program may destroy it) */
+            if (node < 0 && p->rent_graph && sg_prof_rent_due(p))
+                p->clone_src = p->sim || sg_prof_clone_take(p, p->rent_graph, x->L) == 0;
+        } else {
+            sg_prof_rent_end(p);        /* what the exec holds is no longer known */
+        }
     }
+    p->rent_graph = NULL;
     if (node < 0) {                      /* X_0 holds the program's whole graph now */
         p->x0_stale = 0;
         p->x0_known = 0;
@@ -218,10 +224,25 @@ static CUresult launch_own(sg_prof *p, const sg_exec_view *x, const sg_call *c)
     return p->sim ? c->forward(c->args) : sg_prof_launch_ordered(p, x, 0, c);
 }
 
+/* Whether variants bought now have a clone to be made from (always_update's
+ * simulation: whether skip_profiled's would). */
+static int clone_at_hand(sg_prof *p, const sg_exec_view *x)
+{
+    if (p->sim) return p->clone_src || (x->nodes && p->src);
+    return p->clone || sg_prof_clone_from_source(p, x) == 0;
+}
+
 /* At a decision or a purchase: buys if renting has cost as much as the
  * variants would, sets them up, reports, and launches. */
 static CUresult settle(sg_prof *p, const sg_exec_view *x, const sg_call *c, const sg_fp *L)
 {
+    /* Due, but no graph to clone at hand (the source is gone and the rent
+     * was not paid by a whole-graph update): renting goes on, and the next
+     * whole-graph update gives the clone (forwarded). */
+    if (sg_prof_rent_due(p) && !clone_at_hand(p, x)) {
+        if (p->prof.decided_at == p->nlaunch) sg_prof_decided(p);    /* reported once */
+        return launch_own(p, x, c);
+    }
     if (sg_prof_rent_due(p)) {
         if (p->sim || sg_prof_clone_map(p) == 0) {
             sg_prof_buy(p);

@@ -28,9 +28,9 @@
 #   - the library's own driver calls per step do not grow with the graph
 #     (topology_changes and slices under skip_profiled, slices under
 #     always_update: 16 vs 256 nodes).
-#   - the host memory budget (STABLEGRAPH_VARIANT_MEMORY): none: plain, no
-#     variant; room for the variants priced: bought, then given up when a
-#     state needs one more; checksums right.
+#   - the host memory budget (STABLEGRAPH_VARIANT_MEMORY): none, or one byte
+#     short of the variants that may be made: plain, no variant; exactly
+#     their bytes: bought, no update after step 10; checksums right.
 #   - always_update's would_skip_profiled equals skip_profiled's skipped count
 #     (rotating_inputs, fresh_inputs); the report carries a "profile" object.
 . "$(dirname "$0")/../lib.sh"
@@ -112,6 +112,7 @@ for delay in 0 200; do
 done
 unset CUDAEMU_KERNEL_DELAY_US
 
+run base_fi fresh_inputs none 40
 run base scalar_changes none $STEPS
 run prof scalar_changes skip_profiled $STEPS "$FREE"
 check_sum "scalar_changes: checksum" "$(sum_of prof)" "$(sum_of base)"
@@ -136,18 +137,28 @@ print(r["graph_descriptions"]["read_back"]["no_node_handles"],
 # keeps it.
 run prof scalar_changes skip_profiled $STEPS "$FREE" STABLEGRAPH_LOG=debug
 check_sum "scalar_changes, log on: checksum" "$(sum_of prof)" "$(sum_of base)"
-check_eq "scalar_changes: the plain exec's clone released once, at its decision" \
-    "$(grep -c "plain for good: the graph's clone released at launch" "$TMP/prof.out")" 1
+check_eq "scalar_changes: the plain exec never copies its graph (no cuGraphClone)" \
+    "$(calls prof cuGraphClone)/$(grep -c "clone released" "$TMP/prof.out")" 0/0
 run prof rotating_inputs skip_profiled $STEPS "$FREE" STABLEGRAPH_LOG=debug
-check_eq "rotating_inputs: variants bought, the clone kept" \
-    "$(grep -c "clone released" "$TMP/prof.out")/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" 0/generations
+check_eq "rotating_inputs: variants bought, one clone taken (from its source graph), kept" \
+    "$(calls prof cuGraphClone)/$(grep -c "clone released" "$TMP/prof.out")/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" 1/0/generations
+# fresh_inputs destroys each graph after its update: the clone comes from
+# the graph of a whole-graph update (the one whose rent made the purchase
+# due, or with variants free, the first one after the decision)
+for t in "$FREE" STABLEGRAPH_COST_TIMES=table; do      # table: bought at launch 31
+    run prof fresh_inputs skip_profiled 40 "$t"
+    check_eq "fresh_inputs ($t): variants bought from one clone of an updating graph" \
+        "$(calls prof cuGraphClone)/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" 1/generations
+    check_sum "fresh_inputs ($t): checksum" "$(sum_of prof)" "$(sum_of base_fi)"
+done
 
 # The host memory budget (STABLEGRAPH_VARIANT_MEMORY): slices rotates among 7
-# states. With no budget it stays plain, says why, and instantiates nothing;
-# with room for exactly the variants priced at its decision it buys them,
-# meets a state they do not hold, and gives them up (the budget has no room
-# for another): no more instantiations than the priced variants, every
-# update after that forwarded, the checksum right both times.
+# states, each profiled launch a new one, so the budget must hold all the
+# variants that may be made (7). With no budget, or one byte short of them,
+# it stays plain, says why, and instantiates nothing; with exactly their
+# bytes it buys them (6 made for its 7 states): no update after that, the
+# checksum right every time. (Giving variants up when the budget has no
+# room for one more: tests/unit/test_profiled.c, variant_memory_budget.)
 prof_field() {   # TAG FIELD: a field of the first exec's profile
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"].get(sys.argv[2]))' \
         "$TMP/$1.report.json" "$2"
@@ -160,15 +171,19 @@ check_eq "slices, no variant memory: plain, the budget named, no instantiation o
     "plain/1/$(calls base $INSTS)"
 need=$(prof_field mem0 variant_host_bytes)
 check "slices, no variant memory: the variants' host memory reported ($need bytes)" [ "${need:-0}" -gt 0 ]
+run memshort slices skip_profiled $STEPS "$FREE" STABLEGRAPH_VARIANT_MEMORY=$((need - 1))
+check_sum "slices, one byte short: checksum" "$(sum_of memshort)" "$(sum_of base)"
+check_eq "slices, one byte short: plain, no instantiation of the library's" \
+    "$(prof_field memshort mode)/$(calls memshort $INSTS)" "plain/$(calls base $INSTS)"
 run memfit slices skip_profiled $STEPS "$FREE" STABLEGRAPH_VARIANT_MEMORY=$need
-priced=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["purchase"]["variants_priced"])' "$TMP/memfit.report.json")
-check_sum "slices, room for the priced variants: checksum" "$(sum_of memfit)" "$(sum_of base)"
-check_eq "slices, room for the priced variants: violations" "$(json_get "$TMP/memfit.json" violations)" 0
-check_eq "slices, room for $priced variants: they were made, then given up for want of room" \
-    "$(prof_field memfit variants)/$(prof_field memfit mode)/$(prof_field memfit why | grep -c 'has no room')" \
-    "$priced/plain/1"
-check_eq "slices, room for $priced variants: instantiations = the program's + $priced" \
-    "$(calls memfit $INSTS)" "$(( $(calls base $INSTS) + priced ))"
+run memfit10 slices skip_profiled 10 "$FREE" STABLEGRAPH_VARIANT_MEMORY=$need
+check_sum "slices, room for the variants: checksum" "$(sum_of memfit)" "$(sum_of base)"
+check_eq "slices, room for the variants: violations" "$(json_get "$TMP/memfit.json" violations)" 0
+check_eq "slices, room for the variants: generations, 6 made, the program's instantiations + 6" \
+    "$(prof_field memfit mode)/$(prof_field memfit variants)/$(calls memfit $INSTS)" \
+    "generations/6/$(( $(calls base $INSTS) + 6 ))"
+check_eq "slices, room for the variants: no update reaches the driver between step 10 and 30" \
+    "$(calls memfit10 $UPDATES)" "$(calls memfit $UPDATES)"
 
 run base topology_changes none $STEPS
 run prof topology_changes skip_profiled $STEPS "$FREE"
