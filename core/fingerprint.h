@@ -250,6 +250,9 @@ int sg_fp_copy(sg_fp *dst, const sg_fp *src);
 sg_fp_node *sg_fp_push_node(sg_fp *fp);
 /* Appends an edge. Returns 0, or -1 if out of memory. */
 int sg_fp_push_edge(sg_fp *fp, uint32_t from, uint32_t to, const void *data8);
+/* Gives back the room past fp's nodes and edges (a fingerprint that is done
+ * growing: a finished record). */
+void sg_fp_shrink(sg_fp *fp);
 /* Whether a and b describe the same nodes and edges in the same order,
  * whatever their origins and kernel attributes (the node handles of one can
  * name the nodes of the other). */

@@ -261,11 +261,13 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
     return node_compare(old, nw, params_only, &dr);
 }
 
-/* Adds a copy of node n (index i) to d; 0, or -1 if out of memory. */
-static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n)
+/* Adds a copy of node n (index i) to d, which never holds more than max
+ * nodes (so it never has room for more); 0, or -1 if out of memory. */
+static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n, size_t max)
 {
     if (d->n == d->cap) {
         size_t cap = d->cap ? 2 * d->cap : 8;
+        if (cap > max && max > d->cap) cap = max;
         uint32_t *idx = realloc(d->idx, cap * sizeof *idx);
         if (!idx) return -1;
         d->idx = idx;
@@ -304,7 +306,7 @@ static int compare(const sg_fp *a, const sg_fp *b, sg_fp_delta *d)
         if (x == end) break;
         int r = node_compare(x, y, 0, &dr);
         if (reason_rank(r) > reason_rank(worst)) worst = r;
-        if (r >= 0 && keep && delta_push(d, (size_t)(x - a->nodes), y) != 0) keep = 0;
+        if (r >= 0 && keep && delta_push(d, (size_t)(x - a->nodes), y, a->n) != 0) keep = 0;
         if (worst == SG_REASON_TOPOLOGY && !keep) break;
     }
     if (keep) d->valid = 1;
@@ -385,10 +387,23 @@ static int grow_array(void **buf, size_t *cap, size_t n, size_t elem, int zero)
     return 0;
 }
 
+/* grow_array to exactly n: a copy knows its size (a copy kept per exec
+ * would otherwise hold up to twice its nodes' room). */
+static int grow_exact(void **buf, size_t *cap, size_t n, size_t elem, int zero)
+{
+    if (n <= *cap) return 0;
+    void *p = realloc(*buf, n * elem);
+    if (!p) return -1;
+    if (zero) memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
 int sg_fp_copy(sg_fp *dst, const sg_fp *src)
 {
-    if (grow_array((void **)&dst->nodes, &dst->nodes_cap, src->n, sizeof *dst->nodes, 1) ||
-        grow_array((void **)&dst->edges, &dst->edges_cap, src->nedges, sizeof *dst->edges, 0))
+    if (grow_exact((void **)&dst->nodes, &dst->nodes_cap, src->n, sizeof *dst->nodes, 1) ||
+        grow_exact((void **)&dst->edges, &dst->edges_cap, src->nedges, sizeof *dst->edges, 0))
         return -1;
     for (size_t i = 0; i < src->n; i++)
         if (sg_fp_node_copy(&dst->nodes[i], &src->nodes[i])) return -1;
@@ -399,6 +414,27 @@ int sg_fp_copy(sg_fp *dst, const sg_fp *src)
     dst->origin = src->origin;
     dst->unsupported = src->unsupported;
     return 0;
+}
+
+void sg_fp_shrink(sg_fp *fp)
+{
+    if (fp->nodes_cap > fp->n) {
+        for (size_t i = fp->n; i < fp->nodes_cap; i++) sg_fp_node_free(&fp->nodes[i]);
+        sg_fp_node *nodes = realloc(fp->nodes, (fp->n ? fp->n : 1) * sizeof *nodes);
+        if (nodes) {
+            fp->nodes = nodes;
+            fp->nodes_cap = fp->n ? fp->n : 1;
+        } else {                         /* kept as it is: the nodes past n emptied */
+            memset(fp->nodes + fp->n, 0, (fp->nodes_cap - fp->n) * sizeof *fp->nodes);
+        }
+    }
+    if (fp->edges_cap > fp->nedges) {
+        sg_fp_edge *edges = realloc(fp->edges, (fp->nedges ? fp->nedges : 1) * sizeof *edges);
+        if (edges) {
+            fp->edges = edges;
+            fp->edges_cap = fp->nedges ? fp->nedges : 1;
+        }
+    }
 }
 
 sg_fp_node *sg_fp_push_node(sg_fp *fp)

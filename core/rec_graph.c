@@ -146,6 +146,7 @@ static void unlink_building(sg_grecord *r)
 void sg_grecord_finish(sg_grecord *r, CUgraph g)
 {
     unlink_building(r);
+    sg_fp_shrink(&r->fp);      /* grown by doubling while captured; done growing */
     insert_locked(r, g);
 }
 
