@@ -3,7 +3,8 @@
  * library placed (sorted by base, found by any interior address), the
  * library's reservations, immutable snapshot views for many lookups in a
  * row, the allocations the driver made for the program (forwarded: counted
- * until freed), and the report's byte counts.
+ * until freed; a policy that places nothing sees them in its views instead
+ * of placed blocks), and the report's byte counts.
  *
  * Locks: reg_lock guards blocks, spans, view_cur / view_dirty, fwd_live and
  * the view reference counts; span_lo / span_hi are atomics (a lock-free
@@ -27,6 +28,7 @@ static int fwd_oom;
 typedef struct sg_fwd {
     CUdeviceptr p;
     size_t size;
+    uint64_t id;                   /* as a placed block's: never reused */
     UT_hash_handle hh;
 } sg_fwd;
 
@@ -209,18 +211,41 @@ static void view_unref_locked(sg_mem_view *v)
     if (v && --v->refs == 0) free(v);
 }
 
+static int info_base_cmp(const void *a, const void *b)
+{
+    CUdeviceptr x = ((const sg_alloc_info *)a)->base, y = ((const sg_alloc_info *)b)->base;
+    return x < y ? -1 : x > y;
+}
+
+/* The forwarded allocations as view entries, sorted by base (reg_lock held):
+ * what a policy that places nothing observes in place of placed blocks. The
+ * context is unknown (no driver call was made for it) and the handles are not
+ * the library's. */
+static void fwd_infos(sg_alloc_info *out)
+{
+    size_t i = 0;
+    for (const sg_fwd *e = fwd_live; e; e = e->hh.next)
+        out[i++] = (sg_alloc_info){ .base = e->p, .size = e->size, .id = e->id };
+    qsort(out, i, sizeof *out, info_base_cmp);
+}
+
 const sg_mem_view *sg_mem_view_acquire(void)
 {
     pthread_mutex_lock(&reg_lock);
     if (view_dirty || !view_cur) {
-        sg_mem_view *v = malloc(sizeof *v + nblocks * sizeof v->v[0]);
+        size_t n = sg_mem_placing ? nblocks : HASH_COUNT(fwd_live);
+        sg_mem_view *v = malloc(sizeof *v + n * sizeof v->v[0]);
         if (!v) {
             pthread_mutex_unlock(&reg_lock);
             return NULL;
         }
         v->refs = 1;                  /* the reference of view_cur itself */
-        v->n = nblocks;
-        for (size_t i = 0; i < nblocks; i++) info_of(blocks[i], &v->v[i]);
+        v->n = n;
+        if (sg_mem_placing) {
+            for (size_t i = 0; i < n; i++) info_of(blocks[i], &v->v[i]);
+        } else {
+            fwd_infos(v->v);
+        }
         view_unref_locked(view_cur);
         view_cur = v;
         view_dirty = 0;
@@ -275,6 +300,7 @@ void sg_mem_fwd_track(CUdeviceptr p, size_t size)
     if (!e) return;
     e->p = p;
     e->size = size;
+    e->id = sg_mem_next_id();
     pthread_mutex_lock(&reg_lock);
     sg_fwd *old;
     HASH_FIND(hh, fwd_live, &p, sizeof p, old);
@@ -289,6 +315,7 @@ void sg_mem_fwd_track(CUdeviceptr p, size_t size)
         free(e);
         e = NULL;
     }
+    if (!sg_mem_placing) view_dirty = 1;
     pthread_mutex_unlock(&reg_lock);
     if (e) sg_mem_live_add(size);
 }
@@ -299,6 +326,7 @@ void sg_mem_fwd_untrack(CUdeviceptr p)
     pthread_mutex_lock(&reg_lock);
     HASH_FIND(hh, fwd_live, &p, sizeof p, e);
     if (e) HASH_DEL(fwd_live, e);
+    if (e && !sg_mem_placing) view_dirty = 1;
     pthread_mutex_unlock(&reg_lock);
     if (e) {
         sg_mem_live_sub(e->size);

@@ -186,19 +186,12 @@ int sg_prof_same_shape(const sg_fp *a, const sg_fp *b);
 /* Forgets the profile (not the decision). */
 void sg_prof_profile_reset(sg_prof *p);
 
-/* Many lookups in a row: a memory view, the tests' hook, or (always_update,
- * where nothing is placed) the driver's allocation ranges. The driver's
- * answers are kept for the finder's life (one scan: the ranges found and the
- * last values that are in none), so that a scan asks the driver once per
- * allocation, not once per pointer (issue 11: always_update observes at the
- * cost of skip_temp). */
-#define SG_PROF_FINDER_CACHE 8
+/* Many lookups in a row: a memory view (placed blocks; under always_update,
+ * where nothing is placed, the allocations forwarded to the driver, which are
+ * those placing would have placed), or the tests' hook. No driver call: a
+ * scan costs always_update what it costs skip_temp (issue 11). */
 typedef struct sg_prof_finder {
     const sg_mem_view *v;
-    int driver;
-    sg_alloc_info hit[SG_PROF_FINDER_CACHE];
-    uint64_t miss[SG_PROF_FINDER_CACHE];
-    unsigned nhit, nmiss;           /* entries filled (round robin beyond the size) */
 } sg_prof_finder;
 void sg_prof_finder_begin(sg_prof_finder *f);
 void sg_prof_finder_end(sg_prof_finder *f);

@@ -11,7 +11,6 @@
  */
 #include "prof.h"
 
-#include "driver.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -35,10 +34,9 @@ void sg_prof_set_find(sg_prof_find_fn fn) { sg_prof_find_hook = fn; }
 
 void sg_prof_finder_begin(sg_prof_finder *f)
 {
+    /* under always_update, which places nothing, the view holds the
+     * allocations forwarded to the driver: what placing would have placed */
     f->v = sg_prof_find_hook ? NULL : sg_mem_view_acquire();
-    /* always_update places nothing: the driver's ranges stand in */
-    f->driver = !sg_prof_find_hook && !sg_prof_caps.place && sg_drv.cuPointerGetAttribute;
-    f->nhit = f->nmiss = 0;
 }
 
 void sg_prof_finder_end(sg_prof_finder *f)
@@ -46,51 +44,11 @@ void sg_prof_finder_end(sg_prof_finder *f)
     if (f->v) sg_mem_view_release(f->v);
 }
 
-static int driver_find(uint64_t p, sg_alloc_info *ai)
-{
-    CUdeviceptr start = 0;
-    size_t size = 0;
-    CUcontext ctx = NULL;
-    if (SG_DRIVER_CALL(cuPointerGetAttribute, &start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                       (CUdeviceptr)p) != CUDA_SUCCESS ||
-        SG_DRIVER_CALL(cuPointerGetAttribute, &size, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                       (CUdeviceptr)p) != CUDA_SUCCESS)
-        return 0;
-    if (SG_DRIVER_CALL(cuPointerGetAttribute, &ctx, CU_POINTER_ATTRIBUTE_CONTEXT,
-                       (CUdeviceptr)p) != CUDA_SUCCESS)
-        ctx = NULL;
-    *ai = (sg_alloc_info){ .base = start, .size = size, .id = start, .ctx = ctx };
-    return 1;
-}
-
-/* driver_find through the finder's cache. */
-static int cached_driver_find(sg_prof_finder *f, uint64_t p, sg_alloc_info *ai)
-{
-    unsigned nh = f->nhit < SG_PROF_FINDER_CACHE ? f->nhit : SG_PROF_FINDER_CACHE;
-    unsigned nm = f->nmiss < SG_PROF_FINDER_CACHE ? f->nmiss : SG_PROF_FINDER_CACHE;
-    for (unsigned i = 0; i < nh; i++) {
-        if (p >= f->hit[i].base && p - f->hit[i].base < f->hit[i].size) {
-            *ai = f->hit[i];
-            return 1;
-        }
-    }
-    for (unsigned i = 0; i < nm; i++)
-        if (f->miss[i] == p) return 0;
-    if (driver_find(p, ai)) {
-        f->hit[f->nhit++ % SG_PROF_FINDER_CACHE] = *ai;
-        return 1;
-    }
-    f->miss[f->nmiss++ % SG_PROF_FINDER_CACHE] = p;
-    return 0;
-}
-
 int sg_prof_finder_find(sg_prof_finder *f, uint64_t p, sg_alloc_info *ai)
 {
     if (!p) return 0;
     if (sg_prof_find_hook) return sg_prof_find_hook((CUdeviceptr)p, ai);
-    if (f->v ? sg_mem_view_find(f->v, (CUdeviceptr)p, ai) : sg_mem_find((CUdeviceptr)p, ai))
-        return 1;
-    return f->driver && cached_driver_find(f, p, ai);
+    return f->v ? sg_mem_view_find(f->v, (CUdeviceptr)p, ai) : sg_mem_find((CUdeviceptr)p, ai);
 }
 
 int sg_prof_finder_find_end(const sg_prof_finder *f, uint64_t p, sg_alloc_info *ai)

@@ -350,6 +350,52 @@ TEST(always_update_counts_peak)
     CHECK(!sg_mem_find(b, NULL));
 }
 
+/* always_update places nothing: its views hold the allocations forwarded to
+ * the driver (what its observer looks pointers up in, with no driver call),
+ * each with a fresh id as a placed block would have; skip_temp's hold only
+ * placed blocks. */
+TEST(views_hold_forwarded_allocations_when_nothing_is_placed)
+{
+    setup(SG_POLICY_ALWAYS_UPDATE, SIZE_MAX);
+    CUdeviceptr a, b;
+    sg_alloc_info ia, ib;
+    CHECK_CU(alloc(&b, 200), CUDA_SUCCESS);
+    CHECK_CU(alloc(&a, 100), CUDA_SUCCESS);
+    const sg_mem_view *v = sg_mem_view_acquire();
+    CHECK(v != NULL);
+    CHECK(sg_mem_view_find(v, a + 99, &ia) && ia.base == a && ia.size == 100);
+    CHECK(sg_mem_view_find(v, b, &ib) && ib.base == b && ib.size == 200);
+    CHECK(!sg_mem_view_find(v, a + 100, NULL));     /* past its end */
+    CHECK(!sg_mem_view_find(v, a - 1, NULL));
+    CHECK(ia.id >= SG_MEM_ID_BASE && ib.id >= SG_MEM_ID_BASE && ia.id != ib.id);
+    CHECK(ia.ctx == NULL && !ia.own_handles);
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    const sg_mem_view *v2 = sg_mem_view_acquire();
+    CHECK(sg_mem_view_find(v, a, NULL));            /* a snapshot: unchanged */
+    CHECK(!sg_mem_view_find(v2, a, NULL));          /* a new one sees the free */
+    CHECK(sg_mem_view_find(v2, b + 1, NULL));
+    sg_mem_view_release(v);
+    sg_mem_view_release(v2);
+    F.next_fwd = a - 0x10000;                       /* the driver hands a out again */
+    CUdeviceptr c;
+    CHECK_CU(alloc(&c, 100), CUDA_SUCCESS);
+    CHECK_EQ(c, a);
+    v = sg_mem_view_acquire();
+    CHECK(sg_mem_view_find(v, c, &ia) && ia.id != ib.id && ia.id > ib.id);   /* a new id */
+    sg_mem_view_release(v);
+    CHECK(!sg_mem_find(c, NULL));                   /* the registry of placed blocks: none */
+
+    setup(SG_POLICY_SKIP_TEMP, 4096);
+    CUdeviceptr big, small;
+    CHECK_CU(alloc(&big, 8192), CUDA_SUCCESS);       /* over the placing limit: forwarded */
+    CHECK_CU(alloc(&small, 100), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, 1);
+    v = sg_mem_view_acquire();
+    CHECK(!sg_mem_view_find(v, big, NULL));
+    CHECK(sg_mem_view_find(v, small, NULL));
+    sg_mem_view_release(v);
+}
+
 TEST(skip_temp_places_deterministically)
 {
     setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
@@ -823,6 +869,7 @@ TEST(destroyed_stream_pending_frees)
 int main(void)
 {
     RUN(always_update_counts_peak);
+    RUN(views_hold_forwarded_allocations_when_nothing_is_placed);
     RUN(skip_temp_places_deterministically);
     RUN(registry_and_views);
     RUN(what_the_program_observes);
