@@ -25,7 +25,8 @@ Figures (`Spec` ids):
                       one part per launch, the launches after the decision and
                       the purchase averaged (the renting path too)
   host_memory         peak RSS under skip_profiled minus without the library,
-                      per node, at the largest model size (16384)
+                      per node, at the largest model size (16384); each the
+                      least of --repeats runs
   library_calls       driver calls the library makes per steady-state step
                       (its report), recapture workloads, every policy
   modeled_ratio_*     modeled driver time per step under skip_temp and
@@ -541,13 +542,17 @@ def from_cells(cells, table, policies, mem_nodes):
             detail.append({"workload": c["workload"], "bytes_per_node": v,
                            "maxrss_kb": c.get("maxrss_kb"),
                            "maxrss_kb_without": b and b.get("maxrss_kb"),
+                           "runs_kb": "/".join(str(x) for x in c.get("maxrss_kb_runs") or []),
+                           "runs_kb_without": "/".join(str(x) for x in
+                                                       (b and b.get("maxrss_kb_runs")) or []),
                            "instantiations": c.get("instantiations_run"),
                            "instantiations_without": b and b.get("instantiations_run")})
         v, where = worst(items)
         if any(d["bytes_per_node"] is None for d in detail) or not detail:
             v = None
         rows.append(row("host_memory", v, where, detail,
-                        "peak RSS (wait4) of the --steps 2S run at %d nodes" % mem_nodes,
+                        "least peak RSS (wait4) of the --steps 2S runs at %d nodes (--repeats "
+                        "of each)" % mem_nodes,
                         why="no peak RSS for every workload at %s nodes" % mem_nodes))
     # library calls per step
     items, detail = [], []

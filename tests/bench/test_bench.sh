@@ -461,6 +461,25 @@ if [ -z "$plots" ]; then
         check "plot $png.png" test -s "$TMP/t11/$png.png"
     done
 fi
+# host_memory: each peak RSS is the least of --repeats runs of the largest
+# model size (a run's peak varies with where the C library's arenas grow),
+# every run kept in the detail.
+$PY "$BENCH" --build "$BUILD" --out "$TMP/t11m" --workloads train_loop --sizes "" --model-sizes 64 \
+    --steps 2 --repeats 2 --min-time 0 --policies skip_profiled --callgrind-sizes "" \
+    --skip-cost-sizes "" --targets host_memory --driver emu --no-plots >"$TMP/t11m.log" 2>&1; rc=$?
+check_eq "host_memory: bench exits 0" "$rc" 0
+out=$($PY - "$TMP/t11m/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+row = [x for x in r["targets"] if x["id"] == "host_memory"][0]
+d = row["detail"][0]
+runs = [int(x) for x in d["runs_kb"].split("/")]
+base = [int(x) for x in d["runs_kb_without"].split("/")]
+want = (min(runs) - min(base)) * 1024.0 / 64
+print(len(runs), len(base), d["maxrss_kb"] == min(runs), abs(row["figure"] - want) < 1e-6)
+PY
+)
+check_eq "host_memory: 2 runs of each, the least of each, their difference per node" "$out" "2 2 True True"
 # A figure that cannot be measured fails the bench: no update is accepted
 # between steps 1 and 3 (skip_profiled is still profiling then).
 if [ -n "$cg" ]; then
