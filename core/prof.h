@@ -185,6 +185,8 @@ int sg_prof_fp_copy(sg_fp *dst, const sg_fp *src);
 int sg_prof_same_shape(const sg_fp *a, const sg_fp *b);
 /* Forgets the profile (not the decision). */
 void sg_prof_profile_reset(sg_prof *p);
+/* The same, and frees what profiling held (the base state, the positions). */
+void sg_prof_profile_free(sg_prof *p);
 
 /* Many lookups in a row: a memory view (placed blocks; under always_update,
  * where nothing is placed, the allocations forwarded to the driver, which are

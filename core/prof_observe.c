@@ -66,17 +66,36 @@ static int pos_cmp(uint32_t an, uint32_t ao, uint32_t bn, uint32_t bo)
     return an != bn ? (an < bn ? -1 : 1) : ao != bo ? (ao < bo ? -1 : 1) : 0;
 }
 
-/* Merges this launch's hits (sorted) into p->pos. -1 if out of memory. */
+/* Whether every hit is at a position p->pos already holds (both sorted). */
+static int no_new_position(const sg_prof *p, const hits *hs)
+{
+    size_t i = 0;
+    for (size_t j = 0; j < hs->n; j++) {
+        const hit *h = &hs->h[j];
+        while (i < p->npos && pos_cmp(p->pos[i].node, p->pos[i].off, h->node, h->off) < 0) i++;
+        if (i == p->npos || pos_cmp(p->pos[i].node, p->pos[i].off, h->node, h->off) != 0) return 0;
+    }
+    return 1;
+}
+
+/* Merges this launch's hits (sorted) into p->pos. -1 if out of memory.
+ * When no hit is at a new position (every launch after the first, as a rule)
+ * each position is rewritten where it is: no second buffer of positions. */
 static int merge_hits(sg_prof *p, const hits *hs)
 {
-    size_t need = p->npos + hs->n;
-    if (need > p->captmp) {
-        ppos *t = realloc(p->tmp, need * sizeof *t);
-        if (!t) return -1;
-        p->tmp = t;
-        p->captmp = need;
+    int in_place = no_new_position(p, hs);
+    ppos *dst = p->pos;
+    if (!in_place) {
+        size_t need = p->npos + hs->n;
+        if (need > p->captmp) {
+            ppos *t = realloc(p->tmp, need * sizeof *t);
+            if (!t) return -1;
+            p->tmp = t;
+            p->captmp = need;
+        }
+        dst = p->tmp;
     }
-    size_t i = 0, j = 0, k = 0;
+    size_t i = 0, j = 0, k = 0;      /* in place, k == i after each entry: nothing unread is overwritten */
     int first = p->launches == 0;
     while (i < p->npos || j < hs->n) {
         int c = i == p->npos ? 1 : j == hs->n ? -1
@@ -111,14 +130,16 @@ static int merge_hits(sg_prof *p, const hits *hs)
             q.id_last = h->id;
             if (h->size > q.max_size) q.max_size = h->size;
         }
-        p->tmp[k++] = q;
+        dst[k++] = q;
     }
-    ppos *t = p->pos;
-    size_t cap = p->cappos;
-    p->pos = p->tmp;
-    p->cappos = p->captmp;
-    p->tmp = t;
-    p->captmp = cap;
+    if (!in_place) {
+        ppos *t = p->pos;
+        size_t cap = p->cappos;
+        p->pos = p->tmp;
+        p->cappos = p->captmp;
+        p->tmp = t;
+        p->captmp = cap;
+    }
     p->npos = k;
     return 0;
 }
@@ -323,12 +344,15 @@ void sg_prof_decided(sg_prof *p)
 }
 
 /* PLAIN is never left (only PROFILING, RENTING and VARIANTS change state),
- * so a PLAIN exec never makes a variant from its clone: the clone, if it was
- * taken (the driver's copy of the whole graph), and clone_st go. Kept while
- * the program's exec waits to be restored from it (x0_stale). */
+ * so a PLAIN exec never profiles again nor makes a variant from its clone:
+ * what profiling held goes, and so do the clone, if it was taken (the
+ * driver's copy of the whole graph), and clone_st, which are kept while the
+ * program's exec waits to be restored from them (x0_stale). */
 void sg_prof_plain_for_good(sg_prof *p)
 {
-    if (p->sim || p->state != SG_PROF_PLAIN || p->x0_stale || (!p->clone && !p->clone_st.nodes)) return;
+    if (p->state != SG_PROF_PLAIN) return;
+    sg_prof_profile_free(p);
+    if (p->sim || p->x0_stale || (!p->clone && !p->clone_st.nodes)) return;
     int had = p->clone != NULL;
     sg_prof_clone_free(p);
     if (had)

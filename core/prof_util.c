@@ -146,6 +146,16 @@ void sg_prof_profile_reset(sg_prof *p)
     p->nstates = 0;
 }
 
+void sg_prof_profile_free(sg_prof *p)
+{
+    sg_prof_profile_reset(p);
+    sg_fp_free(&p->base);
+    free(p->pos);
+    free(p->tmp);
+    p->pos = p->tmp = NULL;
+    p->cappos = p->captmp = 0;
+}
+
 /* ------------------------------------------------------------ variants' nodes */
 
 void sg_prof_cnode_free(cnode *c)

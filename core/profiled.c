@@ -347,13 +347,10 @@ static void destroyed(void *st, int ctx_gone)
     if (!p) return;
     for (int g = sg_prof_caps.max_variants - 1; g >= 0; g--) sg_prof_gen_destroy(p, g, ctx_gone);
     sg_prof_gens_free(p);
-    sg_prof_profile_reset(p);
+    sg_prof_profile_free(p);
     sg_prof_order_free(p, ctx_gone);
     sg_prof_clone_free(p);
     sg_fp_free(&p->x0_st);
-    sg_fp_free(&p->base);
-    free(p->pos);
-    free(p->tmp);
     free(p->slot_size);
     free(p->scratch);
     free(p);
