@@ -95,7 +95,8 @@ static int merge_hits(sg_prof *p, const hits *hs)
         }
         dst = p->tmp;
     }
-    size_t i = 0, j = 0, k = 0;      /* in place, k == i after each entry: nothing unread is overwritten */
+    /* in place, k == i after each entry: nothing unread is overwritten */
+    size_t i = 0, j = 0, k = 0;
     int first = p->launches == 0;
     while (i < p->npos || j < hs->n) {
         int c = i == p->npos ? 1 : j == hs->n ? -1

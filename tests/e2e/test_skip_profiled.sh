@@ -197,9 +197,9 @@ check_eq "topology_changes: violations" "$(json_get "$TMP/prof.json" violations)
 # into one buffer) asks for the buffer once per comparison, not once per
 # pointer, and its pointer scan of topology_changes (a profile restarted at
 # every topology change, every word of every kernel looked up) asks the
-# driver nothing: it looks in the forwarded allocations. Per step: library_driver_calls of 40 steps minus 20, at 16 and at
-# 256 nodes (the table's figures for the purchase, so both runs buy at the
-# same launch).
+# driver nothing: it looks in the forwarded allocations. Per step:
+# library_driver_calls of 40 steps minus 20, at 16 and at 256 nodes (the
+# table's figures for the purchase, so both runs buy at the same launch).
 lib_calls() {
     python3 -c 'import json,sys; print(sum(json.load(open(sys.argv[1]))["library_driver_calls"].values()))' \
         "$TMP/$1.report.json"
