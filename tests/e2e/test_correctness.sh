@@ -24,8 +24,9 @@
 #             so that variants are bought at the decision), two TAP lines (three with a report check):
 #     as without the library
 #                finished (no hang: every run is under `timeout`,
-#                ADV_TIMEOUT seconds, default 10, where the baselines take
-#                well under 2 s; no crash); stdout identical to the
+#                ADV_TIMEOUT seconds, default 10, where most baselines take
+#                well under 2 s; 4 times that for the 256 MiB memory cases,
+#                to=4; no crash); stdout identical to the
 #                baseline's (every failing CUresult with its line, the
 #                digest of every call's CUresult, capture statuses, check
 #                lines) and the same exit status; 0 violations;
@@ -48,6 +49,11 @@ grep -qs thread "$BUILD/san.cfg" && TO=${ADV_TIMEOUT:-150}
 # Under AddressSanitizer the 256 MiB memory baselines take ~6 s alone and
 # over 10 s beside another test (tests/run.sh runs two at a time).
 grep -qs address "$BUILD/san.cfg" && TO=${ADV_TIMEOUT:-40}
+# The 256 MiB memory cases write hundreds of MiB of fresh emulated device
+# memory (every cuMemAlloc of the emulated driver is a new mapping, so every
+# page is faulted in again): their baselines take 3-5 s alone on an idle
+# 2-core machine and passed 10 s beside another test in CI (2026-12-05), so
+# they get 4 times the timeout (`to=4`); a hang is still caught.
 MEM256=CUDAEMU_DEVICE_MEMORY=268435456
 # Variants bought at the decision (a cost table in which they are free): the
 # cases attack them from the first decided launch; renting (forwarding, as
@@ -162,7 +168,7 @@ run1() {
     mkdir -p "$dir"
     # (the braces keep bash's own "Aborted" line out of the log)
     { env "${env[@]}" CUDAEMU_STATS="$dir/stats.json" LD_LIBRARY_PATH="$EMU_LIB" \
-        timeout -k 2 "$TO" "$@" >"$dir/out" 2>"$dir/err" </dev/null; echo $? >"$dir/rc"; } 2>/dev/null
+        timeout -k 2 "$((TO * case_to))" "$@" >"$dir/out" 2>"$dir/err" </dev/null; echo $? >"$dir/rc"; } 2>/dev/null
 }
 
 # adv KEY=VALUE... -- PROG ARGS...: one case.
@@ -174,14 +180,15 @@ run1() {
 #            (Python over the report: T totals, X execs, P profiles)
 #   needs=   "TEXT::behaviour||...": text the baseline must print (stdout or stderr)
 #   xchk=    "EXPR::description": a further check of every report
+#   to=      N: this case's runs get N times the timeout (default 1)
 adv() {
     local name="" attack="" cfg="temp prof" envs="" eng_t="T['bytes_mapped'] > 0"
-    local eng_p="len(P) > 0" needs="" xchk=""
+    local eng_p="len(P) > 0" needs="" xchk="" case_to=1  # (run1 reads case_to)
     while [ "$1" != -- ]; do
         case $1 in
         name=*) name=${1#name=} ;; attack=*) attack=${1#attack=} ;; cfg=*) cfg=${1#cfg=} ;;
         env=*) envs=${1#env=} ;; eng_t=*) eng_t=${1#eng_t=} ;; eng_p=*) eng_p=${1#eng_p=} ;;
-        needs=*) needs=${1#needs=} ;; xchk=*) xchk=${1#xchk=} ;;
+        needs=*) needs=${1#needs=} ;; xchk=*) xchk=${1#xchk=} ;; to=*) case_to=${1#to=} ;;
         *) echo "adv: bad argument $1"; exit 2 ;;
         esac
         shift
@@ -235,7 +242,7 @@ for c in launches destroy demote; do
         attack="choosing/destroying generations waits on the host for work only the host releases" \
         -- adv_hold $c
 done
-adv name=c06/memory_churn env="$MEM256" eng_p="$PLACED" \
+adv name=c06/memory_churn env="$MEM256" to=4 eng_p="$PLACED" \
     attack="placement: freed physical memory never released, split or reused" -- adv_memory churn
 for c in alloc_global alloc_thread_local alloc_relaxed free_async free_sync other_thread \
          free_relaxed free_other_thread_local free_other_global; do
@@ -262,7 +269,7 @@ adv name=c11/nodes eng_t="$SEEN" \
 # it saw the updates.
 adv name=c11/nodes_getparams_fail env="$GETPARAMS_FAIL" eng_t="$SEEN" eng_p="$SEEN" \
     attack="memcpy/memset nodes the library cannot read (GetParams fails): variants from the clone of instantiation time" -- adv_nodes
-adv name=c12/memory_small env="$MEM256" eng_p="$PLACED" \
+adv name=c12/memory_small env="$MEM256" to=4 eng_p="$PLACED" \
     attack="own handles rounded up to 2 MiB; held memory never given back" -- adv_memory small
 for c in primary_reset ctx_destroy; do
     adv name=c13/teardown_$c cfg="temp prof alias" eng_t="$SEEN" \
@@ -323,12 +330,12 @@ adv name=c17/bounds_node_update eng_p="$PLACED" \
     needs="operation running 4 KiB past A: CUDA_ERROR_INVALID_VALUE::the driver's range check of memset node updates" \
     attack="small allocations sharing a mapped chunk: a memset node update past its allocation" \
     -- adv_bounds node_update
-adv name=c18/memory_shrink env="$MEM256" eng_p="$PLACED" \
+adv name=c18/memory_shrink env="$MEM256" to=4 eng_p="$PLACED" \
     attack="own-handle blocks of ever-changing sizes never reused" -- adv_memory shrink
 # Beyond the classes.
-adv name=x1/memory_fill env="$MEM256" eng_p="$PLACED" \
+adv name=x1/memory_fill env="$MEM256" to=4 eng_p="$PLACED" \
     attack="placement: the bytes a program can hold at once (>= 99 %)" -- adv_memory fill
-adv name=x2/memory_meminfo env="$MEM256" eng_p="$PLACED" \
+adv name=x2/memory_meminfo env="$MEM256" to=4 eng_p="$PLACED" \
     attack="placement: cuMemGetInfo after freeing" -- adv_memory meminfo
 for c in list ptr_eq foreign extra dims; do
     adv name=x3/alias_$c cfg="temp prof alias" eng_t="$SEEN" \

@@ -395,6 +395,55 @@ TEST(managed_memory)
     CHECK_CU(cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
 }
 
+/* Large memsets (the executor prefaults ranges of 1 MiB and more, on huge
+ * pages where they cover whole 2 MiB blocks, emu_copy.c): every element of
+ * the span holds the value and nothing around it changes, for a start that is
+ * not page-aligned, 8/16/32-bit elements and a 2D memset whose rows are
+ * large and whose gaps between rows must stay as they were. */
+TEST(large_memsets)
+{
+    const size_t bytes = (9u << 20) + 12288;
+    CUdeviceptr p = 0;
+    CHECK_CU(cuMemAlloc(&p, bytes), CUDA_SUCCESS);
+    unsigned char *b = (unsigned char *)(uintptr_t)p;
+    memset(b, 0x5a, bytes);
+    const size_t off = 4 + 4096 * 3, n32 = (5u << 20) / 4 + 3;   /* elements */
+    CHECK_CU(cuMemsetD32(p + off, 0xa1b2c3d4u, n32), CUDA_SUCCESS);
+    size_t bad = 0;
+    for (size_t i = 0; i < n32; i++) {
+        uint32_t v;
+        memcpy(&v, b + off + 4 * i, 4);
+        bad += v != 0xa1b2c3d4u;
+    }
+    CHECK_EQ(bad, 0);
+    for (size_t i = 0; i < off; i++) bad += b[i] != 0x5a;
+    for (size_t i = off + 4 * n32; i < bytes; i++) bad += b[i] != 0x5a;
+    CHECK_EQ(bad, 0);
+
+    const size_t n16 = (3u << 20) / 2 + 1;
+    CHECK_CU(cuMemsetD16(p + 2, 0x1234, n16), CUDA_SUCCESS);
+    for (size_t i = 0; i < n16; i++) {
+        uint16_t v;
+        memcpy(&v, b + 2 + 2 * i, 2);
+        bad += v != 0x1234;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(b[0], 0x5a);
+    CHECK_EQ(b[1], 0x5a);
+
+    /* 2D: 3 rows of 2 MiB + 8 bytes, pitch 3 MiB, from offset 8 */
+    memset(b, 0x5a, bytes);
+    const size_t width = (2u << 20) + 8, pitch = 3u << 20;
+    CHECK_CU(cuMemsetD2D8(p + 8, pitch, 0x77, width, 3), CUDA_SUCCESS);
+    for (size_t i = 0; i < bytes; i++) {
+        size_t rel = i - 8;
+        int in = i >= 8 && rel / pitch < 3 && rel % pitch < width;
+        bad += b[i] != (in ? 0x77 : 0x5a);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -417,5 +466,6 @@ int main(int argc, char **argv)
     RUN(host_memory);
     RUN(ipc_handles);
     RUN(managed_memory);
+    RUN(large_memsets);
     return check_done();
 }
