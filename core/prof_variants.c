@@ -46,6 +46,33 @@
 
 /* ------------------------------------------------------------ canonical nodes */
 
+/* A hash of c's bytes and mask (not of `known`). Equal nodes hash equal;
+ * unequal ones almost never do, and are then still compared bytewise. */
+static uint64_t cnode_hash(const cnode *c)
+{
+    const uint64_t mul = 0x9e3779b97f4a7c15ull;
+    uint64_t h = ((uint64_t)c->len << 32 | c->nmask) * mul;
+    const unsigned char *b = c->pay;
+    size_t i = 0;
+    for (; i + 8 <= c->len; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * mul;
+        h ^= h >> 29;
+    }
+    if (i < c->len) {
+        uint64_t w = 0;
+        memcpy(&w, b + i, c->len - i);
+        h = (h ^ w) * mul;
+        h ^= h >> 29;
+    }
+    for (uint32_t k = 0; k < c->nmask; k++) {
+        h = (h ^ c->mask[k]) * mul;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
 static int cnode_eq(const cnode *a, const cnode *b)
 {
     return a->known && b->known && a->len == b->len && a->nmask == b->nmask &&
@@ -73,6 +100,7 @@ static int cnode_set(cnode *dst, const cnode *src)
     dst->len = src->len;
     dst->nmask = src->nmask;
     dst->known = src->known;
+    dst->h = cnode_hash(dst);
     return 0;
 }
 
@@ -206,11 +234,17 @@ int sg_prof_reconcile(sg_prof *p, const sg_fp *L)
             if (rc) return rc;                /* keeps the rest dirty */
         }
         p->dirty[i] = 0;
+        /* want_of for every generation, and its hash, computed once per
+         * node: a generation's entry whose hash differs is unequal with no
+         * byte compared (a node of L usually differs from all but one) */
+        cnode raw = raw_of(L, i), canon = p->ngroups ? p->lc[i] : raw;
+        uint64_t h_raw = cnode_hash(&raw), h_canon = p->ngroups ? cnode_hash(&canon) : h_raw;
         for (int g = 0; g < sg_prof_caps.max_variants; g++) {
             pgen *x = &p->gens[g];
             if (!x->live) continue;
-            cnode w = want_of(p, L, g, i);
-            unsigned char eq = cnode_eq(&x->canon[i], &w);
+            const cnode *have = &x->canon[i];
+            unsigned char eq = have->h == (x->raw ? h_raw : h_canon) &&
+                               cnode_eq(have, x->raw ? &raw : &canon);
             if (eq != x->eq[i]) {
                 x->mism += eq ? (size_t)-1 : 1;
                 x->eq[i] = eq;
