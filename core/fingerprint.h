@@ -200,6 +200,13 @@ typedef struct sg_fp_kin {
  * the driver could not describe the graph or memory ran out (fp is then
  * incomplete and must not be compared). */
 int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint);
+/* sg_fp_build without a hint and without asking for any node's attributes
+ * (attr_mask 0, so a device-updatable or unreadable node is not marked
+ * UNSUPPORTED / NOT_COMPARABLE for them): 2 driver calls per node instead of
+ * 12. Only for telling whether a graph holds the same nodes in the same
+ * order as a description (sg_fp_same_order, which compares no attribute);
+ * never compared as a description. */
+int sg_fp_build_layout(sg_fp *fp, CUgraph g, sg_fp_scratch *s);
 
 /* Describes a kernel node's parameters (not its attributes: n->k.attrs and
  * attr_mask are zeroed) into n, reusing n's payload buffer; hint as above

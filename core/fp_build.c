@@ -194,7 +194,8 @@ static int edges_reserve(sg_fp_scratch *s, size_t n)
  * ran out. */
 static __attribute__((noinline)) int describe_node(sg_fp_node *n, CUgraphNode node,
                                                   const sg_fp_pinfo *hint,
-                                                  const CUDA_KERNEL_NODE_PARAMS *have, int tried)
+                                                  const CUDA_KERNEL_NODE_PARAMS *have, int tried,
+                                                  int attrs)
 {
     CUgraphNodeType t;
     CUDA_KERNEL_NODE_PARAMS p;
@@ -216,7 +217,7 @@ static __attribute__((noinline)) int describe_node(sg_fp_node *n, CUgraphNode no
         }
         sg_fp_kin k = SG_FP_KIN_V2(&p);
         if (sg_fp_kernel_desc(n, &k, hint) < 0) return -1;
-        read_attrs(n, node);
+        if (attrs) read_attrs(n, node);
         return 0;
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY: {
@@ -370,7 +371,7 @@ static __attribute__((noinline)) size_t fast_run(sg_fp_node *nodes_out, const sg
  * describe_node; test_fingerprint checks both paths against each other);
  * anything else goes through describe_node. The fast path's driver calls are
  * counted once, at the end. 0, or -1. */
-static int build_nodes(sg_fp *fp, sg_fp_scratch *s, size_t n, const sg_fp *hint)
+static int build_nodes(sg_fp *fp, sg_fp_scratch *s, size_t n, const sg_fp *hint, int attrs)
 {
     /* nodes [0, nh) have a place in the hint (and the fast path its calls) */
     size_t nh = hint && sg_drv.cuGraphKernelNodeGetParams_v2 &&
@@ -397,7 +398,7 @@ static int build_nodes(sg_fp *fp, sg_fp_scratch *s, size_t n, const sg_fp *hint)
             h = i < hcount ? hn[i].pi : NULL;
         }
         if (describe_node(&fp->nodes[i], nodes[i], h, stop == FR_PARAMS ? &st.p : NULL,
-                          stop != FR_END))
+                          stop != FR_END, attrs))
             goto out;
         st.unsupported |= fp->nodes[i].k.state == SG_FP_UNSUPPORTED;
     }
@@ -457,7 +458,8 @@ static int build_edges(sg_fp *fp, CUgraph g, sg_fp_scratch *s, size_t n, const s
     return 0;
 }
 
-int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
+/* sg_fp_build, or with attrs 0 sg_fp_build_layout (no hint then). */
+static int build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint, int attrs)
 {
     size_t n = 0, n2;
     fp->epoch = sg_fp_epoch();
@@ -476,5 +478,15 @@ int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
     n2 = n;
     if (n && (SG_DRIVER_CALL(cuGraphGetNodes, g, s->nodes, &n2) != CUDA_SUCCESS || n2 != n))
         return -1;
-    return build_nodes(fp, s, n, hint) == 0 && build_edges(fp, g, s, n, hint) == 0 ? 0 : -1;
+    return build_nodes(fp, s, n, hint, attrs) == 0 && build_edges(fp, g, s, n, hint) == 0 ? 0 : -1;
+}
+
+int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
+{
+    return build(fp, g, s, hint, 1);
+}
+
+int sg_fp_build_layout(sg_fp *fp, CUgraph g, sg_fp_scratch *s)
+{
+    return build(fp, g, s, NULL, 0);
 }

@@ -361,7 +361,13 @@ int sg_prof_clone_map(sg_prof *p)
     if (!p->clone) return -1;
     sg_fp read = { 0 };
     sg_fp_scratch s = { 0 };
-    int ok = sg_fp_build(&read, p->clone, &s, NULL) == 0 && sg_fp_same_order(&read, &p->clone_st) &&
+    /* The clone's attributes are not asked for (10 of the 12 driver calls per
+     * node of a full read-back): sg_fp_same_order compares none, and they are
+     * the graph's as they were when the clone was taken, which clone_take
+     * checked against clone_st. A node of clone_st that the attributes made
+     * UNSUPPORTED or NOT_COMPARABLE reads back here as comparable: no match,
+     * so no variants (never a wrong mapping). */
+    int ok = sg_fp_build_layout(&read, p->clone, &s) == 0 && sg_fp_same_order(&read, &p->clone_st) &&
              (p->clone_nodes = calloc(read.n ? read.n : 1, sizeof *p->clone_nodes)) != NULL;
     if (ok) memcpy(p->clone_nodes, s.nodes, read.n * sizeof *p->clone_nodes);
     sg_fp_free(&read);

@@ -142,6 +142,15 @@ check_eq "scalar_changes: the plain exec never copies its graph (no cuGraphClone
 run prof rotating_inputs skip_profiled $STEPS "$FREE" STABLEGRAPH_LOG=debug
 check_eq "rotating_inputs: variants bought, one clone taken (from its source graph), kept" \
     "$(calls prof cuGraphClone)/$(grep -c "clone released" "$TMP/prof.out")/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["execs"][0]["profile"]["mode"])' "$TMP/prof.report.json")" 1/0/generations
+# The purchase reads the clone back once to map its node handles: node types
+# and parameters only (sg_fp_build_layout), no attribute (10 queries per node
+# before); the graph itself was recorded, so nothing else reads a node.
+check_eq "rotating_inputs: the clone is mapped with no attribute query, at most 2 node queries per node" \
+    "$(python3 -c 'import json,sys
+r = json.load(open(sys.argv[1]))
+own, n = r["library_driver_calls"], r["execs"][0]["nodes"]
+q = sum(v for k, v in own.items() if k.startswith("cuGraphKernelNodeGetParams") or k == "cuGraphNodeGetType")
+print(own.get("cuGraphKernelNodeGetAttribute", 0), int(0 < q <= 2 * n))' "$TMP/prof.report.json")" "0 1"
 # fresh_inputs destroys each graph after its update: the clone comes from
 # the graph of a whole-graph update (the one whose rent made the purchase
 # due, or with variants free, the first one after the decision)

@@ -8,7 +8,8 @@
  * function) against the general one: the same bytes, every field's change
  * detected, arguments from a packed block or not, the driver calls counted,
  * both comparison widths; the one-pass comparison that keeps the differing
- * nodes (sg_fp_compare_delta) and applying what it kept.
+ * nodes (sg_fp_compare_delta) and applying what it kept; the layout-only
+ * read-back (sg_fp_build_layout).
  */
 #include "check.h"
 #include "fake_graph.h"
@@ -689,6 +690,49 @@ TEST(compare_delta_holds_exactly_the_differing_nodes)
     sg_fp_delta_free(&d);
 }
 
+/* sg_fp_build_layout (the clone's read-back when variants are bought): no
+ * attribute asked for, the same nodes and order as a full build
+ * (sg_fp_same_order), and a node that its attributes make UNSUPPORTED or NOT
+ * COMPARABLE in the full description does not match the layout's: no
+ * mapping then, never a wrong one. */
+TEST(layout_build_reads_no_attribute)
+{
+    fg a;
+    make_graph(&a);
+    sg_fp layout = { 0 };
+    CHECK_EQ(sg_fp_build(&fa, (CUgraph)&a, &sa, NULL), 0);
+    unsigned long attr_before = fg_calls.attr;
+    CHECK_EQ(sg_fp_build_layout(&layout, (CUgraph)&a, &sb), 0);
+    CHECK_EQ(fg_calls.attr, attr_before);
+    CHECK_EQ(layout.n, fa.n);
+    CHECK_EQ(layout.nodes[0].k.attr_mask, 0);
+    CHECK(sg_fp_same_order(&layout, &fa));
+    CHECK(sg_fp_same_order(&fa, &layout));
+
+    /* another argument value: not the same order */
+    fg b;
+    fg_copy(&b, &a);
+    uint32_t other = salt + 1;
+    memcpy(b.nodes[0].args[1], &other, 4);
+    CHECK_EQ(sg_fp_build_layout(&layout, (CUgraph)&b, &sb), 0);
+    CHECK(!sg_fp_same_order(&layout, &fa));
+
+    a.nodes[0].attr[CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE].deviceUpdatableKernelNode
+        .deviceUpdatable = 1;
+    CHECK_EQ(sg_fp_build(&fa, (CUgraph)&a, &sa, NULL), 0);
+    CHECK_EQ(sg_fp_build_layout(&layout, (CUgraph)&a, &sb), 0);
+    CHECK_EQ(fa.nodes[0].k.state, SG_FP_UNSUPPORTED);
+    CHECK(!sg_fp_same_order(&layout, &fa));
+
+    make_graph(&a);
+    a.nodes[0].attr_err[CU_LAUNCH_ATTRIBUTE_PRIORITY] = CUDA_ERROR_INVALID_VALUE;
+    CHECK_EQ(sg_fp_build(&fa, (CUgraph)&a, &sa, NULL), 0);
+    CHECK_EQ(sg_fp_build_layout(&layout, (CUgraph)&a, &sb), 0);
+    CHECK_EQ(fa.nodes[0].k.state, SG_FP_NOT_COMPARABLE);
+    CHECK(!sg_fp_same_order(&layout, &fa));
+    sg_fp_free(&layout);
+}
+
 int main(void)
 {
     setup();
@@ -707,6 +751,7 @@ int main(void)
     RUN(kernel_without_parameters);
     RUN(hint_of_another_size);
     RUN(compare_delta_holds_exactly_the_differing_nodes);
+    RUN(layout_build_reads_no_attribute);
     sg_fp_free(&fa);
     sg_fp_free(&fb);
     sg_fp_free(&fc);
