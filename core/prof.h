@@ -212,6 +212,18 @@ void sg_prof_word_put(unsigned char *pay, uint32_t off, uint64_t v);
 int sg_prof_address_words(const sg_fp_node *n, uint32_t offs[2]);
 
 void sg_prof_cnode_free(cnode *c);
+/* A hash of c's bytes and mask (not of `known`): equal nodes hash equal. */
+uint64_t sg_prof_cnode_hash(const cnode *c);
+/* Copies src into dst (dst's buffers reused), its hash in dst->h. -1 if out
+ * of memory. */
+int sg_prof_cnode_set(cnode *dst, const cnode *src);
+/* Whether a and b are known and hold the same bytes and mask. */
+static inline int sg_prof_cnode_eq(const cnode *a, const cnode *b)
+{
+    return a->known && b->known && a->len == b->len && a->nmask == b->nmask &&
+           sg_bytes_eq(a->pay, b->pay, a->len) &&
+           sg_bytes_eq(a->mask, b->mask, a->nmask * sizeof *a->mask);
+}
 /* Node i must be brought up to date in every generation. */
 void sg_prof_mark_dirty(sg_prof *p, size_t i);
 

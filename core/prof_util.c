@@ -165,6 +165,57 @@ void sg_prof_cnode_free(cnode *c)
     memset(c, 0, sizeof *c);
 }
 
+/* A hash of c's bytes and mask (not of `known`). Equal nodes hash equal;
+ * unequal ones almost never do, and are then still compared bytewise. */
+uint64_t sg_prof_cnode_hash(const cnode *c)
+{
+    const uint64_t mul = 0x9e3779b97f4a7c15ull;
+    uint64_t h = ((uint64_t)c->len << 32 | c->nmask) * mul;
+    const unsigned char *b = c->pay;
+    size_t i = 0;
+    for (; i + 8 <= c->len; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * mul;
+        h ^= h >> 29;
+    }
+    if (i < c->len) {
+        uint64_t w = 0;
+        memcpy(&w, b + i, c->len - i);
+        h = (h ^ w) * mul;
+        h ^= h >> 29;
+    }
+    for (uint32_t k = 0; k < c->nmask; k++) {
+        h = (h ^ c->mask[k]) * mul;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* Copies src into dst (dst's buffers reused). -1 if out of memory. */
+int sg_prof_cnode_set(cnode *dst, const cnode *src)
+{
+    if (src->len > dst->cap) {
+        unsigned char *b = realloc(dst->pay, src->len);
+        if (!b) return -1;
+        dst->pay = b;
+        dst->cap = src->len;
+    }
+    if (src->nmask > dst->capmask) {
+        uint32_t *m = realloc(dst->mask, src->nmask * sizeof *m);
+        if (!m) return -1;
+        dst->mask = m;
+        dst->capmask = src->nmask;
+    }
+    if (src->len) memcpy(dst->pay, src->pay, src->len);
+    if (src->nmask) memcpy(dst->mask, src->mask, src->nmask * sizeof *src->mask);
+    dst->len = src->len;
+    dst->nmask = src->nmask;
+    dst->known = src->known;
+    dst->h = sg_prof_cnode_hash(dst);
+    return 0;
+}
+
 void sg_prof_mark_dirty(sg_prof *p, size_t i)
 {
     p->hit = -1;

@@ -46,64 +46,6 @@
 
 /* ------------------------------------------------------------ canonical nodes */
 
-/* A hash of c's bytes and mask (not of `known`). Equal nodes hash equal;
- * unequal ones almost never do, and are then still compared bytewise. */
-static uint64_t cnode_hash(const cnode *c)
-{
-    const uint64_t mul = 0x9e3779b97f4a7c15ull;
-    uint64_t h = ((uint64_t)c->len << 32 | c->nmask) * mul;
-    const unsigned char *b = c->pay;
-    size_t i = 0;
-    for (; i + 8 <= c->len; i += 8) {
-        uint64_t w;
-        memcpy(&w, b + i, 8);
-        h = (h ^ w) * mul;
-        h ^= h >> 29;
-    }
-    if (i < c->len) {
-        uint64_t w = 0;
-        memcpy(&w, b + i, c->len - i);
-        h = (h ^ w) * mul;
-        h ^= h >> 29;
-    }
-    for (uint32_t k = 0; k < c->nmask; k++) {
-        h = (h ^ c->mask[k]) * mul;
-        h ^= h >> 29;
-    }
-    return h;
-}
-
-static int cnode_eq(const cnode *a, const cnode *b)
-{
-    return a->known && b->known && a->len == b->len && a->nmask == b->nmask &&
-           sg_bytes_eq(a->pay, b->pay, a->len) &&
-           sg_bytes_eq(a->mask, b->mask, a->nmask * sizeof *a->mask);
-}
-
-/* Copies src into dst (dst's buffers reused). -1 if out of memory. */
-static int cnode_set(cnode *dst, const cnode *src)
-{
-    if (src->len > dst->cap) {
-        unsigned char *b = realloc(dst->pay, src->len);
-        if (!b) return -1;
-        dst->pay = b;
-        dst->cap = src->len;
-    }
-    if (src->nmask > dst->capmask) {
-        uint32_t *m = realloc(dst->mask, src->nmask * sizeof *m);
-        if (!m) return -1;
-        dst->mask = m;
-        dst->capmask = src->nmask;
-    }
-    if (src->len) memcpy(dst->pay, src->pay, src->len);
-    if (src->nmask) memcpy(dst->mask, src->mask, src->nmask * sizeof *src->mask);
-    dst->len = src->len;
-    dst->nmask = src->nmask;
-    dst->known = src->known;
-    dst->h = cnode_hash(dst);
-    return 0;
-}
-
 /* L's raw node i as a canonical node (no aliased word). */
 static cnode raw_of(const sg_fp *L, size_t i)
 {
@@ -184,7 +126,7 @@ int sg_prof_gens_setup(sg_prof *p, const sg_fp *L)
     p->x0_known = sg_prof_fp_copy(&p->x0_st, L) == 0;
     for (size_t i = 0; i < n; i++) {          /* X_0 holds raw L */
         cnode r = raw_of(L, i);
-        if (cnode_set(&g0->canon[i], &r)) return -1;
+        if (sg_prof_cnode_set(&g0->canon[i], &r)) return -1;
     }
     for (size_t i = 0; i < n; i++) sg_prof_mark_dirty(p, i);
     p->cur = 0;
@@ -238,13 +180,13 @@ int sg_prof_reconcile(sg_prof *p, const sg_fp *L)
          * node: a generation's entry whose hash differs is unequal with no
          * byte compared (a node of L usually differs from all but one) */
         cnode raw = raw_of(L, i), canon = p->ngroups ? p->lc[i] : raw;
-        uint64_t h_raw = cnode_hash(&raw), h_canon = p->ngroups ? cnode_hash(&canon) : h_raw;
+        uint64_t h_raw = sg_prof_cnode_hash(&raw), h_canon = p->ngroups ? sg_prof_cnode_hash(&canon) : h_raw;
         for (int g = 0; g < sg_prof_caps.max_variants; g++) {
             pgen *x = &p->gens[g];
             if (!x->live) continue;
             const cnode *have = &x->canon[i];
             unsigned char eq = have->h == (x->raw ? h_raw : h_canon) &&
-                               cnode_eq(have, x->raw ? &raw : &canon);
+                               sg_prof_cnode_eq(have, x->raw ? &raw : &canon);
             if (eq != x->eq[i]) {
                 x->mism += eq ? (size_t)-1 : 1;
                 x->eq[i] = eq;
@@ -262,7 +204,7 @@ int sg_prof_gen_holds(sg_prof *p, const sg_fp *L, int g)
     p->hit = -1;
     for (size_t i = 0; i < L->n; i++) {
         cnode w = want_of(p, L, g, i);
-        if (cnode_set(&x->canon[i], &w)) return -1;
+        if (sg_prof_cnode_set(&x->canon[i], &w)) return -1;
         x->eq[i] = 1;
     }
     x->mism = 0;
