@@ -86,9 +86,9 @@ typedef struct cnode {
     uint32_t *mask;
     uint32_t nmask, capmask;
     int known;              /* 0: what the exec holds here is not known (never equal) */
-    uint64_t h;             /* a generation's entry: cnode_hash of what it holds (set with
-                             * it, prof_variants.c), so that most unequal nodes are told
-                             * apart without comparing bytes; unused elsewhere */
+    uint64_t h;             /* a generation's entry: sg_prof_cnode_hash of what it holds
+                             * (set by sg_prof_cnode_set), so that most unequal nodes are
+                             * told apart without comparing bytes; unused elsewhere */
 } cnode;
 
 typedef struct pgen {

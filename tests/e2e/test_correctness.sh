@@ -46,14 +46,16 @@ TO=${ADV_TIMEOUT:-10}
 # Under ThreadSanitizer the emulated kernels run 5-15 times slower (the
 # 256 MiB memory cases take ~45 s): a hang is still caught, later.
 grep -qs thread "$BUILD/san.cfg" && TO=${ADV_TIMEOUT:-150}
-# Under AddressSanitizer the 256 MiB memory baselines take ~6 s alone and
-# over 10 s beside another test (tests/run.sh runs two at a time).
+# Under AddressSanitizer the 256 MiB memory baselines took ~6 s alone and
+# over 10 s beside another test (tests/run.sh runs two at a time), before the
+# emulator's memsets prefaulted their pages.
 grep -qs address "$BUILD/san.cfg" && TO=${ADV_TIMEOUT:-40}
 # The 256 MiB memory cases write hundreds of MiB of fresh emulated device
-# memory (every cuMemAlloc of the emulated driver is a new mapping, so every
-# page is faulted in again): their baselines take 3-5 s alone on an idle
-# 2-core machine and passed 10 s beside another test in CI (2026-12-05), so
-# they get 4 times the timeout (`to=4`); a hang is still caught.
+# memory (every cuMemAlloc of the emulated driver is a new mapping): their
+# baselines took 3-5 s alone on an idle 2-core machine and passed 10 s beside
+# another test in CI (2026-12-05). The emulator's memsets now prefault their
+# pages (under 1 s alone), and these cases get 4 times the timeout (`to=4`)
+# for slow machines; a hang is still caught.
 MEM256=CUDAEMU_DEVICE_MEMORY=268435456
 # Variants bought at the decision (a cost table in which they are free): the
 # cases attack them from the first decided launch; renting (forwarding, as

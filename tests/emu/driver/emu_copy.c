@@ -427,13 +427,12 @@ static void prefault_for_write(unsigned char *p, size_t bytes)
 #ifdef MADV_POPULATE_WRITE
     enum { MIN_BYTES = 1 << 20 };
     if (bytes < MIN_BYTES) return;
-    uintptr_t page = (uintptr_t)emu_page_size();
-    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)p + bytes) & ~(page - 1);
+    size_t page = emu_page_size();
+    size_t lo = emu_round_up((uintptr_t)p, page), hi = ((uintptr_t)p + bytes) / page * page;
     if (hi <= lo) return;
 #ifdef MADV_HUGEPAGE
-    uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t hlo = (lo + huge - 1) & ~(huge - 1), hhi = hi & ~(huge - 1);
+    size_t huge = (size_t)2 << 20;
+    size_t hlo = emu_round_up(lo, huge), hhi = hi / huge * huge;
     if (hhi > hlo) (void)madvise((void *)hlo, hhi - hlo, MADV_HUGEPAGE);
 #endif
     (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
