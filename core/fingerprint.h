@@ -35,7 +35,8 @@
  * decision (issue 4's target: at most 200).
  *
  * Files: fp_pinfo.c (the parameter-layout cache), fp_build.c (building by
- * reading a graph back), fp_compare.c (comparing, copying, the node map).
+ * reading a graph back, the node map), fp_compare.c (comparing, deltas,
+ * copying).
  * Records made while the program builds a graph: record.h.
  *
  * Handles die with their modules: every cuModuleUnload / cuLibraryUnload
@@ -106,16 +107,21 @@ typedef struct __attribute__((aligned(16))) sg_fp_key {
 } sg_fp_key;
 
 /* One node: the key, plus a payload (canonical argument bytes for kernels,
- * the canonical struct for memcpy / memset) in a buffer it owns: pay holds
- * cap bytes, allocated by fingerprint.c only (cap is then a multiple of 64,
- * and fingerprint.c keeps the bytes from len up to the next multiple of 32
- * zero so that payloads compare in whole chunks; a payload written
- * elsewhere with other bytes there only loses that fast comparison). */
+ * the canonical struct for memcpy / memset): pay holds cap bytes, allocated
+ * by fingerprint.c only (cap is then a multiple of 32, and fingerprint.c
+ * keeps the bytes from len up to the next multiple of 32 zero so that
+ * payloads compare in whole chunks; a payload written elsewhere with other
+ * bytes there only loses that fast comparison). The buffer is the node's
+ * own, or (lent) a slot of its description's slab: a copy (sg_fp_copy)
+ * puts every payload into one slab, so that a graph's description is a few
+ * blocks, not one per node; a payload that outgrows its slot moves into a
+ * buffer of its own. */
 typedef struct sg_fp_node {
     sg_fp_key k;
     unsigned char *pay;
     uint32_t len, cap;
     const sg_fp_pinfo *pi;           /* kernel: parameter layout used (a hint; not compared) */
+    uint32_t lent;                   /* pay is a slot of the slab (sg_fp.slab), not its own */
 } sg_fp_node;
 
 typedef struct sg_fp_edge {
@@ -155,17 +161,23 @@ typedef struct sg_fp {
     sg_fp_edge *edges;
     size_t edges_cap;
     int unsupported;                 /* some node is SG_FP_UNSUPPORTED */
+    unsigned char *slab;             /* the lent payload slots (sg_fp_copy), slab_cap bytes */
+    size_t slab_cap;
 } sg_fp;
 
 /* What a comparison found different (sg_fp_compare_delta): b's nodes that
  * differ from a's, so that a with them copied in describes what b does
  * (valid; then a and b have the same origin, nodes and edges, and neither
  * holds an unsupported node). The buffers are reused from one comparison to
- * the next. */
+ * the next; room for many more nodes than the last comparisons used is
+ * given back. */
 typedef struct sg_fp_delta {
     int valid;
     uint64_t epoch;                  /* b's */
     size_t n, cap;
+    unsigned small;                  /* comparisons in a row that used < cap / 4 */
+    unsigned char *slab;             /* the nodes' payloads, lent, in order: slab_used bytes */
+    size_t slab_cap, slab_used;
     uint32_t *idx;                   /* the differing nodes' indices, ascending */
     sg_fp_node *nodes;               /* copies of b's nodes at those indices */
 } sg_fp_delta;

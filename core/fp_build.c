@@ -1,7 +1,8 @@
 /*
  * core/fp_build.c: a graph's fingerprint read back through the driver table
  * (fingerprint.h): its nodes, their attributes and its edges; node
- * parameters are described by fp_desc.c.
+ * parameters are described by fp_desc.c; and the node-handle map it uses
+ * (sg_fp_map).
  *
  * The build's common case, a kernel node where the hint had one of the same
  * function, goes through fast_run (one out-of-line loop, few values live
@@ -21,6 +22,7 @@
 #include "fp_internal.h"
 
 #include "driver.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,7 +162,7 @@ static int grow(void **buf, size_t *cap, size_t n, size_t elem)
     if (n <= *cap) return 0;
     size_t c = *cap ? *cap : 16;
     while (c < n) c *= 2;
-    unsigned char *p = realloc(*buf, c * elem);
+    unsigned char *p = sg_big_realloc(*buf, c * elem);
     if (!p) return -1;
     memset(p + *cap * elem, 0, (c - *cap) * elem);
     *buf = p;
@@ -489,4 +491,60 @@ int sg_fp_build(sg_fp *fp, CUgraph g, sg_fp_scratch *s, const sg_fp *hint)
 int sg_fp_build_layout(sg_fp *fp, CUgraph g, sg_fp_scratch *s)
 {
     return build(fp, g, s, NULL, 0);
+}
+
+void sg_fp_scratch_free(sg_fp_scratch *s)
+{
+    sg_big_free(s->nodes);
+    free(s->from);
+    free(s->to);
+    free(s->edata);
+    sg_fp_map_free(&s->map);
+    memset(s, 0, sizeof *s);
+}
+
+/* ------------------------------------------------------------ node map */
+
+static size_t map_slot(const sg_fp_map *m, CUgraphNode node)
+{
+    return (size_t)sg_hash8(&node) & (m->cap - 1);
+}
+
+int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    if (cap != m->cap) {
+        CUgraphNode *k = realloc(m->keys, cap * sizeof *k);
+        if (k) m->keys = k;
+        uint32_t *v = realloc(m->vals, cap * sizeof *v);
+        if (v) m->vals = v;
+        if (!k || !v) { sg_fp_map_free(m); return -1; }
+        m->cap = cap;
+    }
+    memset(m->keys, 0, cap * sizeof *m->keys);
+    for (size_t i = 0; i < n; i++) {
+        if (!nodes[i]) continue;                 /* a node whose handle is not known */
+        size_t j = map_slot(m, nodes[i]);
+        while (m->keys[j] && m->keys[j] != nodes[i]) j = (j + 1) & (cap - 1);
+        m->keys[j] = nodes[i];
+        m->vals[j] = (uint32_t)i;
+    }
+    return 0;
+}
+
+long sg_fp_map_find(const sg_fp_map *m, CUgraphNode node)
+{
+    if (!m->cap || !node) return -1;
+    for (size_t j = map_slot(m, node);; j = (j + 1) & (m->cap - 1)) {
+        if (m->keys[j] == node) return (long)m->vals[j];
+        if (!m->keys[j]) return -1;
+    }
+}
+
+void sg_fp_map_free(sg_fp_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
 }

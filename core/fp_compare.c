@@ -1,6 +1,6 @@
 /*
- * core/fp_compare.c: comparison of descriptions, their ownership (copy,
- * swap, free) and the node-handle map (fingerprint.h).
+ * core/fp_compare.c: comparison of descriptions and deltas, and their
+ * ownership (copy into one payload slab, swap, free) (fingerprint.h).
  *
  * sg_fp_compare skips equal nodes with a chunked comparison (node_scan, AVX2
  * where the CPU has it); the reason is only worked out when something
@@ -261,6 +261,28 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
     return node_compare(old, nw, params_only, &dr);
 }
 
+/* Moves d's slab (the payloads of its nodes, in the order of its nodes) to
+ * a block of cap bytes (>= slab_used): its nodes follow, the slots past
+ * them are dropped. 0, or -1 if out of memory (d unchanged). */
+static int delta_slab_resize(sg_fp_delta *d, size_t cap)
+{
+    unsigned char *slab = sg_big_realloc(d->slab, cap);
+    if (!slab) return -1;
+    for (size_t k = 0; k < d->cap; k++) {
+        sg_fp_node *c = &d->nodes[k];
+        if (!c->lent) continue;
+        if (k < d->n) {
+            c->pay = slab + ((uintptr_t)c->pay - (uintptr_t)d->slab);
+        } else {
+            c->pay = NULL;
+            c->cap = c->lent = 0;
+        }
+    }
+    d->slab = slab;
+    d->slab_cap = cap;
+    return 0;
+}
+
 /* Adds a copy of node n (index i) to d, which never holds more than max
  * nodes (so it never has room for more); 0, or -1 if out of memory. */
 static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n, size_t max)
@@ -268,18 +290,59 @@ static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n, size_t max)
     if (d->n == d->cap) {
         size_t cap = d->cap ? 2 * d->cap : 8;
         if (cap > max && max > d->cap) cap = max;
-        uint32_t *idx = realloc(d->idx, cap * sizeof *idx);
+        uint32_t *idx = sg_big_realloc(d->idx, cap * sizeof *idx);
         if (!idx) return -1;
         d->idx = idx;
-        sg_fp_node *nodes = realloc(d->nodes, cap * sizeof *nodes);
+        sg_fp_node *nodes = sg_big_realloc(d->nodes, cap * sizeof *nodes);
         if (!nodes) return -1;
         memset(nodes + d->cap, 0, (cap - d->cap) * sizeof *nodes);
         d->nodes = nodes;
         d->cap = cap;
     }
-    if (sg_fp_node_copy(&d->nodes[d->n], n) != 0) return -1;
+    uint32_t room = SG_FP_PAD32(n->len);
+    if (room > d->slab_cap - d->slab_used) {
+        size_t want = d->slab_cap ? 2 * d->slab_cap : 4096;
+        while (want < d->slab_used + room) want *= 2;
+        if (delta_slab_resize(d, want) != 0) return -1;
+    }
+    sg_fp_node *c = &d->nodes[d->n];
+    if (!c->lent) free(c->pay);
+    c->k = n->k;
+    c->len = n->len;
+    c->pi = n->pi;
+    c->pay = room ? d->slab + d->slab_used : NULL;
+    c->cap = room;
+    c->lent = room != 0;
+    if (room) memcpy(c->pay, n->pay, room);   /* the padding too */
+    d->slab_used += room;
     d->idx[d->n++] = (uint32_t)i;
     return 0;
+}
+
+/* A delta keeps its buffers from one comparison to the next, but not room
+ * for many more nodes than it has used for a while: an exec whose first
+ * updates changed every node (placement settling) would keep a whole
+ * graph's copies for its life. A program that changes every node every
+ * few steps keeps them (no reallocation each time). */
+#define SG_DELTA_TRIM_AFTER 8
+static void delta_trim(sg_fp_delta *d)
+{
+    if (d->cap < 64 || d->n >= d->cap / 4) {
+        d->small = 0;
+        return;
+    }
+    if (++d->small < SG_DELTA_TRIM_AFTER) return;
+    d->small = 0;
+    if (d->slab_cap > 4096 && d->slab_used < d->slab_cap / 4)
+        (void)delta_slab_resize(d, d->slab_used * 2 > 4096 ? d->slab_used * 2 : 4096);
+    size_t cap = d->n < 4 ? 8 : 2 * d->n;
+    for (size_t k = cap; k < d->cap; k++) sg_fp_node_free(&d->nodes[k]);
+    sg_fp_node *nodes = sg_big_realloc(d->nodes, cap * sizeof *nodes);
+    if (!nodes) return;                  /* kept: the nodes past cap are empty */
+    d->nodes = nodes;
+    d->cap = cap;
+    uint32_t *idx = sg_big_realloc(d->idx, cap * sizeof *idx);
+    if (idx) d->idx = idx;               /* else the old, larger one stays */
 }
 
 /* The comparison (sg_fp_compare); with d, every differing node of b is
@@ -289,6 +352,7 @@ static int compare(const sg_fp *a, const sg_fp *b, sg_fp_delta *d)
     dev_ranges dr = { .n = 0 };
     if (d) {
         d->n = 0;
+        d->slab_used = 0;
         d->epoch = b->epoch;
         d->valid = 0;
     }
@@ -310,6 +374,7 @@ static int compare(const sg_fp *a, const sg_fp *b, sg_fp_delta *d)
         if (worst == SG_REASON_TOPOLOGY && !keep) break;
     }
     if (keep) d->valid = 1;
+    if (d) delta_trim(d);
     return worst;
 }
 
@@ -328,8 +393,9 @@ int sg_fp_delta_apply(sg_fp *a, const sg_fp_delta *d)
 void sg_fp_delta_free(sg_fp_delta *d)
 {
     for (size_t k = 0; k < d->cap; k++) sg_fp_node_free(&d->nodes[k]);
-    free(d->nodes);
-    free(d->idx);
+    sg_big_free(d->slab);
+    sg_big_free(d->nodes);
+    sg_big_free(d->idx);
     memset(d, 0, sizeof *d);
 }
 
@@ -338,13 +404,32 @@ void sg_fp_delta_free(sg_fp_delta *d)
 int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len)
 {
     if (len <= n->cap) return 0;
-    uint32_t cap = n->cap ? n->cap : 64;
+    uint32_t cap = n->cap && !n->lent ? n->cap : 64;
     while (cap < len) cap *= 2;
-    unsigned char *p = realloc(n->pay, cap);
-    if (!p) return -1;
+    unsigned char *p;
+    if (n->lent) {                       /* out of its slot in the slab: a buffer of its own */
+        if (!(p = malloc(cap))) return -1;
+        memcpy(p, n->pay, n->cap);
+        n->lent = 0;
+    } else if (!(p = realloc(n->pay, cap))) {
+        return -1;
+    }
     n->pay = p;
     n->cap = cap;
     return 0;
+}
+
+/* Every node of fp stops using fp's slab (a node's slot bytes are lost:
+ * the slab is about to be reused or freed). */
+static void slab_unlend(sg_fp *fp)
+{
+    for (size_t i = 0; i < fp->nodes_cap; i++) {
+        sg_fp_node *n = &fp->nodes[i];
+        if (n->lent) {
+            n->pay = NULL;
+            n->cap = n->lent = 0;
+        }
+    }
 }
 
 
@@ -379,7 +464,7 @@ static int grow_array(void **buf, size_t *cap, size_t n, size_t elem, int zero)
     if (n <= *cap) return 0;
     size_t c = *cap ? *cap : 16;
     while (c < n) c *= 2;
-    void *p = realloc(*buf, c * elem);
+    void *p = sg_big_realloc(*buf, c * elem);
     if (!p) return -1;
     if (zero) memset((char *)p + *cap * elem, 0, (c - *cap) * elem);
     *buf = p;
@@ -392,7 +477,7 @@ static int grow_array(void **buf, size_t *cap, size_t n, size_t elem, int zero)
 static int grow_exact(void **buf, size_t *cap, size_t n, size_t elem, int zero)
 {
     if (n <= *cap) return 0;
-    void *p = realloc(*buf, n * elem);
+    void *p = sg_big_realloc(*buf, n * elem);
     if (!p) return -1;
     if (zero) memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
     *buf = p;
@@ -405,8 +490,34 @@ int sg_fp_copy(sg_fp *dst, const sg_fp *src)
     if (grow_exact((void **)&dst->nodes, &dst->nodes_cap, src->n, sizeof *dst->nodes, 1) ||
         grow_exact((void **)&dst->edges, &dst->edges_cap, src->nedges, sizeof *dst->edges, 0))
         return -1;
-    for (size_t i = 0; i < src->n; i++)
-        if (sg_fp_node_copy(&dst->nodes[i], &src->nodes[i])) return -1;
+    /* the payloads go into one slab, each in a slot of its padded length:
+     * one block instead of one per node (fingerprint.h) */
+    size_t total = 0;
+    for (size_t i = 0; i < src->n; i++) total += SG_FP_PAD32(src->nodes[i].len);
+    slab_unlend(dst);
+    if (total > dst->slab_cap) {
+        unsigned char *slab = sg_big_realloc(dst->slab, total);
+        if (!slab) return -1;
+        dst->slab = slab;
+        dst->slab_cap = total;
+    }
+    unsigned char *at = dst->slab;
+    for (size_t i = 0; i < src->n; i++) {
+        sg_fp_node *d = &dst->nodes[i];
+        const sg_fp_node *sn = &src->nodes[i];
+        uint32_t room = SG_FP_PAD32(sn->len);
+        if (room) {
+            free(d->pay);
+            d->pay = at;
+            d->cap = room;
+            d->lent = 1;
+            memcpy(at, sn->pay, room);   /* the padding too */
+            at += room;
+        }
+        d->k = sn->k;
+        d->len = sn->len;
+        d->pi = sn->pi;
+    }
     if (src->nedges) memcpy(dst->edges, src->edges, src->nedges * sizeof *src->edges);
     dst->n = src->n;
     dst->nedges = src->nedges;
@@ -420,7 +531,7 @@ void sg_fp_shrink(sg_fp *fp)
 {
     if (fp->nodes_cap > fp->n) {
         for (size_t i = fp->n; i < fp->nodes_cap; i++) sg_fp_node_free(&fp->nodes[i]);
-        sg_fp_node *nodes = realloc(fp->nodes, (fp->n ? fp->n : 1) * sizeof *nodes);
+        sg_fp_node *nodes = sg_big_realloc(fp->nodes, (fp->n ? fp->n : 1) * sizeof *nodes);
         if (nodes) {
             fp->nodes = nodes;
             fp->nodes_cap = fp->n ? fp->n : 1;
@@ -429,7 +540,8 @@ void sg_fp_shrink(sg_fp *fp)
         }
     }
     if (fp->edges_cap > fp->nedges) {
-        sg_fp_edge *edges = realloc(fp->edges, (fp->nedges ? fp->nedges : 1) * sizeof *edges);
+        sg_fp_edge *edges =
+            sg_big_realloc(fp->edges, (fp->nedges ? fp->nedges : 1) * sizeof *edges);
         if (edges) {
             fp->edges = edges;
             fp->edges_cap = fp->nedges ? fp->nedges : 1;
@@ -470,70 +582,15 @@ void sg_fp_swap(sg_fp *a, sg_fp *b)
 
 void sg_fp_node_free(sg_fp_node *n)
 {
-    free(n->pay);
+    if (!n->lent) free(n->pay);
     memset(n, 0, sizeof *n);
 }
 
 void sg_fp_free(sg_fp *fp)
 {
-    for (size_t i = 0; i < fp->nodes_cap; i++) free(fp->nodes[i].pay);
-    free(fp->nodes);
-    free(fp->edges);
+    for (size_t i = 0; i < fp->nodes_cap; i++) sg_fp_node_free(&fp->nodes[i]);
+    sg_big_free(fp->slab);
+    sg_big_free(fp->nodes);
+    sg_big_free(fp->edges);
     memset(fp, 0, sizeof *fp);
-}
-
-void sg_fp_scratch_free(sg_fp_scratch *s)
-{
-    free(s->nodes);
-    free(s->from);
-    free(s->to);
-    free(s->edata);
-    sg_fp_map_free(&s->map);
-    memset(s, 0, sizeof *s);
-}
-
-/* ------------------------------------------------------------ node map */
-
-static size_t map_slot(const sg_fp_map *m, CUgraphNode node)
-{
-    return (size_t)sg_hash8(&node) & (m->cap - 1);
-}
-
-int sg_fp_map_build(sg_fp_map *m, const CUgraphNode *nodes, size_t n)
-{
-    size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    if (cap != m->cap) {
-        CUgraphNode *k = realloc(m->keys, cap * sizeof *k);
-        if (k) m->keys = k;
-        uint32_t *v = realloc(m->vals, cap * sizeof *v);
-        if (v) m->vals = v;
-        if (!k || !v) { sg_fp_map_free(m); return -1; }
-        m->cap = cap;
-    }
-    memset(m->keys, 0, cap * sizeof *m->keys);
-    for (size_t i = 0; i < n; i++) {
-        if (!nodes[i]) continue;                 /* a node whose handle is not known */
-        size_t j = map_slot(m, nodes[i]);
-        while (m->keys[j] && m->keys[j] != nodes[i]) j = (j + 1) & (cap - 1);
-        m->keys[j] = nodes[i];
-        m->vals[j] = (uint32_t)i;
-    }
-    return 0;
-}
-
-long sg_fp_map_find(const sg_fp_map *m, CUgraphNode node)
-{
-    if (!m->cap || !node) return -1;
-    for (size_t j = map_slot(m, node);; j = (j + 1) & (m->cap - 1)) {
-        if (m->keys[j] == node) return (long)m->vals[j];
-        if (!m->keys[j]) return -1;
-    }
-}
-
-void sg_fp_map_free(sg_fp_map *m)
-{
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
 }

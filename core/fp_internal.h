@@ -1,7 +1,8 @@
 /*
  * core/fp_internal.h: what the three parts of the fingerprint code share
  * (fp_pinfo.c: the parameter-layout cache; fp_build.c: descriptions built
- * through the driver; fp_compare.c: comparison, ownership, node map).
+ * through the driver, the node map; fp_compare.c: comparison, deltas,
+ * ownership).
  * Not for the rest of core/: fingerprint.h is the interface.
  */
 #ifndef SG_FP_INTERNAL_H
@@ -60,8 +61,11 @@ static inline int v16_zero(sg_v16 v) { return (v[0] | v[1]) == 0; }
  * (the exact one over len bytes decides then). */
 #define SG_FP_PAD32(len) (((len) + 31u) & ~31u)
 
-/* Makes room for `len` payload bytes. Returns 0, or -1 if out of memory.
- * Capacities are 64 << k, so SG_FP_PAD32(len) <= cap always holds. */
+/* Makes room for `len` payload bytes (a slot of the slab that is too small
+ * is left for a buffer of the node's own, its bytes copied). Returns 0, or
+ * -1 if out of memory. Capacities are multiples of 32 (64 << k for a
+ * buffer of the node's own, the padded length for a slot), so
+ * SG_FP_PAD32(len) <= cap always holds. */
 int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len);
 
 /* Zeroes the padding of a payload of len bytes (pay_reserve(len) done);

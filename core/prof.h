@@ -132,7 +132,9 @@ struct sg_prof {
     int launches;
     uint64_t update_ns;
     sg_fp base;             /* L at the first profiled launch */
-    unsigned char **varied; /* per node of base: bytes that differed at some launch */
+    unsigned char *varied;  /* bit per payload byte of base: differed at some launch
+                             * (node i's bits from vbit[i]; one block, not one per node) */
+    size_t *vbit;
     size_t nvaried;
     ppos *pos;
     size_t npos, cappos;

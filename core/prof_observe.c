@@ -44,7 +44,7 @@ static void collect(void *u, sg_prof_pos pos, uint64_t value, const sg_alloc_inf
     hits *hs = u;
     if (hs->n == hs->cap) {
         size_t cap = hs->cap ? 2 * hs->cap : 64;
-        hit *h = realloc(hs->h, cap * sizeof *h);
+        hit *h = sg_big_realloc(hs->h, cap * sizeof *h);
         if (!h) { hs->oom = 1; return; }
         hs->h = h;
         hs->cap = cap;
@@ -88,7 +88,7 @@ static int merge_hits(sg_prof *p, const hits *hs)
     if (!in_place) {
         size_t need = p->npos + hs->n;
         if (need > p->captmp) {
-            ppos *t = realloc(p->tmp, need * sizeof *t);
+            ppos *t = sg_big_realloc(p->tmp, need * sizeof *t);
             if (!t) return -1;
             p->tmp = t;
             p->captmp = need;
@@ -145,6 +145,18 @@ static int merge_hits(sg_prof *p, const hits *hs)
     return 0;
 }
 
+/* Byte x of node i's payload varied (p->varied). */
+static void varied_set(sg_prof *p, size_t i, uint32_t x)
+{
+    size_t b = p->vbit[i] + x;
+    p->varied[b / 8] |= (unsigned char)(1u << (b % 8));
+}
+static int varied_get(const sg_prof *p, size_t i, uint32_t x)
+{
+    size_t b = p->vbit[i] + x;
+    return p->varied[b / 8] >> (b % 8) & 1;
+}
+
 /* Records L at a profiled launch. -1 if out of memory (profiling restarts). */
 int sg_prof_observe(sg_prof *p, const sg_fp *L)
 {
@@ -152,24 +164,29 @@ int sg_prof_observe(sg_prof *p, const sg_fp *L)
     if (p->launches == 0) {
         sg_prof_profile_reset(p);
         if (sg_prof_fp_copy(&p->base, L)) return -1;
-        p->varied = calloc(L->n ? L->n : 1, sizeof *p->varied);
-        if (!p->varied) return -1;
+        if (!(p->vbit = sg_big_realloc(NULL, (L->n + 1) * sizeof *p->vbit))) return -1;
+        size_t bits = 0;
+        for (size_t i = 0; i < L->n; i++) {
+            p->vbit[i] = bits;
+            bits += L->nodes[i].len;
+        }
+        p->vbit[L->n] = bits;
+        if (!(p->varied = sg_big_realloc(NULL, bits / 8 + 1))) return -1;
+        memset(p->varied, 0, bits / 8 + 1);
         p->nvaried = L->n;
-        for (size_t i = 0; i < L->n; i++)
-            if (L->nodes[i].len && !(p->varied[i] = calloc(1, L->nodes[i].len))) return -1;
     } else {
         for (size_t i = 0; i < L->n; i++) {
             const sg_fp_node *a = &p->base.nodes[i], *b = &L->nodes[i];
             if (sg_bytes_eq(a->pay, b->pay, b->len)) continue;
             for (uint32_t x = 0; x < b->len; x++)
-                if (a->pay[x] != b->pay[x]) p->varied[i][x] = 1;
+                if (a->pay[x] != b->pay[x]) varied_set(p, i, x);
         }
     }
     sg_prof_count_state(p, L);
     hits hs = { .ctx = p->ctx };
     sg_prof_scan(L, collect, &hs);
     int rc = hs.oom || merge_hits(p, &hs) ? -1 : 0;
-    free(hs.h);
+    sg_big_free(hs.h);
     if (rc == 0) p->launches++;
     return rc;
 }
@@ -178,9 +195,9 @@ int sg_prof_observe(sg_prof *p, const sg_fp *L)
 
 static int word_varied(const sg_prof *p, uint32_t node, uint32_t off)
 {
-    if (node >= p->nvaried || !p->varied[node] || off + 8 > p->base.nodes[node].len) return 0;
-    for (int b = 0; b < 8; b++)
-        if (p->varied[node][off + b]) return 1;
+    if (node >= p->nvaried || off + 8 > p->base.nodes[node].len) return 0;
+    for (uint32_t b = 0; b < 8; b++)
+        if (varied_get(p, node, off + b)) return 1;
     return 0;
 }
 
@@ -194,7 +211,7 @@ static unsigned scalar_bytes_varied(const sg_prof *p)
         for (uint32_t x = 0; x < len; x++) {
             while (k < p->npos && pos_cmp(p->pos[k].node, p->pos[k].off + 7, (uint32_t)i, x) < 0) k++;
             int covered = k < p->npos && p->pos[k].node == i && p->pos[k].off <= x;
-            if (p->varied[i][x] && !covered) n++;
+            if (!covered && varied_get(p, i, x)) n++;
         }
     }
     return n;

@@ -135,9 +135,10 @@ int sg_prof_same_shape(const sg_fp *a, const sg_fp *b)
 
 void sg_prof_profile_reset(sg_prof *p)
 {
-    for (size_t i = 0; i < p->nvaried; i++) free(p->varied[i]);
-    free(p->varied);
+    sg_big_free(p->varied);
+    sg_big_free(p->vbit);
     p->varied = NULL;
+    p->vbit = NULL;
     p->nvaried = 0;
     p->base.n = p->base.nedges = 0;
     p->npos = 0;
@@ -150,8 +151,8 @@ void sg_prof_profile_free(sg_prof *p)
 {
     sg_prof_profile_reset(p);
     sg_fp_free(&p->base);
-    free(p->pos);
-    free(p->tmp);
+    sg_big_free(p->pos);
+    sg_big_free(p->tmp);
     p->pos = p->tmp = NULL;
     p->cappos = p->captmp = 0;
 }

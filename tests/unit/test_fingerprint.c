@@ -8,16 +8,22 @@
  * function) against the general one: the same bytes, every field's change
  * detected, arguments from a packed block or not, the driver calls counted,
  * both comparison widths; the one-pass comparison that keeps the differing
- * nodes (sg_fp_compare_delta) and applying what it kept; the layout-only
- * read-back (sg_fp_build_layout).
+ * nodes (sg_fp_compare_delta) and applying what it kept, and the room it
+ * gives back; copies' payloads in one slab; the layout-only read-back (sg_fp_build_layout); the blocks of
+ * a graph's size (util.h's sg_big_realloc).
  */
 #include "check.h"
 #include "fake_graph.h"
 #include "core/fingerprint.h"
+#include "core/fp_internal.h"
 
 #include "core/driver.h"
+#include "core/util.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 static const size_t sizes3[] = { 8, 4, 8 };   /* ptr, u32, ptr: a 4-byte gap at 12 */
 static const size_t sizes_dense[] = { 8, 8, 4, 4, 4 };   /* 28 bytes back to back */
@@ -733,6 +739,164 @@ TEST(layout_build_reads_no_attribute)
     sg_fp_free(&layout);
 }
 
+/* memsets of value v[i] (v NULL: all 0) at node i, chained: big enough
+ * (2,048 nodes) that its arrays and a whole delta are mapped blocks. */
+enum { BIG_N = 2048 };
+static void memset_chain(sg_fp *fp, const unsigned *v)
+{
+    sg_fp_free(fp);
+    fp->origin = SG_FP_RECORDED;
+    for (size_t i = 0; i < BIG_N; i++) {
+        CUDA_MEMSET_NODE_PARAMS m = { .dst = FG_DEV_LO + 0x100 * i, .value = v ? v[i] : 0,
+                                      .elementSize = 1, .width = 16, .height = 1 };
+        sg_fp_node *n = sg_fp_push_node(fp);
+        CHECK(n != NULL);
+        CHECK_EQ(sg_fp_memset_desc(n, &m, NULL), 0);
+        if (i) CHECK_EQ(sg_fp_push_edge(fp, (uint32_t)i - 1, (uint32_t)i, NULL), 0);
+    }
+}
+
+/* A delta holds its copies' payloads in a slab of its own, and gives back
+ * the room of a whole-graph change once comparisons have used less than a
+ * quarter of it 8 times in a row (an exec whose first updates changed every
+ * node), and keeps it while whole-graph changes come back within that (no
+ * reallocation each time); what it holds stays exact throughout. */
+TEST(delta_gives_back_unused_room)
+{
+    static unsigned all[BIG_N], one[BIG_N];
+    for (size_t i = 0; i < BIG_N; i++) all[i] = 1;
+    one[5] = 3;
+    sg_fp a = { 0 }, b_all = { 0 }, b_one = { 0 }, c = { 0 };
+    sg_fp_delta d = { 0 };
+    memset_chain(&a, NULL);
+    memset_chain(&b_all, all);
+    memset_chain(&b_one, one);
+    for (int round = 0; round < 3; round++) {         /* whole, then 7 small: kept */
+        CHECK_EQ(sg_fp_compare_delta(&a, &b_all, &d), SG_REASON_MEMSET_CHANGED);
+        CHECK(d.valid);
+        CHECK_EQ(d.n, BIG_N);
+        int in_slab = 1;                              /* copies in the delta's own slab */
+        for (size_t k = 0; k < d.n; k++)
+            in_slab &= d.nodes[k].lent && d.nodes[k].pay >= d.slab &&
+                       d.nodes[k].pay + d.nodes[k].cap <= d.slab + d.slab_used;
+        CHECK(in_slab);
+        for (int k = 0; k < 7; k++) {
+            CHECK_EQ(sg_fp_compare_delta(&a, &b_one, &d), SG_REASON_MEMSET_CHANGED);
+            CHECK_EQ(d.n, 1);
+            CHECK_EQ(d.cap, BIG_N);
+        }
+    }
+    CHECK_EQ(sg_fp_compare_delta(&a, &b_one, &d), SG_REASON_MEMSET_CHANGED);   /* the 8th */
+    CHECK(d.valid);
+    CHECK_EQ(d.n, 1);
+    CHECK(d.cap <= 8);
+    CHECK(d.slab_cap <= 4096);
+    CHECK_EQ(d.idx[0], 5);
+    CHECK_EQ(sg_fp_copy(&c, &a), 0);
+    CHECK_EQ(sg_fp_delta_apply(&c, &d), 0);
+    CHECK_EQ(sg_fp_compare(&c, &b_one), -1);
+    CHECK_EQ(sg_fp_compare_delta(&a, &b_all, &d), SG_REASON_MEMSET_CHANGED);   /* grows again */
+    CHECK_EQ(d.n, BIG_N);
+    CHECK_EQ(sg_fp_copy(&c, &a), 0);
+    CHECK_EQ(sg_fp_delta_apply(&c, &d), 0);
+    CHECK_EQ(sg_fp_compare(&c, &b_all), -1);
+    sg_fp_delta_free(&d);
+    sg_fp_free(&a);
+    sg_fp_free(&b_all);
+    sg_fp_free(&b_one);
+    sg_fp_free(&c);
+}
+
+/* A copy (sg_fp_copy) puts every payload into one slab (fingerprint.h),
+ * reused by the next copy; a node written with a longer payload than its
+ * slot moves to a buffer of its own without touching its neighbours'
+ * slots; the copy compares as the original throughout. */
+TEST(copies_lend_payload_slots_from_one_slab)
+{
+    sg_fp a = { 0 }, c = { 0 };
+    memset_chain(&a, NULL);
+    CHECK_EQ(sg_fp_copy(&c, &a), 0);
+    CHECK(c.slab != NULL);
+    int lent = 1;
+    for (size_t i = 0; i < c.n; i++)
+        lent &= c.nodes[i].lent && c.nodes[i].pay >= c.slab &&
+                c.nodes[i].pay + c.nodes[i].cap <= c.slab + c.slab_cap;
+    CHECK(lent);
+    CHECK_EQ(sg_fp_compare(&c, &a), -1);
+
+    sg_fp_node longer = { 0 };
+    longer.k = a.nodes[3].k;
+    CHECK_EQ(sg_fp_pay_reserve(&longer, 200), 0);
+    for (int i = 0; i < 200; i++) longer.pay[i] = (unsigned char)(i + 1);
+    longer.len = 200;
+    CHECK_EQ(sg_fp_node_copy(&c.nodes[3], &longer), 0);
+    CHECK(!c.nodes[3].lent);
+    CHECK(c.nodes[3].cap >= 200);
+    CHECK(!memcmp(c.nodes[3].pay, longer.pay, 200));
+    CHECK_EQ(sg_fp_node_compare(&a.nodes[2], &c.nodes[2], 0), -1);   /* neighbours intact */
+    CHECK_EQ(sg_fp_node_compare(&a.nodes[4], &c.nodes[4], 0), -1);
+    CHECK(sg_fp_compare(&c, &a) >= 0);
+
+    unsigned char *slab = c.slab;
+    CHECK_EQ(sg_fp_copy(&c, &a), 0);                     /* the slab reused */
+    CHECK(c.slab == slab);
+    CHECK(c.nodes[3].lent);
+    CHECK_EQ(sg_fp_compare(&c, &a), -1);
+    sg_fp_node_free(&longer);
+    sg_fp_free(&a);
+    sg_fp_free(&c);
+}
+
+/* sg_big_realloc keeps the bytes across the heap / mapping boundary both
+ * ways; from SG_BIG_BYTES up a block is a mapping of its own (16 bytes past
+ * a page boundary), which freeing unmaps (not under AddressSanitizer, where
+ * every block stays on the heap for it to check). */
+TEST(big_blocks_keep_their_bytes_and_give_memory_back)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    const int mapped = 0;
+#else
+    const int mapped = 1;
+#endif
+    unsigned char *p = sg_big_realloc(NULL, 100);
+    CHECK(p != NULL);
+    for (int i = 0; i < 100; i++) p[i] = (unsigned char)i;
+    size_t big = SG_BIG_BYTES + 5000;
+    p = sg_big_realloc(p, big);
+    CHECK(p != NULL);
+    int kept = 1;
+    for (int i = 0; i < 100; i++) kept &= p[i] == (unsigned char)i;
+    CHECK(kept);
+    if (mapped) CHECK_EQ((uintptr_t)p % 4096, 16);
+    p[big - 1] = 0xab;
+    p = sg_big_realloc(p, 2 * big);                      /* mapping to mapping */
+    CHECK(p != NULL);
+    CHECK_EQ(p[big - 1], 0xab);
+    for (int i = 0; i < 100; i++) kept &= p[i] == (unsigned char)i;
+    CHECK(kept);
+    unsigned char *page = p - 16, vec;
+    p = sg_big_realloc(p, 50);                           /* back onto the heap */
+    CHECK(p != NULL);
+    for (int i = 0; i < 50; i++) kept &= p[i] == (unsigned char)i;
+    CHECK(kept);
+    if (mapped) {                                        /* the mapping is gone */
+        errno = 0;
+        CHECK_EQ(mincore(page, 4096, &vec), -1);
+        CHECK_EQ(errno, ENOMEM);
+    }
+    sg_big_free(p);
+    unsigned char *q = sg_big_realloc(NULL, big);        /* new, and freed, mapped */
+    CHECK(q != NULL);
+    q[0] = 1;
+    sg_big_free(q);
+    if (mapped) {
+        errno = 0;
+        CHECK_EQ(mincore(q - 16, 4096, &vec), -1);
+        CHECK_EQ(errno, ENOMEM);
+    }
+    sg_big_free(NULL);
+}
+
 int main(void)
 {
     setup();
@@ -752,6 +916,9 @@ int main(void)
     RUN(hint_of_another_size);
     RUN(compare_delta_holds_exactly_the_differing_nodes);
     RUN(layout_build_reads_no_attribute);
+    RUN(delta_gives_back_unused_room);
+    RUN(copies_lend_payload_slots_from_one_slab);
+    RUN(big_blocks_keep_their_bytes_and_give_memory_back);
     sg_fp_free(&fa);
     sg_fp_free(&fb);
     sg_fp_free(&fc);
