@@ -163,6 +163,9 @@ typedef struct sg_fp {
     int unsupported;                 /* some node is SG_FP_UNSUPPORTED */
     unsigned char *slab;             /* the lent payload slots (sg_fp_copy), slab_cap bytes */
     size_t slab_cap;
+    unsigned char *chunk;            /* slots lent node by node (sg_fp_node_lend): the newest
+                                      * chunk, which starts with the previous one's address */
+    size_t chunk_used, chunk_cap;
 } sg_fp;
 
 /* What a comparison found different (sg_fp_compare_delta): b's nodes that
@@ -267,10 +270,19 @@ int sg_fp_copy(sg_fp *dst, const sg_fp *src);
  * caller's to write in full: the sg_fp_*_desc functions do), or NULL if out
  * of memory. */
 sg_fp_node *sg_fp_push_node(sg_fp *fp);
+/* Gives node n of fp, which has no payload buffer, a slot of SG_FP_LEND_BYTES
+ * from fp's chunks (a description built node by node, as a record is: its
+ * payloads then take a few blocks, not one each, and are never on the C
+ * library's heap among the program's blocks). A payload that outgrows the
+ * slot moves to a buffer of its own. Out of memory: n is left without one
+ * (describing it allocates one as before). */
+#define SG_FP_LEND_BYTES 64u
+void sg_fp_node_lend(sg_fp *fp, sg_fp_node *n);
 /* Appends an edge. Returns 0, or -1 if out of memory. */
 int sg_fp_push_edge(sg_fp *fp, uint32_t from, uint32_t to, const void *data8);
-/* Gives back the room past fp's nodes and edges (a fingerprint that is done
- * growing: a finished record). */
+/* Gives back the room past fp's nodes and edges, and the lent slots of
+ * nodes it no longer has (a fingerprint that is done growing: a finished
+ * record). */
 void sg_fp_shrink(sg_fp *fp);
 /* Whether a and b describe the same nodes and edges in the same order,
  * whatever their origins and kernel attributes (the node handles of one can

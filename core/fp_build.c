@@ -493,6 +493,22 @@ int sg_fp_build_layout(sg_fp *fp, CUgraph g, sg_fp_scratch *s)
     return build(fp, g, s, NULL, 0);
 }
 
+int sg_fp_same_order(const sg_fp *a, const sg_fp *b)
+{
+    if (a->n != b->n || a->nedges != b->nedges ||
+        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const sg_fp_node *x = &a->nodes[i], *y = &b->nodes[i];
+        if (x->k.func != y->k.func || x->k.kern != y->k.kern || x->k.type != y->k.type ||
+            x->k.state != y->k.state || memcmp(x->k.grid, y->k.grid, sizeof x->k.grid) ||
+            memcmp(x->k.block, y->k.block, sizeof x->k.block) || x->k.shmem != y->k.shmem ||
+            x->len != y->len || !sg_bytes_eq(x->pay, y->pay, x->len))
+            return 0;
+    }
+    return 1;
+}
+
 void sg_fp_scratch_free(sg_fp_scratch *s)
 {
     sg_big_free(s->nodes);

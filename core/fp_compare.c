@@ -419,8 +419,37 @@ int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len)
     return 0;
 }
 
-/* Every node of fp stops using fp's slab (a node's slot bytes are lost:
- * the slab is about to be reused or freed). */
+void sg_fp_node_lend(sg_fp *fp, sg_fp_node *n)
+{
+    if (n->pay) return;
+    if (fp->chunk_cap - fp->chunk_used < SG_FP_LEND_BYTES) {
+        size_t cap = fp->chunk_cap ? 2 * fp->chunk_cap : 4096;
+        if (cap > ((size_t)1 << 20)) cap = (size_t)1 << 20;
+        unsigned char *c = sg_big_realloc(NULL, cap);
+        if (!c) return;
+        memcpy(c, &fp->chunk, sizeof fp->chunk);       /* the previous chunk */
+        fp->chunk = c;
+        fp->chunk_cap = cap;
+        fp->chunk_used = 32;                            /* slots stay 32-byte aligned */
+    }
+    n->pay = fp->chunk + fp->chunk_used;
+    n->cap = SG_FP_LEND_BYTES;
+    n->lent = 1;
+    fp->chunk_used += SG_FP_LEND_BYTES;
+}
+
+static void chunks_free(sg_fp *fp)
+{
+    while (fp->chunk) {
+        unsigned char *prev;
+        memcpy(&prev, fp->chunk, sizeof prev);
+        sg_big_free(fp->chunk);
+        fp->chunk = prev;
+    }
+}
+
+/* Every node of fp gives back the slot it was lent, if any (its bytes are
+ * lost: the slab is about to be reused or freed). */
 static void slab_unlend(sg_fp *fp)
 {
     for (size_t i = 0; i < fp->nodes_cap; i++) {
@@ -441,22 +470,6 @@ int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src)
     dst->len = src->len;
     dst->pi = src->pi;
     return 0;
-}
-
-int sg_fp_same_order(const sg_fp *a, const sg_fp *b)
-{
-    if (a->n != b->n || a->nedges != b->nedges ||
-        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
-        return 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const sg_fp_node *x = &a->nodes[i], *y = &b->nodes[i];
-        if (x->k.func != y->k.func || x->k.kern != y->k.kern || x->k.type != y->k.type ||
-            x->k.state != y->k.state || memcmp(x->k.grid, y->k.grid, sizeof x->k.grid) ||
-            memcmp(x->k.block, y->k.block, sizeof x->k.block) || x->k.shmem != y->k.shmem ||
-            x->len != y->len || !sg_bytes_eq(x->pay, y->pay, x->len))
-            return 0;
-    }
-    return 1;
 }
 
 static int grow_array(void **buf, size_t *cap, size_t n, size_t elem, int zero)
@@ -527,6 +540,34 @@ int sg_fp_copy(sg_fp *dst, const sg_fp *src)
     return 0;
 }
 
+/* A description done growing keeps its lent slots in one chunk as large as
+ * they need: the slots of nodes dropped since (a record reused for a smaller
+ * graph) would otherwise stay in its chunks, which would then grow with
+ * every capture that adds nodes again. One chunk that is not much larger
+ * than needed (the same graph captured again) is left alone. */
+static void chunks_compact(sg_fp *fp)
+{
+    if (!fp->chunk) return;
+    unsigned char *prev, *c;
+    memcpy(&prev, fp->chunk, sizeof prev);
+    size_t need = 32, at = 32;
+    for (size_t i = 0; i < fp->n; i++)
+        if (fp->nodes[i].lent) need += fp->nodes[i].cap;
+    if ((!prev && fp->chunk_cap <= 2 * need) || !(c = sg_big_realloc(NULL, need))) return;
+    prev = NULL;                                        /* no previous chunk */
+    memcpy(c, &prev, sizeof prev);
+    for (size_t i = 0; i < fp->n; i++) {
+        sg_fp_node *n = &fp->nodes[i];
+        if (!n->lent) continue;
+        memcpy(c + at, n->pay, n->cap);
+        n->pay = c + at;
+        at += n->cap;
+    }
+    chunks_free(fp);
+    fp->chunk = c;
+    fp->chunk_cap = fp->chunk_used = need;
+}
+
 void sg_fp_shrink(sg_fp *fp)
 {
     if (fp->nodes_cap > fp->n) {
@@ -547,6 +588,7 @@ void sg_fp_shrink(sg_fp *fp)
             fp->edges_cap = fp->nedges ? fp->nedges : 1;
         }
     }
+    chunks_compact(fp);
 }
 
 sg_fp_node *sg_fp_push_node(sg_fp *fp)
@@ -590,6 +632,7 @@ void sg_fp_free(sg_fp *fp)
 {
     for (size_t i = 0; i < fp->nodes_cap; i++) sg_fp_node_free(&fp->nodes[i]);
     sg_big_free(fp->slab);
+    chunks_free(fp);
     sg_big_free(fp->nodes);
     sg_big_free(fp->edges);
     memset(fp, 0, sizeof *fp);

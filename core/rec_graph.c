@@ -191,6 +191,7 @@ sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle)
         sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
         return NULL;
     }
+    sg_fp_node_lend(&r->fp, n);
     r->handles[i] = handle;
     if (!handle) r->unknown++;
     else (void)node_name(r, i, handle);

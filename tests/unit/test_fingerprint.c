@@ -9,7 +9,8 @@
  * detected, arguments from a packed block or not, the driver calls counted,
  * both comparison widths; the one-pass comparison that keeps the differing
  * nodes (sg_fp_compare_delta) and applying what it kept, and the room it
- * gives back; copies' payloads in one slab; the layout-only read-back (sg_fp_build_layout); the blocks of
+ * gives back; copies' payloads in one slab, records' in chunks; the
+ * layout-only read-back (sg_fp_build_layout); the blocks of
  * a graph's size (util.h's sg_big_realloc).
  */
 #include "check.h"
@@ -742,7 +743,7 @@ TEST(layout_build_reads_no_attribute)
 /* memsets of value v[i] (v NULL: all 0) at node i, chained: big enough
  * (2,048 nodes) that its arrays and a whole delta are mapped blocks. */
 enum { BIG_N = 2048 };
-static void memset_chain(sg_fp *fp, const unsigned *v)
+static void memset_chain_lent(sg_fp *fp, const unsigned *v, int lend)
 {
     sg_fp_free(fp);
     fp->origin = SG_FP_RECORDED;
@@ -751,10 +752,13 @@ static void memset_chain(sg_fp *fp, const unsigned *v)
                                       .elementSize = 1, .width = 16, .height = 1 };
         sg_fp_node *n = sg_fp_push_node(fp);
         CHECK(n != NULL);
+        if (lend) sg_fp_node_lend(fp, n);
         CHECK_EQ(sg_fp_memset_desc(n, &m, NULL), 0);
         if (i) CHECK_EQ(sg_fp_push_edge(fp, (uint32_t)i - 1, (uint32_t)i, NULL), 0);
     }
 }
+
+static void memset_chain(sg_fp *fp, const unsigned *v) { memset_chain_lent(fp, v, 0); }
 
 /* A delta holds its copies' payloads in a slab of its own, and gives back
  * the room of a whole-graph change once comparisons have used less than a
@@ -847,6 +851,67 @@ TEST(copies_lend_payload_slots_from_one_slab)
     sg_fp_free(&c);
 }
 
+/* A description built node by node with slots lent from its chunks (as a
+ * record is: sg_fp_node_lend) describes the same as one with a buffer per
+ * node; a node given a longer payload moves to a buffer of its own without
+ * touching its neighbours' slots; done growing (sg_fp_shrink), its slots are
+ * in one chunk, which stays bounded when the description is reused for
+ * graphs of other sizes. */
+TEST(records_lend_payload_slots_from_chunks)
+{
+    sg_fp a = { 0 }, r = { 0 };
+    memset_chain(&a, NULL);
+    memset_chain_lent(&r, NULL, 1);
+    CHECK(r.chunk != NULL);
+    int lent = 1;
+    for (size_t i = 0; i < r.n; i++) lent &= r.nodes[i].lent && r.nodes[i].cap == SG_FP_LEND_BYTES;
+    CHECK(lent);
+    CHECK(r.chunk_cap > 4096);                           /* more than one chunk */
+    CHECK_EQ(sg_fp_compare(&a, &r), -1);
+    sg_fp_node longer = { 0 };
+    longer.k = a.nodes[7].k;
+    CHECK_EQ(sg_fp_pay_reserve(&longer, 200), 0);
+    for (int i = 0; i < 200; i++) longer.pay[i] = (unsigned char)(200 - i);
+    longer.len = 200;
+    CHECK_EQ(sg_fp_node_copy(&r.nodes[7], &longer), 0);
+    CHECK(!r.nodes[7].lent);
+    CHECK(!memcmp(r.nodes[7].pay, longer.pay, 200));
+    CHECK_EQ(sg_fp_node_compare(&a.nodes[6], &r.nodes[6], 0), -1);
+    CHECK_EQ(sg_fp_node_compare(&a.nodes[8], &r.nodes[8], 0), -1);
+    sg_fp_node_lend(&r, &r.nodes[7]);                    /* has a buffer: unchanged */
+    CHECK(!r.nodes[7].lent);
+    CHECK_EQ(sg_fp_node_copy(&r.nodes[7], &a.nodes[7]), 0);
+
+    /* done growing: one chunk; reused for graphs of other sizes (a record
+     * from the pool), its chunks stay bounded */
+    sg_fp_shrink(&r);
+    unsigned char *prev;
+    memcpy(&prev, r.chunk, sizeof prev);
+    CHECK(prev == NULL);
+    CHECK_EQ(sg_fp_compare(&a, &r), -1);
+    int bounded = 1, equal = 1;
+    for (int round = 0; round < 40; round++) {
+        size_t n = round % 2 ? BIG_N : BIG_N / 3;
+        r.n = r.nedges = 0;
+        for (size_t i = 0; i < n; i++) {
+            sg_fp_node *x = sg_fp_push_node(&r);
+            CHECK(x != NULL);
+            sg_fp_node_lend(&r, x);
+            CHECK_EQ(sg_fp_node_copy(x, &a.nodes[i]), 0);
+            if (i) CHECK_EQ(sg_fp_push_edge(&r, (uint32_t)i - 1, (uint32_t)i, NULL), 0);
+        }
+        sg_fp_shrink(&r);
+        memcpy(&prev, r.chunk, sizeof prev);
+        bounded &= prev == NULL && r.chunk_cap <= 2 * (32 + n * SG_FP_LEND_BYTES);
+        for (size_t i = 0; i < n; i++) equal &= sg_fp_node_compare(&a.nodes[i], &r.nodes[i], 0) == -1;
+    }
+    CHECK(bounded);
+    CHECK(equal);
+    sg_fp_node_free(&longer);
+    sg_fp_free(&a);
+    sg_fp_free(&r);
+}
+
 /* sg_big_realloc keeps the bytes across the heap / mapping boundary both
  * ways; from SG_BIG_BYTES up a block is a mapping of its own (16 bytes past
  * a page boundary), which freeing unmaps (not under AddressSanitizer, where
@@ -918,6 +983,7 @@ int main(void)
     RUN(layout_build_reads_no_attribute);
     RUN(delta_gives_back_unused_room);
     RUN(copies_lend_payload_slots_from_one_slab);
+    RUN(records_lend_payload_slots_from_chunks);
     RUN(big_blocks_keep_their_bytes_and_give_memory_back);
     sg_fp_free(&fa);
     sg_fp_free(&fb);
