@@ -121,7 +121,8 @@ typedef struct sg_fp_node {
     unsigned char *pay;
     uint32_t len, cap;
     const sg_fp_pinfo *pi;           /* kernel: parameter layout used (a hint; not compared) */
-    uint32_t lent;                   /* pay is a slot of the slab (sg_fp.slab), not its own */
+    uint32_t lent;                   /* pay is a slot lent by its description (sg_fp.slab or
+                                      * .chunk, sg_fp_delta.slab), not its own */
 } sg_fp_node;
 
 typedef struct sg_fp_edge {

@@ -261,6 +261,27 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
     return node_compare(old, nw, params_only, &dr);
 }
 
+/* Makes d a copy of s whose payload lies in slot (SG_FP_PAD32(s->len)
+ * bytes, lent to d; none when s has no payload): a buffer d owned for a
+ * payload is freed. Copies and deltas fill their slabs with it. */
+static void copy_into_slot(sg_fp_node *d, const sg_fp_node *s, unsigned char *slot)
+{
+    uint32_t room = SG_FP_PAD32(s->len);
+    if (room) {
+        memcpy(slot, s->pay, room);      /* the padding too */
+        if (!d->lent) free(d->pay);
+        d->pay = slot;
+        d->cap = room;
+        d->lent = 1;
+    } else if (d->lent) {
+        d->pay = NULL;
+        d->cap = d->lent = 0;
+    }
+    d->k = s->k;
+    d->len = s->len;
+    d->pi = s->pi;
+}
+
 /* Moves d's slab (the payloads of its nodes, in the order of its nodes) to
  * a block of cap bytes (>= slab_used): its nodes follow, the slots past
  * them are dropped. 0, or -1 if out of memory (d unchanged). */
@@ -305,15 +326,7 @@ static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n, size_t max)
         while (want < d->slab_used + room) want *= 2;
         if (delta_slab_resize(d, want) != 0) return -1;
     }
-    sg_fp_node *c = &d->nodes[d->n];
-    if (!c->lent) free(c->pay);
-    c->k = n->k;
-    c->len = n->len;
-    c->pi = n->pi;
-    c->pay = room ? d->slab + d->slab_used : NULL;
-    c->cap = room;
-    c->lent = room != 0;
-    if (room) memcpy(c->pay, n->pay, room);   /* the padding too */
+    copy_into_slot(&d->nodes[d->n], n, d->slab + d->slab_used);
     d->slab_used += room;
     d->idx[d->n++] = (uint32_t)i;
     return 0;
@@ -448,8 +461,8 @@ static void chunks_free(sg_fp *fp)
     }
 }
 
-/* Every node of fp gives back the slot it was lent, if any (its bytes are
- * lost: the slab is about to be reused or freed). */
+/* Every node of fp gives back the slot it was lent, if any, from the slab
+ * or the chunks (its bytes are lost: the slab is about to be reused). */
 static void slab_unlend(sg_fp *fp)
 {
     for (size_t i = 0; i < fp->nodes_cap; i++) {
@@ -516,20 +529,8 @@ int sg_fp_copy(sg_fp *dst, const sg_fp *src)
     }
     unsigned char *at = dst->slab;
     for (size_t i = 0; i < src->n; i++) {
-        sg_fp_node *d = &dst->nodes[i];
-        const sg_fp_node *sn = &src->nodes[i];
-        uint32_t room = SG_FP_PAD32(sn->len);
-        if (room) {
-            free(d->pay);
-            d->pay = at;
-            d->cap = room;
-            d->lent = 1;
-            memcpy(at, sn->pay, room);   /* the padding too */
-            at += room;
-        }
-        d->k = sn->k;
-        d->len = sn->len;
-        d->pi = sn->pi;
+        copy_into_slot(&dst->nodes[i], &src->nodes[i], at);
+        at += SG_FP_PAD32(src->nodes[i].len);
     }
     if (src->nedges) memcpy(dst->edges, src->edges, src->nedges * sizeof *src->edges);
     dst->n = src->n;

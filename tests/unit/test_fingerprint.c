@@ -811,6 +811,17 @@ TEST(delta_gives_back_unused_room)
     sg_fp_free(&c);
 }
 
+/* Node like's key with a 200-byte payload: longer than any slot lent to a
+ * memset node. */
+static sg_fp_node longer_node(const sg_fp_node *like)
+{
+    sg_fp_node x = { .k = like->k };
+    CHECK_EQ(sg_fp_pay_reserve(&x, 200), 0);
+    for (int i = 0; i < 200; i++) x.pay[i] = (unsigned char)(i + 1);
+    x.len = 200;
+    return x;
+}
+
 /* A copy (sg_fp_copy) puts every payload into one slab (fingerprint.h),
  * reused by the next copy; a node written with a longer payload than its
  * slot moves to a buffer of its own without touching its neighbours'
@@ -828,11 +839,7 @@ TEST(copies_lend_payload_slots_from_one_slab)
     CHECK(lent);
     CHECK_EQ(sg_fp_compare(&c, &a), -1);
 
-    sg_fp_node longer = { 0 };
-    longer.k = a.nodes[3].k;
-    CHECK_EQ(sg_fp_pay_reserve(&longer, 200), 0);
-    for (int i = 0; i < 200; i++) longer.pay[i] = (unsigned char)(i + 1);
-    longer.len = 200;
+    sg_fp_node longer = longer_node(&a.nodes[3]);
     CHECK_EQ(sg_fp_node_copy(&c.nodes[3], &longer), 0);
     CHECK(!c.nodes[3].lent);
     CHECK(c.nodes[3].cap >= 200);
@@ -868,11 +875,7 @@ TEST(records_lend_payload_slots_from_chunks)
     CHECK(lent);
     CHECK(r.chunk_cap > 4096);                           /* more than one chunk */
     CHECK_EQ(sg_fp_compare(&a, &r), -1);
-    sg_fp_node longer = { 0 };
-    longer.k = a.nodes[7].k;
-    CHECK_EQ(sg_fp_pay_reserve(&longer, 200), 0);
-    for (int i = 0; i < 200; i++) longer.pay[i] = (unsigned char)(200 - i);
-    longer.len = 200;
+    sg_fp_node longer = longer_node(&a.nodes[7]);
     CHECK_EQ(sg_fp_node_copy(&r.nodes[7], &longer), 0);
     CHECK(!r.nodes[7].lent);
     CHECK(!memcmp(r.nodes[7].pay, longer.pay, 200));
