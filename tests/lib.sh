@@ -27,6 +27,11 @@ check_eq() {
     if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1"; diag "got:  $2" "want: $3"; fi
 }
 
+# san_build: true in a sanitizer build (make SAN=...). $BUILD/san.cfg names
+# the sanitizers; the normal build's holds one empty line, so its size says
+# nothing.
+san_build() { grep -qs '[a-z]' "$BUILD/san.cfg"; }
+
 # emu CMD...: runs CMD on the emulated driver.
 emu() { LD_LIBRARY_PATH="$EMU_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 

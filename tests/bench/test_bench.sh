@@ -346,7 +346,7 @@ check "fake_bad: results.csv marks them" grep -q "CHECKSUM MISMATCH" "$TMP/bad/r
 # recapture_temps, 16 nodes, under off; callgrind with 1 and 2 steps (not in
 # sanitizer builds: valgrind and ASan do not mix), plots when gnuplot is here.
 cg=16
-if ! command -v valgrind >/dev/null || grep -qs "[a-z]" "$BUILD/san.cfg"; then cg=""; fi
+if ! command -v valgrind >/dev/null || san_build; then cg=""; fi
 plots=--no-plots
 command -v gnuplot >/dev/null && plots=
 $PY "$BENCH" --build "$BUILD" --out "$TMP/real" --workloads recapture_temps --sizes 16 --steps 2 \

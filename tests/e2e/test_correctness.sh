@@ -58,7 +58,11 @@ grep -qs address "$BUILD/san.cfg" && TO=${ADV_TIMEOUT:-40}
 # paths, which delay 0 reaches, and both delays took 242 s of the CI's 900 s
 # under ASan on 2 cores (2026-12-06). Set ADV_DELAYS="0 200" to run both.
 DELAYS=${ADV_DELAYS:-0 200}
-grep -qs "[a-z]" "$BUILD/san.cfg" && DELAYS=${ADV_DELAYS:-0}
+san_build && DELAYS=${ADV_DELAYS:-0}
+[[ $DELAYS =~ ^[0-9]+([[:space:]]+[0-9]+)*$ ]] || {
+    echo "test_correctness: ADV_DELAYS must be delays in microseconds separated by spaces, not '$DELAYS'" >&2
+    exit 2
+}
 # The 256 MiB memory cases write hundreds of MiB of fresh emulated device
 # memory (every cuMemAlloc of the emulated driver is a new mapping): their
 # baselines took 3-5 s alone on an idle 2-core machine and passed 10 s beside

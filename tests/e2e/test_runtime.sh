@@ -44,7 +44,7 @@ fi
 # own (uninstrumented) allocations behind; the library's and the emulator's
 # paths are leak-checked by instrumented tests.
 san_pre=
-if [ -s "$BUILD/san.cfg" ]; then
+if san_build; then
     san_pre=$(ldd "$LIB" | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
     export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 fi
