@@ -8,10 +8,13 @@
 # In `make test`: the CI subset (one workload per policy, every call, failing
 # the 1st and every call, OUT_OF_MEMORY and INVALID_VALUE), < 60 s even under
 # ASan on 2 cores. FAULT_MATRIX=full: every workload, the four errors, the
-# 1st, 2nd and every call. The table goes to $BUILD/fault-matrix.md.
+# 1st, 2nd and every call. The table goes to $BUILD/test-logs/fault-matrix.md
+# (beside the tests' logs: the rest of $BUILD is the build's, and test_build
+# checks that nothing there changes while the suite runs make -n).
 # Leak check: run the suite on a SAN=address,undefined build (LeakSanitizer
 # checks every cell at exit); a normal build checks results only.
 . "$(dirname "$0")/../lib.sh"
-args=(--build "$BUILD" --md "$BUILD/fault-matrix.md")
+mkdir -p "$BUILD/test-logs"
+args=(--build "$BUILD" --md "$BUILD/test-logs/fault-matrix.md")
 [ "${FAULT_MATRIX:-}" = full ] && args+=(--full)
 python3 "$SRC/tests/e2e/fault_matrix.py" "${args[@]}"

@@ -28,12 +28,16 @@
 #      comparison.
 # It writes ONE summary file: $OUT/gpu-summary.txt if OUT is set, else
 # $BUILD/gpu/summary.txt. Each program's output is kept in $BUILD/gpu/logs/
-# (and, when OUT is set, archived as $OUT/gpu-logs.tar.gz).
+# or the --logs directory, emptied first (and, when OUT is set, archived as
+# $OUT/gpu-logs.tar.gz).
 # Without a GPU it says so in the summary and exits 0 without running
 # anything. Exit status: 1 if any check FAILED (skips do not count), else 0.
 #
-# Usage: tests/gpu/run-all.sh [--summary FILE] [--budget SECONDS]
+# Usage: tests/gpu/run-all.sh [--summary FILE] [--logs DIR] [--budget SECONDS]
 #                             [--timing-nodes "256 4096"] [--emulator]
+#   --logs DIR   the programs' logs go to DIR instead of $BUILD/gpu/logs
+#                (the test suite runs the kit on a shared build directory
+#                and keeps its writes out of it)
 #   --emulator   a rehearsal of stages 2-4 on the emulated driver (no GPU
 #                needed; the summary says in its header and its timing
 #                table that nothing in it is a GPU result)
@@ -54,6 +58,7 @@ logs=$KIT_BUILD/gpu/logs
 while [ $# -gt 0 ]; do
     case "$1" in
     --summary) summary=$2; shift 2 ;;
+    --logs) logs=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --timing-nodes) timing_nodes=$2; shift 2 ;;
     --emulator) mode=emulator; shift ;;

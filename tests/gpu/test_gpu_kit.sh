@@ -37,7 +37,7 @@ RUNALL=$SRC/tests/gpu/run-all.sh
 # exit would lose the output; the library's own paths are leak-checked by
 # the instrumented tests.
 san_pre=
-if [ -s "$BUILD/san.cfg" ]; then
+if san_build; then
     san_pre=$(ldd "$BUILD/libstablegraph.so" | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
 fi
 kitprog() {
@@ -170,7 +170,10 @@ KIT_DRIVER_PATH=$(kit_strip_emulator "${LD_LIBRARY_PATH:-}")
 if kit_detect_gpu; then
     ok "# SKIP this machine has a GPU ($KIT_GPU_NAME): run-all.sh would run the whole kit"
 else
-    out=$(BUILD=$BUILD OUT="" "$RUNALL" --summary "$TMP/none.txt" 2>&1); rc=$?
+    # Its logs go to $TMP: $BUILD is shared with the tests running beside this
+    # one, and test_build checks that nothing in it changes under make -n.
+    touch "$TMP/before-runall"
+    out=$(BUILD=$BUILD OUT="" "$RUNALL" --summary "$TMP/none.txt" --logs "$TMP/logs" 2>&1); rc=$?
     check_eq "no GPU: run-all.sh exits 0" "$rc" 0
     check "no GPU: the summary says so" grep -q '^gpu: *none' "$TMP/none.txt"
     check "no GPU: the summary says nothing was run" grep -q '^mode: *no GPU: nothing was run' "$TMP/none.txt"
@@ -178,8 +181,11 @@ else
     check "no GPU: the emulated driver in LD_LIBRARY_PATH was ignored, and said so" \
         grep -q "emulated driver ignored" "$TMP/none.txt"
     mkdir -p "$TMP/out"
-    OUT=$TMP/out BUILD=$BUILD "$RUNALL" >/dev/null 2>&1
+    OUT=$TMP/out BUILD=$BUILD "$RUNALL" --logs "$TMP/logs" >/dev/null 2>&1
     check "with OUT set, the summary is \$OUT/gpu-summary.txt" test -s "$TMP/out/gpu-summary.txt"
+    check "--logs: the logs went to the directory given" test -d "$TMP/logs"
+    check_eq "--logs: nothing in \$BUILD/gpu written" \
+        "$(find "$BUILD/gpu" -newer "$TMP/before-runall" 2>/dev/null)" ""
 fi
 "$RUNALL" --bogus >/dev/null 2>&1
 check_eq "run-all.sh: an unknown option exits 2" "$?" 2
