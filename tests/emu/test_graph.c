@@ -695,6 +695,109 @@ TEST(kernel_node_attributes)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
+/* Stream attributes (cuStreamSetAttribute / GetAttribute / CopyAttributes):
+ * the five valid for streams, priority clamped as at creation and seen by
+ * cuStreamGetPriority; a kernel captured on the stream takes its access
+ * policy window and priority as node attributes. cuGraphExecUpdate's
+ * documented attribute rules: under CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY
+ * a node's priority cannot change, and a node cannot become cooperative. */
+static CUgraph capture_fill(CUstream s, CUdeviceptr a, gu_args *args)
+{
+    CUgraph g = NULL;
+    gu_kp_fill(args, a, 7);
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(gu_launch(k_fill, s, args), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    return g;
+}
+
+static CUkernelNodeAttrValue first_node_attr(CUgraph g, CUlaunchAttributeID id)
+{
+    CUgraphNode n;
+    size_t cnt = 1;
+    CUkernelNodeAttrValue v;
+    memset(&v, 0xcd, sizeof v);
+    CHECK_CU(cuGraphGetNodes(g, &n, &cnt), CUDA_SUCCESS);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(n, id, &v), CUDA_SUCCESS);
+    return v;
+}
+
+TEST(stream_attributes)
+{
+    CUdeviceptr a = gu_alloc();
+    CUstream s, t;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUstreamAttrValue v, got;
+    memset(&got, 0xcd, sizeof got);
+    CHECK_CU(cuStreamGetAttribute(s, CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, &got), CUDA_SUCCESS);
+    CHECK_EQ(got.syncPolicy, CU_SYNC_POLICY_AUTO);
+    CHECK_CU(cuStreamGetAttribute(s, CU_STREAM_ATTRIBUTE_PRIORITY, &got), CUDA_SUCCESS);
+    CHECK_EQ(got.priority, 0);
+    /* refused: NULL, an id not valid for streams, a bad policy */
+    memset(&v, 0, sizeof v);
+    CHECK_CU(cuStreamGetAttribute(s, CU_STREAM_ATTRIBUTE_PRIORITY, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamSetAttribute(s, CU_STREAM_ATTRIBUTE_PRIORITY, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v), CUDA_ERROR_INVALID_VALUE);
+    v.syncPolicy = (CUsynchronizationPolicy)9;
+    CHECK_CU(cuStreamSetAttribute(s, CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v),
+             CUDA_ERROR_INVALID_VALUE);
+    /* set: priority clamped, the window kept */
+    memset(&v, 0, sizeof v);
+    v.priority = -9;
+    CHECK_CU(cuStreamSetAttribute(s, CU_STREAM_ATTRIBUTE_PRIORITY, &v), CUDA_SUCCESS);
+    int prio = 0;
+    CHECK_CU(cuStreamGetPriority(s, &prio), CUDA_SUCCESS);
+    CHECK_EQ(prio, -5);
+    memset(&v, 0, sizeof v);
+    v.accessPolicyWindow.base_ptr = (void *)(uintptr_t)a;
+    v.accessPolicyWindow.num_bytes = 4096;
+    v.accessPolicyWindow.hitRatio = 0.5f;
+    v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
+    CHECK_CU(cuStreamSetAttribute(s, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v), CUDA_SUCCESS);
+    /* copied */
+    CHECK_CU(cuStreamCopyAttributes(t, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamGetAttribute(t, CU_STREAM_ATTRIBUTE_PRIORITY, &got), CUDA_SUCCESS);
+    CHECK_EQ(got.priority, -5);
+    CHECK_CU(cuStreamGetAttribute(t, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &got), CUDA_SUCCESS);
+    CHECK_EQ(got.accessPolicyWindow.num_bytes, 4096);
+    /* taken by the kernels captured on the stream */
+    gu_args args;
+    CUgraph g = capture_fill(t, a, &args);
+    CHECK_EQ(first_node_attr(g, CU_LAUNCH_ATTRIBUTE_PRIORITY).priority, -5);
+    CHECK_EQ(first_node_attr(g, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW).accessPolicyWindow.num_bytes, 4096);
+    /* the update rules */
+    CUgraphExec eprio, eplain;
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphInstantiateWithFlags(&eprio, g, CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY),
+             CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiateWithFlags(&eplain, g, 0), CUDA_SUCCESS);
+    memset(&v, 0, sizeof v);
+    CHECK_CU(cuStreamSetAttribute(t, CU_STREAM_ATTRIBUTE_PRIORITY, &v), CUDA_SUCCESS);
+    CUgraph g2 = capture_fill(t, a, &args);
+    CHECK_EQ(first_node_attr(g2, CU_LAUNCH_ATTRIBUTE_PRIORITY).priority, 0);
+    CHECK_CU(cuGraphExecUpdate_v2(eprio, g2, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED);
+    CHECK_CU(cuGraphExecUpdate_v2(eplain, g2, &info), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate_v2(eprio, g, &info), CUDA_SUCCESS);   /* same priority */
+    CUgraphNode n;
+    size_t cnt = 1;
+    CHECK_CU(cuGraphGetNodes(g2, &n, &cnt), CUDA_SUCCESS);
+    CUkernelNodeAttrValue c;
+    memset(&c, 0, sizeof c);
+    c.cooperative = 1;
+    CHECK_CU(cuGraphKernelNodeSetAttribute(n, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &c), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate_v2(eplain, g2, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED);
+    CHECK_CU(cuGraphExecDestroy(eprio), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(eplain), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(t), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
 /* cuGraphDestroyNode: "Removes hNode from its graph. This operation also
  * severs any dependencies of other nodes on hNode and vice versa. Nodes which
  * belong to a graph which contains allocation or free nodes cannot be
@@ -897,6 +1000,7 @@ int main(void)
     RUN(instantiate_variants);
     RUN(clone_is_independent);
     RUN(kernel_node_attributes);
+    RUN(stream_attributes);
     RUN(node_enable);
     RUN(destroy_node);
     RUN(fork_right_after_a_launch);

@@ -2,8 +2,8 @@
  * emu_exec_update.c: changing a graph exec of the emulated CUDA driver: the
  * per-node set-params calls (cuGraphExec*NodeSetParams, cuGraphExecNodeSetParams),
  * enabling and disabling nodes, and cuGraphExecUpdate (_v2 and the legacy
- * one: topology, node types and the allowed parameter changes checked,
- * CUgraphExecUpdateResultInfo filled).
+ * one: topology, node types, the allowed parameter changes and the kernel
+ * attribute rules checked, CUgraphExecUpdateResultInfo filled).
  *
  * Locks: exec->lock (emu_graph.h) around every change of an exec's nodes.
  */
@@ -197,6 +197,19 @@ EMU_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode
 
 /* --------------------------------------------------------------- update */
 
+/* The documented attribute rules of a whole-graph update of a kernel node:
+ * a cooperative node stays cooperative (and a plain one plain), and an exec
+ * instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY keeps each
+ * node's priority. */
+static int attrs_may_change(CUgraphExec e, const emu_nparams *old, const emu_nparams *nw)
+{
+    if (!old->attr[CU_LAUNCH_ATTRIBUTE_COOPERATIVE].cooperative !=
+        !nw->attr[CU_LAUNCH_ATTRIBUTE_COOPERATIVE].cooperative)
+        return 0;
+    return !(e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY) ||
+           old->attr[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority == nw->attr[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority;
+}
+
 /* Checks that g can update e (topology, node types, parameter changes) and
  * fills *info; on success copies every node's parameters into e. */
 static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
@@ -227,6 +240,10 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
         info->errorNode = g->nodes[i];
         if (np->type != old->type) { res = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED; goto fail; }
         if ((res = emu_nparams_change_check(old, np, 0)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) goto fail;
+        if (np->type == CU_GRAPH_NODE_TYPE_KERNEL && !attrs_may_change(e, old, np)) {
+            res = CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED;
+            goto fail;
+        }
     }
     info->errorNode = NULL;
     emu_nparams *fresh = calloc(g->n ? g->n : 1, sizeof *fresh);

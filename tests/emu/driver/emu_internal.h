@@ -355,6 +355,9 @@ struct emu_work {
 CUresult emu_stream_get(CUstream h, int per_thread, emu_stream **out);
 /* The stream's context and device. */
 CUcontext emu_stream_ctx(emu_stream *s);
+/* The launch attributes a kernel captured on s takes (attr: by id, at least
+ * CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN + 1 entries; the others untouched). */
+void emu_stream_node_attrs(emu_stream *s, CUkernelNodeAttrValue *attr);
 /* Enqueues work (takes ownership, also on failure). Applies the legacy
  * stream's implicit synchronization. Never called for a capturing stream. */
 CUresult emu_stream_enqueue(emu_stream *s, emu_work *w);

@@ -127,6 +127,7 @@ void emu_stream_unref(emu_stream *s)
 {
     if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->attr_lock);
     pthread_cond_destroy(&s->cond);
     free(s);
 }
@@ -264,6 +265,8 @@ static emu_stream *stream_new(CUcontext ctx, enum stream_kind kind, unsigned fla
     s->kind = kind;
     s->flags = flags;
     s->priority = priority;
+    pthread_mutex_init(&s->attr_lock, NULL);
+    s->sync = CU_SYNC_POLICY_AUTO;
     s->owner = pthread_self();
     s->refs = 2;                    /* the caller's and the worker's */
     pthread_mutex_init(&s->lock, NULL);
@@ -882,7 +885,9 @@ static CUresult stream_get_priority(CUstream h, int pt, int *priority)
     if (!priority) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&s->attr_lock);
     *priority = s->priority;
+    pthread_mutex_unlock(&s->attr_lock);
     return CUDA_SUCCESS;
 }
 
@@ -896,6 +901,134 @@ EMU_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
 {
     EMU_ENTRY_INIT();
     return stream_get_priority(hStream, 1, priority);
+}
+
+/* ------------------------------------------------------------ attributes */
+
+/* Stream attributes (cuStreamSetAttribute, cuStreamGetAttribute,
+ * cuStreamCopyAttributes): the five CUDA documents as valid for streams.
+ * They apply to work submitted afterwards; kernels captured on the stream
+ * take its access policy window, priority and memory synchronization domain
+ * and map as node attributes (emu_stream_node_attrs). Priority is the
+ * stream's own, clamped as at creation. Other ids: CUDA_ERROR_INVALID_VALUE. */
+static int stream_attr_id(CUstreamAttrID id)
+{
+    switch ((int)id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Reads (set 0) or writes (set 1) attribute id of s through *v (attr_lock held). */
+static void stream_attr_io(emu_stream *s, CUstreamAttrID id, CUstreamAttrValue *v, int set)
+{
+#define IO_(field, member) (set ? (void)(s->field = v->member) : (void)(v->member = s->field))
+    switch ((int)id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: IO_(apw, accessPolicyWindow); break;
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: IO_(sync, syncPolicy); break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: IO_(domain_map, memSyncDomainMap); break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: IO_(domain, memSyncDomain); break;
+    default:
+        if (set) s->priority = v->priority > 0 ? 0 : v->priority < -5 ? -5 : v->priority;
+        else v->priority = s->priority;
+        break;
+    }
+#undef IO_
+}
+
+static CUresult stream_attr(CUstream h, int pt, CUstreamAttrID id, CUstreamAttrValue *v, int set)
+{
+    emu_stream *s;
+    if (!v || !stream_attr_id(id)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_stream_get(h, pt, &s);
+    if (r != CUDA_SUCCESS) return r;
+    if (set && id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY &&
+        (v->syncPolicy < CU_SYNC_POLICY_AUTO || v->syncPolicy > CU_SYNC_POLICY_BLOCKING_SYNC))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&s->attr_lock);
+    stream_attr_io(s, id, v, set);
+    pthread_mutex_unlock(&s->attr_lock);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value)
+{
+    EMU_ENTRY_INIT();
+    CUstreamAttrValue v;
+    if (value) v = *value;
+    return stream_attr(hStream, 0, attr, value ? &v : NULL, 1);
+}
+
+EMU_EXPORT CUresult cuStreamSetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value)
+{
+    EMU_ENTRY_INIT();
+    CUstreamAttrValue v;
+    if (value) v = *value;
+    return stream_attr(hStream, 1, attr, value ? &v : NULL, 1);
+}
+
+EMU_EXPORT CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out)
+{
+    EMU_ENTRY_INIT();
+    return stream_attr(hStream, 0, attr, value_out, 0);
+}
+
+EMU_EXPORT CUresult cuStreamGetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out)
+{
+    EMU_ENTRY_INIT();
+    return stream_attr(hStream, 1, attr, value_out, 0);
+}
+
+/* Both streams must belong to one context. */
+static CUresult stream_copy_attrs(CUstream dst, CUstream src, int pt)
+{
+    static const CUstreamAttrID ids[] = {
+        CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+        CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+        CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+    };
+    emu_stream *d, *s;
+    CUresult r = emu_stream_get(dst, pt, &d);
+    if (r == CUDA_SUCCESS) r = emu_stream_get(src, pt, &s);
+    if (r != CUDA_SUCCESS) return r;
+    if (d->ctx != s->ctx) return CUDA_ERROR_INVALID_VALUE;
+    CUstreamAttrValue v[sizeof ids / sizeof ids[0]];
+    memset(v, 0, sizeof v);
+    pthread_mutex_lock(&s->attr_lock);             /* one at a time: leaf locks */
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) stream_attr_io(s, ids[i], &v[i], 0);
+    pthread_mutex_unlock(&s->attr_lock);
+    pthread_mutex_lock(&d->attr_lock);
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) stream_attr_io(d, ids[i], &v[i], 1);
+    pthread_mutex_unlock(&d->attr_lock);
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
+{
+    EMU_ENTRY_INIT();
+    return stream_copy_attrs(dst, src, 0);
+}
+
+EMU_EXPORT CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src)
+{
+    EMU_ENTRY_INIT();
+    return stream_copy_attrs(dst, src, 1);
+}
+
+void emu_stream_node_attrs(emu_stream *s, CUkernelNodeAttrValue *attr)
+{
+    pthread_mutex_lock(&s->attr_lock);
+    attr[CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW].accessPolicyWindow = s->apw;
+    attr[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority = s->priority;
+    attr[CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP].memSyncDomainMap = s->domain_map;
+    attr[CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN].memSyncDomain = s->domain;
+    pthread_mutex_unlock(&s->attr_lock);
 }
 
 /* Host functions and callbacks run on the worker, in stream order. */

@@ -12,6 +12,8 @@
  * Lock order (never take an earlier one while holding a later one):
  *   emu_ev_lock (emu_event.c) -> ctx->lock (emu_core.c) -> streams_lock -> s->lock
  *   -> tok_lock (emu_exec.c: a graph launch's completion hook, a leaf).
+ * s->attr_lock (a stream's attributes and priority) is a leaf too: nothing
+ * else is taken while it is held.
  */
 #ifndef EMU_STREAM_H
 #define EMU_STREAM_H
@@ -25,7 +27,12 @@ struct emu_stream {
     int device;
     enum stream_kind kind;
     unsigned flags;                 /* CU_STREAM_* given at creation */
-    int priority;
+    int priority;                   /* creation's; then cuStreamSetAttribute's (attr_lock) */
+    pthread_mutex_t attr_lock;      /* a leaf lock: priority after creation, the attributes */
+    CUaccessPolicyWindow apw;       /* the launch attributes cuStreamSetAttribute sets; */
+    CUsynchronizationPolicy sync;   /* kernels captured on the stream take all but sync */
+    CUlaunchMemSyncDomainMap domain_map;
+    CUlaunchMemSyncDomain domain;
     pthread_t owner;                /* S_PER_THREAD: the thread it belongs to */
     int refs;                       /* atomic: handle/owner, worker, events, deps */
     struct emu_capture *capture;    /* atomic, owned by emu_capture.c */
