@@ -87,6 +87,8 @@ typedef enum {
                              * wait / write value, dependency update, ...) */
     SG_GB_SYNC_OP,          /* a synchronous copy or memset (never recorded) */
     SG_GB_STREAM_CREATE,    /* u.create_stream: a stream with a priority */
+    SG_GB_STREAM_ATTR,      /* stream: its launch attributes set (cuStreamSetAttribute)
+                             * or copied from another (cuStreamCopyAttributes) */
     SG_GB_CAPTURE_INFO,     /* u.capinfo: cuStreamGetCaptureInfo_v2/_v3 (the stream's
                              * last nodes, which name captured nodes) */
     /* explicit graph calls */

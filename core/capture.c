@@ -16,11 +16,13 @@
  * recorded in a capturing stream carries that stream's last nodes; a stream
  * that waits on it adds them to its own (or, not capturing yet, joins the
  * capture with them). Every other operation on a capturing stream spoils
- * the record; so does a capture on a stream created with a priority (its
- * kernels take it as an attribute).
+ * the record; so does a capture on, or joined by, a stream created with a
+ * priority or given launch attributes (cuStreamSetAttribute,
+ * cuStreamCopyAttributes): its kernels take them as node attributes, which
+ * the recorder does not model.
  *
  * Locks: rec_lock (rec_internal.h) guards the captures, the stream and event
- * entries and the priority set; it is held across the forward of an
+ * entries (and rec_marks.c's marked streams); it is held across the forward of an
  * asynchronous operation on a capturing stream, so that records are made in
  * the driver's order. The count is atomic.
  */
@@ -71,14 +73,9 @@ typedef struct evstate {            /* an event recorded in a capture */
     deps d;
 } evstate;
 
-typedef struct prio {               /* a stream created with a priority */
-    CUstream s;
-    UT_hash_handle hh;
-} prio;
 
 static sstate *streams;
 static evstate *events;
-static prio *prios;
 static uint64_t streams_gen = 1;    /* bumped at every add and delete of a stream entry */
 
 /* The last stream a thread looked up, and what it found (NULL: none), valid
@@ -171,12 +168,6 @@ static void event_del(evstate *e)
     free(e);
 }
 
-static int has_priority(CUstream s)
-{
-    prio *p;
-    HASH_FIND_PTR(prios, &s, p);
-    return p != NULL;
-}
 
 /* Ends capture c: its record goes to the table (graph g) or is dropped
  * (g NULL); its streams and events are forgotten (rec_lock held). */
@@ -225,7 +216,8 @@ static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call 
             cap_end(cp, NULL);
         } else if (cp->rec) {
             if (c->u.capture.to_graph) sg_grecord_spoil(cp->rec, SG_READBACK_CAPTURE_TO_GRAPH);
-            if (hs && has_priority(hs)) sg_grecord_spoil(cp->rec, SG_READBACK_STREAM_PRIORITY);
+            sg_readback why = sg_rec_marked(key);
+            if (why != SG_READBACK_NONE) sg_grecord_spoil(cp->rec, why);
         }
     }
     sg_lock_drop(&sg_rec_lock);
@@ -419,7 +411,7 @@ static void event_record(sstate *s, const sg_gb *gb)
 }
 
 /* cuStreamWaitEvent of stream key on an event (rec_lock held). */
-static void event_wait(sstate *s, sg_stream_id key, CUstream hs, const sg_gb *gb, evstate *e)
+static void event_wait(sstate *s, sg_stream_id key, const sg_gb *gb, evstate *e)
 {
     if (gb->u.event.flags & CU_EVENT_WAIT_EXTERNAL) {
         if (s) spoil(s->c, SG_READBACK_UNMODELED_CALL);
@@ -435,7 +427,8 @@ static void event_wait(sstate *s, sg_stream_id key, CUstream hs, const sg_gb *gb
             spoil(e->c, SG_READBACK_OUT_OF_MEMORY);
             return;
         }
-        if (hs && has_priority(hs)) spoil(e->c, SG_READBACK_STREAM_PRIORITY);
+        sg_readback why = sg_rec_marked(key);
+        if (why != SG_READBACK_NONE) spoil(e->c, why);
         return;
     }
     if (s->c != e->c) {                        /* across captures: not modeled */
@@ -492,7 +485,7 @@ static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
             event_record(s, gb);
             break;
         case SG_GB_EVENT_WAIT:
-            event_wait(s, key, hs, gb, e);
+            event_wait(s, key, gb, e);
             break;
         default:
             if (s) spoil(s->c, SG_READBACK_UNMODELED_CALL);
@@ -529,28 +522,26 @@ static CUresult stream_create(const sg_call *c, CUresult (*route)(const sg_call 
     const sg_gb *gb = c->gb;
     if (rc != CUDA_SUCCESS || !sg_rec_on || !gb->u.create_stream.priority || !gb->u.create_stream.out)
         return rc;
-    prio *p = malloc(sizeof *p);
     sg_lock_take(&sg_rec_lock);
-    if (!p) {                                  /* cannot remember it: trust no capture */
-        sg_rec_taint();
-        sg_lock_drop(&sg_rec_lock);
-        return rc;
-    }
-    p->s = *gb->u.create_stream.out;
-    prio *old;
-    HASH_FIND_PTR(prios, &p->s, old);
-    if (old) {
-        free(p);
-    } else {
-        sg_rec_oom = 0;
-        HASH_ADD_PTR(prios, s, p);
-        if (sg_rec_oom) {
-            free(p);
-            sg_rec_taint();                    /* cannot remember it: trust no capture */
-        }
-    }
+    sg_rec_mark(sg_stream_id_of(*gb->u.create_stream.out, 0), SG_READBACK_STREAM_PRIORITY);
     sg_lock_drop(&sg_rec_lock);
     return rc;
+}
+
+/* cuStreamSetAttribute, cuStreamCopyAttributes: kernels captured on the
+ * stream from now on take its attributes. Marked before the driver applies
+ * them (a failed call leaves a mark: slower, never wrong); a capture the
+ * stream takes part in now is spoiled too. */
+static CUresult stream_attr(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    if (!sg_rec_on) return route(c);
+    sg_stream_id key = sg_stream_id_of(c->gb->stream, c->per_thread);
+    sg_lock_take(&sg_rec_lock);
+    sg_rec_mark(key, SG_READBACK_STREAM_ATTRIBUTES);
+    sstate *s = stream_find(key);
+    if (s) spoil(s->c, SG_READBACK_STREAM_ATTRIBUTES);
+    sg_lock_drop(&sg_rec_lock);
+    return route(c);
 }
 
 /* ------------------------------------------------------------ entry */
@@ -580,6 +571,8 @@ CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
         return stream_op(c, route);
     case SG_GB_STREAM_CREATE:
         return stream_create(c, route);
+    case SG_GB_STREAM_ATTR:
+        return stream_attr(c, route);
     case SG_GB_CAPTURE_INFO:
         return capture_info(c, route);
     default:
@@ -591,13 +584,8 @@ void sg_rec_stream_gone(CUstream hs)
 {
     if (!sg_rec_on) return;
     sg_lock_take(&sg_rec_lock);
-    prio *p;
-    HASH_FIND_PTR(prios, &hs, p);
-    if (p) {
-        HASH_DEL(prios, p);
-        free(p);
-    }
     sg_stream_id key = sg_stream_id_of(hs, 0);
+    sg_rec_unmark(key);
     sstate *s = stream_find(key);
     if (s) {
         if (sg_stream_id_eq(s->c->origin, key)) {
@@ -629,11 +617,7 @@ void sg_rec_reset(void)
     while (streams) cap_end(streams->c, NULL);   /* every entry of that capture goes */
     evstate *e, *et;
     HASH_ITER(hh, events, e, et) event_del(e);
-    prio *p, *pt;
-    HASH_ITER(hh, prios, p, pt) {
-        HASH_DEL(prios, p);
-        free(p);
-    }
+    sg_rec_marks_reset();
     free(spare_cap);
     spare_cap = NULL;
     while (nspare_streams) {

@@ -1,8 +1,9 @@
 /*
- * core/rec_internal.h: what the recorder's two files share: rec_graph.c (the
+ * core/rec_internal.h: what the recorder's files share: rec_graph.c (the
  * table of graph records, the explicit graph API, the checks and fetches of
- * the exec side) and capture.c (captures in progress and the stream
- * operations they record). Not for the rest of core/: record.h is the
+ * the exec side), capture.c (captures in progress and the stream
+ * operations they record) and rec_marks.c (streams whose kernels take
+ * attributes). Not for the rest of core/: record.h is the
  * interface. Locks: record.h.
  */
 #ifndef SG_REC_INTERNAL_H
@@ -11,6 +12,7 @@
 #include "record.h"
 
 #include "lock.h"
+#include "streams.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -63,6 +65,17 @@ void sg_rec_taint(void);
 int sg_rec_memset_desc(sg_fp_node *n, CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem,
                        size_t width, size_t height, CUcontext ctx);
 int sg_rec_copy2d_desc(sg_fp_node *n, const CUDA_MEMCPY2D *c, CUcontext ctx);
+
+/* rec_marks.c: the streams whose captured kernels take launch attributes
+ * the recorder does not model (rec_lock held). sg_rec_marked: why a capture
+ * on (or joined by) stream key cannot be recorded, SG_READBACK_NONE if it
+ * can; sg_rec_mark: why is STREAM_PRIORITY or STREAM_ATTRIBUTES (a mark it
+ * cannot keep, out of memory, marks every stream); sg_rec_unmark: the
+ * stream is gone; sg_rec_marks_reset: forgets them all (tests). */
+sg_readback sg_rec_marked(sg_stream_id key);
+void sg_rec_mark(sg_stream_id key, sg_readback why);
+void sg_rec_unmark(sg_stream_id key);
+void sg_rec_marks_reset(void);
 
 /* Frees every record (tests). */
 void sg_rec_graphs_reset(void);

@@ -56,6 +56,7 @@
     X(UNMODELED_CALL, "unmodeled_call")                                       \
     X(CAPTURE_TO_GRAPH, "capture_to_graph")                                   \
     X(STREAM_PRIORITY, "stream_priority")                                     \
+    X(STREAM_ATTRIBUTES, "stream_attributes")                                 \
     X(UNKNOWN_NODE, "unknown_node")                                           \
     X(COUNT_MISMATCH, "count_mismatch")                                       \
     X(MODULE_UNLOADED, "module_unloaded")                                     \

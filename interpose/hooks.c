@@ -102,6 +102,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
     SG_GB_(.kind = SG_GB_CAPTURE_INFO, .stream = (s), .u.capinfo = { .status = (st), .deps = (d), .ndeps = (n) })
 #define SG_STREAM_CREATE(o, prio) .kind = SG_CALL_FORWARD, \
     SG_GB_(.kind = SG_GB_STREAM_CREATE, .u.create_stream = { .out = (o), .priority = (prio) })
+#define SG_STREAM_ATTR(s) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_STREAM_ATTR, .stream = (s))
 #define SG_GRAPH_CREATE(o) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_GRAPH_CREATE, .u.graph_out = (o))
 #define SG_ADD_GB_(g, o, d, ed, n, e, k, p, c) SG_GB_(.kind = SG_GB_ADD_NODE, .u.add = { \
     .graph = (g), .out = (o), .deps = (d), .edata = (ed), .ndeps = (n), .empty = (e), .pk = (k), \

@@ -29,6 +29,14 @@
  *                with cuGraphAddEmptyNode (the graph from
  *                cuStreamGetCaptureInfo): the record misses it (read back);
  *   priority     the capture on a stream created with a priority (read back);
+ *   stream_attr  captures on a stream whose priority the program sets with
+ *                cuStreamSetAttribute (-1 at step 4, back to 0 at step 8),
+ *                instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY:
+ *                the captured kernels take the stream's priority, and the
+ *                driver refuses the updates of steps 4 and 8 (a node's
+ *                priority changed); a skipped update would accept them;
+ *   stream_copy  the same, the priority copied onto the stream from another
+ *                one with cuStreamCopyAttributes;
  *   capinfo      a captured graph kept across steps; the program names its
  *                nodes by the handles cuStreamGetCaptureInfo gives after each
  *                launch (the recorder learns them: no read-back at all). Each
@@ -48,6 +56,7 @@ static CUfunction f_add;
 static CUdeviceptr buf;
 static uint32_t model[N];
 static uint64_t nwords = N;
+static unsigned long long inst_flags;   /* cuGraphInstantiateWithFlags's */
 
 /* The scalar of node k at step s: changes every third step for node 2 only. */
 static uint32_t v_of(int k, int s) { return (uint32_t)(k + 1) + (k == 2 ? (uint32_t)(s / 3) * 100u : 0u); }
@@ -90,14 +99,14 @@ static void capture_fork_join(CUstream s, CUstream side, CUevent fork, CUevent j
 static void run_step(CUgraphExec *exec, CUgraph g, CUstream s, int step)
 {
     if (!*exec) {
-        MUST(cuGraphInstantiateWithFlags(exec, g, 0));
+        MUST(cuGraphInstantiateWithFlags(exec, g, inst_flags));
     } else {
         CUgraphExecUpdateResultInfo info;
         CUresult r = R(cuGraphExecUpdate(*exec, g, &info));
         if (r != CUDA_SUCCESS) {
             printf("step %d: update refused (%d): instantiating again\n", step, (int)info.result);
             MUST(cuGraphExecDestroy(*exec));
-            MUST(cuGraphInstantiateWithFlags(exec, g, 0));
+            MUST(cuGraphInstantiateWithFlags(exec, g, inst_flags));
         }
     }
     MUST(cuGraphLaunch(*exec, s));
@@ -222,10 +231,27 @@ static void case_capinfo(CUstream s)
     MUST(cuGraphDestroy(g));
 }
 
+/* Cases stream_attr and stream_copy: the priority of stream s from step 4
+ * (-1) and from step 8 (0), set directly or copied from stream side. */
+static void stream_priority(int which, CUstream s, CUstream side, int step)
+{
+    if (step != 4 && step != 8) return;
+    CUstreamAttrValue v;
+    memset(&v, 0, sizeof v);
+    v.priority = step == 4 ? -1 : 0;
+    MUST(cuStreamSetAttribute(which == 9 ? s : side, CU_STREAM_ATTRIBUTE_PRIORITY, &v));
+    if (which == 10) MUST(cuStreamCopyAttributes(s, side));
+    CUstreamAttrValue got;
+    MUST(cuStreamGetAttribute(s, CU_STREAM_ATTRIBUTE_PRIORITY, &got));
+    adv_check("the stream's priority is the one set", got.priority == v.priority, "%d, not %d",
+              got.priority, v.priority);
+}
+
 /* One capture of the chain with what the case adds to it. */
 static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUevent join, int step,
                          CUgraph *g)
 {
+    if (which == 9 || which == 10) stream_priority(which, s, side, step);
     MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     if (which == 1) {
         capture_fork_join(s, side, fork, join, step);
@@ -253,7 +279,8 @@ static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUe
 int main(int argc, char **argv)
 {
     static const char *const cases[] = { "chain", "fork_join", "explicit", "setparams", "clone",
-                                         "update_deps", "foreign_node", "priority", "capinfo", NULL };
+                                         "update_deps", "foreign_node", "priority", "capinfo",
+                                         "stream_attr", "stream_copy", NULL };
     int which = adv_case(argc, argv, cases);
     CUcontext ctx;
     CUmodule mod;
@@ -261,6 +288,7 @@ int main(int argc, char **argv)
     f_add = adv_fn(mod, "add_u32");
     CUstream s, side;
     CUevent fork, join;
+    if (which == 9 || which == 10) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     if (which == 7) MUST(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -1));
     else MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     MUST(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));

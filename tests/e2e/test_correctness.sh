@@ -373,6 +373,20 @@ for c in setparams:unknown_node update_deps:unmodeled_call foreign_node:count_mi
         attack="capture-time records: a change the recorder does not see must make it read the graph back" \
         -- adv_record ${c%%:*}
 done
+# Stream attributes set (cuStreamSetAttribute) or copied (cuStreamCopyAttributes)
+# at steps 4 and 8: captured kernels take the stream's priority, and under
+# CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY the driver refuses those two
+# updates. The recorder does not model attributes: the 8 graphs captured from
+# step 4 on are read back (stream_attributes), and the refusals come at steps
+# 4 and 8 as without the library (a record that missed the change would skip
+# the update and accept it). Skipped: steps 1, 2, 5, 7, 10, 11 (node 2's
+# scalar changes at 3, 6 and 9; step 4 compares a record with a read-back).
+for c in stream_attr stream_copy; do
+    adv name=r2/record_$c eng_t='T["updates_skipped"] >= 6' eng_p='T["updates_skipped"] >= 6' \
+        xchk='G["read_back"]["stream_attributes"] >= 8 and G["recorded"] >= 4::the graphs captured after the change are read back (stream_attributes)' \
+        attack="capture-time records: launch attributes a stream gives the kernels captured on it" \
+        -- adv_record $c
+done
 # Node handles from cuStreamGetCaptureInfo, learned by the recorder: setters
 # and per-node exec updates on them are decided with no read-back, and a
 # wrong mapping would skip an update (adv_record.c, case capinfo: one skip,

@@ -21,15 +21,15 @@ UNIT_OBJS_fingerprint := driver fp_build fp_compare fp_desc fp_pinfo mem_registr
 # capture.c records captured graphs (rec_graph.c), which describes their nodes
 UNIT_OBJS_memory      := arena capture config contexts driver fp_compare fp_desc fp_pinfo ipc \
                          ipc_wire log mem_arena mem_query mem_registry memory pathtmpl policy \
-                         rec_graph stats streams util vmm
+                         rec_graph rec_marks stats streams util vmm
 UNIT_OBJS_slots       := arena capture config contexts driver fp_compare fp_desc fp_pinfo ipc \
                          ipc_wire log mem_arena mem_registry memory pathtmpl policy rec_graph \
-                         slot_map slots stats streams util vmm
+                         rec_marks slot_map slots stats streams util vmm
 # graphs.c reaches the profiled policy, and through it the rest of core/
 UNIT_OBJS_graphs      := arena capture config contexts core costs driver fp_build fp_compare fp_desc \
                          fp_pinfo graph_records graph_update graphs ipc ipc_wire log mem_arena mem_query \
                          mem_registry memory pathtmpl policy prof_alias prof_observe prof_rent prof_restore \
-                         prof_util prof_variants profiled rec_graph slot_map slots stats streams \
+                         prof_util prof_variants profiled rec_graph rec_marks slot_map slots stats streams \
                          util vmm
 UNIT_OBJS_profiled    := $(UNIT_OBJS_graphs)
 UNIT_OBJS_report      := $(UNIT_OBJS_graphs) report
