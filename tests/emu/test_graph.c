@@ -798,6 +798,103 @@ TEST(stream_attributes)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
+/* cuGraphRemoveDependencies (_v2): an existing edge with matching data goes
+ * (from the graph and from the node's dependencies); anything else is
+ * refused and changes nothing; an exec instantiated before refuses the
+ * update (topology). cuGraphKernelNodeCopyAttributes: kernel nodes only. */
+TEST(remove_dependencies_and_copy_attributes)
+{
+    CUdeviceptr a = gu_alloc();
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    gu_args args;
+    gu_kp_fill(&args, a, 3);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &args);
+    CUgraphNode k0, k1, k2, en;
+    CHECK_CU(cuGraphAddKernelNode(&k0, g, NULL, 0, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddKernelNode(&k1, g, &k0, 1, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddKernelNode(&k2, g, &k0, 1, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddEmptyNode(&en, g, NULL, 0), CUDA_SUCCESS);
+    CUgraphExec e;
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    size_t ne = 0, nd = 0;
+    CHECK_CU(cuGraphRemoveDependencies_v2(g, &k0, &k1, NULL, 1), CUDA_SUCCESS);
+    CHECK_CU(cuGraphGetEdges_v2(g, NULL, NULL, NULL, &ne), CUDA_SUCCESS);
+    CHECK_EQ(ne, 1);
+    CHECK_CU(cuGraphNodeGetDependencies(k1, NULL, NULL, &nd), CUDA_SUCCESS);
+    CHECK_EQ(nd, 0);
+    /* refused, nothing changed: gone already, NULL arrays, other edge data */
+    CHECK_CU(cuGraphRemoveDependencies_v2(g, &k0, &k1, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphRemoveDependencies_v2(g, NULL, &k2, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    CUgraphEdgeData ed;
+    memset(&ed, 0, sizeof ed);
+    ed.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+    CHECK_CU(cuGraphRemoveDependencies_v2(g, &k0, &k2, &ed, 1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphGetEdges_v2(g, NULL, NULL, NULL, &ne), CUDA_SUCCESS);
+    CHECK_EQ(ne, 1);
+    CHECK_CU(cuGraphExecUpdate_v2(e, g, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    memset(&ed, 0, sizeof ed);
+    CHECK_CU(cuGraphRemoveDependencies_v2(g, &k0, &k2, &ed, 1), CUDA_SUCCESS);   /* default data */
+    CHECK_CU(cuGraphGetEdges_v2(g, NULL, NULL, NULL, &ne), CUDA_SUCCESS);
+    CHECK_EQ(ne, 0);
+    /* attributes */
+    CUkernelNodeAttrValue v;
+    memset(&v, 0, sizeof v);
+    v.priority = -2;
+    CHECK_CU(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v), CUDA_SUCCESS);
+    CHECK_CU(cuGraphKernelNodeCopyAttributes(k2, k1), CUDA_SUCCESS);
+    memset(&v, 0, sizeof v);
+    CHECK_CU(cuGraphKernelNodeGetAttribute(k2, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v), CUDA_SUCCESS);
+    CHECK_EQ(v.priority, -2);
+    CHECK_CU(cuGraphKernelNodeCopyAttributes(en, k1), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphKernelNodeCopyAttributes(k1, en), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
+/* Node kinds not emulated (child graph, event record / wait, external
+ * semaphores, batch memory operations): adding one is refused with
+ * CUDA_ERROR_NOT_SUPPORTED and adds nothing; their setters find no node of
+ * their kind (CUDA_ERROR_INVALID_VALUE). */
+TEST(unemulated_node_kinds)
+{
+    CUgraph g, child;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphCreate(&child, 0), CUDA_SUCCESS);
+    CUgraphNode en, out = NULL;
+    CHECK_CU(cuGraphAddEmptyNode(&en, g, NULL, 0), CUDA_SUCCESS);
+    CUevent ev;
+    CHECK_CU(cuEventCreate(&ev, 0), CUDA_SUCCESS);
+    CUDA_EXT_SEM_SIGNAL_NODE_PARAMS sig;
+    CUDA_EXT_SEM_WAIT_NODE_PARAMS wt;
+    CUDA_BATCH_MEM_OP_NODE_PARAMS bm;
+    memset(&sig, 0, sizeof sig);
+    memset(&wt, 0, sizeof wt);
+    memset(&bm, 0, sizeof bm);
+    CHECK_CU(cuGraphAddChildGraphNode(&out, g, &en, 1, child), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuGraphAddEventRecordNode(&out, g, &en, 1, ev), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuGraphAddEventWaitNode(&out, g, NULL, 0, ev), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuGraphAddExternalSemaphoresSignalNode(&out, g, NULL, 0, &sig), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuGraphAddExternalSemaphoresWaitNode(&out, g, NULL, 0, &wt), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuGraphAddBatchMemOpNode(&out, g, NULL, 0, &bm), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(out == NULL);
+    CHECK_CU(cuGraphAddEventRecordNode(&out, NULL, NULL, 0, ev), CUDA_ERROR_INVALID_VALUE);
+    size_t n = 0;
+    CHECK_CU(cuGraphGetNodes(g, NULL, &n), CUDA_SUCCESS);
+    CHECK_EQ(n, 1);
+    CHECK_CU(cuGraphEventRecordNodeSetEvent(en, ev), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphEventWaitNodeSetEvent(en, ev), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExternalSemaphoresSignalNodeSetParams(en, &sig), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExternalSemaphoresWaitNodeSetParams(en, &wt), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphBatchMemOpNodeSetParams(en, &bm), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuEventDestroy(ev), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(child), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+}
+
 /* cuGraphDestroyNode: "Removes hNode from its graph. This operation also
  * severs any dependencies of other nodes on hNode and vice versa. Nodes which
  * belong to a graph which contains allocation or free nodes cannot be
@@ -1001,6 +1098,8 @@ int main(void)
     RUN(clone_is_independent);
     RUN(kernel_node_attributes);
     RUN(stream_attributes);
+    RUN(remove_dependencies_and_copy_attributes);
+    RUN(unemulated_node_kinds);
     RUN(node_enable);
     RUN(destroy_node);
     RUN(fork_right_after_a_launch);

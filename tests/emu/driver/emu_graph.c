@@ -625,6 +625,18 @@ EMU_EXPORT CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNod
     return CUDA_SUCCESS;
 }
 
+/* "Copies attributes from source node to destination node. Both node must
+ * have the same context." Kernel nodes only. */
+EMU_EXPORT CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src)
+{
+    EMU_ENTRY_INIT();
+    if (node_of(dst, CU_GRAPH_NODE_TYPE_KERNEL) || node_of(src, CU_GRAPH_NODE_TYPE_KERNEL) ||
+        dst->p.ctx != src->p.ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(dst->p.attr, src->p.attr, sizeof dst->p.attr);
+    return CUDA_SUCCESS;
+}
+
 EMU_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
     EMU_ENTRY_INIT();
@@ -763,6 +775,56 @@ static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *
             return CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++) edge_add(g, from[i], to[i], data ? &data[i] : NULL);
     return CUDA_SUCCESS;
+}
+
+/* cuGraphRemoveDependencies (_v2): each pair must name an existing edge
+ * whose data matches (NULL: the default data), else CUDA_ERROR_INVALID_VALUE
+ * and nothing changes. Allowed during a capture into the graph, as every
+ * operation but destruction and node removal. */
+static CUresult remove_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                            const CUgraphEdgeData *data, size_t n)
+{
+    if (!emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
+    if (!n) return CUDA_SUCCESS;
+    if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < n; i++) {
+        if (!emu_node_ok(from[i]) || !emu_node_ok(to[i]) || from[i]->graph != g || to[i]->graph != g)
+            return CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; j < i; j++)
+            if (from[j] == from[i] && to[j] == to[i]) return CUDA_ERROR_INVALID_VALUE;
+        size_t e = 0;
+        while (e < g->nedges && (g->edges[e].from != from[i] || g->edges[e].to != to[i])) e++;
+        if (e == g->nedges) return CUDA_ERROR_INVALID_VALUE;
+        if (data ? memcmp(&g->edges[e].data, &data[i], sizeof data[i]) != 0
+                 : !emu_edge_data_is_default(&g->edges[e].data))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t e = 0;
+        while (g->edges[e].from != from[i] || g->edges[e].to != to[i]) e++;
+        memmove(&g->edges[e], &g->edges[e + 1], (g->nedges - e - 1) * sizeof g->edges[0]);
+        g->nedges--;
+        CUgraphNode t = to[i];
+        size_t k = 0;
+        for (size_t j = 0; j < t->ndeps; j++)
+            if (t->deps[j] != from[i]) t->deps[k++] = t->deps[j];
+        t->ndeps = k;
+    }
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+                                              size_t numDependencies)
+{
+    EMU_ENTRY_INIT();
+    return remove_deps(hGraph, from, to, NULL, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+                                                 const CUgraphEdgeData *edgeData, size_t numDependencies)
+{
+    EMU_ENTRY_INIT();
+    return remove_deps(hGraph, from, to, edgeData, numDependencies);
 }
 
 EMU_EXPORT CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,

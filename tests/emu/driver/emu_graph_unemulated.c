@@ -1,0 +1,117 @@
+/*
+ * emu_graph_unemulated.c: the graph node kinds the emulated driver does not
+ * run: child graphs, event record and wait nodes, external semaphore signal
+ * and wait nodes, batch memory operation nodes. Their entry points exist (the
+ * library hooks them: a program may call them, and the recorder must see
+ * it) and check the graph or node they name like the others
+ * (CUDA_ERROR_INVALID_VALUE for a bad one), then refuse with
+ * CUDA_ERROR_NOT_SUPPORTED, adding or changing nothing: a program that needs
+ * them fails loudly here instead of running a graph that lacks a node.
+ * docs/emulator.md, "Emulation limits".
+ *
+ * Locks: none (nothing is changed).
+ */
+#include "emu_graph.h"
+
+/* A node would be added to g: refused once g and the output are checked. */
+static CUresult add_refused(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n)
+{
+    if (!out || !emu_graph_ok(g) || (n && !deps)) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* A node's parameters would change: no node of these kinds can exist here. */
+static CUresult set_refused(CUgraphNode nd, const void *params)
+{
+    if (!params || !emu_node_ok(nd)) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_INVALID_VALUE;     /* a node of another type */
+}
+
+EMU_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode *dependencies, size_t numDependencies,
+                                             CUgraph childGraph)
+{
+    EMU_ENTRY_INIT();
+    if (!emu_graph_ok(childGraph)) return CUDA_ERROR_INVALID_VALUE;
+    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                              const CUgraphNode *dependencies, size_t numDependencies,
+                                              CUevent event)
+{
+    EMU_ENTRY_INIT();
+    if (!event) return CUDA_ERROR_INVALID_VALUE;
+    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                            const CUgraphNode *dependencies, size_t numDependencies,
+                                            CUevent event)
+{
+    EMU_ENTRY_INIT();
+    if (!event) return CUDA_ERROR_INVALID_VALUE;
+    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphAddExternalSemaphoresSignalNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                                           const CUgraphNode *dependencies,
+                                                           size_t numDependencies,
+                                                           const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphAddExternalSemaphoresWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                                         const CUgraphNode *dependencies,
+                                                         size_t numDependencies,
+                                                         const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode *dependencies, size_t numDependencies,
+                                             const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
+}
+
+EMU_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return set_refused(hNode, event);
+}
+
+EMU_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return set_refused(hNode, event);
+}
+
+EMU_EXPORT CUresult cuGraphExternalSemaphoresSignalNodeSetParams(CUgraphNode hNode,
+                                                                 const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return set_refused(hNode, nodeParams);
+}
+
+EMU_EXPORT CUresult cuGraphExternalSemaphoresWaitNodeSetParams(CUgraphNode hNode,
+                                                               const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return set_refused(hNode, nodeParams);
+}
+
+EMU_EXPORT CUresult cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode,
+                                                   const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    return set_refused(hNode, nodeParams);
+}
