@@ -29,8 +29,11 @@
  * external events, cuStreamUpdateCaptureDependencies, ...), a capture into an
  * existing graph, a node type or attribute it does not model, a node handle
  * it does not know (a setter naming a captured node whose handle was never
- * learned taints every record that has such nodes), and any graph call it
- * does not hook. Before a record is
+ * learned taints every record that has such nodes), and every other call
+ * that changes a graph or one of its nodes (hooks.def hooks them all:
+ * dependency removal, event, child-graph, semaphore and batch memop nodes,
+ * attribute copies; a change made after the counts were checked would
+ * otherwise go unseen). Before a record is
  * first used it is checked against the driver with one node count and one
  * edge count query (cuGraphGetNodes, cuGraphGetEdges_v2, no arrays): a node
  * or edge the record missed makes it incomplete.

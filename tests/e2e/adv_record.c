@@ -37,6 +37,15 @@
  *                priority changed); a skipped update would accept them;
  *   stream_copy  the same, the priority copied onto the stream from another
  *                one with cuStreamCopyAttributes;
+ *   remove_deps  the explicit graph, unchanged but at step 6, where
+ *                cuGraphRemoveDependencies removes the empty node's edge: the
+ *                driver refuses that update (topology changed);
+ *   copy_attrs   the same, the change at step 6 being
+ *                cuGraphKernelNodeCopyAttributes (node 4's priority onto node
+ *                3; instantiated with USE_NODE_PRIORITY: refused). In both,
+ *                the record's counts were checked at step 1 and nothing the
+ *                recorder models changes the graph after: a call it did not
+ *                hook would go unseen, and the update be skipped;
  *   capinfo      a captured graph kept across steps; the program names its
  *                nodes by the handles cuStreamGetCaptureInfo gives after each
  *                launch (the recorder learns them: no read-back at all). Each
@@ -61,10 +70,12 @@ static unsigned long long inst_flags;   /* cuGraphInstantiateWithFlags's */
 /* The scalar of node k at step s: changes every third step for node 2 only. */
 static uint32_t v_of(int k, int s) { return (uint32_t)(k + 1) + (k == 2 ? (uint32_t)(s / 3) * 100u : 0u); }
 
+static int fixed_vals;   /* the graph keeps step 0's scalars (case_unmodeled) */
+
 static void model_step(int s)
 {
     for (int k = 0; k < K; k++)
-        for (int i = 0; i < N; i++) model[i] += v_of(k, s);
+        for (int i = 0; i < N; i++) model[i] += v_of(k, fixed_vals ? 0 : s);
 }
 
 static void launch_add(CUstream s, uint32_t *v)
@@ -152,6 +163,39 @@ static void case_explicit(CUstream s)
             a.priority = 1;
             MUST(cuGraphKernelNodeSetAttribute(nodes[4], CU_LAUNCH_ATTRIBUTE_PRIORITY, &a));
         }
+        run_step(&exec, g, s, step);
+    }
+    MUST(cuGraphExecDestroy(exec));
+    MUST(cuGraphDestroy(g));
+}
+
+/* Cases remove_deps (which 11) and copy_attrs (12). */
+static void case_unmodeled(CUstream s, int which)
+{
+    CUgraph g;
+    CUgraphNode nodes[K], empty;
+    void *args[K][3];
+    CUDA_KERNEL_NODE_PARAMS p;
+    CUgraphExec exec = NULL;
+    MUST(cuGraphCreate(&g, 0));
+    for (int k = 0; k < K; k++) {
+        vals[k] = v_of(k, 0);
+        args[k][0] = &buf;
+        args[k][1] = &vals[k];
+        args[k][2] = &nwords;
+        kparams(&p, args[k]);
+        MUST(cuGraphAddKernelNode(&nodes[k], g, k ? &nodes[k - 1] : NULL, k ? 1 : 0, &p));
+    }
+    MUST(cuGraphAddEmptyNode(&empty, g, NULL, 0));
+    MUST(cuGraphAddDependencies(g, &empty, &nodes[0], NULL, 1));
+    CUkernelNodeAttrValue a;
+    memset(&a, 0, sizeof a);
+    a.priority = -1;
+    MUST(cuGraphKernelNodeSetAttribute(nodes[4], CU_LAUNCH_ATTRIBUTE_PRIORITY, &a));
+    fixed_vals = 1;
+    for (int step = 0; step < STEPS; step++) {
+        if (step == 6 && which == 11) MUST(cuGraphRemoveDependencies(g, &empty, &nodes[0], NULL, 1));
+        if (step == 6 && which == 12) MUST(cuGraphKernelNodeCopyAttributes(nodes[3], nodes[4]));
         run_step(&exec, g, s, step);
     }
     MUST(cuGraphExecDestroy(exec));
@@ -280,7 +324,7 @@ int main(int argc, char **argv)
 {
     static const char *const cases[] = { "chain", "fork_join", "explicit", "setparams", "clone",
                                          "update_deps", "foreign_node", "priority", "capinfo",
-                                         "stream_attr", "stream_copy", NULL };
+                                         "stream_attr", "stream_copy", "remove_deps", "copy_attrs", NULL };
     int which = adv_case(argc, argv, cases);
     CUcontext ctx;
     CUmodule mod;
@@ -288,7 +332,7 @@ int main(int argc, char **argv)
     f_add = adv_fn(mod, "add_u32");
     CUstream s, side;
     CUevent fork, join;
-    if (which == 9 || which == 10) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+    if (which == 9 || which == 10 || which == 12) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     if (which == 7) MUST(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -1));
     else MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     MUST(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
@@ -303,6 +347,8 @@ int main(int argc, char **argv)
         case_setparams(s);
     } else if (which == 8) {
         case_capinfo(s);
+    } else if (which == 11 || which == 12) {
+        case_unmodeled(s, which);
     } else {
         CUgraphExec exec = NULL;
         for (int step = 0; step < STEPS; step++) {

@@ -387,6 +387,19 @@ for c in stream_attr stream_copy; do
         attack="capture-time records: launch attributes a stream gives the kernels captured on it" \
         -- adv_record $c
 done
+# Graph calls the recorder does not model, made after the record's counts were
+# checked and with no modeled change beside them: cuGraphRemoveDependencies
+# (the driver refuses the next update: topology) and
+# cuGraphKernelNodeCopyAttributes (a priority copied; refused under
+# USE_NODE_PRIORITY), at step 6. Hooked, they spoil the record (unmodeled_call)
+# and the refusal comes as without the library; a build that did not hook
+# them skipped the step-6 update (11 skipped, no refusal).
+for c in remove_deps copy_attrs; do
+    adv name=r2/record_$c eng_t='T["updates_skipped"] >= 9' eng_p='T["updates_skipped"] >= 9' \
+        xchk='G["read_back"]["unmodeled_call"] >= 6::the graph is read back after the change (unmodeled_call)' \
+        attack="capture-time records: a graph changed by a call the recorder does not model, after its counts were checked" \
+        -- adv_record $c
+done
 # Node handles from cuStreamGetCaptureInfo, learned by the recorder: setters
 # and per-node exec updates on them are decided with no read-back, and a
 # wrong mapping would skip an update (adv_record.c, case capinfo: one skip,
