@@ -895,6 +895,80 @@ TEST(unemulated_node_kinds)
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
 }
 
+/* cuLaunchKernelEx and cuLaunchCooperativeKernel: they run as cuLaunchKernel
+ * does; captured, the node keeps the launch's attributes (over the stream's);
+ * attributes the emulation does not run are refused (clusters of more than
+ * one block, programmatic launches: CUDA_ERROR_NOT_SUPPORTED; the
+ * stream-only synchronization policy: CUDA_ERROR_INVALID_VALUE). A node
+ * cannot be updated from cooperative to not (ATTRIBUTES_CHANGED). */
+TEST(launch_ex_and_cooperative)
+{
+    CUdeviceptr a = gu_alloc();
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    gu_args args;
+    gu_kp_fill(&args, a, 11);
+    CUlaunchAttribute at[2];
+    memset(at, 0, sizeof at);
+    at[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    at[0].value.priority = -3;
+    at[1].id = CU_LAUNCH_ATTRIBUTE_IGNORE;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = 2;
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 11));
+    CHECK_CU(cuLaunchKernelEx(NULL, k_fill, args.kp, NULL), CUDA_ERROR_INVALID_VALUE);
+    CUlaunchAttribute bad;
+    memset(&bad, 0, sizeof bad);
+    cfg.attrs = &bad;
+    cfg.numAttrs = 1;
+    bad.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    bad.value.clusterDim.x = 2; bad.value.clusterDim.y = 1; bad.value.clusterDim.z = 1;
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    memset(&bad, 0, sizeof bad);
+    bad.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    bad.value.programmaticStreamSerializationAllowed = 1;
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    memset(&bad, 0, sizeof bad);
+    bad.id = CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY;
+    bad.value.syncPolicy = CU_SYNC_POLICY_SPIN;
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_ERROR_INVALID_VALUE);
+    /* captured: the launch's attributes on the node */
+    CUgraph g, gc;
+    cfg.attrs = at;
+    cfg.numAttrs = 2;
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    CHECK_EQ(first_node_attr(g, CU_LAUNCH_ATTRIBUTE_PRIORITY).priority, -3);
+    CHECK_EQ(first_node_attr(g, CU_LAUNCH_ATTRIBUTE_COOPERATIVE).cooperative, 0);
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchCooperativeKernel(k_fill, 1, 1, 1, 1, 1, 1, 0, s, args.kp), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &gc), CUDA_SUCCESS);
+    CHECK_EQ(first_node_attr(gc, CU_LAUNCH_ATTRIBUTE_COOPERATIVE).cooperative, 1);
+    CUgraphExec e;
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate_v2(e, gc, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED);
+    /* eager cooperative launch runs */
+    gu_kp_fill(&args, a, 12);
+    CHECK_CU(cuLaunchCooperativeKernel(k_fill, 1, 1, 1, 1, 1, 1, 0, s, args.kp), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 12));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(gc), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
 /* cuGraphDestroyNode: "Removes hNode from its graph. This operation also
  * severs any dependencies of other nodes on hNode and vice versa. Nodes which
  * belong to a graph which contains allocation or free nodes cannot be
@@ -1100,6 +1174,7 @@ int main(void)
     RUN(stream_attributes);
     RUN(remove_dependencies_and_copy_attributes);
     RUN(unemulated_node_kinds);
+    RUN(launch_ex_and_cooperative);
     RUN(node_enable);
     RUN(destroy_node);
     RUN(fork_right_after_a_launch);

@@ -249,7 +249,8 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
         np.type = CU_GRAPH_NODE_TYPE_KERNEL;
         np.launch = op->launch;
         np.ctx = emu_nparams_func_ctx(op->args->func, ctx);
-        emu_stream_node_attrs(s, np.attr);       /* the stream's, as the driver does */
+        emu_stream_node_attrs(s, np.attr);       /* the stream's, as the driver does, */
+        emu_launch_attrs_apply(np.attr, op->attrs, op->nattrs);   /* then the launch's */
         r = (np.args = emu_args_clone(op->args)) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
         break;
     case CU_GRAPH_NODE_TYPE_MEMCPY: r = emu_nparams_memcpy(&np, op->copy, ctx); break;

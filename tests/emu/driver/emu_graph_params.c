@@ -41,6 +41,31 @@ int emu_node_attr_valid(CUkernelNodeAttrID id)
     }
 }
 
+/* The launch attributes cuLaunchKernelEx may give (emu_internal.h). */
+CUresult emu_launch_attrs_check(const CUlaunchAttribute *a, unsigned n)
+{
+    if (n && !a) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        CUlaunchAttributeID id = a[i].id;
+        if (id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
+        if (id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY) return CUDA_ERROR_INVALID_VALUE; /* streams only */
+        if (!emu_node_attr_valid(id)) return CUDA_ERROR_NOT_SUPPORTED;
+        const CUlaunchAttributeValue *v = &a[i].value;
+        if ((id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION || id == CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION) &&
+            (unsigned long long)v->clusterDim.x * v->clusterDim.y * v->clusterDim.z > 1)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        if (id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && v->cooperative != 0 && v->cooperative != 1)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+void emu_launch_attrs_apply(CUkernelNodeAttrValue *attr, const CUlaunchAttribute *a, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (a[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE) attr[a[i].id] = a[i].value;
+}
+
 CUcontext emu_nparams_func_ctx(CUfunction f, CUcontext fallback)
 {
     CUcontext c = emu_func_ctx(f);

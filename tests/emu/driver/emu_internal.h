@@ -474,6 +474,8 @@ typedef struct emu_capture_op {
     CUgraphNodeType type;
     const emu_args *args;             /* KERNEL */
     emu_launch launch;                /* KERNEL */
+    const CUlaunchAttribute *attrs;   /* KERNEL: cuLaunchKernelEx's (checked), over the stream's */
+    unsigned nattrs;
     const CUDA_MEMCPY3D *copy;        /* MEMCPY */
     const CUDA_MEMSET_NODE_PARAMS *set; /* MEMSET */
     const CUDA_HOST_NODE_PARAMS *host;  /* HOST */
@@ -483,6 +485,14 @@ typedef struct emu_capture_op {
     CUdeviceptr mem_ptr;              /* MEM_FREE */
 } emu_capture_op;
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op);
+/* The launch attributes of cuLaunchKernelEx (emu_graph_params.c): those valid
+ * for graph nodes are accepted (kept by a captured kernel's node; no effect on
+ * how the kernel runs) and IGNORE; clusters of more than one block and the
+ * other ids (programmatic launches and events, completion events) are not
+ * emulated: CUDA_ERROR_NOT_SUPPORTED; the stream-only synchronization policy:
+ * CUDA_ERROR_INVALID_VALUE. apply: writes them into attr (by id). */
+CUresult emu_launch_attrs_check(const CUlaunchAttribute *a, unsigned n);
+void emu_launch_attrs_apply(CUkernelNodeAttrValue *attr, const CUlaunchAttribute *a, unsigned n);
 /* Event record / wait while capturing (fork-join across streams). */
 CUresult emu_capture_event_record(emu_stream *s, CUevent ev);
 /* Returns 1 if ev was recorded in a capture and s now joins it (handled). */

@@ -414,7 +414,8 @@ static void kernel_release(emu_work *w)
 
 /* f may be a CUkernel: launched as its function in the stream's context. */
 static CUresult launch_kernel(const char *call, CUfunction f, emu_launch l, CUstream h, int pt,
-                              void **kernelParams, void **extra)
+                              void **kernelParams, void **extra, const CUlaunchAttribute *attrs,
+                              unsigned nattrs)
 {
     if (!f || (!emu_handle_ok(f, EMU_K_FUNC) && !emu_handle_ok(f, EMU_K_KERNEL))) return CUDA_ERROR_INVALID_HANDLE;
     if (!l.grid.x || !l.grid.y || !l.grid.z || !l.block.x || !l.block.y || !l.block.z)
@@ -428,6 +429,7 @@ static CUresult launch_kernel(const char *call, CUfunction f, emu_launch l, CUst
     if (r == CUDA_SUCCESS) r = emu_func_resolve(f, emu_stream_ctx(s), &f);
     if (r != CUDA_SUCCESS) return r;
     if (!f->k->fn) return emu_kernel_missing(f->k->name, call);
+    if ((r = emu_launch_attrs_check(attrs, nattrs)) != CUDA_SUCCESS) return r;
     if (l.shared_bytes > (unsigned)emu_func_attr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))
         return CUDA_ERROR_INVALID_VALUE;
     emu_args *a;
@@ -438,7 +440,8 @@ static CUresult launch_kernel(const char *call, CUfunction f, emu_launch l, CUst
     kw->launch = l;
     emu_work_touch_words(&kw->w, a->data, a->size);
     /* emu_capture_add copies what it keeps. */
-    emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_KERNEL, .args = a, .launch = l };
+    emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_KERNEL, .args = a, .launch = l, .attrs = attrs,
+                          .nattrs = nattrs };
     if (emu_stream_capture(s)) {
         r = emu_capture_add(s, &op);
         emu_work_release(&kw->w);
@@ -453,7 +456,7 @@ EMU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned
 {
     EMU_ENTRY_INIT();
     emu_launch l = { { gridDimX, gridDimY, gridDimZ }, { blockDimX, blockDimY, blockDimZ }, sharedMemBytes };
-    return launch_kernel(__func__, f, l, hStream, 0, kernelParams, extra);
+    return launch_kernel(__func__, f, l, hStream, 0, kernelParams, extra, NULL, 0);
 }
 
 EMU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -463,5 +466,61 @@ EMU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
 {
     EMU_ENTRY_INIT();
     emu_launch l = { { gridDimX, gridDimY, gridDimZ }, { blockDimX, blockDimY, blockDimZ }, sharedMemBytes };
-    return launch_kernel(__func__, f, l, hStream, 1, kernelParams, extra);
+    return launch_kernel(__func__, f, l, hStream, 1, kernelParams, extra, NULL, 0);
+}
+
+/* cuLaunchKernelEx: the configuration's dimensions, shared memory, stream
+ * and attributes (emu_launch_attrs_check: which ones are emulated). */
+static CUresult launch_ex(const char *call, const CUlaunchConfig *c, CUfunction f, void **kernelParams,
+                          void **extra, int pt)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    emu_launch l = { { c->gridDimX, c->gridDimY, c->gridDimZ }, { c->blockDimX, c->blockDimY, c->blockDimZ },
+                     c->sharedMemBytes };
+    return launch_kernel(call, f, l, c->hStream, pt, kernelParams, extra, c->attrs, c->numAttrs);
+}
+
+EMU_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    EMU_ENTRY_INIT();
+    return launch_ex(__func__, config, f, kernelParams, extra, 0);
+}
+
+EMU_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                          void **extra)
+{
+    EMU_ENTRY_INIT();
+    return launch_ex(__func__, config, f, kernelParams, extra, 1);
+}
+
+/* cuLaunchCooperativeKernel: a launch with the cooperative attribute (its
+ * blocks run as the emulation runs every launch: one host call). */
+static CUresult launch_coop(const char *call, CUfunction f, emu_launch l, CUstream h, int pt, void **kernelParams)
+{
+    CUlaunchAttribute coop;
+    memset(&coop, 0, sizeof coop);
+    coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    coop.value.cooperative = 1;
+    return launch_kernel(call, f, l, h, pt, kernelParams, NULL, &coop, 1);
+}
+
+EMU_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                              unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                              unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                              void **kernelParams)
+{
+    EMU_ENTRY_INIT();
+    emu_launch l = { { gridDimX, gridDimY, gridDimZ }, { blockDimX, blockDimY, blockDimZ }, sharedMemBytes };
+    return launch_coop(__func__, f, l, hStream, 0, kernelParams);
+}
+
+EMU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                                   unsigned int gridDimZ, unsigned int blockDimX,
+                                                   unsigned int blockDimY, unsigned int blockDimZ,
+                                                   unsigned int sharedMemBytes, CUstream hStream,
+                                                   void **kernelParams)
+{
+    EMU_ENTRY_INIT();
+    emu_launch l = { { gridDimX, gridDimY, gridDimZ }, { blockDimX, blockDimY, blockDimZ }, sharedMemBytes };
+    return launch_coop(__func__, f, l, hStream, 1, kernelParams);
 }
