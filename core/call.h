@@ -186,6 +186,8 @@ typedef struct sg_call {
             CUstream stream;
             void **params, **extra;
             int cooperative;
+            const CUlaunchAttribute *attrs;       /* cuLaunchKernelEx's, nattrs of them */
+            unsigned nattrs;
         } kernel;
         struct { CUcontext ctx; } ctx;
         struct { CUcontext *out; CUdevice dev; } primary;

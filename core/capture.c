@@ -321,6 +321,16 @@ static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *cal
         v.cooperative = 1;
         sg_fp_attr_set(&n->k, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &v);
     }
+    /* cuLaunchKernelEx: the node takes the launch's attributes (in order, a
+     * later one of an id over an earlier one); an id a node does not keep
+     * (programmatic launches, events, ...) is not modeled */
+    for (unsigned i = 0; i < call->u.kernel.nattrs; i++) {
+        const CUlaunchAttribute *a = &call->u.kernel.attrs[i];
+        if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE && sg_fp_attr_set(&n->k, a->id, &a->value) != 0) {
+            sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+            return;
+        }
+    }
 }
 
 /* Describes the node a memset or copy adds. -1 if out of memory. */

@@ -18,9 +18,12 @@
  * known when the program asks cuStreamGetCaptureInfo_v2/_v3 for the stream's
  * last nodes and the driver names one, the record having one there too
  * (capture.c); setters naming it then change the record like an explicit
- * node's. A captured kernel takes its stream's
- * launch attributes, which a record does not read: it holds them at their
- * defaults, and a capture on a stream made with a priority is not recorded.
+ * node's. Kernels come from cuLaunchKernel, cuLaunchCooperativeKernel (the
+ * cooperative attribute) and cuLaunchKernelEx (its attributes, those a node
+ * keeps; any other id makes the record incomplete). A captured kernel also
+ * takes its stream's launch attributes, which a record does not read: it
+ * holds them at their defaults, and a capture on (or joined by) a stream made
+ * with a priority or given attributes is not recorded (rec_marks.c).
  *
  * A record is incomplete (and the decision reads the graph back through the
  * driver, as before records existed, counted in the report with the reason)

@@ -64,6 +64,16 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_KERNEL(f_, gx, gy, gz, bx, by, bz, sh, s, p, e, coop) .kind = SG_CALL_KERNEL, \
     .u.kernel = { .f = (f_), .grid = { gx, gy, gz }, .block = { bx, by, bz }, .shmem = (sh), \
                   .stream = (s), .params = (p), .extra = (e), .cooperative = (coop) }
+/* cuLaunchKernelEx: the configuration read only if there is one (the driver
+ * refuses a NULL one; the wrapper's direct path reads none of it). */
+#define SG_CFG_(c, m, none) ((c) ? (c)->m : (none))
+#define SG_KERNEL_EX(c, f_, p, e) .kind = SG_CALL_KERNEL, \
+    .u.kernel = { .f = (f_), \
+                  .grid = { SG_CFG_(c, gridDimX, 0), SG_CFG_(c, gridDimY, 0), SG_CFG_(c, gridDimZ, 0) }, \
+                  .block = { SG_CFG_(c, blockDimX, 0), SG_CFG_(c, blockDimY, 0), SG_CFG_(c, blockDimZ, 0) }, \
+                  .shmem = SG_CFG_(c, sharedMemBytes, 0), .stream = SG_CFG_(c, hStream, NULL), \
+                  .params = (p), .extra = (e), .attrs = SG_CFG_(c, attrs, NULL), \
+                  .nattrs = SG_CFG_(c, numAttrs, 0) }
 
 /* The recorder's facet (core/call.h, sg_gb): what a stream operation adds
  * to a capturing stream's graph, what an explicit graph call does. */

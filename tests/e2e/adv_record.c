@@ -46,6 +46,12 @@
  *                the record's counts were checked at step 1 and nothing the
  *                recorder models changes the graph after: a call it did not
  *                hook would go unseen, and the update be skipped;
+ *   launch_ex    the chain captured with node 3 launched by cuLaunchKernelEx
+ *                with a priority attribute (-1 from step 4, 0 again from step
+ *                8) and node 5 by cuLaunchCooperativeKernel; instantiated with
+ *                USE_NODE_PRIORITY: the driver refuses the updates of steps 4
+ *                and 8. The recorder models both calls (no read-back): a record
+ *                without the launch's attributes would skip those updates;
  *   capinfo      a captured graph kept across steps; the program names its
  *                nodes by the handles cuStreamGetCaptureInfo gives after each
  *                launch (the recorder learns them: no read-back at all). Each
@@ -85,6 +91,34 @@ static void launch_add(CUstream s, uint32_t *v)
 }
 
 static uint32_t vals[K];
+
+/* Case launch_ex: node 3 by cuLaunchKernelEx (its priority from the step),
+ * node 5 by cuLaunchCooperativeKernel, the others by cuLaunchKernel. */
+static void capture_launch_ex(CUstream s, int step)
+{
+    for (int k = 0; k < K; k++) {
+        vals[k] = v_of(k, step);
+        void *args[] = { &buf, &vals[k], &nwords };
+        if (k == 3) {
+            CUlaunchAttribute at;
+            memset(&at, 0, sizeof at);
+            at.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+            at.value.priority = step >= 4 && step < 8 ? -1 : 0;
+            CUlaunchConfig cfg;
+            memset(&cfg, 0, sizeof cfg);
+            cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+            cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+            cfg.hStream = s;
+            cfg.attrs = &at;
+            cfg.numAttrs = 1;
+            MUST(cuLaunchKernelEx(&cfg, f_add, args, NULL));
+        } else if (k == 5) {
+            MUST(cuLaunchCooperativeKernel(f_add, 1, 1, 1, 1, 1, 1, 0, s, args));
+        } else {
+            launch_add(s, &vals[k]);
+        }
+    }
+}
 
 static void capture_chain(CUstream s, int step)
 {
@@ -299,6 +333,8 @@ static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUe
     MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     if (which == 1) {
         capture_fork_join(s, side, fork, join, step);
+    } else if (which == 13) {
+        capture_launch_ex(s, step);
     } else {
         capture_chain(s, step);
     }
@@ -324,7 +360,8 @@ int main(int argc, char **argv)
 {
     static const char *const cases[] = { "chain", "fork_join", "explicit", "setparams", "clone",
                                          "update_deps", "foreign_node", "priority", "capinfo",
-                                         "stream_attr", "stream_copy", "remove_deps", "copy_attrs", NULL };
+                                         "stream_attr", "stream_copy", "remove_deps", "copy_attrs",
+                                         "launch_ex", NULL };
     int which = adv_case(argc, argv, cases);
     CUcontext ctx;
     CUmodule mod;
@@ -332,7 +369,7 @@ int main(int argc, char **argv)
     f_add = adv_fn(mod, "add_u32");
     CUstream s, side;
     CUevent fork, join;
-    if (which == 9 || which == 10 || which == 12) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+    if (which == 9 || which == 10 || which == 12 || which == 13) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     if (which == 7) MUST(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -1));
     else MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     MUST(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));

@@ -387,6 +387,14 @@ for c in stream_attr stream_copy; do
         attack="capture-time records: launch attributes a stream gives the kernels captured on it" \
         -- adv_record $c
 done
+# cuLaunchKernelEx (a priority attribute: -1 at steps 4-7) and
+# cuLaunchCooperativeKernel, recorded with their attributes: every decision on
+# a record, none read back, the refusals of steps 4 and 8 as without the
+# library (a build that dropped the launch's attributes was refused at 6 and 9).
+adv name=r1/record_launch_ex eng_t='T["updates_skipped"] >= 6' eng_p='T["updates_skipped"] >= 6' \
+    xchk='all(v == 0 for v in G["read_back"].values()) and G["recorded"] >= 12::every decision on a record (the launches attributes recorded)' \
+    attack="capture-time records: the attributes of cuLaunchKernelEx and cuLaunchCooperativeKernel" \
+    -- adv_record launch_ex
 # Graph calls the recorder does not model, made after the record's counts were
 # checked and with no modeled change beside them: cuGraphRemoveDependencies
 # (the driver refuses the next update: topology) and
