@@ -99,6 +99,11 @@ static void capture_launch_ex(CUstream s, int step)
     for (int k = 0; k < K; k++) {
         vals[k] = v_of(k, step);
         void *args[] = { &buf, &vals[k], &nwords };
+        if (k == 0 && step == 0) {   /* during the capture: the library's general path */
+            CUresult r = R(cuLaunchKernelEx(NULL, f_add, args, NULL));
+            adv_check("cuLaunchKernelEx without a configuration is refused", r == CUDA_ERROR_INVALID_VALUE,
+                      "%d", (int)r);
+        }
         if (k == 3) {
             CUlaunchAttribute at;
             memset(&at, 0, sizeof at);
