@@ -174,13 +174,13 @@ static void kparams(CUDA_KERNEL_NODE_PARAMS *p, void **args)
     p->kernelParams = args;
 }
 
-static void case_explicit(CUstream s)
+/* The explicit graph of cases explicit, remove_deps and copy_attrs: the
+ * chain's K kernels (step 0's scalars, arguments in args), and an empty node
+ * the first depends on. */
+static CUgraph build_explicit(CUgraphNode nodes[K], CUgraphNode *empty, void *args[K][3])
 {
     CUgraph g;
-    CUgraphNode nodes[K], empty;
-    void *args[K][3];
     CUDA_KERNEL_NODE_PARAMS p;
-    CUgraphExec exec = NULL;
     MUST(cuGraphCreate(&g, 0));
     for (int k = 0; k < K; k++) {
         vals[k] = v_of(k, 0);
@@ -190,8 +190,18 @@ static void case_explicit(CUstream s)
         kparams(&p, args[k]);
         MUST(cuGraphAddKernelNode(&nodes[k], g, k ? &nodes[k - 1] : NULL, k ? 1 : 0, &p));
     }
-    MUST(cuGraphAddEmptyNode(&empty, g, NULL, 0));
-    MUST(cuGraphAddDependencies(g, &empty, &nodes[0], NULL, 1));
+    MUST(cuGraphAddEmptyNode(empty, g, NULL, 0));
+    MUST(cuGraphAddDependencies(g, empty, &nodes[0], NULL, 1));
+    return g;
+}
+
+static void case_explicit(CUstream s)
+{
+    CUgraphNode nodes[K], empty;
+    void *args[K][3];
+    CUDA_KERNEL_NODE_PARAMS p;
+    CUgraphExec exec = NULL;
+    CUgraph g = build_explicit(nodes, &empty, args);
     for (int step = 0; step < STEPS; step++) {
         vals[2] = v_of(2, step);
         kparams(&p, args[2]);
@@ -211,22 +221,10 @@ static void case_explicit(CUstream s)
 /* Cases remove_deps (which 11) and copy_attrs (12). */
 static void case_unmodeled(CUstream s, int which)
 {
-    CUgraph g;
     CUgraphNode nodes[K], empty;
     void *args[K][3];
-    CUDA_KERNEL_NODE_PARAMS p;
     CUgraphExec exec = NULL;
-    MUST(cuGraphCreate(&g, 0));
-    for (int k = 0; k < K; k++) {
-        vals[k] = v_of(k, 0);
-        args[k][0] = &buf;
-        args[k][1] = &vals[k];
-        args[k][2] = &nwords;
-        kparams(&p, args[k]);
-        MUST(cuGraphAddKernelNode(&nodes[k], g, k ? &nodes[k - 1] : NULL, k ? 1 : 0, &p));
-    }
-    MUST(cuGraphAddEmptyNode(&empty, g, NULL, 0));
-    MUST(cuGraphAddDependencies(g, &empty, &nodes[0], NULL, 1));
+    CUgraph g = build_explicit(nodes, &empty, args);
     CUkernelNodeAttrValue a;
     memset(&a, 0, sizeof a);
     a.priority = -1;

@@ -36,82 +36,30 @@ EMU_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph h
     return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
 }
 
-EMU_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                              const CUgraphNode *dependencies, size_t numDependencies,
-                                              CUevent event)
-{
-    EMU_ENTRY_INIT();
-    if (!event) return CUDA_ERROR_INVALID_VALUE;
-    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
-}
+/* Nodes added with one parameter (an event, a parameter struct): NULL is
+ * refused first. */
+#define ADD_REFUSED_(name, ptype)                                                       \
+    EMU_EXPORT CUresult name(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, \
+                             size_t numDependencies, ptype param)                      \
+    {                                                                                  \
+        EMU_ENTRY_INIT();                                                              \
+        if (!param) return CUDA_ERROR_INVALID_VALUE;                                   \
+        return add_refused(phGraphNode, hGraph, dependencies, numDependencies);        \
+    }
+ADD_REFUSED_(cuGraphAddEventRecordNode, CUevent)
+ADD_REFUSED_(cuGraphAddEventWaitNode, CUevent)
+ADD_REFUSED_(cuGraphAddExternalSemaphoresSignalNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)
+ADD_REFUSED_(cuGraphAddExternalSemaphoresWaitNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)
+ADD_REFUSED_(cuGraphAddBatchMemOpNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *)
 
-EMU_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                            const CUgraphNode *dependencies, size_t numDependencies,
-                                            CUevent event)
-{
-    EMU_ENTRY_INIT();
-    if (!event) return CUDA_ERROR_INVALID_VALUE;
-    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
-}
-
-EMU_EXPORT CUresult cuGraphAddExternalSemaphoresSignalNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                                           const CUgraphNode *dependencies,
-                                                           size_t numDependencies,
-                                                           const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams)
-{
-    EMU_ENTRY_INIT();
-    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
-    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
-}
-
-EMU_EXPORT CUresult cuGraphAddExternalSemaphoresWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                                         const CUgraphNode *dependencies,
-                                                         size_t numDependencies,
-                                                         const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams)
-{
-    EMU_ENTRY_INIT();
-    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
-    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
-}
-
-EMU_EXPORT CUresult cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                             const CUgraphNode *dependencies, size_t numDependencies,
-                                             const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
-{
-    EMU_ENTRY_INIT();
-    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
-    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
-}
-
-EMU_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event)
-{
-    EMU_ENTRY_INIT();
-    return set_refused(hNode, event);
-}
-
-EMU_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event)
-{
-    EMU_ENTRY_INIT();
-    return set_refused(hNode, event);
-}
-
-EMU_EXPORT CUresult cuGraphExternalSemaphoresSignalNodeSetParams(CUgraphNode hNode,
-                                                                 const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams)
-{
-    EMU_ENTRY_INIT();
-    return set_refused(hNode, nodeParams);
-}
-
-EMU_EXPORT CUresult cuGraphExternalSemaphoresWaitNodeSetParams(CUgraphNode hNode,
-                                                               const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams)
-{
-    EMU_ENTRY_INIT();
-    return set_refused(hNode, nodeParams);
-}
-
-EMU_EXPORT CUresult cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode,
-                                                   const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
-{
-    EMU_ENTRY_INIT();
-    return set_refused(hNode, nodeParams);
-}
+#define SET_REFUSED_(name, ptype)                                                       \
+    EMU_EXPORT CUresult name(CUgraphNode hNode, ptype param)                           \
+    {                                                                                  \
+        EMU_ENTRY_INIT();                                                              \
+        return set_refused(hNode, param);                                              \
+    }
+SET_REFUSED_(cuGraphEventRecordNodeSetEvent, CUevent)
+SET_REFUSED_(cuGraphEventWaitNodeSetEvent, CUevent)
+SET_REFUSED_(cuGraphExternalSemaphoresSignalNodeSetParams, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)
+SET_REFUSED_(cuGraphExternalSemaphoresWaitNodeSetParams, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)
+SET_REFUSED_(cuGraphBatchMemOpNodeSetParams, const CUDA_BATCH_MEM_OP_NODE_PARAMS *)
