@@ -73,7 +73,6 @@ typedef struct evstate {            /* an event recorded in a capture */
     deps d;
 } evstate;
 
-
 static sstate *streams;
 static evstate *events;
 static uint64_t streams_gen = 1;    /* bumped at every add and delete of a stream entry */
@@ -167,7 +166,6 @@ static void event_del(evstate *e)
     free(e->d.v);
     free(e);
 }
-
 
 /* Ends capture c: its record goes to the table (graph g) or is dropped
  * (g NULL); its streams and events are forgotten (rec_lock held). */
