@@ -32,6 +32,8 @@ UNIT_OBJS_graphs      := arena capture config contexts core costs driver fp_buil
                          prof_util prof_variants profiled rec_graph rec_marks slot_map slots stats streams \
                          util vmm
 UNIT_OBJS_profiled    := $(UNIT_OBJS_graphs)
+# the test defines rec_graph.c's sg_rec_oom itself
+UNIT_OBJS_rec_marks   := rec_marks
 UNIT_OBJS_report      := $(UNIT_OBJS_graphs) report
 # legacy IPC, through the router (core.c) as the hooks reach it
 UNIT_OBJS_ipc         := $(UNIT_OBJS_graphs)
