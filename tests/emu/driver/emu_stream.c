@@ -727,16 +727,17 @@ CUresult emu_stream_submit(const char *call, emu_stream *s, int sync, const emu_
 /* ------------------------------------------------------------------------
  * Streams: exported
  * ---------------------------------------------------------------------- */
+/* Priorities clamp to the device's range [-5 (greatest), 0 (least)], at
+ * creation as when set as an attribute. */
+static int priority_clamp(int p) { return p > 0 ? 0 : p < -5 ? -5 : p; }
+
 static CUresult stream_create(CUstream *ph, unsigned flags, int priority)
 {
     CUcontext ctx;
     if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = emu_ctx_require(&ctx);
     if (r != CUDA_SUCCESS) return r;
-    /* Priorities clamp to the device's range [-5 (greatest), 0 (least)]. */
-    if (priority > 0) priority = 0;
-    if (priority < -5) priority = -5;
-    emu_stream *s = stream_new(ctx, S_USER, flags, priority);
+    emu_stream *s = stream_new(ctx, S_USER, flags, priority_clamp(priority));
     stream_slot *slot = emu_handle_mem_get(EMU_K_STREAM, sizeof *slot);
     slot->s = s;
     s->handle = slot;
@@ -911,18 +912,18 @@ EMU_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
  * take its access policy window, priority and memory synchronization domain
  * and map as node attributes (emu_stream_node_attrs). Priority is the
  * stream's own, clamped as at creation. Other ids: CUDA_ERROR_INVALID_VALUE. */
+static const CUstreamAttrID stream_attr_ids[] = {
+    CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+    CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+    CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+};
+#define N_STREAM_ATTRS (sizeof stream_attr_ids / sizeof stream_attr_ids[0])
+
 static int stream_attr_id(CUstreamAttrID id)
 {
-    switch ((int)id) {
-    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
-    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
-    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
-    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
-        return 1;
-    default:
-        return 0;
-    }
+    for (size_t i = 0; i < N_STREAM_ATTRS; i++)
+        if (stream_attr_ids[i] == id) return 1;
+    return 0;
 }
 
 /* Reads (set 0) or writes (set 1) attribute id of s through *v (attr_lock held). */
@@ -935,7 +936,7 @@ static void stream_attr_io(emu_stream *s, CUstreamAttrID id, CUstreamAttrValue *
     case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: IO_(domain_map, memSyncDomainMap); break;
     case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: IO_(domain, memSyncDomain); break;
     default:
-        if (set) s->priority = v->priority > 0 ? 0 : v->priority < -5 ? -5 : v->priority;
+        if (set) s->priority = priority_clamp(v->priority);
         else v->priority = s->priority;
         break;
     }
@@ -988,23 +989,18 @@ EMU_EXPORT CUresult cuStreamGetAttribute_ptsz(CUstream hStream, CUstreamAttrID a
 /* Both streams must belong to one context. */
 static CUresult stream_copy_attrs(CUstream dst, CUstream src, int pt)
 {
-    static const CUstreamAttrID ids[] = {
-        CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
-        CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
-        CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
-    };
     emu_stream *d, *s;
     CUresult r = emu_stream_get(dst, pt, &d);
     if (r == CUDA_SUCCESS) r = emu_stream_get(src, pt, &s);
     if (r != CUDA_SUCCESS) return r;
     if (d->ctx != s->ctx) return CUDA_ERROR_INVALID_VALUE;
-    CUstreamAttrValue v[sizeof ids / sizeof ids[0]];
+    CUstreamAttrValue v[N_STREAM_ATTRS];
     memset(v, 0, sizeof v);
     pthread_mutex_lock(&s->attr_lock);             /* one at a time: leaf locks */
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) stream_attr_io(s, ids[i], &v[i], 0);
+    for (size_t i = 0; i < N_STREAM_ATTRS; i++) stream_attr_io(s, stream_attr_ids[i], &v[i], 0);
     pthread_mutex_unlock(&s->attr_lock);
     pthread_mutex_lock(&d->attr_lock);
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) stream_attr_io(d, ids[i], &v[i], 1);
+    for (size_t i = 0; i < N_STREAM_ATTRS; i++) stream_attr_io(d, stream_attr_ids[i], &v[i], 1);
     pthread_mutex_unlock(&d->attr_lock);
     return CUDA_SUCCESS;
 }
