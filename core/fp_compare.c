@@ -435,8 +435,12 @@ int sg_fp_pay_reserve(sg_fp_node *n, uint32_t len)
 void sg_fp_node_lend(sg_fp *fp, sg_fp_node *n)
 {
     if (n->pay) return;
-    if (fp->chunk_cap - fp->chunk_used < SG_FP_LEND_BYTES) {
-        size_t cap = fp->chunk_cap ? 2 * fp->chunk_cap : 4096;
+    if (fp->chunk_used + SG_FP_LEND_BYTES > fp->chunk_cap) {
+        /* 4 KiB doubling to 1 MiB: never less than 4 KiB, though the chunk
+         * before may be a compacted one of a few bytes (sg_fp_shrink): a new
+         * chunk always has room for its first slot past the link */
+        size_t cap = 2 * fp->chunk_cap;
+        if (cap < 4096) cap = 4096;
         if (cap > ((size_t)1 << 20)) cap = (size_t)1 << 20;
         unsigned char *c = sg_big_realloc(NULL, cap);
         if (!c) return;
@@ -554,6 +558,11 @@ static void chunks_compact(sg_fp *fp)
     size_t need = 32, at = 32;
     for (size_t i = 0; i < fp->n; i++)
         if (fp->nodes[i].lent) need += fp->nodes[i].cap;
+    if (need == 32) {                                   /* no slot lent: no chunk kept */
+        chunks_free(fp);
+        fp->chunk_cap = fp->chunk_used = 0;
+        return;
+    }
     if ((!prev && fp->chunk_cap <= 2 * need) || !(c = sg_big_realloc(NULL, need))) return;
     prev = NULL;                                        /* no previous chunk */
     memcpy(c, &prev, sizeof prev);

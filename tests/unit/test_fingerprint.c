@@ -915,6 +915,48 @@ TEST(records_lend_payload_slots_from_chunks)
     sg_fp_free(&r);
 }
 
+/* A record done growing whose nodes hold no lent slot (their payloads have
+ * buffers of their own: a graph of memcpy nodes, say) keeps no chunk; reused
+ * from the pool for a graph of kernels, it lends every new node a slot inside
+ * a chunk. (It kept a 32-byte chunk, the next was twice that, 64 bytes, and
+ * the slot lent at 32 ran past its end: a heap overflow a random program of
+ * adv_recfuzz found.) */
+TEST(record_reused_after_a_shrink_without_slots)
+{
+    sg_fp a = { 0 }, r = { 0 };
+    memset_chain(&a, NULL);
+    r.origin = SG_FP_RECORDED;
+    sg_fp_node *x = sg_fp_push_node(&r);
+    CHECK(x != NULL);
+    sg_fp_node_lend(&r, x);
+    sg_fp_node longer = longer_node(&a.nodes[0]);
+    CHECK_EQ(sg_fp_node_copy(x, &longer), 0);           /* its own buffer */
+    CHECK(!x->lent);
+    sg_fp_shrink(&r);
+    CHECK(r.chunk == NULL);
+    CHECK_EQ(r.chunk_cap, 0);
+    r.n = 0;
+    int inside = 1;
+    for (size_t i = 0; i < 100; i++) {
+        x = sg_fp_push_node(&r);
+        CHECK(x != NULL);
+        if (i == 0) CHECK_EQ(sg_fp_node_copy(x, &a.nodes[0]), 0);   /* the old buffer, kept */
+        sg_fp_node_lend(&r, x);
+        inside &= r.chunk_used <= r.chunk_cap;
+        if (i) {
+            CHECK_EQ(sg_fp_node_copy(x, &a.nodes[i]), 0);
+            inside &= x->lent && x->pay >= r.chunk + 32 && x->pay + x->cap <= r.chunk + r.chunk_cap;
+        }
+    }
+    CHECK(inside);
+    int equal = 1;
+    for (size_t i = 0; i < 100; i++) equal &= sg_fp_node_compare(&a.nodes[i], &r.nodes[i], 0) == -1;
+    CHECK(equal);
+    sg_fp_node_free(&longer);
+    sg_fp_free(&a);
+    sg_fp_free(&r);
+}
+
 /* sg_big_realloc keeps the bytes across the heap / mapping boundary both
  * ways; from SG_BIG_BYTES up a block is a mapping of its own (16 bytes past
  * a page boundary), which freeing unmaps (not under AddressSanitizer, where
@@ -987,6 +1029,7 @@ int main(void)
     RUN(delta_gives_back_unused_room);
     RUN(copies_lend_payload_slots_from_one_slab);
     RUN(records_lend_payload_slots_from_chunks);
+    RUN(record_reused_after_a_shrink_without_slots);
     RUN(big_blocks_keep_their_bytes_and_give_memory_back);
     sg_fp_free(&fa);
     sg_fp_free(&fb);
