@@ -617,7 +617,11 @@ int sg_capture_stream(CUstream s, int per_thread)
     return rc != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-void sg_rec_init(int on) { sg_rec_on = on; }
+void sg_rec_init(int on, int audit)
+{
+    sg_rec_on = on;
+    sg_rec_audit_init(on && audit);
+}
 
 void sg_rec_reset(void)
 {

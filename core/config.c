@@ -45,6 +45,7 @@ static const sg_var vars[SG_CONFIG_NVARS] = {
     { SG_ENV_COSTS, SG_VAR_PATH, NULL, offsetof(sg_config, costs), 0, 0 },
     { SG_ENV_COST_TIMES, SG_VAR_CHOICE, cost_times_names, offsetof(sg_config, cost_times), 0, 0 },
     { SG_ENV_VARIANT_MEMORY, SG_VAR_BYTES, NULL, offsetof(sg_config, variant_memory), 0, 0 },
+    { SG_ENV_AUDIT_RECORDS, SG_VAR_CHOICE, strict_names, offsetof(sg_config, audit_records), 0, 0 },
 };
 
 const char *sg_policy_name(sg_policy p)

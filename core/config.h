@@ -27,6 +27,7 @@
 #define SG_ENV_COSTS "STABLEGRAPH_COSTS"
 #define SG_ENV_COST_TIMES "STABLEGRAPH_COST_TIMES"
 #define SG_ENV_VARIANT_MEMORY "STABLEGRAPH_VARIANT_MEMORY"
+#define SG_ENV_AUDIT_RECORDS "STABLEGRAPH_AUDIT_RECORDS"
 
 /* Accepted values, in order: X(ENUM_SUFFIX, "name"). */
 #define SG_POLICY_LIST(X)                                                     \
@@ -39,6 +40,7 @@
     X(WARN, "warn")                                                           \
     X(INFO, "info")                                                           \
     X(DEBUG, "debug")
+/* STABLEGRAPH_STRICT and STABLEGRAPH_AUDIT_RECORDS: off or on. */
 #define SG_STRICT_LIST(X)                                                     \
     X(NO, "0")                                                                \
     X(YES, "1")
@@ -83,7 +85,7 @@ typedef enum { SG_COST_TIMES_LIST(SG_COST_TIMES_ITEM_) SG_COST_TIMES_COUNT } sg_
 #define SG_CONFIG_VALUE_MAX 1024
 /* Room for one complaint about one variable. */
 #define SG_CONFIG_MSG_MAX (SG_CONFIG_VALUE_MAX + 256)
-#define SG_CONFIG_NVARS 13
+#define SG_CONFIG_NVARS 14
 
 typedef struct sg_config {
     sg_policy policy;          /* effective policy: SG_POLICY_OFF after any error */
@@ -117,6 +119,10 @@ typedef struct sg_config {
      * measured | table (see SG_COST_TIMES_LIST). */
     char costs[SG_CONFIG_VALUE_MAX + 1];
     sg_cost_times cost_times;
+    /* STABLEGRAPH_AUDIT_RECORDS=1: every capture-time record a decision
+     * uses is also checked against the graph read back through the driver
+     * (core/rec_audit.c; slow: a diagnosis of the library, default 0). */
+    int audit_records;
     char log_file[SG_CONFIG_VALUE_MAX + 1];  /* "" = stderr */
     char report[SG_CONFIG_VALUE_MAX + 1];    /* "" = no report; template with %p %h %r %% */
     int nerrors;               /* number of variables with a bad value */

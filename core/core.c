@@ -35,7 +35,7 @@ sg_caps sg_core_init(const sg_config *cfg)
     sg_caps caps = sg_policy_caps(cfg);
     sg_slots_init();
     sg_mem_init(&caps);
-    sg_rec_init(1);
+    sg_rec_init(1, cfg->audit_records);
     sg_graph_init(&caps, sg_prof_init(&caps));
     return caps;
 }

@@ -477,13 +477,16 @@ sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
     sg_readback why;
     if (handles) *handles = NULL;
     if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
+    sg_rec_audit a = { .on = 0 };
     sg_grecord *r = usable_locked(g, &why);
     if (r && sg_fp_copy(fp, &r->fp) != 0) why = SG_READBACK_OUT_OF_MEMORY;
     if (why == SG_READBACK_NONE && handles && r->unknown < r->fp.n) {   /* some known */
         *handles = malloc(r->fp.n * sizeof **handles);
         if (*handles) memcpy(*handles, r->handles, r->fp.n * sizeof **handles);
     }
+    if (why == SG_READBACK_NONE) sg_rec_audit_keep(&a, r);
     sg_lock_drop(&sg_rec_lock);
+    sg_rec_audit_run(&a, g);
     if (why == SG_READBACK_NONE) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
     return why;
 }
@@ -494,9 +497,14 @@ sg_readback sg_rec_delta(CUgraph g, const sg_fp *fp, sg_fp_delta *d, int *reason
     d->valid = 0;
     if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
     if (fp->origin != SG_FP_RECORDED) return SG_READBACK_NOT_RECORDED;
+    sg_rec_audit a = { .on = 0 };
     sg_grecord *r = usable_locked(g, &why);
-    if (r) *reason = sg_fp_compare_delta(fp, &r->fp, d);
+    if (r) {
+        *reason = sg_fp_compare_delta(fp, &r->fp, d);
+        if (d->valid) sg_rec_audit_keep(&a, r);     /* else the caller fetches it: audited there */
+    }
     sg_lock_drop(&sg_rec_lock);
+    sg_rec_audit_run(&a, g);
     if (why == SG_READBACK_NONE && d->valid) __atomic_add_fetch(&used, 1, __ATOMIC_RELAXED);
     return why;
 }
@@ -543,5 +551,6 @@ void sg_rec_graphs_reset(void)
     }
     memset(readbacks, 0, sizeof readbacks);
     used = 0;
+    sg_rec_audit_reset();
     sg_lock_drop(&sg_rec_lock);
 }

@@ -77,6 +77,20 @@ void sg_rec_mark(sg_stream_id key, sg_readback why);
 void sg_rec_unmark(sg_stream_id key);
 void sg_rec_marks_reset(void);
 
+/* rec_audit.c (STABLEGRAPH_AUDIT_RECORDS): sg_rec_audit_keep copies record
+ * r for the audit (rec_lock held; nothing when auditing is off or memory
+ * runs out); sg_rec_audit_run, after rec_lock is dropped, compares the copy
+ * with graph g read back, counts and logs a difference, and frees the copy. */
+typedef struct sg_rec_audit {
+    int on;
+    sg_fp fp;
+    CUgraphNode *handles;
+} sg_rec_audit;
+void sg_rec_audit_keep(sg_rec_audit *a, const sg_grecord *r);
+void sg_rec_audit_run(sg_rec_audit *a, CUgraph g);
+void sg_rec_audit_reset(void);
+void sg_rec_audit_init(int on);
+
 /* Frees every record (tests). */
 void sg_rec_graphs_reset(void);
 

@@ -103,8 +103,13 @@ void sg_rec_readback_counts(unsigned long *out);
 /* Decisions made on a record (report). */
 unsigned long sg_rec_used(void);
 
-/* Start-up (recording on: a policy that decides updates), fork, tests. */
-void sg_rec_init(int on);
+/* STABLEGRAPH_AUDIT_RECORDS (rec_audit.c): the records audited against a
+ * read-back, and those that differed from it (report). */
+void sg_rec_audit_counts(unsigned long *audited, unsigned long *mismatches);
+
+/* Start-up (recording on: a policy that decides updates; audit:
+ * STABLEGRAPH_AUDIT_RECORDS), fork, tests. */
+void sg_rec_init(int on, int audit);
 void sg_rec_atfork(int phase);
 void sg_rec_reset(void);
 

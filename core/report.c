@@ -221,7 +221,9 @@ int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
     out_fmt(&o, "\n  },\n  \"graph_descriptions\": {\"recorded\": %lu, \"read_back\": {", sg_rec_used());
     for (int i = 0; i < SG_READBACK_COUNT; i++)
         out_fmt(&o, "%s\"%s\": %lu", i ? ", " : "", sg_readback_names[i], rb[i]);
-    OUT_LIT(&o, "}");
+    unsigned long audited, mismatches;
+    sg_rec_audit_counts(&audited, &mismatches);
+    out_fmt(&o, "}, \"audited\": %lu, \"audit_mismatches\": %lu", audited, mismatches);
     OUT_LIT(&o, "},\n  \"execs_folded\": {");
     sg_exec_info f;
     out_fmt(&o, "\"execs\": %lu, ", sg_exec_folded(&f));

@@ -134,6 +134,7 @@ TEST(skip_profiled_vars)
     CHECK_EQ(cfg.max_generations, 8);
     CHECK_EQ(cfg.costs[0], 0);                      /* the built-in cost table */
     CHECK_EQ(cfg.cost_times, SG_COST_TIMES_MEASURED);
+    CHECK_EQ(cfg.audit_records, 0);                 /* off unless asked */
     CHECK(cfg.variant_memory == (size_t)64 << 20);
     const char *const good[] = { "STABLEGRAPH_PROFILE_STEPS", "1000", "STABLEGRAPH_ALIAS", "never",
                                  "STABLEGRAPH_ALIAS_MIN_BYTES", "64K",
@@ -158,6 +159,10 @@ TEST(skip_profiled_vars)
     CHECK(strcmp(sg_cost_times_name(SG_COST_TIMES_TABLE), "table") == 0);
     check_bad("STABLEGRAPH_COSTS", "", "a file path");
     check_bad("STABLEGRAPH_COST_TIMES", "both", "measured|table");
+    const char *const audit[] = { "STABLEGRAPH_AUDIT_RECORDS", "1", NULL };
+    CHECK_EQ(parse(audit), 0);
+    CHECK_EQ(cfg.audit_records, 1);
+    check_bad("STABLEGRAPH_AUDIT_RECORDS", "yes", "0|1");
     check_bad("STABLEGRAPH_PROFILE_STEPS", "0", "an integer from 1 to 1000");
     check_bad("STABLEGRAPH_PROFILE_STEPS", "1001", "an integer from 1 to 1000");
     check_bad("STABLEGRAPH_PROFILE_STEPS", "3K", "an integer from 1 to 1000");
