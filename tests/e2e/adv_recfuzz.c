@@ -1,0 +1,312 @@
+/*
+ * tests/e2e/adv_recfuzz.c: issue 11, capture-time records under random
+ * programs. The recorder must follow every valid way of building a graph by
+ * capture, or notice that it did not; the cases of adv_record.c each try one
+ * way, this program tries many at once, drawn from a seed.
+ *
+ * Three streams each own a buffer of 2 x N words (data, then aux). A step's
+ * program is a list of operations, each on a stream taking part in the
+ * capture (the origin, or one that joined it):
+ *   add      add_u32(data, v) by cuLaunchKernel, grid (g, 1, 1);
+ *   add_ex   the same by cuLaunchKernelEx with a priority attribute;
+ *   add_coop the same by cuLaunchCooperativeKernel;
+ *   add_aux  add_u32(aux, v);
+ *   memset   cuMemsetD32Async(aux, v);
+ *   copy     cuMemcpyDtoDAsync(data <- aux);
+ *   fork     an event recorded on one stream, waited on by another (which
+ *            joins the capture, or gains a dependency);
+ *   capinfo  cuStreamGetCaptureInfo on a stream (the recorder may learn the
+ *            handle of the stream's last node); when that node is an add,
+ *            the program later changes its scalar in the graph with
+ *            cuGraphKernelNodeSetParams on that handle.
+ * Every stream that joined is joined back before the capture ends. Streams
+ * touch only their own buffer, so the result does not depend on how the
+ * streams interleave, and the host computes it.
+ *
+ * Each step re-captures the program, brings one exec to the graph
+ * (cuGraphExecUpdate; instantiated again after a refusal, which is printed),
+ * launches it and checks every buffer. From one step to the next the
+ * program stays the same (an update that changes nothing: the library may
+ * skip it) or changes one scalar, one grid, one priority, one memset value,
+ * or all of it (a new topology, refused). Odd seeds instantiate with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY (a priority change is then
+ * refused); seeds 3 mod 4 set stream 1's priority with cuStreamSetAttribute
+ * at step STEPS / 2 (its kernels take it: the recorder must read those graphs
+ * back). Run with and without the library (test_correctness.sh), the output
+ * must be the same; with STABLEGRAPH_AUDIT_RECORDS=1 no record may differ
+ * from the driver's graph.
+ * Usage: adv_recfuzz SEED
+ */
+#include "adv_common.h"
+
+#define N 64
+#define NS 3
+#define MAXOPS 32
+#define STEPS 24
+
+enum { ADD, ADD_EX, ADD_COOP, ADD_AUX, MEMSET, COPY, FORK, CAPINFO, NKINDS };
+
+typedef struct op {
+    int kind, s, s2;          /* s2: the stream that waits (fork) */
+    uint32_t v;
+    unsigned grid;
+    int prio;
+    int named;                /* capinfo: names the add before it on s */
+} op;
+
+typedef struct prog {
+    op ops[MAXOPS];
+    int n;
+} prog;
+
+static uint64_t rng;
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+static CUfunction f_add;
+static CUstream st[NS];
+static CUevent ev[NS];
+static CUdeviceptr buf[NS];
+static uint32_t model[NS][2 * N];
+static uint64_t nwords = N;
+static unsigned long long inst_flags;
+
+/* A random program: every operation on a stream that has joined. */
+static void generate(prog *p)
+{
+    int joined[NS] = { 1, 0, 0 };
+    int last_add[NS] = { 0, 0, 0 };   /* the stream's last operation was an add */
+    p->n = 4 + (int)rnd(MAXOPS - 8);
+    for (int i = 0; i < p->n; i++) {
+        op *o = &p->ops[i];
+        memset(o, 0, sizeof *o);
+        do o->s = (int)rnd(NS); while (!joined[o->s]);
+        o->kind = (int)rnd(NKINDS);
+        o->v = 1 + rnd(1000);
+        o->grid = 1 + rnd(3);
+        o->prio = -(int)rnd(2);
+        if (o->kind == FORK) {
+            o->s2 = (o->s + 1 + (int)rnd(NS - 1)) % NS;
+            joined[o->s2] = 1;
+            last_add[o->s2] = 0;
+        } else if (o->kind == CAPINFO) {
+            o->named = last_add[o->s];
+        }
+        if (o->kind != CAPINFO && o->kind != FORK) last_add[o->s] = o->kind <= ADD_COOP;
+    }
+}
+
+/* The next step's program: the same, or one change (or a new one). */
+static void mutate(prog *p)
+{
+    uint32_t r = rnd(100);
+    int i = (int)rnd((uint32_t)p->n);
+    op *o = &p->ops[i];
+    if (r < 40) return;
+    if (r < 88) {                         /* one change, where the drawn operation has it */
+        if (r < 60 && (o->kind <= ADD_AUX)) o->v += 1 + rnd(7);
+        else if (r < 68 && o->kind == ADD) o->grid = 1 + (o->grid % 3);
+        else if (r < 76 && o->kind == ADD_EX) o->prio = o->prio ? 0 : -1;
+        else if (o->kind == MEMSET) o->v ^= 0x55;
+        return;
+    }
+    generate(p);
+}
+
+static void launch(const op *o, CUdeviceptr *dst, uint32_t *v)
+{
+    void *args[] = { dst, v, &nwords };
+    if (o->kind == ADD_EX) {
+        CUlaunchAttribute at;
+        memset(&at, 0, sizeof at);
+        at.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+        at.value.priority = o->prio;
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+        cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+        cfg.hStream = st[o->s];
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        MUST(cuLaunchKernelEx(&cfg, f_add, args, NULL));
+    } else if (o->kind == ADD_COOP) {
+        MUST(cuLaunchCooperativeKernel(f_add, 1, 1, 1, 1, 1, 1, 0, st[o->s], args));
+    } else {
+        MUST(cuLaunchKernel(f_add, o->grid, 1, 1, 1, 1, 1, 0, st[o->s], args, NULL));
+    }
+}
+
+/* Captures p; named[i] gets the handle capinfo operation i named (or NULL). */
+static CUgraph capture(const prog *p, CUgraphNode *named)
+{
+    static CUdeviceptr dst[MAXOPS];
+    static uint32_t vals[MAXOPS];
+    int joined[NS] = { 1, 0, 0 };
+    CUgraph g;
+    MUST(cuStreamBeginCapture(st[0], CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < p->n; i++) {
+        const op *o = &p->ops[i];
+        CUdeviceptr data = buf[o->s], aux = buf[o->s] + N * sizeof(uint32_t);
+        named[i] = NULL;
+        vals[i] = o->v;
+        switch (o->kind) {
+        case ADD:
+        case ADD_EX:
+        case ADD_COOP:
+        case ADD_AUX:
+            dst[i] = o->kind == ADD_AUX ? aux : data;
+            launch(o, &dst[i], &vals[i]);
+            break;
+        case MEMSET:
+            MUST(cuMemsetD32Async(aux, o->v, N, st[o->s]));
+            break;
+        case COPY:
+            MUST(cuMemcpyDtoDAsync(data, aux, N * sizeof(uint32_t), st[o->s]));
+            break;
+        case FORK:
+            MUST(cuEventRecord(ev[o->s], st[o->s]));
+            MUST(cuStreamWaitEvent(st[o->s2], ev[o->s], 0));
+            joined[o->s2] = 1;
+            break;
+        case CAPINFO: {
+            CUstreamCaptureStatus cs;
+            const CUgraphNode *deps = NULL;
+            size_t nd = 0;
+            MUST(cuStreamGetCaptureInfo(st[o->s], &cs, NULL, NULL, &deps, NULL, &nd));
+            if (o->named && nd == 1 && deps) named[i] = deps[0];
+            break;
+        }
+        }
+    }
+    for (int s = 1; s < NS; s++) {
+        if (!joined[s]) continue;
+        MUST(cuEventRecord(ev[s], st[s]));
+        MUST(cuStreamWaitEvent(st[0], ev[s], 0));
+    }
+    MUST(cuStreamEndCapture(st[0], &g));
+    return g;
+}
+
+/* The add that capinfo operation i names: the last operation on its stream
+ * before it. */
+static op *named_add(prog *p, int i)
+{
+    for (int j = i - 1; j >= 0; j--)
+        if (p->ops[j].s == p->ops[i].s && p->ops[j].kind != CAPINFO) return &p->ops[j];
+    return NULL;
+}
+
+/* Changes the scalar of the first named add in the graph (and in p, which
+ * the model follows) with cuGraphKernelNodeSetParams. */
+static void set_named(prog *p, const CUgraphNode *named, int step)
+{
+    for (int i = 0; i < p->n; i++) {
+        op *a = named[i] ? named_add(p, i) : NULL;
+        if (!a || a->kind != ADD) continue;
+        static uint32_t v;
+        static CUdeviceptr d;
+        a->v = 5000u + (uint32_t)step;
+        v = a->v;
+        d = buf[a->s];
+        void *args[] = { &d, &v, &nwords };
+        CUDA_KERNEL_NODE_PARAMS kp;
+        memset(&kp, 0, sizeof kp);
+        kp.func = f_add;
+        kp.gridDimX = a->grid;
+        kp.gridDimY = kp.gridDimZ = 1;
+        kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+        kp.kernelParams = args;
+        MUST(cuGraphKernelNodeSetParams(named[i], &kp));
+        return;
+    }
+}
+
+static void model_run(const prog *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        const op *o = &p->ops[i];
+        uint32_t *data = model[o->s], *aux = model[o->s] + N;
+        for (int w = 0; w < N; w++) {
+            switch (o->kind) {
+            case ADD:
+            case ADD_EX:
+            case ADD_COOP:
+                data[w] += o->v;
+                break;
+            case ADD_AUX:
+                aux[w] += o->v;
+                break;
+            case MEMSET:
+                aux[w] = o->v;
+                break;
+            case COPY:
+                data[w] = aux[w];
+                break;
+            default:
+                break;
+            }
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        printf("usage: %s SEED\n", argv[0]);
+        return 4;
+    }
+    unsigned long seed = strtoul(argv[1], NULL, 10);
+    rng = 0x9e3779b97f4a7c15ull ^ (seed * 0x100000001b3ull);
+    CUcontext ctx;
+    CUmodule mod;
+    adv_open(&ctx, &mod);
+    f_add = adv_fn(mod, "add_u32");
+    if (seed % 2) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+    for (int s = 0; s < NS; s++) {
+        MUST(cuStreamCreate(&st[s], CU_STREAM_NON_BLOCKING));
+        MUST(cuEventCreate(&ev[s], CU_EVENT_DISABLE_TIMING));
+        MUST(cuMemAlloc(&buf[s], 2 * N * sizeof(uint32_t)));
+        MUST(cuMemsetD32(buf[s], 0, 2 * N));
+    }
+    prog p;
+    generate(&p);
+    CUgraphExec exec = NULL;
+    CUgraphNode named[MAXOPS];
+    for (int step = 0; step < STEPS; step++) {
+        if (step) mutate(&p);
+        if (seed % 4 == 3 && step == STEPS / 2) {
+            CUstreamAttrValue a;
+            memset(&a, 0, sizeof a);
+            a.priority = -1;
+            MUST(cuStreamSetAttribute(st[1], CU_LAUNCH_ATTRIBUTE_PRIORITY, &a));
+        }
+        CUgraph g = capture(&p, named);
+        if (step % 3 == 2) set_named(&p, named, step);
+        if (!exec) {
+            MUST(cuGraphInstantiateWithFlags(&exec, g, inst_flags));
+        } else {
+            CUgraphExecUpdateResultInfo info;
+            if (R(cuGraphExecUpdate(exec, g, &info)) != CUDA_SUCCESS) {
+                printf("step %d: update refused (%d): instantiating again\n", step, (int)info.result);
+                MUST(cuGraphExecDestroy(exec));
+                MUST(cuGraphInstantiateWithFlags(&exec, g, inst_flags));
+            }
+        }
+        MUST(cuGraphLaunch(exec, st[0]));
+        MUST(cuStreamSynchronize(st[0]));
+        MUST(cuGraphDestroy(g));
+        model_run(&p);
+        for (int s = 0; s < NS; s++) {
+            char name[32];
+            snprintf(name, sizeof name, "step %d stream %d", step, s);
+            adv_check_words(name, buf[s], model[s], 2 * N);
+        }
+    }
+    MUST(cuGraphExecDestroy(exec));
+    return adv_finish();
+}
