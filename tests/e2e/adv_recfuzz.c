@@ -32,10 +32,24 @@
  * CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY (a priority change is then
  * refused); seeds 3 mod 4 set stream 1's priority with cuStreamSetAttribute
  * at step STEPS / 2 (its kernels take it: the recorder must read those graphs
- * back). Run with and without the library (test_correctness.sh), the output
- * must be the same; with STABLEGRAPH_AUDIT_RECORDS=1 no record may differ
- * from the driver's graph.
- * Usage: adv_recfuzz SEED
+ * back).
+ *
+ * Mode explicit builds the same programs with the graph API instead
+ * (cuGraphAddKernelNode, cuGraphAddNode for add_aux, the priority and
+ * cooperative attributes by cuGraphKernelNodeSetAttribute,
+ * cuGraphAddMemsetNode, cuGraphAddMemcpyNode, an empty node for capinfo,
+ * dependencies as the streams would make them) and keeps the graph from step
+ * to step: a change is made in place by cuGraphKernelNodeSetParams (every
+ * other one by cuGraphNodeSetParams), cuGraphKernelNodeSetAttribute or
+ * cuGraphMemsetNodeSetParams, and a new program rebuilds it. Every fifth step
+ * a kernel's change reaches the exec by cuGraphExecKernelNodeSetParams
+ * instead of cuGraphExecUpdate; every seventh the update is given a
+ * cuGraphClone of the graph.
+ *
+ * Run with and without the library (test_correctness.sh), the output must
+ * be the same; with STABLEGRAPH_AUDIT_RECORDS=1 no record may differ from
+ * the driver's graph.
+ * Usage: adv_recfuzz SEED [capture|explicit]
  */
 #include "adv_common.h"
 
@@ -101,21 +115,27 @@ static void generate(prog *p)
     }
 }
 
-/* The next step's program: the same, or one change (or a new one). */
-static void mutate(prog *p)
+enum { SAME = -1, NEW = -2 };
+
+/* The next step's program: the same (SAME), one change (the index of the
+ * operation changed: its scalar, grid, priority or memset value) or a new
+ * one (NEW). */
+static int mutate(prog *p)
 {
     uint32_t r = rnd(100);
     int i = (int)rnd((uint32_t)p->n);
     op *o = &p->ops[i];
-    if (r < 40) return;
+    if (r < 40) return SAME;
     if (r < 88) {                         /* one change, where the drawn operation has it */
         if (r < 60 && (o->kind <= ADD_AUX)) o->v += 1 + rnd(7);
         else if (r < 68 && o->kind == ADD) o->grid = 1 + (o->grid % 3);
         else if (r < 76 && o->kind == ADD_EX) o->prio = o->prio ? 0 : -1;
         else if (o->kind == MEMSET) o->v ^= 0x55;
-        return;
+        else return SAME;
+        return i;
     }
     generate(p);
+    return NEW;
 }
 
 static void launch(const op *o, CUdeviceptr *dst, uint32_t *v)
@@ -226,6 +246,151 @@ static void set_named(prog *p, const CUgraphNode *named, int step)
     }
 }
 
+/* ------------------------------------------------------------ explicit mode */
+
+static CUcontext ctx;
+static CUgraphNode xnode[MAXOPS];           /* the node of each operation (NULL: a fork) */
+static CUdeviceptr xdst[MAXOPS];
+static uint32_t xval[MAXOPS];
+
+/* Kernel node parameters of add operation i (arguments from xdst, xval). */
+static void kparams_of(const prog *p, int i, CUDA_KERNEL_NODE_PARAMS *kp, void **args)
+{
+    const op *o = &p->ops[i];
+    xdst[i] = o->kind == ADD_AUX ? buf[o->s] + N * sizeof(uint32_t) : buf[o->s];
+    xval[i] = o->v;
+    args[0] = &xdst[i];
+    args[1] = &xval[i];
+    args[2] = &nwords;
+    memset(kp, 0, sizeof *kp);
+    kp->func = f_add;
+    kp->gridDimX = o->kind == ADD ? o->grid : 1;
+    kp->gridDimY = kp->gridDimZ = 1;
+    kp->blockDimX = kp->blockDimY = kp->blockDimZ = 1;
+    kp->kernelParams = args;
+}
+
+static CUDA_MEMSET_NODE_PARAMS memset_of(const op *o)
+{
+    return (CUDA_MEMSET_NODE_PARAMS){ .dst = buf[o->s] + N * sizeof(uint32_t), .value = o->v,
+                                      .elementSize = 4, .width = N, .height = 1 };
+}
+
+/* Sets attribute id of node n to the operation's (priority, cooperative). */
+static void set_attr(CUgraphNode n, const op *o)
+{
+    CUkernelNodeAttrValue v;
+    memset(&v, 0, sizeof v);
+    if (o->kind == ADD_EX) {
+        v.priority = o->prio;
+        MUST(cuGraphKernelNodeSetAttribute(n, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v));
+    } else {
+        v.cooperative = 1;
+        MUST(cuGraphKernelNodeSetAttribute(n, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &v));
+    }
+}
+
+/* p built with the graph API, each operation depending on its stream's
+ * last nodes (a fork adds the forking stream's to the other's). */
+static CUgraph build_explicit(const prog *p)
+{
+    CUgraph g;
+    CUgraphNode last[NS][MAXOPS];
+    size_t nlast[NS] = { 0, 0, 0 };
+    MUST(cuGraphCreate(&g, 0));
+    for (int i = 0; i < p->n; i++) {
+        const op *o = &p->ops[i];
+        CUgraphNode *d = last[o->s];
+        size_t nd = nlast[o->s];
+        void *args[3];
+        CUDA_KERNEL_NODE_PARAMS kp;
+        xnode[i] = NULL;
+        switch (o->kind) {
+        case ADD:
+        case ADD_EX:
+        case ADD_COOP:
+            kparams_of(p, i, &kp, args);
+            MUST(cuGraphAddKernelNode(&xnode[i], g, d, nd, &kp));
+            if (o->kind != ADD) set_attr(xnode[i], o);
+            break;
+        case ADD_AUX: {
+            kparams_of(p, i, &kp, args);
+            CUgraphNodeParams np;
+            memset(&np, 0, sizeof np);
+            np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+            np.kernel.func = kp.func;
+            np.kernel.gridDimX = np.kernel.gridDimY = np.kernel.gridDimZ = 1;
+            np.kernel.blockDimX = np.kernel.blockDimY = np.kernel.blockDimZ = 1;
+            np.kernel.kernelParams = args;
+            MUST(cuGraphAddNode(&xnode[i], g, d, NULL, nd, &np));
+            break;
+        }
+        case MEMSET: {
+            CUDA_MEMSET_NODE_PARAMS ms = memset_of(o);
+            MUST(cuGraphAddMemsetNode(&xnode[i], g, d, nd, &ms, ctx));
+            break;
+        }
+        case COPY: {
+            CUDA_MEMCPY3D c;
+            memset(&c, 0, sizeof c);
+            c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+            c.srcDevice = buf[o->s] + N * sizeof(uint32_t);
+            c.dstDevice = buf[o->s];
+            c.WidthInBytes = N * sizeof(uint32_t);
+            c.Height = c.Depth = 1;
+            MUST(cuGraphAddMemcpyNode(&xnode[i], g, d, nd, &c, ctx));
+            break;
+        }
+        case CAPINFO:
+            MUST(cuGraphAddEmptyNode(&xnode[i], g, d, nd));
+            break;
+        case FORK:
+            for (size_t k = 0; k < nlast[o->s]; k++) {
+                size_t j = 0;
+                while (j < nlast[o->s2] && last[o->s2][j] != last[o->s][k]) j++;
+                if (j == nlast[o->s2]) last[o->s2][nlast[o->s2]++] = last[o->s][k];
+            }
+            continue;
+        }
+        last[o->s][0] = xnode[i];
+        nlast[o->s] = 1;
+    }
+    return g;
+}
+
+/* Change i of p (mutate's) made in graph g in place; with exec not NULL, a
+ * kernel's parameters also in exec by cuGraphExecKernelNodeSetParams
+ * (returns 1: the exec is up to date). */
+static int change_in_place(const prog *p, int i, int step, CUgraphExec exec)
+{
+    const op *o = &p->ops[i];
+    void *args[3];
+    CUDA_KERNEL_NODE_PARAMS kp;
+    if (o->kind == MEMSET) {
+        CUDA_MEMSET_NODE_PARAMS ms = memset_of(o);
+        MUST(cuGraphMemsetNodeSetParams(xnode[i], &ms));
+        return 0;
+    }
+    if (o->kind == ADD_EX) set_attr(xnode[i], o);   /* its priority, or the same again */
+    kparams_of(p, i, &kp, args);
+    if (step % 2) {
+        MUST(cuGraphKernelNodeSetParams(xnode[i], &kp));
+    } else {
+        CUgraphNodeParams np;
+        memset(&np, 0, sizeof np);
+        np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+        np.kernel.func = kp.func;
+        np.kernel.gridDimX = kp.gridDimX;
+        np.kernel.gridDimY = np.kernel.gridDimZ = 1;
+        np.kernel.blockDimX = np.kernel.blockDimY = np.kernel.blockDimZ = 1;
+        np.kernel.kernelParams = args;
+        MUST(cuGraphNodeSetParams(xnode[i], &np));
+    }
+    if (!exec || o->kind == ADD_EX) return 0;       /* an attribute: only an update carries it */
+    MUST(cuGraphExecKernelNodeSetParams(exec, xnode[i], &kp));
+    return 1;
+}
+
 static void model_run(const prog *p)
 {
     for (int i = 0; i < p->n; i++) {
@@ -256,13 +421,13 @@ static void model_run(const prog *p)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        printf("usage: %s SEED\n", argv[0]);
+    int explicit_mode = argc == 3 && strcmp(argv[2], "explicit") == 0;
+    if (argc < 2 || argc > 3 || (argc == 3 && !explicit_mode && strcmp(argv[2], "capture"))) {
+        printf("usage: %s SEED [capture|explicit]\n", argv[0]);
         return 4;
     }
     unsigned long seed = strtoul(argv[1], NULL, 10);
     rng = 0x9e3779b97f4a7c15ull ^ (seed * 0x100000001b3ull);
-    CUcontext ctx;
     CUmodule mod;
     adv_open(&ctx, &mod);
     f_add = adv_fn(mod, "add_u32");
@@ -277,29 +442,47 @@ int main(int argc, char **argv)
     generate(&p);
     CUgraphExec exec = NULL;
     CUgraphNode named[MAXOPS];
+    CUgraph g = NULL;
     for (int step = 0; step < STEPS; step++) {
-        if (step) mutate(&p);
+        int change = step ? mutate(&p) : NEW;
         if (seed % 4 == 3 && step == STEPS / 2) {
             CUstreamAttrValue a;
             memset(&a, 0, sizeof a);
             a.priority = -1;
             MUST(cuStreamSetAttribute(st[1], CU_LAUNCH_ATTRIBUTE_PRIORITY, &a));
         }
-        CUgraph g = capture(&p, named);
-        if (step % 3 == 2) set_named(&p, named, step);
-        if (!exec) {
-            MUST(cuGraphInstantiateWithFlags(&exec, g, inst_flags));
+        int exec_current = 0;
+        CUgraph use;
+        if (!explicit_mode) {
+            g = capture(&p, named);
+            if (step % 3 == 2) set_named(&p, named, step);
+            use = g;
+        } else {
+            if (change == NEW) {
+                if (g) MUST(cuGraphDestroy(g));
+                g = build_explicit(&p);
+            } else if (change >= 0) {
+                exec_current = change_in_place(&p, change, step, step % 5 == 4 ? exec : NULL);
+            }
+            use = g;
+            if (step % 7 == 3) MUST(cuGraphClone(&use, g));
+        }
+        if (exec_current) {
+            /* the exec took the change itself */
+        } else if (!exec) {
+            MUST(cuGraphInstantiateWithFlags(&exec, use, inst_flags));
         } else {
             CUgraphExecUpdateResultInfo info;
-            if (R(cuGraphExecUpdate(exec, g, &info)) != CUDA_SUCCESS) {
+            if (R(cuGraphExecUpdate(exec, use, &info)) != CUDA_SUCCESS) {
                 printf("step %d: update refused (%d): instantiating again\n", step, (int)info.result);
                 MUST(cuGraphExecDestroy(exec));
-                MUST(cuGraphInstantiateWithFlags(&exec, g, inst_flags));
+                MUST(cuGraphInstantiateWithFlags(&exec, use, inst_flags));
             }
         }
         MUST(cuGraphLaunch(exec, st[0]));
         MUST(cuStreamSynchronize(st[0]));
-        MUST(cuGraphDestroy(g));
+        if (use != g) MUST(cuGraphDestroy(use));
+        if (!explicit_mode) MUST(cuGraphDestroy(g));
         model_run(&p);
         for (int s = 0; s < NS; s++) {
             char name[32];
@@ -308,5 +491,6 @@ int main(int argc, char **argv)
         }
     }
     MUST(cuGraphExecDestroy(exec));
+    if (explicit_mode) MUST(cuGraphDestroy(g));
     return adv_finish();
 }

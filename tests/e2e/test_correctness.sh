@@ -425,19 +425,22 @@ adv name=r3/record_capinfo eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_s
     xchk="all(v == 0 for v in G[\"read_back\"].values()) and G[\"recorded\"] >= 1 and $AUDIT_OK::every decision on a record, no read-back (handles learned during the capture)" \
     env="$AUDIT" \
     attack="capture-time records: captured node handles named by cuStreamGetCaptureInfo" -- adv_record capinfo
-# Random capture programs (adv_recfuzz.c): three streams joined by events,
-# kernels by cuLaunchKernel / Ex / Cooperative, memsets, copies, capture info
-# and setters on learned handles; from step to step the same graph or one
-# change. Every record audited against the driver's graph; the output as
-# without the library. Seeds 67 and 98 overflowed a record's payload chunk
-# (a record reused after a graph with no lent slot; test_fingerprint has the
-# unit case); 3 and 7 set a stream's priority half-way (read back from then
-# on); odd seeds instantiate with USE_NODE_PRIORITY.
-for seed in 1 2 3 7 67 98; do
-    adv name=r4/record_fuzz_$seed eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_skipped"] >= 1' \
+# Random programs (adv_recfuzz.c): three streams joined by events, kernels by
+# cuLaunchKernel / Ex / Cooperative, memsets, copies, capture info and setters
+# on learned handles; from step to step the same graph or one change. Mode
+# explicit builds them with the graph API and changes them in place (node
+# setters, attributes, exec setters, clones). Every record audited against the
+# driver's graph; the output as without the library. Seeds 67 and 98 overflowed
+# a record's payload chunk (a record reused after a graph with no lent slot;
+# test_fingerprint has the unit case); 3 and 7 set a stream's priority
+# half-way (read back from then on); odd seeds instantiate with
+# USE_NODE_PRIORITY.
+for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:1 explicit:2 explicit:3; do
+    seed=${c#*:} mode=${c%%:*}
+    adv name=r4/record_fuzz_${mode}_$seed eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_skipped"] >= 1' \
         xchk="G[\"recorded\"] >= 10 and $AUDIT_OK::records used and every one the same as the driver's graph" \
         env="$AUDIT" \
-        attack="capture-time records: random capture programs, each record audited against a read-back" \
-        -- adv_recfuzz $seed
+        attack="capture-time records: random $mode programs, each record audited against a read-back" \
+        -- adv_recfuzz $seed $mode
 done
 done_testing
