@@ -46,10 +46,23 @@
  * instead of cuGraphExecUpdate; every seventh the update is given a
  * cuGraphClone of the graph.
  *
+ * Mode temps captures as mode capture, but a third of the operations (not
+ * forks or capinfo) work through a temporary allocated before the capture
+ * and freed after the launch: memset it to v, add v + 7, copy it to aux.
+ * Where the temporaries land decides whether the graph changes: the
+ * placement's promise. Seeds vary the allocation order, the call
+ * (cuMemAlloc, cuMemAllocAsync) and the free (after a synchronization, at
+ * once by cuMemFree, which synchronizes, or cuMemFreeAsync), with blocks of
+ * other sizes allocated and freed among them.
+ *
+ * Mode rotate captures as mode capture, each step on the next of two (even
+ * seeds) or three (odd) sets of the streams' buffers: pointer-only updates
+ * that come back, which skip_profiled may serve with exec variants.
+ *
  * Run with and without the library (test_correctness.sh), the output must
  * be the same; with STABLEGRAPH_AUDIT_RECORDS=1 no record may differ from
  * the driver's graph.
- * Usage: adv_recfuzz SEED [capture|explicit]
+ * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate]
  */
 #include "adv_common.h"
 
@@ -58,7 +71,8 @@
 #define MAXOPS 32
 #define STEPS 24
 
-enum { ADD, ADD_EX, ADD_COOP, ADD_AUX, MEMSET, COPY, FORK, CAPINFO, NKINDS };
+/* TEMP (mode temps only): memset a temporary to v, add v + 7, copy it to aux. */
+enum { ADD, ADD_EX, ADD_COOP, ADD_AUX, MEMSET, COPY, FORK, CAPINFO, NKINDS, TEMP = NKINDS };
 
 typedef struct op {
     int kind, s, s2;          /* s2: the stream that waits (fork) */
@@ -66,6 +80,7 @@ typedef struct op {
     unsigned grid;
     int prio;
     int named;                /* capinfo: names the add before it on s */
+    size_t tsize;             /* TEMP: the temporary's bytes */
 } op;
 
 typedef struct prog {
@@ -85,10 +100,15 @@ static uint32_t rnd(uint32_t n)
 static CUfunction f_add;
 static CUstream st[NS];
 static CUevent ev[NS];
-static CUdeviceptr buf[NS];
-static uint32_t model[NS][2 * N];
+#define NSETS 3
+static CUdeviceptr sets[NSETS][NS];         /* mode rotate: step s uses set s % nsets */
+static uint32_t models[NSETS][NS][2 * N];
+static int nsets = 1;
+static CUdeviceptr *buf = sets[0];          /* this step's buffers and their model */
+static uint32_t (*model)[2 * N] = models[0];
 static uint64_t nwords = N;
 static unsigned long long inst_flags;
+static int temps_mode;
 
 /* A random program: every operation on a stream that has joined. */
 static void generate(prog *p)
@@ -113,6 +133,12 @@ static void generate(prog *p)
         }
         if (o->kind != CAPINFO && o->kind != FORK) last_add[o->s] = o->kind <= ADD_COOP;
     }
+    for (int i = 0; temps_mode && i < p->n; i++) {   /* some operations use a temporary instead */
+        op *o = &p->ops[i];
+        if (o->kind == FORK || o->kind == CAPINFO || rnd(3)) continue;
+        o->kind = TEMP;
+        o->tsize = N * sizeof(uint32_t) + 256 * rnd(4);
+    }
 }
 
 enum { SAME = -1, NEW = -2 };
@@ -127,7 +153,7 @@ static int mutate(prog *p)
     op *o = &p->ops[i];
     if (r < 40) return SAME;
     if (r < 88) {                         /* one change, where the drawn operation has it */
-        if (r < 60 && (o->kind <= ADD_AUX)) o->v += 1 + rnd(7);
+        if (r < 60 && (o->kind <= ADD_AUX || o->kind == TEMP)) o->v += 1 + rnd(7);
         else if (r < 68 && o->kind == ADD) o->grid = 1 + (o->grid % 3);
         else if (r < 76 && o->kind == ADD_EX) o->prio = o->prio ? 0 : -1;
         else if (o->kind == MEMSET) o->v ^= 0x55;
@@ -162,6 +188,8 @@ static void launch(const op *o, CUdeviceptr *dst, uint32_t *v)
 }
 
 /* Captures p; named[i] gets the handle capinfo operation i named (or NULL). */
+static CUdeviceptr temp[MAXOPS];           /* mode temps: operation i's temporary this step */
+
 static CUgraph capture(const prog *p, CUgraphNode *named)
 {
     static CUdeviceptr dst[MAXOPS];
@@ -185,6 +213,15 @@ static CUgraph capture(const prog *p, CUgraphNode *named)
         case MEMSET:
             MUST(cuMemsetD32Async(aux, o->v, N, st[o->s]));
             break;
+        case TEMP: {
+            static uint32_t v7[MAXOPS];
+            MUST(cuMemsetD32Async(temp[i], o->v, N, st[o->s]));
+            v7[i] = o->v + 7;
+            void *args[] = { &temp[i], &v7[i], &nwords };
+            MUST(cuLaunchKernel(f_add, 1, 1, 1, 1, 1, 1, 0, st[o->s], args, NULL));
+            MUST(cuMemcpyDtoDAsync(aux, temp[i], N * sizeof(uint32_t), st[o->s]));
+            break;
+        }
         case COPY:
             MUST(cuMemcpyDtoDAsync(data, aux, N * sizeof(uint32_t), st[o->s]));
             break;
@@ -270,6 +307,23 @@ static void kparams_of(const prog *p, int i, CUDA_KERNEL_NODE_PARAMS *kp, void *
     kp->kernelParams = args;
 }
 
+/* The same as generic node parameters (cuGraphAddNode, cuGraphNodeSetParams). */
+static CUgraphNodeParams generic_of(const CUDA_KERNEL_NODE_PARAMS *kp)
+{
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    np.kernel.func = kp->func;
+    np.kernel.gridDimX = kp->gridDimX;
+    np.kernel.gridDimY = kp->gridDimY;
+    np.kernel.gridDimZ = kp->gridDimZ;
+    np.kernel.blockDimX = kp->blockDimX;
+    np.kernel.blockDimY = kp->blockDimY;
+    np.kernel.blockDimZ = kp->blockDimZ;
+    np.kernel.kernelParams = kp->kernelParams;
+    return np;
+}
+
 static CUDA_MEMSET_NODE_PARAMS memset_of(const op *o)
 {
     return (CUDA_MEMSET_NODE_PARAMS){ .dst = buf[o->s] + N * sizeof(uint32_t), .value = o->v,
@@ -315,13 +369,7 @@ static CUgraph build_explicit(const prog *p)
             break;
         case ADD_AUX: {
             kparams_of(p, i, &kp, args);
-            CUgraphNodeParams np;
-            memset(&np, 0, sizeof np);
-            np.type = CU_GRAPH_NODE_TYPE_KERNEL;
-            np.kernel.func = kp.func;
-            np.kernel.gridDimX = np.kernel.gridDimY = np.kernel.gridDimZ = 1;
-            np.kernel.blockDimX = np.kernel.blockDimY = np.kernel.blockDimZ = 1;
-            np.kernel.kernelParams = args;
+            CUgraphNodeParams np = generic_of(&kp);
             MUST(cuGraphAddNode(&xnode[i], g, d, NULL, nd, &np));
             break;
         }
@@ -376,14 +424,7 @@ static int change_in_place(const prog *p, int i, int step, CUgraphExec exec)
     if (step % 2) {
         MUST(cuGraphKernelNodeSetParams(xnode[i], &kp));
     } else {
-        CUgraphNodeParams np;
-        memset(&np, 0, sizeof np);
-        np.type = CU_GRAPH_NODE_TYPE_KERNEL;
-        np.kernel.func = kp.func;
-        np.kernel.gridDimX = kp.gridDimX;
-        np.kernel.gridDimY = np.kernel.gridDimZ = 1;
-        np.kernel.blockDimX = np.kernel.blockDimY = np.kernel.blockDimZ = 1;
-        np.kernel.kernelParams = args;
+        CUgraphNodeParams np = generic_of(&kp);
         MUST(cuGraphNodeSetParams(xnode[i], &np));
     }
     if (!exec || o->kind == ADD_EX) return 0;       /* an attribute: only an update carries it */
@@ -409,6 +450,9 @@ static void model_run(const prog *p)
             case MEMSET:
                 aux[w] = o->v;
                 break;
+            case TEMP:
+                aux[w] = 2 * o->v + 7;
+                break;
             case COPY:
                 data[w] = aux[w];
                 break;
@@ -419,11 +463,48 @@ static void model_run(const prog *p)
     }
 }
 
+/* Mode temps: the temporaries of p's TEMP operations for this step, in
+ * operation order or (seeds with bit 1) the reverse, now and then with a
+ * block of another size allocated and freed before one; by cuMemAlloc, or
+ * (seeds 0 mod 3) cuMemAllocAsync on stream 0. */
+static void temps_alloc(const prog *p, unsigned long seed)
+{
+    for (int k = 0; k < p->n; k++) {
+        int i = seed & 2 ? p->n - 1 - k : k;
+        temp[i] = 0;
+        if (p->ops[i].kind != TEMP) continue;
+        if (rnd(4) == 0) {
+            CUdeviceptr x;
+            MUST(cuMemAlloc(&x, 64 + 64 * rnd(1024)));
+            MUST(cuMemFree(x));
+        }
+        if (seed % 3 == 0) MUST(cuMemAllocAsync(&temp[i], p->ops[i].tsize, st[0]));
+        else MUST(cuMemAlloc(&temp[i], p->ops[i].tsize));
+    }
+}
+
+/* ... and frees them after the launch: once stream 0 is synchronized, or at
+ * once (seeds 4..7 mod 8: cuMemFree synchronizes), or stream-ordered on
+ * stream 0 (cuMemAllocAsync's, by cuMemFreeAsync). */
+static void temps_free(const prog *p, unsigned long seed)
+{
+    int how = seed % 3 == 0 ? 2 : (int)((seed / 4) % 2);
+    if (how == 0) MUST(cuStreamSynchronize(st[0]));
+    for (int i = 0; i < p->n; i++) {
+        if (!temp[i]) continue;
+        if (how == 2) MUST(cuMemFreeAsync(temp[i], st[0]));
+        else MUST(cuMemFree(temp[i]));
+    }
+}
+
 int main(int argc, char **argv)
 {
     int explicit_mode = argc == 3 && strcmp(argv[2], "explicit") == 0;
-    if (argc < 2 || argc > 3 || (argc == 3 && !explicit_mode && strcmp(argv[2], "capture"))) {
-        printf("usage: %s SEED [capture|explicit]\n", argv[0]);
+    temps_mode = argc == 3 && strcmp(argv[2], "temps") == 0;
+    int rotate_mode = argc == 3 && strcmp(argv[2], "rotate") == 0;
+    if (argc < 2 || argc > 3 ||
+        (argc == 3 && !explicit_mode && !temps_mode && !rotate_mode && strcmp(argv[2], "capture"))) {
+        printf("usage: %s SEED [capture|explicit|temps|rotate]\n", argv[0]);
         return 4;
     }
     unsigned long seed = strtoul(argv[1], NULL, 10);
@@ -432,11 +513,14 @@ int main(int argc, char **argv)
     adv_open(&ctx, &mod);
     f_add = adv_fn(mod, "add_u32");
     if (seed % 2) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+    if (rotate_mode) nsets = 2 + (int)(seed % 2);
     for (int s = 0; s < NS; s++) {
         MUST(cuStreamCreate(&st[s], CU_STREAM_NON_BLOCKING));
         MUST(cuEventCreate(&ev[s], CU_EVENT_DISABLE_TIMING));
-        MUST(cuMemAlloc(&buf[s], 2 * N * sizeof(uint32_t)));
-        MUST(cuMemsetD32(buf[s], 0, 2 * N));
+        for (int r = 0; r < nsets; r++) {
+            MUST(cuMemAlloc(&sets[r][s], 2 * N * sizeof(uint32_t)));
+            MUST(cuMemsetD32(sets[r][s], 0, 2 * N));
+        }
     }
     prog p;
     generate(&p);
@@ -445,6 +529,8 @@ int main(int argc, char **argv)
     CUgraph g = NULL;
     for (int step = 0; step < STEPS; step++) {
         int change = step ? mutate(&p) : NEW;
+        buf = sets[step % nsets];
+        model = models[step % nsets];
         if (seed % 4 == 3 && step == STEPS / 2) {
             CUstreamAttrValue a;
             memset(&a, 0, sizeof a);
@@ -453,6 +539,7 @@ int main(int argc, char **argv)
         }
         int exec_current = 0;
         CUgraph use;
+        if (temps_mode) temps_alloc(&p, seed);
         if (!explicit_mode) {
             g = capture(&p, named);
             if (step % 3 == 2) set_named(&p, named, step);
@@ -480,15 +567,18 @@ int main(int argc, char **argv)
             }
         }
         MUST(cuGraphLaunch(exec, st[0]));
+        if (temps_mode) temps_free(&p, seed);
         MUST(cuStreamSynchronize(st[0]));
         if (use != g) MUST(cuGraphDestroy(use));
         if (!explicit_mode) MUST(cuGraphDestroy(g));
         model_run(&p);
-        for (int s = 0; s < NS; s++) {
-            char name[32];
-            snprintf(name, sizeof name, "step %d stream %d", step, s);
-            adv_check_words(name, buf[s], model[s], 2 * N);
-        }
+        for (int r = 0; r < nsets; r++)
+            for (int s = 0; s < NS; s++) {
+                char name[48];
+                if (nsets > 1) snprintf(name, sizeof name, "step %d set %d stream %d", step, r, s);
+                else snprintf(name, sizeof name, "step %d stream %d", step, s);
+                adv_check_words(name, sets[r][s], models[r][s], 2 * N);
+            }
     }
     MUST(cuGraphExecDestroy(exec));
     if (explicit_mode) MUST(cuGraphDestroy(g));

@@ -434,10 +434,19 @@ adv name=r3/record_capinfo eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_s
 # a record's payload chunk (a record reused after a graph with no lent slot;
 # test_fingerprint has the unit case); 3 and 7 set a stream's priority
 # half-way (read back from then on); odd seeds instantiate with
-# USE_NODE_PRIORITY.
-for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:1 explicit:2 explicit:3; do
-    seed=${c#*:} mode=${c%%:*}
-    adv name=r4/record_fuzz_${mode}_$seed eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_skipped"] >= 1' \
+# USE_NODE_PRIORITY. Mode temps works through temporaries allocated before
+# each capture and freed after the launch (seed 1: cuMemAlloc, freed after a
+# synchronization; 3: cuMemAllocAsync / cuMemFreeAsync; 5: cuMemFree at once,
+# which synchronizes; 7: the same in reverse order). Mode rotate moves each
+# step to the next of two (seed 2) or three (seed 1) buffer sets: exec
+# variants (the prof runs buy them at once: free-variant costs) and aliasing.
+for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:1 explicit:2 explicit:3 \
+         temps:1 temps:3 temps:5 temps:7 rotate:1 rotate:2; do
+    seed=${c#*:} mode=${c%%:*} cfgs="temp prof" skips='T["updates_skipped"] >= 1'
+    # rotating pointers: skip_temp has nothing to skip, it must see the updates
+    [ "$mode" = rotate ] && cfgs="temp prof alias" skips=$SEEN
+    adv name=r4/record_fuzz_${mode}_$seed eng_t="$skips" eng_p='T["updates_skipped"] >= 1' \
+        cfg="$cfgs" \
         xchk="G[\"recorded\"] >= 10 and $AUDIT_OK::records used and every one the same as the driver's graph" \
         env="$AUDIT" \
         attack="capture-time records: random $mode programs, each record audited against a read-back" \
