@@ -22,7 +22,9 @@
  * (tests/e2e/adv_kernels.c).
  *
  * Thread safety: adv_r() and adv_check() may be called from any thread
- * (adv_lock guards the counters and the output).
+ * (adv_lock guards the counters and the output). A thread whose lines would
+ * interleave with another's in a varying order sets adv_tout to a stream of
+ * its own (open_memstream) and the program prints it in a fixed order.
  */
 #ifndef ADV_COMMON_H
 #define ADV_COMMON_H
@@ -43,6 +45,8 @@ static pthread_mutex_t adv_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t adv_digest;
 static unsigned long adv_ncalls;
 static int adv_nchecks, adv_nwrong;
+static __thread FILE *adv_tout;         /* this thread's lines, if not stdout */
+#define ADV_OUT (adv_tout ? adv_tout : stdout)
 
 static inline const char *adv_err(CUresult r)
 {
@@ -68,8 +72,8 @@ static inline CUresult adv_r(CUresult r, const char *what, int line)
     adv_ncalls++;
     adv_digest += adv_mix(adv_mix(0xcbf29ce484222325ull, (uint64_t)line), (uint64_t)r);
     if (r != CUDA_SUCCESS) {
-        printf("L%d %s = %s\n", line, what, adv_err(r));
-        fflush(stdout);
+        fprintf(ADV_OUT, "L%d %s = %s\n", line, what, adv_err(r));
+        fflush(ADV_OUT);
     }
     if (getenv("ADV_VERBOSE")) fprintf(stderr, "L%d %s = %s\n", line, what, adv_err(r));
     pthread_mutex_unlock(&adv_lock);
@@ -94,12 +98,12 @@ static inline int adv_check(const char *name, int ok, const char *fmt, ...)
     pthread_mutex_lock(&adv_lock);
     adv_nchecks++;
     adv_nwrong += !ok;
-    printf("check %s: %s (", name, ok ? "ok" : "WRONG");
+    fprintf(ADV_OUT, "check %s: %s (", name, ok ? "ok" : "WRONG");
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vfprintf(ADV_OUT, fmt, ap);
     va_end(ap);
-    printf(")\n");
-    fflush(stdout);
+    fprintf(ADV_OUT, ")\n");
+    fflush(ADV_OUT);
     pthread_mutex_unlock(&adv_lock);
     return ok;
 }

@@ -59,10 +59,15 @@
  * seeds) or three (odd) sets of the streams' buffers: pointer-only updates
  * that come back, which skip_profiled may serve with exec variants.
  *
+ * Mode threads runs two programs at once on threads of their own: mode
+ * capture with seed SEED and mode temps with SEED + 1, both capturing in
+ * relaxed mode (so that one thread's allocations during the other's capture
+ * are allowed); each thread's lines are printed after both ended.
+ *
  * Run with and without the library (test_correctness.sh), the output must
  * be the same; with STABLEGRAPH_AUDIT_RECORDS=1 no record may differ from
  * the driver's graph.
- * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate]
+ * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate|threads]
  */
 #include "adv_common.h"
 
@@ -88,7 +93,7 @@ typedef struct prog {
     int n;
 } prog;
 
-static uint64_t rng;
+static __thread uint64_t rng;
 static uint32_t rnd(uint32_t n)
 {
     rng ^= rng << 13;
@@ -98,17 +103,18 @@ static uint32_t rnd(uint32_t n)
 }
 
 static CUfunction f_add;
-static CUstream st[NS];
-static CUevent ev[NS];
+static __thread CUstream st[NS];
+static __thread CUevent ev[NS];
 #define NSETS 3
-static CUdeviceptr sets[NSETS][NS];         /* mode rotate: step s uses set s % nsets */
-static uint32_t models[NSETS][NS][2 * N];
-static int nsets = 1;
-static CUdeviceptr *buf = sets[0];          /* this step's buffers and their model */
-static uint32_t (*model)[2 * N] = models[0];
+static __thread CUdeviceptr sets[NSETS][NS];         /* mode rotate: step s uses set s % nsets */
+static __thread uint32_t models[NSETS][NS][2 * N];
+static __thread int nsets = 1;
+static __thread CUdeviceptr *buf;          /* this step's buffers and their model */
+static __thread uint32_t (*model)[2 * N];
 static uint64_t nwords = N;
-static unsigned long long inst_flags;
-static int temps_mode;
+static __thread unsigned long long inst_flags;
+static __thread int temps_mode;
+static __thread CUstreamCaptureMode capture_mode;
 
 /* A random program: every operation on a stream that has joined. */
 static void generate(prog *p)
@@ -188,15 +194,15 @@ static void launch(const op *o, CUdeviceptr *dst, uint32_t *v)
 }
 
 /* Captures p; named[i] gets the handle capinfo operation i named (or NULL). */
-static CUdeviceptr temp[MAXOPS];           /* mode temps: operation i's temporary this step */
+static __thread CUdeviceptr temp[MAXOPS];           /* mode temps: operation i's temporary this step */
 
 static CUgraph capture(const prog *p, CUgraphNode *named)
 {
-    static CUdeviceptr dst[MAXOPS];
-    static uint32_t vals[MAXOPS];
+    static __thread CUdeviceptr dst[MAXOPS];
+    static __thread uint32_t vals[MAXOPS];
     int joined[NS] = { 1, 0, 0 };
     CUgraph g;
-    MUST(cuStreamBeginCapture(st[0], CU_STREAM_CAPTURE_MODE_GLOBAL));
+    MUST(cuStreamBeginCapture(st[0], capture_mode));
     for (int i = 0; i < p->n; i++) {
         const op *o = &p->ops[i];
         CUdeviceptr data = buf[o->s], aux = buf[o->s] + N * sizeof(uint32_t);
@@ -214,7 +220,7 @@ static CUgraph capture(const prog *p, CUgraphNode *named)
             MUST(cuMemsetD32Async(aux, o->v, N, st[o->s]));
             break;
         case TEMP: {
-            static uint32_t v7[MAXOPS];
+            static __thread uint32_t v7[MAXOPS];
             MUST(cuMemsetD32Async(temp[i], o->v, N, st[o->s]));
             v7[i] = o->v + 7;
             void *args[] = { &temp[i], &v7[i], &nwords };
@@ -265,8 +271,8 @@ static void set_named(prog *p, const CUgraphNode *named, int step)
     for (int i = 0; i < p->n; i++) {
         op *a = named[i] ? named_add(p, i) : NULL;
         if (!a || a->kind != ADD) continue;
-        static uint32_t v;
-        static CUdeviceptr d;
+        static __thread uint32_t v;
+        static __thread CUdeviceptr d;
         a->v = 5000u + (uint32_t)step;
         v = a->v;
         d = buf[a->s];
@@ -286,9 +292,9 @@ static void set_named(prog *p, const CUgraphNode *named, int step)
 /* ------------------------------------------------------------ explicit mode */
 
 static CUcontext ctx;
-static CUgraphNode xnode[MAXOPS];           /* the node of each operation (NULL: a fork) */
-static CUdeviceptr xdst[MAXOPS];
-static uint32_t xval[MAXOPS];
+static __thread CUgraphNode xnode[MAXOPS];           /* the node of each operation (NULL: a fork) */
+static __thread CUdeviceptr xdst[MAXOPS];
+static __thread uint32_t xval[MAXOPS];
 
 /* Kernel node parameters of add operation i (arguments from xdst, xval). */
 static void kparams_of(const prog *p, int i, CUDA_KERNEL_NODE_PARAMS *kp, void **args)
@@ -497,21 +503,18 @@ static void temps_free(const prog *p, unsigned long seed)
     }
 }
 
-int main(int argc, char **argv)
+enum { M_CAPTURE, M_EXPLICIT, M_TEMPS, M_ROTATE, M_THREADS };
+static const char *const modes[] = { "capture", "explicit", "temps", "rotate", "threads", NULL };
+
+/* One program of the given mode, seed and capture mode, start to end. */
+static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
 {
-    int explicit_mode = argc == 3 && strcmp(argv[2], "explicit") == 0;
-    temps_mode = argc == 3 && strcmp(argv[2], "temps") == 0;
-    int rotate_mode = argc == 3 && strcmp(argv[2], "rotate") == 0;
-    if (argc < 2 || argc > 3 ||
-        (argc == 3 && !explicit_mode && !temps_mode && !rotate_mode && strcmp(argv[2], "capture"))) {
-        printf("usage: %s SEED [capture|explicit|temps|rotate]\n", argv[0]);
-        return 4;
-    }
-    unsigned long seed = strtoul(argv[1], NULL, 10);
+    int explicit_mode = mode == M_EXPLICIT, rotate_mode = mode == M_ROTATE;
+    temps_mode = mode == M_TEMPS;
+    capture_mode = cmode;
     rng = 0x9e3779b97f4a7c15ull ^ (seed * 0x100000001b3ull);
-    CUmodule mod;
-    adv_open(&ctx, &mod);
-    f_add = adv_fn(mod, "add_u32");
+    buf = sets[0];
+    model = models[0];
     if (seed % 2) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     if (rotate_mode) nsets = 2 + (int)(seed % 2);
     for (int s = 0; s < NS; s++) {
@@ -561,7 +564,8 @@ int main(int argc, char **argv)
         } else {
             CUgraphExecUpdateResultInfo info;
             if (R(cuGraphExecUpdate(exec, use, &info)) != CUDA_SUCCESS) {
-                printf("step %d: update refused (%d): instantiating again\n", step, (int)info.result);
+                fprintf(ADV_OUT, "step %d: update refused (%d): instantiating again\n", step,
+                        (int)info.result);
                 MUST(cuGraphExecDestroy(exec));
                 MUST(cuGraphInstantiateWithFlags(&exec, use, inst_flags));
             }
@@ -582,5 +586,59 @@ int main(int argc, char **argv)
     }
     MUST(cuGraphExecDestroy(exec));
     if (explicit_mode) MUST(cuGraphDestroy(g));
+}
+
+typedef struct worker {
+    pthread_t t;
+    unsigned long seed;
+    int mode;
+    char *out;
+    size_t len;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    adv_tout = open_memstream(&w->out, &w->len);
+    if (!adv_tout || cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+        printf("set-up failed in a thread\n");
+        exit(2);
+    }
+    run(w->seed, w->mode, CU_STREAM_CAPTURE_MODE_RELAXED);
+    fclose(adv_tout);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int mode = argc == 3 ? -1 : M_CAPTURE;
+    for (int m = 0; argc == 3 && modes[m]; m++)
+        if (strcmp(argv[2], modes[m]) == 0) mode = m;
+    if (argc < 2 || argc > 3 || mode < 0) {
+        printf("usage: %s SEED [capture|explicit|temps|rotate|threads]\n", argv[0]);
+        return 4;
+    }
+    unsigned long seed = strtoul(argv[1], NULL, 10);
+    CUmodule mod;
+    adv_open(&ctx, &mod);
+    f_add = adv_fn(mod, "add_u32");
+    if (mode != M_THREADS) {
+        run(seed, mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
+        return adv_finish();
+    }
+    /* two programs at once, on threads of their own (relaxed captures: a
+     * thread's allocation during the other's capture is allowed), each
+     * thread's lines printed after both ended */
+    worker w[2] = { { .seed = seed, .mode = M_CAPTURE }, { .seed = seed + 1, .mode = M_TEMPS } };
+    for (int k = 0; k < 2; k++)
+        if (pthread_create(&w[k].t, NULL, work, &w[k]) != 0) {
+            printf("set-up failed: pthread_create\n");
+            return 2;
+        }
+    for (int k = 0; k < 2; k++) {
+        pthread_join(w[k].t, NULL);
+        printf("thread %d (seed %lu, %s):\n%.*s", k, w[k].seed, modes[w[k].mode], (int)w[k].len, w[k].out);
+        free(w[k].out);
+    }
     return adv_finish();
 }

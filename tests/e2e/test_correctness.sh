@@ -440,8 +440,10 @@ adv name=r3/record_capinfo eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_s
 # which synchronizes; 7: the same in reverse order). Mode rotate moves each
 # step to the next of two (seed 2) or three (seed 1) buffer sets: exec
 # variants (the prof runs buy them at once: free-variant costs) and aliasing.
+# Mode threads runs a capture program and a temps one at once, on two threads
+# capturing in relaxed mode.
 for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:1 explicit:2 explicit:3 \
-         temps:1 temps:3 temps:5 temps:7 rotate:1 rotate:2; do
+         temps:1 temps:3 temps:5 temps:7 rotate:1 rotate:2 threads:1 threads:2; do
     seed=${c#*:} mode=${c%%:*} cfgs="temp prof" skips='T["updates_skipped"] >= 1'
     # rotating pointers: skip_temp has nothing to skip, it must see the updates
     [ "$mode" = rotate ] && cfgs="temp prof alias" skips=$SEEN
