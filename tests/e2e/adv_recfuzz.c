@@ -64,10 +64,17 @@
  * relaxed mode (so that one thread's allocations during the other's capture
  * are allowed); each thread's lines are printed after both ended.
  *
+ * Mode wild captures as mode capture with calls the recorder does not model
+ * among the operations: host functions (cuLaunchHostFunc, adding v to a
+ * host sum the program checks) for half the add_aux, and for half the
+ * capinfo a cuStreamUpdateCaptureDependencies that adds the dependencies the
+ * stream has. Those graphs are read back: the older path, under the same
+ * random programs.
+ *
  * Run with and without the library (test_correctness.sh), the output must
  * be the same; with STABLEGRAPH_AUDIT_RECORDS=1 no record may differ from
  * the driver's graph.
- * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate|threads]
+ * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate|threads|wild]
  */
 #include "adv_common.h"
 
@@ -77,7 +84,10 @@
 #define STEPS 24
 
 /* TEMP (mode temps only): memset a temporary to v, add v + 7, copy it to aux. */
-enum { ADD, ADD_EX, ADD_COOP, ADD_AUX, MEMSET, COPY, FORK, CAPINFO, NKINDS, TEMP = NKINDS };
+/* HOSTFN, UPDDEPS (mode wild only): a host function adding v to the stream's
+ * host sum; cuStreamUpdateCaptureDependencies adding the dependencies the
+ * stream has (a no-op the recorder does not model). */
+enum { ADD, ADD_EX, ADD_COOP, ADD_AUX, MEMSET, COPY, FORK, CAPINFO, NKINDS, TEMP = NKINDS, HOSTFN, UPDDEPS };
 
 typedef struct op {
     int kind, s, s2;          /* s2: the stream that waits (fork) */
@@ -113,7 +123,9 @@ static __thread CUdeviceptr *buf;          /* this step's buffers and their mode
 static __thread uint32_t (*model)[2 * N];
 static uint64_t nwords = N;
 static __thread unsigned long long inst_flags;
-static __thread int temps_mode;
+static __thread int temps_mode, wild_mode;
+static __thread uint64_t hostsum[NS], hostmodel[NS];
+static __thread struct hostarg { uint64_t *sum; uint32_t v; } hostargs[MAXOPS];
 static __thread CUstreamCaptureMode capture_mode;
 
 /* A random program: every operation on a stream that has joined. */
@@ -145,6 +157,17 @@ static void generate(prog *p)
         o->kind = TEMP;
         o->tsize = N * sizeof(uint32_t) + 256 * rnd(4);
     }
+    for (int i = 0; wild_mode && i < p->n; i++) {    /* calls the recorder does not model */
+        op *o = &p->ops[i];
+        if (o->kind == ADD_AUX && rnd(2)) o->kind = HOSTFN;
+        else if (o->kind == CAPINFO && rnd(2)) o->kind = UPDDEPS;
+    }
+}
+
+static void CUDA_CB host_add(void *arg)
+{
+    struct hostarg *a = arg;
+    *a->sum += a->v;
 }
 
 enum { SAME = -1, NEW = -2 };
@@ -159,7 +182,7 @@ static int mutate(prog *p)
     op *o = &p->ops[i];
     if (r < 40) return SAME;
     if (r < 88) {                         /* one change, where the drawn operation has it */
-        if (r < 60 && (o->kind <= ADD_AUX || o->kind == TEMP)) o->v += 1 + rnd(7);
+        if (r < 60 && (o->kind <= ADD_AUX || o->kind == TEMP || o->kind == HOSTFN)) o->v += 1 + rnd(7);
         else if (r < 68 && o->kind == ADD) o->grid = 1 + (o->grid % 3);
         else if (r < 76 && o->kind == ADD_EX) o->prio = o->prio ? 0 : -1;
         else if (o->kind == MEMSET) o->v ^= 0x55;
@@ -219,6 +242,21 @@ static CUgraph capture(const prog *p, CUgraphNode *named)
         case MEMSET:
             MUST(cuMemsetD32Async(aux, o->v, N, st[o->s]));
             break;
+        case HOSTFN:
+            hostargs[i] = (struct hostarg){ .sum = &hostsum[o->s], .v = o->v };
+            MUST(cuLaunchHostFunc(st[o->s], host_add, &hostargs[i]));
+            break;
+        case UPDDEPS: {
+            CUstreamCaptureStatus cs;
+            const CUgraphNode *deps = NULL;
+            size_t nd = 0;
+            MUST(cuStreamGetCaptureInfo(st[o->s], &cs, NULL, NULL, &deps, NULL, &nd));
+            CUgraphNode copy[MAXOPS];
+            for (size_t k = 0; k < nd && k < MAXOPS; k++) copy[k] = deps[k];
+            MUST(cuStreamUpdateCaptureDependencies(st[o->s], copy, NULL, nd < MAXOPS ? nd : MAXOPS,
+                                                   CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+            break;
+        }
         case TEMP: {
             static __thread uint32_t v7[MAXOPS];
             MUST(cuMemsetD32Async(temp[i], o->v, N, st[o->s]));
@@ -443,6 +481,7 @@ static void model_run(const prog *p)
     for (int i = 0; i < p->n; i++) {
         const op *o = &p->ops[i];
         uint32_t *data = model[o->s], *aux = model[o->s] + N;
+        if (o->kind == HOSTFN) hostmodel[o->s] += o->v;
         for (int w = 0; w < N; w++) {
             switch (o->kind) {
             case ADD:
@@ -503,14 +542,15 @@ static void temps_free(const prog *p, unsigned long seed)
     }
 }
 
-enum { M_CAPTURE, M_EXPLICIT, M_TEMPS, M_ROTATE, M_THREADS };
-static const char *const modes[] = { "capture", "explicit", "temps", "rotate", "threads", NULL };
+enum { M_CAPTURE, M_EXPLICIT, M_TEMPS, M_ROTATE, M_THREADS, M_WILD };
+static const char *const modes[] = { "capture", "explicit", "temps", "rotate", "threads", "wild", NULL };
 
 /* One program of the given mode, seed and capture mode, start to end. */
 static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
 {
     int explicit_mode = mode == M_EXPLICIT, rotate_mode = mode == M_ROTATE;
     temps_mode = mode == M_TEMPS;
+    wild_mode = mode == M_WILD;
     capture_mode = cmode;
     rng = 0x9e3779b97f4a7c15ull ^ (seed * 0x100000001b3ull);
     buf = sets[0];
@@ -583,6 +623,9 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
                 else snprintf(name, sizeof name, "step %d stream %d", step, s);
                 adv_check_words(name, sets[r][s], models[r][s], 2 * N);
             }
+        for (int s = 0; wild_mode && s < NS; s++)
+            adv_check("host sum", hostsum[s] == hostmodel[s], "step %d stream %d: %llu", step, s,
+                      (unsigned long long)hostsum[s]);
     }
     MUST(cuGraphExecDestroy(exec));
     if (explicit_mode) MUST(cuGraphDestroy(g));
@@ -615,7 +658,7 @@ int main(int argc, char **argv)
     for (int m = 0; argc == 3 && modes[m]; m++)
         if (strcmp(argv[2], modes[m]) == 0) mode = m;
     if (argc < 2 || argc > 3 || mode < 0) {
-        printf("usage: %s SEED [capture|explicit|temps|rotate|threads]\n", argv[0]);
+        printf("usage: %s SEED [capture|explicit|temps|rotate|threads|wild]\n", argv[0]);
         return 4;
     }
     unsigned long seed = strtoul(argv[1], NULL, 10);
