@@ -55,13 +55,27 @@ kit_count() { local n=0 r; for r in "${KIT_RESULTS[@]}"; do [[ $r == "$1 "* ]] &
 kit_checksum() { sed -n 's/^checksum: \([0-9a-f][0-9a-f]*\)$/\1/p' "$1" 2>/dev/null | tail -n 1; }
 
 # kit_report_totals REPORT.json: "launches L, updates S seen/F forwarded/K skipped"
-# from the library's report (empty if unreadable).
+# from the library's report (empty if unreadable), and ", records audited A"
+# where it audited records (STABLEGRAPH_AUDIT_RECORDS).
 kit_report_totals() {
     python3 - "$1" 2>/dev/null <<'PY'
 import json, sys
-t = json.load(open(sys.argv[1]))["totals"]
-print("launches %d, updates %d seen/%d forwarded/%d skipped" % (
-    t.get("launches", 0), t.get("updates_seen", 0), t.get("updates_forwarded", 0), t.get("updates_skipped", 0)))
+r = json.load(open(sys.argv[1]))
+t = r["totals"]
+a = r.get("graph_descriptions", {}).get("audited", 0)
+print("launches %d, updates %d seen/%d forwarded/%d skipped%s" % (
+    t.get("launches", 0), t.get("updates_seen", 0), t.get("updates_forwarded", 0), t.get("updates_skipped", 0),
+    ", records audited %d" % a if a else ""))
+PY
+}
+
+# kit_report_mismatches REPORT.json: the report's audit mismatches (records
+# that differed from the graph the real driver reads back), 0 if none or
+# not audited.
+kit_report_mismatches() {
+    python3 - "$1" 2>/dev/null <<'PY' || echo 0
+import json, sys
+print(json.load(open(sys.argv[1])).get("graph_descriptions", {}).get("audit_mismatches", 0))
 PY
 }
 
@@ -69,11 +83,13 @@ PY
 # (one per configuration of KIT_CONFIGS). Prints "STATUS DETAIL" and returns
 # 0 (PASS), 1 (FAIL) or 2 (SKIP). PASS needs: the run without the library
 # exited 0 with a checksum; every policy exited 0 with the same checksum and
-# wrote its report; no output says "reference: MISMATCH". SKIP: the run
+# wrote its report, in which no capture-time record differed from the
+# driver's graph (audit_mismatches); no output says "reference: MISMATCH".
+# SKIP: the run
 # without the library exited 77 (its "skip:" line is the detail), or a run
 # was not started because the time budget was spent.
 kit_compare() {
-    local dir=$1 name=$2 cfg rc sum base bad="" notes="" totals
+    local dir=$1 name=$2 cfg rc sum base bad="" notes="" totals mism
     rc=$(cat "$dir/$name.nolib.rc" 2>/dev/null || echo missing)
     base=$(kit_checksum "$dir/$name.nolib.out")
     if [ "$rc" = 77 ]; then
@@ -101,7 +117,14 @@ kit_compare() {
             bad+="; $cfg: checksum ${sum:-none} != $base without the library"
         elif [ "$cfg" != nolib ]; then
             totals=$(kit_report_totals "$dir/$name.$cfg.json")
-            if [ -z "$totals" ]; then bad+="; $cfg: no report written"; else notes+="; $cfg: $totals"; fi
+            mism=$(kit_report_mismatches "$dir/$name.$cfg.json")
+            if [ -z "$totals" ]; then
+                bad+="; $cfg: no report written"
+            elif [ "$mism" != 0 ]; then
+                bad+="; $cfg: $mism capture-time records differ from the driver's graph (the log's \"record audit\" lines)"
+            else
+                notes+="; $cfg: $totals"
+            fi
         fi
     done
     if [ -n "$bad" ]; then
@@ -115,12 +138,16 @@ kit_compare() {
 # ------------------------------------------------------------------ running
 # kit_run_config CONFIG DIR NAME SECONDS CMD...: runs CMD on the kit's driver,
 # without the library (CONFIG nolib) or through scripts/stablegraph-run under
-# policy CONFIG with a report, for at most SECONDS. Writes DIR/NAME.CONFIG.out
+# policy CONFIG with a report, for at most SECONDS; with KIT_AUDIT set, every
+# capture-time record a decision uses is audited against the driver
+# (STABLEGRAPH_AUDIT_RECORDS=1: on a real GPU, a check of what the recorder
+# assumes about the driver). Writes DIR/NAME.CONFIG.out
 # (stdout and stderr), .rc (exit status; 124 a timeout; "budget" if not run
 # because the time budget was spent) and .json (report).
 kit_run_config() {
-    local cfg=$1 dir=$2 name=$3 secs=$4 rc
+    local cfg=$1 dir=$2 name=$3 secs=$4 rc audit=0
     shift 4
+    [ -n "${KIT_AUDIT:-}" ] && audit=1
     local base=$dir/$name.$cfg
     rm -f "$base.out" "$base.rc" "$base.json"
     if [ "$secs" -le 0 ]; then
@@ -130,7 +157,7 @@ kit_run_config() {
         env -u LD_PRELOAD LD_LIBRARY_PATH="$KIT_DRIVER_PATH" timeout -k 5 "$secs" "$@" >"$base.out" 2>&1
     else
         env -u LD_PRELOAD LD_LIBRARY_PATH="$KIT_DRIVER_PATH" STABLEGRAPH_LIB="$KIT_LIB" \
-            timeout -k 5 "$secs" "$KIT_SRC/scripts/stablegraph-run" --policy "$cfg" --report "$base.json" \
+            STABLEGRAPH_AUDIT_RECORDS="$audit" timeout -k 5 "$secs" "$KIT_SRC/scripts/stablegraph-run" --policy "$cfg" --report "$base.json" \
             -- "$@" >"$base.out" 2>&1
     fi
     rc=$?
@@ -139,14 +166,14 @@ kit_run_config() {
 }
 
 # kit_run_matrix DIR NAME SECONDS CMD...: CMD under every configuration of
-# KIT_CONFIGS (SECONDS each, within the budget), then kit_compare; records
+# KIT_CONFIGS (SECONDS each, within the budget; records audited), then kit_compare; records
 # the result as check NAME. If the run without the library says "skip", the
 # policies are not run. Returns kit_compare's status.
 kit_run_matrix() {
     local dir=$1 name=$2 secs=$3 cfg verdict st
     shift 3
     for cfg in $KIT_CONFIGS; do
-        kit_run_config "$cfg" "$dir" "$name" "$(kit_cap "$secs")" "$@"
+        KIT_AUDIT=1 kit_run_config "$cfg" "$dir" "$name" "$(kit_cap "$secs")" "$@"
         [ "$cfg" = nolib ] && [ "$(cat "$dir/$name.nolib.rc")" = 77 ] && break
     done
     verdict=$(kit_compare "$dir" "$name"); st=$?

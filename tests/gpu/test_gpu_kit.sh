@@ -253,6 +253,12 @@ fake "$TMP/f" ab ab ab ab ab; rm "$TMP/f/x.always_update.json"
 judge "a policy wrote no report" FAIL "always_update: no report written"
 fake "$TMP/f" ab ab ab ab ab; echo "reference: MISMATCH at element 3" >>"$TMP/f/x.off.out"
 judge "a wrong result, the same everywhere" FAIL "off: reference: MISMATCH at element 3"
+fake "$TMP/f" ab ab ab ab ab
+echo '{"totals": {"launches": 3}, "graph_descriptions": {"audited": 4, "audit_mismatches": 2}}' >"$TMP/f/x.skip_temp.json"
+judge "a record differs from the driver's graph (audit)" FAIL "skip_temp: 2 capture-time records differ"
+fake "$TMP/f" ab ab ab ab ab
+echo '{"totals": {"launches": 3}, "graph_descriptions": {"audited": 4, "audit_mismatches": 0}}' >"$TMP/f/x.skip_temp.json"
+judge "records audited, none differs" PASS "skip_temp: launches 3, updates 0 seen/0 forwarded/0 skipped, records audited 4"
 fake "$TMP/f" ab ab ab ab ab; echo 77 >"$TMP/f/x.nolib.rc"; echo "skip: torch not installed" >"$TMP/f/x.nolib.out"
 judge "the program cannot run here" SKIP "torch not installed"
 fake "$TMP/f" ab ab ab ab ab; echo budget >"$TMP/f/x.skip_temp.rc"
@@ -296,6 +302,8 @@ if [ -x "$BUILD/gpu/step_timer" ]; then
         test "$(grep -cE '^(recapture_temps|rotating_inputs) +16  [a-z_]+ +[0-9.]+ +[0-9.]+ ' "$s")" = 6
     check "rehearsal: the runtime program runs under every policy (cudaMalloc, cudaMallocAsync)" \
         test "$(grep -c '^PASS rt_graphs-cudaMalloc' "$s")" = 2
+    check "rehearsal: the workloads' records are audited against the driver (none differs)" \
+        grep -q '^PASS workload-recapture_temps: .*skip_temp: launches [0-9]*, .*, records audited [1-9]' "$s"
     [ "$_tap_failed" = "$failed_before" ] || diag "$(cat "$s")"
 fi
 done_testing
