@@ -16,6 +16,9 @@ $(ADV_PROGS): $(ADV_DIR)/%: tests/e2e/%.c tests/e2e/adv_common.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS)
 
+# adv_recfuzz built for the per-thread default stream includes adv_recfuzz.c
+$(ADV_DIR)/adv_recfuzz_ptsz: tests/e2e/adv_recfuzz.c
+
 $(ADV_DIR)/adv_kernels.so: tests/e2e/adv_kernels.c $(EMU_KERNEL_H)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(EMU_MODULE_CFLAGS) -shared -o $@ $< $(ALL_LDFLAGS)

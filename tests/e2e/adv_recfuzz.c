@@ -78,6 +78,10 @@
  */
 #include "adv_common.h"
 
+#ifndef ADV_RECFUZZ_PTDS
+#define ADV_RECFUZZ_PTDS 0
+#endif
+
 #define N 64
 #define NS 3
 #define MAXOPS 32
@@ -558,7 +562,8 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
     if (seed % 2) inst_flags = CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     if (rotate_mode) nsets = 2 + (int)(seed % 2);
     for (int s = 0; s < NS; s++) {
-        MUST(cuStreamCreate(&st[s], CU_STREAM_NON_BLOCKING));
+        if (ADV_RECFUZZ_PTDS && s == 0) st[0] = CU_STREAM_PER_THREAD;   /* adv_recfuzz_ptsz.c */
+        else MUST(cuStreamCreate(&st[s], CU_STREAM_NON_BLOCKING));
         MUST(cuEventCreate(&ev[s], CU_EVENT_DISABLE_TIMING));
         for (int r = 0; r < nsets; r++) {
             MUST(cuMemAlloc(&sets[r][s], 2 * N * sizeof(uint32_t)));
@@ -607,7 +612,8 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
                 fprintf(ADV_OUT, "step %d: update refused (%d): instantiating again\n", step,
                         (int)info.result);
                 MUST(cuGraphExecDestroy(exec));
-                MUST(cuGraphInstantiateWithFlags(&exec, use, inst_flags));
+                /* from g, not a clone: the exec setters name g's nodes */
+                MUST(cuGraphInstantiateWithFlags(&exec, g, inst_flags));
             }
         }
         MUST(cuGraphLaunch(exec, st[0]));

@@ -6,20 +6,23 @@
 # counts an audit mismatch. test_correctness.sh runs a few seeds of each
 # mode; this is for many (about 0.2 s a seed on the normal build).
 #
-# Usage: tests/e2e/recfuzz.sh [--build DIR] [--policy P] [--mode M] FROM TO
+# Usage: tests/e2e/recfuzz.sh [--build DIR] [--policy P] [--mode M] [--ptsz] FROM TO
 #   --build   the build directory (default build/); a sanitizer build's
 #             library is preloaded after its runtime
 #   --policy  skip_temp, skip_profiled (default) or always_update
 #   --mode    capture (default), explicit, temps, rotate, threads or wild
+#   --ptsz    the program built for the per-thread default stream
+#             (adv_recfuzz_ptsz)
 # Extra variables for both runs: RECFUZZ_ENV="NAME=VALUE ..." (for example
 # CUDAEMU_KERNEL_DELAY_US=200). Exit status: 0 if every seed passed, 1 if
 # one did not, 2 for a bad command line. Failing seeds keep their outputs
 # in a directory the last line names.
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-build=$SRC/build policy=skip_profiled mode=capture
+build=$SRC/build policy=skip_profiled mode=capture name=adv_recfuzz
 while [ $# -gt 2 ]; do
     case $1 in
+    --ptsz) name=adv_recfuzz_ptsz; shift ;;
     --build) build=$(cd "$2" && pwd) || exit 2; shift 2 ;;
     --policy) policy=$2; shift 2 ;;
     --mode) mode=$2; shift 2 ;;
@@ -27,10 +30,10 @@ while [ $# -gt 2 ]; do
     esac
 done
 if [ $# -ne 2 ] || ! [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ ]]; then
-    echo "usage: $0 [--build DIR] [--policy P] [--mode M] FROM TO" >&2
+    echo "usage: $0 [--build DIR] [--policy P] [--mode M] [--ptsz] FROM TO" >&2
     exit 2
 fi
-prog=$build/tests/e2e/adv_recfuzz
+prog=$build/tests/e2e/$name
 lib=$build/libstablegraph.so
 [ -x "$prog" ] && [ -f "$lib" ] || { echo "recfuzz: build $build first (make)" >&2; exit 2; }
 preload=$lib
@@ -70,7 +73,7 @@ PY
         rm -rf "$d"
     fi
 done
-echo "recfuzz: seeds $1..$2, mode $mode, policy $policy, $(basename "$build"): $bad failed"
+echo "recfuzz: seeds $1..$2, mode $mode, policy $policy, $name, $(basename "$build"): $bad failed"
 if [ $bad -eq 0 ]; then rm -rf "$out"; exit 0; fi
 echo "recfuzz: the failing seeds' outputs are in $out"
 exit 1

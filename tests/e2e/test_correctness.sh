@@ -444,18 +444,21 @@ adv name=r3/record_capinfo eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_s
 # capturing in relaxed mode. Mode wild adds host functions and
 # cuStreamUpdateCaptureDependencies (not modeled: read back).
 for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:1 explicit:2 explicit:3 \
-         temps:1 temps:3 temps:5 temps:7 rotate:1 rotate:2 threads:1 threads:2 wild:1 wild:2; do
-    seed=${c#*:} mode=${c%%:*} cfgs="temp prof" skips='T["updates_skipped"] >= 1'
+         temps:1 temps:3 temps:5 temps:7 rotate:1 rotate:2 threads:1 threads:2 wild:1 wild:2 \
+         ptsz.capture:2 ptsz.temps:5 ptsz.threads:1; do
+    seed=${c#*:} mode=${c%%:*} cfgs="temp prof" skips='T["updates_skipped"] >= 1' prog=adv_recfuzz tag=""
+    # ptsz.MODE: built for the per-thread default stream (adv_recfuzz_ptsz.c)
+    [[ $mode == ptsz.* ]] && prog=adv_recfuzz_ptsz tag=ptsz_ mode=${mode#ptsz.}
     used='G["recorded"] >= 10'
     # rotating pointers: skip_temp has nothing to skip, it must see the updates
     [ "$mode" = rotate ] && cfgs="temp prof alias" skips=$SEEN
     # calls the recorder does not model: those graphs are read back
     [ "$mode" = wild ] && used='G["read_back"]["unmodeled_call"] >= 10'
-    adv name=r4/record_fuzz_${mode}_$seed eng_t="$skips" eng_p='T["updates_skipped"] >= 1' \
+    adv name=r4/record_fuzz_$tag${mode}_$seed eng_t="$skips" eng_p='T["updates_skipped"] >= 1' \
         cfg="$cfgs" \
         xchk="$used and $AUDIT_OK::records used (or read back, wild) and every record the same as the driver's graph" \
         env="$AUDIT" \
         attack="capture-time records: random $mode programs, each record audited against a read-back" \
-        -- adv_recfuzz $seed $mode
+        -- $prog $seed $mode
 done
 done_testing

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/e2e/test_recfuzz.sh: tests/e2e/recfuzz.sh, the driver of the random
 # record programs (adv_recfuzz.c): two seeds of every mode pass (output as
-# without the library, no audit mismatch), and a run with the library that
+# without the library, no audit mismatch), one of the per-thread default
+# stream build (--ptsz) in mode threads too, and a run with the library that
 # fails (an unknown policy under STABLEGRAPH_STRICT=1 stops it before main)
 # is reported, with exit status 1 and the seed named.
 . "$(dirname "$0")/../lib.sh"
@@ -10,8 +11,11 @@ for mode in capture explicit temps rotate threads wild; do
     out=$("$tool" --build "$BUILD" --mode "$mode" 1 2 2>&1)
     rc=$?
     check_eq "recfuzz $mode seeds 1-2 pass" "$rc:$(tail -1 <<<"$out")" \
-        "0:recfuzz: seeds 1..2, mode $mode, policy skip_profiled, $(basename "$BUILD"): 0 failed"
+        "0:recfuzz: seeds 1..2, mode $mode, policy skip_profiled, adv_recfuzz, $(basename "$BUILD"): 0 failed"
 done
+out=$("$tool" --build "$BUILD" --mode threads --ptsz 1 1 2>&1)
+check_eq "recfuzz --ptsz threads seed 1 passes" "$?:$(tail -1 <<<"$out")" \
+    "0:recfuzz: seeds 1..1, mode threads, policy skip_profiled, adv_recfuzz_ptsz, $(basename "$BUILD"): 0 failed"
 out=$(RECFUZZ_ENV=STABLEGRAPH_STRICT=1 "$tool" --build "$BUILD" --policy no_such_policy 3 3 2>&1)
 rc=$?
 check_eq "a failing run is reported (exit 1)" "$rc" 1
