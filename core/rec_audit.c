@@ -40,8 +40,9 @@ void sg_rec_audit_init(int on) { auditing = on; }
 
 void sg_rec_audit_keep(sg_rec_audit *a, const sg_grecord *r)
 {
+    a->on = 0;
+    if (!auditing) return;                     /* the decision's path: nothing more */
     memset(a, 0, sizeof *a);
-    if (!auditing) return;
     if (sg_fp_copy(&a->fp, &r->fp) != 0) {
         sg_fp_free(&a->fp);
         return;

@@ -477,7 +477,8 @@ sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
     sg_readback why;
     if (handles) *handles = NULL;
     if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
-    sg_rec_audit a = { .on = 0 };
+    sg_rec_audit a;
+    a.on = 0;
     sg_grecord *r = usable_locked(g, &why);
     if (r && sg_fp_copy(fp, &r->fp) != 0) why = SG_READBACK_OUT_OF_MEMORY;
     if (why == SG_READBACK_NONE && handles && r->unknown < r->fp.n) {   /* some known */
@@ -497,7 +498,8 @@ sg_readback sg_rec_delta(CUgraph g, const sg_fp *fp, sg_fp_delta *d, int *reason
     d->valid = 0;
     if (!sg_rec_on) return SG_READBACK_NOT_RECORDED;
     if (fp->origin != SG_FP_RECORDED) return SG_READBACK_NOT_RECORDED;
-    sg_rec_audit a = { .on = 0 };
+    sg_rec_audit a;
+    a.on = 0;
     sg_grecord *r = usable_locked(g, &why);
     if (r) {
         *reason = sg_fp_compare_delta(fp, &r->fp, d);

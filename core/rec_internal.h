@@ -79,7 +79,8 @@ void sg_rec_marks_reset(void);
 
 /* rec_audit.c (STABLEGRAPH_AUDIT_RECORDS): sg_rec_audit_keep copies record
  * r for the audit (rec_lock held; nothing when auditing is off or memory
- * runs out); sg_rec_audit_run, after rec_lock is dropped, compares the copy
+ * runs out; a->on says whether it did, and the caller sets it to 0 where it
+ * does not call it); sg_rec_audit_run, after rec_lock is dropped, compares the copy
  * with graph g read back, counts and logs a difference, and frees the copy. */
 typedef struct sg_rec_audit {
     int on;
