@@ -220,6 +220,17 @@ static void launch(const op *o, CUdeviceptr *dst, uint32_t *v)
     }
 }
 
+/* The nodes a capturing stream's next node will depend on (*deps, valid
+ * until the next call on the stream): cuStreamGetCaptureInfo. */
+static size_t last_nodes(CUstream s, const CUgraphNode **deps)
+{
+    CUstreamCaptureStatus cs;
+    size_t nd = 0;
+    *deps = NULL;
+    MUST(cuStreamGetCaptureInfo(s, &cs, NULL, NULL, deps, NULL, &nd));
+    return nd;
+}
+
 /* Captures p; named[i] gets the handle capinfo operation i named (or NULL). */
 static __thread CUdeviceptr temp[MAXOPS];           /* mode temps: operation i's temporary this step */
 
@@ -251,10 +262,8 @@ static CUgraph capture(const prog *p, CUgraphNode *named)
             MUST(cuLaunchHostFunc(st[o->s], host_add, &hostargs[i]));
             break;
         case UPDDEPS: {
-            CUstreamCaptureStatus cs;
-            const CUgraphNode *deps = NULL;
-            size_t nd = 0;
-            MUST(cuStreamGetCaptureInfo(st[o->s], &cs, NULL, NULL, &deps, NULL, &nd));
+            const CUgraphNode *deps;
+            size_t nd = last_nodes(st[o->s], &deps);
             CUgraphNode copy[MAXOPS];
             for (size_t k = 0; k < nd && k < MAXOPS; k++) copy[k] = deps[k];
             MUST(cuStreamUpdateCaptureDependencies(st[o->s], copy, NULL, nd < MAXOPS ? nd : MAXOPS,
@@ -279,10 +288,8 @@ static CUgraph capture(const prog *p, CUgraphNode *named)
             joined[o->s2] = 1;
             break;
         case CAPINFO: {
-            CUstreamCaptureStatus cs;
-            const CUgraphNode *deps = NULL;
-            size_t nd = 0;
-            MUST(cuStreamGetCaptureInfo(st[o->s], &cs, NULL, NULL, &deps, NULL, &nd));
+            const CUgraphNode *deps;
+            size_t nd = last_nodes(st[o->s], &deps);
             if (o->named && nd == 1 && deps) named[i] = deps[0];
             break;
         }
