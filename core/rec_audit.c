@@ -47,13 +47,10 @@ void sg_rec_audit_keep(sg_rec_audit *a, const sg_grecord *r)
         sg_fp_free(&a->fp);
         return;
     }
-    if (r->unknown < r->fp.n) {                /* some handle known */
-        a->handles = malloc(r->fp.n * sizeof *a->handles);
-        if (!a->handles) {
-            sg_fp_free(&a->fp);
-            return;
-        }
-        memcpy(a->handles, r->handles, r->fp.n * sizeof *a->handles);
+    a->handles = sg_grecord_handles(r);
+    if (!a->handles && r->unknown < r->fp.n) { /* some known, and no memory to copy them */
+        sg_fp_free(&a->fp);
+        return;
     }
     a->on = 1;
 }

@@ -481,10 +481,7 @@ sg_readback sg_rec_fetch(CUgraph g, sg_fp *fp, CUgraphNode **handles)
     a.on = 0;
     sg_grecord *r = usable_locked(g, &why);
     if (r && sg_fp_copy(fp, &r->fp) != 0) why = SG_READBACK_OUT_OF_MEMORY;
-    if (why == SG_READBACK_NONE && handles && r->unknown < r->fp.n) {   /* some known */
-        *handles = malloc(r->fp.n * sizeof **handles);
-        if (*handles) memcpy(*handles, r->handles, r->fp.n * sizeof **handles);
-    }
+    if (why == SG_READBACK_NONE && handles) *handles = sg_grecord_handles(r);
     if (why == SG_READBACK_NONE) sg_rec_audit_keep(&a, r);
     sg_lock_drop(&sg_rec_lock);
     sg_rec_audit_run(&a, g);

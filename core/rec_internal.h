@@ -16,6 +16,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 extern int sg_rec_oom;                 /* set by uthash on a failed add (rec_lock held) */
 #define uthash_nonfatal_oom(elt) (sg_rec_oom = 1)
@@ -52,6 +54,15 @@ sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle);
  * execs of r's graph know it. A handle that contradicts one already known
  * spoils r. */
 void sg_grecord_learn(sg_grecord *r, uint32_t i, CUgraphNode handle);
+/* A malloc'd copy of r's node handles (NULL entries: not known), or NULL if
+ * none is known or memory runs out (rec_lock held). */
+static inline CUgraphNode *sg_grecord_handles(const sg_grecord *r)
+{
+    if (r->unknown >= r->fp.n) return NULL;
+    CUgraphNode *h = malloc(r->fp.n * sizeof *h);
+    if (h) memcpy(h, r->handles, r->fp.n * sizeof *h);
+    return h;
+}
 /* Appends an edge between node indices; spoils r if out of memory. */
 void sg_grecord_edge(sg_grecord *r, uint32_t from, uint32_t to, const void *data8);
 /* r no longer describes its graph (the first reason stays). */
