@@ -21,6 +21,8 @@ typedef enum {
     SG_CALL_DEV_ALLOC,      /* another path that takes device memory: on OUT_OF_MEMORY the
                              * library gives back what it holds and retries once */
     SG_CALL_FREE,           /* u.free */
+    SG_CALL_POOL_SET,       /* u.pool: cuDeviceSetMemPool, cuMemSetMemPool (which cuMemAllocAsync
+                             * the library may place) */
     SG_CALL_ADDR_RANGE,     /* u.range */
     SG_CALL_PTR_ATTR,       /* u.attr */
     SG_CALL_PTR_ATTRS,      /* u.attrs */
@@ -158,6 +160,13 @@ typedef struct sg_call {
     union {
         struct { CUdeviceptr *out; size_t bytes; CUstream stream; CUmemoryPool pool; int async; } alloc;
         struct { CUdeviceptr ptr; CUstream stream; int async; } free;
+        struct {
+            CUdevice dev;                   /* cuDeviceSetMemPool */
+            const CUmemLocation *loc;       /* cuMemSetMemPool (by_location) */
+            CUmemAllocationType type;
+            CUmemoryPool pool;
+            int by_location;
+        } pool;
         struct { CUdeviceptr *base; size_t *size; CUdeviceptr ptr; } range;
         struct { void *data; CUpointer_attribute attr; CUdeviceptr ptr; } attr;
         struct { unsigned n; CUpointer_attribute *attrs; void **data; CUdeviceptr ptr; } attrs;

@@ -48,6 +48,7 @@ static CUresult route(const sg_call *c)
     case SG_CALL_ALLOC:
     case SG_CALL_DEV_ALLOC:
     case SG_CALL_FREE:
+    case SG_CALL_POOL_SET:
         return sg_mem_call(c);
     case SG_CALL_ADDR_RANGE:
     case SG_CALL_PTR_ATTR:

@@ -36,6 +36,7 @@
     X(cuDeviceGetCount, CUresult, (int *))                                    \
     X(cuDevicePrimaryCtxGetState, CUresult, (CUdevice, unsigned int *, int *))\
     X(cuDeviceTotalMem_v2, CUresult, (size_t *, CUdevice))                    \
+    X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool *, CUdevice))       \
     X(cuStreamGetCtx, CUresult, (CUstream, CUcontext *))                      \
     X(cuStreamGetCtx_ptsz, CUresult, (CUstream, CUcontext *))                 \
     X(cuStreamIsCapturing, CUresult, (CUstream, CUstreamCaptureStatus *))     \

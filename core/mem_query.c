@@ -26,10 +26,6 @@
 static void put_u64(void *d, unsigned long long v) { memcpy(d, &v, sizeof v); }
 static void put_int(void *d, int v) { memcpy(d, &v, sizeof v); }
 
-/* Writes what a cuMemAlloc block would report for attribute a, for the
- * attributes whose driver answer would reveal the arena (the reservation,
- * the shared chunk, its id, VMM handle types, no context); 0 if a is not one
- * of them (the driver's answer stands: memory type, device, access...). */
 /* GPU_DIRECT_RDMA_CAPABLE of cuMemAlloc memory: what the device supports
  * (the library's chunks did not ask for it). The device is the one the
  * driver names for the mapping. */
@@ -47,12 +43,36 @@ static int rdma_capable(CUdeviceptr p)
     return v != 0;
 }
 
+/* The memory pool a stream-ordered block would have come from: the default
+ * pool of its device (memory.c places cuMemAllocAsync only while that pool
+ * is the device's current one); NULL if the driver cannot say. */
+static CUmemoryPool default_pool(CUdevice dev)
+{
+    CUmemoryPool pool = NULL;
+    if (!sg_drv.cuDeviceGetDefaultMemPool ||
+        SG_DRIVER_CALL(cuDeviceGetDefaultMemPool, &pool, dev) != CUDA_SUCCESS)
+        pool = NULL;
+    return pool;
+}
+
+/* Writes what the driver's own allocation would report for attribute a
+ * (a cuMemAlloc block, or for a stream-ordered block one from the default
+ * pool), for the attributes whose driver answer would reveal the arena (the
+ * reservation, the shared chunk, its id, VMM handle types, a context, no
+ * pool); 0 if a is not one of them (the driver's answer stands: memory
+ * type, device, access...). Pool memory has no context, no legacy IPC and,
+ * the default pool asking for none, no GPUDirect RDMA (CUmemPoolProps). */
 static int attr_override(const sg_alloc_info *b, int opened, CUpointer_attribute a, void *data)
 {
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: {
-        CUcontext ctx = b->ctx;
+        CUcontext ctx = b->stream_ordered ? NULL : b->ctx;
         memcpy(data, &ctx, sizeof ctx);
+        return 1;
+    }
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: {
+        CUmemoryPool pool = b->stream_ordered ? default_pool(b->dev) : NULL;
+        memcpy(data, &pool, sizeof pool);
         return 1;
     }
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
@@ -70,13 +90,14 @@ static int attr_override(const sg_alloc_info *b, int opened, CUpointer_attribute
         put_u64(data, sg_round_up(b->size, 4096));
         return 1;
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-        put_int(data, rdma_capable(b->base));
+        put_int(data, !b->stream_ordered && rdma_capable(b->base));
         return 1;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
         put_u64(data, CU_MEM_HANDLE_TYPE_NONE);
         return 1;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        put_int(data, !opened);    /* cuMemAlloc memory; a block opened from a handle is not */
+        /* cuMemAlloc memory; pool memory or a block opened from a handle is not */
+        put_int(data, !opened && !b->stream_ordered);
         return 1;
     default:
         return 0;

@@ -171,8 +171,9 @@ void sg_mem_span_del(CUdeviceptr base)
 
 static void info_of(const sg_block *b, sg_alloc_info *out)
 {
-    *out = (sg_alloc_info){ .base = b->base, .size = b->size, .id = b->id,
-                            .ctx = b->ctx, .own_handles = b->own };
+    *out = (sg_alloc_info){ .base = b->base, .size = b->size, .id = b->id, .ctx = b->ctx,
+                            .dev = b->owner->vmm.dev, .own_handles = b->own,
+                            .stream_ordered = b->stream_ordered };
 }
 
 int sg_mem_find(CUdeviceptr p, sg_alloc_info *out)

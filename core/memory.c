@@ -10,8 +10,9 @@
  * allocation pattern gets the same addresses and its graphs stay identical.
  * Anything the library does not place goes to the driver unchanged: size 0,
  * sizes above STABLEGRAPH_PLACE_MAX_BYTES, cuMemAllocFromPoolAsync (the pool's
- * properties are the program's), cuMemAllocAsync on a capturing stream (a
- * graph memory node), cuMemAlloc while any stream capture is in progress (the
+ * properties are the program's), cuMemAllocAsync on a device whose current
+ * memory pool the program replaced (pool_replaced below), cuMemAllocAsync on
+ * a capturing stream (a graph memory node), cuMemAlloc while any stream capture is in progress (the
  * driver then refuses it, and invalidates the capture, exactly when the
  * capture mode says so), devices without VMM, and any allocation whose
  * placement failed.
@@ -81,6 +82,65 @@
 
 static size_t place_max = SIZE_MAX;
 static size_t own_min = SIZE_MAX;
+
+/* ------------------------------------------------------- current pools */
+
+/* cuMemAllocAsync takes memory from the current pool of the stream's device,
+ * the default pool unless the program made another one current
+ * (cuDeviceSetMemPool, or cuMemSetMemPool for the device's pinned memory).
+ * Placed, a block answers as default-pool memory (mem_query.c); from
+ * another pool it must be the driver's, with that pool's properties (its
+ * export handle types, its access, its statistics). pool_replaced[dev] is
+ * set when the driver accepted another pool than the default one for dev,
+ * cleared when it accepted the default one again; a call that names a
+ * location the library does not model (not a device's or the host's) sets
+ * every device's. A destroyed current pool gives the device its default one
+ * back without a call the library sees: that device stays forwarded (never
+ * wrong, only unplaced). Devices from POOL_DEVICES on are always forwarded
+ * once any pool was set. Atomics: a change races only with allocations the
+ * program does not order against it. */
+#define POOL_DEVICES 64
+static unsigned char pool_replaced[POOL_DEVICES];
+static int pool_any_replaced;
+
+static int pool_is_replaced(CUdevice dev)
+{
+    if (!__atomic_load_n(&pool_any_replaced, __ATOMIC_ACQUIRE)) return 0;
+    return dev < 0 || dev >= POOL_DEVICES || __atomic_load_n(&pool_replaced[dev], __ATOMIC_RELAXED);
+}
+
+static void pool_mark(CUdevice dev, int replaced)
+{
+    if (replaced) __atomic_store_n(&pool_any_replaced, 1, __ATOMIC_RELEASE);
+    if (dev >= 0 && dev < POOL_DEVICES) __atomic_store_n(&pool_replaced[dev], replaced, __ATOMIC_RELAXED);
+}
+
+/* Whether pool is dev's default pool (1), another (0); another if the
+ * driver cannot say. */
+static int pool_is_default(CUdevice dev, CUmemoryPool pool)
+{
+    CUmemoryPool d = NULL;
+    return sg_drv.cuDeviceGetDefaultMemPool &&
+           SG_DRIVER_CALL(cuDeviceGetDefaultMemPool, &d, dev) == CUDA_SUCCESS && d == pool;
+}
+
+static CUresult mem_pool_set(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    if (rc != CUDA_SUCCESS) return rc;
+    const CUmemLocation *loc = c->u.pool.loc;
+    if (!c->u.pool.by_location) {
+        pool_mark(c->u.pool.dev, !pool_is_default(c->u.pool.dev, c->u.pool.pool));
+    } else if (loc && loc->type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        if (c->u.pool.type == CU_MEM_ALLOCATION_TYPE_PINNED)
+            pool_mark(loc->id, !pool_is_default(loc->id, c->u.pool.pool));
+    } else if (!loc || (loc->type != CU_MEM_LOCATION_TYPE_HOST &&
+                        loc->type != CU_MEM_LOCATION_TYPE_HOST_NUMA &&
+                        loc->type != CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)) {
+        for (CUdevice d = 0; d < POOL_DEVICES; d++) pool_mark(d, 1);
+    }
+    return rc;
+}
 
 /* ------------------------------------------------------------- allocation */
 
@@ -163,6 +223,10 @@ static CUresult mem_alloc(const sg_call *c)
     if (!ctx) return fwd_alloc(c);
     mem_arena *ar = sg_marena_get(ctx);
     if (!ar) return fwd_alloc(c);
+    if (c->u.alloc.async && pool_is_replaced(ar->vmm.dev)) {
+        sg_marena_unref(ar);
+        return fwd_alloc(c);
+    }
     int own = bytes >= own_min;
     CUdeviceptr addr = 0;
     size_t placed = 0;
@@ -370,6 +434,8 @@ CUresult sg_mem_call(const sg_call *c)
         return mem_free(c);
     case SG_CALL_STREAM_DESTROY:
         return mem_stream_destroy(c);
+    case SG_CALL_POOL_SET:
+        return mem_pool_set(c);
     default:
         return c->forward(c->args);
     }
@@ -403,4 +469,6 @@ void sg_mem_reset(void)
 {
     sg_ctx_reset();                /* tears every arena down */
     sg_mem_reg_reset();
+    for (CUdevice d = 0; d < POOL_DEVICES; d++) pool_mark(d, 0);
+    __atomic_store_n(&pool_any_replaced, 0, __ATOMIC_RELEASE);
 }

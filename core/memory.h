@@ -27,7 +27,7 @@
  * context teardown. Called once at start-up. */
 void sg_mem_init(const sg_caps *caps);
 
-/* Handles ALLOC, DEV_ALLOC, FREE and STREAM_DESTROY calls (memory.c);
+/* Handles ALLOC, DEV_ALLOC, FREE, STREAM_DESTROY and POOL_SET calls (memory.c);
  * returns what the program gets. */
 CUresult sg_mem_call(const sg_call *c);
 
@@ -43,7 +43,9 @@ typedef struct sg_alloc_info {
     uint64_t id;             /* unique for the life of the process, never reused
                               * (also what BUFFER_ID reports: SG_MEM_ID_BASE + n) */
     CUcontext ctx;
+    CUdevice dev;            /* the device of ctx */
     int own_handles;         /* backed by physical handles no other block shares */
+    int stream_ordered;      /* cuMemAllocAsync: answers as memory of the device's default pool */
 } sg_alloc_info;
 
 /* Block ids start here, far above the ids a driver hands out, so that a

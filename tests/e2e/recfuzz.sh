@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# tests/e2e/recfuzz.sh: runs the random programs of adv_recfuzz.c over a
-# range of seeds, each without the library and with it (every record
+# tests/e2e/recfuzz.sh: runs the random programs of adv_recfuzz.c (or
+# adv_memfuzz.c, --prog) over a range of seeds, each without the library and with it (every record
 # audited: STABLEGRAPH_AUDIT_RECORDS=1), and reports every seed whose output
 # differs, whose baseline is wrong, whose run did not finish or whose report
 # counts an audit mismatch. test_correctness.sh runs a few seeds of each
 # mode; this is for many (about 0.2 s a seed on the normal build).
 #
-# Usage: tests/e2e/recfuzz.sh [--build DIR] [--policy P] [--mode M] [--ptsz] FROM TO
+# Usage: tests/e2e/recfuzz.sh [--build DIR] [--policy P] [--prog NAME] [--mode M] [--ptsz] FROM TO
 #   --build   the build directory (default build/); a sanitizer build's
 #             library is preloaded after its runtime
 #   --policy  skip_temp, skip_profiled (default) or always_update
-#   --mode    capture (default), explicit, temps, rotate, threads or wild
-#   --ptsz    the program built for the per-thread default stream
+#   --prog    adv_recfuzz (default) or adv_memfuzz (random programs of
+#             memory operations)
+#   --mode    the program's mode: for adv_recfuzz capture (default),
+#             explicit, temps, rotate, threads or wild; for adv_memfuzz
+#             sync (default), async, capture, contexts or threads
+#   --ptsz    adv_recfuzz built for the per-thread default stream
 #             (adv_recfuzz_ptsz)
 # Extra variables for both runs: RECFUZZ_ENV="NAME=VALUE ..." (for example
 # CUDAEMU_KERNEL_DELAY_US=200). Exit status: 0 if every seed passed, 1 if
@@ -19,10 +23,11 @@
 # in a directory the last line names.
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-build=$SRC/build policy=skip_profiled mode=capture name=adv_recfuzz
+build=$SRC/build policy=skip_profiled mode="" name=adv_recfuzz
 while [ $# -gt 2 ]; do
     case $1 in
     --ptsz) name=adv_recfuzz_ptsz; shift ;;
+    --prog) name=$2; shift 2 ;;
     --build) build=$(cd "$2" && pwd) || exit 2; shift 2 ;;
     --policy) policy=$2; shift 2 ;;
     --mode) mode=$2; shift 2 ;;
@@ -30,9 +35,14 @@ while [ $# -gt 2 ]; do
     esac
 done
 if [ $# -ne 2 ] || ! [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ ]]; then
-    echo "usage: $0 [--build DIR] [--policy P] [--mode M] [--ptsz] FROM TO" >&2
+    echo "usage: $0 [--build DIR] [--policy P] [--prog NAME] [--mode M] [--ptsz] FROM TO" >&2
     exit 2
 fi
+case $name in
+adv_recfuzz | adv_recfuzz_ptsz) mode=${mode:-capture} ;;
+adv_memfuzz) mode=${mode:-sync} ;;
+*) echo "recfuzz: unknown program $name" >&2; exit 2 ;;
+esac
 prog=$build/tests/e2e/$name
 lib=$build/libstablegraph.so
 [ -x "$prog" ] && [ -f "$lib" ] || { echo "recfuzz: build $build first (make)" >&2; exit 2; }

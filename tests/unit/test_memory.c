@@ -52,7 +52,11 @@ static struct fake {
     /* the driver's own cuMemAlloc/cuMemFree (the library's token) */
     CUresult token_free_rc;   /* in a non-relaxed mode */
     int token_allocs, token_frees, token_frees_program_mode, tokens_live;
+    CUresult pool_set_rc;     /* cuDeviceSetMemPool / cuMemSetMemPool */
 } F;
+
+#define DEFAULT_POOL ((CUmemoryPool)0xd00)
+#define OTHER_POOL ((CUmemoryPool)0x0e00)
 
 static int failing(const char *name)
 {
@@ -204,6 +208,12 @@ static CUresult d_mem_free(CUdeviceptr p)
     return CUDA_SUCCESS;
 }
 
+static CUresult d_default_pool(CUmemoryPool *p, CUdevice d)
+{
+    *p = (CUmemoryPool)((uintptr_t)DEFAULT_POOL + (uintptr_t)d);
+    return CUDA_SUCCESS;
+}
+
 static void fake_install(void)
 {
     sg_driver d;
@@ -235,6 +245,7 @@ static void fake_install(void)
     d.cuPointerGetAttributes = d_attrs;
     d.cuMemAlloc_v2 = d_mem_alloc;
     d.cuMemFree_v2 = d_mem_free;
+    d.cuDeviceGetDefaultMemPool = d_default_pool;
     sg_driver_set(&d);
 }
 
@@ -259,6 +270,7 @@ static CUresult fwd(const void *args)
                                                                           : CUDA_ERROR_INVALID_VALUE;
     }
     F.fwd_other++;
+    if (c->kind == SG_CALL_POOL_SET) return F.pool_set_rc;
     if (c->kind == SG_CALL_PTR_ATTRS)
         for (unsigned i = 0; i < c->u.attrs.n; i++) memset(c->u.attrs.data[i], 0xee, 8);
     if (c->kind == SG_CALL_MEM_INFO) {
@@ -280,6 +292,7 @@ static CUresult call(sg_call c)
     if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_rec_call(&cc, route_fwd);
     switch (c.kind) {
     case SG_CALL_ALLOC: case SG_CALL_DEV_ALLOC: case SG_CALL_FREE: case SG_CALL_STREAM_DESTROY:
+    case SG_CALL_POOL_SET:
         return sg_mem_call(&cc);
     default:
         return sg_mem_query(&cc);
@@ -866,6 +879,105 @@ TEST(destroyed_stream_pending_frees)
     CHECK_EQ(c, a);
 }
 
+/* A placed cuMemAllocAsync block answers as memory of the device's default
+ * pool: no context, that pool, no legacy IPC, no GPUDirect RDMA. */
+TEST(stream_ordered_blocks_answer_as_default_pool_memory)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, s;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(alloc_async(&s, 4096, STREAM_A), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, 0);
+    struct { CUdeviceptr p; CUcontext ctx; CUmemoryPool pool; int ipc; } want[] = {
+        { a + 8, CTX1, NULL, 1 }, { s + 8, NULL, DEFAULT_POOL, 0 },
+    };
+    for (int i = 0; i < 2; i++) {
+        CUcontext ctx = (CUcontext)1;
+        CUmemoryPool pool = (CUmemoryPool)1;
+        int ipc = -1, rdma = -1;
+        CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &ctx,
+                                 .attr = CU_POINTER_ATTRIBUTE_CONTEXT, .ptr = want[i].p } }), CUDA_SUCCESS);
+        CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &pool,
+                                 .attr = CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, .ptr = want[i].p } }),
+                 CUDA_SUCCESS);
+        CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &ipc,
+                                 .attr = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, .ptr = want[i].p } }),
+                 CUDA_SUCCESS);
+        CHECK_CU(call((sg_call){ .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = &rdma,
+                                 .attr = CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, .ptr = want[i].p } }),
+                 CUDA_SUCCESS);
+        CHECK(ctx == want[i].ctx);
+        CHECK(pool == want[i].pool);
+        CHECK_EQ(ipc, want[i].ipc);
+        CHECK_EQ(rdma, 0);           /* the fake device reports no RDMA support */
+    }
+}
+
+static CUresult set_pool(CUdevice dev, CUmemoryPool pool)
+{
+    return call((sg_call){ .kind = SG_CALL_POOL_SET, .u.pool = { .dev = dev, .pool = pool } });
+}
+
+static CUresult set_pool_at(CUmemLocationType t, int id, CUmemAllocationType type, CUmemoryPool pool)
+{
+    CUmemLocation loc = { t, id };
+    return call((sg_call){ .kind = SG_CALL_POOL_SET,
+                           .u.pool = { .loc = &loc, .type = type, .pool = pool, .by_location = 1 } });
+}
+
+/* Whether cuMemAllocAsync on STREAM_A is placed now (the forwarded count
+ * unchanged); frees what it got. */
+static int async_placed(void)
+{
+    CUdeviceptr p;
+    int before = F.fwd_allocs;
+    CHECK_CU(alloc_async(&p, 4096, STREAM_A), CUDA_SUCCESS);
+    int placed = F.fwd_allocs == before;
+    CHECK_CU(mfree_async(p, STREAM_A), CUDA_SUCCESS);
+    return placed;
+}
+
+/* Another pool made current (cuDeviceSetMemPool, cuMemSetMemPool): the
+ * device's cuMemAllocAsync comes from it, the driver's; the default one
+ * again places again; cuMemAlloc is placed throughout. */
+TEST(a_replaced_current_pool_gets_the_allocations)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a;
+    CHECK(async_placed());
+    CHECK_CU(set_pool(1, OTHER_POOL), CUDA_SUCCESS);              /* another device's */
+    CHECK(async_placed());
+    CHECK_CU(set_pool(0, OTHER_POOL), CUDA_SUCCESS);
+    CHECK(!async_placed());
+    int before = F.fwd_allocs;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_EQ(F.fwd_allocs, before);                               /* cuMemAlloc: placed */
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_CU(set_pool(0, DEFAULT_POOL), CUDA_SUCCESS);
+    CHECK(async_placed());
+    F.pool_set_rc = CUDA_ERROR_INVALID_VALUE;                     /* refused: nothing changes */
+    CHECK_CU(set_pool(0, OTHER_POOL), CUDA_ERROR_INVALID_VALUE);
+    CHECK(async_placed());
+    F.pool_set_rc = CUDA_SUCCESS;
+    /* by location: the host's pool and managed memory leave the device's
+     * pinned pool alone; the device's pinned pool replaces it */
+    CHECK_CU(set_pool_at(CU_MEM_LOCATION_TYPE_HOST, 0, CU_MEM_ALLOCATION_TYPE_PINNED, OTHER_POOL),
+             CUDA_SUCCESS);
+    CHECK_CU(set_pool_at(CU_MEM_LOCATION_TYPE_DEVICE, 0, CU_MEM_ALLOCATION_TYPE_MANAGED, OTHER_POOL),
+             CUDA_SUCCESS);
+    CHECK(async_placed());
+    CHECK_CU(set_pool_at(CU_MEM_LOCATION_TYPE_DEVICE, 0, CU_MEM_ALLOCATION_TYPE_PINNED, OTHER_POOL),
+             CUDA_SUCCESS);
+    CHECK(!async_placed());
+    CHECK_CU(set_pool_at(CU_MEM_LOCATION_TYPE_DEVICE, 0, CU_MEM_ALLOCATION_TYPE_PINNED, DEFAULT_POOL),
+             CUDA_SUCCESS);
+    CHECK(async_placed());
+    /* a location the library does not model: every device forwarded */
+    CHECK_CU(set_pool_at(CU_MEM_LOCATION_TYPE_INVALID, 0, CU_MEM_ALLOCATION_TYPE_PINNED, OTHER_POOL),
+             CUDA_SUCCESS);
+    CHECK(!async_placed());
+}
+
 int main(void)
 {
     RUN(always_update_counts_peak);
@@ -887,6 +999,8 @@ int main(void)
     RUN(alloc_during_capture_goes_to_the_driver);
     RUN(free_without_context_quarantines);
     RUN(destroyed_stream_pending_frees);
+    RUN(stream_ordered_blocks_answer_as_default_pool_memory);
+    RUN(a_replaced_current_pool_gets_the_allocations);
     sg_mem_reset();
     return check_done();
 }

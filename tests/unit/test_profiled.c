@@ -22,11 +22,11 @@
 
 #define CTX ((CUcontext)(uintptr_t)0xc7c7)
 static const sg_alloc_info allocs[] = {
-    { 0x71000000, 0x1000, 1, CTX, 1 },  /* in[0] */
-    { 0x71010000, 0x1000, 2, CTX, 1 },  /* in[1] */
-    { 0x71020000, 0x1000, 3, CTX, 1 },  /* in[2] */
-    { 0x72000000, 0x1000, 4, CTX, 1 },  /* out */
-    { 0x73000000, 0x1000, 5, CTX, 0 },  /* shared handles */
+    { .base = 0x71000000, .size = 0x1000, .id = 1, .ctx = CTX, .own_handles = 1 },  /* in[0] */
+    { .base = 0x71010000, .size = 0x1000, .id = 2, .ctx = CTX, .own_handles = 1 },  /* in[1] */
+    { .base = 0x71020000, .size = 0x1000, .id = 3, .ctx = CTX, .own_handles = 1 },  /* in[2] */
+    { .base = 0x72000000, .size = 0x1000, .id = 4, .ctx = CTX, .own_handles = 1 },  /* out */
+    { .base = 0x73000000, .size = 0x1000, .id = 5, .ctx = CTX, .own_handles = 0 },  /* shared handles */
 };
 static int fake_find(CUdeviceptr p, sg_alloc_info *out)
 {
