@@ -258,10 +258,24 @@ static void chunk_drop(sg_arena *a, seg *s, size_t i)
 }
 
 /* Maps every granule of [lo, hi) (granule-aligned) that is not mapped yet.
- * On failure the granules mapped here are given back: nothing changed. */
+ * On failure the granules mapped here are given back: nothing changed.
+ * More than one to map: first asks ops.room, so that a block the device
+ * cannot hold fails at once instead of taking the device's memory chunk
+ * by chunk (other threads' and processes' allocations failing meanwhile). */
 static sg_arena_fail map_granules(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi, CUresult *rc)
 {
     const sg_arena_ops *o = &a->ops;
+    if (o->room) {
+        size_t fresh = 0;
+        for (CUdeviceptr g = lo; g < hi; g += a->gran) {
+            size_t i = ch_index(s, g);
+            fresh += !(i < s->nch && s->ch[i].va == g);
+        }
+        if (fresh > 1 && !o->room(o->user, fresh * a->gran)) {
+            *rc = CUDA_ERROR_OUT_OF_MEMORY;
+            return SG_ARENA_FAIL_CREATE;
+        }
+    }
     CUdeviceptr *made = NULL;
     size_t nmade = 0, capmade = 0;
     sg_arena_fail f = SG_ARENA_OK;
@@ -424,6 +438,18 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
     return 0;
 }
 
+/* 1 if chunk c of s is unused: one available free range covers all of it
+ * (adjacent available ranges are coalesced, so a wholly free granule lies in
+ * one range; one left split by a failed set_mapped reads as used, the safe
+ * side), so no block and no pending free touches it. What trim may give
+ * back, and all of the mapped memory a new block of any size can count on. */
+static int chunk_unused(const seg *s, const sg_arena_chunk *c)
+{
+    size_t fi = fr_index(s, c->va);
+    return fi < s->nfr && !s->fr[fi].p && s->fr[fi].base <= c->va &&
+           s->fr[fi].base + s->fr[fi].size >= c->va + c->size;
+}
+
 size_t sg_arena_trim(sg_arena *a)
 {
     size_t given = 0;
@@ -432,10 +458,7 @@ size_t sg_arena_trim(sg_arena *a)
         seg *s = &a->segs[k];
         for (size_t i = s->nch; i-- > 0;) {
             CUdeviceptr va = s->ch[i].va;
-            size_t fi = fr_index(s, va);
-            if (fi == s->nfr || s->fr[fi].p || s->fr[fi].base > va ||
-                s->fr[fi].base + s->fr[fi].size < va + s->ch[i].size)
-                continue;                      /* a block or a pending free uses it */
+            if (!chunk_unused(s, &s->ch[i])) continue;   /* a block or a pending free uses it */
             if (a->ops.unmap(a->ops.user, va, s->ch[i].size) != CUDA_SUCCESS) continue;
             a->ops.release(a->ops.user, s->ch[i].handle);
             size_t sz = s->ch[i].size;
@@ -479,12 +502,20 @@ size_t sg_arena_chunks(const sg_arena *a, CUdeviceptr addr, size_t len, sg_arena
 size_t sg_arena_mapped(const sg_arena *a) { return a->mapped; }
 size_t sg_arena_segments(const sg_arena *a) { return a->nsegs; }
 
+/* Only whole unused chunks count (the test trim uses): the free bytes of a
+ * chunk a live block or a pending free still touches (a hole) serve no block
+ * larger than the hole and cannot be given back, so counting them would make
+ * cuMemGetInfo promise memory an allocation of that size cannot get. Pending
+ * frees whose event has completed count from the next reap (allocation or
+ * trim): this is a const look, no event query. */
 size_t sg_arena_mapped_free(const sg_arena *a)
 {
     size_t n = 0;
-    for (size_t k = 0; k < a->nsegs; k++)
-        for (size_t i = 0; i < a->segs[k].nfr; i++)
-            if (a->segs[k].fr[i].mapped && !a->segs[k].fr[i].p) n += a->segs[k].fr[i].size;
+    for (size_t k = 0; k < a->nsegs; k++) {
+        const seg *s = &a->segs[k];
+        for (size_t i = 0; i < s->nch; i++)
+            if (chunk_unused(s, &s->ch[i])) n += s->ch[i].size;
+    }
     return n;
 }
 

@@ -61,6 +61,11 @@ typedef struct sg_arena_ops {
     int (*event_done)(void *user, void *event);
     /* The arena no longer needs the event (return it to a pool). */
     void (*event_put)(void *user, void *event);
+    /* Before a block maps more than one new granule: 0 if the device
+     * certainly lacks `bytes` of free memory (the block then fails with
+     * SG_ARENA_FAIL_CREATE and CUDA_ERROR_OUT_OF_MEMORY, having created
+     * nothing), else 1. NULL: never asked. */
+    int (*room)(void *user, size_t bytes);
 } sg_arena_ops;
 
 /* Which operation failed, for the caller's log line. */
@@ -129,9 +134,11 @@ int sg_arena_contains(const sg_arena *a, CUdeviceptr p);
 size_t sg_arena_chunks(const sg_arena *a, CUdeviceptr addr, size_t len, sg_arena_chunk *out,
                        size_t max);
 
-/* Bytes mapped (sum of chunk sizes); mapped bytes no block uses and no
- * pending free holds (what sg_arena_trim could give back, or more when
- * granules are shared); reservations; free ranges (tests, logs). */
+/* Bytes mapped (sum of chunk sizes); bytes of the chunks that no block uses
+ * and no pending free holds, wholly (what sg_arena_trim could give back: the
+ * free bytes of a chunk a live block still touches are not counted, as no
+ * larger allocation can use them; cuMemGetInfo adds this to the driver's
+ * free memory); reservations; free ranges (tests, logs). */
 size_t sg_arena_mapped(const sg_arena *a);
 size_t sg_arena_mapped_free(const sg_arena *a);
 size_t sg_arena_segments(const sg_arena *a);

@@ -96,10 +96,25 @@ void sg_marena_event_put(void *u, void *ev)
     }
 }
 
+/* Whether ar's device has `bytes` free (cuMemGetInfo in ar's context); 1
+ * if the driver cannot say (the chunks' own creation then decides). */
+static int op_room(void *u, size_t bytes)
+{
+    mem_arena *ar = u;
+    CUcontext prev;
+    size_t fr = 0, total = 0;
+    if (!sg_drv.cuMemGetInfo_v2) return 1;
+    sg_vmm_relax();
+    if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
+    CUresult rc = SG_DRIVER_CALL(cuMemGetInfo_v2, &fr, &total);
+    sg_vmm_ctx_leave(ar->ctx, prev);
+    return rc != CUDA_SUCCESS || bytes <= fr;
+}
+
 static const sg_arena_ops driver_ops = {
     .reserve = op_reserve, .unreserve = op_unreserve, .create = op_create,
     .release = op_release, .map = op_map, .set_access = op_set_access, .unmap = op_unmap,
-    .event_done = op_event_done, .event_put = sg_marena_event_put,
+    .event_done = op_event_done, .event_put = sg_marena_event_put, .room = op_room,
 };
 
 /* ------------------------------------------------------------------ arenas */

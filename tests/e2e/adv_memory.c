@@ -23,7 +23,21 @@
  *           allocated reports the free memory of the start again (within
  *           1 %): frameworks size their pools from it (JAX preallocates a
  *           fraction of it, PyTorch reports it on OOM).
- * Usage: adv_memory churn|small|shrink|fill|meminfo
+ *   holes   (beyond the issue) total / 32 MiB blocks of 1 MiB (8 at
+ *           256 MiB), every other one freed, so that each 2 MiB chunk under
+ *           the library keeps a live block and a 1 MiB hole; then one
+ *           cuMemAlloc of what cuMemGetInfo reports free must succeed (a
+ *           hole is no use to a larger block and cannot be given back, so it
+ *           must not be counted as free), the live blocks still hold what was
+ *           written; then all freed.
+ *   oversize (beyond the issue) one thread asks cuMemAlloc for twice the
+ *           device, 20 times (refused each time), while another allocates
+ *           and frees blocks of 10 % of the device by cuMemAlloc and
+ *           cuMemAllocPitch until the first is done: none of these may be
+ *           refused (before the fix the library took the device's memory
+ *           chunk by chunk before giving up, and the other thread's
+ *           allocations failed meanwhile).
+ * Usage: adv_memory churn|small|shrink|fill|meminfo|holes|oversize
  */
 #include "adv_common.h"
 
@@ -192,13 +206,86 @@ static void meminfo(void)
                                          : "more than 1 % below the start's");
 }
 
+/* Beyond the issue: the free memory cuMemGetInfo reports can be allocated,
+ * with freed blocks leaving holes in memory still in use. */
+static void holes(void)
+{
+    enum { MAXN = 64 };
+    size_t n = total / (32 * MIB);
+    if (n > MAXN) n = MAXN;
+    if (n < 8) n = 8;
+    CUdeviceptr p[MAXN] = { 0 };
+    for (size_t i = 0; i < n; i++) p[i] = alloc_touch(MIB, (uint32_t)(100 + i));
+    for (size_t i = 1; i < n; i += 2)
+        if (p[i]) R(cuMemFree(p[i]));
+    size_t fr = 0, tot = 0;
+    MUST(cuMemGetInfo(&fr, &tot));
+    CUdeviceptr q = alloc_touch(fr, 200);
+    adv_check("cuMemAlloc of the free memory cuMemGetInfo reports, with holes",
+              q != 0 && holds(q, fr / 4 * 4, 200), "%s", q ? "allocated" : "refused");
+    if (q) R(cuMemFree(q));
+    int good = 0, tried = 0;
+    for (size_t i = 0; i < n; i += 2, tried++)
+        good += p[i] && holds(p[i], MIB, (uint32_t)(100 + i));
+    adv_check("blocks around the holes holding what was written", good == tried, "%d of %d", good,
+              tried);
+    for (size_t i = 0; i < n; i += 2)
+        if (p[i]) R(cuMemFree(p[i]));
+}
+
+static CUcontext octx;
+static int over_done;
+
+static void *oversize_asker(void *arg)
+{
+    (void)arg;
+    int refused = 0;
+    MUST(cuCtxSetCurrent(octx));
+    for (int i = 0; i < 20; i++) {
+        CUdeviceptr p = 0;
+        CUresult r = cuMemAlloc(&p, 2 * total);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) refused++;
+        else if (r == CUDA_SUCCESS) cuMemFree(p);
+    }
+    adv_check("twice the device refused", refused == 20, "%d of 20", refused);
+    __atomic_store_n(&over_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Beyond the issue: a request the device cannot hold takes nothing from
+ * other threads meanwhile. */
+static void oversize(void)
+{
+    pthread_t t;
+    size_t one = pct(0.10);
+    long done = 0, refused = 0;
+    if (pthread_create(&t, NULL, oversize_asker, NULL) != 0) {
+        printf("set-up failed: pthread_create\n");
+        exit(2);
+    }
+    while (!__atomic_load_n(&over_done, __ATOMIC_ACQUIRE) || done < 20) {
+        CUdeviceptr p = 0, q = 0;
+        size_t pitch = 0;
+        CUresult a = cuMemAlloc(&p, one), b = cuMemAllocPitch(&q, &pitch, 4096, one / 4096, 4);
+        refused += (a != CUDA_SUCCESS) + (b != CUDA_SUCCESS);
+        /* not R(): how many rounds run depends on timing, not the digest */
+        if (a == CUDA_SUCCESS) refused += cuMemFree(p) != CUDA_SUCCESS;
+        if (b == CUDA_SUCCESS) refused += cuMemFree(q) != CUDA_SUCCESS;
+        done++;
+    }
+    pthread_join(t, NULL);
+    adv_check("allocations beside it", refused == 0, "%ld refused", refused);
+}
+
 int main(int argc, char **argv)
 {
-    static const char *const cases[] = { "churn", "small", "shrink", "fill", "meminfo", NULL };
+    static const char *const cases[] = { "churn", "small", "shrink", "fill", "meminfo", "holes",
+                                         "oversize", NULL };
     int which = adv_case(argc, argv, cases);
     CUcontext ctx;
     CUdevice dev;
     adv_open(&ctx, NULL);
+    octx = ctx;
     MUST(cuCtxGetDevice(&dev));
     MUST(cuDeviceTotalMem(&total, dev));
     switch (which) {
@@ -206,7 +293,9 @@ int main(int argc, char **argv)
     case 1: small(); break;
     case 2: shrink(); break;
     case 3: fill(); break;
-    default: meminfo(); break;
+    case 4: meminfo(); break;
+    case 5: holes(); break;
+    default: oversize(); break;
     }
     return adv_finish();
 }

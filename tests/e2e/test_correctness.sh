@@ -167,6 +167,7 @@ for cfg in cfgs.split():
         expr, text = xchk.split("::", 1)
         ok2 = bool(reps) and all(eval(expr, {"T": R["totals"], "X": R["execs"], "all": all,
                                              "G": R.get("graph_descriptions", {}),
+                                             "L": R.get("library_driver_calls", {}),
                                              "sum": sum, "len": len}) for R in reps)
         say("ok" if ok2 else "not ok", f"/{cfg}: {text}",
             "" if ok2 else "reports (exec id, launches, destroyed; total launches): " +
@@ -352,6 +353,15 @@ adv name=x1/memory_fill env="$MEM256" to=4 eng_p="$PLACED" \
     attack="placement: the bytes a program can hold at once (>= 99 %)" -- adv_memory fill
 adv name=x2/memory_meminfo env="$MEM256" to=4 eng_p="$PLACED" \
     attack="placement: cuMemGetInfo after freeing" -- adv_memory meminfo
+adv name=x2/memory_holes env="$MEM256" to=4 eng_p="$PLACED" \
+    attack="placement: cuMemGetInfo counts holes in chunks still in use as free" -- adv_memory holes
+# 20 requests of twice the device: refused with no chunk made (before the
+# fix: the device's memory taken chunk by chunk first); about 13 chunks
+# serve the other thread's 10 % blocks.
+adv name=x2/memory_oversize env="$MEM256" to=4 eng_p="$PLACED" \
+    xchk='L.get("cuMemCreate", 0) < 200::a request the device cannot hold takes no chunk' \
+    attack="placement: a request the device cannot hold fills it chunk by chunk before failing" \
+    -- adv_memory oversize
 for c in list ptr_eq foreign extra dims; do
     adv name=x3/alias_$c cfg="temp prof alias" eng_t="$SEEN" \
         attack="aliasing vs. pointers the kernel compares or follows, foreign buffers, parameter forms, dimensions" \

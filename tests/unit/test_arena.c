@@ -2,7 +2,8 @@
  * tests/unit/test_arena.c: the placement algorithm (core/arena.c) on fake
  * VMM operations: first-fit determinism, coalescing, alignment, growth and
  * one granule-sized handle per mapped granule, small blocks sharing one
- * chunk, giving unused chunks back under pressure (trim),
+ * chunk, giving unused chunks back under pressure (trim), counting as free
+ * only the mapped chunks no block touches (cuMemGetInfo),
  * own-handle blocks, stream-ordered reuse, new reservations, and every
  * failing operation leaving nothing behind (creates vs releases, maps vs
  * unmaps, reserves vs frees counted by the fake).
@@ -26,6 +27,8 @@ static struct fake {
     const char *fail_op;
     int fail_at, calls_of_fail_op;
     int done[MAX_EV];
+    size_t room;          /* what ops.room says the device has free (0: unlimited) */
+    int room_asks;
 } F;
 
 static int failing(const char *op)
@@ -74,8 +77,15 @@ static CUresult f_unmap(void *u, CUdeviceptr va, size_t size) { (void)u; (void)v
 static int f_event_done(void *u, void *ev) { (void)u; return F.done[(uintptr_t)ev]; }
 static void f_event_put(void *u, void *ev) { (void)u; (void)ev; F.puts++; }
 
+static int f_room(void *u, size_t bytes)
+{
+    (void)u;
+    F.room_asks++;
+    return !F.room || bytes <= F.room;
+}
+
 static const sg_arena_ops fake_ops = { NULL, f_reserve, f_unreserve, f_create, f_release, f_map,
-                                       f_access, f_unmap, f_event_done, f_event_put };
+                                       f_access, f_unmap, f_event_done, f_event_put, f_room };
 
 static sg_arena *fresh(size_t resv)
 {
@@ -353,7 +363,7 @@ TEST(trim_gives_back_unused_chunks)
     CHECK_EQ(F.creates, 5);
     release(a, x, 3 * G);
     CHECK_EQ(sg_arena_free(a, z, G, S1, (void *)5), 0);     /* pending, event 5 */
-    CHECK_EQ(sg_arena_mapped_free(a), 4 * G - 4096);   /* x's granules and granule 4 but z */
+    CHECK_EQ(sg_arena_mapped_free(a), 3 * G);  /* x's granules: 3 holds y, 4 z (pending) */
     CHECK_EQ(sg_arena_trim(a), 3 * G);         /* x's granules; not y's (live) nor z's (pending) */
     CHECK_EQ(F.releases, 3);
     CHECK_EQ(F.unmaps, 3);
@@ -370,6 +380,41 @@ TEST(trim_gives_back_unused_chunks)
 }
 
 /* Sizes that keep changing fit in what was freed (issue 10, class 18). */
+/* Mapped memory counts as free (cuMemGetInfo adds it to the driver's figure)
+ * only in chunks no block touches: the hole a freed block leaves in a chunk
+ * that still holds a live block serves no larger block and trim cannot give
+ * it back. */
+TEST(mapped_free_counts_whole_chunks)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr b[8];
+    for (int i = 0; i < 8; i++) b[i] = alloc(a, G / 2);   /* two per chunk: granules 0-3 */
+    for (int i = 1; i < 8; i++) CHECK_EQ(b[i], b[0] + (size_t)i * (G / 2));
+    CUdeviceptr w = alloc(a, 2 * G);                      /* granules 4-5 */
+    CHECK_EQ(w, b[0] + 4 * G);
+    CHECK_EQ(F.creates, 6);
+    CHECK_EQ(sg_arena_mapped_free(a), 0);
+    for (int i = 1; i < 8; i += 2) release(a, b[i], G / 2);
+    CHECK_EQ(sg_arena_mapped_free(a), 0);                 /* four holes, each beside a live block */
+    release(a, w, 2 * G);
+    CHECK_EQ(sg_arena_mapped_free(a), 2 * G);             /* w's chunks, wholly free */
+    CUdeviceptr c = alloc(a, G / 2);                      /* a hole still serves its own size */
+    CHECK_EQ(c, b[1]);
+    CHECK_EQ(sg_arena_mapped_free(a), 2 * G);
+    release(a, c, G / 2);
+    release(a, b[0], G / 2);
+    CHECK_EQ(sg_arena_mapped_free(a), 3 * G);             /* granule 0 is wholly free now */
+    for (int i = 2; i < 8; i += 2) release(a, b[i], G / 2);
+    CHECK_EQ(sg_arena_mapped_free(a), 6 * G);             /* everything mapped */
+    CHECK_EQ(sg_arena_mapped_free(a), sg_arena_mapped(a));
+    CHECK_EQ(sg_arena_trim(a), 6 * G);                    /* what was counted, trim gives back */
+    CHECK_EQ(sg_arena_mapped_free(a), 0);
+    CHECK_EQ(sg_arena_mapped(a), 0);
+    CHECK_EQ(F.creates, 6);
+    sg_arena_destroy(a, 1);
+    check_balanced();
+}
+
 TEST(shrinking_sizes_reuse_memory)
 {
     sg_arena *a = fresh(64 * G);
@@ -401,6 +446,32 @@ TEST(rekey_detaches_a_stream)
     sg_arena_destroy(a, 1);
 }
 
+/* A block that needs more than one new granule asks ops.room first: one
+ * the device cannot hold fails at once, creating nothing; one granule, or
+ * granules already mapped, are not asked about. */
+TEST(room_is_asked_before_growing)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr p, q;
+    size_t placed;
+    CUresult rc;
+    F.room = 2 * G;
+    CHECK_EQ(sg_arena_alloc(a, 3 * G, 0, SYNC, &p, &placed, &rc), SG_ARENA_FAIL_CREATE);
+    CHECK_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(F.creates, 0);
+    CHECK_EQ(F.room_asks, 1);
+    CHECK_EQ(sg_arena_alloc(a, G / 2, 0, SYNC, &p, &placed, &rc), SG_ARENA_OK);   /* one granule */
+    CHECK_EQ(F.room_asks, 1);
+    CHECK_EQ(sg_arena_alloc(a, 2 * G, 0, SYNC, &q, &placed, &rc), SG_ARENA_OK);  /* fits: asked */
+    CHECK_EQ(F.room_asks, 2);
+    CHECK_EQ(F.creates, 3);
+    CHECK_EQ(sg_arena_free(a, q, placed, SYNC, NULL), 0);
+    F.room = 1;                                       /* full now: the mapped granules serve */
+    CHECK_EQ(sg_arena_alloc(a, 2 * G, 0, SYNC, &q, &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(F.creates, 3);
+    sg_arena_destroy(a, 1);
+}
+
 int main(void)
 {
     RUN(first_fit_is_deterministic);
@@ -414,7 +485,9 @@ int main(void)
     RUN(failures_leave_nothing);
     RUN(destroy_releases_everything);
     RUN(trim_gives_back_unused_chunks);
+    RUN(mapped_free_counts_whole_chunks);
     RUN(shrinking_sizes_reuse_memory);
     RUN(rekey_detaches_a_stream);
+    RUN(room_is_asked_before_growing);
     return check_done();
 }
