@@ -168,20 +168,12 @@ void sg_marena_setup_locked(mem_arena *ar)
     ar->state = 1;
 }
 
-/* Context teardown (contexts.h, step 3): the context is gone, its work and
- * events with it. Forgets its blocks, unmaps and releases its memory. */
-static void arena_teardown(sg_ctx *cx)
+/* Unmaps and releases ar's memory (ar->lock held): its context's events
+ * went with the context. */
+static void arena_end_locked(mem_arena *ar)
 {
-    pthread_mutex_lock(&cx->lock);
-    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
-    cx->part[SG_CTX_PART_ARENA] = NULL;
-    pthread_mutex_unlock(&cx->lock);
-    if (ar) sg_mem_live_sub(sg_mem_reg_drop_owner(ar));
-    sg_ipc_ctx_gone(cx->ctx);      /* after its blocks left the registry, before its chunks go */
-    if (!ar) return;
-    pthread_mutex_lock(&ar->lock);
     int was = ar->state;
-    ar->state = -2;                /* events went with the context */
+    ar->state = -2;
     if (was == 1) {
         sg_mem_mapped_delta(sg_arena_mapped(ar->arena), 0);
         sg_arena_destroy(ar->arena, 0);
@@ -189,9 +181,61 @@ static void arena_teardown(sg_ctx *cx)
     }
     ar->nevents = 0;
     ar->nquar = 0;
+}
+
+int sg_marena_orphan_end_locked(mem_arena *ar)
+{
+    if (!__atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE) || ar->state == -2 || sg_mem_reg_owned(ar))
+        return 0;
+    arena_end_locked(ar);
+    return 1;
+}
+
+/* Context teardown (contexts.h, step 3): the context is gone, its work and
+ * events with it. Forgets its blocks, unmaps and releases its memory; but
+ * cuCtxDestroy "will not destroy memory allocations by ... cuMemAllocAsync"
+ * (cuda.h): while such blocks live the arena stays, orphaned (no new block:
+ * the context record no longer names it), for their frees, and ends with
+ * the last one (memory.c). Its event pool went with the context; frees on
+ * it wait for no event (they are never reused). */
+static void arena_teardown(sg_ctx *cx)
+{
+    pthread_mutex_lock(&cx->lock);
+    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    cx->part[SG_CTX_PART_ARENA] = NULL;
+    pthread_mutex_unlock(&cx->lock);
+    size_t kept = 0;
+    if (ar) sg_mem_live_sub(sg_mem_reg_drop_owner(ar, 1, &kept));
+    sg_ipc_ctx_gone(cx->ctx);      /* after its blocks left the registry, before its chunks go */
+    if (!ar) return;
+    pthread_mutex_lock(&ar->lock);
+    int ended = 1;
+    if (kept && ar->state == 1) {
+        ar->nevents = 0;
+        ar->nquar = 0;
+        __atomic_store_n(&ar->orphan, 1, __ATOMIC_RELEASE);
+        ended = sg_marena_orphan_end_locked(ar);    /* freed meanwhile */
+    } else {
+        if (kept) sg_mem_live_sub(sg_mem_reg_drop_owner(ar, 0, NULL));
+        arena_end_locked(ar);
+    }
     pthread_mutex_unlock(&ar->lock);
     sg_vmm_unrelax();
-    sg_marena_unref(ar);
+    if (ended) sg_marena_unref(ar);   /* the record's reference; an orphan keeps it */
+}
+
+void sg_marena_orphans_drop(void)
+{
+    mem_arena *ar;
+    while ((ar = sg_mem_reg_an_orphan())) {
+        sg_mem_live_sub(sg_mem_reg_drop_owner(ar, 0, NULL));
+        pthread_mutex_lock(&ar->lock);
+        int ended = sg_marena_orphan_end_locked(ar);
+        pthread_mutex_unlock(&ar->lock);
+        if (ended) sg_marena_unref(ar);
+        sg_marena_unref(ar);       /* sg_mem_reg_an_orphan's hold */
+    }
+    sg_vmm_unrelax();
 }
 
 /* Trims one arena; returns the bytes given back. */

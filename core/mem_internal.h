@@ -31,6 +31,9 @@ typedef struct mem_arena {
     int refs;                      /* atomic */
     pthread_mutex_t lock;          /* guards everything below */
     int state;                     /* 0 not set up, 1 placing, -1 forwarding, -2 context gone */
+    int orphan;                    /* atomic: the context went while stream-ordered blocks lived
+                                    * (cuCtxDestroy leaves cuMemAllocAsync memory alone): the
+                                    * arena serves their frees only and goes with the last one */
     CUcontext ctx;
     sg_vmm_dev vmm;                /* copied from the context record */
     sg_arena *arena;
@@ -82,12 +85,27 @@ int sg_mem_lookup(CUdeviceptr p, sg_alloc_info *out);
 int sg_mem_reg_insert(sg_block *b);
 /* Takes the live block starting at p out of the registry; NULL if none. */
 sg_block *sg_mem_reg_take(CUdeviceptr p);
-/* The live block starting exactly at p (NULL if none; *ours: p is in one of
- * the library's reservations); hold(owner) is called under the registry's
- * lock when found, so that the owner outlives the call. */
+/* The live block starting exactly at p (NULL if none; *ours: 0 if p is in
+ * none of the library's reservations, 2 if the block found is
+ * stream-ordered, else 1); hold(owner) is called under the registry's lock
+ * when found, so that the owner outlives the call (the block itself may go
+ * at once: read *ours, not the block). */
 sg_block *sg_mem_reg_exact(CUdeviceptr p, int *ours, void (*hold)(mem_arena *));
-/* Removes and frees every block of owner; returns their requested bytes. */
-size_t sg_mem_reg_drop_owner(const mem_arena *owner);
+/* Removes and frees every block of owner, but its stream-ordered ones when
+ * keep_ordered (*kept: how many stayed); returns the requested bytes
+ * removed. */
+size_t sg_mem_reg_drop_owner(const mem_arena *owner, int keep_ordered, size_t *kept);
+/* The live blocks of owner. */
+size_t sg_mem_reg_owned(const mem_arena *owner);
+/* An orphan arena (mem_arena.orphan) that still owns blocks, held (NULL if
+ * none). */
+mem_arena *sg_mem_reg_an_orphan(void);
+/* Context teardown may leave an arena orphaned; its last block's free
+ * (memory.c) or a reset ends it: 1 if it did (ar->lock held; the caller
+ * then drops the context record's reference, sg_marena_unref). */
+int sg_marena_orphan_end_locked(mem_arena *ar);
+/* Ends every orphan arena with its blocks (reset). */
+void sg_marena_orphans_drop(void);
 /* 1 and *out if p lies in a live block (marked as having been asked for a
  * legacy IPC handle; *first: it had not been before), 2 if that block is
  * stream-ordered; 0 in a reservation but no block; -1 not ours. */

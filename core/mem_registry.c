@@ -340,24 +340,49 @@ sg_block *sg_mem_reg_exact(CUdeviceptr p, int *ours, void (*hold)(mem_arena *))
     pthread_mutex_lock(&reg_lock);
     sg_block *b = reg_containing(p);
     if (b && b->base != p) b = NULL;
-    *ours = b || reg_in_spans(p);
+    *ours = b ? 1 + (b->stream_ordered != 0) : reg_in_spans(p);
     if (b && hold) hold(b->owner);
     pthread_mutex_unlock(&reg_lock);
     return b;
 }
 
-size_t sg_mem_reg_drop_owner(const mem_arena *owner)
+size_t sg_mem_reg_drop_owner(const mem_arena *owner, int keep_ordered, size_t *kept)
 {
-    size_t freed = 0;
+    size_t freed = 0, left = 0;
     pthread_mutex_lock(&reg_lock);
     for (size_t i = nblocks; i-- > 0;) {
         if (blocks[i]->owner != owner) continue;
+        if (keep_ordered && blocks[i]->stream_ordered) {
+            left++;
+            continue;
+        }
         freed += blocks[i]->size;
         free(blocks[i]);
         reg_remove_at(i);
     }
     pthread_mutex_unlock(&reg_lock);
+    if (kept) *kept = left;
     return freed;
+}
+
+size_t sg_mem_reg_owned(const mem_arena *owner)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < nblocks; i++) n += blocks[i]->owner == owner;
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}
+
+mem_arena *sg_mem_reg_an_orphan(void)
+{
+    mem_arena *ar = NULL;
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < nblocks && !ar; i++)
+        if (__atomic_load_n(&blocks[i]->owner->orphan, __ATOMIC_ACQUIRE)) ar = blocks[i]->owner;
+    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);   /* as sg_marena_hold */
+    pthread_mutex_unlock(&reg_lock);
+    return ar;
 }
 
 int sg_mem_reg_ipc(CUdeviceptr p, sg_alloc_info *out, int *first)

@@ -43,7 +43,14 @@
  * and no capture is in progress. If no block can be had during a capture, or
  * the context cannot be made current, the free is allowed (a valid program
  * does not free where its capture forbids it) and the range quarantined until
- * the next free of that context that synchronized.
+ * the next free of that context that synchronized. With no context current
+ * the program gets CUDA_ERROR_INVALID_CONTEXT, as from the driver, and
+ * nothing is freed.
+ * cuMemFree of a placed cuMemAllocAsync block synchronizes nothing, as the
+ * driver's does not (cuda.h): outside a capture the range is reusable at
+ * once, with no token (one cuCtxGetCurrent, for the no-context refusal);
+ * during a capture it takes the token's path for the verdict, and so also
+ * waits for the context (a documented difference: docs/design.md).
  * cuMemFreeAsync records an event from a
  * small per-arena pool on the freeing stream; the block is reusable at once on
  * that stream and elsewhere once the event completed (arena.h); if no event
@@ -167,10 +174,21 @@ static CUresult fwd_free(const sg_call *c)
     return rc;
 }
 
-static sg_arena_key key_of(CUstream s, int per_thread)
+static int default_stream(CUstream s)
+{
+    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+/* A stream's key for stream-ordered reuse. A default stream (legacy or
+ * per-thread) is one per context, so its key holds ctx, the current
+ * context (the caller's to find; unused for a named stream). The top bit of
+ * .thread keeps it apart from every named stream's key (.thread 0). */
+static sg_arena_key key_of(CUstream s, int per_thread, CUcontext ctx)
 {
     sg_stream_id id = sg_stream_id_of(s, per_thread);
-    return (sg_arena_key){ id.stream, id.thread };
+    if (!default_stream(s)) return (sg_arena_key){ id.stream, id.thread };
+    return (sg_arena_key){ (uintptr_t)ctx, (1ULL << 63) | (id.thread << 1) |
+                                               (id.stream == (uintptr_t)CU_STREAM_PER_THREAD) };
 }
 
 static void log_growth_failure(sg_arena_fail f, CUresult rc, size_t bytes)
@@ -216,7 +234,7 @@ static CUresult mem_alloc(const sg_call *c)
         CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuStreamGetCtx_ptsz, s, &ctx)
                                     : SG_DRIVER_CALL(cuStreamGetCtx, s, &ctx);
         if (rc != CUDA_SUCCESS) return fwd_alloc(c);
-        key = key_of(s, c->per_thread);
+        key = key_of(s, c->per_thread, ctx);   /* a default stream is ctx's */
     } else if (sg_capture_active() || SG_DRIVER_CALL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS) {
         return fwd_alloc(c);
     }
@@ -259,6 +277,31 @@ static CUresult mem_alloc(const sg_call *c)
     return CUDA_SUCCESS;
 }
 
+/* An event of the freeing stream's own context, recorded on it: the driver
+ * refuses an event of another context (cuEventRecord: "hEvent and hStream
+ * must be from the same context otherwise CUDA_ERROR_INVALID_HANDLE"), and
+ * stream-ordered memory may be freed on any context's stream. The event
+ * goes to ar's pool afterwards like the others; recorded later on a stream
+ * of ar's context, it is refused in turn, destroyed and replaced the same
+ * way. NULL if none could be had. */
+static CUevent stream_ctx_event(const sg_call *c)
+{
+    CUcontext sctx = NULL, prev;
+    CUevent ev = NULL;
+    CUstream s = c->u.free.stream;
+    sg_vmm_relax();
+    CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuStreamGetCtx_ptsz, s, &sctx)
+                                : SG_DRIVER_CALL(cuStreamGetCtx, s, &sctx);
+    if (rc != CUDA_SUCCESS || !sctx || sg_vmm_ctx_enter(sctx, &prev) != 0) return NULL;
+    if (SG_DRIVER_CALL(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) ev = NULL;
+    sg_vmm_ctx_leave(sctx, prev);
+    if (!ev) return NULL;
+    rc = c->per_thread ? SG_DRIVER_CALL(cuEventRecord_ptsz, ev, s) : SG_DRIVER_CALL(cuEventRecord, ev, s);
+    if (rc == CUDA_SUCCESS) return ev;
+    SG_DRIVER_CALL(cuEventDestroy_v2, ev);
+    return NULL;
+}
+
 /* An event recorded on the freeing stream (ar->ctx current or not: the
  * stream names its context); NULL if none could be had. */
 static CUevent free_event(mem_arena *ar, const sg_call *c)
@@ -283,6 +326,10 @@ static CUevent free_event(mem_arena *ar, const sg_call *c)
     sg_vmm_relax();
     CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuEventRecord_ptsz, ev, c->u.free.stream)
                                 : SG_DRIVER_CALL(cuEventRecord, ev, c->u.free.stream);
+    if (rc == CUDA_ERROR_INVALID_HANDLE) {     /* the event and the stream are of two contexts */
+        SG_DRIVER_CALL(cuEventDestroy_v2, ev);
+        return stream_ctx_event(c);
+    }
     if (rc != CUDA_SUCCESS) {
         pthread_mutex_lock(&ar->lock);
         sg_marena_event_put(ar, ev);
@@ -300,6 +347,11 @@ static int free_verdict(mem_arena *ar, CUresult *rc)
     CUcontext prev;
     CUdeviceptr token = 0;
     if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
+    if (!prev) {                   /* no current context: the driver's answer */
+        sg_vmm_ctx_leave(ar->ctx, prev);
+        *rc = CUDA_ERROR_INVALID_CONTEXT;
+        return -1;
+    }
     /* With no capture in progress the token's allocation is allowed in any
      * mode: it is made in the program's mode, with no mode exchange. A
      * capture that begins meanwhile on another thread then gets from it the
@@ -343,6 +395,57 @@ static int free_verdict(mem_arena *ar, CUresult *rc)
     return verdict;
 }
 
+/* How a free of a placed block goes: the event its range waits for (ev,
+ * for key), reusable at once after a synchronization (synced, which also
+ * frees the quarantine) or without one (done), else quarantined. */
+typedef struct free_how {
+    CUevent ev;
+    sg_arena_key key;
+    int synced, done;
+} free_how;
+
+/* Decides *h for c, a free of a block of ar (stream-ordered: ordered).
+ * Returns 0 to free the block; 1: the program gets *rc and nothing is freed;
+ * 2: the call goes to the driver (a free in a capture: its verdict). */
+static int free_how_of(mem_arena *ar, const sg_call *c, int ordered, free_how *h, CUresult *rc)
+{
+    *h = (free_how){ 0 };
+    /* an orphan arena (its context gone) serves frees only: no verdict, no
+     * event (its range is never placed again) */
+    int capturing = c->u.free.async && sg_capture_active() &&
+                    sg_capture_stream(c->u.free.stream, c->per_thread);
+    if (__atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE) && !capturing) {
+        h->done = 1;
+    } else if (!c->u.free.async && ordered && !sg_capture_active()) {
+        /* cuMemFree of stream-ordered memory synchronizes nothing (cuda.h:
+         * "will not perform any implicit synchronization when the pointer
+         * was allocated with cuMemAllocAsync"; the program made sure its
+         * accesses completed): reusable at once, with no token. Only the
+         * driver's refusal without a current context is left to give. */
+        CUcontext cur = NULL;
+        if (sg_drv.cuCtxGetCurrent && SG_DRIVER_CALL(cuCtxGetCurrent, &cur) == CUDA_SUCCESS && !cur) {
+            *rc = CUDA_ERROR_INVALID_CONTEXT;
+            return 1;
+        }
+        h->done = 1;
+    } else if (!c->u.free.async) {
+        int r = free_verdict(ar, rc);
+        if (r < 0) return 1;   /* as the driver's cuMemFree: nothing freed */
+        h->synced = r == 0;
+    } else {
+        if (capturing) return 2;   /* the driver decides; the block stays */
+        CUcontext sctx = NULL;     /* a default stream's context: the current one */
+        if (default_stream(c->u.free.stream) &&
+            (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &sctx) != CUDA_SUCCESS || !sctx)) {
+            *rc = CUDA_ERROR_INVALID_CONTEXT;   /* the driver's answer: no stream to free on */
+            return 1;
+        }
+        h->key = key_of(c->u.free.stream, c->per_thread, sctx);
+        h->ev = free_event(ar, c);
+    }
+    return 0;
+}
+
 static CUresult mem_free(const sg_call *c)
 {
     CUdeviceptr p = c->u.free.ptr;
@@ -351,26 +454,17 @@ static CUresult mem_free(const sg_call *c)
     sg_block *found = sg_mem_reg_exact(p, &ours, sg_marena_hold);
     if (!found) return ours ? CUDA_ERROR_INVALID_VALUE : fwd_free(c);
     mem_arena *ar = found->owner;     /* held: found itself may go at once */
-
-    CUevent ev = NULL;
-    sg_arena_key key = { 0, 0 };
-    int synced = 0;
+    int orphan = __atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE);
+    free_how h;
     CUresult rc = CUDA_SUCCESS;
-    if (!c->u.free.async) {
-        int r = free_verdict(ar, &rc);
-        if (r < 0) {
-            sg_marena_unref(ar);
-            return rc;         /* as the driver's cuMemFree: nothing freed */
-        }
-        synced = r == 0;
-    } else {
-        if (sg_capture_active() && sg_capture_stream(c->u.free.stream, c->per_thread)) {
-            sg_marena_unref(ar);
-            return c->forward(c->args);   /* the driver decides; the block stays */
-        }
-        key = key_of(c->u.free.stream, c->per_thread);
-        ev = free_event(ar, c);
+    int r = free_how_of(ar, c, ours == 2, &h, &rc);
+    if (r) {
+        sg_marena_unref(ar);
+        return r == 2 ? c->forward(c->args) : rc;
     }
+    CUevent ev = h.ev;
+    sg_arena_key key = h.key;
+    int synced = h.synced, done = h.done;
     sg_block *b = sg_mem_reg_take(p);
     if (!b) {                      /* another thread freed it meanwhile */
         if (ev) {
@@ -386,7 +480,7 @@ static CUresult mem_free(const sg_call *c)
     pthread_mutex_lock(&ar->lock);
     if (ar->state == 1) {
         if (synced) sg_marena_quarantine_release_locked(ar);
-        int quarantine = !ev && !synced;
+        int quarantine = !ev && !synced && !done;
         if (quarantine) {
             if (sg_grow((void **)&ar->quar, &ar->capquar, ar->nquar + 1, sizeof *ar->quar) == 0)
                 ar->quar[ar->nquar++] = (struct qrange){ b->base, b->placed };
@@ -396,21 +490,25 @@ static CUresult mem_free(const sg_call *c)
                     (unsigned long long)b->base);
         }
     }
+    int ended = orphan && sg_marena_orphan_end_locked(ar);   /* its last block */
     pthread_mutex_unlock(&ar->lock);
     sg_vmm_unrelax();
     sg_mem_live_sub(b->size);
     free(b);
+    if (ended) sg_marena_unref(ar);   /* the context record's reference, kept by the orphan */
     sg_marena_unref(ar);
     return CUDA_SUCCESS;
 }
 
+/* The stream's pending frees stop counting on its order before the driver
+ * destroys it: once destroyed, its handle may at once name another
+ * thread's new stream. Done first, it is safe whatever the driver answers
+ * (a stream not destroyed only loses reuse in its own order). */
 static CUresult mem_stream_destroy(const sg_call *c)
 {
-    CUresult rc = c->forward(c->args);
-    if (rc == CUDA_SUCCESS && sg_mem_placing && c->u.stream.stream) {
-        sg_marena_rekey_all(key_of(c->u.stream.stream, 0));
-    }
-    return rc;
+    if (sg_mem_placing && !default_stream(c->u.stream.stream))
+        sg_marena_rekey_all(key_of(c->u.stream.stream, 0, NULL));
+    return c->forward(c->args);
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -468,6 +566,7 @@ void sg_mem_atfork(int phase) { sg_mem_reg_atfork(phase); }
 void sg_mem_reset(void)
 {
     sg_ctx_reset();                /* tears every arena down */
+    sg_marena_orphans_drop();
     sg_mem_reg_reset();
     for (CUdevice d = 0; d < POOL_DEVICES; d++) pool_mark(d, 0);
     __atomic_store_n(&pool_any_replaced, 0, __ATOMIC_RELEASE);

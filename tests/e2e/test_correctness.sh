@@ -471,4 +471,27 @@ for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:
         attack="capture-time records: random $mode programs, each record audited against a read-back" \
         -- $prog $seed $mode
 done
+# Round 5: stream-ordered memory (adv_ordered.c): cuMemFree of
+# cuMemAllocAsync memory synchronizes nothing (before: a hang), calls with no
+# context current are refused, the legacy streams of two contexts are two
+# streams (before: memory reused while the other context still wrote it),
+# and cuMemAllocAsync memory outlives cuCtxDestroy (before: gone with it).
+for c in free_no_sync no_context two_contexts ctx_destroy; do
+    adv name=r5/ordered_$c eng_p="$PLACED" \
+        attack="placement: stream-ordered memory as the driver's ($c)" -- adv_ordered $c
+done
+# Random programs of memory operations (adv_memfuzz.c): allocations of every
+# kind and size, frees (also refused ones), memsets, copies, kernels, every
+# pointer query, in sync mode; on three streams ordered by events (async;
+# odd seeds use the legacy stream); with captures of stream 0 holding graph
+# memory and calls the capture mode refuses (capture); with a second context
+# created, used and destroyed (contexts); two programs at once (threads).
+# Seeds 1-6 of async, capture and threads found the pointer attributes of
+# placed cuMemAllocAsync blocks answered as cuMemAlloc memory's.
+for c in sync:1 sync:2 async:1 async:2 async:5 capture:1 capture:2 capture:3 contexts:1 contexts:2 \
+         threads:1; do
+    seed=${c#*:} mode=${c%%:*}
+    adv name=r5/memfuzz_${mode}_$seed eng_p="$PLACED" \
+        attack="placement: random memory programs ($mode)" -- adv_memfuzz $seed $mode
+done
 done_testing

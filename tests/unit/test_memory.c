@@ -982,6 +982,70 @@ TEST(a_replaced_current_pool_gets_the_allocations)
     CHECK(!async_placed());
 }
 
+/* cuCtxDestroy leaves cuMemAllocAsync memory alone: the arena outlives its
+ * context while such blocks live (orphaned), serves their frees, and goes
+ * with the last one; cuMemAlloc blocks go with the context. */
+TEST(stream_ordered_blocks_outlive_their_context)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, s1, s2, p;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(alloc_async(&s1, 4096, STREAM_A), CUDA_SUCCESS);
+    CHECK_CU(alloc_async(&s2, 3 << 20, STREAM_A), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_DESTROY, .u.ctx = { .ctx = CTX1 } }), CUDA_SUCCESS);
+    CHECK(!sg_mem_find(a, NULL));
+    CHECK(sg_mem_find(s1, NULL) && sg_mem_find(s2 + 100, NULL));
+    CHECK_EQ(F.releases, 0);                             /* their chunks stay mapped */
+    F.cur = CTX2;                                        /* a new context: a new arena */
+    CHECK_CU(alloc(&p, 4096), CUDA_SUCCESS);
+    CHECK(p != s1);
+    CHECK_CU(mfree_async(s1, STREAM_B), CUDA_SUCCESS);
+    CHECK_EQ(F.releases, 0);
+    int syncs = F.token_frees;
+    CHECK_CU(mfree(s2), CUDA_SUCCESS);                   /* the last one: the orphan goes */
+    CHECK_EQ(F.token_frees, syncs);                      /* no synchronization */
+    CHECK_CU(mfree(s2), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(F.addr_frees, 1);                           /* CTX1's reservation, not CTX2's */
+    CHECK_CU(mfree(p), CUDA_SUCCESS);
+    sg_mem_reset();
+    check_released();
+    /* a reset ends orphans too */
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CHECK_CU(alloc_async(&s1, 4096, STREAM_A), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_DESTROY, .u.ctx = { .ctx = CTX1 } }), CUDA_SUCCESS);
+    CHECK(sg_mem_find(s1, NULL));
+    sg_mem_reset();
+    CHECK(!sg_mem_find(s1, NULL));
+    check_released();
+}
+
+/* cuMemFree of a cuMemAllocAsync block synchronizes nothing (no token, the
+ * range reusable at once); with no context current it is refused, as are
+ * cuMemGetAddressRange and the free of a cuMemAlloc block. */
+TEST(frees_without_synchronization_or_context)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUdeviceptr a, s, t, base;
+    size_t size;
+    CHECK_CU(alloc(&a, 4096), CUDA_SUCCESS);
+    CHECK_CU(alloc_async(&s, 4096, STREAM_A), CUDA_SUCCESS);
+    F.cur = NULL;
+    CHECK_CU(mfree(a), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_CU(mfree(s), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK_CU(mfree_async(s, NULL), CUDA_ERROR_INVALID_CONTEXT);   /* the legacy stream of no context */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_ADDR_RANGE, .u.range = { .base = &base, .size = &size,
+                             .ptr = a } }), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(sg_mem_find(a, NULL) && sg_mem_find(s, NULL));
+    F.cur = CTX1;
+    int tokens = F.token_frees;
+    CHECK_CU(mfree(s), CUDA_SUCCESS);
+    CHECK_EQ(F.token_frees, tokens);
+    CHECK_CU(alloc_async(&t, 4096, STREAM_B), CUDA_SUCCESS);
+    CHECK_EQ(t, s);                                      /* reusable at once, on any stream */
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_EQ(F.token_frees, tokens + 1);                 /* cuMemAlloc memory: synchronized */
+}
+
 int main(void)
 {
     RUN(always_update_counts_peak);
@@ -1005,6 +1069,8 @@ int main(void)
     RUN(destroyed_stream_pending_frees);
     RUN(stream_ordered_blocks_answer_as_default_pool_memory);
     RUN(a_replaced_current_pool_gets_the_allocations);
+    RUN(stream_ordered_blocks_outlive_their_context);
+    RUN(frees_without_synchronization_or_context);
     sg_mem_reset();
     return check_done();
 }

@@ -25,6 +25,7 @@ pthread_mutex_t emu_ev_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct emu_event {
     struct CUevent_st pub;
     int refs;                       /* atomic */
+    CUcontext ctx;                  /* the context it was created in */
 } emu_event;
 
 static double now_ms(void)
@@ -67,6 +68,7 @@ EMU_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     emu_event *e = emu_handle_mem_get(EMU_K_EVENT, sizeof *e);
     e->pub.flags = Flags;
     e->refs = 1;
+    e->ctx = ctx;
     emu_handle_add_ctx(&e->pub, EMU_K_EVENT, ctx);
     *phEvent = &e->pub;
     return CUDA_SUCCESS;
@@ -133,6 +135,9 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
     if (!h || !emu_handle_ok(h, EMU_K_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     CUresult r = emu_stream_get(hs, pt, &s);
     if (r != CUDA_SUCCESS) return r;
+    /* cuEventRecord: "hEvent and hStream must be from the same context
+     * otherwise CUDA_ERROR_INVALID_HANDLE is returned." */
+    if (ev_of(h)->ctx != s->ctx) return CUDA_ERROR_INVALID_HANDLE;
     if (emu_stream_capture(s)) return emu_capture_event_record(s, h);
 
     if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;

@@ -48,6 +48,46 @@ EMU_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     return default_pool(pool, dev);
 }
 
+/* cuDeviceSetMemPool: "The memory pool must be local to the specified
+ * device." The only pools emulated are the default ones (no cuMemPoolCreate),
+ * so the one pool that can be made current is the device's default pool,
+ * already current; any other handle is not a pool of the device. */
+EMU_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    EMU_ENTRY_INIT();
+    CUmemoryPool d;
+    CUresult r = default_pool(&d, dev);
+    if (r != CUDA_SUCCESS) return r;
+    return pool == d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* cuMemSetMemPool / cuMemGetMemPool for a device's pinned memory, the only
+ * location and type with an emulated pool (the default one); other
+ * locations or types: CUDA_ERROR_NOT_SUPPORTED. */
+static CUresult location_pool(const CUmemLocation *loc, CUmemAllocationType type, CUmemoryPool *out)
+{
+    if (!loc) return CUDA_ERROR_INVALID_VALUE;
+    if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE || type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return default_pool(out, loc->id);
+}
+
+EMU_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool)
+{
+    EMU_ENTRY_INIT();
+    CUmemoryPool d;
+    CUresult r = location_pool(location, type, &d);
+    if (r != CUDA_SUCCESS) return r;
+    return pool == d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type)
+{
+    EMU_ENTRY_INIT();
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    return location_pool(location, type, pool);
+}
+
 /* A pool argument: one of the devices' default pools. */
 static int pool_ok(CUmemoryPool pool)
 {
