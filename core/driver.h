@@ -53,6 +53,8 @@
     X(cuEventDestroy_v2, CUresult, (CUevent))                                 \
     X(cuEventRecord, CUresult, (CUevent, CUstream))                           \
     X(cuEventRecord_ptsz, CUresult, (CUevent, CUstream))                      \
+    X(cuLaunchHostFunc, CUresult, (CUstream, CUhostFn, void *))               \
+    X(cuLaunchHostFunc_ptsz, CUresult, (CUstream, CUhostFn, void *))          \
     X(cuEventQuery, CUresult, (CUevent))                                      \
     X(cuEventSynchronize, CUresult, (CUevent))                                \
     X(cuMemHostAlloc, CUresult, (void **, size_t, unsigned int))              \

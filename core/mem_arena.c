@@ -9,9 +9,15 @@
  * Locks: ar->lock, one per arena, guards its arena.c state, event pool,
  * quarantine and state; contexts.c's record lock is taken before it (the
  * arena part pointer), the registry's lock after it. VMM and event calls run
- * under ar->lock (they do not wait for the GPU).
+ * under ar->lock (they do not wait for the GPU). marks_lock guards the set
+ * of live completion marks; it is a leaf (taken under ar->lock or by the
+ * driver's host-function thread, nothing taken under it).
  */
 #include "mem_internal.h"
+
+static int mark_oom;               /* set by uthash when a mark cannot be added (marks_lock held) */
+#define uthash_nonfatal_oom(elt) (mark_oom = 1)
+#include "hash.h"
 
 #include "arena.h"
 #include "capture.h"
@@ -73,11 +79,89 @@ static CUresult op_unmap(void *u, CUdeviceptr va, size_t size)
     return sg_vmm_unmap(va, size);
 }
 
+/* Completion marks (sg_marena_mark_queue): a heap flag set by a host
+ * function on the freeing stream, standing where an event would. The live
+ * ones are in a set (marks, guarded by marks_lock; nmarks lets the common
+ * case, none, skip the lock): a live mark and a live driver event are two
+ * live objects, so no handle is ever taken for a mark. Two references: the
+ * host function's and the arena's (event_put). */
+typedef struct free_mark {
+    void *key;                     /* itself */
+    int done, refs;                /* atomics */
+    UT_hash_handle hh;
+} free_mark;
+
+static pthread_mutex_t marks_lock = PTHREAD_MUTEX_INITIALIZER;
+static free_mark *marks;
+static int nmarks;                 /* atomic */
+
+static free_mark *mark_of(void *ev)
+{
+    free_mark *m = NULL;
+    if (!__atomic_load_n(&nmarks, __ATOMIC_ACQUIRE)) return NULL;
+    pthread_mutex_lock(&marks_lock);
+    HASH_FIND_PTR(marks, &ev, m);
+    pthread_mutex_unlock(&marks_lock);
+    return m;
+}
+
+static void mark_unref(free_mark *m)
+{
+    if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    pthread_mutex_lock(&marks_lock);
+    HASH_DEL(marks, m);
+    __atomic_sub_fetch(&nmarks, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&marks_lock);
+    free(m);
+}
+
+void sg_marena_marks_atfork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&marks_lock);
+    else pthread_mutex_unlock(&marks_lock);
+}
+
+static void CUDA_CB mark_run(void *p)
+{
+    free_mark *m = p;
+    __atomic_store_n(&m->done, 1, __ATOMIC_RELEASE);
+    mark_unref(m);
+}
+
+void *sg_marena_mark_queue(CUstream s, int per_thread)
+{
+    free_mark *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->key = m;
+    m->refs = 2;
+    pthread_mutex_lock(&marks_lock);
+    mark_oom = 0;
+    HASH_ADD_PTR(marks, key, m);
+    int added = !mark_oom;
+    if (added) __atomic_add_fetch(&nmarks, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&marks_lock);
+    if (!added) {
+        free(m);
+        return NULL;
+    }
+    sg_vmm_relax();
+    CUresult rc = per_thread ? SG_DRIVER_CALL(cuLaunchHostFunc_ptsz, s, mark_run, m)
+                             : SG_DRIVER_CALL(cuLaunchHostFunc, s, mark_run, m);
+    if (rc != CUDA_SUCCESS) {
+        mark_unref(m);             /* both references: the host function's never ran */
+        mark_unref(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* An event that cannot be queried (an error other than NOT_READY) is taken
  * as not complete: the memory stays out of use rather than risk reuse. */
 static int op_event_done(void *u, void *ev)
 {
     (void)u;
+    free_mark *m = mark_of(ev);
+    if (m) return __atomic_load_n(&m->done, __ATOMIC_ACQUIRE);
     sg_vmm_relax();
     return SG_DRIVER_CALL(cuEventQuery, (CUevent)ev) == CUDA_SUCCESS;
 }
@@ -87,6 +171,11 @@ static int op_event_done(void *u, void *ev)
 void sg_marena_event_put(void *u, void *ev)
 {
     mem_arena *ar = u;
+    free_mark *m = mark_of(ev);
+    if (m) {
+        mark_unref(m);
+        return;
+    }
     if (ar->state == -2) return;
     if (ar->nevents < EVENT_POOL) {
         ar->events[ar->nevents++] = (CUevent)ev;
@@ -173,10 +262,10 @@ void sg_marena_setup_locked(mem_arena *ar)
 static void arena_end_locked(mem_arena *ar)
 {
     int was = ar->state;
-    ar->state = -2;
+    ar->state = -2;                /* event_put then drops marks only */
     if (was == 1) {
         sg_mem_mapped_delta(sg_arena_mapped(ar->arena), 0);
-        sg_arena_destroy(ar->arena, 0);
+        sg_arena_destroy(ar->arena, 1);
         ar->arena = NULL;
     }
     ar->nevents = 0;

@@ -104,6 +104,13 @@ mem_arena *sg_mem_reg_an_orphan(void);
  * (memory.c) or a reset ends it: 1 if it did (ar->lock held; the caller
  * then drops the context record's reference, sg_marena_unref). */
 int sg_marena_orphan_end_locked(mem_arena *ar);
+/* A completion mark for a stream-ordered free on another context's stream,
+ * standing where the free's event would (ops.event_done, ops.event_put
+ * tell it apart): a host function queued on s sets it. NULL if it could not
+ * be queued. */
+void *sg_marena_mark_queue(CUstream s, int per_thread);
+/* fork: 0 takes the marks' lock, 1 (parent) and 2 (child) release it. */
+void sg_marena_marks_atfork(int phase);
 /* Ends every orphan arena with its blocks (reset). */
 void sg_marena_orphans_drop(void);
 /* 1 and *out if p lies in a live block (marked as having been asked for a

@@ -277,33 +277,14 @@ static CUresult mem_alloc(const sg_call *c)
     return CUDA_SUCCESS;
 }
 
-/* An event of the freeing stream's own context, recorded on it: the driver
- * refuses an event of another context (cuEventRecord: "hEvent and hStream
- * must be from the same context otherwise CUDA_ERROR_INVALID_HANDLE"), and
- * stream-ordered memory may be freed on any context's stream. The event
- * goes to ar's pool afterwards like the others; recorded later on a stream
- * of ar's context, it is refused in turn, destroyed and replaced the same
- * way. NULL if none could be had. */
-static CUevent stream_ctx_event(const sg_call *c)
-{
-    CUcontext sctx = NULL, prev;
-    CUevent ev = NULL;
-    CUstream s = c->u.free.stream;
-    sg_vmm_relax();
-    CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuStreamGetCtx_ptsz, s, &sctx)
-                                : SG_DRIVER_CALL(cuStreamGetCtx, s, &sctx);
-    if (rc != CUDA_SUCCESS || !sctx || sg_vmm_ctx_enter(sctx, &prev) != 0) return NULL;
-    if (SG_DRIVER_CALL(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) ev = NULL;
-    sg_vmm_ctx_leave(sctx, prev);
-    if (!ev) return NULL;
-    rc = c->per_thread ? SG_DRIVER_CALL(cuEventRecord_ptsz, ev, s) : SG_DRIVER_CALL(cuEventRecord, ev, s);
-    if (rc == CUDA_SUCCESS) return ev;
-    SG_DRIVER_CALL(cuEventDestroy_v2, ev);
-    return NULL;
-}
-
 /* An event recorded on the freeing stream (ar->ctx current or not: the
- * stream names its context); NULL if none could be had. */
+ * stream names its context); NULL if none could be had. Stream-ordered
+ * memory may be freed on another context's stream, where the driver refuses
+ * ar's event (cuEventRecord: "hEvent and hStream must be from the same
+ * context otherwise CUDA_ERROR_INVALID_HANDLE"): the free then waits for a
+ * completion mark (mem_arena.c) set by a host function on that stream, so
+ * that no handle of that context is kept where its destruction would leave
+ * it stale. */
 static CUevent free_event(mem_arena *ar, const sg_call *c)
 {
     CUevent ev = NULL;
@@ -327,8 +308,10 @@ static CUevent free_event(mem_arena *ar, const sg_call *c)
     CUresult rc = c->per_thread ? SG_DRIVER_CALL(cuEventRecord_ptsz, ev, c->u.free.stream)
                                 : SG_DRIVER_CALL(cuEventRecord, ev, c->u.free.stream);
     if (rc == CUDA_ERROR_INVALID_HANDLE) {     /* the event and the stream are of two contexts */
-        SG_DRIVER_CALL(cuEventDestroy_v2, ev);
-        return stream_ctx_event(c);
+        pthread_mutex_lock(&ar->lock);
+        sg_marena_event_put(ar, ev);
+        pthread_mutex_unlock(&ar->lock);
+        return (CUevent)sg_marena_mark_queue(c->u.free.stream, c->per_thread);
     }
     if (rc != CUDA_SUCCESS) {
         pthread_mutex_lock(&ar->lock);
@@ -561,7 +544,16 @@ size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max)
     return n;
 }
 
-void sg_mem_atfork(int phase) { sg_mem_reg_atfork(phase); }
+void sg_mem_atfork(int phase)
+{
+    if (phase == 0) {
+        sg_mem_reg_atfork(0);
+        sg_marena_marks_atfork(0);
+    } else {
+        sg_marena_marks_atfork(phase);
+        sg_mem_reg_atfork(phase);
+    }
+}
 
 void sg_mem_reset(void)
 {

@@ -476,8 +476,13 @@ done
 # context current are refused, the legacy streams of two contexts are two
 # streams (before: memory reused while the other context still wrote it),
 # and cuMemAllocAsync memory outlives cuCtxDestroy (before: gone with it).
+# two_contexts: the free on B's stream waits for a completion mark (a host
+# function on that stream), not an event of A's arena, which B's stream
+# refuses.
 for c in free_no_sync no_context two_contexts ctx_destroy; do
-    adv name=r5/ordered_$c eng_p="$PLACED" \
+    x=""
+    [ $c = two_contexts ] && x='L.get("cuLaunchHostFunc", 0) >= 1::the free on the other context'"'"'s stream waits for a completion mark'
+    adv name=r5/ordered_$c eng_p="$PLACED" xchk="$x" \
         attack="placement: stream-ordered memory as the driver's ($c)" -- adv_ordered $c
 done
 # Random programs of memory operations (adv_memfuzz.c): allocations of every
