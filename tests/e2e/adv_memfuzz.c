@@ -56,7 +56,12 @@
  *             ended; no second free (the other thread may own the address).
  * Live bytes stay under LIVE_MAX, far below the device, so no allocation
  * may fail for memory.
- * Usage: adv_memfuzz SEED [sync|async|capture|contexts|threads]
+ *   mixed     as async, with managed memory (cuMemAllocManaged) and pinned
+ *             host memory (cuMemAllocHost, copied by cuMemCpy(Async) through
+ *             its unified address, checked and freed as the program's own)
+ *             among the buffers: memory the library forwards, in the same
+ *             copies and queries as the memory it places.
+ * Usage: adv_memfuzz SEED [sync|async|capture|contexts|threads|mixed]
  */
 #include "adv_common.h"
 
@@ -66,10 +71,10 @@
 #define LIVE_MAX ((size_t)40 << 20)
 #define MAXCAP 8
 
-enum { K_ALLOC, K_PITCH, K_ASYNC, K_POOL };
-static const char *const kind_name[] = { "alloc", "pitch", "async", "pool" };
-enum { M_SYNC, M_ASYNC, M_CAPTURE, M_CONTEXTS, M_THREADS };
-static const char *const modes[] = { "sync", "async", "capture", "contexts", "threads", NULL };
+enum { K_ALLOC, K_PITCH, K_ASYNC, K_POOL, K_MANAGED, K_HOST };
+static const char *const kind_name[] = { "alloc", "pitch", "async", "pool", "managed", "host" };
+enum { M_SYNC, M_ASYNC, M_CAPTURE, M_CONTEXTS, M_THREADS, M_MIXED };
+static const char *const modes[] = { "sync", "async", "capture", "contexts", "threads", "mixed", NULL };
 
 typedef struct mbuf {
     CUdeviceptr p;
@@ -79,6 +84,12 @@ typedef struct mbuf {
     unsigned long long bufid, blockid;
     uint8_t *model;
 } mbuf;
+
+/* Freed by cuMemFreeAsync or cuMemFree without synchronization. */
+static int ordered(const mbuf *b) { return b->kind == K_ASYNC || b->kind == K_POOL; }
+/* Device memory a memset, a kernel or a typed copy may use (pinned host
+ * memory is only copied, by cuMemcpy). */
+static int on_device(const mbuf *b) { return b->kind != K_HOST; }
 
 static CUfunction f_add;
 static CUcontext ctx0;
@@ -92,7 +103,7 @@ static __thread int nbufs, next_id;
 static __thread size_t live;
 static __thread CUstream st[NS];
 static __thread CUevent evs[NS];
-static __thread int async_mode, threads_mode, contexts_mode;
+static __thread int async_mode, threads_mode, contexts_mode, mixed_mode;
 static __thread uint8_t *scratch;     /* host staging, LIVE_MAX bytes */
 
 static uint32_t rnd(uint32_t n)
@@ -174,7 +185,7 @@ static void op_alloc(int step)
     size_t bytes = draw_size();
     if (live + bytes + (1u << 20) > LIVE_MAX) return;
     mbuf b = { .home = -1, .ctx = cur_ctx, .id = next_id };
-    int k = (int)rnd(async_mode ? 4 : 2);
+    int k = (int)rnd(mixed_mode ? 6 : async_mode ? 4 : 2);
     if (async_mode) b.home = (int)rnd(NS);
     CUresult r;
     if (k == K_ALLOC) {
@@ -187,8 +198,14 @@ static void op_alloc(int step)
         if (r == CUDA_SUCCESS) print_line("step %d: pitch of %zu x %zu (element %zu): %zu", step, w, h, e, b.pitch);
     } else if (k == K_ASYNC) {
         r = R(cuMemAllocAsync(&b.p, bytes, st[b.home]));
-    } else {
+    } else if (k == K_POOL) {
         r = R(cuMemAllocFromPoolAsync(&b.p, bytes, pool, st[b.home]));
+    } else if (k == K_MANAGED) {
+        r = R(cuMemAllocManaged(&b.p, bytes, CU_MEM_ATTACH_GLOBAL));
+    } else {
+        void *hp = NULL;
+        r = R(cuMemAllocHost(&hp, bytes));
+        b.p = (CUdeviceptr)(uintptr_t)hp;
     }
     if (r != CUDA_SUCCESS) return;
     b.kind = k;
@@ -203,8 +220,14 @@ static void op_alloc(int step)
     bufs[nbufs++] = b;
     live += bytes;
     mbuf *nb = &bufs[nbufs - 1];
-    fill(nb, 0, bytes, k >= K_ASYNC);
-    if (k < K_ASYNC) {
+    if (k == K_HOST) {                            /* the program's own host memory */
+        uint8_t v = (uint8_t)rnd(256);
+        memset((void *)(uintptr_t)nb->p, v, bytes);
+        memset(nb->model, v, bytes);
+    } else {
+        fill(nb, 0, bytes, ordered(nb));
+    }
+    if (!ordered(nb)) {
         nb->bufid = attr_u64(CU_POINTER_ATTRIBUTE_BUFFER_ID, nb->p);
         nb->blockid = attr_u64(CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, nb->p);
     }
@@ -223,8 +246,8 @@ static void op_free(int step)
     int i = (int)rnd((uint32_t)nbufs);
     mbuf *b = &bufs[i];
     CUdeviceptr p = b->p;
-    int sync_kind = b->kind < K_ASYNC;
-    if (sync_kind && b->bytes > 1 && rnd(6) == 0) {
+    int sync_kind = !ordered(b);
+    if ((b->kind == K_ALLOC || b->kind == K_PITCH) && b->bytes > 1 && rnd(6) == 0) {
         size_t off = 1 + rnd((uint32_t)(b->bytes - 1 < 1u << 30 ? b->bytes - 1 : 1u << 30));
         settle(b);
         R(cuMemFree(p + off));            /* an interior pointer: refused */
@@ -242,12 +265,13 @@ static void op_free(int step)
         if (!ctxs[cur_ctx]) cur_ctx = 0;
         MUST(cuCtxSetCurrent(ctxs[cur_ctx]));
     }
-    if (R(cuMemFree(p)) != CUDA_SUCCESS) {
+    int host = b->kind == K_HOST;
+    if ((host ? R(cuMemFreeHost((void *)(uintptr_t)p)) : R(cuMemFree(p))) != CUDA_SUCCESS) {
         print_line("step %d: buffer %d stays", step, b->id);
         return;
     }
     drop(i);
-    if (sync_kind && !threads_mode && rnd(5) == 0) R(cuMemFree(p));   /* freed: refused */
+    if (sync_kind && !host && !threads_mode && rnd(5) == 0) R(cuMemFree(p));   /* freed: refused */
 }
 
 /* A range [off, off + n) of b aligned to `al`, n > 0 (0: none fits). */
@@ -265,6 +289,7 @@ static void op_memset(void)
 {
     if (!nbufs) return;
     mbuf *b = &bufs[rnd((uint32_t)nbufs)];
+    if (!on_device(b)) return;
     int async = b->home >= 0 && rnd(2);
     if (!async) settle(b);
     use_ctx(b);
@@ -303,6 +328,7 @@ static void op_add(void)
 {
     if (!nbufs) return;
     mbuf *b = &bufs[rnd((uint32_t)nbufs)];
+    if (!on_device(b)) return;
     size_t off;
     uint64_t n = draw_range(b, 4, &off);
     if (!n || (contexts_mode && b->ctx != 0)) return;     /* the module is the first context's */
@@ -329,6 +355,7 @@ static void op_copy(void)
     mbuf *a = &bufs[rnd((uint32_t)nbufs)], *b = &bufs[rnd((uint32_t)nbufs)];
     int async = b->home >= 0 && rnd(2);
     if (rnd(4) == 0) {                           /* from the host */
+        if (!on_device(b)) return;
         size_t off;
         size_t n = draw_range(b, 1, &off);
         for (size_t k = 0; k < n; k++) scratch[k] = (uint8_t)rnd(256);
@@ -374,9 +401,13 @@ static void op_copy(void)
             ob = a->bytes / 2 + rnd((uint32_t)(a->bytes - a->bytes / 2 - n + 1));
             if (rnd(2)) { size_t t = oa; oa = ob; ob = t; }
         }
-        if ((async ? R(cuMemcpyDtoDAsync(b->p + ob, a->p + oa, n, s))
-                   : R(cuMemcpyDtoD(b->p + ob, a->p + oa, n))) == CUDA_SUCCESS)
-            memmove(b->model + ob, a->model + oa, n);
+        CUresult r;
+        if (!on_device(a) || !on_device(b))          /* pinned host memory: by unified address */
+            r = async ? R(cuMemcpyAsync(b->p + ob, a->p + oa, n, s)) : R(cuMemcpy(b->p + ob, a->p + oa, n));
+        else
+            r = async ? R(cuMemcpyDtoDAsync(b->p + ob, a->p + oa, n, s))
+                      : R(cuMemcpyDtoD(b->p + ob, a->p + oa, n));
+        if (r == CUDA_SUCCESS) memmove(b->model + ob, a->model + oa, n);
     }
     if (async) order(b->home, a->home);          /* a's next writes after this read */
 }
@@ -384,7 +415,10 @@ static void op_copy(void)
 static void check(int step, mbuf *b)
 {
     use_ctx(b);
-    if (b->home >= 0 && rnd(2)) {
+    if (!on_device(b)) {
+        settle(b);
+        R(cuMemcpy((CUdeviceptr)(uintptr_t)scratch, b->p, b->bytes));
+    } else if (b->home >= 0 && rnd(2)) {
         R(cuMemcpyDtoHAsync(scratch, b->p, b->bytes, st[b->home]));
         MUST(cuStreamSynchronize(st[b->home]));
     } else {
@@ -410,7 +444,7 @@ static void op_check(int step)
 static const CUpointer_attribute attrs[] = {
     CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
     CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU_POINTER_ATTRIBUTE_HOST_POINTER,
-    CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+    CU_POINTER_ATTRIBUTE_BUFFER_ID,   /* not SYNC_MEMOPS: not emulated (the plural call would fail) */
     CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
     CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
     CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_MAPPED,
@@ -436,8 +470,9 @@ static unsigned long long shown(CUpointer_attribute a, unsigned long long v, con
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: return v - (b->p + off);
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: return v - b->p;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: return b->kind < K_ASYNC ? v == b->bufid : 1;
-    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: return b->kind < K_ASYNC ? v == b->blockid : 1;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: return !ordered(b) ? v == b->bufid : 1;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: return !ordered(b) ? v == b->blockid : 1;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: return v ? v - b->p : 1;
     default: return v;
     }
 }
@@ -542,7 +577,7 @@ static void op_capture(int step, CUgraphExec *exec)
     int nops = 0;
     for (int i = 0; i < nbufs; i++) {            /* the buffers on stream 0 */
         if (bufs[i].home != 0 && rnd(2) == 0) order(bufs[i].home, 0), bufs[i].home = 0;
-        used[i] = bufs[i].home == 0;
+        used[i] = bufs[i].home == 0 && on_device(&bufs[i]);
     }
     MUST(cuStreamSynchronize(st[1]));
     MUST(cuStreamSynchronize(st[2]));
@@ -563,7 +598,7 @@ static void op_capture(int step, CUgraphExec *exec)
                 /* a buffer of another stream (idle: synchronized before the
                  * capture), while no operation names a buffer index yet */
                 int j = (int)rnd((uint32_t)nbufs);
-                if (nops || used[j] || bufs[j].kind >= K_ASYNC) continue;
+                if (nops || used[j] || (bufs[j].kind != K_ALLOC && bufs[j].kind != K_PITCH)) continue;
                 if (R(cuMemFree(bufs[j].p)) == CUDA_SUCCESS) {
                     print_line("step %d: buffer %d freed during the capture", step, bufs[j].id);
                     drop(j);
@@ -624,7 +659,8 @@ static void op_capture(int step, CUgraphExec *exec)
 
 static void run(unsigned long seed, int mode)
 {
-    async_mode = mode == M_ASYNC || mode == M_CAPTURE || mode == M_THREADS;
+    async_mode = mode == M_ASYNC || mode == M_CAPTURE || mode == M_THREADS || mode == M_MIXED;
+    mixed_mode = mode == M_MIXED;
     contexts_mode = mode == M_CONTEXTS;
     rng = 0x9e3779b97f4a7c15ull ^ ((seed + 1) * 0x100000001b3ull);
     scratch = malloc(LIVE_MAX);
@@ -657,7 +693,8 @@ static void run(unsigned long seed, int mode)
         check(OPS, b);
         settle(b);
         use_ctx(b);
-        R(cuMemFree(b->p));
+        if (b->kind == K_HOST) R(cuMemFreeHost((void *)(uintptr_t)b->p));
+        else R(cuMemFree(b->p));
         drop(nbufs - 1);
     }
     MUST(cuCtxSetCurrent(ctx0));
@@ -693,7 +730,7 @@ int main(int argc, char **argv)
     for (int m = 0; argc == 3 && modes[m]; m++)
         if (strcmp(argv[2], modes[m]) == 0) mode = m;
     if (argc < 2 || argc > 3 || mode < 0) {
-        printf("usage: %s SEED [sync|async|capture|contexts|threads]\n", argv[0]);
+        printf("usage: %s SEED [sync|async|capture|contexts|threads|mixed]\n", argv[0]);
         return 4;
     }
     unsigned long seed = strtoul(argv[1], NULL, 10);

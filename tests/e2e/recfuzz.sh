@@ -14,7 +14,7 @@
 #             memory operations)
 #   --mode    the program's mode: for adv_recfuzz capture (default),
 #             explicit, temps, rotate, threads or wild; for adv_memfuzz
-#             sync (default), async, capture, contexts or threads
+#             sync (default), async, capture, contexts, threads or mixed
 #   --ptsz    adv_recfuzz built for the per-thread default stream
 #             (adv_recfuzz_ptsz)
 # Extra variables for both runs: RECFUZZ_ENV="NAME=VALUE ..." (for example

@@ -490,11 +490,12 @@ done
 # pointer query, in sync mode; on three streams ordered by events (async;
 # odd seeds use the legacy stream); with captures of stream 0 holding graph
 # memory and calls the capture mode refuses (capture); with a second context
-# created, used and destroyed (contexts); two programs at once (threads).
+# created, used and destroyed (contexts); two programs at once (threads);
+# managed and pinned host memory (forwarded) among the buffers (mixed).
 # Seeds 1-6 of async, capture and threads found the pointer attributes of
 # placed cuMemAllocAsync blocks answered as cuMemAlloc memory's.
 for c in sync:1 sync:2 async:1 async:2 async:5 capture:1 capture:2 capture:3 contexts:1 contexts:2 \
-         threads:1; do
+         threads:1 mixed:1 mixed:2; do
     seed=${c#*:} mode=${c%%:*}
     adv name=r5/memfuzz_${mode}_$seed eng_p="$PLACED" \
         attack="placement: random memory programs ($mode)" -- adv_memfuzz $seed $mode
