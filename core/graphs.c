@@ -240,6 +240,15 @@ static void make_all_stale(sg_grec *r, void *u)
     if (r->state == REC_CURRENT) sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
 }
 
+/* Before a module unload (sg_exec_observer.content_lost). */
+static void content_lost_one(sg_grec *r, void *u)
+{
+    (void)u;
+    if (!r->pol || r->state != REC_CURRENT) return;
+    sg_exec_view x = sg_grec_view(r);
+    sg_graph_obs->content_lost(r->pol, &x);
+}
+
 static void stream_gone_one(sg_grec *r, void *u)
 {
     if (!r->pol) return;
@@ -290,6 +299,7 @@ CUresult sg_graph_call(const sg_call *c)
         if (rc == CUDA_SUCCESS) sg_grec_foreach(forget_node, (void *)&c->u.node.node);
         return rc;
     case SG_CALL_MODULE_UNLOAD:
+        if (sg_graph_obs && sg_graph_obs->content_lost) sg_grec_foreach(content_lost_one, NULL);
         rc = c->forward(c->args);
         if (rc == CUDA_SUCCESS) {
             sg_fp_cache_epoch_bump();

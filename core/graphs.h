@@ -77,6 +77,12 @@ typedef struct sg_exec_observer {
     CUresult (*fix)(void *st, const sg_exec_view *x);
     /* A stream is about to be destroyed (its handle may come back). */
     void (*stream_gone)(void *st, const sg_exec_view *x, sg_stream_id s);
+    /* A module or library is about to be unloaded: function handles in x->L
+     * may be handed out again, so the record's content stops being known
+     * after it. Anything the observer runs instead of the program's exec
+     * must be given up now, the program's exec brought to x->L while its
+     * functions still exist. NULL: nothing to do. */
+    void (*content_lost)(void *st, const sg_exec_view *x);
     /* The exec is gone: destroyed by the program (ctx_gone 0: the observer
      * destroys what it made), or with its context (1: the driver destroyed
      * the context's execs and events; make no call on them). Frees st. */

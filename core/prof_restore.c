@@ -311,11 +311,16 @@ CUresult sg_prof_x0_recover(sg_prof *p, const sg_exec_view *x)
     return sg_prof_x0_restore(p, x);
 }
 
-/* Whether a and b have the same node types and attributes (a clone's
- * attributes are never set by the library). */
+/* Whether a and b have the same node types, attributes and edges (a clone's
+ * attributes are never set by the library; its parameters are, from L). The
+ * source graph may have changed since the exec was made from it: a node
+ * setter changes only parameters, but cuGraphAdd/RemoveDependencies change
+ * its edges, and variants cloned from it would run in another order. */
 static int attrs_same(const sg_fp *a, const sg_fp *b)
 {
-    if (a->n != b->n) return 0;
+    if (a->n != b->n || a->nedges != b->nedges ||
+        !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return 0;
     for (size_t i = 0; i < a->n; i++) {
         const sg_fp_key *x = &a->nodes[i].k, *y = &b->nodes[i].k;
         if (x->type != y->type || x->attr_mask != y->attr_mask || memcmp(x->attrs, y->attrs, sizeof x->attrs))

@@ -31,7 +31,9 @@
  * launch's generation instead, brought to L by an update (the driver orders
  * it), or, if that fails, by an event recorded on the previous stream now.
  * A generation given up, or a stream destroyed, gets its event recorded
- * first, so the next launch still follows it.
+ * first, so the next launch still follows it. A launch on a per-thread
+ * default stream records the event at once: another thread cannot name
+ * that stream to record on it later.
  */
 #include "prof.h"
 
@@ -488,7 +490,8 @@ static __attribute__((noinline)) void launched_multi(sg_prof *p, int g, const sg
 {
     if (p->gens[g].live && p->gens[g].slots)
         sg_prof_slots->launched(p->gens[g].slots, c->u.launch.stream, c->per_thread);
-    if (p->multi) order_record(p, c->u.launch.stream, c->per_thread);
+    if (p->multi || sg_stream_id_of(c->u.launch.stream, c->per_thread).thread)
+        order_record(p, c->u.launch.stream, c->per_thread);
     else p->order_valid = 0;
 }
 
@@ -502,7 +505,10 @@ CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const
     CUresult rc = launch_exec(p, g, c);
     if (rc != CUDA_SUCCESS) return rc;
     pgen *x = &p->gens[g];
-    if (__builtin_expect(p->multi || (x->live && x->slots), 0)) launched_multi(p, g, c);
+    /* a per-thread default stream (s.thread) cannot be named from another
+     * thread afterwards (last_stream_handle): its order event is recorded
+     * at once, so that a launch from another thread can wait for it */
+    if (__builtin_expect(p->multi || (x->live && x->slots) || s.thread, 0)) launched_multi(p, g, c);
     else p->order_valid = 0;
     p->last_gen = g;
     p->last_stream = s;

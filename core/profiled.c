@@ -21,6 +21,8 @@
  *                   every launch keeps the program's order;
  *   fix             state no variant carries: PLAIN for good;
  *   stream_gone     the order event is recorded before the stream goes;
+ *   content_lost    VARIANTS is left (the program's exec restored) before a
+ *                   module unload makes the exec's content unknown;
  *   destroyed       variants, clone and events go (none of the context's
  *                   objects is touched when the context is gone).
  */
@@ -341,6 +343,14 @@ static void stream_gone(void *st, const sg_exec_view *x, sg_stream_id s)
     sg_prof_order_stream_gone(st, s);
 }
 
+/* A module unload will make x->L unknown: variants cannot be given up
+ * after it (the program's exec could not be restored), so they are now. */
+static void content_lost(void *st, const sg_exec_view *x)
+{
+    sg_prof *p = st;
+    if (p->state == SG_PROF_VARIANTS && !p->sim) sg_prof_leave(p, x, 0, "a module is unloaded");
+}
+
 static void destroyed(void *st, int ctx_gone)
 {
     sg_prof *p = st;
@@ -359,7 +369,7 @@ static void destroyed(void *st, int ctx_gone)
 static const sg_exec_observer observer = {
     .created = created, .accept = accept, .accepted = accepted,
     .before_forward = before_forward, .forwarded = forwarded, .launch = launch, .fix = fix,
-    .stream_gone = stream_gone, .destroyed = destroyed,
+    .stream_gone = stream_gone, .content_lost = content_lost, .destroyed = destroyed,
 };
 
 const sg_exec_observer *sg_prof_init(const sg_caps *caps)

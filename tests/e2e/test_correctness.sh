@@ -485,6 +485,19 @@ for c in free_no_sync no_context two_contexts ctx_destroy; do
     adv name=r5/ordered_$c eng_p="$PLACED" xchk="$x" \
         attack="placement: stream-ordered memory as the driver's ($c)" -- adv_ordered $c
 done
+# Exec variants (adv_variants.c, bought at once under the free-variant
+# costs) against valid calls: an unrelated module unloaded (before the fix
+# every later launch got OUT_OF_MEMORY), the source graph's edge reversed
+# after instantiation (the variants ran in the new order), the variants given
+# up after launches on another thread's per-thread stream (every later launch
+# got OUT_OF_MEMORY: no order event could be recorded there).
+BOUGHT='any(p.get("variants", 0) >= 2 for p in P)'
+for c in unload edges ptds_enable ptds_grid; do
+    e=$BOUGHT
+    [ $c = edges ] && e='len(P) > 0'   # fixed: no variants from a changed source graph
+    adv name=r5/variants_$c eng_p="$e" \
+        attack="exec variants vs. a valid call they must survive ($c)" -- adv_variants $c
+done
 # Random programs of memory operations (adv_memfuzz.c): allocations of every
 # kind and size, frees (also refused ones), memsets, copies, kernels, every
 # pointer query, in sync mode; on three streams ordered by events (async;
