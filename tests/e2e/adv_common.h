@@ -287,4 +287,64 @@ static inline int adv_case(int argc, char **argv, const char *const *names)
     exit(4);
 }
 
+/* "PROG SEED [MODE]" (the random programs): the mode's index in modes[]
+ * (NULL-terminated; dflt when none is given) and *seed; -1 after printing
+ * the usage line. */
+static inline int adv_seed_mode(int argc, char **argv, const char *const *modes, int dflt,
+                                unsigned long *seed)
+{
+    int mode = argc == 3 ? -1 : dflt;
+    for (int m = 0; argc == 3 && modes[m]; m++)
+        if (strcmp(argv[2], modes[m]) == 0) mode = m;
+    if (argc < 2 || argc > 3 || mode < 0) {
+        printf("usage: %s SEED [", argv[0]);
+        for (int m = 0; modes[m]; m++) printf("%s%s", m ? "|" : "", modes[m]);
+        printf("]\n");
+        return -1;
+    }
+    *seed = strtoul(argv[1], NULL, 10);
+    return mode;
+}
+
+/* One of the threads adv_threads runs: fn(arg) with ctx current and its
+ * lines in a stream of its own, printed after `label` once all ended. */
+typedef struct adv_thread {
+    void (*fn)(void *arg);
+    void *arg;
+    CUcontext ctx;
+    char label[96];
+    pthread_t t;
+    char *out;
+    size_t len;
+} adv_thread;
+
+static inline void *adv_thread_main(void *p)
+{
+    adv_thread *a = p;
+    adv_tout = open_memstream(&a->out, &a->len);
+    if (!adv_tout || cuCtxSetCurrent(a->ctx) != CUDA_SUCCESS) {
+        printf("set-up failed in a thread\n");
+        exit(2);
+    }
+    a->fn(a->arg);
+    fclose(adv_tout);
+    return NULL;
+}
+
+/* Runs the n threads at once, then prints each one's label and lines, in
+ * order (so the output does not depend on how they interleaved). */
+static inline void adv_threads(adv_thread *t, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (pthread_create(&t[k].t, NULL, adv_thread_main, &t[k]) != 0) {
+            printf("set-up failed: pthread_create\n");
+            exit(2);
+        }
+    for (int k = 0; k < n; k++) {
+        pthread_join(t[k].t, NULL);
+        printf("%s\n%.*s", t[k].label, (int)t[k].len, t[k].out);
+        free(t[k].out);
+    }
+}
+
 #endif /* ADV_COMMON_H */

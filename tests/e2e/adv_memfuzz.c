@@ -703,37 +703,18 @@ static void run(unsigned long seed, int mode)
     free(scratch);
 }
 
-typedef struct worker {
-    pthread_t t;
-    unsigned long seed;
-    char *out;
-    size_t len;
-} worker;
-
-static void *work(void *arg)
+/* mode threads: one program, its seed at arg */
+static void work(void *arg)
 {
-    worker *w = arg;
-    adv_tout = open_memstream(&w->out, &w->len);
     threads_mode = 1;
-    if (!adv_tout || cuCtxSetCurrent(ctx0) != CUDA_SUCCESS) {
-        printf("set-up failed in a thread\n");
-        exit(2);
-    }
-    run(w->seed, M_THREADS);
-    fclose(adv_tout);
-    return NULL;
+    run(*(unsigned long *)arg, M_THREADS);
 }
 
 int main(int argc, char **argv)
 {
-    int mode = argc == 3 ? -1 : M_SYNC;
-    for (int m = 0; argc == 3 && modes[m]; m++)
-        if (strcmp(argv[2], modes[m]) == 0) mode = m;
-    if (argc < 2 || argc > 3 || mode < 0) {
-        printf("usage: %s SEED [sync|async|capture|contexts|threads|mixed]\n", argv[0]);
-        return 4;
-    }
-    unsigned long seed = strtoul(argv[1], NULL, 10);
+    unsigned long seed;
+    int mode = adv_seed_mode(argc, argv, modes, M_SYNC, &seed);
+    if (mode < 0) return 4;
     CUmodule mod;
     adv_open(&ctx0, &mod);
     ctxs[0] = ctx0;
@@ -743,17 +724,13 @@ int main(int argc, char **argv)
     if (mode != M_THREADS) {
         run(seed, mode);
     } else {
-        worker w[2] = { { .seed = seed }, { .seed = seed + 1 } };
-        for (int k = 0; k < 2; k++)
-            if (pthread_create(&w[k].t, NULL, work, &w[k]) != 0) {
-                printf("set-up failed: pthread_create\n");
-                return 2;
-            }
+        unsigned long seeds[2] = { seed, seed + 1 };
+        adv_thread t[2];
         for (int k = 0; k < 2; k++) {
-            pthread_join(w[k].t, NULL);
-            printf("thread %d (seed %lu):\n%.*s", k, w[k].seed, (int)w[k].len, w[k].out);
-            free(w[k].out);
+            t[k] = (adv_thread){ .fn = work, .arg = &seeds[k], .ctx = ctx0 };
+            snprintf(t[k].label, sizeof t[k].label, "thread %d (seed %lu):", k, seeds[k]);
         }
+        adv_threads(t, 2);
     }
     return adv_finish();
 }

@@ -645,36 +645,23 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
 }
 
 typedef struct worker {
-    pthread_t t;
     unsigned long seed;
     int mode;
-    char *out;
-    size_t len;
 } worker;
 
-static void *work(void *arg)
+/* mode threads: one program (relaxed captures: a thread's allocation during
+ * the other's capture is allowed) */
+static void work(void *arg)
 {
-    worker *w = arg;
-    adv_tout = open_memstream(&w->out, &w->len);
-    if (!adv_tout || cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
-        printf("set-up failed in a thread\n");
-        exit(2);
-    }
+    const worker *w = arg;
     run(w->seed, w->mode, CU_STREAM_CAPTURE_MODE_RELAXED);
-    fclose(adv_tout);
-    return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    int mode = argc == 3 ? -1 : M_CAPTURE;
-    for (int m = 0; argc == 3 && modes[m]; m++)
-        if (strcmp(argv[2], modes[m]) == 0) mode = m;
-    if (argc < 2 || argc > 3 || mode < 0) {
-        printf("usage: %s SEED [capture|explicit|temps|rotate|threads|wild]\n", argv[0]);
-        return 4;
-    }
-    unsigned long seed = strtoul(argv[1], NULL, 10);
+    unsigned long seed;
+    int mode = adv_seed_mode(argc, argv, modes, M_CAPTURE, &seed);
+    if (mode < 0) return 4;
     CUmodule mod;
     adv_open(&ctx, &mod);
     f_add = adv_fn(mod, "add_u32");
@@ -682,19 +669,14 @@ int main(int argc, char **argv)
         run(seed, mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
         return adv_finish();
     }
-    /* two programs at once, on threads of their own (relaxed captures: a
-     * thread's allocation during the other's capture is allowed), each
-     * thread's lines printed after both ended */
-    worker w[2] = { { .seed = seed, .mode = M_CAPTURE }, { .seed = seed + 1, .mode = M_TEMPS } };
-    for (int k = 0; k < 2; k++)
-        if (pthread_create(&w[k].t, NULL, work, &w[k]) != 0) {
-            printf("set-up failed: pthread_create\n");
-            return 2;
-        }
+    /* two programs at once, each thread's lines printed after both ended */
+    worker w[2] = { { seed, M_CAPTURE }, { seed + 1, M_TEMPS } };
+    adv_thread t[2];
     for (int k = 0; k < 2; k++) {
-        pthread_join(w[k].t, NULL);
-        printf("thread %d (seed %lu, %s):\n%.*s", k, w[k].seed, modes[w[k].mode], (int)w[k].len, w[k].out);
-        free(w[k].out);
+        t[k] = (adv_thread){ .fn = work, .arg = &w[k], .ctx = ctx };
+        snprintf(t[k].label, sizeof t[k].label, "thread %d (seed %lu, %s):", k, w[k].seed,
+                 modes[w[k].mode]);
     }
+    adv_threads(t, 2);
     return adv_finish();
 }
