@@ -188,6 +188,7 @@ typedef struct sg_call {
             CUstream stream;
             CUgraph *graph_out;                   /* END */
             int to_graph;                         /* BEGIN: cuStreamBeginCaptureToGraph */
+            CUgraph graph;                        /* BEGIN to_graph: the graph captured into */
         } capture;
         struct {
             CUfunction f;

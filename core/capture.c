@@ -28,6 +28,7 @@
  */
 #include "capture.h"
 
+#include "contexts.h"
 #include "driver.h"
 #include "rec_internal.h"
 #include "streams.h"
@@ -188,6 +189,17 @@ static void cap_end(cap *c, CUgraph g)
 
 /* ------------------------------------------------------------ begin and end */
 
+static CUcontext cap_ctx(cap *c);
+
+/* One capture fewer in progress (never below 0). */
+static void captures_drop(void)
+{
+    int cur = __atomic_load_n(&sg_captures_active, __ATOMIC_RELAXED);
+    while (cur > 0 && !__atomic_compare_exchange_n(&sg_captures_active, &cur, cur - 1, 1,
+                                                   __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+    }
+}
+
 static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     __atomic_add_fetch(&sg_captures_active, 1, __ATOMIC_SEQ_CST);   /* before: no allocation slips by */
@@ -201,14 +213,24 @@ static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call 
     sg_stream_id key = sg_stream_id_of(hs, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     sstate *old = stream_find(key);        /* a capture the library lost track of */
-    if (old && sg_stream_id_eq(old->c->origin, key)) cap_end(old->c, NULL);
-    else if (old) stream_del(old);
+    if (old && sg_stream_id_eq(old->c->origin, key)) {
+        cap_end(old->c, NULL);             /* it ended: the driver began a new one */
+        captures_drop();
+    } else if (old) {
+        stream_del(old);
+    }
+    /* a capture into an existing graph adds nodes to it now, whether or not
+     * it ends well (an invalidated one leaves them): its record goes, and the
+     * graph is read back until a capture or a build records it again */
+    if (c->u.capture.to_graph) sg_grecord_forget_locked(c->u.capture.graph);
     cap *cp = cap_new();
     if (cp) {
         sg_fp_cache_enter();               /* layouts handed out stay valid until the end */
         cp->origin = key;
         cp->origin_handle = hs;
         cp->per_thread = c->per_thread;
+        cp->ctx_known = 0;
+        cap_ctx(cp);                       /* now: its context's teardown must find it */
         cp->rec = sg_grecord_building();
         if (!stream_add(key, cp)) {
             cap_end(cp, NULL);
@@ -224,10 +246,13 @@ static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call 
 
 /* Whether cuStreamEndCapture's result says the capture ended: it ends it
  * whether it succeeds or reports the capture invalidated; it does not when
- * called from the wrong thread or on a stream that was not capturing. */
+ * called from the wrong thread, on a stream that was not capturing, or on
+ * one that joined a capture begun elsewhere (UNMATCHED: that capture is
+ * invalidated and goes on until its own stream ends it). */
 static int end_ended(CUresult rc)
 {
     return rc != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD && rc != CUDA_ERROR_ILLEGAL_STATE &&
+           rc != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
            rc != CUDA_ERROR_INVALID_VALUE && rc != CUDA_ERROR_INVALID_HANDLE &&
            rc != CUDA_ERROR_NOT_INITIALIZED && rc != CUDA_ERROR_INVALID_CONTEXT &&
            rc != CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -237,10 +262,7 @@ static CUresult capture_end(const sg_call *c, CUresult (*route)(const sg_call *)
 {
     CUresult rc = route(c);
     if (!end_ended(rc)) return rc;
-    int cur = __atomic_load_n(&sg_captures_active, __ATOMIC_RELAXED);
-    while (cur > 0 && !__atomic_compare_exchange_n(&sg_captures_active, &cur, cur - 1, 1,
-                                                   __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-    }
+    captures_drop();
     if (!sg_rec_on) return rc;
     sg_stream_id key = sg_stream_id_of(c->u.capture.stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
@@ -588,9 +610,10 @@ CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
     }
 }
 
-void sg_rec_stream_gone(CUstream hs)
+int sg_rec_stream_gone(CUstream hs)
 {
-    if (!sg_rec_on) return;
+    int origin = 0;
+    if (!sg_rec_on) return 0;
     sg_lock_take(&sg_rec_lock);
     sg_stream_id key = sg_stream_id_of(hs, 0);
     sg_rec_unmark(key);
@@ -598,10 +621,33 @@ void sg_rec_stream_gone(CUstream hs)
     if (s) {
         if (sg_stream_id_eq(s->c->origin, key)) {
             cap_end(s->c, NULL);               /* the capture is abandoned */
+            origin = 1;
         } else {
             spoil(s->c, SG_READBACK_UNMODELED_CALL);
             stream_del(s);
         }
+    }
+    sg_lock_drop(&sg_rec_lock);
+    return origin;
+}
+
+void sg_capture_abandoned(void) { captures_drop(); }
+
+/* Context teardown (contexts.h, step 0): the driver ended the captures of
+ * the context's streams (known at their beginning: cap_ctx). Their records
+ * go (no call on the dead streams) and they no longer count as in progress;
+ * the entries of every stream that joined them go with them. */
+static void ctx_captures_gone(sg_ctx *cx)
+{
+    if (!sg_rec_on) return;
+    sg_lock_take(&sg_rec_lock);
+    sstate *s, *tmp;
+    HASH_ITER(hh, streams, s, tmp) {
+        cap *cp = s->c;
+        if (!sg_stream_id_eq(cp->origin, s->key) || !cp->ctx_known || cp->ctx != cx->ctx) continue;
+        cap_end(cp, NULL);             /* its other streams' entries go too: restart */
+        captures_drop();
+        tmp = streams;
     }
     sg_lock_drop(&sg_rec_lock);
 }
@@ -621,6 +667,7 @@ void sg_rec_init(int on, int audit)
 {
     sg_rec_on = on;
     sg_rec_audit_init(on && audit);
+    sg_ctx_on_teardown(SG_CTX_PART_CAPTURES, ctx_captures_gone);
 }
 
 void sg_rec_reset(void)

@@ -101,11 +101,10 @@ void sg_ctx_teardown(CUcontext ctx)
         if (primary[d] == ctx) primary[d] = NULL;
     pthread_mutex_unlock(&table_lock);
     if (!c) {
-        /* no record, but graph records may still name the context */
-        if (teardown_fn[SG_CTX_PART_GRAPHS]) {
-            sg_ctx tmp = { .ctx = ctx, .dead = 1 };
-            teardown_fn[SG_CTX_PART_GRAPHS](&tmp);
-        }
+        /* no record, but captures and graph records may still name the context */
+        sg_ctx tmp = { .ctx = ctx, .dead = 1 };
+        if (teardown_fn[SG_CTX_PART_CAPTURES]) teardown_fn[SG_CTX_PART_CAPTURES](&tmp);
+        if (teardown_fn[SG_CTX_PART_GRAPHS]) teardown_fn[SG_CTX_PART_GRAPHS](&tmp);
         return;
     }
     __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE);

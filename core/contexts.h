@@ -12,13 +12,20 @@
  * device's primary context becomes inactive (after cuDevicePrimaryCtxRelease
  * or cuDevicePrimaryCtxReset, per cuDevicePrimaryCtxGetState), every part is
  * told, in this one order:
+ *     0. SG_CTX_PART_CAPTURES capture.c forgets the captures the context's
+ *                            destruction ended (and the function handles
+ *                            its records cached: the parameter-layout
+ *                            cache's epoch goes up in step 2);
  *     1. SG_CTX_PART_SLOTS   slots.c unmaps and frees its slot reservations;
  *     2. SG_CTX_PART_GRAPHS  graphs.c drops the records of the context's execs
- *                            (the driver destroyed them) and their variants;
+ *                            (the driver destroyed them) and their variants,
+ *                            and starts a new parameter-layout epoch (the
+ *                            context's function handles may be reused);
  *     3. SG_CTX_PART_ARENA   memory.c unmaps, releases and forgets the arena.
  * A part's teardown makes no call on the dead context's objects: its events,
  * streams and execs went with it (their handles may already be reused by the
- * driver); only VMM memory, which outlives contexts, is unmapped and released.
+ * driver); only VMM memory, which outlives contexts, is unmapped and released,
+ * and step 0 asks whether the streams that began captures still capture.
  * No lock of this module is held while a part tears down.
  *
  * Thread safety: table_lock guards the table of live records and the
@@ -35,7 +42,9 @@
 #include "call.h"
 #include "vmm.h"
 
-typedef enum { SG_CTX_PART_SLOTS, SG_CTX_PART_GRAPHS, SG_CTX_PART_ARENA, SG_CTX_PARTS } sg_ctx_part;
+typedef enum {
+    SG_CTX_PART_CAPTURES, SG_CTX_PART_SLOTS, SG_CTX_PART_GRAPHS, SG_CTX_PART_ARENA, SG_CTX_PARTS
+} sg_ctx_part;
 
 typedef struct sg_ctx {
     CUcontext ctx;

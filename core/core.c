@@ -59,10 +59,13 @@ static CUresult route(const sg_call *c)
     case SG_CALL_MEM_INFO:
     case SG_CALL_MEMOP:
         return sg_mem_query(c);
-    case SG_CALL_STREAM_DESTROY:
+    case SG_CALL_STREAM_DESTROY: {
         sg_graph_stream_gone(c->u.stream.stream);   /* before the stream goes */
-        sg_rec_stream_gone(c->u.stream.stream);
-        return sg_mem_call(c);
+        int origin = sg_rec_stream_gone(c->u.stream.stream);
+        rc = sg_mem_call(c);
+        if (origin && rc == CUDA_SUCCESS) sg_capture_abandoned();
+        return rc;
+    }
     case SG_CALL_IPC_OPEN:
     case SG_CALL_IPC_CLOSE:
         return sg_ipc_call(c);

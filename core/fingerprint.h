@@ -259,6 +259,13 @@ void sg_fp_delta_free(sg_fp_delta *d);
 /* The same for one node; params_only ignores the attributes (per-node exec
  * updates do not change them). */
 int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_only);
+/* Whether a per-node exec setter (cuGraphExecMemcpyNodeSetParams,
+ * cuGraphExecNodeSetParams) changing old into nw is refused by the driver
+ * for a reason no comparison shows: "Both the instantiation-time memory
+ * operands and the memory operands in copyParams must be 1-dimensional.
+ * Zero-length operations are not supported." (cuda.h), even for identical
+ * parameters. Such a call must go to the driver. */
+int sg_fp_setter_refused(const sg_fp_node *old, const sg_fp_node *nw);
 
 /* Copies src's description into dst (payload into dst's buffer). Returns 0,
  * or -1 if out of memory (dst unchanged). */

@@ -237,7 +237,9 @@ CUresult sg_graph_update(const sg_call *c)
         }
         if (reason < 0) reason = built ? sg_fp_compare(&r->fp, &r->next) : SG_REASON_NOT_COMPARABLE;
     }
-    long bad = built == 1 ? bad_range_node(&r->next) : -1;
+    /* the driver refuses a changed topology (node count, edges, types) before
+     * it looks at any node's parameters: so does the range refusal */
+    long bad = built == 1 && reason != SG_REASON_TOPOLOGY ? bad_range_node(&r->next) : -1;
     CUresult rc = bad >= 0 ? refuse_update(c, bad_node(r, g, bad))
                            : decide(r, c, reason, -1,
                                     built > 1 ? built : built && !r->next.unsupported);
@@ -282,7 +284,8 @@ CUresult sg_graph_update_node(const sg_call *c)
             r->node.k.attr_mask = rec->k.attr_mask;
             memcpy(r->node.k.attrs, rec->k.attrs, sizeof rec->k.attrs);
             if (rec->k.state != SG_FP_OK && r->node.k.state == SG_FP_OK) r->node.k.state = rec->k.state;
-            reason = sg_fp_node_compare(rec, &r->node, 1);
+            reason = sg_fp_setter_refused(rec, &r->node) ? SG_REASON_NOT_COMPARABLE
+                                                         : sg_fp_node_compare(rec, &r->node, 1);
         }
     }
     if (rc == CUDA_SUCCESS) {

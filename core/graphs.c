@@ -256,9 +256,12 @@ static void stream_gone_one(sg_grec *r, void *u)
     sg_graph_obs->stream_gone(r->pol, &x, *(sg_stream_id *)u);
 }
 
-/* A context is gone (contexts.h, step 2): the driver destroyed its execs. */
+/* A context is gone (contexts.h, step 2): the driver destroyed its execs,
+ * and unloaded its modules as cuModuleUnload would: their function handles
+ * may be handed out again, so the layouts cached for them go. */
 static void ctx_teardown(sg_ctx *cx)
 {
+    sg_fp_cache_epoch_bump();
     size_t n = 0;
     sg_grec **gone = sg_grec_take_ctx(cx->ctx, &n);
     for (size_t i = 0; i < n; i++) {

@@ -66,7 +66,7 @@ static int addresses_only(const sg_prof *p, const sg_fp_node *old, const sg_fp_n
 static int lazy_node_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_node *nw)
 {
     if (old->k.state != SG_FP_OK || nw->k.state != SG_FP_OK || old->len != nw->len ||
-        memcmp(&old->k, &nw->k, offsetof(sg_fp_key, attr_mask)))
+        memcmp(&old->k, &nw->k, offsetof(sg_fp_key, attr_mask)) || sg_fp_setter_refused(old, nw))
         return 0;
     if (sg_bytes_eq(old->pay, nw->pay, nw->len)) return 1;
     switch (old->k.type) {

@@ -84,6 +84,18 @@ static void forget_nodes(sg_grecord *r)
     }
 }
 
+/* Takes a destroyed node's handle out of the node table (rec_lock held):
+ * the driver may give it to a new node at once, of a graph whose record
+ * does not know it. */
+static void forget_node(CUgraphNode h)
+{
+    node_ent *e;
+    HASH_FIND_PTR(nodes, &h, e);
+    if (!e) return;
+    HASH_DEL(nodes, e);
+    free(e);
+}
+
 static void grecord_free(sg_grecord *r)
 {
     forget_nodes(r);
@@ -116,6 +128,8 @@ static void insert_locked(sg_grecord *r, CUgraph g)
     HASH_ADD_PTR(table, graph, r);
     if (sg_rec_oom) grecord_free(r);
 }
+
+void sg_grecord_forget_locked(CUgraph g) { remove_locked(g); }
 
 static sg_grecord *find_locked(CUgraph g)
 {
@@ -416,6 +430,7 @@ CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
         uint32_t i;
         sg_grecord *r = node_of(gb->u.node, &i);
         if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+        if (c->kind == SG_CALL_NODE_DESTROY) forget_node(gb->u.node);   /* its handle may come back */
         break;
     }
     default:

@@ -46,6 +46,9 @@ sg_grecord *sg_grecord_building(void);
  * record of g). A capture that failed: sg_grecord_drop. */
 void sg_grecord_finish(sg_grecord *r, CUgraph g);
 void sg_grecord_drop(sg_grecord *r);
+/* Forgets g's record, if any (rec_lock held): g is read back until it is
+ * recorded again. */
+void sg_grecord_forget_locked(CUgraph g);
 /* Appends a node (handle NULL if not known); its description is the
  * caller's to write. NULL if out of memory (r is then spoiled). */
 sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle);

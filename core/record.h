@@ -79,8 +79,12 @@ CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *));
 
 /* The graph is gone (after a successful cuGraphDestroy). */
 void sg_rec_graph_gone(CUgraph g);
-/* A stream is being destroyed (before the driver destroys it). */
-void sg_rec_stream_gone(CUstream s);
+/* A stream is being destroyed (before the driver destroys it): 1 if a
+ * capture in progress began on it (its record is dropped), else 0. */
+int sg_rec_stream_gone(CUstream s);
+/* A stream on which a capture began (sg_rec_stream_gone said 1) was
+ * destroyed: that capture no longer counts as in progress. */
+void sg_capture_abandoned(void);
 
 /* The record of graph g, for a decision: copies it into *fp (buffers
  * reused) and, if handles is not NULL and some node handle is known, a

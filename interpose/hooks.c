@@ -62,7 +62,8 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_PRIMARY_RETAIN(o, d) .kind = SG_CALL_PRIMARY_RETAIN, .u.primary = { .out = (o), .dev = (d) }
 #define SG_PRIMARY_DROP(d) .kind = SG_CALL_PRIMARY_DROP, .u.primary = { .dev = (d) }
 #define SG_CAPTURE_BEGIN(s) .kind = SG_CALL_CAPTURE_BEGIN, .u.capture = { .stream = (s) }
-#define SG_CAPTURE_TO_GRAPH(s) .kind = SG_CALL_CAPTURE_BEGIN, .u.capture = { .stream = (s), .to_graph = 1 }
+#define SG_CAPTURE_TO_GRAPH(s, g) .kind = SG_CALL_CAPTURE_BEGIN, \
+    .u.capture = { .stream = (s), .to_graph = 1, .graph = (g) }
 #define SG_CAPTURE_END(s, g) .kind = SG_CALL_CAPTURE_END, .u.capture = { .stream = (s), .graph_out = (g) }
 #define SG_KERNEL(f_, gx, gy, gz, bx, by, bz, sh, s, p, e, coop) .kind = SG_CALL_KERNEL, \
     .u.kernel = { .f = (f_), .grid = { gx, gy, gz }, .block = { bx, by, bz }, .shmem = (sh), \

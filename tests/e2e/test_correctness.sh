@@ -498,6 +498,24 @@ for c in unload edges ptds_enable ptds_grid; do
     adv name=r5/variants_$c eng_p="$e" \
         attack="exec variants vs. a valid call they must survive ($c)" -- adv_variants $c
 done
+# Update decisions against driver rules no comparison shows, and the
+# recorder's bookkeeping of captures (adv_updates.c, adv_captures.c; found by
+# reviews of those paths): a function handle reused after a context teardown,
+# the topology refused before a bad range, a capture into an existing graph,
+# per-node setters of 2D memcpy nodes (refused by the driver), captures ended
+# on a joined stream (UNMATCHED), destroyed nodes' handles reused, captures
+# abandoned with their stream or context (placement must resume: PLACED).
+for c in ctx_reuse topology_first tograph_legacy tograph_sync tograph_destroy tograph_during \
+         memcpy2d_setter variants_2dcopy; do
+    need=""
+    [ $c = ctx_reuse ] && need="(reused)::a CUfunction handle value reused after a context teardown"
+    adv name=r5/updates_$c needs="$need" eng_p="$SEEN" \
+        attack="update decisions vs. a rule of the driver ($c)" -- adv_updates $c
+done
+for c in end_unmatched end_not_capturing end_unmatched_other node_reuse abandoned_stream abandoned_ctx; do
+    adv name=r5/captures_$c eng_p="$PLACED" \
+        attack="captures as the driver keeps them ($c)" -- adv_captures $c
+done
 # Random programs of memory operations (adv_memfuzz.c): allocations of every
 # kind and size, frees (also refused ones), memsets, copies, kernels, every
 # pointer query, in sync mode; on three streams ordered by events (async;
