@@ -54,24 +54,18 @@ typedef struct cap {
     struct { const void *h; CUfunction f; const sg_fp_pinfo *pi; } pcache[PCACHE];
 } cap;
 
-/* A dependency list: node indices. */
-typedef struct deps {
-    uint32_t *v;
-    size_t n, cap;
-} deps;
-
 typedef struct sstate {             /* a stream taking part in a capture */
     sg_stream_id key;
     UT_hash_handle hh;
     cap *c;
-    deps d;
+    sg_deps d;
 } sstate;
 
 typedef struct evstate {            /* an event recorded in a capture */
     CUevent ev;
     UT_hash_handle hh;
     cap *c;
-    deps d;
+    sg_deps d;
 } evstate;
 
 static sstate *streams;
@@ -84,27 +78,6 @@ static __thread struct { sg_stream_id key; uint64_t gen; sstate *s; } last
     __attribute__((tls_model("initial-exec")));          /* one load, no __tls_get_addr */
 
 /* ------------------------------------------------------------ helpers */
-
-static int deps_set(deps *d, const uint32_t *v, size_t n)
-{
-    if (sg_grow((void **)&d->v, &d->cap, n ? n : 1, sizeof *d->v) != 0) return -1;
-    if (n) memcpy(d->v, v, n * sizeof *v);
-    d->n = n;
-    return 0;
-}
-
-/* d gets the indices of add it lacks, in add's order. */
-static int deps_union(deps *d, const deps *add)
-{
-    for (size_t i = 0; i < add->n; i++) {
-        size_t j = 0;
-        while (j < d->n && d->v[j] != add->v[i]) j++;
-        if (j < d->n) continue;
-        if (sg_grow((void **)&d->v, &d->cap, d->n + 1, sizeof *d->v) != 0) return -1;
-        d->v[d->n++] = add->v[i];
-    }
-    return 0;
-}
 
 static sstate *stream_find(sg_stream_id key)
 {
@@ -353,36 +326,6 @@ static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *cal
     }
 }
 
-/* Describes the node a memset or copy adds. -1 if out of memory. */
-static int op_desc(sg_fp_node *n, const sg_gb *gb)
-{
-    switch (gb->kind) {
-    case SG_GB_MEMSET:
-        return sg_rec_memset_desc(n, gb->u.memset.dst, gb->u.memset.pitch, gb->u.memset.value,
-                                  gb->u.memset.elem, gb->u.memset.width, gb->u.memset.height, NULL);
-    case SG_GB_COPY: {
-        CUDA_MEMCPY3D m;
-        memset(&m, 0, sizeof m);
-        m.srcMemoryType = gb->u.copy.src_type;
-        m.dstMemoryType = gb->u.copy.dst_type;
-        if (m.srcMemoryType == CU_MEMORYTYPE_HOST) m.srcHost = gb->u.copy.src_host;
-        else m.srcDevice = gb->u.copy.src;
-        if (m.dstMemoryType == CU_MEMORYTYPE_HOST) m.dstHost = gb->u.copy.dst_host;
-        else m.dstDevice = gb->u.copy.dst;
-        m.WidthInBytes = gb->u.copy.bytes;
-        m.Height = 1;
-        m.Depth = 1;
-        return sg_fp_memcpy_desc(n, &m, NULL);
-    }
-    case SG_GB_COPY2D:
-        return sg_rec_copy2d_desc(n, gb->u.desc, NULL);
-    case SG_GB_COPY3D:
-        return sg_fp_memcpy_desc(n, gb->u.desc, NULL);
-    default:
-        return 0;
-    }
-}
-
 /* A node the operation added on stream s (rec_lock held). */
 static void add_node(sstate *s, const sg_call *call)
 {
@@ -392,13 +335,13 @@ static void add_node(sstate *s, const sg_call *call)
     if (!n) return;
     uint32_t idx = (uint32_t)(r->fp.n - 1);
     if (call->kind == SG_CALL_KERNEL) kernel_desc(s->c, r, n, call);
-    else if (op_desc(n, call->gb) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+    else if (sg_rec_op_desc(n, call->gb) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
     if (n->k.state == SG_FP_UNSUPPORTED) r->fp.unsupported = 1;
     for (size_t i = 0; i < s->d.n; i++) sg_grecord_edge(r, s->d.v[i], idx, NULL);
     if (s->d.cap) {                            /* the common case: a chain */
         s->d.v[0] = idx;
         s->d.n = 1;
-    } else if (deps_set(&s->d, &idx, 1) != 0) {
+    } else if (sg_deps_set(&s->d, &idx, 1) != 0) {
         sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
     }
 }
@@ -437,7 +380,7 @@ static void event_record(sstate *s, const sg_gb *gb)
         }
     }
     e->c = s->c;
-    if (deps_set(&e->d, s->d.v, s->d.n) != 0) spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
+    if (sg_deps_set(&e->d, s->d.v, s->d.n) != 0) spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
 }
 
 /* cuStreamWaitEvent of stream key on an event (rec_lock held). */
@@ -453,7 +396,7 @@ static void event_wait(sstate *s, sg_stream_id key, const sg_gb *gb, evstate *e)
     }
     if (!s) {                                  /* the stream joins the capture */
         s = stream_add(key, e->c);
-        if (!s || deps_set(&s->d, e->d.v, e->d.n) != 0) {
+        if (!s || sg_deps_set(&s->d, e->d.v, e->d.n) != 0) {
             spoil(e->c, SG_READBACK_OUT_OF_MEMORY);
             return;
         }
@@ -466,7 +409,7 @@ static void event_wait(sstate *s, sg_stream_id key, const sg_gb *gb, evstate *e)
         spoil(e->c, SG_READBACK_UNMODELED_CALL);
         return;
     }
-    if (deps_union(&s->d, &e->d) != 0) spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
+    if (sg_deps_union(&s->d, &e->d) != 0) spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
 }
 
 static CUstream op_stream(const sg_call *c)

@@ -236,3 +236,17 @@ int sg_fp_attr_set(sg_fp_key *k, CUkernelNodeAttrID id, const CUkernelNodeAttrVa
         return -1;
     }
 }
+
+/* The setter rule of cuGraphExecMemcpyNodeSetParams (fingerprint.h). */
+static int copy_1d(const sg_fp_node *n)
+{
+    if (n->len < sizeof(CUDA_MEMCPY3D)) return 0;
+    CUDA_MEMCPY3D c;
+    memcpy(&c, n->pay, sizeof c);
+    return c.Height <= 1 && c.Depth <= 1 && c.WidthInBytes > 0;
+}
+
+int sg_fp_setter_refused(const sg_fp_node *old, const sg_fp_node *nw)
+{
+    return old->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && (!copy_1d(old) || !copy_1d(nw));
+}

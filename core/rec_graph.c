@@ -568,3 +568,33 @@ void sg_rec_graphs_reset(void)
     sg_rec_audit_reset();
     sg_lock_drop(&sg_rec_lock);
 }
+
+/* The node a captured memset or copy adds (rec_internal.h). */
+int sg_rec_op_desc(sg_fp_node *n, const sg_gb *gb)
+{
+    switch (gb->kind) {
+    case SG_GB_MEMSET:
+        return sg_rec_memset_desc(n, gb->u.memset.dst, gb->u.memset.pitch, gb->u.memset.value,
+                                  gb->u.memset.elem, gb->u.memset.width, gb->u.memset.height, NULL);
+    case SG_GB_COPY: {
+        CUDA_MEMCPY3D m;
+        memset(&m, 0, sizeof m);
+        m.srcMemoryType = gb->u.copy.src_type;
+        m.dstMemoryType = gb->u.copy.dst_type;
+        if (m.srcMemoryType == CU_MEMORYTYPE_HOST) m.srcHost = gb->u.copy.src_host;
+        else m.srcDevice = gb->u.copy.src;
+        if (m.dstMemoryType == CU_MEMORYTYPE_HOST) m.dstHost = gb->u.copy.dst_host;
+        else m.dstDevice = gb->u.copy.dst;
+        m.WidthInBytes = gb->u.copy.bytes;
+        m.Height = 1;
+        m.Depth = 1;
+        return sg_fp_memcpy_desc(n, &m, NULL);
+    }
+    case SG_GB_COPY2D:
+        return sg_rec_copy2d_desc(n, gb->u.desc, NULL);
+    case SG_GB_COPY3D:
+        return sg_fp_memcpy_desc(n, gb->u.desc, NULL);
+    default:
+        return 0;
+    }
+}

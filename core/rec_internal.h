@@ -79,6 +79,9 @@ void sg_rec_taint(void);
 int sg_rec_memset_desc(sg_fp_node *n, CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem,
                        size_t width, size_t height, CUcontext ctx);
 int sg_rec_copy2d_desc(sg_fp_node *n, const CUDA_MEMCPY2D *c, CUcontext ctx);
+/* Describes the node a captured memset or copy (gb) adds; 0, or -1 if out
+ * of memory (capture.c). */
+int sg_rec_op_desc(sg_fp_node *n, const sg_gb *gb);
 
 /* rec_marks.c: the streams whose captured kernels take launch attributes
  * the recorder does not model (rec_lock held). sg_rec_marked: why a capture
@@ -112,5 +115,32 @@ void sg_rec_graphs_reset(void);
 /* Explicit graph calls (rec_graph.c), rec_lock not held: route(c) runs
  * first; on success the record follows. */
 CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *));
+
+/* A dependency list of the captures (capture.c): node indices. */
+typedef struct sg_deps {
+    uint32_t *v;
+    size_t n, cap;
+} sg_deps;
+
+static inline int sg_deps_set(sg_deps *d, const uint32_t *v, size_t n)
+{
+    if (sg_grow((void **)&d->v, &d->cap, n ? n : 1, sizeof *d->v) != 0) return -1;
+    if (n) memcpy(d->v, v, n * sizeof *v);
+    d->n = n;
+    return 0;
+}
+
+/* d gets the indices of add it lacks, in add's order. */
+static inline int sg_deps_union(sg_deps *d, const sg_deps *add)
+{
+    for (size_t i = 0; i < add->n; i++) {
+        size_t j = 0;
+        while (j < d->n && d->v[j] != add->v[i]) j++;
+        if (j < d->n) continue;
+        if (sg_grow((void **)&d->v, &d->cap, d->n + 1, sizeof *d->v) != 0) return -1;
+        d->v[d->n++] = add->v[i];
+    }
+    return 0;
+}
 
 #endif /* SG_REC_INTERNAL_H */
