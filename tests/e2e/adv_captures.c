@@ -65,7 +65,6 @@ static int end_wrong(int mode)
     return adv_finish();
 }
 
-
 static int end_unmatched_other(int mode)
 {
     (void)mode;
@@ -172,7 +171,6 @@ static int abandoned(int mode)
     adv_check("ran", 1, "");
     return adv_finish();
 }
-
 
 int main(int argc, char **argv)
 {

@@ -31,6 +31,15 @@
  */
 #include "adv_common.h"
 
+/* Device 0's primary context current, the kernels loaded, a stream. */
+static CUstream set_up(CUcontext *ctx, CUmodule *mod)
+{
+    CUstream s;
+    adv_open(ctx, mod);
+    MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    return s;
+}
+
 static CUgraphExec ctx_reuse_capture(CUstream s, CUfunction f, void **args, CUgraph *g)
 {
     CUgraphExec e;
@@ -106,10 +115,8 @@ static int topology_first(int mode)
     (void)mode;
     CUcontext ctx;
     CUmodule mod;
-    adv_open(&ctx, &mod);
+    CUstream s = set_up(&ctx, &mod);
     CUfunction fill = adv_fn(mod, "fill_u32");
-    CUstream s;
-    MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUdeviceptr out, tmp;
     MUST(cuMemAlloc(&out, 4096));
     MUST(cuMemAlloc(&tmp, 4096));
@@ -186,27 +193,37 @@ static int tograph(int mode)
     return adv_finish();
 }
 
-
-
+/* A 2D copy of 4 rows of 128 bytes, pitch 256, from a to b. */
+static CUDA_MEMCPY3D copy2d(CUdeviceptr a, CUdeviceptr b)
+{
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = a;
+    c.srcPitch = 256;
+    c.srcHeight = 4;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = b;
+    c.dstPitch = 256;
+    c.dstHeight = 4;
+    c.WidthInBytes = 128;
+    c.Height = 4;
+    c.Depth = 1;
+    return c;
+}
 
 static int memcpy2d_setter(int mode)
 {
     (void)mode;
     CUcontext ctx;
     CUmodule mod;
-    adv_open(&ctx, &mod);
-    CUstream s;
-    MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUstream s = set_up(&ctx, &mod);
     CUdeviceptr a, b;
     MUST(cuMemAlloc(&a, 4096));
     MUST(cuMemAlloc(&b, 4096));
     MUST(cuMemsetD32(a, 7, 1024));
     MUST(cuMemsetD32(b, 0, 1024));
-    CUDA_MEMCPY3D c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE; c.srcDevice = a; c.srcPitch = 256; c.srcHeight = 4;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE; c.dstDevice = b; c.dstPitch = 256; c.dstHeight = 4;
-    c.WidthInBytes = 128; c.Height = 4; c.Depth = 1;
+    CUDA_MEMCPY3D c = copy2d(a, b);
     CUgraph g;
     MUST(cuGraphCreate(&g, 0));
     CUgraphNode n;
@@ -234,10 +251,8 @@ static int variants_2dcopy(int mode)
     (void)mode;
     CUcontext ctx;
     CUmodule mod;
-    adv_open(&ctx, &mod);
+    CUstream s = set_up(&ctx, &mod);
     CUfunction fill = adv_fn(mod, "fill_u32");
-    CUstream s;
-    MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUdeviceptr x[3], a, b, b2;
     for (int i = 0; i < 3; i++) MUST(cuMemAlloc(&x[i], 4096));
     MUST(cuMemAlloc(&a, 4096));
@@ -253,11 +268,7 @@ static int variants_2dcopy(int mode)
     CUDA_KERNEL_NODE_PARAMS kp = { .func = fill, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
                                    .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
                                    .kernelParams = args };
-    CUDA_MEMCPY3D c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE; c.srcDevice = a; c.srcPitch = 256; c.srcHeight = 4;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE; c.dstDevice = b; c.dstPitch = 256; c.dstHeight = 4;
-    c.WidthInBytes = 128; c.Height = 4; c.Depth = 1;
+    CUDA_MEMCPY3D c = copy2d(a, b);
     CUgraph g;
     MUST(cuGraphCreate(&g, 0));
     CUgraphNode kn, cn;
