@@ -202,7 +202,6 @@ static CUresult capture_begin(const sg_call *c, CUresult (*route)(const sg_call 
         cp->origin = key;
         cp->origin_handle = hs;
         cp->per_thread = c->per_thread;
-        cp->ctx_known = 0;
         cap_ctx(cp);                       /* now: its context's teardown must find it */
         cp->rec = sg_grecord_building();
         if (!stream_add(key, cp)) {

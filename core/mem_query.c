@@ -119,9 +119,7 @@ static CUresult mem_addr_range(const sg_call *c)
     sg_alloc_info b;
     int r = find_block(c->u.range.ptr, &b);
     if (r < 0) return c->forward(c->args);
-    CUcontext cur = NULL;          /* the driver asks for a current context */
-    if (sg_drv.cuCtxGetCurrent && SG_DRIVER_CALL(cuCtxGetCurrent, &cur) == CUDA_SUCCESS && !cur)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    if (sg_vmm_no_context()) return CUDA_ERROR_INVALID_CONTEXT;   /* the driver asks for one */
     if (r == 0) return CUDA_ERROR_NOT_FOUND;
     if (c->u.range.base) *c->u.range.base = b.base;
     if (c->u.range.size) *c->u.range.size = b.size;

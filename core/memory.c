@@ -405,8 +405,7 @@ static int free_how_of(mem_arena *ar, const sg_call *c, int ordered, free_how *h
          * was allocated with cuMemAllocAsync"; the program made sure its
          * accesses completed): reusable at once, with no token. Only the
          * driver's refusal without a current context is left to give. */
-        CUcontext cur = NULL;
-        if (sg_drv.cuCtxGetCurrent && SG_DRIVER_CALL(cuCtxGetCurrent, &cur) == CUDA_SUCCESS && !cur) {
+        if (sg_vmm_no_context()) {
             *rc = CUDA_ERROR_INVALID_CONTEXT;
             return 1;
         }
@@ -437,7 +436,6 @@ static CUresult mem_free(const sg_call *c)
     sg_block *found = sg_mem_reg_exact(p, &ours, sg_marena_hold);
     if (!found) return ours ? CUDA_ERROR_INVALID_VALUE : fwd_free(c);
     mem_arena *ar = found->owner;     /* held: found itself may go at once */
-    int orphan = __atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE);
     free_how h;
     CUresult rc = CUDA_SUCCESS;
     int r = free_how_of(ar, c, ours == 2, &h, &rc);
@@ -473,7 +471,7 @@ static CUresult mem_free(const sg_call *c)
                     (unsigned long long)b->base);
         }
     }
-    int ended = orphan && sg_marena_orphan_end_locked(ar);   /* its last block */
+    int ended = sg_marena_orphan_end_locked(ar);   /* an orphan's last block (one flag load else) */
     pthread_mutex_unlock(&ar->lock);
     sg_vmm_unrelax();
     sg_mem_live_sub(b->size);

@@ -483,15 +483,15 @@ static __attribute__((noinline)) CUresult order_switch(sg_prof *p, const sg_exec
     return CUDA_SUCCESS;
 }
 
-/* After a successful launch of generation g: its slots are in use on the
- * stream, and from the first switch of stream on every launch records the
- * order event. */
-static __attribute__((noinline)) void launched_multi(sg_prof *p, int g, const sg_call *c)
+/* After a successful launch of generation g on stream c (identity s): its
+ * slots are in use on the stream, and from the first switch of stream on, or
+ * on a per-thread default stream, every launch records the order event. */
+static __attribute__((noinline)) void launched_multi(sg_prof *p, int g, const sg_call *c,
+                                                    sg_stream_id s)
 {
     if (p->gens[g].live && p->gens[g].slots)
         sg_prof_slots->launched(p->gens[g].slots, c->u.launch.stream, c->per_thread);
-    if (p->multi || sg_stream_id_of(c->u.launch.stream, c->per_thread).thread)
-        order_record(p, c->u.launch.stream, c->per_thread);
+    if (p->multi || s.thread) order_record(p, c->u.launch.stream, c->per_thread);
     else p->order_valid = 0;
 }
 
@@ -508,7 +508,7 @@ CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const
     /* a per-thread default stream (s.thread) cannot be named from another
      * thread afterwards (last_stream_handle): its order event is recorded
      * at once, so that a launch from another thread can wait for it */
-    if (__builtin_expect(p->multi || (x->live && x->slots) || s.thread, 0)) launched_multi(p, g, c);
+    if (__builtin_expect(p->multi || (x->live && x->slots) || s.thread, 0)) launched_multi(p, g, c, s);
     else p->order_valid = 0;
     p->last_gen = g;
     p->last_stream = s;

@@ -71,29 +71,22 @@ void sg_grecord_spoil(sg_grecord *r, sg_readback why)
 }
 
 /* Forgets r's explicit nodes (rec_lock held). */
-static void forget_nodes(sg_grecord *r)
-{
-    for (size_t i = 0; r->handles && i < r->fp.n; i++) {
-        node_ent *e;
-        if (!r->handles[i]) continue;
-        HASH_FIND_PTR(nodes, &r->handles[i], e);
-        if (e && e->rec == r) {
-            HASH_DEL(nodes, e);
-            free(e);
-        }
-    }
-}
-
-/* Takes a destroyed node's handle out of the node table (rec_lock held):
- * the driver may give it to a new node at once, of a graph whose record
- * does not know it. */
-static void forget_node(CUgraphNode h)
+/* Takes handle h out of the node table if it names a node of owner (any
+ * record's when owner is NULL: a destroyed node, whose handle the driver may
+ * give at once to a new node of a graph whose record does not know it). */
+static void forget_node(CUgraphNode h, const sg_grecord *owner)
 {
     node_ent *e;
     HASH_FIND_PTR(nodes, &h, e);
-    if (!e) return;
+    if (!e || (owner && e->rec != owner)) return;
     HASH_DEL(nodes, e);
     free(e);
+}
+
+static void forget_nodes(sg_grecord *r)
+{
+    for (size_t i = 0; r->handles && i < r->fp.n; i++)
+        if (r->handles[i]) forget_node(r->handles[i], r);
 }
 
 static void grecord_free(sg_grecord *r)
@@ -430,7 +423,7 @@ CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
         uint32_t i;
         sg_grecord *r = node_of(gb->u.node, &i);
         if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
-        if (c->kind == SG_CALL_NODE_DESTROY) forget_node(gb->u.node);   /* its handle may come back */
+        if (c->kind == SG_CALL_NODE_DESTROY) forget_node(gb->u.node, NULL);   /* its handle may come back */
         break;
     }
     default:

@@ -43,6 +43,12 @@ int sg_vmm_ctx_enter(CUcontext ctx, CUcontext *prev)
     return 0;
 }
 
+int sg_vmm_no_context(void)
+{
+    CUcontext cur = NULL;
+    return sg_drv.cuCtxGetCurrent && SG_DRIVER_CALL(cuCtxGetCurrent, &cur) == CUDA_SUCCESS && !cur;
+}
+
 void sg_vmm_ctx_leave(CUcontext ctx, CUcontext prev)
 {
     if (prev != ctx) SG_DRIVER_CALL(cuCtxSetCurrent, prev);

@@ -45,6 +45,10 @@ static inline void sg_vmm_unrelax(void)
 /* Makes ctx current if it is not; *prev gets what to restore. 0, or -1 if
  * the driver refused (nothing changed). */
 int sg_vmm_ctx_enter(CUcontext ctx, CUcontext *prev);
+/* 1 if the driver says no context is current (where it would answer the
+ * program's call with CUDA_ERROR_INVALID_CONTEXT); 0 if one is, or if it
+ * cannot say. */
+int sg_vmm_no_context(void);
 /* Restores prev (after a successful sg_vmm_ctx_enter(ctx, &prev)). */
 void sg_vmm_ctx_leave(CUcontext ctx, CUcontext prev);
 
