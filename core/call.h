@@ -85,6 +85,7 @@ typedef enum {
     SG_GB_COPY3D,           /* u.desc: const CUDA_MEMCPY3D * */
     SG_GB_EVENT_RECORD,     /* u.event (flags: cuEventRecordWithFlags) */
     SG_GB_EVENT_WAIT,       /* u.event */
+    SG_GB_EVENT_DESTROY,    /* u.event.event: cuEventDestroy (what a capture recorded in it goes) */
     SG_GB_STREAM_OTHER,     /* an operation the recorder does not model (host function,
                              * wait / write value, dependency update, ...) */
     SG_GB_SYNC_OP,          /* a synchronous copy or memset (never recorded) */

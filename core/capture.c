@@ -382,6 +382,19 @@ static void event_record(sstate *s, const sg_gb *gb)
     if (sg_deps_set(&e->d, s->d.v, s->d.n) != 0) spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
 }
 
+/* cuEventDestroy: what a capture recorded in the event goes before the
+ * driver frees the handle, which a new event may get at once (waiting on
+ * that one joins no capture). */
+static CUresult event_destroy(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    evstate *e;                                /* (none while the recorder is off) */
+    sg_lock_take(&sg_rec_lock);
+    HASH_FIND_PTR(events, &c->gb->u.event.event, e);
+    if (e) event_del(e);
+    sg_lock_drop(&sg_rec_lock);
+    return route(c);
+}
+
 /* cuStreamWaitEvent of stream key on an event (rec_lock held). */
 static void event_wait(sstate *s, sg_stream_id key, const sg_gb *gb, evstate *e)
 {
@@ -541,6 +554,8 @@ CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
     case SG_GB_STREAM_OTHER:
     case SG_GB_SYNC_OP:
         return stream_op(c, route);
+    case SG_GB_EVENT_DESTROY:
+        return event_destroy(c, route);
     case SG_GB_STREAM_CREATE:
         return stream_create(c, route);
     case SG_GB_STREAM_ATTR:

@@ -111,6 +111,8 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
     SG_GB_(.kind = SG_GB_EVENT_RECORD, .stream = (s), .u.event = { .event = (ev), .flags = (fl) })
 #define SG_EVENT_WAIT(s, ev, fl) .kind = SG_CALL_FORWARD, \
     SG_GB_(.kind = SG_GB_EVENT_WAIT, .stream = (s), .u.event = { .event = (ev), .flags = (fl) })
+#define SG_EVENT_DESTROY(ev) .kind = SG_CALL_FORWARD, \
+    SG_GB_(.kind = SG_GB_EVENT_DESTROY, .u.event = { .event = (ev) })
 #define SG_STREAM_OP(s) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_STREAM_OTHER, .stream = (s))
 #define SG_CAPTURE_INFO(s, st, d, n) .kind = SG_CALL_FORWARD, \
     SG_GB_(.kind = SG_GB_CAPTURE_INFO, .stream = (s), .u.capinfo = { .status = (st), .deps = (d), .ndeps = (n) })

@@ -59,6 +59,15 @@
  *                update, then cuGraphExecKernelNodeSetParams on node 5 (the
  *                exec) with node (step % 8)'s scalar; a handle mapped to the
  *                wrong node would skip an update the result needs.
+ *   event_reuse  the chain, with an event recorded into the capture and
+ *                destroyed during it; a new event (the emulated driver gives
+ *                it the destroyed one's handle value) is waited on by a
+ *                stream outside the capture, which then runs a kernel of its
+ *                own: the wait joins nothing (the new event was never
+ *                recorded), so the capture's graph is the chain alone. A
+ *                recorder that kept the destroyed event's capture state
+ *                counted that kernel in the capture (count mismatch: read
+ *                back).
  * Usage: adv_record CASE
  */
 #include "adv_common.h"
@@ -329,6 +338,27 @@ static void stream_priority(int which, CUstream s, CUstream side, int step)
 }
 
 /* One capture of the chain with what the case adds to it. */
+/* Case event_reuse, during the capture of s: an event recorded into it and
+ * destroyed, then a new one waited on by side, which runs a kernel on a
+ * scratch buffer outside the capture (synchronized after the capture). */
+static CUdeviceptr scratch;
+static uint32_t scratch_model[N];
+
+static void event_reuse(CUstream s, CUstream side)
+{
+    CUevent t, t2;
+    MUST(cuEventCreate(&t, CU_EVENT_DISABLE_TIMING));
+    MUST(cuEventRecord(t, s));
+    MUST(cuEventDestroy(t));
+    MUST(cuEventCreate(&t2, CU_EVENT_DISABLE_TIMING));
+    MUST(cuStreamWaitEvent(side, t2, 0));
+    uint32_t v = 7;
+    void *args[] = { &scratch, &v, &nwords };
+    MUST(cuLaunchKernel(f_add, 1, 1, 1, 1, 1, 1, 0, side, args, NULL));
+    for (int i = 0; i < N; i++) scratch_model[i] += v;
+    MUST(cuEventDestroy(t2));
+}
+
 static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUevent join, int step,
                          CUgraph *g)
 {
@@ -341,6 +371,7 @@ static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUe
     } else {
         capture_chain(s, step);
     }
+    if (which == 14) event_reuse(s, side);
     if (which == 5 || which == 6) {
         CUstreamCaptureStatus st;
         const CUgraphNode *deps = NULL;
@@ -357,6 +388,10 @@ static void capture_case(int which, CUstream s, CUstream side, CUevent fork, CUe
         }
     }
     MUST(cuStreamEndCapture(s, g));
+    if (which == 14) {
+        MUST(cuStreamSynchronize(side));
+        adv_check_words("scratch", scratch, scratch_model, N);
+    }
 }
 
 int main(int argc, char **argv)
@@ -364,7 +399,7 @@ int main(int argc, char **argv)
     static const char *const cases[] = { "chain", "fork_join", "explicit", "setparams", "clone",
                                          "update_deps", "foreign_node", "priority", "capinfo",
                                          "stream_attr", "stream_copy", "remove_deps", "copy_attrs",
-                                         "launch_ex", NULL };
+                                         "launch_ex", "event_reuse", NULL };
     int which = adv_case(argc, argv, cases);
     CUcontext ctx;
     CUmodule mod;
@@ -380,6 +415,8 @@ int main(int argc, char **argv)
     MUST(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
     MUST(cuMemAlloc(&buf, N * sizeof(uint32_t)));
     MUST(cuMemsetD32(buf, 0, N));
+    MUST(cuMemAlloc(&scratch, N * sizeof(uint32_t)));
+    MUST(cuMemsetD32(scratch, 0, N));
 
     if (which == 2) {
         case_explicit(s);
@@ -403,6 +440,7 @@ int main(int argc, char **argv)
         MUST(cuGraphExecDestroy(exec));
     }
     MUST(cuMemFree(buf));
+    MUST(cuMemFree(scratch));
     MUST(cuStreamDestroy(s));
     MUST(cuStreamDestroy(side));
     return adv_finish();

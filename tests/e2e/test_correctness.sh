@@ -376,7 +376,7 @@ done
 AUDIT=STABLEGRAPH_AUDIT_RECORDS=1
 AUDIT_OK='G["audit_mismatches"] == 0 and G["audited"] == G["recorded"]'
 RB_NONE='all(v == 0 for k, v in G["read_back"].items() if k != "no_node_handles") and G["recorded"] >= 11 and '"$AUDIT_OK"
-for c in chain fork_join explicit clone; do
+for c in chain fork_join explicit clone event_reuse; do
     adv name=r1/record_$c eng_t='T["updates_skipped"] >= 7' eng_p='T["updates_skipped"] >= 7' \
         xchk="$RB_NONE::every update decided on a record, none read back, each audited" env="$AUDIT" \
         attack="capture-time records: the recorder must follow this construction exactly" -- adv_record $c
