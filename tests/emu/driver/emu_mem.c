@@ -229,19 +229,23 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* Unregisters r (emu_mem_lock held); the caller then calls block_release. */
+static void gmem_unback(gmem *g);
+
+/* Unregisters r (emu_mem_lock held); the caller then calls block_release.
+ * A graph allocation is unbacked here, under the lock, so a launch that
+ * re-arms it (emu_gmem_arm) sees it either allocated or not, never a range
+ * already detached but still marked allocated. */
 static void block_detach(mem_range *r)
 {
     emu_span_remove(&emu_memory.ranges, &r->s);
     charge_give(r->device, r->kind, r->mapped);
+    if (r->kind == RK_GRAPH) gmem_unback(r->g);
 }
-
-static void gmem_unback(gmem *g);
 
 static void block_release(mem_range *r)
 {
-    if (r->kind == RK_GRAPH) gmem_unback(r->g);
-    else if (!r->registered) munmap((void *)r->s.base, r->mapped);
+    if (r->kind != RK_GRAPH && !r->registered)     /* a graph allocation: unbacked by block_detach */
+        munmap((void *)r->s.base, r->mapped);
     if (r->kind == RK_ALLOC) emu_ipc_alloc_gone(r->s.base, r->buffer_id);
     free(r);
 }
@@ -279,6 +283,13 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
 enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_MANAGED | 1 << RK_ASYNC | 1 << RK_GRAPH, FREE_HOST = 1 << RK_HOST,
        FREE_REGISTERED = 1 << 16 };
 
+/* Whether r was already freed in stream order (a graph allocation keeps
+ * that flag in its gmem, across its incarnations) (emu_mem_lock held). */
+static int block_free_pending(const mem_range *r)
+{
+    return r->kind == RK_GRAPH ? r->g->free_pending : r->free_pending;
+}
+
 /* The block starting exactly at p that `kinds` accepts (emu_mem_lock held). */
 static mem_range *block_at(CUdeviceptr p, unsigned kinds)
 {
@@ -296,7 +307,7 @@ static CUresult block_free(const char *call, CUdeviceptr p, unsigned kinds,
 {
     pthread_mutex_lock(&emu_mem_lock);
     mem_range *r = block_at(p, kinds);
-    if (r && r->free_pending) r = NULL;     /* already freed in stream order */
+    if (r && block_free_pending(r)) r = NULL;     /* already freed in stream order */
     range_kind kind = r ? r->kind : 0;
     size_t size = r ? r->s.size : 0;
     pthread_mutex_unlock(&emu_mem_lock);
@@ -391,8 +402,7 @@ CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token)
 {
     pthread_mutex_lock(&emu_mem_lock);
     mem_range *r = block_at(p, 1u << RK_ASYNC | 1u << RK_GRAPH);
-    int pending = r && (r->kind == RK_GRAPH ? r->g->free_pending : r->free_pending);
-    CUresult rc = r && !pending ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = r && !block_free_pending(r) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     *token = 0;
     if (rc == CUDA_SUCCESS && r->kind == RK_GRAPH) {
         r->g->free_pending = 1;
@@ -909,17 +919,15 @@ static void gmem_maybe_destroy(gmem *g)
     free(g);
 }
 
-/* A graph allocation's range was detached (block_release): drop its
- * contents and make it inaccessible again (emu_mem_lock NOT held: takes it). */
+/* A graph allocation's range is being detached (block_detach, emu_mem_lock
+ * held): drop its contents and make it inaccessible again. */
 static void gmem_unback(gmem *g)
 {
     madvise((void *)g->s.base, g->len, MADV_DONTNEED);
     mprotect((void *)g->s.base, g->len, PROT_NONE);
-    pthread_mutex_lock(&emu_mem_lock);
     g->live = 0;
     g->free_pending = 0;
     gmem_maybe_destroy(g);
-    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 CUresult emu_gmem_create(size_t bytes, int dev, uint64_t graph_uid, CUdeviceptr *out)
