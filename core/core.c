@@ -70,8 +70,10 @@ static CUresult route(const sg_call *c)
     case SG_CALL_IPC_CLOSE:
         return sg_ipc_call(c);
     case SG_CALL_CTX_DESTROY:
-    case SG_CALL_PRIMARY_RETAIN:
     case SG_CALL_PRIMARY_DROP:
+        sg_rec_ctx_may_go();
+        return sg_ctx_call(c);
+    case SG_CALL_PRIMARY_RETAIN:
         return sg_ctx_call(c);
     case SG_CALL_GRAPH_DESTROY:
         rc = sg_graph_call(c);

@@ -1,8 +1,8 @@
 /*
  * core/rec_internal.h: what the recorder's files share: rec_graph.c (the
  * table of graph records, the explicit graph API, the checks and fetches of
- * the exec side), capture.c (captures in progress and the stream
- * operations they record) and rec_marks.c (streams whose kernels take
+ * the exec side), capture.c and cap_record.c (captures in progress and the
+ * stream operations they record; cap_internal.h) and rec_marks.c (streams whose kernels take
  * attributes). Not for the rest of core/: record.h is the
  * interface. Locks: record.h.
  */
@@ -115,32 +115,5 @@ void sg_rec_graphs_reset(void);
 /* Explicit graph calls (rec_graph.c), rec_lock not held: route(c) runs
  * first; on success the record follows. */
 CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *));
-
-/* A dependency list of the captures (capture.c): node indices. */
-typedef struct sg_deps {
-    uint32_t *v;
-    size_t n, cap;
-} sg_deps;
-
-static inline int sg_deps_set(sg_deps *d, const uint32_t *v, size_t n)
-{
-    if (sg_grow((void **)&d->v, &d->cap, n ? n : 1, sizeof *d->v) != 0) return -1;
-    if (n) memcpy(d->v, v, n * sizeof *v);
-    d->n = n;
-    return 0;
-}
-
-/* d gets the indices of add it lacks, in add's order. */
-static inline int sg_deps_union(sg_deps *d, const sg_deps *add)
-{
-    for (size_t i = 0; i < add->n; i++) {
-        size_t j = 0;
-        while (j < d->n && d->v[j] != add->v[i]) j++;
-        if (j < d->n) continue;
-        if (sg_grow((void **)&d->v, &d->cap, d->n + 1, sizeof *d->v) != 0) return -1;
-        d->v[d->n++] = add->v[i];
-    }
-    return 0;
-}
 
 #endif /* SG_REC_INTERNAL_H */

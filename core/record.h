@@ -85,6 +85,10 @@ int sg_rec_stream_gone(CUstream s);
 /* A stream on which a capture began (sg_rec_stream_gone said 1) was
  * destroyed: that capture no longer counts as in progress. */
 void sg_capture_abandoned(void);
+/* A context may be destroyed by the call about to be forwarded (cuCtxDestroy,
+ * cuDevicePrimaryCtxRelease / Reset): every capture in progress learns its
+ * context now, while its stream lives, so that the teardown ends it. */
+void sg_rec_ctx_may_go(void);
 
 /* The record of graph g, for a decision: copies it into *fp (buffers
  * reused) and, if handles is not NULL and some node handle is known, a
