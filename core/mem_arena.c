@@ -373,11 +373,14 @@ size_t sg_mem_mapped_free_on(CUdevice dev)
     return q.bytes;
 }
 
+size_t (*sg_mem_trim_hook)(void);
+
 size_t sg_mem_trim(void)
 {
     size_t given = 0;
     if (!sg_mem_placing) return 0;
     sg_ctx_foreach(trim_one, &given);
+    if (sg_mem_trim_hook) given += sg_mem_trim_hook();
     sg_vmm_unrelax();
     if (given) SG_DEBUG("memory pressure: gave back %zu bytes of unused placed memory", given);
     return given;

@@ -163,6 +163,7 @@ static CUresult mem_ipc(const sg_call *c)
     sg_alloc_info b = { 0 }, now;
     int first = 0, r = sg_mem_reg_ipc(c->u.ipc.ptr, &b, &first);
     if (r < 0) return c->forward(c->args);
+    if (sg_vmm_no_context()) return CUDA_ERROR_INVALID_CONTEXT;   /* the driver asks for one */
     if (r != 1) return CUDA_ERROR_INVALID_VALUE;
     size_t n = sg_mem_block_handles(b.base, NULL, 0);
     sg_mem_handle *h = n ? calloc(n, sizeof *h) : NULL;

@@ -101,6 +101,8 @@ size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max);
 /* Gives back every unused physical chunk of every arena (memory pressure);
  * returns the bytes given back. */
 size_t sg_mem_trim(void);
+/* Also called by sg_mem_trim (slots.c sets it: slots that still map freed blocks); its bytes. */
+extern size_t (*sg_mem_trim_hook)(void);
 
 /* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */
 void sg_mem_atfork(int phase);

@@ -52,6 +52,8 @@ typedef struct slot {
     CUdeviceptr base;
     size_t size;
     uint64_t id;                 /* allocation shown; 0 = none */
+    CUdeviceptr abase;           /* its base, when memory.c listed its handles ... */
+    int listed;                  /* ... (not the caller: sg_slot_bind.nhandles) */
     piece *pieces;               /* mapped (or failed to unmap) */
     size_t npieces, cappieces;
 } slot;
@@ -95,6 +97,9 @@ void sg_slot_range_give(sg_slot_ctx *cx, CUdeviceptr base, size_t bytes);
 int sg_slot_unmap(slot *s);
 int sg_slot_matches(const slot *s, const sg_slot_bind *want);
 int sg_slot_rebind(const sg_slot_ctx *cx, slot *s, const sg_slot_bind *want);
+/* Empties s if it shows a block memory.c listed that is no longer live (g->lock
+ * held, generation idle); the bytes it unmapped. */
+size_t sg_slot_drop_freed(slot *s);
 /* Retries the unmaps that failed when slots of cx were destroyed (cx->lock
  * held). */
 void sg_slot_orphans_retry(sg_slot_ctx *cx);

@@ -230,9 +230,22 @@ int sg_slot_rebind(const sg_slot_ctx *cx, slot *s, const sg_slot_bind *want)
         goto out;
     }
     s->id = want->id;
+    s->abase = want->base;
+    s->listed = want->nhandles == 0;
 out:
     if (hs && hs != stack && hs != want->handles) free((void *)hs);
     return rc;
+}
+
+size_t sg_slot_drop_freed(slot *s)
+{
+    sg_alloc_info info;
+    if (!s->id || !s->listed || (sg_mem_find(s->abase, &info) && info.id == s->id)) return 0;
+    size_t bytes = 0;
+    for (size_t i = 0; i < s->npieces; i++) bytes += s->pieces[i].size;
+    s->id = 0;                          /* an empty slot matches no block */
+    if (sg_slot_unmap(s) != 0) return 0;   /* what stays mapped goes at the next rebind */
+    return bytes;
 }
 
 /* Retries the unmaps that failed when slots of cx were destroyed (cx->lock

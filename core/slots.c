@@ -22,6 +22,10 @@
  * wait (one busy event at a time, with no lock held; a failed record falls
  * back to cuCtxSynchronize of the context): for callers outside any hook.
  *
+ * Memory pressure (memory.h's sg_mem_trim_hook): a slot's mapping holds
+ * the physical memory of the block it shows, also after the program freed
+ * it; the idle generations' slots that show freed blocks are emptied then.
+ *
  * Every VMM and event call runs in relaxed capture mode (vmm.h); the VMM
  * ones are counted and timed (slot_map.c).
  *
@@ -155,8 +159,12 @@ static int gen_wait_locked(sg_slot_gen *g)
     return g->dead ? -1 : 0;
 }
 
-/* The timeline entry for a stream key: its own, a free one, or one whose
- * event completed (g->lock held). NULL if all are busy with other streams. */
+/* The timeline entry for a stream key: its own, a free one, one whose
+ * event completed, else the one recorded longest ago (g->lock held). The
+ * launches of a generation are launches of one driver exec (slots.h), which
+ * the driver orders ("each launch is ordered behind ... any previous
+ * launches of hGraphExec"): the event recorded after this launch completes
+ * after that entry's, which may then be forgotten. Never NULL. */
 static timeline *timeline_for(sg_slot_gen *g, sg_stream_id key)
 {
     timeline *spare = NULL;
@@ -170,10 +178,13 @@ static timeline *timeline_for(sg_slot_gen *g, sg_stream_id key)
         for (int i = 0; i < SG_SLOT_TIMELINES && !spare; i++)
             if (!g->tl[i].busy && !g->tl[i].failed) spare = &g->tl[i];
     }
-    if (spare) {
-        spare->used = 1;
-        spare->key = key;
+    if (!spare) {                             /* all busy: the oldest */
+        spare = &g->tl[0];
+        for (int i = 1; i < SG_SLOT_TIMELINES; i++)
+            if (g->tl[i].seq < spare->seq) spare = &g->tl[i];
     }
+    spare->used = 1;
+    spare->key = key;
     return spare;
 }
 
@@ -498,7 +509,47 @@ static void ctx_teardown(sg_ctx *c)
     sg_vmm_unrelax();
 }
 
-void sg_slots_init(void) { sg_ctx_on_teardown(SG_CTX_PART_SLOTS, ctx_teardown); }
+/* Memory pressure in ctx (sg_ctx_foreach from slots_trim): retired
+ * generations that became idle go; every idle generation's slots that still
+ * map a block the program freed are emptied. *u += the bytes unmapped. */
+static void ctx_trim(sg_ctx *c, void *u)
+{
+    pthread_mutex_lock(&ctxs_lock);
+    pthread_mutex_lock(&c->lock);
+    sg_slot_ctx *cx = c->part[SG_CTX_PART_SLOTS];
+    pthread_mutex_unlock(&c->lock);
+    if (cx) {
+        pthread_mutex_lock(&cx->lock);
+        retiring_reap(cx);
+        for (sg_slot_gen *g = cx->gens; g; g = g->next) {
+            pthread_mutex_lock(&g->lock);
+            if (!g->dead && gen_idle_locked(g))
+                for (size_t i = 0; i < g->n; i++) *(size_t *)u += sg_slot_drop_freed(&g->s[i]);
+            pthread_mutex_unlock(&g->lock);
+        }
+        pthread_mutex_unlock(&cx->lock);
+    }
+    pthread_mutex_unlock(&ctxs_lock);
+}
+
+/* memory.h's sg_mem_trim_hook: a slot's mapping holds the physical memory of
+ * the block it shows, also once the program freed it (cuMemRelease frees
+ * memory when its last mapping goes), so that memory pressure would leave
+ * the device short of what the program gave back. Never waits: a generation
+ * still running keeps its slots. */
+static size_t slots_trim(void)
+{
+    size_t bytes = 0;
+    sg_ctx_foreach(ctx_trim, &bytes);
+    sg_vmm_unrelax();
+    return bytes;
+}
+
+void sg_slots_init(void)
+{
+    sg_ctx_on_teardown(SG_CTX_PART_SLOTS, ctx_teardown);
+    sg_mem_trim_hook = slots_trim;
+}
 
 void sg_slots_atfork(int phase)
 {

@@ -32,11 +32,14 @@
  *
  * Timeline: a generation keeps one event per stream it was launched on
  * (a few; streams reuse entries once their event completed), so launches
- * of one generation on several streams are all waited for. A launch whose
- * event could not be created or recorded (or an event wait that failed)
- * leaves the generation busy until a later record on that stream succeeds;
- * waiting then synchronizes the context (the only non-targeted wait, a
- * fallback for driver failures).
+ * of one generation on several streams are all waited for. The launches of
+ * a generation must be launches of one driver exec, which the driver orders
+ * one after another: with every entry busy, a new stream takes the entry
+ * recorded longest ago (its new event completes after the old one). A
+ * launch whose event could not be created or recorded (or an event wait
+ * that failed) leaves the generation busy until a later record on that
+ * stream succeeds; waiting then synchronizes the context (the only
+ * non-targeted wait, a fallback for driver failures).
  *
  * Thread safety: one mutex per generation (bind, launched, idle, destroy);
  * the per-context record (contexts.c's part SLOTS: reservations, live and
@@ -46,7 +49,8 @@
  * and the library itself never waits (sg_slot_gen_bind without wait,
  * sg_slot_gen_retire). sg_slot_gen_bind may call sg_mem_find and
  * sg_mem_block_handles (memory.c's locks) with a generation's lock held;
- * memory.c never calls into slots.c.
+ * memory.c calls into slots.c only through sg_mem_trim_hook (memory
+ * pressure, set by sg_slots_init), with no lock held.
  */
 #ifndef SG_SLOTS_H
 #define SG_SLOTS_H

@@ -531,4 +531,20 @@ for c in sync:1 sync:2 async:1 async:2 async:5 capture:1 capture:2 capture:3 con
     adv name=r5/memfuzz_${mode}_$seed eng_p="$PLACED" \
         attack="placement: random memory programs ($mode)" -- adv_memfuzz $seed $mode
 done
+# Round 7: slots of aliasing and legacy IPC (adv_slots.c, adv_ipc.c; found by
+# a review of core/slots.c and core/ipc.c). slots: a slot's mapping held the
+# physical memory of a buffer the program had freed, so memory the program
+# gave back stayed taken: the program's own cuMemCreate, or a pool allocation,
+# got CUDA_ERROR_OUT_OF_MEMORY under alias (free_create, free_pool;
+# free_realloc is a control: cuMemAlloc reuses the arena's chunks); an exec
+# launched on more streams than a generation has timeline entries left that
+# generation busy for good, so it never gave its slots back (streams). ipc:
+# cuIpcGetMemHandle with no context current answered CUDA_SUCCESS.
+for c in free_create free_pool free_realloc streams; do
+    adv name=r7/slots_$c cfg="temp prof alias" env="$MEM256" to=4 eng_t="$SEEN" \
+        eng_p='any(p.get("variants", 0) >= 2 for p in P)' \
+        attack="slots keep the physical memory of buffers the program freed ($c)" -- adv_slots $c
+done
+adv name=r7/ipc_no_context eng_p="$PLACED" \
+    attack="legacy IPC of placed memory with no context current" -- adv_ipc no_context
 done_testing
