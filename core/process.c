@@ -12,10 +12,12 @@
 #include "log.h"
 #include "report.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static sg_config cfg;
@@ -52,11 +54,42 @@ static void at_exit(void)
 
 static void atfork_prepare(void) { sg_core_atfork(0); }
 static void atfork_parent(void) { sg_core_atfork(1); }
+static void atfork_child(void) { sg_core_atfork(2); }
 
-static void atfork_child(void)
+/* Registered at start-up: a child forked before the driver was loaded
+ * writes a report only if the path has %p, like any other child. */
+static void atfork_child_report(void)
 {
-    sg_core_atfork(2);
     report_enabled = cfg.report[0] && strstr(cfg.report, "%p");
+}
+
+/* The handlers of core/'s locks are registered after the driver is loaded,
+ * not at start-up: prepare handlers run in the reverse order of
+ * registration, and the library holds its locks across driver calls (a
+ * launch on a capturing stream under the recorder's lock), so its prepare
+ * must run before a driver's that takes the driver's own locks. Registered
+ * at start-up, before a driver that the program (the CUDA runtime, JAX)
+ * loads with dlopen afterwards, the driver's prepare ran first and held its
+ * locks while the library's waited for a lock that another thread held
+ * across a driver call waiting for them: fork() hung
+ * (tests/e2e/adv_interpose.c, fork_dlopen). */
+void sg_process_driver_loaded(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* Why path is no cost table without reading it: not a regular file (a
+ * FIFO's open would block every process that inherits the variable, before
+ * its main: tests/e2e/test_correctness.sh, i6/costs_fifo); NULL otherwise,
+ * or if it cannot be opened (sg_costs_load says why). */
+static const char *costs_not_regular(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    close(fd);
+    return regular ? NULL : "not a regular file";
 }
 
 /* The cost table (STABLEGRAPH_COSTS, costs.h): one that cannot be read is a
@@ -66,7 +99,9 @@ static void load_costs(sg_config *c)
     sg_costs_reset();
     if (!c->costs[0] || c->nerrors >= SG_CONFIG_NVARS) return;
     char err[SG_CONFIG_MSG_MAX - 64];
-    if (sg_costs_load(c->costs, err, sizeof err) == 0) return;
+    const char *why = costs_not_regular(c->costs);
+    if (why) snprintf(err, sizeof err, "%.*s: %s", (int)sizeof err / 2, c->costs, why);
+    else if (sg_costs_load(c->costs, err, sizeof err) == 0) return;
     snprintf(c->errors[c->nerrors++], SG_CONFIG_MSG_MAX, "%s: not a cost table: %s", SG_ENV_COSTS, err);
     c->policy = SG_POLICY_OFF;
 }
@@ -89,7 +124,7 @@ int sg_process_start(sg_getenv_fn getenv_fn, const char *const *hook_names,
     report_enabled = cfg.report[0] != '\0';
     sg_stats_set_hooks(hook_names, counters, nhooks);
     sg_caps caps = sg_core_init(&cfg);
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    pthread_atfork(NULL, NULL, atfork_child_report);
     atexit(at_exit);
     SG_INFO("loaded: policy %s, report %s", sg_policy_name(cfg.policy),
             cfg.report[0] ? cfg.report : "(none)");

@@ -4,8 +4,9 @@
  * Start-up (sg_process_start, once): reads every STABLEGRAPH_* variable,
  * sets up logging, reports bad values (and, with STABLEGRAPH_STRICT=1, exits
  * with status 2 before main), turns the policy into capabilities, starts
- * every module, and registers the fork handlers (every module's global locks,
- * core.h) and the exit report. Exit: the JSON report
+ * every module, and registers the exit report. The fork handlers of every
+ * module's global locks (core.h) are registered once the driver is loaded
+ * (sg_process_driver_loaded: they must run before the driver's). Exit: the JSON report
  * (STABLEGRAPH_REPORT) and the info summary, written only by a process that
  * reached the driver through the library (a hook was called or handed out),
  * so a shell or launcher that merely inherited LD_PRELOAD never overwrites
@@ -30,5 +31,10 @@
  * unchanged (policy off, or a bad configuration). */
 int sg_process_start(sg_getenv_fn getenv_fn, const char *const *hook_names,
                      sg_hook_counter *counters, size_t nhooks);
+
+/* Registers the fork handlers of core/'s locks. Called once, by interpose/,
+ * right after it loaded the driver (or found it loaded), so that they run
+ * before the fork handlers the driver registered when it was loaded. */
+void sg_process_driver_loaded(void);
 
 #endif /* SG_PROCESS_H */

@@ -158,6 +158,10 @@ void *sg_dlsym_hooked(void *handle, const char *name, int i, void *caller);
  * table for core/. Aborts if a "real" function is one of our wrappers.
  * Idempotent. */
 void sg_resolve_driver(void);
+/* Notes which objects are the process's initial set (the constructor): a
+ * dlsym(RTLD_NEXT) from one of them searches the link map chain, from any
+ * other object its dependencies. */
+void sg_resolve_note_initial(void);
 /* Result for a hook whose real function is missing. */
 CUresult sg_missing_real(int i);
 

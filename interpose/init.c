@@ -46,5 +46,6 @@ void sg_init_slow(void)
 
 __attribute__((constructor)) static void sg_constructor(void)
 {
+    sg_resolve_note_initial();
     sg_config_init();
 }

@@ -17,6 +17,7 @@
 #include "../core/core.h"
 #include "../core/driver.h"
 #include "../core/log.h"
+#include "../core/process.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -63,6 +64,8 @@ static void *resolve_real(void *h, const char *name)
 static void resolve_once(void)
 {
     void *h = libcuda_handle(1);  /* reference kept for the life of the process */
+    /* after the driver's own fork handlers, registered as it loaded */
+    sg_process_driver_loaded();
     if (!h) {
         SG_ERROR("cannot load %s (%s): every hooked call will fail", SG_LIBCUDA, dlerror());
         return;
@@ -91,27 +94,78 @@ CUresult sg_missing_real(int i)
 
 /* ---------------------------------------------------------------- dlsym */
 
-/* What dlsym(RTLD_NEXT, name) called from `caller` finds: the first object
- * after the caller's in the link map chain whose own definition of `name`
- * it is. The chain of a process's initial objects is the global search
- * order; an object opened later with RTLD_LOCAL is also on the chain and
- * would be searched here though glibc skips it (only for hooked names, and
- * only if such an object defines one). */
+/* The last object of the process's initial set (the program, the preloaded
+ * libraries and their dependencies), noted by the constructor before main:
+ * the objects after it on the link map chain were opened with dlopen. NULL
+ * before the constructor ran (every object loaded then is initial). */
+static struct link_map *initial_last;
+
+void sg_resolve_note_initial(void)
+{
+    struct link_map *m = _r_debug.r_map;
+    while (m && m->l_next) m = m->l_next;
+    __atomic_store_n(&initial_last, m, __ATOMIC_RELEASE);
+}
+
+static int is_initial(const struct link_map *self)
+{
+    struct link_map *last = __atomic_load_n(&initial_last, __ATOMIC_ACQUIRE);
+    if (!last) return 1;
+    for (struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+        if (m == self) return 1;
+        if (m == last) return 0;
+    }
+    return 0;
+}
+
+/* m's own definition of name (not one of its dependencies'), or NULL. */
+static void *own_definition(struct link_map *m, const char *name)
+{
+    Dl_info info;
+    struct link_map *owner = NULL;
+    const char *file = m->l_name && m->l_name[0] ? m->l_name : NULL;
+    if (!file && m != _r_debug.r_map) return NULL;   /* the program's is "" */
+    void *h = dlopen(file, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h) return NULL;
+    void *p = sg_real_dlsym(h, name);
+    dlclose(h);
+    return p && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == m ? p : NULL;
+}
+
+/* What dlsym(RTLD_NEXT, name) called from `caller` finds, as glibc looks it
+ * up: for an object of the initial set, the first object after it on the
+ * link map chain whose own definition of name it is (an object opened later
+ * with RTLD_LOCAL is also on the chain and would be searched here though
+ * glibc skips it: only for hooked names, and only if such an object defines
+ * one). For an object opened with dlopen, glibc searches the search list
+ * of the object's first loader, the program's: the global scope (the
+ * initial set, then the objects opened with RTLD_GLOBAL), loaded before the
+ * caller or not, but the caller. Searching the chain after the caller found
+ * nothing where libcuda was loaded before it (tests/e2e/adv_interpose.c,
+ * next_plugin). There this library's own definition is passed over: what
+ * the program would have found without it decides (substitute). */
 static void *next_after(void *caller, const char *name)
 {
     Dl_info info;
-    struct link_map *self = NULL, *owner;
+    struct link_map *self = NULL, *me = NULL, *owner = NULL;
     if (!dladdr1(caller, &info, (void **)&self, RTLD_DL_LINKMAP) || !self) return NULL;
-    for (struct link_map *m = self->l_next; m; m = m->l_next) {
-        if (!m->l_name || !m->l_name[0]) continue;
-        void *h = dlopen(m->l_name, RTLD_NOLOAD | RTLD_LAZY);
-        if (!h) continue;
-        void *p = sg_real_dlsym(h, name);
-        dlclose(h);
-        owner = NULL;
-        if (p && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == m) return p;
+    if (is_initial(self)) {
+        for (struct link_map *m = self->l_next; m; m = m->l_next) {
+            void *p = own_definition(m, name);
+            if (p) return p;
+        }
+        return NULL;
     }
-    return NULL;
+    if (!dladdr1((void *)next_after, &info, (void **)&me, RTLD_DL_LINKMAP)) return NULL;
+    struct link_map *last = __atomic_load_n(&initial_last, __ATOMIC_ACQUIRE);
+    for (struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+        void *p = m != self && m != me ? own_definition(m, name) : NULL;
+        if (p) return p;
+        if (m == last) break;
+    }
+    /* the global scope after this library: the objects opened RTLD_GLOBAL */
+    void *p = sg_real_dlsym(RTLD_NEXT, name);
+    return p && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner != self ? p : NULL;
 }
 
 /* Given what the lookup found without substitution (r), returns what the

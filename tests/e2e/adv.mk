@@ -19,6 +19,14 @@ $(ADV_PROGS): $(ADV_DIR)/%: tests/e2e/%.c tests/e2e/adv_common.h
 # adv_recfuzz built for the per-thread default stream includes adv_recfuzz.c
 $(ADV_DIR)/adv_recfuzz_ptsz: tests/e2e/adv_recfuzz.c
 
+# adv_interpose reaches the driver only through dlopen and dlsym (round 6):
+# not linked with libcuda; its plugin is.
+$(ADV_DIR)/adv_interpose: STUB_LIBCUDA := -ldl
+$(ADV_DIR)/interpose_plug.so: tests/e2e/interpose_plug.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -Wl,--no-as-needed $(STUB_LIBCUDA) $(ALL_LDFLAGS) -ldl
+all: $(ADV_DIR)/interpose_plug.so
+
 $(ADV_DIR)/adv_kernels.so: tests/e2e/adv_kernels.c $(EMU_KERNEL_H)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(EMU_MODULE_CFLAGS) -shared -o $@ $< $(ALL_LDFLAGS)

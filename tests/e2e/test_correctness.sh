@@ -547,4 +547,32 @@ for c in free_create free_pool free_realloc streams; do
 done
 adv name=r7/ipc_no_context eng_p="$PLACED" \
     attack="legacy IPC of placed memory with no context current" -- adv_ipc no_context
+# Round 6: the interpose layer and the process life cycle (adv_interpose.c,
+# which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
+# runtime do): fork() while another thread captures (before: a hang, the
+# driver's fork handlers ran before the library's), dlsym(RTLD_NEXT) from a
+# plugin opened after the driver (before: NULL for every hooked name).
+for c in fork_dlopen next_plugin; do
+    adv name=i6/interpose_$c eng_p="$PLACED" \
+        attack="the interpose layer and the process life cycle ($c)" -- adv_interpose $c
+done
+# i6/costs_fifo: STABLEGRAPH_COSTS naming a FIFO without a writer is a bad
+# configuration like any other (one message, policy off), not a hang before
+# main (before: every process that inherited it blocked in open()). The
+# timeout runs outside the preloaded environment (under it, it hung too).
+if [[ i6/costs_fifo =~ ${ADV_ONLY:-.} ]]; then
+    d=$TMP/run/i6_costs_fifo
+    mkdir -p "$d" && mkfifo "$d/fifo"
+    run1 "$d/base" -- "$E/adv_interpose" next_plugin
+    { timeout -k 2 "$TO" env STABLEGRAPH_COSTS="$d/fifo" LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$EMU_LIB" \
+        "$E/adv_interpose" next_plugin >"$d/out" 2>"$d/err" </dev/null; echo $? >"$d/rc"; } 2>/dev/null
+    t="i6/costs_fifo: STABLEGRAPH_COSTS naming a FIFO: a configuration error, the program runs as without the library"
+    if [ "$(cat "$d/rc")" = 0 ] && cmp -s "$d/out" "$d/base/out" &&
+        grep -q '^stablegraph: error: STABLEGRAPH_COSTS: not a cost table: .*: not a regular file$' "$d/err"; then
+        ok "$t"
+    else
+        not_ok "$t"
+        diag "exit status $(cat "$d/rc") (124: hung)" "$(head -n 3 "$d/err")"
+    fi
+fi
 done_testing
