@@ -25,7 +25,12 @@ __thread int sg_in_hook __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t config_guard = PTHREAD_ONCE_INIT;
 
-static const char *env_get(const char *name) { return getenv(name); }
+/* secure_getenv: in a secure-execution process (set-user-ID or with
+ * capabilities, where the library can only come from /etc/ld.so.preload or
+ * a set-user-ID library in a trusted folder) the caller's STABLEGRAPH_*
+ * variables are not obeyed (a report path would be written with the
+ * program's privileges): the defaults apply. */
+static const char *env_get(const char *name) { return secure_getenv(name); }
 
 static void config_once(void)
 {
