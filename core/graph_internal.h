@@ -47,7 +47,8 @@ typedef struct sg_grec {
     size_t nnodes;
     int nodes_partial;           /* some entries of nodes are NULL (captured, not named) */
     int nodes_origin;            /* fp.origin when they were taken (the order they follow) */
-    int learn_failed;            /* reading them back did not match fp: not tried again */
+    int learn_failed;            /* reading them back did not match fp, or a node of unknown
+                                  * handle may have left the graph: not tried again */
     int flags_known, device_launch;   /* instantiation flags, asked once */
     sg_fp_node node;             /* the candidate of a per-node update */
     void *pol;                   /* the observer's state, NULL if none */

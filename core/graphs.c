@@ -229,9 +229,24 @@ static void forget_graph(sg_grec *r, void *u)
     if (r->graph == *(CUgraph *)u) r->graph = NULL;
 }
 
+/* A node was destroyed (r->lock held). One of the exec's named nodes: its
+ * graph's handles are given up (per-node updates then go to the driver).
+ * While some of the exec's handles are not known (a captured graph, read
+ * back only when a per-node update needs it), the node may be one of those:
+ * the graph would then read back with its other nodes moved up a place, and
+ * a node added since in the place of the exec's last, in the exec's layout
+ * when its nodes are alike. Matched position by position, the handles would
+ * name the exec's nodes wrongly (an update applied to the wrong node, and a
+ * node the exec does not have taken for one it has). Whether the node was
+ * the graph's cannot be asked once it is gone, so no handle is learned from
+ * that graph any more; the handles already known still name their nodes (a
+ * handle names a node, not a place) until a lookup of an unknown one gives
+ * them up with the rest (sg_grec_learn_nodes). */
 static void forget_node(sg_grec *r, void *u)
 {
-    if (r->graph && sg_fp_map_find(&r->map, *(CUgraphNode *)u) >= 0) r->graph = NULL;
+    if (!r->graph) return;
+    if (sg_fp_map_find(&r->map, *(CUgraphNode *)u) >= 0) r->graph = NULL;
+    else if (!r->nodes || r->nodes_partial || r->nodes_origin != r->fp.origin) r->learn_failed = 1;
 }
 
 static void make_all_stale(sg_grec *r, void *u)

@@ -547,6 +547,20 @@ for c in free_create free_pool free_realloc streams; do
 done
 adv name=r7/ipc_no_context eng_p="$PLACED" \
     attack="legacy IPC of placed memory with no context current" -- adv_ipc no_context
+# Round 9: the update decision and the exec record's node handles
+# (adv_decide.c; found by a review of core/graph_update.c and
+# core/graph_records.c). A captured node's handle is learned by reading the
+# instantiation graph back and matching it place by place with the exec; a
+# node of unknown handle destroyed in that graph, and one like it added,
+# moved the places: an exec setter naming the second node set the first
+# (reorder: the next whole-graph update, equal to what the library believed,
+# was skipped; the results wrong) and one naming the added node, which the
+# exec does not have, was answered CUDA_SUCCESS (new_node; the driver's
+# answer is CUDA_ERROR_INVALID_VALUE). restore and outs_null are controls.
+for c in reorder new_node restore outs_null; do
+    adv name=r9/decide_$c eng_t="$SEEN" eng_p="$SEEN" \
+        attack="update decisions vs. the exec's node handles and results ($c)" -- adv_decide $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
