@@ -18,7 +18,9 @@
  *                   last profiled one decides (PLAIN, or RENTING); RENTING
  *                   forwards until its updates have cost what the variants
  *                   would, then buys them; VARIANTS picks a variant;
- *                   every launch keeps the program's order;
+ *                   every launch keeps the program's order; a launch into
+ *                   a stream capture is the program's own exec, outside that
+ *                   order (it runs nothing now);
  *   fix             state no variant carries: PLAIN for good;
  *   stream_gone     the order event is recorded before the stream goes;
  *   content_lost    VARIANTS is left (the program's exec restored) before a
@@ -226,6 +228,26 @@ static CUresult launch_own(sg_prof *p, const sg_exec_view *x, const sg_call *c)
     return p->sim ? c->forward(c->args) : sg_prof_launch_ordered(p, x, 0, c);
 }
 
+/* A launch into a stream capture (sg_capture_stream: the program's stream
+ * captures): the program's own exec, as the program made it. It runs
+ * nothing now (the driver records it in the capture, or refuses it), so it
+ * is not one of the exec's launches in their order: no order event is
+ * waited on (a capturing stream that waits on an event recorded outside the
+ * capture invalidates it: the program got an error of the library's making)
+ * or recorded (the event would belong to the capture), the previous launch
+ * stays the one the next must follow, and it is not profiled and buys
+ * nothing. A VARIANTS exec gives its variants up for good first, as before
+ * (a captured X_0 must hold L). */
+static __attribute__((noinline)) CUresult launch_captured(sg_prof *p, const sg_exec_view *x,
+                                                          const sg_call *c)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (p->state == SG_PROF_VARIANTS && !p->sim)
+        rc = sg_prof_leave(p, x, 1, "launched into a stream capture");
+    else if (p->x0_stale) rc = sg_prof_x0_recover(p, x);
+    return rc == CUDA_SUCCESS ? c->forward(c->args) : sg_prof_plausible(rc);
+}
+
 /* Whether variants bought now have a clone to be made from (always_update's
  * simulation: whether skip_profiled's would). */
 static int clone_at_hand(sg_prof *p, const sg_exec_view *x)
@@ -266,11 +288,9 @@ static __attribute__((noinline)) CUresult launch_slow(sg_prof *p, const sg_exec_
                                                       const sg_call *c)
 {
     const sg_fp *L = x->L;
+    if (sg_capture_active() && sg_capture_stream(c->u.launch.stream, c->per_thread))
+        return launch_captured(p, x, c);
     if (p->state == SG_PROF_VARIANTS && !p->sim) {
-        if (sg_capture_active() && sg_capture_stream(c->u.launch.stream, c->per_thread)) {
-            CUresult rc = sg_prof_leave(p, x, 1, "launched into a stream capture");
-            return rc == CUDA_SUCCESS ? c->forward(c->args) : sg_prof_plausible(rc);
-        }
         if (!L) {            /* the exec's content is unknown: cannot translate */
             CUresult rc = sg_prof_leave(p, x, 1, "the exec's content became unknown");
             return rc == CUDA_SUCCESS ? launch_own(p, x, c) : sg_prof_plausible(rc);
@@ -306,8 +326,9 @@ static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
     if (__builtin_expect(p->hit >= 0 && x->L && !p->x0_stale, 1) && !sg_capture_active())
         return sg_prof_launch_ordered(p, x, p->hit, c);
     /* a PLAIN exec, or a RENTING one whose purchase is not due: its own
-     * exec, in order (launch_own when X_0 is sound) */
-    if (!p->x0_stale && !p->sim &&
+     * exec, in order (launch_own when X_0 is sound); a launch into a
+     * capture is launch_slow's */
+    if (!p->x0_stale && !p->sim && !sg_capture_active() &&
         (p->state == SG_PROF_PLAIN ||
          (p->state == SG_PROF_RENTING && x->L && !x->fixed && !sg_prof_rent_due(p))))
         return sg_prof_launch_ordered(p, x, 0, c);
