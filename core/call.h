@@ -47,6 +47,7 @@ typedef enum {
     SG_CALL_NODE_DESTROY,   /* u.node */
     SG_CALL_INSTANTIATE,    /* u.inst */
     SG_CALL_LAUNCH,         /* u.launch */
+    SG_CALL_UPLOAD,         /* u.launch: cuGraphUpload */
     SG_CALL_UPDATE_GRAPH,   /* u.update */
     SG_CALL_UPDATE_NODE,    /* u.node_update */
     SG_CALL_EXEC_ENABLE,    /* u.exec: cuGraphNodeSetEnabled */

@@ -83,6 +83,7 @@ static CUresult route(const sg_call *c)
     case SG_CALL_NODE_DESTROY:
     case SG_CALL_INSTANTIATE:
     case SG_CALL_LAUNCH:
+    case SG_CALL_UPLOAD:
     case SG_CALL_UPDATE_GRAPH:
     case SG_CALL_UPDATE_NODE:
     case SG_CALL_EXEC_ENABLE:

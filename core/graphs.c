@@ -213,6 +213,25 @@ CUresult sg_graph_launch(const sg_call *c)
     return launch_locked(r, NULL, c);
 }
 
+/* An upload: the observer forwards it behind the exec's previous launch. */
+static CUresult upload(const sg_call *c)
+{
+    sg_grec *r = sg_graph_obs ? sg_grec_get(c->u.launch.exec, 0) : NULL;
+    if (!r) return c->forward(c->args);
+    sg_lock_take(&r->lock);
+    CUresult rc;
+    if (r->pol && sg_graph_obs->upload) {
+        sg_exec_view x = sg_grec_view(r);
+        rc = sg_graph_obs->upload(r->pol, &x, c);
+    } else {
+        rc = c->forward(c->args);
+    }
+    sg_lock_drop(&r->lock);
+    sg_grec_put(r);
+    sg_vmm_unrelax();
+    return rc;
+}
+
 /* Destroys the exec; the observer's state (variants) goes with the record. */
 static CUresult exec_destroy(const sg_call *c)
 {
@@ -299,6 +318,8 @@ CUresult sg_graph_call(const sg_call *c)
         return instantiate(c);
     case SG_CALL_LAUNCH:
         return sg_graph_launch(c);
+    case SG_CALL_UPLOAD:
+        return upload(c);
     case SG_CALL_UPDATE_GRAPH:
         return sg_graph_update(c);
     case SG_CALL_UPDATE_NODE:

@@ -69,6 +69,11 @@ typedef struct sg_exec_observer {
     /* A launch of the exec: the observer launches (something equivalent)
      * and returns what the program gets. */
     CUresult (*launch)(void *st, const sg_exec_view *x, const sg_call *c);
+    /* An upload of the exec (cuGraphUpload), which the driver orders behind
+     * the exec's previous launches: the observer forwards it so ordered
+     * (whatever it launched in the exec's place) and returns what the
+     * program gets. */
+    CUresult (*upload)(void *st, const sg_exec_view *x, const sg_call *c);
     /* A call is about to change exec state no record describes
      * (cuGraphNodeSetEnabled, a setter of a node type not modeled): the
      * program's exec must hold L first, and the exec stays out of the
@@ -93,7 +98,7 @@ typedef struct sg_exec_observer {
  * records. Called once at start-up; obs may be NULL. */
 void sg_graph_init(const sg_caps *caps, const sg_exec_observer *obs);
 
-/* Handles INSTANTIATE, LAUNCH, UPDATE_GRAPH, UPDATE_NODE, EXEC_ENABLE,
+/* Handles INSTANTIATE, LAUNCH, UPLOAD, UPDATE_GRAPH, UPDATE_NODE, EXEC_ENABLE,
  * EXEC_DIRTY, EXEC_DESTROY, GRAPH_DESTROY, NODE_DESTROY and MODULE_UNLOAD
  * calls; returns what the program gets. */
 CUresult sg_graph_call(const sg_call *c);

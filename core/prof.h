@@ -303,6 +303,10 @@ int sg_prof_gen_holds(sg_prof *p, const sg_fp *L, int g);
 CUresult sg_prof_launch_variants(sg_prof *p, const sg_exec_view *x, const sg_call *c);
 /* Launches generation g (0: the program's exec) in the program's order. */
 CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *x, int g, const sg_call *c);
+/* Forwards an upload of the program's exec (cuGraphUpload, which the driver
+ * orders behind the exec's previous launches) behind the latest launch,
+ * whichever generation served it. */
+CUresult sg_prof_upload_ordered(sg_prof *p, const sg_call *c);
 /* The exec stops using generation last_gen > 0 for good: records the order
  * event after its latest launch (if it has none) so the next launch elsewhere
  * still follows it. */

@@ -453,6 +453,15 @@ static int last_stream_handle(const sg_prof *p, CUstream *s, int *per_thread)
     return 0;
 }
 
+/* Records the order event behind the previous launch, on its stream (when
+ * that stream can be named: last_stream_handle). */
+static void order_record_last(sg_prof *p)
+{
+    CUstream s;
+    int pt;
+    if (last_stream_handle(p, &s, &pt) == 0) order_record(p, s, pt);
+}
+
 /* A launch of generation *g on another stream than the previous launch, of
  * another generation: ordered after it (the header's Order); *g may become
  * the previous generation. CUDA_SUCCESS, or what the program gets. Kept out
@@ -469,11 +478,8 @@ static __attribute__((noinline)) CUresult order_switch(sg_prof *p, const sg_exec
             (p->gens[prev].mism == 0 || gen_update(p, xv, prev) == 0) &&
             slots_match(p, &p->gens[prev]))
             *g = prev;
-        else {
-            CUstream ls;
-            int lpt;
-            if (last_stream_handle(p, &ls, &lpt) == 0) order_record(p, ls, lpt);
-        }
+        else
+            order_record_last(p);
     }
     if (*g != p->last_gen) {
         if (!p->order_valid) return sg_prof_plausible(CUDA_ERROR_UNKNOWN);
@@ -519,12 +525,26 @@ CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const
     return rc;
 }
 
+CUresult sg_prof_upload_ordered(sg_prof *p, const sg_call *c)
+{
+    sg_stream_id s = sg_stream_id_of(c->u.launch.stream, c->per_thread);
+    /* nothing launched yet, or the program's exec last (the driver orders
+     * its own upload behind it, and it followed every earlier launch), or
+     * the same stream (stream order); a capturing stream records the
+     * upload, or refuses it, without running it */
+    if (p->last_gen == -1 || p->last_gen == 0 || sg_stream_id_eq(s, p->last_stream) ||
+        (sg_capture_active() && sg_capture_stream(c->u.launch.stream, c->per_thread)))
+        return c->forward(c->args);
+    if (!p->order_valid) order_record_last(p);
+    if (!p->order_valid) return sg_prof_plausible(CUDA_ERROR_UNKNOWN);
+    CUresult rc = order_wait(p, c);
+    return rc == CUDA_SUCCESS ? c->forward(c->args) : sg_prof_plausible(rc);
+}
+
 void sg_prof_order_hand_over(sg_prof *p)
 {
-    CUstream s;
-    int pt;
     if (p->last_gen <= 0 || p->order_valid) return;
-    if (last_stream_handle(p, &s, &pt) == 0) order_record(p, s, pt);
+    order_record_last(p);
     p->multi = 1;
     p->last_gen = -2;                 /* a generation that no longer exists: always wait */
 }

@@ -335,6 +335,15 @@ static CUresult launch(void *st, const sg_exec_view *x, const sg_call *c)
     return launch_slow(p, x, c);
 }
 
+/* An upload: of the program's exec, behind whatever served the latest
+ * launch (always_update launches nothing else). */
+static CUresult upload(void *st, const sg_exec_view *x, const sg_call *c)
+{
+    sg_prof *p = st;
+    (void)x;
+    return p->sim ? c->forward(c->args) : sg_prof_upload_ordered(p, c);
+}
+
 static CUresult fix(void *st, const sg_exec_view *x)
 {
     sg_prof *p = st;
@@ -389,7 +398,8 @@ static void destroyed(void *st, int ctx_gone)
 
 static const sg_exec_observer observer = {
     .created = created, .accept = accept, .accepted = accepted,
-    .before_forward = before_forward, .forwarded = forwarded, .launch = launch, .fix = fix,
+    .before_forward = before_forward, .forwarded = forwarded, .launch = launch, .upload = upload,
+    .fix = fix,
     .stream_gone = stream_gone, .content_lost = content_lost, .destroyed = destroyed,
 };
 

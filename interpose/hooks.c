@@ -148,6 +148,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_DESTROY_NODE(n) SG_NODE_DESTROY(n), SG_GB_(.kind = SG_GB_NODE_OTHER, .u.node = (n))
 #define SG_INST(o, g) .kind = SG_CALL_INSTANTIATE, .u.inst = { .out = (o), .graph = (g) }
 #define SG_LAUNCH(e, s) .kind = SG_CALL_LAUNCH, .u.launch = { .exec = (e), .stream = (s) }
+#define SG_UPLOAD(e, s) .kind = SG_CALL_UPLOAD, .u.launch = { .exec = (e), .stream = (s) }
 #define SG_UPDATE_GRAPH(e, g, i) .kind = SG_CALL_UPDATE_GRAPH, \
     .u.update = { .exec = (e), .graph = (g), .info = (i) }
 #define SG_UPDATE_GRAPH_V1(e, g, en, r) .kind = SG_CALL_UPDATE_GRAPH, \

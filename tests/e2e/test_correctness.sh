@@ -532,13 +532,16 @@ for c in sync:1 sync:2 async:1 async:2 async:5 capture:1 capture:2 capture:3 con
         attack="placement: random memory programs ($mode)" -- adv_memfuzz $seed $mode
 done
 # Round 8: exec-side calls of an exec served by variants (adv_execset.c;
-# found by a review of the exec calls against skip_profiled): a launch into a
-# capture after the variants were given up waited on the library's order
-# event, which a capturing stream may not wait on (CUDA_ERROR_OUT_OF_MEMORY
+# found by a review of the exec calls against skip_profiled): cuGraphUpload,
+# which the driver orders behind the exec's previous launches, went to the
+# program's exec while the launch before it had gone to a variant (a copy
+# behind the upload on another stream read the accumulator before the launch:
+# upload); a launch into a capture after the variants were given up waited on
+# the library's order event, which a capturing stream may not wait on (CUDA_ERROR_OUT_OF_MEMORY
 # instead of the driver's answer: capture_enable, capture_grid); per-node
 # setters of memset, kernel and memcpy nodes with a restoring
 # cuGraphExecUpdate, and cuGraphNodeSetEnabled, are controls.
-for c in capture_enable capture_grid setters enable; do
+for c in upload capture_enable capture_grid setters enable; do
     adv name=r8/execset_$c eng_p="$BOUGHT" \
         attack="exec variants vs. an exec-side call ($c)" -- adv_execset $c
 done
