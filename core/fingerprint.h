@@ -21,8 +21,8 @@
  *   empty:  nothing more.
  * Any other node type, a device-updatable kernel node, or a kernel whose
  * arguments cannot be laid out (no parameter info, both kernelParams and
- * extra, a short extra buffer) makes the node SG_FP_UNSUPPORTED or
- * SG_FP_NOT_COMPARABLE; such nodes never compare equal.
+ * extra, an extra buffer whose size is not the layout's) makes the node
+ * SG_FP_UNSUPPORTED or SG_FP_NOT_COMPARABLE; such nodes never compare equal.
  *
  * Cost: building reuses the buffers of the sg_fp it fills (no allocation in
  * the steady state) and takes a hint (normally the exec's record): where the

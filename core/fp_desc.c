@@ -56,7 +56,7 @@ static int kernel_fail(sg_fp_node *n, int state)
 }
 
 /* Writes the canonical argument bytes of layout pi into n's payload, from
- * kernelParams kp or (if buf) from the `extra` buffer buf (at least
+ * kernelParams kp or (if buf) from the `extra` buffer buf (exactly
  * pi->total bytes long). Returns SG_FP_OK, SG_FP_NOT_COMPARABLE (a NULL
  * argument pointer; n->len is then 0) or -1 if out of memory. Inlined into
  * both callers: the argument loop is the hot part of a skip decision. */
@@ -123,8 +123,15 @@ int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint
     n->pi = pi;
     const unsigned char *buf = NULL;
     if (k->extra) {
+        /* A buffer of another size than the layout's is the driver's to
+         * judge (it may refuse it: answering an identical one ourselves
+         * turned its CUDA_ERROR_INVALID_VALUE into CUDA_SUCCESS), and a
+         * larger one is also what a layout cut short looks like (a probe
+         * answered CUDA_ERROR_INVALID_VALUE early, at its first call for
+         * "no parameters"): its bytes past the layout would never be
+         * compared. Round 11, adv_args extra_size and sizes_update_extra. */
         size_t size;
-        if (!extra_buffer(k->extra, &buf, &size) || size < pi->total)
+        if (!extra_buffer(k->extra, &buf, &size) || size != pi->total)
             return kernel_fail(n, SG_FP_NOT_COMPARABLE);
     } else if (!k->kernelParams && pi->n) {
         return kernel_fail(n, SG_FP_NOT_COMPARABLE);

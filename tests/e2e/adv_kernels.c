@@ -1,7 +1,8 @@
 /*
  * tests/e2e/adv_kernels.c: the kernels of the adversarial programs
  * (tests/e2e/adv_*.c) as an emulated module (tests/emu/driver/emu_kernel.h): each
- * function runs the whole launch on the CPU. No shared state, no locks.
+ * function runs the whole launch on the CPU. No shared state (but no_args's
+ * counter, an atomic), no locks.
  *
  * Built three ways (tests/e2e/adv.mk):
  *   adv_kernels.so          the kernels below;
@@ -161,6 +162,57 @@ static void grid_tag(void **params, const emu_launch *l)
     *ARG(uint32_t *, 0) = ARG(uint32_t, 1) * 1000u + l->grid.x * 10u + l->block.x;
 }
 
+/* bytes_hash(u32 *out, u8, u16, 12 bytes, 16 bytes, 24 bytes, 264 bytes):
+ * *out = FNV-1a 32 over the six arguments' bytes in order (arguments of
+ * every size: round 11). */
+static void bytes_hash(void **params, const emu_launch *l)
+{
+    static const unsigned sizes[6] = { 1, 2, 12, 16, 24, 264 };
+    uint32_t h = 0x811c9dc5u;
+    (void)l;
+    for (int i = 0; i < 6; i++) {
+        const unsigned char *b = params[i + 1];
+        for (unsigned j = 0; j < sizes[i]; j++) h = (h ^ b[j]) * 0x01000193u;
+    }
+    *ARG(uint32_t *, 0) = h;
+}
+
+/* pad_sum(u32 *out, struct { u8 a; (7 bytes of padding) u64 b; } s):
+ * *out = a * 1000003 + low word of b + high word of b (a struct by value
+ * whose padding the kernel never reads). */
+static void pad_sum(void **params, const emu_launch *l)
+{
+    const unsigned char *s = params[1];
+    uint64_t b;
+    (void)l;
+    __builtin_memcpy(&b, s + 8, 8);
+    *ARG(uint32_t *, 0) = s[0] * 1000003u + (uint32_t)b + (uint32_t)(b >> 32);
+}
+
+/* no_args(): counts its blocks in a counter of the module; no_args_read(u32
+ * *out): *out = that count (a kernel without parameters). */
+static uint32_t no_args_count;
+static void no_args(void **params, const emu_launch *l)
+{
+    (void)params;
+    __atomic_add_fetch(&no_args_count, l->grid.x * l->grid.y * l->grid.z, __ATOMIC_RELAXED);
+}
+static void no_args_read(void **params, const emu_launch *l)
+{
+    (void)l;
+    *ARG(uint32_t *, 0) = __atomic_load_n(&no_args_count, __ATOMIC_RELAXED);
+}
+
+/* u64_store(u32 *out, u64 v): out[0] = low word of v, out[1] = high word (a
+ * 64-bit integer the kernel never dereferences). */
+static void u64_store(void **params, const emu_launch *l)
+{
+    uint64_t v = ARG(uint64_t, 1);
+    (void)l;
+    ARG(uint32_t *, 0)[0] = (uint32_t)v;
+    ARG(uint32_t *, 0)[1] = (uint32_t)(v >> 32);
+}
+
 const emu_kernel emu_module[] = {
     { "ring_write", ring_write, 5, { P, P, P, 4, 4 } },
     { "store_ptr", store_ptr, 4, { P, 4, P, 4 } },
@@ -174,6 +226,11 @@ const emu_kernel emu_module[] = {
     { "list_walk", list_walk, 4, { P, P, 4, P } },
     { "ptr_eq", ptr_eq, 3, { P, P, P } },
     { "grid_tag", grid_tag, 2, { P, 4 } },
+    { "bytes_hash", bytes_hash, 7, { P, 1, 2, 12, 16, 24, 264 } },
+    { "pad_sum", pad_sum, 2, { P, 16 } },
+    { "no_args", no_args, 0, { 0 } },
+    { "no_args_read", no_args_read, 1, { P } },
+    { "u64_store", u64_store, 2, { P, 8 } },
     { 0, 0, 0, { 0 } },
 };
 

@@ -575,6 +575,26 @@ for c in reorder new_node restore outs_null; do
     adv name=r9/decide_$c eng_t="$SEEN" eng_p="$SEEN" \
         attack="update decisions vs. the exec's node handles and results ($c)" -- adv_decide $c
 done
+# Round 11: kernel arguments, functions and modules (adv_args.c; found by a
+# review of core/fp_desc.c, fp_pinfo.c, fp_build.c, cap_record.c and
+# prof_util.c). extra_size: a setter whose `extra` buffer was one word larger
+# than the arguments, with the exec's own bytes, was answered CUDA_SUCCESS by
+# the library where the driver answers CUDA_ERROR_INVALID_VALUE;
+# pinfo_empty: with cuFuncGetParamInfo answering CUDA_ERROR_INVALID_VALUE
+# ("no parameters") the layout was empty and every update given by `extra`
+# compared equal (0 of 24 steps right). The other cases are controls:
+# arguments of 1, 2, 12, 16, 24 and 264 bytes, a struct by value whose
+# padding varies, a kernel without parameters, a CUkernel launched in two
+# contexts, a pointer-looking 64-bit integer under skip_profiled.
+for c in sizes_update sizes_setter sizes_extra sizes_update_extra sizes_rotate padding extra_size \
+         noparams kernel_ctx scalar_ptr; do
+    adv name=r11/args_$c eng_t="$SEEN" eng_p="$SEEN" \
+        attack="the argument bytes of the update decision ($c)" -- adv_args $c
+done
+adv name=r11/args_pinfo_empty env="CUDAEMU_FAIL=cuFuncGetParamInfo:1+:CUDA_ERROR_INVALID_VALUE" \
+    eng_t="$SEEN" eng_p="$SEEN" \
+    attack="an empty parameter layout (cuFuncGetParamInfo answers CUDA_ERROR_INVALID_VALUE) vs. extra" \
+    -- adv_args sizes_update_extra
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
