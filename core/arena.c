@@ -475,6 +475,14 @@ size_t sg_arena_trim(sg_arena *a)
     return given;
 }
 
+size_t sg_arena_pending(sg_arena *a)
+{
+    size_t n = 0;
+    reap(a);
+    for (const pend *p = a->pends; p; p = p->next) n += !p->done;
+    return n;
+}
+
 void sg_arena_rekey(sg_arena *a, sg_arena_key key)
 {
     for (pend *p = a->pends; p; p = p->next)

@@ -121,6 +121,9 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
 /* Gives back (unmap + release) every chunk that nothing uses; returns the
  * bytes given back. */
 size_t sg_arena_trim(sg_arena *a);
+/* The stream-ordered frees still pending (their events not complete), after
+ * taking in those that completed. */
+size_t sg_arena_pending(sg_arena *a);
 
 /* The pending ranges of `key` stop being usable by `key` (its stream is gone
  * and its handle may come back for another stream). */

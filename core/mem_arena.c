@@ -130,6 +130,7 @@ static void CUDA_CB mark_run(void *p)
 
 void *sg_marena_mark_queue(CUstream s, int per_thread)
 {
+    if (per_thread ? !sg_drv.cuLaunchHostFunc_ptsz : !sg_drv.cuLaunchHostFunc) return NULL;
     free_mark *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->key = m;
@@ -159,9 +160,13 @@ void *sg_marena_mark_queue(CUstream s, int per_thread)
  * as not complete: the memory stays out of use rather than risk reuse. */
 static int op_event_done(void *u, void *ev)
 {
-    (void)u;
+    mem_arena *ar = u;
     free_mark *m = mark_of(ev);
     if (m) return __atomic_load_n(&m->done, __ATOMIC_ACQUIRE);
+    /* An orphan's events are its dead context's, recorded on that context's
+     * streams, whose work ended with it: complete (and their handles may
+     * name new events now). */
+    if (__atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE)) return 1;
     sg_vmm_relax();
     return SG_DRIVER_CALL(cuEventQuery, (CUevent)ev) == CUDA_SUCCESS;
 }
@@ -272,21 +277,38 @@ static void arena_end_locked(mem_arena *ar)
     ar->nquar = 0;
 }
 
+/* An orphan ends when no block and no stream-ordered free is left in it: a
+ * free on a live stream (another context's) may still have work queued
+ * before it that reads the block, and unmapping under it faults. */
 int sg_marena_orphan_end_locked(mem_arena *ar)
 {
-    if (!__atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE) || ar->state == -2 || sg_mem_reg_owned(ar))
+    if (!__atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE) || ar->state == -2 || sg_mem_reg_owned(ar) ||
+        (ar->state == 1 && sg_arena_pending(ar->arena) > 0))
         return 0;
     arena_end_locked(ar);
+    sg_mem_reg_orphan_del(ar);
     return 1;
+}
+
+size_t sg_marena_orphan_trim_locked(mem_arena *ar)
+{
+    if (ar->state != 1) return 0;
+    size_t before = sg_arena_mapped(ar->arena);
+    size_t given = sg_arena_trim(ar->arena);
+    sg_mem_mapped_delta(before, sg_arena_mapped(ar->arena));
+    return given;
 }
 
 /* Context teardown (contexts.h, step 3): the context is gone, its work and
  * events with it. Forgets its blocks, unmaps and releases its memory; but
  * cuCtxDestroy "will not destroy memory allocations by ... cuMemAllocAsync"
- * (cuda.h): while such blocks live the arena stays, orphaned (no new block:
- * the context record no longer names it), for their frees, and ends with
- * the last one (memory.c). Its event pool went with the context; frees on
- * it wait for no event (they are never reused). */
+ * (cuda.h): while such blocks live, or frees of them on another context's
+ * stream are still pending (completion marks: work queued there before the
+ * free may still read the block), the arena stays, orphaned (no new block:
+ * the context record no longer names it), for their frees, and ends once
+ * none is left (memory.c, or memory pressure). It keeps no chunk nothing
+ * uses (it never places again). Its event pool went with the context; its
+ * pending events are complete (op_event_done). */
 static void arena_teardown(sg_ctx *cx)
 {
     pthread_mutex_lock(&cx->lock);
@@ -299,10 +321,13 @@ static void arena_teardown(sg_ctx *cx)
     if (!ar) return;
     pthread_mutex_lock(&ar->lock);
     int ended = 1;
-    if (kept && ar->state == 1) {
+    if (ar->state == 1) __atomic_store_n(&ar->orphan, 1, __ATOMIC_RELEASE);   /* events done */
+    if (ar->state == 1 && (kept || sg_arena_pending(ar->arena) > 0)) {
         ar->nevents = 0;
         ar->nquar = 0;
-        __atomic_store_n(&ar->orphan, 1, __ATOMIC_RELEASE);
+        sg_marena_orphan_trim_locked(ar);
+        /* not listed (out of memory): never trimmed, ended by a last free */
+        (void)sg_mem_reg_orphan_add(ar);
         ended = sg_marena_orphan_end_locked(ar);    /* freed meanwhile */
     } else {
         if (kept) sg_mem_live_sub(sg_mem_reg_drop_owner(ar, 0, NULL));
@@ -313,18 +338,50 @@ static void arena_teardown(sg_ctx *cx)
     if (ended) sg_marena_unref(ar);   /* the record's reference; an orphan keeps it */
 }
 
+/* Ends every orphan, pending frees or not (reset). */
 void sg_marena_orphans_drop(void)
 {
     mem_arena *ar;
-    while ((ar = sg_mem_reg_an_orphan())) {
+    while (sg_mem_reg_orphans(&ar, 1) > 0) {
         sg_mem_live_sub(sg_mem_reg_drop_owner(ar, 0, NULL));
         pthread_mutex_lock(&ar->lock);
-        int ended = sg_marena_orphan_end_locked(ar);
+        int ended = ar->state != -2;
+        arena_end_locked(ar);
+        sg_mem_reg_orphan_del(ar);
         pthread_mutex_unlock(&ar->lock);
         if (ended) sg_marena_unref(ar);
-        sg_marena_unref(ar);       /* sg_mem_reg_an_orphan's hold */
+        sg_marena_unref(ar);       /* sg_mem_reg_orphans' hold */
     }
     sg_vmm_unrelax();
+}
+
+/* Calls fn(ar, u) for every listed orphan, ar->lock held, then ends it if
+ * nothing is left in it. */
+static void orphans_each(void (*fn)(mem_arena *ar, void *u), void *u)
+{
+    size_t n = sg_mem_reg_orphans(NULL, 0);
+    mem_arena **v = n ? malloc(n * sizeof *v) : NULL;
+    if (!v) return;
+    size_t now = sg_mem_reg_orphans(v, n);   /* held: min(now, n) of them */
+    if (now < n) n = now;
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&v[i]->lock);
+        fn(v[i], u);
+        int ended = sg_marena_orphan_end_locked(v[i]);
+        pthread_mutex_unlock(&v[i]->lock);
+        if (ended) sg_marena_unref(v[i]);   /* the context record's reference */
+        sg_marena_unref(v[i]);
+    }
+    free(v);
+}
+
+static void orphan_trim(mem_arena *ar, void *u)
+{
+    size_t mapped = ar->state == 1 ? sg_arena_mapped(ar->arena) : 0;
+    size_t given = sg_marena_orphan_trim_locked(ar);
+    /* ended below when nothing is left: its remaining chunks count too */
+    if (ar->state == 1 && !sg_mem_reg_owned(ar) && sg_arena_pending(ar->arena) == 0) given = mapped;
+    *(size_t *)u += given;
 }
 
 /* Trims one arena; returns the bytes given back. */
@@ -366,10 +423,19 @@ static void free_of_device(sg_ctx *cx, void *u)
     sg_marena_unref(ar);
 }
 
+static void orphan_free_of_device(mem_arena *ar, void *u)
+{
+    struct { CUdevice dev; size_t bytes; } *q = u;
+    if (ar->state != 1 || ar->vmm.dev != q->dev) return;
+    (void)sg_arena_pending(ar->arena);   /* takes in completed frees: a const look does not */
+    q->bytes += sg_arena_mapped_free(ar->arena);
+}
+
 size_t sg_mem_mapped_free_on(CUdevice dev)
 {
     struct { CUdevice dev; size_t bytes; } q = { dev, 0 };
     sg_ctx_foreach(free_of_device, &q);
+    orphans_each(orphan_free_of_device, &q);
     return q.bytes;
 }
 
@@ -380,6 +446,7 @@ size_t sg_mem_trim(void)
     size_t given = 0;
     if (!sg_mem_placing) return 0;
     sg_ctx_foreach(trim_one, &given);
+    orphans_each(orphan_trim, &given);
     if (sg_mem_trim_hook) given += sg_mem_trim_hook();
     sg_vmm_unrelax();
     if (given) SG_DEBUG("memory pressure: gave back %zu bytes of unused placed memory", given);

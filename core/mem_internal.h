@@ -32,8 +32,9 @@ typedef struct mem_arena {
     pthread_mutex_t lock;          /* guards everything below */
     int state;                     /* 0 not set up, 1 placing, -1 forwarding, -2 context gone */
     int orphan;                    /* atomic: the context went while stream-ordered blocks lived
-                                    * (cuCtxDestroy leaves cuMemAllocAsync memory alone): the
-                                    * arena serves their frees only and goes with the last one */
+                                    * (cuCtxDestroy leaves cuMemAllocAsync memory alone) or
+                                    * their frees on other contexts' streams were pending: the
+                                    * arena serves their frees only and goes once none is left */
     CUcontext ctx;
     sg_vmm_dev vmm;                /* copied from the context record */
     sg_arena *arena;
@@ -97,13 +98,23 @@ sg_block *sg_mem_reg_exact(CUdeviceptr p, int *ours, void (*hold)(mem_arena *));
 size_t sg_mem_reg_drop_owner(const mem_arena *owner, int keep_ordered, size_t *kept);
 /* The live blocks of owner. */
 size_t sg_mem_reg_owned(const mem_arena *owner);
-/* An orphan arena (mem_arena.orphan) that still owns blocks, held (NULL if
+/* The orphan arenas (mem_arena.orphan) not yet ended: added when the
+ * context goes (0, or -1 if out of memory: then it is never trimmed, and
+ * ends only with a last block freed once nothing is pending), removed when
+ * ended (ar->lock held). sg_mem_reg_orphans writes up to max of them, each
+ * held (sg_marena_unref), and returns how many there are (no lock when
  * none). */
-mem_arena *sg_mem_reg_an_orphan(void);
-/* Context teardown may leave an arena orphaned; its last block's free
- * (memory.c) or a reset ends it: 1 if it did (ar->lock held; the caller
- * then drops the context record's reference, sg_marena_unref). */
+int sg_mem_reg_orphan_add(mem_arena *ar);
+void sg_mem_reg_orphan_del(mem_arena *ar);
+size_t sg_mem_reg_orphans(mem_arena **out, size_t max);
+/* Context teardown may leave an arena orphaned; once it has no block and no
+ * pending stream-ordered free, a free (memory.c), memory pressure or a
+ * reset ends it: 1 if it did (ar->lock held; the caller then drops the
+ * context record's reference, sg_marena_unref). */
 int sg_marena_orphan_end_locked(mem_arena *ar);
+/* Gives back the chunks of orphan ar that nothing uses (ar->lock held): it
+ * never places again. Returns the bytes given back. */
+size_t sg_marena_orphan_trim_locked(mem_arena *ar);
 /* A completion mark for a stream-ordered free on another context's stream,
  * standing where the free's event would (ops.event_done, ops.event_put
  * tell it apart): a host function queued on s sets it. NULL if it could not

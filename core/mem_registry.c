@@ -49,6 +49,8 @@ static CUdeviceptr span_lo = UINTPTR_MAX, span_hi;   /* atomics: every span is i
 static sg_mem_view *view_cur;
 static int view_dirty = 1;
 static sg_fwd *fwd_live;
+static mem_arena **orphans;        /* orphan arenas (mem_arena.orphan), not yet ended */
+static size_t norphans, caporphans;   /* norphans: written under reg_lock, read without it */
 
 static uint64_t next_id;           /* atomic */
 static unsigned long live_now, mapped_now;   /* atomics */
@@ -374,15 +376,41 @@ size_t sg_mem_reg_owned(const mem_arena *owner)
     return n;
 }
 
-mem_arena *sg_mem_reg_an_orphan(void)
+int sg_mem_reg_orphan_add(mem_arena *ar)
 {
-    mem_arena *ar = NULL;
     pthread_mutex_lock(&reg_lock);
-    for (size_t i = 0; i < nblocks && !ar; i++)
-        if (__atomic_load_n(&blocks[i]->owner->orphan, __ATOMIC_ACQUIRE)) ar = blocks[i]->owner;
-    if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);   /* as sg_marena_hold */
+    int ok = sg_grow((void **)&orphans, &caporphans, norphans + 1, sizeof *orphans) == 0;
+    if (ok) {
+        orphans[norphans] = ar;
+        __atomic_store_n(&norphans, norphans + 1, __ATOMIC_RELAXED);
+    }
     pthread_mutex_unlock(&reg_lock);
-    return ar;
+    return ok ? 0 : -1;
+}
+
+void sg_mem_reg_orphan_del(mem_arena *ar)
+{
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < norphans; i++)
+        if (orphans[i] == ar) {
+            orphans[i] = orphans[norphans - 1];
+            __atomic_store_n(&norphans, norphans - 1, __ATOMIC_RELAXED);
+            break;
+        }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+size_t sg_mem_reg_orphans(mem_arena **out, size_t max)
+{
+    if (!__atomic_load_n(&norphans, __ATOMIC_RELAXED)) return 0;   /* the common case: no lock */
+    pthread_mutex_lock(&reg_lock);
+    size_t n = norphans;
+    for (size_t i = 0; i < n && i < max; i++) {
+        out[i] = orphans[i];
+        __atomic_add_fetch(&out[i]->refs, 1, __ATOMIC_RELAXED);   /* as sg_marena_hold */
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return n;
 }
 
 int sg_mem_reg_ipc(CUdeviceptr p, sg_alloc_info *out, int *first)
@@ -418,6 +446,7 @@ void sg_mem_reg_reset(void)
     view_unref_locked(view_cur);
     view_cur = NULL;
     view_dirty = 1;
+    __atomic_store_n(&norphans, 0, __ATOMIC_RELAXED);   /* sg_marena_orphans_drop ended them */
     nspans = 0;
     __atomic_store_n(&span_lo, UINTPTR_MAX, __ATOMIC_RELAXED);
     __atomic_store_n(&span_hi, 0, __ATOMIC_RELAXED);

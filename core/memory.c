@@ -29,9 +29,10 @@
  *
  * Frees: cuMemFree of a placed block gets the driver's own answer and
  * implicit synchronization: the library frees a one-page block of its own
- * (cuMemAlloc in relaxed mode, or in the program's mode when no capture is
- * in progress, then cuMemFree in the program's capture mode) in the block's
- * context. Refused (a capture whose mode forbids the call):
+ * (cuMemAlloc in the block's context, in relaxed mode, or in the program's
+ * mode when no capture is in progress, then cuMemFree in the program's
+ * capture mode with the program's current context current, as its own free
+ * would be made). Refused (a capture whose mode forbids the call):
  * the program gets that error, the driver has invalidated what it
  * invalidates, nothing is freed. Allowed: the driver synchronized the
  * context as for the program's own block (cuda.h: cuMemFree "may perform
@@ -323,8 +324,19 @@ static CUevent free_event(mem_arena *ar, const sg_call *c)
 }
 
 /* The implicit synchronization and the capture verdict of cuMemFree, from
- * the driver (see the header). 0 allowed and synchronized; 1 allowed, not
- * synchronized (quarantine); -1 refused (*rc, the program's answer). */
+ * the driver (see the header). The token is allocated in the block's
+ * context, so that it is what the program's block is (the same context and
+ * device), and freed with the program's current context current, as the
+ * program's own free is: whatever the driver synchronizes for a free of a
+ * block of context A while B is current (the emulated driver: B's streams,
+ * not A's) it synchronizes for the token. Synchronizing A instead hung a
+ * program whose stream of A waited for the host, and gave the block back
+ * while B's kernels still read it (tests/e2e/adv_devices.c, free_*).
+ * 0 allowed and synchronized; 2 allowed, the program's own synchronization
+ * made but the block's context is another (the block is reusable at once,
+ * as the driver's would be; the quarantine is not known to be done); 1
+ * allowed, not synchronized (quarantine); -1 refused (*rc, the program's
+ * answer). */
 static int free_verdict(mem_arena *ar, CUresult *rc)
 {
     CUcontext prev;
@@ -355,18 +367,23 @@ static int free_verdict(mem_arena *ar, CUresult *rc)
         a = SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1);
         sg_vmm_unrelax();
     }
+    sg_vmm_ctx_leave(ar->ctx, prev);   /* the program's context, for the free */
     if (a == CUDA_SUCCESS) {
         *rc = SG_DRIVER_CALL(cuMemFree_v2, token);
         verdict = 0;
         if (*rc != CUDA_SUCCESS) {
             verdict = -1;
-            sg_vmm_relax();        /* the token itself still goes */
-            SG_DRIVER_CALL(cuMemFree_v2, token);
+            sg_vmm_relax();        /* the token itself still goes, in its own context */
+            if (SG_DRIVER_CALL(cuMemFree_v2, token) != CUDA_SUCCESS &&
+                sg_vmm_ctx_enter(ar->ctx, &prev) == 0) {
+                SG_DRIVER_CALL(cuMemFree_v2, token);
+                sg_vmm_ctx_leave(ar->ctx, prev);
+            }
             sg_vmm_unrelax();
         }
     } else if (!sg_capture_active() && sg_drv.cuCtxSynchronize) {
         /* the device is full: with no capture in progress, the
-         * synchronization cuMemFree would make */
+         * synchronization cuMemFree would make (of the current context) */
         *rc = SG_DRIVER_CALL(cuCtxSynchronize);
         verdict = *rc == CUDA_SUCCESS ? 0 : -1;
     } else {
@@ -374,8 +391,7 @@ static int free_verdict(mem_arena *ar, CUresult *rc)
                      "placed block is taken as allowed and its range kept out of use until a "
                      "later free synchronizes its context", (int)a);
     }
-    sg_vmm_ctx_leave(ar->ctx, prev);
-    return verdict;
+    return verdict == 0 && prev != ar->ctx ? 2 : verdict;
 }
 
 /* How a free of a placed block goes: the event its range waits for (ev,
@@ -394,11 +410,20 @@ static int free_how_of(mem_arena *ar, const sg_call *c, int ordered, free_how *h
 {
     *h = (free_how){ 0 };
     /* an orphan arena (its context gone) serves frees only: no verdict, no
-     * event (its range is never placed again) */
+     * event of its own (its range is never placed again); but a
+     * cuMemFreeAsync waits for a completion mark on its stream, where work
+     * queued before it may still read the block: the orphan ends, unmapping
+     * it, only once the stream got there (before, it faulted:
+     * tests/e2e/adv_devices.c, orphan_pending) */
     int capturing = c->u.free.async && sg_capture_active() &&
                     sg_capture_stream(c->u.free.stream, c->per_thread);
     if (__atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE) && !capturing) {
-        h->done = 1;
+        if (c->u.free.async && default_stream(c->u.free.stream) && sg_vmm_no_context()) {
+            *rc = CUDA_ERROR_INVALID_CONTEXT;   /* the driver's answer: no stream to free on */
+            return 1;
+        }
+        if (c->u.free.async) h->ev = sg_marena_mark_queue(c->u.free.stream, c->per_thread);
+        h->done = !h->ev;   /* no mark (the stream is refused): as before, at once */
     } else if (!c->u.free.async && ordered && !sg_capture_active()) {
         /* cuMemFree of stream-ordered memory synchronizes nothing (cuda.h:
          * "will not perform any implicit synchronization when the pointer
@@ -414,6 +439,7 @@ static int free_how_of(mem_arena *ar, const sg_call *c, int ordered, free_how *h
         int r = free_verdict(ar, rc);
         if (r < 0) return 1;   /* as the driver's cuMemFree: nothing freed */
         h->synced = r == 0;
+        h->done = r == 2;      /* reusable at once; the quarantine waits for ar's own sync */
     } else {
         if (capturing) return 2;   /* the driver decides; the block stays */
         CUcontext sctx = NULL;     /* a default stream's context: the current one */
@@ -471,6 +497,7 @@ static CUresult mem_free(const sg_call *c)
                     (unsigned long long)b->base);
         }
     }
+    if (__atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE)) sg_marena_orphan_trim_locked(ar);
     int ended = sg_marena_orphan_end_locked(ar);   /* an orphan's last block (one flag load else) */
     pthread_mutex_unlock(&ar->lock);
     sg_vmm_unrelax();

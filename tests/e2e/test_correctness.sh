@@ -575,6 +575,30 @@ for c in reorder new_node restore outs_null; do
     adv name=r9/decide_$c eng_t="$SEEN" eng_p="$SEEN" \
         attack="update decisions vs. the exec's node handles and results ($c)" -- adv_decide $c
 done
+# Round 10: several devices and several contexts (adv_devices.c, run with two
+# emulated devices; found by a review of core/memory.c, core/mem_arena.c and
+# core/contexts.c). cuMemFree of a cuMemAlloc block of context A with context
+# B current synchronized A (the library's token was freed in the block's
+# context) where the driver synchronizes the current context: a hang while a
+# stream of A waited for the host (free_peer_held, free_ctx_held), and the
+# block given back while B's kernel still read it (free_peer_busy,
+# free_ctx_busy: every word changed under the kernel). cuCtxDestroy(B) with a
+# cuMemFreeAsync of B's stream-ordered block still pending on A's stream
+# unmapped it under the kernel queued before the free (teardown_pending; the
+# same for the last block of an orphaned arena: orphan_pending): an illegal
+# address fault. An orphaned arena kept the chunks of blocks freed before the
+# teardown, and memory pressure did not trim it: cuMemAlloc of 200 MiB of a
+# 256 MiB device got CUDA_ERROR_OUT_OF_MEMORY (orphan_pressure). attrs,
+# meminfo, peer_copy, graph_peer and ctx_reuse are controls.
+for c in free_peer_held free_ctx_held free_peer_busy free_ctx_busy teardown_pending \
+         orphan_pending attrs peer_copy graph_peer ctx_reuse; do
+    adv name=r10/devices_$c env="CUDAEMU_DEVICES=2" eng_p="$PLACED" \
+        attack="placement over several devices and contexts ($c)" -- adv_devices $c
+done
+for c in meminfo orphan_pressure; do
+    adv name=r10/devices_$c env="CUDAEMU_DEVICES=2 $MEM256" to=4 eng_p="$PLACED" \
+        attack="placement over several devices and contexts ($c)" -- adv_devices $c
+done
 # Round 11: kernel arguments, functions and modules (adv_args.c; found by a
 # review of core/fp_desc.c, fp_pinfo.c, fp_build.c, cap_record.c and
 # prof_util.c). extra_size: a setter whose `extra` buffer was one word larger
