@@ -17,7 +17,9 @@
  * Locks: rec_lock (rec_internal.h) guards the captures, the stream and event
  * entries (and rec_marks.c's marked streams); it is held across the forward of an
  * asynchronous operation on a capturing stream, so that records are made in
- * the driver's order. The count is atomic.
+ * the driver's order, and across the forward of a capture's begin and end, so
+ * that no thread sees the driver's capture state without the entries that
+ * go with it. The count is atomic.
  */
 #include "capture.h"
 
@@ -145,18 +147,25 @@ static void captures_drop(void)
     }
 }
 
+/* The begin and the end are forwarded under rec_lock (neither waits on the
+ * device), so that the driver's capture state and the stream's entry change
+ * together: another thread may enqueue work into the stream as soon as the
+ * driver says it captures (cuStreamIsCapturing), or once it says it no
+ * longer does; looked up between the two, that work went to the driver's
+ * graph unrecorded, or ran and was recorded (tests/e2e/adv_threads.c,
+ * begin_race, end_race: the records were read back, count_mismatch). */
 CUresult sg_cap_begin(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     __atomic_add_fetch(&sg_captures_active, 1, __ATOMIC_SEQ_CST);   /* before: no allocation slips by */
+    if (sg_rec_on) sg_lock_take(&sg_rec_lock);
     CUresult rc = route(c);
-    if (rc != CUDA_SUCCESS) {
-        __atomic_sub_fetch(&sg_captures_active, 1, __ATOMIC_SEQ_CST);
+    if (rc != CUDA_SUCCESS || !sg_rec_on) {
+        if (sg_rec_on) sg_lock_drop(&sg_rec_lock);
+        if (rc != CUDA_SUCCESS) __atomic_sub_fetch(&sg_captures_active, 1, __ATOMIC_SEQ_CST);
         return rc;
     }
-    if (!sg_rec_on) return rc;
     CUstream hs = c->u.capture.stream;
     sg_stream_id key = sg_stream_id_of(hs, c->per_thread);
-    sg_lock_take(&sg_rec_lock);
     sstate *old = sg_cap_stream_find(key);        /* a capture the library lost track of */
     if (old && sg_stream_id_eq(old->c->origin, key)) {
         cap_end(old->c, NULL);             /* it ended: the driver began a new one */
@@ -205,12 +214,19 @@ static int end_ended(CUresult rc)
 
 CUresult sg_cap_end(const sg_call *c, CUresult (*route)(const sg_call *))
 {
+    if (!sg_rec_on) {
+        CUresult rc = route(c);
+        if (end_ended(rc)) captures_drop();
+        return rc;
+    }
+    sg_lock_take(&sg_rec_lock);                /* (see sg_cap_begin) */
     CUresult rc = route(c);
-    if (!end_ended(rc)) return rc;
+    if (!end_ended(rc)) {
+        sg_lock_drop(&sg_rec_lock);
+        return rc;
+    }
     captures_drop();
-    if (!sg_rec_on) return rc;
     sg_stream_id key = sg_stream_id_of(c->u.capture.stream, c->per_thread);
-    sg_lock_take(&sg_rec_lock);
     sstate *s = sg_cap_stream_find(key);
     if (s && sg_stream_id_eq(s->c->origin, key)) {
         CUgraph *out = c->u.capture.graph_out;

@@ -619,6 +619,34 @@ adv name=r11/args_pinfo_empty env="CUDAEMU_FAIL=cuFuncGetParamInfo:1+:CUDA_ERROR
     eng_t="$SEEN" eng_p="$SEEN" \
     attack="an empty parameter layout (cuFuncGetParamInfo answers CUDA_ERROR_INVALID_VALUE) vs. extra" \
     -- adv_args sizes_update_extra
+# Round 12: several threads (adv_threads.c; found by a review of the
+# library's shared state: core/capture.c, core/memory.c, the exec records).
+# A thread may enqueue work into another thread's capturing stream as soon
+# as the driver says the stream captures (cuStreamIsCapturing): the begin
+# and end were forwarded before rec_lock was taken, so work looked up in
+# between went to the driver's graph unrecorded (begin_race: about one
+# capture in five read back, count_mismatch; end_race, a launch right after
+# the end recorded into the ended capture, was seen only with a delay put
+# into that window). Now both are forwarded under rec_lock. join (a capture
+# forked to and joined from another thread), order (one exec served by
+# variants, launched by two threads in turn), captures (four threads
+# capturing in the three modes while a fifth allocates and frees),
+# free_modes (cuMemFree/cuMemAlloc by a thread of each mode during another
+# thread's capture of each mode) and free_held (a cuMemFree waiting for a
+# held stream while another thread's hooked calls must not wait) are
+# controls.
+for c in begin_race end_race join captures; do
+    adv name=r12/threads_$c eng_t="$SEEN" env="$AUDIT" \
+        xchk="G[\"read_back\"][\"count_mismatch\"] == 0 and $AUDIT_OK::every capture recorded as the driver made it" \
+        attack="captures and the threads around them ($c)" -- adv_threads $c
+done
+adv name=r12/threads_order eng_t="$SEEN" eng_p='any(p.get("variants", 0) >= 2 for p in P)' \
+    attack="one exec served by variants, launched from two threads in turn" -- adv_threads order
+for c in free_modes free_held; do
+    adv name=r12/threads_$c eng_p="$PLACED" \
+        attack="frees and allocations of placed memory while other threads capture or wait ($c)" \
+        -- adv_threads $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
