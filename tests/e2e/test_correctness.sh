@@ -82,7 +82,7 @@ GETPARAMS_FAIL=CUDAEMU_FAIL=cuGraphMemcpyNodeGetParams:1+:CUDA_ERROR_UNKNOWN,cuG
 # "ok|not ok|skip <TAB> name <TAB> diagnostic".
 cat >"$TMP/eval.py" <<'PY'
 import glob, json, os, sys
-d, name, delay, cfgs, eng_t, eng_p, needs, xchk = sys.argv[1:9]
+d, name, delay, cfgs, eng_t, eng_p, needs, xchk, eng_o = sys.argv[1:10]
 
 def read(p, default=""):
     try:
@@ -128,7 +128,8 @@ def engaged(expr, reps):
     for R in reps:
         T = R["totals"]; X = R["execs"]
         P = [e["profile"] for e in X if "profile" in e]
-        if eval(expr, {"T": T, "X": X, "P": P, "any": any, "all": all, "sum": sum, "len": len}):
+        if eval(expr, {"T": T, "X": X, "P": P, "R": R, "L": R.get("library_driver_calls", {}),
+                       "any": any, "all": all, "sum": sum, "len": len}):
             return True, ""
     return False, "report: totals " + json.dumps(reps[0]["totals"]) + "; profiles " + \
         json.dumps([e.get("profile", {}).get("why") for e in reps[0]["execs"]][:4])
@@ -160,10 +161,15 @@ for cfg in cfgs.split():
         f"/{cfg}: as without the library (finished, same stdout and CUresults, 0 violations)",
         "\n".join(problems))
     reps = reports(cfg)
-    expr = eng_t if cfg == "temp" else eng_p
+    # off and obs (ADV_EXTRA_CFGS) have no shortcut to engage: off must be
+    # the policy and make no driver call of its own; obs (always_update) must
+    # have observed (eng_o). A case's report check (xchk) is about its
+    # shortcut: not made for them.
+    expr = {"temp": eng_t, "off": 'R["policy"] == "off" and sum(L.values()) == 0',
+            "obs": 'R["policy"] == "always_update" and (' + eng_o + ")"}.get(cfg, eng_p)
     ok, why = engaged(expr, reps)
     say("ok" if ok else "not ok", f"/{cfg}: the library engaged ({expr})", why)
-    if xchk:
+    if xchk and cfg not in ("off", "obs"):
         expr, text = xchk.split("::", 1)
         ok2 = bool(reps) and all(eval(expr, {"T": R["totals"], "X": R["execs"], "all": all,
                                              "G": R.get("graph_descriptions", {}),
@@ -197,19 +203,37 @@ run1() {
 #   needs=   "TEXT::behaviour||...": text the baseline must print (stdout or stderr)
 #   xchk=    "EXPR::description": a further check of every report
 #   to=      N: this case's runs get N times the timeout (default 1)
+#   eng_o=   the engagement predicate for obs (default: updates seen where
+#            eng_t or eng_p speaks of updates, else allocations observed)
+# ADV_EXTRA_CFGS="off obs" adds to every case's configurations
+#   off      STABLEGRAPH_POLICY=off
+#   obs      STABLEGRAPH_POLICY=always_update (places nothing, skips nothing,
+#            observes and counts: it must be as transparent as off)
 adv() {
     local name="" attack="" cfg="temp prof" envs="" eng_t="T['bytes_mapped'] > 0"
-    local eng_p="len(P) > 0" needs="" xchk="" case_to=1  # (run1 reads case_to)
+    local eng_p="len(P) > 0" needs="" xchk="" case_to=1 eng_o=""  # (run1 reads case_to)
     while [ "$1" != -- ]; do
         case $1 in
         name=*) name=${1#name=} ;; attack=*) attack=${1#attack=} ;; cfg=*) cfg=${1#cfg=} ;;
         env=*) envs=${1#env=} ;; eng_t=*) eng_t=${1#eng_t=} ;; eng_p=*) eng_p=${1#eng_p=} ;;
         needs=*) needs=${1#needs=} ;; xchk=*) xchk=${1#xchk=} ;; to=*) case_to=${1#to=} ;;
+        eng_o=*) eng_o=${1#eng_o=} ;;
         *) echo "adv: bad argument $1"; exit 2 ;;
         esac
         shift
     done
     shift
+    local c
+    for c in ${ADV_EXTRA_CFGS:-}; do
+        case $c in
+        off | obs) [[ " $cfg " == *" $c "* ]] || cfg+=" $c" ;;
+        *) echo "adv: ADV_EXTRA_CFGS takes off and obs, not '$c'"; exit 2 ;;
+        esac
+    done
+    if [ -z "$eng_o" ]; then
+        eng_o="T['bytes_requested'] > 0"
+        [[ $eng_t$eng_p == *update* ]] && eng_o='T["updates_seen"] > 0'
+    fi
     [[ $name =~ ${ADV_ONLY:-.} ]] || return 0
     local prog=("$E/$1" "${@:2}")
     local extra=()
@@ -223,6 +247,8 @@ adv() {
             local lenv=("${LIB_ENV[@]}" STABLEGRAPH_POLICY=skip_profiled)
             [ "$c" = temp ] && lenv=("${LIB_ENV[@]}" STABLEGRAPH_POLICY=skip_temp)
             [ "$c" = alias ] && lenv+=("${ALIAS_ENV[@]}")
+            [ "$c" = off ] && lenv=("${LIB_ENV[@]}" STABLEGRAPH_POLICY=off)
+            [ "$c" = obs ] && lenv=("${LIB_ENV[@]}" STABLEGRAPH_POLICY=always_update)
             run1 "$d/$c" "${extra[@]}" "${lenv[@]}" CUDAEMU_KERNEL_DELAY_US=$delay \
                 LD_PRELOAD="$LIB" STABLEGRAPH_REPORT="$d/$c/r-%p.json" -- "${prog[@]}"
         done
@@ -235,7 +261,7 @@ adv() {
                 [ -z "$diagnostic" ] || while IFS= read -r l; do diag "$l"; done <<<"${diagnostic//\\n/$'\n'}"
                 ;;
             esac
-        done < <(python3 "$TMP/eval.py" "$d" "$name" "$delay" "$cfg" "$eng_t" "$eng_p" "$needs" "$xchk")
+        done < <(python3 "$TMP/eval.py" "$d" "$name" "$delay" "$cfg" "$eng_t" "$eng_p" "$needs" "$xchk" "$eng_o")
     done
 }
 
@@ -646,6 +672,16 @@ for c in free_modes free_held; do
     adv name=r12/threads_$c eng_p="$PLACED" \
         attack="frees and allocations of placed memory while other threads capture or wait ($c)" \
         -- adv_threads $c
+done
+# Round 13: what always_update does that off does not (adv_observe.c): the
+# simulated skip_profiled state machine through every exec-side event (sim);
+# graphs read back while another thread's GLOBAL capture is open, and the
+# thread's capture mode restored after the library's calls (capture). Run
+# under off and always_update (obs) as well as the two skipping policies;
+# ADV_EXTRA_CFGS="off obs" runs every case so (not in make test: +60 %).
+for c in sim capture; do
+    adv name=r13/observe_$c cfg="temp prof off obs" eng_t="$SEEN" eng_p="$SEEN" \
+        attack="always_update's records, read-backs and simulation vs. off ($c)" -- adv_observe $c
 done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
