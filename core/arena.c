@@ -54,7 +54,7 @@ struct sg_arena {
     size_t gran, resv;
     seg *segs;
     size_t nsegs, capsegs;
-    pend *pends;
+    pend *pends, *oldest;  /* newest first (next), oldest last (prev) */
     uint64_t seq;
     size_t mapped;
 };
@@ -75,7 +75,7 @@ static void pend_unref(sg_arena *a, pend *p)
 {
     if (!p || --p->refs > 0) return;
     if (p->prev) p->prev->next = p->next; else a->pends = p->next;
-    if (p->next) p->next->prev = p->prev;
+    if (p->next) p->next->prev = p->prev; else a->oldest = p->prev;
     if (a->ops.event_put) a->ops.event_put(a->ops.user, p->event);
     free(p);
 }
@@ -119,13 +119,30 @@ static void coalesce(sg_arena *a, seg *s)
     s->nfr = out;
 }
 
-/* Pending ranges whose event completed become available. */
+/* Pending ranges whose event completed become available. The events are
+ * asked oldest first, and once one of a stream's is not complete its later
+ * ones are not asked (events of one stream complete in order): frees piled
+ * up behind a stream that waits cost one query per stream, not one each,
+ * at every allocation (4,000 frees pending on a waiting stream made 4,000
+ * allocations 30 times slower than the driver's: tests/e2e/adv_pools.c,
+ * many_pending). A rekeyed pend (stream 0) is asked on its own. */
+#define REAP_KEYS 16
 static void reap(sg_arena *a)
 {
     int any = 0;
-    for (pend *p = a->pends; p; p = p->next)
-        if (!p->done && a->ops.event_done && a->ops.event_done(a->ops.user, p->event))
+    sg_arena_key waiting[REAP_KEYS];
+    size_t nwait = 0;
+    if (!a->ops.event_done) return;
+    for (pend *p = a->oldest; p; p = p->prev) {
+        if (p->done) continue;
+        int skip = 0;
+        for (size_t i = 0; i < nwait && !skip && p->key.stream; i++) skip = key_eq(waiting[i], p->key);
+        if (skip) continue;
+        if (a->ops.event_done(a->ops.user, p->event))
             any = p->done = 1;
+        else if (p->key.stream && nwait < REAP_KEYS)
+            waiting[nwait++] = p->key;
+    }
     if (!any) return;
     for (size_t k = 0; k < a->nsegs; k++) {
         seg *s = &a->segs[k];
@@ -427,7 +444,7 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
     if (event) {
         if (!(p = calloc(1, sizeof *p))) return -1;
         *p = (pend){ .event = event, .key = key, .seq = ++a->seq, .refs = 1, .next = a->pends };
-        if (a->pends) a->pends->prev = p;
+        if (a->pends) a->pends->prev = p; else a->oldest = p;
         a->pends = p;
     }
     if (insert_range(s, (frange){ addr, placed, p, 1 }) != 0) {

@@ -683,6 +683,21 @@ for c in sim capture; do
     adv name=r13/observe_$c cfg="temp prof off obs" eng_t="$SEEN" eng_p="$SEEN" \
         attack="always_update's records, read-backs and simulation vs. off ($c)" -- adv_observe $c
 done
+# Round 14: stream-ordered allocation and the default memory pool
+# (adv_pools.c; found by a review of core/mem_arena.c and core/arena.c).
+# cuMemGetInfo after cuMemFreeAsync and a stream synchronization counted the
+# freed placed memory as used: the library took a completed free in only at
+# its next allocation (meminfo_pending; after cuMemPoolTrimTo:
+# trim_threshold). Every allocation queried the event of every pending free:
+# 10,000 frees piled up behind a waiting stream ran past the timeout
+# (many_pending). cross_stream, follow_event, pool_mix and other_device are
+# controls.
+for c in meminfo_pending trim_threshold cross_stream follow_event pool_mix many_pending; do
+    adv name=r14/pools_$c env="$MEM256" to=4 eng_p="$PLACED" \
+        attack="stream-ordered allocation and the default pool ($c)" -- adv_pools $c
+done
+adv name=r14/pools_other_device env="CUDAEMU_DEVICES=2" eng_p="$PLACED" \
+    attack="stream-ordered allocation and the default pool (other_device)" -- adv_pools other_device
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
