@@ -14,6 +14,9 @@
 CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream);
 CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
 CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                           cuuint64_t *id_out, CUgraph *graph_out,
+                                           const CUgraphNode **dependencies_out, size_t *numDependencies_out);
 
 static size_t node_count(CUgraph g)
 {
@@ -481,6 +484,63 @@ TEST(capture_refusals)
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* cuStreamIsCapturing, cuStreamGetCaptureInfo: "if this is called on
+ * CU_STREAM_LEGACY (the "null stream") while a blocking stream in the same
+ * context is capturing, it will return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+ * ... The blocking stream capture is not invalidated." A non-blocking
+ * stream's capture leaves the legacy stream's status NONE. Before, the
+ * legacy stream always answered NONE. */
+TEST(legacy_stream_capture_status)
+{
+    CUstream blocking, nonblocking;
+    CUstreamCaptureStatus st;
+    cuuint64_t id;
+    CUgraph g = NULL;
+    CHECK_CU(cuStreamCreate(&blocking, 0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&nonblocking, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUstreamCaptureMode modes[] = { CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                                    CU_STREAM_CAPTURE_MODE_RELAXED };
+    for (size_t m = 0; m < 3; m++) {
+        CHECK_CU(cuStreamBeginCapture_v2(blocking, modes[m]), CUDA_SUCCESS);
+        CHECK_CU(cuStreamIsCapturing(NULL, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+        CHECK_CU(cuStreamIsCapturing(CU_STREAM_LEGACY, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+        CHECK_CU(cuStreamGetCaptureInfo_v2(CU_STREAM_LEGACY, &st, &id, NULL, NULL, NULL),
+                 CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+        CHECK_CU(cuStreamGetCaptureInfo_v3(CU_STREAM_LEGACY, &st, &id, NULL, NULL, NULL, NULL),
+                 CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+        /* The per-thread default stream is not the legacy stream. */
+        CHECK_CU(cuStreamIsCapturing(CU_STREAM_PER_THREAD, &st), CUDA_SUCCESS);
+        CHECK_EQ(st, CU_STREAM_CAPTURE_STATUS_NONE);
+        CHECK_CU(cuStreamIsCapturing(blocking, &st), CUDA_SUCCESS);
+        CHECK_EQ(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);      /* not invalidated */
+        CHECK_CU(cuStreamEndCapture(blocking, &g), CUDA_SUCCESS);
+        CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+        CHECK_CU(cuStreamIsCapturing(NULL, &st), CUDA_SUCCESS);
+        CHECK_EQ(st, CU_STREAM_CAPTURE_STATUS_NONE);
+
+        CHECK_CU(cuStreamBeginCapture_v2(nonblocking, modes[m]), CUDA_SUCCESS);
+        CHECK_CU(cuStreamIsCapturing(NULL, &st), CUDA_SUCCESS);
+        CHECK_EQ(st, CU_STREAM_CAPTURE_STATUS_NONE);
+        CHECK_CU(cuStreamEndCapture(nonblocking, &g), CUDA_SUCCESS);
+        CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    }
+    /* A blocking stream that joined a non-blocking stream's capture counts. */
+    CUevent ev;
+    CHECK_CU(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    CHECK_CU(cuStreamBeginCapture_v2(nonblocking, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuEventRecord(ev, nonblocking), CUDA_SUCCESS);
+    CHECK_CU(cuStreamWaitEvent(blocking, ev, 0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamIsCapturing(NULL, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    CHECK_CU(cuEventRecord(ev, blocking), CUDA_SUCCESS);
+    CHECK_CU(cuStreamWaitEvent(nonblocking, ev, 0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(nonblocking, &g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamIsCapturing(NULL, &st), CUDA_SUCCESS);
+    CHECK_CU(cuEventDestroy(ev), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(blocking), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(nonblocking), CUDA_SUCCESS);
+}
+
 TEST(per_thread_stream_capture)
 {
     CUdeviceptr a = gu_alloc(), b = gu_alloc(), c = gu_alloc();
@@ -576,6 +636,7 @@ int main(void)
     RUN(end_capture_from_wrong_thread);
     RUN(legacy_begin_capture_v1_is_global);
     RUN(capture_refusals);
+    RUN(legacy_stream_capture_status);
     RUN(per_thread_stream_capture);
     RUN(capture_to_existing_graph);
     RUN(update_capture_dependencies);

@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ calls */
 
@@ -333,6 +334,86 @@ TEST(conflicting_in_every_mode)
     CHECK_CU(cuStreamDestroy(nonblocking), CUDA_SUCCESS);
 }
 
+/* The other uses of the legacy stream, each refused with
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT while a blocking stream captures (and
+ * changing nothing: the refused free keeps its block, the refused launch
+ * takes no graph allocation), allowed while only a non-blocking one does:
+ * cuStreamWaitEvent (an event recorded outside the capture, and one that
+ * was never recorded), cuMemAllocAsync, cuMemFreeAsync, cuGraphLaunch,
+ * cuGraphUpload. Before, the first four were accepted during the capture
+ * (and a refused cuMemFreeAsync left its block marked freed). */
+static CUevent l_ev, l_never;
+static CUdeviceptr l_async, l_new;
+static CUgraphExec l_exec;
+static CUresult op_legacy_wait(void *arg) { (void)arg; return cuStreamWaitEvent(NULL, l_ev, 0); }
+static CUresult op_legacy_wait_never(void *arg) { (void)arg; return cuStreamWaitEvent(CU_STREAM_LEGACY, l_never, 0); }
+static CUresult op_legacy_alloc_async(void *arg) { (void)arg; return cuMemAllocAsync(&l_new, 4096, NULL); }
+static CUresult op_legacy_free_async(void *arg) { (void)arg; return cuMemFreeAsync(l_async, NULL); }
+static CUresult op_legacy_launch(void *arg) { (void)arg; return cuGraphLaunch(l_exec, NULL); }
+static CUresult op_legacy_upload(void *arg) { (void)arg; return cuGraphUpload(l_exec, NULL); }
+
+TEST(legacy_stream_uses)
+{
+    CUstream blocking, nonblocking, other;
+    CHECK_CU(cuStreamCreate(&blocking, 0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&nonblocking, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuEventCreate(&l_ev, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    CHECK_CU(cuEventCreate(&l_never, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    CHECK_CU(cuEventRecord(l_ev, other), CUDA_SUCCESS);
+    /* A graph with an allocation it does not free: a launch that took it
+     * and was refused would make the next launch fail. */
+    CUgraph g;
+    CUgraphNode an;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUDA_MEM_ALLOC_NODE_PARAMS ap;
+    memset(&ap, 0, sizeof ap);
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = 4096;
+    CHECK_CU(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiate(&l_exec, g, 0), CUDA_SUCCESS);
+    CUdeviceptr a = gu_alloc();
+    struct { const char *name; CUresult (*op)(void *); int alloc, free_, launch; } ops[] = {
+        { "cuStreamWaitEvent", op_legacy_wait, 0, 0, 0 },
+        { "cuStreamWaitEvent (never recorded)", op_legacy_wait_never, 0, 0, 0 },
+        { "cuMemAllocAsync", op_legacy_alloc_async, 1, 0, 0 },
+        { "cuMemFreeAsync", op_legacy_free_async, 0, 1, 0 },
+        { "cuGraphLaunch", op_legacy_launch, 0, 0, 1 },
+        { "cuGraphUpload", op_legacy_upload, 0, 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        CUresult r;
+        printf("#   %s\n", ops[i].name);
+        if (ops[i].free_) CHECK_CU(cuMemAllocAsync(&l_async, 4096, other), CUDA_SUCCESS);
+        l_new = 0;
+        CHECK_CU(relaxed_capture_around(blocking, a, ops[i].op, NULL, &r), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        CHECK_CU(r, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+        CHECK(l_new == 0);
+        /* Nothing changed: the block is still live, the exec still launches. */
+        if (ops[i].free_) {
+            CUdeviceptr base;
+            size_t size;
+            CHECK_CU(cuMemGetAddressRange(&base, &size, l_async), CUDA_SUCCESS);
+        }
+        /* Only a non-blocking stream captures: no implicit dependency. */
+        CHECK_CU(relaxed_capture_around(nonblocking, a, ops[i].op, NULL, &r), CUDA_SUCCESS);
+        CHECK_CU(r, CUDA_SUCCESS);
+        CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+        if (ops[i].alloc) CHECK_CU(cuMemFreeAsync(l_new, NULL), CUDA_SUCCESS);
+        if (ops[i].launch) CHECK_CU(cuMemFreeAsync(ap.dptr, NULL), CUDA_SUCCESS);
+        CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    }
+    CHECK_CU(cuGraphExecDestroy(l_exec), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuEventDestroy(l_ev), CUDA_SUCCESS);
+    CHECK_CU(cuEventDestroy(l_never), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(blocking), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(nonblocking), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(other), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     gu_setup();
@@ -342,5 +423,6 @@ int main(void)
     RUN(own_capture);
     RUN(other_threads_capture);
     RUN(conflicting_in_every_mode);
+    RUN(legacy_stream_uses);
     return check_done();
 }

@@ -221,6 +221,19 @@ CUresult emu_capture_check_ctx(CUcontext ctx, int blocking_only, CUresult err)
     return bad ? err : CUDA_SUCCESS;
 }
 
+/* Whether a blocking stream of ctx (one not created with
+ * CU_STREAM_NON_BLOCKING, or a per-thread default stream) takes part in a
+ * capture in progress (emu_cap_lock held). Invalidates nothing. */
+static int blocking_capture_locked(CUcontext ctx)
+{
+    for (struct emu_capture *c = captures; c; c = c->next)
+        for (size_t i = 0; i < c->nstreams; i++) {
+            emu_stream *s = c->streams[i].s;
+            if (emu_stream_ctx(s) == ctx && emu_stream_blocking(s)) return 1;
+        }
+    return 0;
+}
+
 /* Same source: "It is invalid to synchronize or query the execution status
  * of ... a captured event". */
 int emu_capture_event_busy(CUevent ev)
@@ -442,6 +455,16 @@ static CUresult capture_info(CUstream h, int per_thread, CUstreamCaptureStatus *
     CUresult r = emu_stream_get(h, per_thread, &s);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&emu_cap_lock);
+    /* cuStreamIsCapturing: "if this is called on CU_STREAM_LEGACY (the "null
+     * stream") while a blocking stream in the same context is capturing, it
+     * will return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and *captureStatus is
+     * unspecified after the call. The blocking stream capture is not
+     * invalidated." cuStreamGetCaptureInfo: the same. */
+    CUcontext ctx = emu_stream_ctx(s);
+    if (ctx && ctx->legacy == s && blocking_capture_locked(ctx)) {
+        pthread_mutex_unlock(&emu_cap_lock);
+        return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    }
     struct emu_capture *c = emu_stream_capture(s);
     cap_stream *cs = c ? cap_find(c, s) : NULL;
     if (!cs) {

@@ -285,6 +285,10 @@ static CUresult stream_wait_event(CUstream h, int pt, CUevent ev, unsigned flags
         emu_capture_invalidate(s);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
+    /* The legacy stream waiting while a blocking stream of its context
+     * captures: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, the capture invalidated
+     * (as any other use of it), whatever the event. */
+    if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     if (emu_capture_event_wait(s, ev, &r)) return r;
     /* A capturing stream that waits on an event recorded outside capture
      * gains no dependency in the graph: nothing to queue. */

@@ -291,6 +291,9 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     CUresult r = emu_stream_get(h, per_thread, &s);
     if (r != CUDA_SUCCESS) return r;
     if (emu_capture_refuse(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    /* Before the launch takes its token and its graph allocations: a launch
+     * refused on the legacy stream changes nothing. */
+    if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     launch_work *lw = (launch_work *)emu_work_new(sizeof *lw, call, launch_run);
     launch_token *tok = calloc(1, sizeof *tok);
     size_t n = run_nodes ? e->n : 0;

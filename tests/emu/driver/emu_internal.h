@@ -361,6 +361,11 @@ void emu_stream_node_attrs(emu_stream *s, CUkernelNodeAttrValue *attr);
 /* Enqueues work (takes ownership, also on failure). Applies the legacy
  * stream's implicit synchronization. Never called for a capturing stream. */
 CUresult emu_stream_enqueue(emu_stream *s, emu_work *w);
+/* CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (and the captures concerned
+ * invalidated) if s is the legacy stream and a blocking stream of its
+ * context captures; for calls that must refuse before changing anything
+ * (a graph launch's token and allocations). */
+CUresult emu_stream_legacy_check(emu_stream *s);
 /* fork(): the leaf locks a stream worker may hold while it runs work (a
  * launch token's, the handle registry's, device memory's), taken by
  * emu_stream.c's fork handlers after every stream lock so that no child

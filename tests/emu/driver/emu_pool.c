@@ -137,6 +137,9 @@ static CUresult alloc_async(const char *call, CUdeviceptr *dptr, size_t bytes, C
                               .mem_out = dptr };
         return emu_capture_add(s, &op);
     }
+    /* "This function uses standard default stream semantics": on the legacy
+     * stream while a blocking stream captures, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */
+    if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     return emu_mem_alloc_device(dptr, bytes, dev, pool ? pool : &default_pools[dev], call);
 }
 
@@ -185,6 +188,8 @@ static CUresult free_async(const char *call, CUdeviceptr p, CUstream h, int pt)
         emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEM_FREE, .mem_ptr = p };
         return emu_capture_add(s, &op);
     }
+    /* Checked before the block is marked freed: a refused call frees nothing. */
+    if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     uint64_t token;
     r = emu_mem_free_async_begin(p, &token);
     if (r != CUDA_SUCCESS) return r;
