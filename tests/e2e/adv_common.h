@@ -263,6 +263,18 @@ static inline void adv_sleep_us(unsigned us)
     nanosleep(&ts, NULL);
 }
 
+/* A stream held for the host: a host function adv_gate_wait queued on it
+ * returns once adv_release() is called (adv_released() tells). One gate per
+ * process, closed at start. */
+static int adv_gate;
+static inline void CUDA_CB adv_gate_wait(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&adv_gate, __ATOMIC_ACQUIRE)) adv_sleep_us(500);
+}
+static inline int adv_released(void) { return __atomic_load_n(&adv_gate, __ATOMIC_ACQUIRE); }
+static inline void adv_release(void) { __atomic_store_n(&adv_gate, 1, __ATOMIC_RELEASE); }
+
 /* The capture status name of stream s ("none", "active", "invalidated", or
  * the error name). */
 static inline const char *adv_capture_status(CUstream s)

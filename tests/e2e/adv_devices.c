@@ -59,14 +59,6 @@
 
 static CUcontext ca, cb;               /* A: device 0's primary; B: see the header */
 static CUmodule mod_a, mod_b;
-static int flag;
-
-static void CUDA_CB wait_flag(void *arg)
-{
-    (void)arg;
-    while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE)) usleep(1000);
-}
-
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -114,15 +106,15 @@ static void free_held(int peer)
     MUST(cuMemAlloc(&x, BYTES));
     MUST(cuMemsetD32(x, 5, WORDS));
     MUST(cuCtxSynchronize());
-    MUST(cuLaunchHostFunc(sa, wait_flag, NULL));   /* A's stream waits for the host */
+    MUST(cuLaunchHostFunc(sa, adv_gate_wait, NULL));   /* A's stream waits for the host */
     MUST(cuCtxSetCurrent(cb));
     signal(SIGALRM, on_alarm);
     alarm(5);
     R(cuMemFree(x));                               /* B current: B's work only */
     alarm(0);
-    adv_check("returned", !__atomic_load_n(&flag, __ATOMIC_ACQUIRE),
+    adv_check("returned", !adv_released(),
               "cuMemFree returned while A's stream waits for the host");
-    __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+    adv_release();
     MUST(cuCtxSetCurrent(ca));
     MUST(cuStreamSynchronize(sa));
     CUdeviceptr y;
@@ -197,7 +189,7 @@ static void pending(int destroy_first)
         adv_check("keep", k == 77, "the other block holds %u", k);
         R(cuMemFree(keep));                        /* x is the last block of B's now */
     }
-    MUST(cuLaunchHostFunc(sa, wait_flag, NULL));
+    MUST(cuLaunchHostFunc(sa, adv_gate_wait, NULL));
     ADV_LAUNCH(sleep_a, sa, &x, &v, &n, &us, &bad);
     R(cuMemFreeAsync(x, sa));
     if (!destroy_first) {
@@ -205,7 +197,7 @@ static void pending(int destroy_first)
         MUST(cuCtxDestroy(cb));
     }
     adv_sleep_us(20000);
-    __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+    adv_release();
     MUST(cuStreamSynchronize(sa));
     uint32_t got = 0;
     MUST(cuMemcpyDtoH(&got, bad, 4));

@@ -31,14 +31,6 @@
 
 static CUcontext ctx;
 static CUdevice dev;
-static int flag;
-
-static void CUDA_CB wait_flag(void *arg)
-{
-    (void)arg;
-    while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE)) usleep(1000);
-}
-
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -56,13 +48,13 @@ static void free_no_sync(void)
     MUST(cuMemAllocAsync(&p, BYTES, s2));
     MUST(cuMemsetD8Async(p, 7, BYTES, s2));
     MUST(cuStreamSynchronize(s2));             /* every access to p done */
-    MUST(cuLaunchHostFunc(s1, wait_flag, NULL));
+    MUST(cuLaunchHostFunc(s1, adv_gate_wait, NULL));
     signal(SIGALRM, on_alarm);
     alarm(20);
     R(cuMemFree(p));
     alarm(0);
-    adv_check("no_sync", !__atomic_load_n(&flag, __ATOMIC_ACQUIRE), "cuMemFree returned while s1 waits");
-    __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+    adv_check("no_sync", !adv_released(), "cuMemFree returned while s1 waits");
+    adv_release();
     MUST(cuStreamSynchronize(s1));
     /* the memory is usable again at once */
     CUdeviceptr q;

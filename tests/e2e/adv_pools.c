@@ -46,14 +46,6 @@
 static CUcontext ctx;
 static CUmodule mod;
 static CUdevice dev;
-static int flag;
-
-static void CUDA_CB wait_flag(void *arg)
-{
-    (void)arg;
-    while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE)) usleep(500);
-}
-
 static void CUDA_CB slow(void *arg)
 {
     (void)arg;
@@ -266,7 +258,7 @@ static void many_pending(void)
     MUST(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
     MUST(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
     MUST(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-    MUST(cuLaunchHostFunc(b, wait_flag, NULL));
+    MUST(cuLaunchHostFunc(b, adv_gate_wait, NULL));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     CUresult bad = CUDA_SUCCESS;
@@ -284,7 +276,7 @@ static void many_pending(void)
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     fprintf(stderr, "many_pending: %d rounds in %.2f s\n", N, secs);
     adv_check("rounds", bad == CUDA_SUCCESS, "%d", N);   /* the runner's timeout judges the time */
-    __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+    adv_release();
     MUST(cuStreamSynchronize(b));
     for (int i = 0; i < N; i++)
         if (keep[i]) MUST(cuMemFreeAsync(keep[i], a));
