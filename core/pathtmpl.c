@@ -7,8 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const rank_vars[] = { "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-                                         "PMI_RANK", NULL };
+/* The rank, first found: the launcher's own before the resource manager's.
+ * An MPI launcher started inside a Slurm job (sbatch, then mpirun) passes
+ * every rank the batch step's SLURM_PROCID, the same on a whole node, while
+ * OMPI_COMM_WORLD_RANK / PMI_RANK / PMIX_RANK is the rank: with
+ * SLURM_PROCID first, the ranks of a node overwrote one another's report
+ * (tests/e2e/test_wrapper.sh). Under srun alone the MPI variables are unset,
+ * or equal to SLURM_PROCID. */
+static const char *const rank_vars[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                         "SLURM_PROCID", "FLUX_TASK_RANK", NULL };
 
 const char *sg_rank_from_env(sg_getenv_fn getenv_fn)
 {

@@ -8,6 +8,10 @@
 # after '--' that starts with '-' runs as a command (127 when missing); the
 # setuid warning comes exactly when the loader ignores LD_PRELOAD (checked
 # against the loader: the library is, or is not, mapped in the program).
+# LD_PRELOAD already holding the library: the same file is not added twice,
+# another copy is refused (status 2). Under an MPI launcher inside a Slurm
+# job (a stale SLURM_PROCID shared by the ranks) %r is the MPI rank, so each
+# rank writes its own report (a stand-in launcher).
 . "$(dirname "$0")/../lib.sh"
 RUN=$SRC/scripts/stablegraph-run
 export STABLEGRAPH_LIB=$BUILD/libstablegraph.so
@@ -98,6 +102,44 @@ refused "a folder as STABLEGRAPH_LIB" STABLEGRAPH_LIB="$want_path" "$RUN" --
 out=$(cd "$(dirname "$STABLEGRAPH_LIB")" && STABLEGRAPH_LIB=./libstablegraph.so "$RUN" -- \
       sh -c 'cd / && echo "$LD_PRELOAD"')
 check_eq "a relative STABLEGRAPH_LIB: made absolute" "$out" "$(dirname "$STABLEGRAPH_LIB")/./libstablegraph.so"
+
+# The space/':' refusal gives its way out (the message's last words were lost).
+check "a path with a space: the message says to link it elsewhere" \
+    grep -qF "set STABLEGRAPH_LIB to a link without them" "$TMP/STABLEGRAPH_LIB in 'with space'.err"
+
+# ---------------------------------------------------------------- LD_PRELOAD holding the library already
+# The same file (an outer wrapper; a launcher passing its environment on) is
+# not added twice; another copy of it is refused: two copies in one process
+# write no report.
+out=$("$RUN" -- "$RUN" -- sh -c 'echo "$LD_PRELOAD"')
+check_eq "wrapper under the wrapper: the library in LD_PRELOAD once" "$out" "$(readlink -f "$STABLEGRAPH_LIB")"
+out=$(LD_PRELOAD="/x/liba.so $TMP/link/../link/libstablegraph.so:" STABLEGRAPH_LIB=$TMP/link/libstablegraph.so \
+      "$RUN" -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+check_eq "the same library by another path in LD_PRELOAD: not added again" "$out" \
+    "/x/liba.so $TMP/link/../link/libstablegraph.so:"
+mkdir "$TMP/copy" && cp "$STABLEGRAPH_LIB" "$TMP/copy/libstablegraph.so"
+want_path=$TMP/copy/libstablegraph.so want_why="another copy"
+refused "another copy in LD_PRELOAD" LD_PRELOAD="/x/liba.so:$want_path" "$RUN" --
+
+# ---------------------------------------------------------------- %r under an MPI launcher inside a Slurm job
+# sbatch, then mpirun/mpiexec: every rank inherits the batch step's
+# SLURM_PROCID=0; the library's %r takes OMPI_COMM_WORLD_RANK and PMI_RANK
+# before it, so the ranks write one report each. A stand-in launcher
+# runs N copies with the MPI launcher's variable.
+cat >"$TMP/fake-mpirun" <<'EOF'
+#!/bin/sh
+# fake-mpirun VAR N COMMAND...: N copies of COMMAND, VAR=0..N-1 in each.
+var=$1 n=$2; shift 2; i=0
+while [ "$i" -lt "$n" ]; do env "$var=$i" "$@" & i=$((i + 1)); done
+wait
+EOF
+chmod +x "$TMP/fake-mpirun"
+for var in OMPI_COMM_WORLD_RANK PMI_RANK; do
+    SLURM_PROCID=0 emu "$TMP/fake-mpirun" "$var" 3 "$RUN" --report "$TMP/mpi-$var-%r.json" -- \
+        "$BUILD/tests/e2e/resolve_paths" direct >/dev/null
+    check_eq "sbatch + mpirun ($var, SLURM_PROCID=0): one report per rank" \
+        "$(cd "$TMP" && echo mpi-$var-*.json)" "mpi-$var-0.json mpi-$var-1.json mpi-$var-2.json"
+done
 
 # ---------------------------------------------------------------- a command that starts with '-'
 "$RUN" -- -c env >"$TMP/dash-c.out" 2>"$TMP/dash-c.err"

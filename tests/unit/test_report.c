@@ -36,7 +36,7 @@ TEST(path_expansion)
     CHECK_EQ(sg_report_path_check("/a/%d"), -1);
 }
 
-static const char *fake_env[10];
+static const char *fake_env[14];
 static const char *fake_getenv(const char *name)
 {
     for (int i = 0; fake_env[i]; i += 2)
@@ -48,13 +48,17 @@ TEST(rank_order)
 {
     memset(fake_env, 0, sizeof fake_env);
     CHECK(sg_rank_from_env(fake_getenv) == NULL);
-    fake_env[0] = "PMI_RANK"; fake_env[1] = "4";
+    fake_env[0] = "FLUX_TASK_RANK"; fake_env[1] = "6";
+    CHECK(strcmp(sg_rank_from_env(fake_getenv), "6") == 0);
+    fake_env[2] = "SLURM_PROCID"; fake_env[3] = "5";   /* a batch step's, under mpirun */
+    CHECK(strcmp(sg_rank_from_env(fake_getenv), "5") == 0);
+    fake_env[4] = "PMIX_RANK"; fake_env[5] = "4";
     CHECK(strcmp(sg_rank_from_env(fake_getenv), "4") == 0);
-    fake_env[2] = "OMPI_COMM_WORLD_RANK"; fake_env[3] = "3";
+    fake_env[6] = "PMI_RANK"; fake_env[7] = "3";
     CHECK(strcmp(sg_rank_from_env(fake_getenv), "3") == 0);
-    fake_env[4] = "SLURM_PROCID"; fake_env[5] = "2";
+    fake_env[8] = "OMPI_COMM_WORLD_RANK"; fake_env[9] = "2";
     CHECK(strcmp(sg_rank_from_env(fake_getenv), "2") == 0);
-    fake_env[6] = "RANK"; fake_env[7] = "1";
+    fake_env[10] = "RANK"; fake_env[11] = "1";
     CHECK(strcmp(sg_rank_from_env(fake_getenv), "1") == 0);
 }
 
