@@ -1,8 +1,10 @@
 /*
  * core/log.c: the non-allocating logger (see log.h). The level and the log
  * file's name are set once at start-up; the file is opened at the first
- * line logged (log_state, an atomic, says whether that happened); per-site
- * counters are atomics.
+ * line logged, and opened again if its descriptor no longer names it
+ * (log_state, an atomic, says whether an open is under way; log_fd and the
+ * file's identity are atomics written only by the thread that opens it);
+ * per-site counters are atomics.
  */
 #include "log.h"
 
@@ -26,9 +28,14 @@ static char log_path[SG_CONFIG_VALUE_MAX + 1];   /* "" = stderr; set by sg_log_i
 enum { LOG_OPEN = -1, LOG_CLOSED = 0 };
 static int log_state = LOG_OPEN;
 static int log_fd = 2;
+/* The device and inode of the file opened at log_fd; log_ino 0: log_fd is
+ * the program's stderr (no file, or it could not be opened). */
+static dev_t log_dev;
+static ino_t log_ino;
 static __thread int log_busy;
 
-/* Opens the log file: appending, created if missing, never through a
+/* Opens the log file (recording its identity in log_dev and log_ino):
+ * appending, created if missing, never through a
  * symbolic link at its last component, never a FIFO (opening one without a
  * reader would block; writing into one could block every hook), without
  * blocking. On failure the log goes to stderr, with one line saying why. */
@@ -45,7 +52,12 @@ static int log_open(const char *path)
         why = "not a regular file or a character device";
     else if (fcntl(fd, F_SETFL, O_APPEND) != 0)
         why = strerror(errno);
-    if (!why) return fd;
+    if (!why) {
+        __atomic_store_n(&log_dev, st.st_dev, __ATOMIC_RELAXED);
+        __atomic_store_n(&log_ino, st.st_ino, __ATOMIC_RELAXED);
+        return fd;
+    }
+    __atomic_store_n(&log_ino, 0, __ATOMIC_RELAXED);
     if (fd >= 0) close(fd);
     char buf[SG_LOG_LINE_MAX];
     int n = snprintf(buf, sizeof buf, "stablegraph: error: cannot log to %s=%s (%s); logging "
@@ -55,22 +67,42 @@ static int log_open(const char *path)
     return 2;
 }
 
-/* The descriptor to log to, opening the file on first use. */
+/* Nonzero if log_fd is the file log_open opened, or the program's stderr.
+ * A program may close every descriptor it did not open itself (a daemon,
+ * close_range(3, ~0U, 0) before exec) and get the log's number back for a file
+ * of its own: the log's lines would be written into it. */
+static int log_fd_is_ours(void)
+{
+    struct stat st;
+    ino_t ino = __atomic_load_n(&log_ino, __ATOMIC_RELAXED);
+    if (!ino) return 1;
+    return fstat(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), &st) == 0 && st.st_ino == ino &&
+           st.st_dev == __atomic_load_n(&log_dev, __ATOMIC_RELAXED);
+}
+
+/* The descriptor to log to, opening the file on first use, and again if the
+ * program closed it (the old number is left alone: it is not ours anymore). */
 static int log_out(void)
 {
     int state;
-    while ((state = __atomic_load_n(&log_state, __ATOMIC_ACQUIRE)) != LOG_OPEN) {
+    for (;;) {
+        state = __atomic_load_n(&log_state, __ATOMIC_ACQUIRE);
+        if (state == LOG_OPEN) {
+            if (log_fd_is_ours()) break;
+            /* another thread may have opened it again since: checked below */
+        }
         int me = (int)getpid();
         if (state != me &&
             __atomic_compare_exchange_n(&log_state, &state, me, 0, __ATOMIC_ACQUIRE,
                                         __ATOMIC_ACQUIRE)) {
-            log_fd = log_open(log_path);
+            if (state != LOG_OPEN || !log_fd_is_ours())
+                __atomic_store_n(&log_fd, log_open(log_path), __ATOMIC_RELAXED);
             __atomic_store_n(&log_state, LOG_OPEN, __ATOMIC_RELEASE);
             break;
         }
         if (state == me) sched_yield();   /* another thread of this process is opening it */
     }
-    return log_fd;
+    return __atomic_load_n(&log_fd, __ATOMIC_RELAXED);
 }
 
 int sg_log_enabled(sg_log_level level)

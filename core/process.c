@@ -1,9 +1,9 @@
 /*
  * core/process.c: start-up, fork handling and the exit report (process.h).
  *
- * Globals: cfg and getenv_fn are written once by sg_process_start (under
- * interpose/'s once-guard), then read-only; report_enabled is also written
- * in the fork child.
+ * Globals: cfg, env_get and report_path are written once by
+ * sg_process_start (under interpose/'s once-guard), then read-only;
+ * report_enabled is also written in the fork child.
  */
 #include "process.h"
 
@@ -13,6 +13,7 @@
 #include "report.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 static sg_config cfg;
 static sg_getenv_fn env_get;
 static int report_enabled;
+/* cfg.report, made absolute at start-up (from_start_dir). */
+static char report_path[PATH_MAX];
 
 /* Nonzero if this process reached the driver through the library. */
 static int used_driver(void)
@@ -43,7 +46,7 @@ static void at_exit(void)
         if (gethostname(host, sizeof host) != 0) strcpy(host, "unknown");
         host[sizeof host - 1] = '\0';
         sg_path_env env = { (long)getpid(), host, sg_rank_from_env(env_get) };
-        if (sg_report_path_expand(cfg.report, &env, path, sizeof path) != 0)
+        if (sg_report_path_expand(report_path, &env, path, sizeof path) != 0)
             SG_ERROR("%s=%s expands to a path that is too long: no report", SG_ENV_REPORT,
                      cfg.report);
         else
@@ -106,13 +109,41 @@ static void load_costs(sg_config *c)
     c->policy = SG_POLICY_OFF;
 }
 
+/* A relative report or log path names a file in the folder the program
+ * started in, as the user who set it meant, not in the one the program is
+ * in when the file is written (at exit, at the first line logged): a
+ * program that changed folder (a daemon to /, a job into a scratch folder
+ * it removes before exit) put the report elsewhere, or nowhere
+ * (tests/e2e/test_lifecycle.sh, chdir). Into buf (size bytes), '%' of the
+ * folder's name doubled when template (the report's %-escapes); path
+ * itself if it is absolute, "-", or the folder's name is unknown or too
+ * long. */
+static const char *from_start_dir(const char *path, int template, char *buf, size_t size)
+{
+    char cwd[PATH_MAX];
+    if (!path[0] || path[0] == '/' || strcmp(path, "-") == 0 || !getcwd(cwd, sizeof cwd))
+        return path;
+    size_t n = 0;
+    const char *c = cwd;
+    for (; *c && n + 2 < size; c++) {
+        if (*c == '%' && template) buf[n++] = '%';
+        buf[n++] = *c;
+    }
+    if (*c) return path;
+    int m = snprintf(buf + n, size - n, "/%s", path);
+    return m > 0 && (size_t)m < size - n ? buf : path;
+}
+
 int sg_process_start(sg_getenv_fn getenv_fn, const char *const *hook_names,
                      sg_hook_counter *counters, size_t nhooks)
 {
     env_get = getenv_fn;
     sg_config_parse(&cfg, getenv_fn);
     load_costs(&cfg);
-    sg_log_init(cfg.log_level, cfg.log_file);
+    char log_file[SG_CONFIG_VALUE_MAX + 1];   /* sg_log_init copies it */
+    sg_log_init(cfg.log_level, from_start_dir(cfg.log_file, 0, log_file, sizeof log_file));
+    const char *rp = from_start_dir(cfg.report, 1, report_path, sizeof report_path);
+    if (rp != report_path) snprintf(report_path, sizeof report_path, "%s", rp);
     for (int i = 0; i < cfg.nerrors; i++) sg_log(SG_LOG_ERROR, "%s", cfg.errors[i]);
     if (cfg.nerrors && cfg.strict) {
         sg_log(SG_LOG_ERROR, "%s=1: exiting with status 2", SG_ENV_STRICT);

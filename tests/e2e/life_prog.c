@@ -19,9 +19,17 @@
  *   primary_reset  cuDevicePrimaryCtxReset with a live buffer, graph and
  *                  exec; the stale exec is launched and destroyed, the
  *                  buffer freed; then new work in the primary context again
+ *   closefds       closes every descriptor above stderr (close_range, as a
+ *                  daemon or a careful exec does), opens the file named by
+ *                  LIFE_DATA (which gets the lowest number, the one the
+ *                  library's log file had), writes one line into it and
+ *                  goes on using CUDA: nothing else may reach that file
+ *   chdir          uses CUDA, then changes into the folder LIFE_DIR names
+ *                  and removes it before exit
  */
 #include "life_common.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +170,31 @@ static void scenario_primary_reset(void)
     LIFE_R(life.cuDevicePrimaryCtxRelease(dev));
 }
 
+static void scenario_closefds(void)
+{
+    const char *data = getenv("LIFE_DATA");
+    CUcontext ctx;
+    if (!data) exit(2);
+    fflush(stdout);
+    close_range(3, ~0U, 0);
+    int fd = open(data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, "program data\n", 13) != 13) exit(1);
+    if (primary_on(&ctx)) exit(1);
+    basic_work("closefds", 4, 3);
+    LIFE_R(life.cuDevicePrimaryCtxRelease(dev));
+    /* fd stays open to the end, as a program's output file would */
+}
+
+static void scenario_chdir(void)
+{
+    const char *dir = getenv("LIFE_DIR");
+    CUcontext ctx;
+    if (!dir || primary_on(&ctx)) exit(1);
+    basic_work("chdir", 3, 2);
+    LIFE_R(life.cuDevicePrimaryCtxRelease(dev));
+    if (chdir(dir) != 0 || rmdir(dir) != 0) exit(1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -188,6 +221,10 @@ int main(int argc, char **argv)
         scenario_ctx_destroy();
     } else if (strcmp(s, "primary_reset") == 0) {
         scenario_primary_reset();
+    } else if (strcmp(s, "chdir") == 0) {
+        scenario_chdir();
+    } else if (strcmp(s, "closefds") == 0) {
+        scenario_closefds();
     } else {
         fprintf(stderr, "life_prog: unknown scenario %s\n", s);
         return 2;

@@ -8,6 +8,13 @@
 #     (dlclose of a dlopen'ed libcuda, then dlopen again): no hang (timeout),
 #     no crash, the exit status and every printed driver result and checksum
 #     as without the library, and one report per process that used CUDA.
+#   - closefds (life_prog): the program closes every descriptor above stderr
+#     after the library opened its log file, then opens a file of its own at
+#     that number: the library's log lines (the summary at exit) go to the
+#     log file, none into the program's file.
+#   - chdir (life_prog): a relative report and log path (set in the folder
+#     the program started in) while the program moves into another folder
+#     and removes it before exit: both files are written where it started.
 #   - processes that never use CUDA (/bin/true, sh, python3) and a program
 #     whose libcuda is missing: no effect at all (same status, stdout and
 #     stderr, no report, no log line at the default level).
@@ -51,6 +58,39 @@ else
     # the driver used twice (life_dl.c: 6 kernels, 3 launches each time)
     scenario dlclose 1 --sum first 256 18 --sum "after dlclose" 256 18 "$NOLEAK" -- "$DL" "$MOD"
 fi
+
+# ---------------------------------------------------------------- closed descriptors
+run closefds.base LD_LIBRARY_PATH="$EMU_LIB" LIFE_DATA="$TMP/closefds.base.data" \
+    -- "$PROG" closefds "$MOD"
+check_eq "closefds: exit status without the library" "$(cat "$TMP/closefds.base.rc")" 0
+check_eq "closefds: checksum without the library" "$(grep 'checksum:' "$TMP/closefds.base.out")" \
+    "$(life_sum closefds 256 12)"
+for p in $POLICIES; do
+    t=closefds.$p
+    run "$t" LD_LIBRARY_PATH="$EMU_LIB" LD_PRELOAD="$LIB" STABLEGRAPH_POLICY="$p" \
+        STABLEGRAPH_LOG=info STABLEGRAPH_LOG_FILE="$TMP/$t.log" LIFE_DATA="$TMP/$t.data" \
+        -- "$PROG" closefds "$MOD"
+    check_eq "$t: exit status as without the library" "$(cat "$TMP/$t.rc")" 0
+    check "$t: same driver results and checksums" cmp -s "$TMP/closefds.base.out" "$TMP/$t.out"
+    check_eq "$t: the program's file holds only what it wrote" "$(cat "$TMP/$t.data")" "program data"
+    check "$t: the summary at exit is in the log file" grep -q 'stablegraph: info: summary:' "$TMP/$t.log"
+done
+
+# ---------------------------------------------------------------- relative paths
+for p in $POLICIES; do
+    t=chdir.$p
+    mkdir -p "$TMP/$t/start" "$TMP/$t/away"
+    (cd "$TMP/$t/start" &&
+        run "$t" LD_LIBRARY_PATH="$EMU_LIB" LD_PRELOAD="$LIB" STABLEGRAPH_POLICY="$p" \
+            STABLEGRAPH_REPORT=r-%p.json STABLEGRAPH_LOG=info STABLEGRAPH_LOG_FILE=sg.log \
+            LIFE_DIR="$TMP/$t/away" -- "$PROG" chdir "$MOD")
+    check_eq "$t: exit status" "$(cat "$TMP/$t.rc")" 0
+    check_eq "$t: checksum" "$(grep 'checksum:' "$TMP/$t.out")" "$(life_sum chdir 256 6)"
+    check_eq "$t: one report, in the starting folder" "$(ls "$TMP/$t/start" | grep -c '^r-.*\.json$')" 1
+    check "$t: the summary in the log file, in the starting folder" \
+        grep -q 'stablegraph: info: summary:' "$TMP/$t/start/sg.log"
+    check "$t: no error logged" [ -z "$(grep -v 'stablegraph: info:' "$TMP/$t/start/sg.log" "$TMP/$t.err" 2>/dev/null)" ]
+done
 
 # ---------------------------------------------------------------- no CUDA: no effect
 # quiet NAME CMD...: with and without the library, identical in every way.
