@@ -19,11 +19,12 @@
  *   primary_reset  cuDevicePrimaryCtxReset with a live buffer, graph and
  *                  exec; the stale exec is launched and destroyed, the
  *                  buffer freed; then new work in the primary context again
- *   closefds       closes every descriptor above stderr (close_range, as a
- *                  daemon or a careful exec does), opens the file named by
- *                  LIFE_DATA (which gets the lowest number, the one the
- *                  library's log file had), writes one line into it and
- *                  goes on using CUDA: nothing else may reach that file
+ *   closefds       before any CUDA call (a driver in use holds descriptors
+ *                  of its own), closes every descriptor above stderr
+ *                  (close_range, as a daemon does at start), opens the file
+ *                  named by LIFE_DATA (which gets the lowest number, the one
+ *                  the library's log file had), writes one line into it and
+ *                  then uses CUDA: nothing else may reach that file
  *   chdir          uses CUDA, then changes into the folder LIFE_DIR names
  *                  and removes it before exit
  */
@@ -179,6 +180,7 @@ static void scenario_closefds(void)
     close_range(3, ~0U, 0);
     int fd = open(data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || write(fd, "program data\n", 13) != 13) exit(1);
+    init_driver();
     if (primary_on(&ctx)) exit(1);
     basic_work("closefds", 4, 3);
     LIFE_R(life.cuDevicePrimaryCtxRelease(dev));
@@ -208,6 +210,10 @@ int main(int argc, char **argv)
         scenario_fork_first();
         return 0;
     }
+    if (strcmp(s, "closefds") == 0) {     /* before the driver is in use */
+        scenario_closefds();
+        return 0;
+    }
     init_driver();
     if (strcmp(s, "basic") == 0) {
         CUcontext ctx;
@@ -223,8 +229,6 @@ int main(int argc, char **argv)
         scenario_primary_reset();
     } else if (strcmp(s, "chdir") == 0) {
         scenario_chdir();
-    } else if (strcmp(s, "closefds") == 0) {
-        scenario_closefds();
     } else {
         fprintf(stderr, "life_prog: unknown scenario %s\n", s);
         return 2;
