@@ -214,25 +214,19 @@ static int end_ended(CUresult rc)
 
 CUresult sg_cap_end(const sg_call *c, CUresult (*route)(const sg_call *))
 {
-    if (!sg_rec_on) {
-        CUresult rc = route(c);
-        if (end_ended(rc)) captures_drop();
-        return rc;
-    }
-    sg_lock_take(&sg_rec_lock);                /* (see sg_cap_begin) */
+    int rec = sg_rec_on;
+    if (rec) sg_lock_take(&sg_rec_lock);       /* (see sg_cap_begin) */
     CUresult rc = route(c);
-    if (!end_ended(rc)) {
-        sg_lock_drop(&sg_rec_lock);
-        return rc;
+    if (end_ended(rc)) {
+        captures_drop();
+        sg_stream_id key = sg_stream_id_of(c->u.capture.stream, c->per_thread);
+        sstate *s = rec ? sg_cap_stream_find(key) : NULL;
+        if (s && sg_stream_id_eq(s->c->origin, key)) {
+            CUgraph *out = c->u.capture.graph_out;
+            cap_end(s->c, rc == CUDA_SUCCESS && out ? *out : NULL);
+        }
     }
-    captures_drop();
-    sg_stream_id key = sg_stream_id_of(c->u.capture.stream, c->per_thread);
-    sstate *s = sg_cap_stream_find(key);
-    if (s && sg_stream_id_eq(s->c->origin, key)) {
-        CUgraph *out = c->u.capture.graph_out;
-        cap_end(s->c, rc == CUDA_SUCCESS && out ? *out : NULL);
-    }
-    sg_lock_drop(&sg_rec_lock);
+    if (rec) sg_lock_drop(&sg_rec_lock);
     return rc;
 }
 
