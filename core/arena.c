@@ -531,11 +531,15 @@ size_t sg_arena_segments(const sg_arena *a) { return a->nsegs; }
  * chunk a live block or a pending free still touches (a hole) serve no block
  * larger than the hole and cannot be given back, so counting them would make
  * cuMemGetInfo promise memory an allocation of that size cannot get. Pending
- * frees whose event has completed count from the next reap (allocation or
- * trim): this is a const look, no event query. */
-size_t sg_arena_mapped_free(const sg_arena *a)
+ * frees whose event completed are taken in first (reap): the driver's pool
+ * gives freed memory back at a synchronization, so after cuMemFreeAsync and
+ * a stream synchronization cuMemGetInfo counts it free (a const look left
+ * those chunks used until the next allocation: tests/e2e/adv_pools.c,
+ * meminfo_pending). */
+size_t sg_arena_mapped_free(sg_arena *a)
 {
     size_t n = 0;
+    reap(a);
     for (size_t k = 0; k < a->nsegs; k++) {
         const seg *s = &a->segs[k];
         for (size_t i = 0; i < s->nch; i++)

@@ -138,12 +138,13 @@ size_t sg_arena_chunks(const sg_arena *a, CUdeviceptr addr, size_t len, sg_arena
                        size_t max);
 
 /* Bytes mapped (sum of chunk sizes); bytes of the chunks that no block uses
- * and no pending free holds, wholly (what sg_arena_trim could give back: the
+ * and no pending free holds, wholly, after taking in the frees that
+ * completed (what sg_arena_trim could give back: the
  * free bytes of a chunk a live block still touches are not counted, as no
  * larger allocation can use them; cuMemGetInfo adds this to the driver's
  * free memory); reservations; free ranges (tests, logs). */
 size_t sg_arena_mapped(const sg_arena *a);
-size_t sg_arena_mapped_free(const sg_arena *a);
+size_t sg_arena_mapped_free(sg_arena *a);
 size_t sg_arena_segments(const sg_arena *a);
 size_t sg_arena_free_ranges(const sg_arena *a);
 

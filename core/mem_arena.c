@@ -418,16 +418,7 @@ static void free_of_device(sg_ctx *cx, void *u)
     pthread_mutex_unlock(&cx->lock);
     if (!ar) return;
     pthread_mutex_lock(&ar->lock);
-    /* Frees whose events completed are taken in first: the driver's pool
-     * gives freed memory back at a synchronization (release threshold 0),
-     * so after cuMemFreeAsync and a stream synchronization cuMemGetInfo
-     * counts it free. A const look left it pending until the next
-     * allocation, and those chunks read as used (tests/e2e/adv_pools.c,
-     * meminfo_pending). One cuEventQuery per pending free; none without. */
-    if (ar->state == 1) {
-        (void)sg_arena_pending(ar->arena);
-        q->bytes += sg_arena_mapped_free(ar->arena);
-    }
+    if (ar->state == 1) q->bytes += sg_arena_mapped_free(ar->arena);   /* (event queries) */
     pthread_mutex_unlock(&ar->lock);
     sg_marena_unref(ar);
 }
@@ -436,7 +427,6 @@ static void orphan_free_of_device(mem_arena *ar, void *u)
 {
     struct { CUdevice dev; size_t bytes; } *q = u;
     if (ar->state != 1 || ar->vmm.dev != q->dev) return;
-    (void)sg_arena_pending(ar->arena);   /* takes in completed frees: a const look does not */
     q->bytes += sg_arena_mapped_free(ar->arena);
 }
 
