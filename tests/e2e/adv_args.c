@@ -175,15 +175,11 @@ static void case_sizes(int mode)   /* 0 update, 1 setter, 2 extra, 3 rotate, 4 u
             hargs_buf(cur, buf, st);
             recapture_update(exec, f, NULL, extra, 1);
         } else if (mode == 1) {
-            CUDA_KERNEL_NODE_PARAMS p = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                          .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                          .kernelParams = kp };
-            R(cuGraphExecKernelNodeSetParams(exec, node, &p));
+            ADV_SET_KERNEL(exec, node, f, kp);
         } else {
             hargs_buf(cur, buf, st);
-            CUDA_KERNEL_NODE_PARAMS p = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                          .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                          .extra = extra };
+            CUDA_KERNEL_NODE_PARAMS p = adv_kernel_params(f, NULL);
+            p.extra = extra;
             R(cuGraphExecKernelNodeSetParams(exec, node, &p));
         }
         R(cuMemsetD32(cur->out, 0, 1));
@@ -227,10 +223,7 @@ static void case_padding(void)
         if (st % 2) {
             recapture_update(exec, f, kp, NULL, 1);
         } else {
-            CUDA_KERNEL_NODE_PARAMS p = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                          .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                          .kernelParams = kp };
-            R(cuGraphExecKernelNodeSetParams(exec, node, &p));
+            ADV_SET_KERNEL(exec, node, f, kp);
         }
         R(cuGraphLaunch(exec, s));
         uint32_t want = a * 1000003u + (uint32_t)b + (uint32_t)(b >> 32);
@@ -265,8 +258,8 @@ static void case_extra_size(void)
     for (int k = 0; k < 3; k++) {
         void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &sizes[k],
                           CU_LAUNCH_PARAM_END };
-        CUDA_KERNEL_NODE_PARAMS p = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                      .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1, .extra = extra };
+        CUDA_KERNEL_NODE_PARAMS p = adv_kernel_params(f, NULL);
+        p.extra = extra;
         R(cuGraphExecKernelNodeSetParams(exec, node, &p));
         R(cuGraphLaunch(exec, s));
         uint32_t got = read_u32(out);
@@ -312,8 +305,8 @@ static void case_noparams(void)
         if (st % 2) {
             recapture_update(exec, f, NULL, NULL, grid);
         } else {
-            CUDA_KERNEL_NODE_PARAMS p = { .func = f, .gridDimX = grid, .gridDimY = 1, .gridDimZ = 1,
-                                          .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1 };
+            CUDA_KERNEL_NODE_PARAMS p = adv_kernel_params(f, NULL);
+            p.gridDimX = grid;
             R(cuGraphExecKernelNodeSetParams(exec, node, &p));
         }
         R(cuGraphLaunch(exec, s));
@@ -386,10 +379,7 @@ static void case_kernel_ctx(void)
             R(cuGraphDestroy(g2));
         }
         if (st % 3 == 2) {
-            CUDA_KERNEL_NODE_PARAMS p = { .func = fa, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                          .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                          .kernelParams = kp };
-            R(cuGraphExecKernelNodeSetParams(exec, na, &p));
+            ADV_SET_KERNEL(exec, na, fa, kp);
         }
         R(cuMemsetD32(out, 0, 2));
         R(cuGraphLaunch(exec, s));
@@ -436,10 +426,7 @@ static void case_scalar_ptr(void)
     for (int st = 0; st < SP_STEPS; st++) {
         o = out[st % 3];
         v = tgt[(st / 3) % 3 == 2 ? (st + 1) % 3 : st % 3] + 64;   /* mostly with out, not always */
-        CUDA_KERNEL_NODE_PARAMS p = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                      .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                      .kernelParams = kp };
-        R(cuGraphExecKernelNodeSetParams(exec, node, &p));
+        ADV_SET_KERNEL(exec, node, f, kp);
         R(cuMemsetD32(o, 0, 2));
         R(cuGraphLaunch(exec, s));
         uint64_t w = 0;

@@ -200,14 +200,21 @@ static inline void adv_chain_nodes(CUgraph g, CUgraphNode *out, size_t n)
     }
 }
 
+/* The kernel node parameters of f(args) with grid and block 1x1x1 (args
+ * NULL: none; a caller may set extra or the grid afterwards). */
+static inline CUDA_KERNEL_NODE_PARAMS adv_kernel_params(CUfunction f, void **args)
+{
+    return (CUDA_KERNEL_NODE_PARAMS){ .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                      .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                                      .kernelParams = args };
+}
+
 /* cuGraphExecKernelNodeSetParams(exec, node, f(args)) with grid and block
  * 1x1x1, counted as a call at the caller's line. */
 static inline CUresult adv_set_kernel_at(int line, CUgraphExec exec, CUgraphNode node,
                                          CUfunction f, void **args)
 {
-    CUDA_KERNEL_NODE_PARAMS kp = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                   .kernelParams = args };
+    CUDA_KERNEL_NODE_PARAMS kp = adv_kernel_params(f, args);
     return adv_r(cuGraphExecKernelNodeSetParams(exec, node, &kp),
                  "cuGraphExecKernelNodeSetParams(exec, node, f(args))", line);
 }

@@ -58,13 +58,6 @@ static void run(CUgraphExec exec, int a, int b, const char *what)
     adv_check_words(what, acc, model, N);
 }
 
-static CUDA_KERNEL_NODE_PARAMS mad_params(void **args)
-{
-    return (CUDA_KERNEL_NODE_PARAMS){ .func = mad, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                      .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                      .kernelParams = args };
-}
-
 /* reorder, new_node: the graph's first node destroyed, one like it added
  * behind its second; *second gets the second node's handle, *added the
  * new node's. */
@@ -75,7 +68,7 @@ static void surgery(CUgraph g, CUgraphNode *second, CUgraphNode *added)
     *second = nodes[1];
     MUST(cuGraphDestroyNode(nodes[0]));
     void *a0[] = { &in[0], &acc, &n };
-    CUDA_KERNEL_NODE_PARAMS kp = mad_params(a0);
+    CUDA_KERNEL_NODE_PARAMS kp = adv_kernel_params(mad, a0);
     MUST(cuGraphAddKernelNode(added, g, second, 1, &kp));
 }
 

@@ -56,13 +56,6 @@ static void CUDA_CB slow_host(void *arg)
     adv_sleep_us(20000);
 }
 
-static CUDA_KERNEL_NODE_PARAMS params_of(CUfunction f, void **a)
-{
-    return (CUDA_KERNEL_NODE_PARAMS){ .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                      .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                      .kernelParams = a };
-}
-
 static void setup(void)
 {
     mad = adv_fn(mod, "mad_u32");
@@ -134,7 +127,7 @@ static void capture(int grid)
         R(cuGraphNodeSetEnabled(exec, node, 1));
     } else {
         void *a[] = { &in[1], &acc, &n };
-        CUDA_KERNEL_NODE_PARAMS kp = params_of(mad, a);
+        CUDA_KERNEL_NODE_PARAMS kp = adv_kernel_params(mad, a);
         kp.gridDimX = 2;        /* no variant carries it (mad_u32 runs once per launch) */
         R(cuGraphExecKernelNodeSetParams(exec, node, &kp));
     }
@@ -187,7 +180,7 @@ static void setters(void)
     uint32_t v0 = 5, inc0 = 3, inc = inc0;
     void *aa[] = { &out[0], &inc, &n };
     CUDA_MEMSET_NODE_PARAMS ms = memset_of(0, v0);
-    CUDA_KERNEL_NODE_PARAMS kp = params_of(add, aa);
+    CUDA_KERNEL_NODE_PARAMS kp = adv_kernel_params(add, aa);
     CUDA_MEMCPY3D mc = memcpy_of(0);
     MUST(cuGraphCreate(&g, 0));
     MUST(cuGraphAddMemsetNode(&nd[0], g, NULL, 0, &ms, ctx));
@@ -215,7 +208,7 @@ static void setters(void)
             CUDA_MEMCPY3D c = memcpy_of(k);
             inc = 10u + (uint32_t)k;
             void *a[] = { &out[k], &inc, &n };
-            CUDA_KERNEL_NODE_PARAMS p = params_of(add, a);
+            CUDA_KERNEL_NODE_PARAMS p = adv_kernel_params(add, a);
             int ok = R(cuGraphExecMemsetNodeSetParams(exec, nd[0], &m, ctx)) == CUDA_SUCCESS;
             ok &= R(cuGraphExecKernelNodeSetParams(exec, nd[1], &p)) == CUDA_SUCCESS;
             ok &= R(cuGraphExecMemcpyNodeSetParams(exec, nd[2], &c, ctx)) == CUDA_SUCCESS;
@@ -251,7 +244,7 @@ static void enable(void)
     uint32_t v = 1, inc = 1000;
     CUgraphNode nd[2];
     void *fa[] = { &o[0], &v, &n }, *ab[] = { &o[0], &inc, &n };
-    CUDA_KERNEL_NODE_PARAMS pf = params_of(fill, fa), pa = params_of(add, ab);
+    CUDA_KERNEL_NODE_PARAMS pf = adv_kernel_params(fill, fa), pa = adv_kernel_params(add, ab);
     MUST(cuGraphCreate(&g, 0));
     MUST(cuGraphAddKernelNode(&nd[0], g, NULL, 0, &pf));
     MUST(cuGraphAddKernelNode(&nd[1], g, &nd[0], 1, &pa));
@@ -261,7 +254,7 @@ static void enable(void)
         int k = st % 3;
         v = 7u * (uint32_t)st;
         void *x[] = { &o[k], &v, &n }, *y[] = { &o[k], &inc, &n };
-        CUDA_KERNEL_NODE_PARAMS p1 = params_of(fill, x), p2 = params_of(add, y);
+        CUDA_KERNEL_NODE_PARAMS p1 = adv_kernel_params(fill, x), p2 = adv_kernel_params(add, y);
         int ok = R(cuGraphExecKernelNodeSetParams(exec, nd[0], &p1)) == CUDA_SUCCESS;
         ok &= R(cuGraphExecKernelNodeSetParams(exec, nd[1], &p2)) == CUDA_SUCCESS;
         if (st == 10 && R(cuGraphNodeSetEnabled(exec, nd[1], 0)) == CUDA_SUCCESS) enabled = 0;

@@ -72,13 +72,6 @@ static void unload(void)
     for (int k = 0; k < 3; k++) check_all("buffer", b[k], want[k]);
 }
 
-static CUDA_KERNEL_NODE_PARAMS params_of(CUfunction f, void **a)
-{
-    return (CUDA_KERNEL_NODE_PARAMS){ .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                      .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                      .kernelParams = a };
-}
-
 static void edges(void)
 {
     CUfunction fill = adv_fn(mod, "fill_u32"), add = adv_fn(mod, "add_u32");
@@ -89,7 +82,7 @@ static void edges(void)
     CUgraphNode A, B;
     CUgraphExec e;
     MUST(cuGraphCreate(&g, 0));
-    CUDA_KERNEL_NODE_PARAMS pa = params_of(fill, aa), pb = params_of(add, ab);
+    CUDA_KERNEL_NODE_PARAMS pa = adv_kernel_params(fill, aa), pb = adv_kernel_params(add, ab);
     MUST(cuGraphAddKernelNode(&A, g, NULL, 0, &pa));
     MUST(cuGraphAddKernelNode(&B, g, &A, 1, &pb));
     /* the edge removed and added again: the recorder then reads the graph
@@ -160,7 +153,7 @@ static void ptds(int grid)
         R(cuGraphNodeSetEnabled(pe, pnode, 1));
     } else {
         void *a[] = { &b[1], &acc, &n };
-        CUDA_KERNEL_NODE_PARAMS kp = params_of(mad, a);
+        CUDA_KERNEL_NODE_PARAMS kp = adv_kernel_params(mad, a);
         kp.gridDimX = 2;              /* a change no variant carries (the emulated
                                        * mad_u32 runs once per launch whatever its grid) */
         R(cuGraphExecKernelNodeSetParams(pe, pnode, &kp));
