@@ -713,6 +713,29 @@ for c in meminfo_pending trim_threshold cross_stream follow_event pool_mix many_
 done
 adv name=r14/pools_other_device env="CUDAEMU_DEVICES=2" eng_p="$PLACED" \
     attack="stream-ordered allocation and the default pool (other_device)" -- adv_pools other_device
+# Round 15: graph structure beyond flat kernel captures (adv_graphs2.c).
+# A graph's allocation nodes get their physical memory when it is launched
+# (or uploaded): the launch of a graph allocating 160 MiB of a 256 MiB device,
+# after the program freed 160 MiB of cuMemAlloc and of cuMemAllocAsync
+# memory, got CUDA_ERROR_OUT_OF_MEMORY under temp and prof (the arenas kept
+# the freed chunks, and a launch, unlike an allocation or an instantiation,
+# never trimmed them) (memnode_pressure). host_update (re-captures that differ
+# only in a host function's userData), generic (cuGraphExecNodeSetParams on
+# kernel, memcpy and memset nodes of an exec served by variants, instantiated
+# with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) and memnode_autofree (an
+# allocation node without a free node under AUTO_FREE_ON_LAUNCH, its block
+# queried and freed outside the graph) are controls.
+adv name=r15/graphs2_memnode_pressure env="$MEM256" to=4 eng_p="$PLACED" \
+    attack="graph allocation nodes get their memory at launch: freed placed memory kept" \
+    -- adv_graphs2 memnode_pressure
+adv name=r15/graphs2_host_update eng_t="$SEEN" eng_p="$SEEN" \
+    attack="re-captures that differ only in a host node's userData" -- adv_graphs2 host_update
+adv name=r15/graphs2_generic eng_t="$SEEN" eng_p="$BOUGHT" \
+    attack="cuGraphExecNodeSetParams on kernel, memcpy and memset nodes of an exec served by variants" \
+    -- adv_graphs2 generic
+adv name=r15/graphs2_memnode_autofree eng_t="$SEEN" eng_p="$SEEN" \
+    attack="an allocation node under AUTO_FREE_ON_LAUNCH, its block queried and freed outside the graph" \
+    -- adv_graphs2 memnode_autofree
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
