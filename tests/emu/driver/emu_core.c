@@ -5,7 +5,8 @@
  * CUDAEMU_STATS file, CUDAEMU_FAIL fault injection, logging and violations,
  * the handle registry (with each handle's owning context, and the handles a
  * context teardown ended), the handle memory pools (LIFO reuse of freed
- * handle values), error names, cuInit, devices, and contexts (primary and
+ * handle values), the sticky errors of faulted kernels (cudaemu_fault), error
+ * names, cuInit, devices, and contexts (primary and
  * created, the per-thread current context and its push/pop stack, and the
  * teardown order of a context's resources).
  *
@@ -231,6 +232,8 @@ __attribute__((constructor)) static void emu_ctor(void) { emu_bootstrap(); }
 
 /* ------------------------------------------------------------------ statistics */
 
+static int emu_sticky_exempt_name(const char *name);
+
 /* The entry point the calling thread is in (set by emu_enter), for reports
  * made below it and emu_stat_nodes; NULL on stream worker threads. */
 static __thread emu_entry_stat *emu_cur_entry;
@@ -247,6 +250,7 @@ CUresult emu_enter(emu_entry_stat *st)
             for (const emu_fail_rule *r = emu_fail_rules; r; r = r->next)
                 if (strcmp(r->name, st->name) == 0) { mine = r; break; }
             st->rules = mine;
+            st->sticky_exempt = emu_sticky_exempt_name(st->name);
             emu_entry_stat *head = atomic_load(&emu_stat_list);
             do st->next = head; while (!atomic_compare_exchange_weak(&emu_stat_list, &head, st));
             atomic_store_explicit((_Atomic int *)&st->registered, 2, memory_order_release);
@@ -647,6 +651,66 @@ EMU_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUde
     return CUDA_SUCCESS;
 }
 
+/* ------------------------------------------------------------------ sticky errors */
+
+/* Sources (docs/emulator.md, "Sticky errors: a faulting kernel"): cuda.h on
+ * CUDA_ERROR_ASSERT ("The context cannot be used anymore, and must be
+ * destroyed"), CUDA_ERROR_ILLEGAL_ADDRESS and CUDA_ERROR_LAUNCH_FAILED ("This
+ * leaves the process in an inconsistent state and any further CUDA work will
+ * return the same error. To continue using CUDA, the process must be
+ * terminated and relaunched"); cuCtxSynchronize "returns an error if one of
+ * the preceding tasks failed", and most entry points "may also return error
+ * codes from previous, asynchronous launches". */
+static atomic_int emu_sticky_any;        /* a sticky error was ever set: the slow path */
+static atomic_int emu_sticky_process;    /* ILLEGAL_ADDRESS, LAUNCH_FAILED: every context */
+
+/* The entry points that still answer once a sticky error stands: they need
+ * no usable context (device queries, the current-context stack) or are the
+ * way out of an assert (context teardown). Entry points made with EMU_ENTRY
+ * alone (cuInit, error names, device attributes, cuGetProcAddress,
+ * cuGetExportTable) answer too. */
+static int emu_sticky_exempt_name(const char *name)
+{
+    static const char *const names[] = {
+        "cuDeviceGet", "cuDeviceGetCount", "cuCtxGetCurrent", "cuCtxSetCurrent",
+        "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuCtxGetDevice", "cuCtxGetDevice_v2",
+        "cuCtxDestroy_v2", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease",
+        "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2",
+        "cuDevicePrimaryCtxGetState", NULL,
+    };
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], name) == 0) return 1;
+    return 0;
+}
+
+void emu_sticky_set(CUcontext ctx, CUresult code)
+{
+    if (code == CUDA_ERROR_ILLEGAL_ADDRESS || code == CUDA_ERROR_LAUNCH_FAILED) {
+        int none = 0;
+        atomic_compare_exchange_strong(&emu_sticky_process, &none, (int)code);
+    } else if (ctx) {
+        int none = 0;
+        atomic_compare_exchange_strong((_Atomic int *)&ctx->sticky, &none, (int)code);
+    }
+    atomic_store(&emu_sticky_any, 1);
+}
+
+CUresult emu_sticky_now(CUcontext ctx)
+{
+    if (!atomic_load(&emu_sticky_any)) return CUDA_SUCCESS;
+    int p = atomic_load(&emu_sticky_process);
+    if (p) return (CUresult)p;
+    return ctx ? (CUresult)atomic_load((_Atomic int *)&ctx->sticky) : CUDA_SUCCESS;
+}
+
+CUresult emu_sticky_entry(const emu_entry_stat *st)
+{
+    if (!atomic_load(&emu_sticky_any) || st->sticky_exempt) return CUDA_SUCCESS;
+    return emu_sticky_now(emu_ctx_current());
+}
+
+void emu_sticky_ctx_gone(CUcontext ctx) { atomic_store((_Atomic int *)&ctx->sticky, 0); }
+
 /* ------------------------------------------------------------------ contexts */
 
 #define EMU_CTX_STACK 16
@@ -714,6 +778,7 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;
     pthread_mutex_unlock(&c->lock);
+    emu_sticky_ctx_gone(c);
     if (free_handle) {
         /* cuCtxDestroy: "If the context is current to the calling thread then
          * the context will also be popped from the current thread's context
@@ -858,7 +923,7 @@ static CUresult emu_ctx_sync(CUcontext c, const char *call)
     if (r != CUDA_SUCCESS) return r;
     emu_streams_sync_all(c);
     emu_mem_pools_sync();
-    return CUDA_SUCCESS;
+    return emu_sticky_now(c);
 }
 
 EMU_EXPORT CUresult cuCtxSynchronize(void)

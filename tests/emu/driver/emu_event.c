@@ -217,8 +217,9 @@ EMU_EXPORT CUresult cuEventQuery(CUevent hEvent)
     event_target(ev_of(hEvent), &s, &seq);
     if (!s) return CUDA_SUCCESS;
     int done = emu_stream_done(s, seq);
+    CUresult sticky = emu_sticky_now(emu_stream_ctx(s));
     emu_stream_unref(s);
-    return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    return done ? sticky : CUDA_ERROR_NOT_READY;
 }
 
 EMU_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
@@ -231,12 +232,14 @@ EMU_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
     emu_stream *s;
     uint64_t seq;
     event_target(ev_of(hEvent), &s, &seq);
+    CUresult sticky = CUDA_SUCCESS;
     if (s) {
         emu_stream_wait_seq(s, seq);
+        sticky = emu_sticky_now(emu_stream_ctx(s));
         emu_stream_unref(s);
     }
     emu_mem_pools_sync();
-    return CUDA_SUCCESS;
+    return sticky;
 }
 
 static CUresult event_elapsed(float *ms, CUevent a, CUevent b)

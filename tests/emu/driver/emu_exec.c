@@ -221,7 +221,7 @@ static void launch_run(emu_work *w, emu_stream *s)
     launch_work *lw = (launch_work *)w;
     token_wait(lw->prev);
     int dev = emu_ctx_device(emu_stream_ctx(s));
-    for (size_t i = 0; i < lw->n; i++) {
+    for (size_t i = 0; i < lw->n && emu_sticky_now(emu_stream_ctx(s)) == CUDA_SUCCESS; i++) {
         const emu_nparams *p = &lw->nodes[i];
         switch (p->type) {
         case CU_GRAPH_NODE_TYPE_KERNEL: emu_kernel_run(p->args, &p->launch, dev, w->what); break;

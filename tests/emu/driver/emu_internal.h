@@ -82,6 +82,7 @@ typedef struct emu_entry_stat {
     unsigned long nodes;              /* atomic: graph nodes its calls covered (emu_stat_nodes) */
     unsigned long changed;            /* atomic: of those, nodes whose parameters an update changed */
     int registered;                   /* atomic: 0 none, 1 in progress, 2 done */
+    int sticky_exempt;                /* answers whatever sticky error stands (emu_sticky_entry) */
     const struct emu_fail_rule *rules;/* fault-injection rules for this name */
     struct emu_entry_stat *next;
 } emu_entry_stat;
@@ -103,12 +104,35 @@ void emu_stat_nodes(unsigned long nodes, unsigned long changed);
         if (emu_inj_ != CUDA_SUCCESS) return emu_inj_;                      \
     } while (0)
 
-/* EMU_ENTRY, then CUDA_ERROR_NOT_INITIALIZED unless cuInit succeeded. */
+/* EMU_ENTRY, then CUDA_ERROR_NOT_INITIALIZED unless cuInit succeeded, then
+ * the sticky error of a faulted kernel, if one stands for the calling
+ * thread's context (emu_sticky_entry). */
 #define EMU_ENTRY_INIT()                                                    \
     EMU_ENTRY();                                                            \
     do {                                                                    \
         if (!emu_initialized()) return CUDA_ERROR_NOT_INITIALIZED;          \
+        CUresult emu_sticky_ = emu_sticky_entry(&emu_stat_);                \
+        if (emu_sticky_ != CUDA_SUCCESS) return emu_sticky_;                \
     } while (0)
+
+/* Sticky errors (docs/emulator.md, "Sticky errors: a faulting kernel"). A
+ * kernel that calls cudaemu_fault(code) (emu_kernel.h) ends there and
+ * poisons its context with code: CUDA_ERROR_ASSERT stands for that context
+ * until its teardown (cuCtxDestroy, the primary context's reset or last
+ * release); CUDA_ERROR_ILLEGAL_ADDRESS and CUDA_ERROR_LAUNCH_FAILED stand for
+ * every context of the process until it ends.
+ * emu_sticky_set: called on the worker that ran the kernel.
+ * emu_sticky_now: the error that stands for ctx (NULL: none), or
+ * CUDA_SUCCESS; for the synchronizing calls, after they waited.
+ * emu_sticky_entry: at every EMU_ENTRY_INIT: the error that stands for the
+ * calling thread's current context, unless the entry point is one that
+ * works without a usable context (device queries, the current-context
+ * stack, context teardown: emu_core.c lists them).
+ * emu_sticky_ctx_gone: ctx's teardown ends a CUDA_ERROR_ASSERT. */
+void emu_sticky_set(CUcontext ctx, CUresult code);
+CUresult emu_sticky_now(CUcontext ctx);
+CUresult emu_sticky_entry(const emu_entry_stat *st);
+void emu_sticky_ctx_gone(CUcontext ctx);
 
 /* Ensures the emulator's own state (knobs, stats) is set up. Idempotent;
  * called by emu_enter. Does NOT mean cuInit was called. */
@@ -193,6 +217,7 @@ struct CUctx_st {
     struct emu_stream *legacy;  /* the legacy default stream (emu_stream.c creates it lazily) */
     pthread_mutex_t lock;       /* guards legacy creation */
     struct CUctx_st *dead_next; /* destroyed contexts are kept on a list (emu_core.c) */
+    int sticky;                 /* atomic: the CUresult a faulted kernel left (emu_sticky_set) */
 };
 
 /* The calling thread's current context; NULL if none. */
@@ -340,6 +365,7 @@ typedef struct emu_work emu_work;
  * unmapping/freeing/remapping them is a violation. */
 struct emu_work {
     void (*run)(emu_work *w, emu_stream *s);
+    int runs_when_sticky;       /* run even once its context has a sticky error (callbacks) */
     void (*complete)(emu_work *w);
     void (*release)(emu_work *w);
     const char *what;           /* entry point that queued it, for messages */
@@ -430,7 +456,9 @@ typedef struct emu_args {
 CUresult emu_args_pack(CUfunction f, void **kernelParams, void **extra, emu_args **out);
 emu_args *emu_args_clone(const emu_args *a);
 /* Runs the kernel (honours CUDAEMU_KERNEL_DELAY_US); `call` names the entry
- * for messages; checks that every pointer argument is accessible to `dev`. */
+ * for messages; checks that every pointer argument is accessible to `dev`.
+ * A kernel that calls cudaemu_fault ends there and poisons the worker's
+ * context (emu_sticky_set). */
 void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const char *call);
 /* Name of a function, for messages. */
 const char *emu_func_name(CUfunction f);

@@ -35,6 +35,16 @@ typedef struct emu_kernel {
 /* The symbol every module exports. */
 #define EMU_MODULE_SYMBOL "emu_module"
 
+/* A device-side fault, opt-in (docs/emulator.md, "Sticky errors"): a kernel
+ * that calls cudaemu_fault(code) ends there, as a kernel whose assert fired
+ * (code 710, CUDA_ERROR_ASSERT), that touched an illegal address (700,
+ * CUDA_ERROR_ILLEGAL_ADDRESS) or trapped (719, CUDA_ERROR_LAUNCH_FAILED);
+ * the launch fails with that sticky error. Defined by the emulated driver
+ * (weak here, so a module links without it; the driver must be loaded
+ * globally, as a program linked with -lcuda has it). Any other code, or a
+ * call outside a kernel, aborts the process. */
+void cudaemu_fault(int code) __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif

@@ -313,7 +313,11 @@ static CUresult block_free(const char *call, CUdeviceptr p, unsigned kinds,
     pthread_mutex_unlock(&emu_mem_lock);
     if (!r) return CUDA_ERROR_INVALID_VALUE;
 
-    if (sync_kinds & (1u << kind)) emu_streams_sync_all(ctx);
+    if (sync_kinds & (1u << kind)) {
+        emu_streams_sync_all(ctx);
+        CUresult sticky = emu_sticky_now(ctx);
+        if (sticky != CUDA_SUCCESS) return sticky;    /* the synchronization failed: nothing freed */
+    }
     emu_inflight_check(call, p, size);
 
     pthread_mutex_lock(&emu_mem_lock);

@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +368,10 @@ emu_args *emu_args_clone(const emu_args *a)
     return c;
 }
 
+/* Where cudaemu_fault returns to (the kernel this worker runs), and its code. */
+static __thread jmp_buf *tls_fault_jmp;
+static __thread CUresult tls_fault_code;
+
 void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const char *call)
 {
     if (emu_cfg.kernel_delay_us) {
@@ -389,9 +394,34 @@ void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const 
             return;
         }
     }
-    emu_tls_kernel = name;
-    a->func->k->fn((void **)a->params, launch);
+    jmp_buf here;
+    if (setjmp(here) == 0) {
+        tls_fault_jmp = &here;
+        emu_tls_kernel = name;
+        a->func->k->fn((void **)a->params, launch);
+    } else {
+        emu_sticky_set(emu_worker_ctx(), tls_fault_code);
+    }
+    tls_fault_jmp = NULL;
     emu_tls_kernel = NULL;
+}
+
+/* The device-side fault of emu_kernel.h: ends the running kernel (back to
+ * emu_kernel_run, which poisons its context). Outside a kernel, or with a
+ * code that is not one of the three: a usage error, the process aborts. */
+EMU_EXPORT void cudaemu_fault(int code)
+{
+    if (!tls_fault_jmp) {
+        emu_log("cudaemu_fault(%d) called outside a kernel", code);
+        abort();
+    }
+    if (code != CUDA_ERROR_ASSERT && code != CUDA_ERROR_ILLEGAL_ADDRESS && code != CUDA_ERROR_LAUNCH_FAILED) {
+        emu_log("cudaemu_fault(%d) in kernel %s: the code must be CUDA_ERROR_ASSERT (710), "
+                "CUDA_ERROR_ILLEGAL_ADDRESS (700) or CUDA_ERROR_LAUNCH_FAILED (719)", code, emu_tls_kernel);
+        abort();
+    }
+    tls_fault_code = (CUresult)code;
+    longjmp(*tls_fault_jmp, 1);
 }
 
 typedef struct kernel_work {

@@ -303,7 +303,11 @@ static void *stream_worker(void *arg)
         emu_work *w = s->head;
         if (!w) break;
         pthread_mutex_unlock(&s->lock);
-        w->run(w, s);
+        /* A context with a sticky error runs no more work: it completes
+         * at once (cuLaunchHostFunc: "the function will not be called in
+         * the event of an error in the CUDA context"); stream callbacks run,
+         * given the error. */
+        if (w->runs_when_sticky || emu_sticky_now(s->ctx) == CUDA_SUCCESS) w->run(w, s);
         pthread_mutex_lock(&s->lock);
         s->head = w->next;
         if (!s->head) s->tail = NULL;
@@ -695,6 +699,8 @@ int emu_worker_device(void)
     return tls_stream ? tls_stream->device : 0;
 }
 
+CUcontext emu_worker_ctx(void) { return tls_stream ? tls_stream->ctx : NULL; }
+
 /* ------------------------------------------------------------------------
  * Submitting operations: capture or queue, and wait for synchronous ones
  * ---------------------------------------------------------------------- */
@@ -720,8 +726,9 @@ CUresult emu_stream_submit(const char *call, emu_stream *s, int sync, const emu_
     }
     uint64_t seq;
     r = emu_stream_enqueue_seq(s, w, &seq);
-    if (r == CUDA_SUCCESS && sync) emu_stream_wait_seq(s, seq);
-    return r;
+    if (r != CUDA_SUCCESS || !sync) return r;
+    emu_stream_wait_seq(s, seq);
+    return emu_sticky_now(s->ctx);
 }
 
 /* ------------------------------------------------------------------------
@@ -793,7 +800,7 @@ static CUresult stream_sync(const char *call, CUstream h, int pt)
     if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     emu_stream_wait_idle(s);
     emu_mem_pools_sync();
-    return CUDA_SUCCESS;
+    return emu_sticky_now(s->ctx);
 }
 
 EMU_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
@@ -821,7 +828,7 @@ static CUresult stream_query(CUstream h, int pt)
     pthread_mutex_lock(&s->lock);
     int idle = s->completed == s->submitted;
     pthread_mutex_unlock(&s->lock);
-    return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    return idle ? emu_sticky_now(s->ctx) : CUDA_ERROR_NOT_READY;
 }
 
 EMU_EXPORT CUresult cuStreamQuery(CUstream hStream)
@@ -1038,10 +1045,9 @@ typedef struct host_work {
 
 static void host_run(emu_work *w, emu_stream *s)
 {
-    (void)s;
     host_work *hw = (host_work *)w;
     if (hw->fn) hw->fn(hw->data);
-    else hw->cb(hw->handle, CUDA_SUCCESS, hw->data);
+    else hw->cb(hw->handle, emu_sticky_now(s->ctx), hw->data);
 }
 
 static CUresult launch_host(const char *call, CUstream h, int pt, CUhostFn fn, CUstreamCallback cb,
@@ -1054,6 +1060,7 @@ static CUresult launch_host(const char *call, CUstream h, int pt, CUhostFn fn, C
     host_work *hw = (host_work *)emu_work_new(sizeof *hw, call, host_run);
     hw->fn = fn;
     hw->cb = cb;
+    hw->w.runs_when_sticky = cb != NULL;   /* "status: CUDA_SUCCESS or any persistent error" */
     hw->handle = h;
     hw->data = data;
     CUDA_HOST_NODE_PARAMS hp = { .fn = fn, .userData = data };

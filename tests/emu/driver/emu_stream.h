@@ -83,8 +83,10 @@ CUresult emu_stream_push_wait(emu_stream *s, dep *deps, size_t n, const char *wh
  * for callers that made that check before taking emu_ev_lock. Take w. */
 CUresult emu_stream_enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq);
 CUresult emu_stream_enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq);
-/* The device the calling worker runs for (0 outside a worker). */
+/* The device and context the calling worker runs for (0 and NULL outside a
+ * worker). */
 int emu_worker_device(void);
+CUcontext emu_worker_ctx(void);
 /* Runs or records one stream operation: `w` is the work to queue (owned:
  * released if not queued); `cap` what to record if s is capturing (NULL: the
  * operation cannot be captured here). sync: the call returns once the work
