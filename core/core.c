@@ -20,6 +20,7 @@
 
 #include "capture.h"
 #include "contexts.h"
+#include "driver.h"
 #include "fingerprint.h"
 #include "graphs.h"
 #include "ipc.h"
@@ -99,18 +100,63 @@ static CUresult route(const sg_call *c)
     return c->forward(c->args);
 }
 
+/* Sticky errors. A kernel that faults leaves its context (cuda.h:
+ * CUDA_ERROR_ASSERT, "The context cannot be used anymore, and must be
+ * destroyed") or the whole process (CUDA_ERROR_ILLEGAL_ADDRESS and the
+ * others below: "any further CUDA work will return the same error")
+ * failing every later call with that code. The library answers some calls
+ * itself (a placed allocation or free, a query of placed memory, a skipped
+ * update), and those must fail as the driver's would; the library cannot
+ * know the context's state without asking. So once any call returned such
+ * a code (sticky_seen, never cleared: a program that recovers from an assert
+ * by a context teardown pays one driver query per hooked call from then
+ * on), every hooked call that core/ may answer first asks the driver about
+ * the current context (cuMemGetInfo: no side effect, allowed in every
+ * capture mode) and returns its sticky error, changing nothing, as the
+ * driver's own call would. Context teardown and retain are not asked (the
+ * driver lets them through: they are the way out of an assert). Test:
+ * tests/e2e/adv_sticky.c (round 16). */
+static int sticky_seen;
+
+/* The sticky error of the current context, if one was ever seen and the
+ * driver reports one now; else CUDA_SUCCESS. */
+static CUresult sticky_probe(const sg_call *c)
+{
+    if (!__atomic_load_n(&sticky_seen, __ATOMIC_RELAXED)) return CUDA_SUCCESS;
+    switch (c->kind) {
+    case SG_CALL_FORWARD:           /* the driver answers these itself */
+    case SG_CALL_CTX_DESTROY:
+    case SG_CALL_PRIMARY_RETAIN:
+    case SG_CALL_PRIMARY_DROP:
+        return CUDA_SUCCESS;
+    default:
+        break;
+    }
+    size_t fr, total;
+    CUresult rc = sg_drv.cuMemGetInfo_v2 ? SG_DRIVER_CALL(cuMemGetInfo_v2, &fr, &total) : CUDA_SUCCESS;
+    return sg_cu_sticky(rc) ? rc : CUDA_SUCCESS;
+}
+
+static CUresult sticky_note(CUresult rc)
+{
+    if (__builtin_expect(sg_cu_sticky(rc), 0)) __atomic_store_n(&sticky_seen, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
 CUresult sg_core_call(const sg_call *c)
 {
+    CUresult rc = sticky_probe(c);
+    if (rc != CUDA_SUCCESS) return rc;
     /* the hottest call (every step of a graph program) first, with no
      * recorder facet (SG_LAUNCH sets none) */
-    if (c->kind == SG_CALL_LAUNCH) return sg_graph_launch(c);
+    if (c->kind == SG_CALL_LAUNCH) return sticky_note(sg_graph_launch(c));
     switch (c->kind) {
     case SG_CALL_CAPTURE_BEGIN:
     case SG_CALL_CAPTURE_END:
     case SG_CALL_KERNEL:
-        return sg_rec_call(c, route);
+        return sticky_note(sg_rec_call(c, route));
     default:
-        return c->gb ? sg_rec_call(c, route) : route(c);
+        return sticky_note(c->gb ? sg_rec_call(c, route) : route(c));
     }
 }
 

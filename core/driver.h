@@ -123,6 +123,23 @@ extern const char *const sg_driver_names[SG_DRIVER_COUNT];
 /* Calls core/ made, indexed by SG_DRV_*. */
 extern unsigned long sg_driver_calls[SG_DRIVER_COUNT];
 
+/* A sticky error: a kernel faulted, and its context (CUDA_ERROR_ASSERT:
+ * "The context cannot be used anymore, and must be destroyed") or the
+ * process (the others: "any further CUDA work will return the same error")
+ * answers every later call with it (cuda.h; core.c, sticky errors). */
+static inline int sg_cu_sticky(CUresult rc)
+{
+    switch (rc) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_TIMEOUT: case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS: case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC: case CUDA_ERROR_LAUNCH_FAILED: case CUDA_ERROR_TENSOR_MEMORY_LEAK:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 #define SG_DRIVER_CALL(name, ...)                                             \
     (__atomic_fetch_add(&sg_driver_calls[SG_DRV_##name], 1, __ATOMIC_RELAXED), \
      sg_drv.name(__VA_ARGS__))

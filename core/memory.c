@@ -279,14 +279,15 @@ static CUresult mem_alloc(const sg_call *c)
 }
 
 /* An event recorded on the freeing stream (ar->ctx current or not: the
- * stream names its context); NULL if none could be had. Stream-ordered
+ * stream names its context); NULL if none could be had (*rc_out: the
+ * driver's refusal of the event or its record, if that was why). Stream-ordered
  * memory may be freed on another context's stream, where the driver refuses
  * ar's event (cuEventRecord: "hEvent and hStream must be from the same
  * context otherwise CUDA_ERROR_INVALID_HANDLE"): the free then waits for a
  * completion mark (mem_arena.c) set by a host function on that stream, so
  * that no handle of that context is kept where its destruction would leave
  * it stale. */
-static CUevent free_event(mem_arena *ar, const sg_call *c)
+static CUevent free_event(mem_arena *ar, const sg_call *c, CUresult *rc_out)
 {
     CUevent ev = NULL;
     pthread_mutex_lock(&ar->lock);
@@ -297,8 +298,11 @@ static CUevent free_event(mem_arena *ar, const sg_call *c)
             CUcontext prev;
             sg_vmm_relax();
             if (sg_vmm_ctx_enter(ar->ctx, &prev) == 0) {
-                if (SG_DRIVER_CALL(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+                CUresult crc = SG_DRIVER_CALL(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING);
+                if (crc != CUDA_SUCCESS) {
                     ev = NULL;
+                    *rc_out = crc;
+                }
                 sg_vmm_ctx_leave(ar->ctx, prev);
             }
         }
@@ -318,6 +322,7 @@ static CUevent free_event(mem_arena *ar, const sg_call *c)
         pthread_mutex_lock(&ar->lock);
         sg_marena_event_put(ar, ev);
         pthread_mutex_unlock(&ar->lock);
+        *rc_out = rc;
         return NULL;
     }
     return ev;
@@ -449,7 +454,15 @@ static int free_how_of(mem_arena *ar, const sg_call *c, int ordered, free_how *h
             return 1;
         }
         h->key = key_of(c->u.free.stream, c->per_thread, sctx);
-        h->ev = free_event(ar, c);
+        CUresult erc = CUDA_SUCCESS;
+        h->ev = free_event(ar, c, &erc);
+        if (!h->ev && sg_cu_sticky(erc)) {
+            /* a kernel faulted: the driver's cuMemFreeAsync fails with the
+             * sticky error and frees nothing (round 16, adv_sticky
+             * free_first); core.c notes it */
+            *rc = erc;
+            return 1;
+        }
     }
     return 0;
 }

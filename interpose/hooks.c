@@ -230,6 +230,7 @@ static __attribute__((noinline)) CUresult sg_dispatch(const sg_call *c)
     static CUresult sg_fwd_##name(const void *p)                              \
     {                                                                         \
         const struct sg_args_##name *a = p;                                   \
+        (void)a;                            /* P0: no argument */             \
         return sg_real.name(SG_UNPACK(params));                               \
     }                                                                         \
     static __attribute__((noinline)) CUresult sg_hook_##name(SG_PARAMS(params)); \

@@ -39,6 +39,10 @@ enum { SG_STREAM_NONE, SG_STREAM_LEGACY, SG_STREAM_PTSZ };
 #define SG_ARGS(p)   SG_ARGS_##p
 #define SG_FIELDS(p) SG_FIELDS_##p
 #define SG_UNPACK(p) SG_UNPACK_##p
+#define SG_PARAMS_P0() void
+#define SG_ARGS_P0()
+#define SG_FIELDS_P0() char sg_none_;
+#define SG_UNPACK_P0()
 #define SG_PARAMS_P1(t1, n1) t1 n1
 #define SG_PARAMS_P2(t1, n1, ...) t1 n1, SG_PARAMS_P1(__VA_ARGS__)
 #define SG_PARAMS_P3(t1, n1, ...) t1 n1, SG_PARAMS_P2(__VA_ARGS__)

@@ -213,6 +213,23 @@ static void u64_store(void **params, const emu_launch *l)
     ARG(uint32_t *, 0)[1] = (uint32_t)(v >> 32);
 }
 
+/* fault_if(const u32 *flag, i32 code): if *flag, the kernel faults with the
+ * sticky error `code` (cudaemu_fault: 710 assert, 700 illegal address). */
+static void fault_if(void **params, const emu_launch *l)
+{
+    (void)l;
+    if (*ARG(const uint32_t *, 0)) cudaemu_fault(ARG(int32_t, 1));
+}
+
+/* fault_note(u32 *note, i32 code): sets *note (managed memory the host
+ * polls without a driver call), then faults with the sticky error `code`. */
+static void fault_note(void **params, const emu_launch *l)
+{
+    (void)l;
+    __atomic_store_n(ARG(uint32_t *, 0), 1u, __ATOMIC_RELEASE);
+    cudaemu_fault(ARG(int32_t, 1));
+}
+
 const emu_kernel emu_module[] = {
     { "ring_write", ring_write, 5, { P, P, P, 4, 4 } },
     { "store_ptr", store_ptr, 4, { P, 4, P, 4 } },
@@ -231,6 +248,8 @@ const emu_kernel emu_module[] = {
     { "no_args", no_args, 0, { 0 } },
     { "no_args_read", no_args_read, 1, { P } },
     { "u64_store", u64_store, 2, { P, 8 } },
+    { "fault_if", fault_if, 2, { P, 4 } },
+    { "fault_note", fault_note, 2, { P, 4 } },
     { 0, 0, 0, { 0 } },
 };
 

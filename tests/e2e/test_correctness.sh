@@ -736,6 +736,33 @@ adv name=r15/graphs2_generic eng_t="$SEEN" eng_p="$BOUGHT" \
 adv name=r15/graphs2_memnode_autofree eng_t="$SEEN" eng_p="$SEEN" \
     attack="an allocation node under AUTO_FREE_ON_LAUNCH, its block queried and freed outside the graph" \
     -- adv_graphs2 memnode_autofree
+# Round 16: sticky errors, a kernel that faults under the library
+# (adv_sticky.c; the emulator's cudaemu_fault, docs/emulator.md "Sticky
+# errors"). A job with placed temporaries, re-captures whose updates are
+# skipped (temp) or served by exec variants (prof), pending cuMemFreeAsync
+# frees and queued launches; then a kernel faults behind a held stream, in a
+# node of the graph launch (graph: CUDA_ERROR_ASSERT; illegal:
+# CUDA_ERROR_ILLEGAL_ADDRESS, the whole process unusable) or in a plain
+# launch after it (launch), and the program calls 30 entry points, printing
+# each CUresult; reset then resets the primary context and runs the job
+# again (the library must place and skip again, and compute right). Before
+# the fix the library answered CUDA_SUCCESS itself where the driver answers
+# the sticky error: a placed cuMemAlloc (twice), the cuMemFreeAsync of a
+# placed block (its event record failed: quarantined), cuMemGetAddressRange
+# of a placed block, and a cuGraphExecUpdate it skipped (5 calls in every
+# case, under temp and prof); no hang, no crash, the report written. Now
+# core.c watches each hooked call's result (and the synchronizing calls
+# are hooked for that), and once a sticky error was seen asks the driver
+# (cuMemGetInfo) before answering anything itself. free_first: the first
+# call after the fault is the cuMemFreeAsync of a placed block, whose event
+# record (the library's own call) meets the fault: the block was
+# quarantined and CUDA_SUCCESS answered; now the record's sticky error is
+# the answer and nothing is freed.
+for c in graph launch illegal reset free_first; do
+    adv name=r16/sticky_$c eng_t="$SEEN" eng_p="$BOUGHT" \
+        attack="a faulting kernel (sticky error) vs. placement, skipped updates, variants, pending frees ($c)" \
+        -- adv_sticky $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
