@@ -58,6 +58,19 @@ tests=()
 while IFS= read -r t; do tests+=("$t"); done < <(
     { find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null
       find "$SRC/tests" -type f -name 'test_*.sh' 2>/dev/null; } | sort)
+# The longest tests start first, so that none of them is left running alone
+# at the end while the other CPUs idle (test_correctness alone takes most of
+# a CI stage, waiting much of that time on the emulated streams); the rest
+# keep their order.
+slow_first=(tests/e2e/test_correctness.sh tests/e2e/test_bounds.sh)
+ordered=()
+for s in "${slow_first[@]}"; do
+    for t in "${tests[@]}"; do [ "$t" != "$SRC/$s" ] || ordered+=("$t"); done
+done
+for t in "${tests[@]}"; do
+    [[ " ${slow_first[*]} " == *" ${t#"$SRC/"} "* ]] || ordered+=("$t")
+done
+tests=("${ordered[@]}")
 
 # run_one TEST LOG: runs one test under its time budget, judges it and writes
 # "RESULT PASS FAIL SKIP SECONDS" to LOG.res (run in the background).
