@@ -90,8 +90,7 @@ static void describe(sg_grec *r, CUgraph graph)
 
 static CUresult instantiate(const sg_call *c)
 {
-    CUresult rc = c->forward(c->args);
-    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
+    CUresult rc = sg_mem_retry(c, c->forward(c->args));
     if (rc != CUDA_SUCCESS || !c->u.inst.out) return rc;
     CUgraphExec exec = *c->u.inst.out;
     CUgraph graph = c->u.inst.graph;
@@ -157,20 +156,6 @@ static CUresult exec_fix(const sg_call *c)
     return rc;
 }
 
-/* A launch or upload the driver refused for want of memory, forwarded as
- * the program made it (no observer): a graph's allocation nodes get their
- * physical memory when it is launched or uploaded, which the freed blocks
- * the arenas keep may take; they are given back and the call is made again,
- * as an allocation's would be (before, tests/e2e/adv_graphs2.c
- * memnode_pressure: every launch of a graph allocating what the program had
- * freed got CUDA_ERROR_OUT_OF_MEMORY). No record lock is held here: the trim
- * takes the arenas' and the slots' locks. */
-static __attribute__((noinline)) CUresult forward_after_trim(const sg_call *c, CUresult rc)
-{
-    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
-    return rc;
-}
-
 /* The launch of r's exec, r->lock held (by the caller, who also holds
  * `ref` if the record came from the table): the observer launches, then the
  * lock goes and the launch is counted. */
@@ -188,7 +173,15 @@ static inline CUresult launch_locked(sg_grec *r, sg_grec *ref, const sg_call *c)
     sg_lock_drop(&r->lock);
     if (ref) sg_grec_put(ref);
     sg_vmm_unrelax();
-    if (__builtin_expect(rc == CUDA_ERROR_OUT_OF_MEMORY, 0) && plain) rc = forward_after_trim(c, rc);
+    /* A launch the driver refused for want of memory, forwarded as the
+     * program made it (no observer): a graph's allocation nodes get their
+     * physical memory when it is launched or uploaded, which the freed
+     * blocks the arenas keep may take; they are given back and the call made
+     * again, as an allocation's would be (before, tests/e2e/adv_graphs2.c
+     * memnode_pressure: every launch of a graph allocating what the program
+     * had freed got CUDA_ERROR_OUT_OF_MEMORY). The record lock is dropped:
+     * the trim takes the arenas' and the slots' locks. */
+    if (__builtin_expect(rc == CUDA_ERROR_OUT_OF_MEMORY, 0) && plain) rc = sg_mem_retry(c, rc);
     if (rc == CUDA_SUCCESS) {
         SG_TOTAL_ADD(launches, 1);
         if (stat) sg_exec_entry_launched(stat);
@@ -206,7 +199,7 @@ static __attribute__((noinline)) CUresult launch_cold(const sg_call *c)
         sg_lock_take(&r->lock);
         return launch_locked(r, r, c);
     }
-    CUresult rc = forward_after_trim(c, c->forward(c->args));
+    CUresult rc = sg_mem_retry(c, c->forward(c->args));
     if (rc == CUDA_SUCCESS) {
         SG_TOTAL_ADD(launches, 1);
         sg_exec_launched(c->u.launch.exec);
@@ -233,7 +226,7 @@ CUresult sg_graph_launch(const sg_call *c)
 static CUresult upload(const sg_call *c)
 {
     sg_grec *r = sg_graph_obs ? sg_grec_get(c->u.launch.exec, 0) : NULL;
-    if (!r) return forward_after_trim(c, c->forward(c->args));
+    if (!r) return sg_mem_retry(c, c->forward(c->args));
     sg_lock_take(&r->lock);
     CUresult rc;
     int plain = !(r->pol && sg_graph_obs->upload);
@@ -246,7 +239,7 @@ static CUresult upload(const sg_call *c)
     sg_lock_drop(&r->lock);
     sg_grec_put(r);
     sg_vmm_unrelax();
-    return plain ? forward_after_trim(c, rc) : rc;
+    return plain ? sg_mem_retry(c, rc) : rc;
 }
 
 /* Destroys the exec; the observer's state (variants) goes with the record. */

@@ -152,13 +152,17 @@ static CUresult mem_pool_set(const sg_call *c)
 
 /* ------------------------------------------------------------- allocation */
 
+CUresult sg_mem_retry(const sg_call *c, CUresult rc)
+{
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
+    return rc;
+}
+
 /* Forwards an allocation; on CUDA_ERROR_OUT_OF_MEMORY gives back what the
  * arenas hold and tries once more. */
 static CUresult forward_retry(const sg_call *c)
 {
-    CUresult rc = c->forward(c->args);
-    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
-    return rc;
+    return sg_mem_retry(c, c->forward(c->args));
 }
 
 static CUresult fwd_alloc(const sg_call *c)

@@ -103,6 +103,12 @@ size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max);
 size_t sg_mem_trim(void);
 /* Also called by sg_mem_trim (slots.c sets it: slots that still map freed blocks); its bytes. */
 extern size_t (*sg_mem_trim_hook)(void);
+/* rc, the driver's answer to c as the program made it; if that is
+ * CUDA_ERROR_OUT_OF_MEMORY and trimming gave memory back, c made once more
+ * and its answer. For the calls that take device memory the arenas may be
+ * holding: allocations, instantiations, launches and uploads of graphs
+ * (whose allocation nodes take their memory then). Call with no lock held. */
+CUresult sg_mem_retry(const sg_call *c, CUresult rc);
 
 /* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */
 void sg_mem_atfork(int phase);
