@@ -41,7 +41,9 @@ typedef struct sg_grec {
     sg_fp next;                  /* the candidate of an update (buffers reused) */
     sg_fp_delta delta;           /* or its nodes that differ from fp (buffers reused) */
     sg_fp_scratch scratch;
-    CUgraph graph;               /* the graph it was instantiated from (map valid while set) */
+    CUgraph graph;               /* the graph it was instantiated from (map valid while set);
+                                  * written through sg_grec_set_graph only */
+    struct sg_grec *gnext, *gprev;   /* named_lock: the records naming a graph of the same hash */
     sg_fp_map map;               /* its node handles -> indices */
     CUgraphNode *nodes;          /* its node handles in fp order (NULL: not known) */
     size_t nnodes;
@@ -100,6 +102,12 @@ void sg_grec_make_stale(sg_grec *r, sg_reason why);
 /* Keeps v (n node handles of graph, in fp order; NULL entries: not known)
  * as r's nodes. -1 if out of memory (nothing changed). */
 int sg_grec_set_nodes(sg_grec *r, CUgraph graph, const CUgraphNode *v, size_t n);
+/* Sets r->graph (r->lock held), keeping the index of the records that name a
+ * graph (graph_records.c). */
+void sg_grec_set_graph(sg_grec *r, CUgraph graph);
+/* graph was destroyed: every record naming it names none (no other record
+ * is visited). */
+void sg_grec_forget_graph(CUgraph graph);
 void sg_grec_drop_nodes(sg_grec *r);
 /* Makes sure r->nodes name every node of fp: a record of a captured graph
  * knows only the handles the program was given during the capture, so the

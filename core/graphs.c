@@ -74,7 +74,7 @@ static void describe(sg_grec *r, CUgraph graph)
     sg_readback why = sg_rec_fetch(graph, &r->fp, &handles);
     if (why == SG_READBACK_NONE) {
         r->state = REC_CURRENT;
-        r->graph = graph;
+        sg_grec_set_graph(r, graph);
         if (handles) (void)sg_grec_set_nodes(r, graph, handles, r->fp.n);
         free(handles);
         return;
@@ -253,11 +253,6 @@ static CUresult exec_destroy(const sg_call *c)
     return rc;
 }
 
-static void forget_graph(sg_grec *r, void *u)
-{
-    if (r->graph == *(CUgraph *)u) r->graph = NULL;
-}
-
 /* A node was destroyed (r->lock held). One of the exec's named nodes: its
  * graph's handles are given up (per-node updates then go to the driver).
  * While some of the exec's handles are not known (a captured graph, read
@@ -274,7 +269,7 @@ static void forget_graph(sg_grec *r, void *u)
 static void forget_node(sg_grec *r, void *u)
 {
     if (!r->graph) return;
-    if (sg_fp_map_find(&r->map, *(CUgraphNode *)u) >= 0) r->graph = NULL;
+    if (sg_fp_map_find(&r->map, *(CUgraphNode *)u) >= 0) sg_grec_set_graph(r, NULL);
     else if (!r->nodes || r->nodes_partial || r->nodes_origin != r->fp.origin) r->learn_failed = 1;
 }
 
@@ -341,7 +336,7 @@ CUresult sg_graph_call(const sg_call *c)
         return exec_destroy(c);
     case SG_CALL_GRAPH_DESTROY:
         rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) sg_grec_foreach(forget_graph, (void *)&c->u.graph.graph);
+        if (rc == CUDA_SUCCESS) sg_grec_forget_graph(c->u.graph.graph);
         return rc;
     case SG_CALL_NODE_DESTROY:
         rc = c->forward(c->args);

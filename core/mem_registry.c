@@ -34,9 +34,25 @@ typedef struct sg_fwd {
 
 struct sg_mem_view {
     int refs;                      /* guarded by reg_lock */
+    int live;                      /* live_view: no snapshot, lookups in the registry */
     size_t n;
     sg_alloc_info v[];
 };
+
+/* A snapshot costs a copy of every live block. A program that places or
+ * frees a block between two updates dirtied the registry each time, so every
+ * update of a skip_profiled exec (one finder: a few lookups) copied them all
+ * (100,000 live blocks made such a step 6 times slower than the driver's,
+ * and it grew with them: tests/stress/test_scale.sh, view). A dirty registry
+ * of more than VIEW_LIVE_MIN blocks hands out live_view instead, whose
+ * lookups take reg_lock and search the registry itself (counted in
+ * live_lookups, an atomic); the snapshot is rebuilt once they reach
+ * nblocks / VIEW_LIVE_RATIO, so each rebuild is paid for by that many lookups
+ * (a kernel with many address words still looks up without a lock). */
+#define VIEW_LIVE_MIN 256
+#define VIEW_LIVE_RATIO 8
+static sg_mem_view live_view = { .live = 1 };
+static unsigned long live_lookups;
 
 int sg_mem_placing;                /* set once by sg_mem_init */
 
@@ -235,6 +251,11 @@ static void fwd_infos(sg_alloc_info *out)
 const sg_mem_view *sg_mem_view_acquire(void)
 {
     pthread_mutex_lock(&reg_lock);
+    if ((view_dirty || !view_cur) && sg_mem_placing && nblocks > VIEW_LIVE_MIN &&
+        __atomic_load_n(&live_lookups, __ATOMIC_RELAXED) < nblocks / VIEW_LIVE_RATIO) {
+        pthread_mutex_unlock(&reg_lock);
+        return &live_view;
+    }
     if (view_dirty || !view_cur) {
         size_t n = sg_mem_placing ? nblocks : HASH_COUNT(fwd_live);
         sg_mem_view *v = malloc(sizeof *v + n * sizeof v->v[0]);
@@ -243,6 +264,7 @@ const sg_mem_view *sg_mem_view_acquire(void)
             return NULL;
         }
         v->refs = 1;                  /* the reference of view_cur itself */
+        v->live = 0;
         v->n = n;
         if (sg_mem_placing) {
             for (size_t i = 0; i < n; i++) info_of(blocks[i], &v->v[i]);
@@ -252,6 +274,7 @@ const sg_mem_view *sg_mem_view_acquire(void)
         view_unref_locked(view_cur);
         view_cur = v;
         view_dirty = 0;
+        __atomic_store_n(&live_lookups, 0, __ATOMIC_RELAXED);
     }
     sg_mem_view *v = view_cur;
     v->refs++;
@@ -270,8 +293,23 @@ static size_t view_upper(const sg_mem_view *v, CUdeviceptr p)
     return lo;
 }
 
+/* A lookup of live_view: the block containing p (end: the block ending
+ * exactly at p) in the registry as it is now. */
+static int live_find(CUdeviceptr p, int end, sg_alloc_info *out)
+{
+    __atomic_add_fetch(&live_lookups, 1, __ATOMIC_RELAXED);
+    if (!sg_mem_maybe_ours(end ? p - 1 : p)) return 0;
+    pthread_mutex_lock(&reg_lock);
+    sg_block *b = reg_containing(end ? p - 1 : p);
+    if (b && end && b->base + b->size != p) b = NULL;
+    if (b && out) info_of(b, out);
+    pthread_mutex_unlock(&reg_lock);
+    return b != NULL;
+}
+
 int sg_mem_view_find(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
 {
+    if (v->live) return live_find(p, 0, out);
     size_t i = view_upper(v, p);
     if (i == 0 || p - v->v[i - 1].base >= v->v[i - 1].size) return 0;
     if (out) *out = v->v[i - 1];
@@ -280,6 +318,7 @@ int sg_mem_view_find(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
 
 int sg_mem_view_find_end(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out)
 {
+    if (v->live) return live_find(p, 1, out);
     size_t i = view_upper(v, p - 1);
     if (i == 0 || v->v[i - 1].base + v->v[i - 1].size != p) return 0;
     if (out) *out = v->v[i - 1];
@@ -289,7 +328,7 @@ int sg_mem_view_find_end(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out
 void sg_mem_view_release(const sg_mem_view *cv)
 {
     sg_mem_view *v = (sg_mem_view *)cv;
-    if (!v) return;
+    if (!v || v->live) return;
     pthread_mutex_lock(&reg_lock);
     view_unref_locked(v);
     pthread_mutex_unlock(&reg_lock);

@@ -62,8 +62,10 @@ int sg_mem_find(CUdeviceptr p, sg_alloc_info *out);
  * snapshot of the live placed allocations at acquire time; under a policy
  * that places nothing, of the live allocations forwarded to the driver
  * through the hooked allocation calls instead (context NULL, own_handles 0,
- * a fresh id per allocation). It may be held across driver calls. Returns
- * NULL only if out of memory (then use sg_mem_find). */
+ * a fresh id per allocation). While many placed blocks change between views,
+ * the view is the registry itself instead (each lookup takes its lock: no
+ * snapshot copied per view; mem_registry.c). It may be held across driver
+ * calls. Returns NULL only if out of memory (then use sg_mem_find). */
 typedef struct sg_mem_view sg_mem_view;
 const sg_mem_view *sg_mem_view_acquire(void);
 int sg_mem_view_find(const sg_mem_view *v, CUdeviceptr p, sg_alloc_info *out);
