@@ -73,6 +73,7 @@ include tests/gpu/gpu.mk
 include tests/stress/stress.mk
 include tests/workloads/demo.mk
 include tests/e2e/bounds.mk
+include tests/e2e/oom.mk
 
 # ---------------------------------------------------------------- build flags
 # What a build directory is made with: the compiler, the flags (SAN

@@ -362,17 +362,37 @@ void sg_grec_check_supported(sg_grec *r)
 }
 
 /* Calls fn on every record (each locked in turn, with a reference; the
- * table lock is not held during fn). */
+ * table lock is not held during fn, unless out of memory: below). */
 void sg_grec_foreach(void (*fn)(sg_grec *r, void *u), void *u)
 {
     size_t n = 0, cap = 0;
     sg_grec **v = NULL;
     sg_grec *r, *tmp;
+    int oom = 0;
     pthread_mutex_lock(&table_lock);
     HASH_ITER(hh, table, r, tmp) {
-        if (sg_grow((void **)&v, &cap, n + 1, sizeof *v) != 0) break;
+        if (sg_grow((void **)&v, &cap, n + 1, sizeof *v) != 0) {
+            oom = 1;
+            break;
+        }
         __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
         v[n++] = r;
+    }
+    if (oom) {
+        /* No memory for the list (round 17): the records past it were
+         * skipped, and one that missed a node destroy kept a handle that
+         * no longer named its node (an update skipped wrongly: adv_decide
+         * reorder, OOM_FAIL=55). Every record is visited with the table
+         * lock held instead (order 1 then 2, as rec_remove_locked). */
+        HASH_ITER(hh, table, r, tmp) {
+            sg_lock_take(&r->lock);
+            fn(r, u);
+            sg_lock_drop(&r->lock);
+        }
+        pthread_mutex_unlock(&table_lock);
+        for (size_t i = 0; i < n; i++) sg_grec_put(v[i]);
+        free(v);
+        return;
     }
     pthread_mutex_unlock(&table_lock);
     for (size_t i = 0; i < n; i++) {
