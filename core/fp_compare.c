@@ -369,12 +369,7 @@ static int compare(const sg_fp *a, const sg_fp *b, sg_fp_delta *d)
         d->epoch = b->epoch;
         d->valid = 0;
     }
-    /* The counts first: they do not depend on the origin (a record's are
-     * checked against the driver's before its first use). A read-back exec
-     * updated with a recorded graph (its capture's record lost for want of
-     * memory, round 17) got "not comparable" for a changed topology, and the
-     * library's own range refusal answered PARAMETERS_CHANGED where the
-     * driver answers TOPOLOGY_CHANGED (adv_updates topology_first). */
+    /* counts first: origin-independent (round 17, adv_updates topology_first) */
     if (a->n != b->n || a->nedges != b->nedges) return SG_REASON_TOPOLOGY;
     if (a->origin != b->origin) return SG_REASON_NOT_COMPARABLE;
     if (!sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges)) return SG_REASON_TOPOLOGY;
