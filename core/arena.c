@@ -95,29 +95,45 @@ static int mergeable(const frange *x, const frange *y)
     return x->p->key.stream != 0 && key_eq(x->p->key, y->p->key);
 }
 
-static void coalesce(sg_arena *a, seg *s)
+/* m absorbs r, the range right after it (mergeable): r's bytes, and of the
+ * two pends the later one (whose event completes after the other's). */
+static void absorb(sg_arena *a, frange *m, const frange *r)
 {
-    size_t out = 0;
-    for (size_t i = 0; i < s->nfr; i++) {
-        if (out > 0 && mergeable(&s->fr[out - 1], &s->fr[i])) {
-            frange *m = &s->fr[out - 1], *r = &s->fr[i];
-            if (m->p && m->p != r->p) {
-                if (r->p->seq > m->p->seq) {   /* keep r's (later) event; its ref moves to m */
-                    pend_unref(a, m->p);
-                    m->p = r->p;
-                } else {
-                    pend_unref(a, r->p);
-                }
-            } else if (m->p) {
-                pend_unref(a, r->p);           /* same pend twice: one ref goes */
-            }
-            m->size += r->size;
+    if (m->p && m->p != r->p) {
+        if (r->p->seq > m->p->seq) {   /* keep r's (later) event; its ref moves to m */
+            pend_unref(a, m->p);
+            m->p = r->p;
         } else {
-            s->fr[out++] = s->fr[i];
+            pend_unref(a, r->p);
         }
+    } else if (m->p) {
+        pend_unref(a, r->p);           /* same pend twice: one ref goes */
     }
-    s->nfr = out;
+    m->size += r->size;
 }
+
+/* Merges the mergeable neighbours among s's ranges lo..hi (indices, hi
+ * inclusive; the ranges outside them were coalesced and stay so). */
+static void coalesce_span(sg_arena *a, seg *s, size_t lo, size_t hi)
+{
+    if (hi >= s->nfr) hi = s->nfr ? s->nfr - 1 : 0;
+    if (lo >= hi) return;
+    size_t out = lo + 1;
+    for (size_t i = lo + 1; i <= hi; i++) {
+        if (mergeable(&s->fr[out - 1], &s->fr[i])) absorb(a, &s->fr[out - 1], &s->fr[i]);
+        else s->fr[out++] = s->fr[i];
+    }
+    memmove(&s->fr[out], &s->fr[hi + 1], (s->nfr - hi - 1) * sizeof *s->fr);
+    s->nfr -= hi + 1 - out;
+}
+
+static void coalesce(sg_arena *a, seg *s) { coalesce_span(a, s, 0, s->nfr); }
+
+/* After a range was inserted at i into coalesced ranges: only it and its
+ * neighbours may have become mergeable (a whole pass per free, and per
+ * newly mapped granule, made 10,000 frees quadratic: tests/e2e/adv_pools.c
+ * many_pending). */
+static void coalesce_at(sg_arena *a, seg *s, size_t i) { coalesce_span(a, s, i ? i - 1 : 0, i + 1); }
 
 /* Pending ranges whose event completed become available. The events are
  * asked oldest first, and once one of a stream's is not complete its later
@@ -188,8 +204,9 @@ static int split_at(seg *s, CUdeviceptr addr)
 static int set_mapped(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi, int mapped)
 {
     if (split_at(s, lo) != 0 || split_at(s, hi) != 0) return -1;
-    for (size_t i = fr_index(s, lo); i < s->nfr && s->fr[i].base < hi; i++) s->fr[i].mapped = mapped;
-    coalesce(a, s);
+    size_t first = fr_index(s, lo), i = first;
+    for (; i < s->nfr && s->fr[i].base < hi; i++) s->fr[i].mapped = mapped;
+    coalesce_span(a, s, first ? first - 1 : 0, i);   /* the marked ranges and a neighbour each side */
     return 0;
 }
 
@@ -220,15 +237,16 @@ static int carve(sg_arena *a, seg *s, CUdeviceptr addr, size_t len)
     return 0;
 }
 
-/* Inserts a free range in address order (no coalescing). 0 or -1. */
-static int insert_range(seg *s, frange r)
+/* Inserts a free range in address order (no coalescing): its index, or -1
+ * if out of memory. */
+static long insert_range(seg *s, frange r)
 {
     if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
     size_t i = fr_index(s, r.base);
     memmove(&s->fr[i + 1], &s->fr[i], (s->nfr - i) * sizeof *s->fr);
     s->fr[i] = r;
     s->nfr++;
-    return 0;
+    return (long)i;
 }
 
 /* The lowest address x (a multiple of align) where `need` bytes fit in a run
@@ -341,7 +359,7 @@ static sg_arena_fail new_seg(sg_arena *a, size_t need, CUresult *rc)
         return SG_ARENA_FAIL_RESERVE;
     seg *s = &a->segs[a->nsegs];
     *s = (seg){ .base = base, .size = rsize };
-    if (insert_range(s, (frange){ base, rsize, NULL, 0 }) != 0) {
+    if (insert_range(s, (frange){ base, rsize, NULL, 0 }) < 0) {
         a->ops.unreserve(a->ops.user, base, rsize);
         return SG_ARENA_FAIL_NOMEM;
     }
@@ -447,11 +465,12 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
         if (a->pends) a->pends->prev = p; else a->oldest = p;
         a->pends = p;
     }
-    if (insert_range(s, (frange){ addr, placed, p, 1 }) != 0) {
+    long i = insert_range(s, (frange){ addr, placed, p, 1 });
+    if (i < 0) {
         if (p) pend_unref(a, p);   /* puts the event back */
         return -1;
     }
-    coalesce(a, s);
+    coalesce_at(a, s, (size_t)i);
     return 0;
 }
 
