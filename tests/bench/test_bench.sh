@@ -4,6 +4,15 @@
 # that a checksum that differs from the no-library run fails loudly. Uses fake
 # workloads (shell scripts with known call counts) and one tiny real cell.
 . "$(dirname "$0")/../lib.sh"
+# The bench driver is Python, the same in every build, and its real cells
+# run workloads the sanitizer stage runs instrumented in test_skip_*.sh:
+# a sanitizer build (whose CI stage has less time) leaves it to the normal
+# build.
+if san_build; then
+    skip "the bench driver's self-test" "a sanitizer build (the normal build runs it)"
+    done_testing
+    exit
+fi
 BENCH=$SRC/tests/bench/bench.py
 PY=python3
 export PYTHONDONTWRITEBYTECODE=1  # importing bench.py must leave no __pycache__ in the tree

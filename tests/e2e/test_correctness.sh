@@ -94,104 +94,116 @@ GETPARAMS_FAIL=CUDAEMU_FAIL=cuGraphMemcpyNodeGetParams:1+:CUDA_ERROR_UNKNOWN,cuG
 # "ok|not ok|skip <TAB> name <TAB> diagnostic".
 cat >"$TMP/eval.py" <<'PY'
 import glob, json, os, sys
-d, name, delay, cfgs, eng_t, eng_p, needs, xchk, eng_o, base_delay = sys.argv[1:11]
 
-def read(p, default=""):
-    try:
-        with open(p, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return default
+def evaluate(d, name, delay, cfgs, eng_t, eng_p, needs, xchk, eng_o, base_delay):
 
-def rc(run): return int(read(f"{d}/{run}/rc", "-1").strip() or -1)
-def violations(run):
-    try:
-        return json.loads(read(f"{d}/{run}/stats.json"))["violations"]
-    except (ValueError, KeyError):
-        return None
-def reports(run):
-    out = []
-    for p in sorted(glob.glob(f"{d}/{run}/r-*.json")):
+    def read(p, default=""):
         try:
-            out.append(json.loads(read(p)))
-        except ValueError:
-            pass
-    return out
+            with open(p, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return default
 
-def say(status, what, diag=""):
-    print(f"{status}\t{name}/delay={delay}{what}\t" + diag.replace("\n", "\\n"))
+    def rc(run): return int(read(f"{d}/{run}/rc", "-1").strip() or -1)
+    def violations(run):
+        try:
+            return json.loads(read(f"{d}/{run}/stats.json"))["violations"]
+        except (ValueError, KeyError):
+            return None
+    def reports(run):
+        out = []
+        for p in sorted(glob.glob(f"{d}/{run}/r-*.json")):
+            try:
+                out.append(json.loads(read(p)))
+            except ValueError:
+                pass
+        return out
 
-base_out = read(f"{d}/base/out")
-base_all = base_out + read(f"{d}/base/err")
-gaps = [n.split("::", 1)[1] for n in filter(None, needs.split("||")) if n.split("::", 1)[0] not in base_all]
-bad_base = []
-if rc("base") != 0: bad_base.append(f"exit status {rc('base')}")
-if "wrong: 0" not in base_out: bad_base.append("its own checks failed")
-if violations("base") != 0: bad_base.append(f"violations {violations('base')}")
-if gaps:
-    say("skip", ": baseline", "needs emulator behaviour: " + "; ".join(gaps))
-    sys.exit(0)
-if base_delay == delay:   # a baseline reused from another delay was judged there
-    say("not ok" if bad_base else "ok", ": baseline exits 0 with right results and 0 violations",
-        ", ".join(bad_base) + ("\n" + base_out[-600:] if bad_base else ""))
+    def say(status, what, diag=""):
+        print(f"{status}\t{name}/delay={delay}{what}\t" + diag.replace("\n", "\\n"))
 
-def engaged(expr, reps):
-    if not reps:
-        return False, "no report (the run did not finish)"
-    for R in reps:
-        T = R["totals"]; X = R["execs"]
-        P = [e["profile"] for e in X if "profile" in e]
-        if eval(expr, {"T": T, "X": X, "P": P, "R": R, "L": R.get("library_driver_calls", {}),
-                       "any": any, "all": all, "sum": sum, "len": len}):
-            return True, ""
-    return False, "report: totals " + json.dumps(reps[0]["totals"]) + "; profiles " + \
-        json.dumps([e.get("profile", {}).get("why") for e in reps[0]["execs"]][:4])
+    base_out = read(f"{d}/base/out")
+    base_all = base_out + read(f"{d}/base/err")
+    gaps = [n.split("::", 1)[1] for n in filter(None, needs.split("||")) if n.split("::", 1)[0] not in base_all]
+    bad_base = []
+    if rc("base") != 0: bad_base.append(f"exit status {rc('base')}")
+    if "wrong: 0" not in base_out: bad_base.append("its own checks failed")
+    if violations("base") != 0: bad_base.append(f"violations {violations('base')}")
+    if gaps:
+        say("skip", ": baseline", "needs emulator behaviour: " + "; ".join(gaps))
+        return
+    if base_delay == delay:   # a baseline reused from another delay was judged there
+        say("not ok" if bad_base else "ok", ": baseline exits 0 with right results and 0 violations",
+            ", ".join(bad_base) + ("\n" + base_out[-600:] if bad_base else ""))
 
-for cfg in cfgs.split():
-    r = rc(cfg)
-    out = read(f"{d}/{cfg}/out")
-    err = read(f"{d}/{cfg}/err")
-    v = violations(cfg)
-    problems = []
-    if r in (124, 137):
-        problems.append(f"HANG: killed by the timeout (exit status {r})")
-    elif r < 0 or r >= 128:
-        problems.append(f"CRASH: exit status {r}")
-    if v is None and not problems:
-        problems.append("no CUDAEMU_STATS file: the process did not exit normally")
-    elif v is not None and v != 0:
-        problems.append(f"violations: {v}")
-    if out != base_out or r != rc("base"):
-        bl, ol = base_out.splitlines(), out.splitlines()
-        i = next((k for k in range(max(len(bl), len(ol)))
-                  if k >= len(bl) or k >= len(ol) or bl[k] != ol[k]), 0)
-        problems.append(f"exit status {r} (without the library {rc('base')}); first difference, "
-                        f"line {i + 1}:\n  without: {bl[i] if i < len(bl) else '(end)'}\n"
-                        f"  with:    {ol[i] if i < len(ol) else '(end)'}")
-    if problems and err.strip():
-        problems.append("stderr: " + err.strip()[-300:])
-    say("not ok" if problems else "ok",
-        f"/{cfg}: as without the library (finished, same stdout and CUresults, 0 violations)",
-        "\n".join(problems))
-    reps = reports(cfg)
-    # off and obs (ADV_EXTRA_CFGS) have no shortcut to engage: off must be
-    # the policy and make no driver call of its own; obs (always_update) must
-    # have observed (eng_o). A case's report check (xchk) is about its
-    # shortcut: not made for them.
-    expr = {"temp": eng_t, "off": 'R["policy"] == "off" and sum(L.values()) == 0',
-            "obs": 'R["policy"] == "always_update" and (' + eng_o + ")"}.get(cfg, eng_p)
-    ok, why = engaged(expr, reps)
-    say("ok" if ok else "not ok", f"/{cfg}: the library engaged ({expr})", why)
-    if xchk and cfg not in ("off", "obs"):
-        expr, text = xchk.split("::", 1)
-        ok2 = bool(reps) and all(eval(expr, {"T": R["totals"], "X": R["execs"], "all": all,
-                                             "G": R.get("graph_descriptions", {}),
-                                             "L": R.get("library_driver_calls", {}),
-                                             "sum": sum, "len": len}) for R in reps)
-        say("ok" if ok2 else "not ok", f"/{cfg}: {text}",
-            "" if ok2 else "reports (exec id, launches, destroyed; total launches): " +
-            json.dumps([[(e["id"], e["launches"], e["destroyed"]) for e in R["execs"]]
-                        + [R["totals"]["launches"]] for R in reps]))
+    def engaged(expr, reps):
+        if not reps:
+            return False, "no report (the run did not finish)"
+        for R in reps:
+            T = R["totals"]; X = R["execs"]
+            P = [e["profile"] for e in X if "profile" in e]
+            if eval(expr, {"T": T, "X": X, "P": P, "R": R, "L": R.get("library_driver_calls", {}),
+                           "any": any, "all": all, "sum": sum, "len": len}):
+                return True, ""
+        return False, "report: totals " + json.dumps(reps[0]["totals"]) + "; profiles " + \
+            json.dumps([e.get("profile", {}).get("why") for e in reps[0]["execs"]][:4])
+
+    for cfg in cfgs.split():
+        r = rc(cfg)
+        out = read(f"{d}/{cfg}/out")
+        err = read(f"{d}/{cfg}/err")
+        v = violations(cfg)
+        problems = []
+        if r in (124, 137):
+            problems.append(f"HANG: killed by the timeout (exit status {r})")
+        elif r < 0 or r >= 128:
+            problems.append(f"CRASH: exit status {r}")
+        if v is None and not problems:
+            problems.append("no CUDAEMU_STATS file: the process did not exit normally")
+        elif v is not None and v != 0:
+            problems.append(f"violations: {v}")
+        if out != base_out or r != rc("base"):
+            bl, ol = base_out.splitlines(), out.splitlines()
+            i = next((k for k in range(max(len(bl), len(ol)))
+                      if k >= len(bl) or k >= len(ol) or bl[k] != ol[k]), 0)
+            problems.append(f"exit status {r} (without the library {rc('base')}); first difference, "
+                            f"line {i + 1}:\n  without: {bl[i] if i < len(bl) else '(end)'}\n"
+                            f"  with:    {ol[i] if i < len(ol) else '(end)'}")
+        if problems and err.strip():
+            problems.append("stderr: " + err.strip()[-300:])
+        say("not ok" if problems else "ok",
+            f"/{cfg}: as without the library (finished, same stdout and CUresults, 0 violations)",
+            "\n".join(problems))
+        reps = reports(cfg)
+        # off and obs (ADV_EXTRA_CFGS) have no shortcut to engage: off must be
+        # the policy and make no driver call of its own; obs (always_update) must
+        # have observed (eng_o). A case's report check (xchk) is about its
+        # shortcut: not made for them.
+        expr = {"temp": eng_t, "off": 'R["policy"] == "off" and sum(L.values()) == 0',
+                "obs": 'R["policy"] == "always_update" and (' + eng_o + ")"}.get(cfg, eng_p)
+        ok, why = engaged(expr, reps)
+        say("ok" if ok else "not ok", f"/{cfg}: the library engaged ({expr})", why)
+        if xchk and cfg not in ("off", "obs"):
+            expr, text = xchk.split("::", 1)
+            ok2 = bool(reps) and all(eval(expr, {"T": R["totals"], "X": R["execs"], "all": all,
+                                                 "G": R.get("graph_descriptions", {}),
+                                                 "L": R.get("library_driver_calls", {}),
+                                                 "sum": sum, "len": len}) for R in reps)
+            say("ok" if ok2 else "not ok", f"/{cfg}: {text}",
+                "" if ok2 else "reports (exec id, launches, destroyed; total launches): " +
+                json.dumps([[(e["id"], e["launches"], e["destroyed"]) for e in R["execs"]]
+                            + [R["totals"]["launches"]] for R in reps]))
+
+# One case: the arguments; every case of the run at once (--batch FILE: the
+# arguments of each, NUL-separated, in order): one interpreter, not one per
+# case (~0.07 s each, hundreds of times).
+if sys.argv[1] == "--batch":
+    with open(sys.argv[2], "rb") as f:
+        a = f.read().decode(errors="replace").split("\0")
+    for k in range(0, len(a) - 1, 10):
+        evaluate(*a[k:k + 10])
+else:
+    evaluate(*sys.argv[1:11])
 PY
 
 # run1 DIR ENV... -- PROG ARGS...: one run, leaving DIR/{out,err,rc,stats.json,r-<pid>.json}.
@@ -280,19 +292,28 @@ adv() {
             run1 "$d/$c" "${extra[@]}" "${lenv[@]}" CUDAEMU_KERNEL_DELAY_US=$delay \
                 LD_PRELOAD="$LIB" STABLEGRAPH_REPORT="$d/$c/r-%p.json" -- "${prog[@]}"
         done
-        while IFS=$'\t' read -r status what diagnostic; do
-            case $status in
-            ok) ok "$what" ;;
-            skip) ok "$what # SKIP $diagnostic" ;;
-            *)
-                not_ok "$what"
-                [ -z "$diagnostic" ] || while IFS= read -r l; do diag "$l"; done <<<"${diagnostic//\\n/$'\n'}"
-                ;;
-            esac
-        done < <(python3 "$TMP/eval.py" "$d" "$name" "$delay" "$cfg" "$eng_t" "$eng_p" "$needs" "$xchk" "$eng_o" "$base_delay")
-        # the case's time (its runs and their evaluation), to find the slow ones
+        # judged at the end, with every other case (eval_all)
+        printf '%s\0' "$d" "$name" "$delay" "$cfg" "$eng_t" "$eng_p" "$needs" "$xchk" "$eng_o" \
+            "$base_delay" >>"$TMP/evals"
+        # the case's time (its runs), to find the slow ones
         echo "# $name/delay=$delay took $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }') s"
     done
+}
+
+# eval_all: the TAP lines of every case adv queued (one evaluator run).
+eval_all() {
+    [ -s "$TMP/evals" ] || return 0
+    local status what diagnostic l
+    while IFS=$'\t' read -r status what diagnostic; do
+        case $status in
+        ok) ok "$what" ;;
+        skip) ok "$what # SKIP $diagnostic" ;;
+        *)
+            not_ok "$what"
+            [ -z "$diagnostic" ] || while IFS= read -r l; do diag "$l"; done <<<"${diagnostic//\\n/$'\n'}"
+            ;;
+        esac
+    done < <(python3 "$TMP/eval.py" --batch "$TMP/evals")
 }
 
 SEEN='T["updates_seen"] > 0'
@@ -806,4 +827,5 @@ if [[ i6/costs_fifo =~ ${ADV_ONLY:-.} ]]; then
         diag "exit status $(cat "$d/rc") (124: hung)" "$(head -n 3 "$d/err")"
     fi
 fi
+eval_all
 done_testing
