@@ -108,7 +108,7 @@ static CUresult route(const sg_call *c)
  * itself (a placed allocation or free, a query of placed memory, a skipped
  * update), and those must fail as the driver's would; the library cannot
  * know the context's state without asking. So once any call returned such
- * a code (sticky_seen, never cleared: a program that recovers from an assert
+ * a code (sg_sticky_seen, driver.h, never cleared: a program that recovers from an assert
  * by a context teardown pays one driver query per hooked call from then
  * on), every hooked call that core/ may answer first asks the driver about
  * the current context (cuMemGetInfo: no side effect, allowed in every
@@ -116,13 +116,8 @@ static CUresult route(const sg_call *c)
  * driver's own call would. Context teardown and retain are not asked (the
  * driver lets them through: they are the way out of an assert). Test:
  * tests/e2e/adv_sticky.c (round 16). */
-static int sticky_seen;
-
-/* The sticky error of the current context, if one was ever seen and the
- * driver reports one now; else CUDA_SUCCESS. */
 static CUresult sticky_probe(const sg_call *c)
 {
-    if (!__atomic_load_n(&sticky_seen, __ATOMIC_RELAXED)) return CUDA_SUCCESS;
     switch (c->kind) {
     case SG_CALL_FORWARD:           /* the driver answers these itself */
     case SG_CALL_CTX_DESTROY:
@@ -137,27 +132,31 @@ static CUresult sticky_probe(const sg_call *c)
     return sg_cu_sticky(rc) ? rc : CUDA_SUCCESS;
 }
 
-static CUresult sticky_note(CUresult rc)
+/* Every call but a graph launch. */
+static __attribute__((noinline)) CUresult core_call_other(const sg_call *c)
 {
-    if (__builtin_expect(sg_cu_sticky(rc), 0)) __atomic_store_n(&sticky_seen, 1, __ATOMIC_RELAXED);
-    return rc;
-}
-
-CUresult sg_core_call(const sg_call *c)
-{
-    CUresult rc = sticky_probe(c);
-    if (rc != CUDA_SUCCESS) return rc;
-    /* the hottest call (every step of a graph program) first, with no
-     * recorder facet (SG_LAUNCH sets none) */
-    if (c->kind == SG_CALL_LAUNCH) return sticky_note(sg_graph_launch(c));
+    if (__builtin_expect(__atomic_load_n(&sg_sticky_seen, __ATOMIC_RELAXED), 0)) {
+        CUresult rc = sticky_probe(c);
+        if (rc != CUDA_SUCCESS) return rc;
+    }
     switch (c->kind) {
     case SG_CALL_CAPTURE_BEGIN:
     case SG_CALL_CAPTURE_END:
     case SG_CALL_KERNEL:
-        return sticky_note(sg_rec_call(c, route));
+        return sg_cu_note(sg_rec_call(c, route));
     default:
-        return sticky_note(c->gb ? sg_rec_call(c, route) : route(c));
+        return sg_cu_note(c->gb ? sg_rec_call(c, route) : route(c));
     }
+}
+
+CUresult sg_core_call(const sg_call *c)
+{
+    /* the hottest call (every step of a graph program) first, a tail call
+     * with no frame: no recorder facet (SG_LAUNCH sets none), and no sticky
+     * probe (a launch always reaches the driver, which answers a sticky
+     * error itself; graphs.c notes it) */
+    if (c->kind == SG_CALL_LAUNCH) return sg_graph_launch(c);
+    return core_call_other(c);
 }
 
 /* The global locks, taken in the order of docs/locking.md: the exec

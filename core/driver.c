@@ -9,6 +9,7 @@
 #include "driver.h"
 
 sg_driver sg_drv;
+int sg_sticky_seen;
 #define SG_DRIVER_NAME_(name, ret, params) #name,
 const char *const sg_driver_names[SG_DRIVER_COUNT] = { SG_DRIVER_LIST(SG_DRIVER_NAME_) };
 unsigned long sg_driver_calls[SG_DRIVER_COUNT];

@@ -140,6 +140,18 @@ static inline int sg_cu_sticky(CUresult rc)
     }
 }
 
+/* Set once a call returned a sticky error (never cleared; core.c, sticky
+ * errors). */
+extern int sg_sticky_seen;
+/* Notes rc if it is a sticky error; for the paths that see a failed result
+ * (a success costs one comparison). */
+static inline CUresult sg_cu_note(CUresult rc)
+{
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0) && sg_cu_sticky(rc))
+        __atomic_store_n(&sg_sticky_seen, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
 #define SG_DRIVER_CALL(name, ...)                                             \
     (__atomic_fetch_add(&sg_driver_calls[SG_DRV_##name], 1, __ATOMIC_RELAXED), \
      sg_drv.name(__VA_ARGS__))

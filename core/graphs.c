@@ -187,7 +187,7 @@ static inline CUresult launch_locked(sg_grec *r, sg_grec *ref, const sg_call *c)
         if (stat) sg_exec_entry_launched(stat);
         else sg_exec_launched(c->u.launch.exec);
     }
-    return rc;
+    return sg_cu_note(rc);
 }
 
 /* A launch whose record is not in its hot slot (found in the table, with a
@@ -204,7 +204,7 @@ static __attribute__((noinline)) CUresult launch_cold(const sg_call *c)
         SG_TOTAL_ADD(launches, 1);
         sg_exec_launched(c->u.launch.exec);
     }
-    return rc;
+    return sg_cu_note(rc);
 }
 
 /* A launch: the observer sees it (and may launch a variant instead).
