@@ -210,6 +210,12 @@ static int attrs_may_change(CUgraphExec e, const emu_nparams *old, const emu_npa
            old->attr[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority == nw->attr[CU_LAUNCH_ATTRIBUTE_PRIORITY].priority;
 }
 
+static int device_updatable(const emu_nparams *p)
+{
+    return p->type == CU_GRAPH_NODE_TYPE_KERNEL &&
+           p->attr[CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE].deviceUpdatableKernelNode.deviceUpdatable;
+}
+
 /* Checks that g can update e (topology, node types, parameter changes) and
  * fills *info; on success copies every node's parameters into e. */
 static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
@@ -239,6 +245,13 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
         const emu_nparams *np = &g->nodes[i]->p, *old = &e->nodes[i].p;
         info->errorNode = g->nodes[i];
         if (np->type != old->type) { res = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED; goto fail; }
+        /* "Neither hGraph nor hGraphExec may contain device-updatable kernel
+         * nodes"; the docs name no result for it: NOT_SUPPORTED ("something
+         * about a node is unsupported, like the node's ... configuration"). */
+        if (device_updatable(np) || device_updatable(old)) {
+            res = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+            goto fail;
+        }
         if ((res = emu_nparams_change_check(old, np, 0)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) goto fail;
         if (np->type == CU_GRAPH_NODE_TYPE_KERNEL && !attrs_may_change(e, old, np)) {
             res = CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED;

@@ -283,6 +283,17 @@ static int operand_ok(CUmemorytype t, CUdeviceptr p, size_t n, int dev)
     return emu_mem_find(p, &r) && emu_mem_accessible(p, n ? n : 1, dev);
 }
 
+/* "The source/destination memory must be allocated from the same contexts
+ * as the original source/destination memory" (cuGraphExecUpdate and the
+ * memset/memcpy exec setters): checked where both allocations were made in a
+ * context (emu_mem_alloc_ctx); the docs name no context for other memory. */
+static int same_alloc_ctx(CUmemorytype t, CUdeviceptr was, CUdeviceptr now)
+{
+    if (t != CU_MEMORYTYPE_DEVICE) return 1;
+    CUcontext a = emu_mem_alloc_ctx(was), b = emu_mem_alloc_ctx(now);
+    return !a || !b || a == b;
+}
+
 /* Whether an exec node may change from `old` to `nw` (same type), as
  * cuGraphExecUpdate (exec_set == 0) or the per-node exec set-params calls
  * (exec_set == 1) allow. Returns the update result code. */
@@ -304,7 +315,9 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
         int dev = emu_ctx_device(old->ctx);
         size_t n = b->WidthInBytes;
         if (!operand_ok(b->srcMemoryType, b->srcDevice + b->srcXInBytes, n, dev) ||
-            !operand_ok(b->dstMemoryType, b->dstDevice + b->dstXInBytes, n, dev))
+            !operand_ok(b->dstMemoryType, b->dstDevice + b->dstXInBytes, n, dev) ||
+            !same_alloc_ctx(b->srcMemoryType, a->srcDevice + a->srcXInBytes, b->srcDevice + b->srcXInBytes) ||
+            !same_alloc_ctx(b->dstMemoryType, a->dstDevice + a->dstXInBytes, b->dstDevice + b->dstXInBytes))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
@@ -317,7 +330,8 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
                 a->elementSize != b->elementSize)
                 return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         }
-        if (!operand_ok(CU_MEMORYTYPE_DEVICE, b->dst, b->width * b->elementSize, emu_ctx_device(old->ctx)))
+        if (!operand_ok(CU_MEMORYTYPE_DEVICE, b->dst, b->width * b->elementSize, emu_ctx_device(old->ctx)) ||
+            !same_alloc_ctx(CU_MEMORYTYPE_DEVICE, a->dst, b->dst))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }

@@ -252,6 +252,10 @@ typedef struct emu_range { CUdeviceptr base; size_t size; } emu_range;
 
 /* If p lies inside a live device range, stores it and returns 1; else 0. */
 int emu_mem_find(CUdeviceptr p, emu_range *out);
+/* The context the allocation holding p was made in (cuMemAlloc(Pitch),
+ * cuMemAllocManaged, pinned or registered host memory); NULL for memory not
+ * made in a context (stream-ordered, VMM, graph, IPC) or no device range. */
+CUcontext emu_mem_alloc_ctx(CUdeviceptr p);
 /* 1 if every byte of [p, p+n) lies in live device ranges that device `dev`
  * may access (VMM mappings: cuMemSetAccess gave dev read/write). */
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);

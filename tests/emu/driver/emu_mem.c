@@ -346,6 +346,15 @@ int emu_mem_find(CUdeviceptr p, emu_range *out)
     return r != NULL;
 }
 
+CUcontext emu_mem_alloc_ctx(CUdeviceptr p)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(p);
+    CUcontext c = r && (r->kind == RK_ALLOC || r->kind == RK_MANAGED || r->kind == RK_HOST) ? r->ctx : NULL;
+    pthread_mutex_unlock(&emu_mem_lock);
+    return c;
+}
+
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
 {
     int ok = 1;
