@@ -315,8 +315,30 @@ static int own_fd_name(const char *p)
     return -1;
 }
 
+/* Flushes f unless another thread keeps its lock for FLUSH_WAIT_MS (one
+ * blocked in fgets on a pipe holds it for good). Nonzero if it was flushed. */
+#define FLUSH_WAIT_MS 100
+static int flush_if_free(FILE *f)
+{
+    for (int ms = 0; ms <= FLUSH_WAIT_MS; ms++) {
+        if (ftrylockfile(f) == 0) {
+            fflush_unlocked(f);
+            funlockfile(f);
+            return 1;
+        }
+        const struct timespec ms1 = { 0, 1000000 };
+        nanosleep(&ms1, NULL);
+    }
+    return 0;
+}
+
 /* Writes to the process's descriptor fd (what "-" and /dev/stdout name):
- * straight into it, at its own offset, after the program's buffered output. */
+ * straight into it, at its own offset, after the program's buffered output
+ * on stdout and stderr. Not fflush(NULL), which takes every stream's lock:
+ * at exit, while another thread waited in fgets() on a pipe, it waited for
+ * that stream forever (tests/e2e/adv_exit.c, stdio_wait); a stream whose
+ * lock stays taken is not flushed (glibc's exit flushes it after the
+ * report, without its lock). */
 static int write_own_fd(int fd, const char *path, const char *policy,
                         const char *policy_requested, int config_errors)
 {
@@ -326,7 +348,11 @@ static int write_own_fd(int fd, const char *path, const char *policy,
                  flags < 0 ? "closed" : "read-only");
         return -1;
     }
-    fflush(NULL);
+    FILE *const std[] = { stdout, stderr };
+    for (int i = 0; i < 2; i++)
+        if (!flush_if_free(std[i]))
+            SG_WARN("%s is locked by another thread: the report to %s may come before its "
+                    "buffered output", i ? "stderr" : "stdout", path);
     return write_through(fd, path, policy, policy_requested, config_errors);
 }
 

@@ -799,6 +799,64 @@ for c in graph launch illegal reset free_first; do
         attack="a faulting kernel (sticky error) vs. placement, skipped updates, variants, pending frees ($c)" \
         -- adv_sticky $c
 done
+# Round 19: the process exits while other threads are inside the library or
+# waiting in the driver through it (adv_exit.c). A job engages the library
+# (placed temporaries, re-captures whose updates are decided), a stream is
+# held for the host (cuStreamWaitValue32 on a flag never written), then a
+# thread waits in a hooked call (cuMemFree's implicit synchronization,
+# cuStreamSynchronize, cuEventSynchronize with its capture in progress,
+# launches of an updated exec then a synchronize, a cuMemAlloc on a full
+# device) or re-captures, updates and launches without end (busy), and main
+# calls exit(); hostfn_exit calls exit() from a host function and
+# thread_exit from a thread, while main waits inside the library. The exit
+# handler (core/process.c at_exit: report, summary) takes exec_lock only,
+# which no thread holds across a driver call: every case passed before any
+# change, and still did with at_exit taking every global lock (1-11, as the
+# fork handler does). They guard against an exit handler that waits for a
+# lock held across a waiting call, or for the device: with a cuCtxSynchronize
+# added to at_exit, free_wait, sync_wait, launch_wait, busy and alloc_wait
+# hung (timeout) under temp and prof; capture_wait, hostfn_exit and
+# thread_exit did not (no mutation shown to fail them).
+for c in free_wait sync_wait capture_wait launch_wait busy hostfn_exit thread_exit; do
+    adv name=r19/exit_$c eng_t="$SEEN" eng_p="$SEEN" \
+        attack="exit() while a thread waits inside the library, or is busy in it ($c)" \
+        -- adv_exit $c
+done
+adv name=r19/exit_alloc_wait env="$MEM256" eng_t="$SEEN" eng_p="$SEEN" \
+    attack="exit() while a thread's cuMemAlloc finds the device full behind a held stream" \
+    -- adv_exit alloc_wait
+# r19/exit_own_fd_*: the report written to a descriptor of the process
+# (STABLEGRAPH_REPORT=/dev/fd/9). Before the fix it began with fflush(NULL),
+# which takes every stdio stream's lock: with a thread waiting in fgets() on
+# a pipe (stdio_wait) the exit hung (timeout, no report) under temp and prof.
+# Now stdout and stderr are flushed each if its lock is free within 100 ms
+# (stdout_held: a thread keeps stdout's lock; a warning, the report written).
+# quick_exit: no handler runs, no report (as documented), the same exit.
+if [[ r19/exit_own_fd =~ ${ADV_ONLY:-.} ]]; then
+    for c in stdio_wait stdout_held quick_exit; do
+        d=$TMP/run/r19_own_fd_$c
+        run1 "$d/base" -- "$E/adv_exit" "$c"
+        for p in skip_temp skip_profiled; do
+            { env "${LIB_ENV[@]}" STABLEGRAPH_POLICY=$p STABLEGRAPH_REPORT=/dev/fd/9 \
+                LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$EMU_LIB" timeout -k 2 "$TO" \
+                "$E/adv_exit" "$c" >"$d/$p.out" 2>"$d/$p.err" </dev/null 9>"$d/$p.json"
+                echo $? >"$d/$p.rc"; } 2>/dev/null
+            t="r19/exit_own_fd_$c/$p: exit() with the report to /dev/fd/9 while a thread holds a stdio lock"
+            want='r["totals"]["updates_seen"] > 0'
+            [ "$c" = quick_exit ] && want='False'
+            if [ "$(cat "$d/$p.rc")" = "$(cat "$d/base/rc")" ] && cmp -s "$d/$p.out" "$d/base/out" &&
+                { [ "$c" = quick_exit ] && [ ! -s "$d/$p.json" ] ||
+                    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if $want else 1)" \
+                        "$d/$p.json" 2>/dev/null; }; then
+                ok "$t"
+            else
+                not_ok "$t"
+                diag "exit status $(cat "$d/$p.rc") (124: hung), baseline $(cat "$d/base/rc")" \
+                    "report bytes: $(wc -c <"$d/$p.json")" "$(head -n 3 "$d/$p.err")"
+            fi
+        done
+    done
+fi
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
