@@ -49,6 +49,26 @@ static inline CUdeviceptr gu_alloc(void)
     return p;
 }
 
+/* A 1-D memset node's parameters: N_ELEMS words of v at dst. */
+static inline CUDA_MEMSET_NODE_PARAMS gu_set_1d(CUdeviceptr dst, uint32_t v)
+{
+    CUDA_MEMSET_NODE_PARAMS m = { .dst = dst, .value = v, .elementSize = 4, .width = N_ELEMS, .height = 1 };
+    return m;
+}
+
+/* A 1-D device-to-device copy node's parameters: bytes from src to dst. */
+static inline CUDA_MEMCPY3D gu_copy_1d(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src;
+    c.dstDevice = dst;
+    c.WidthInBytes = bytes;
+    c.Height = c.Depth = 1;
+    return c;
+}
+
 /* Reads buffer p into out (N_ELEMS words). */
 static inline void gu_read(CUdeviceptr p, uint32_t *out)
 {

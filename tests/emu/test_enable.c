@@ -26,24 +26,6 @@ typedef struct three {
     CUdeviceptr a, b, c;
 } three;
 
-static CUDA_MEMSET_NODE_PARAMS memset_params(CUdeviceptr dst, uint32_t v)
-{
-    CUDA_MEMSET_NODE_PARAMS p = { .dst = dst, .value = v, .elementSize = 4, .width = N_ELEMS, .height = 1 };
-    return p;
-}
-
-static CUDA_MEMCPY3D copy_params(CUdeviceptr dst, CUdeviceptr src)
-{
-    CUDA_MEMCPY3D p;
-    memset(&p, 0, sizeof p);
-    p.srcMemoryType = p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    p.srcDevice = src;
-    p.dstDevice = dst;
-    p.WidthInBytes = N_ELEMS * sizeof(uint32_t);
-    p.Height = p.Depth = 1;
-    return p;
-}
-
 /* The graph with fill value kv, memset value sv. */
 static CUgraph build(three *t, uint32_t kv, uint32_t sv, CUgraphNode *kn, CUgraphNode *sn, CUgraphNode *cn)
 {
@@ -51,8 +33,8 @@ static CUgraph build(three *t, uint32_t kv, uint32_t sv, CUgraphNode *kn, CUgrap
     gu_args k;
     gu_kp_fill(&k, t->a, kv);
     CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &k);
-    CUDA_MEMSET_NODE_PARAMS sp = memset_params(t->b, sv);
-    CUDA_MEMCPY3D cp = copy_params(t->c, t->b);
+    CUDA_MEMSET_NODE_PARAMS sp = gu_set_1d(t->b, sv);
+    CUDA_MEMCPY3D cp = gu_copy_1d(t->c, t->b, N_ELEMS * sizeof(uint32_t));
     CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
     CHECK_CU(cuGraphAddKernelNode(kn, g, NULL, 0, &kp), CUDA_SUCCESS);
     CHECK_CU(cuGraphAddMemsetNode(sn, g, kn, 1, &sp, g_ctx), CUDA_SUCCESS);
@@ -161,9 +143,9 @@ TEST(exec_setters_keep_disabled_state)
     gu_kp_fill(&k, t.a, 11);
     CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &k);
     CHECK_CU(cuGraphExecKernelNodeSetParams(t.e, t.kn, &kp), CUDA_SUCCESS);
-    CUDA_MEMSET_NODE_PARAMS sp = memset_params(t.b, 12);
+    CUDA_MEMSET_NODE_PARAMS sp = gu_set_1d(t.b, 12);
     CHECK_CU(cuGraphExecMemsetNodeSetParams(t.e, t.sn, &sp, g_ctx), CUDA_SUCCESS);
-    CUDA_MEMCPY3D cp = copy_params(t.c, t.a);
+    CUDA_MEMCPY3D cp = gu_copy_1d(t.c, t.a, N_ELEMS * sizeof(uint32_t));
     CHECK_CU(cuGraphExecMemcpyNodeSetParams(t.e, t.cn, &cp, g_ctx), CUDA_SUCCESS);
     CHECK_EQ(enabled(&t, t.kn), 0);
     CHECK_EQ(enabled(&t, t.sn), 0);
@@ -208,9 +190,9 @@ static void stale_calls(three *t, CUgraphNode kn, CUgraphNode sn, CUgraphNode cn
     CHECK_CU(cuGraphExecKernelNodeSetParams_v2(t->e, kn, &kp), CUDA_ERROR_INVALID_VALUE);
     gu_kp_fill(&k, t->a, 1);            /* the parameters the node has */
     CHECK_CU(cuGraphExecKernelNodeSetParams_v2(t->e, kn, &kp), CUDA_ERROR_INVALID_VALUE);
-    CUDA_MEMSET_NODE_PARAMS sp = memset_params(t->b, 43);
+    CUDA_MEMSET_NODE_PARAMS sp = gu_set_1d(t->b, 43);
     CHECK_CU(cuGraphExecMemsetNodeSetParams(t->e, sn, &sp, g_ctx), CUDA_ERROR_INVALID_VALUE);
-    CUDA_MEMCPY3D cp = copy_params(t->c, t->a);
+    CUDA_MEMCPY3D cp = gu_copy_1d(t->c, t->a, N_ELEMS * sizeof(uint32_t));
     CHECK_CU(cuGraphExecMemcpyNodeSetParams(t->e, cn, &cp, g_ctx), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuGraphNodeSetEnabled(t->e, kn, 0), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuGraphNodeSetEnabled(t->e, sn, 0), CUDA_ERROR_INVALID_VALUE);

@@ -45,33 +45,15 @@ static CUgraphNode add_affine(CUgraph g, const CUgraphNode *deps, size_t n, CUde
     return nd;
 }
 
-static CUDA_MEMCPY3D copy_1d(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
-{
-    CUDA_MEMCPY3D c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.dstDevice = dst;
-    c.WidthInBytes = bytes;
-    c.Height = c.Depth = 1;
-    return c;
-}
-
-static CUDA_MEMSET_NODE_PARAMS set_1d(CUdeviceptr dst, uint32_t v)
-{
-    CUDA_MEMSET_NODE_PARAMS m = { .dst = dst, .value = v, .elementSize = 4, .width = N_ELEMS, .height = 1 };
-    return m;
-}
-
 /* The gu_eager_sequence work as a hand-built graph (a chain of 4 nodes). */
 static CUgraph build_sequence(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUgraphNode out[4])
 {
     CUgraph g;
     CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-    CUDA_MEMSET_NODE_PARAMS ms = set_1d(a, 3);
+    CUDA_MEMSET_NODE_PARAMS ms = gu_set_1d(a, 3);
     CHECK_CU(cuGraphAddMemsetNode(&out[0], g, NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
     out[1] = add_affine(g, &out[0], 1, a, 5, 2);
-    CUDA_MEMCPY3D cp = copy_1d(b, a, N_ELEMS * sizeof(uint32_t));
+    CUDA_MEMCPY3D cp = gu_copy_1d(b, a, N_ELEMS * sizeof(uint32_t));
     CHECK_CU(cuGraphAddMemcpyNode(&out[2], g, &out[1], 1, &cp, g_ctx), CUDA_SUCCESS);
     gu_args ad;
     gu_kp_add(&ad, c, a, b);
@@ -192,7 +174,7 @@ TEST(node_params_get_and_set)
     CHECK_EQ(*(CUdeviceptr *)again.kernelParams[0], a);
 
     /* Memcpy and memset nodes. */
-    CUDA_MEMCPY3D cp = copy_1d(b, a, 64), cg;
+    CUDA_MEMCPY3D cp = gu_copy_1d(b, a, 64), cg;
     CUgraphNode mn, sn, hn;
     CHECK_CU(cuGraphAddMemcpyNode(&mn, g, &kn, 1, &cp, g_ctx), CUDA_SUCCESS);
     CHECK_CU(cuGraphMemcpyNodeGetParams(mn, &cg), CUDA_SUCCESS);
@@ -201,7 +183,7 @@ TEST(node_params_get_and_set)
     CHECK_CU(cuGraphMemcpyNodeSetParams(mn, &cp), CUDA_SUCCESS);
     CHECK_CU(cuGraphMemcpyNodeGetParams(mn, &cg), CUDA_SUCCESS);
     CHECK_EQ(cg.WidthInBytes, 32);
-    CUDA_MEMSET_NODE_PARAMS ms = set_1d(b, 4), mg;
+    CUDA_MEMSET_NODE_PARAMS ms = gu_set_1d(b, 4), mg;
     CHECK_CU(cuGraphAddMemsetNode(&sn, g, NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
     CHECK_CU(cuGraphMemsetNodeGetParams(sn, &mg), CUDA_SUCCESS);
     CHECK(mg.dst == b && mg.value == 4 && mg.width == N_ELEMS);
@@ -308,7 +290,7 @@ TEST(update_detects_topology_and_type_changes)
     CUgraph g4;
     CUgraphNode n4[2];
     CHECK_CU(cuGraphCreate(&g4, 0), CUDA_SUCCESS);
-    CUDA_MEMSET_NODE_PARAMS ms = set_1d(y, 4);
+    CUDA_MEMSET_NODE_PARAMS ms = gu_set_1d(y, 4);
     CHECK_CU(cuGraphAddMemsetNode(&n4[0], g4, NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
     n4[1] = add_affine(g4, &n4[0], 1, y, 2, 1);
     check_update_fails(e, g4, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, n4[0], NULL);
@@ -406,7 +388,7 @@ TEST(exec_set_params_spares_queued_launch)
     CUgraph g;
     CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
     CUgraphNode kn = add_fill(g, NULL, 0, x, 1);
-    CUDA_MEMSET_NODE_PARAMS ms = set_1d(z, 5);
+    CUDA_MEMSET_NODE_PARAMS ms = gu_set_1d(z, 5);
     CUgraphNode sn;
     CHECK_CU(cuGraphAddMemsetNode(&sn, g, &kn, 1, &ms, g_ctx), CUDA_SUCCESS);
     CUgraphExec e;
@@ -422,7 +404,7 @@ TEST(exec_set_params_spares_queued_launch)
     gu_kp_fill(&a, x, 2);
     CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &a);
     CHECK_CU(cuGraphExecKernelNodeSetParams(e, kn, &kp), CUDA_SUCCESS);
-    CUDA_MEMSET_NODE_PARAMS ms2 = set_1d(z, 6);
+    CUDA_MEMSET_NODE_PARAMS ms2 = gu_set_1d(z, 6);
     CHECK_CU(cuGraphExecMemsetNodeSetParams(e, sn, &ms2, g_ctx), CUDA_SUCCESS);
     CHECK_CU(cuStreamQuery(s), CUDA_ERROR_NOT_READY);        /* really still queued */
     CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
@@ -474,11 +456,11 @@ TEST(exec_memcpy_set_params)
     CUgraph g;
     CUgraphNode mn;
     CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-    CUDA_MEMCPY3D cp = copy_1d(b, a, N_ELEMS * 4);
+    CUDA_MEMCPY3D cp = gu_copy_1d(b, a, N_ELEMS * 4);
     CHECK_CU(cuGraphAddMemcpyNode(&mn, g, NULL, 0, &cp, g_ctx), CUDA_SUCCESS);
     CUgraphExec e;
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
-    CUDA_MEMCPY3D cp2 = copy_1d(c, a, N_ELEMS * 4);
+    CUDA_MEMCPY3D cp2 = gu_copy_1d(c, a, N_ELEMS * 4);
     CHECK_CU(cuGraphExecMemcpyNodeSetParams(e, mn, &cp2, g_ctx), CUDA_SUCCESS);
     CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
     CHECK(gu_all(c, 12));

@@ -71,34 +71,16 @@ TEST(device_updatable_nodes_refuse_update)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
-static CUDA_MEMSET_NODE_PARAMS set_1d(CUdeviceptr dst, uint32_t v)
-{
-    CUDA_MEMSET_NODE_PARAMS m = { .dst = dst, .value = v, .elementSize = 4, .width = N_ELEMS, .height = 1 };
-    return m;
-}
-
-static CUDA_MEMCPY3D copy_1d(CUdeviceptr dst, CUdeviceptr src)
-{
-    CUDA_MEMCPY3D c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.dstDevice = dst;
-    c.WidthInBytes = N_ELEMS * sizeof(uint32_t);
-    c.Height = c.Depth = 1;
-    return c;
-}
-
 /* One node (memset of dst, or copy src -> dst) in a new graph. */
 static CUgraph one_node(int copy, CUdeviceptr dst, CUdeviceptr src, CUgraphNode *nd)
 {
     CUgraph g;
     CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
     if (copy) {
-        CUDA_MEMCPY3D c = copy_1d(dst, src);
+        CUDA_MEMCPY3D c = gu_copy_1d(dst, src, N_ELEMS * sizeof(uint32_t));
         CHECK_CU(cuGraphAddMemcpyNode(nd, g, NULL, 0, &c, g_ctx), CUDA_SUCCESS);
     } else {
-        CUDA_MEMSET_NODE_PARAMS m = set_1d(dst, 7);
+        CUDA_MEMSET_NODE_PARAMS m = gu_set_1d(dst, 7);
         CHECK_CU(cuGraphAddMemsetNode(nd, g, NULL, 0, &m, g_ctx), CUDA_SUCCESS);
     }
     return g;
@@ -132,14 +114,14 @@ TEST(operands_keep_their_context)
         CHECK(info.errorNode == n2);
         CHECK_CU(cuGraphExecUpdate_v2(e, same, &info), CUDA_SUCCESS);
         if (copy) {
-            CUDA_MEMCPY3D cp = copy_1d(a, foreign);
+            CUDA_MEMCPY3D cp = gu_copy_1d(a, foreign, N_ELEMS * sizeof(uint32_t));
             CHECK_CU(cuGraphExecMemcpyNodeSetParams(e, n0, &cp, g_ctx), CUDA_ERROR_INVALID_VALUE);
-            cp = copy_1d(a, b);
+            cp = gu_copy_1d(a, b, N_ELEMS * sizeof(uint32_t));
             CHECK_CU(cuGraphExecMemcpyNodeSetParams(e, n0, &cp, g_ctx), CUDA_SUCCESS);
         } else {
-            CUDA_MEMSET_NODE_PARAMS m = set_1d(foreign, 9);
+            CUDA_MEMSET_NODE_PARAMS m = gu_set_1d(foreign, 9);
             CHECK_CU(cuGraphExecMemsetNodeSetParams(e, n0, &m, g_ctx), CUDA_ERROR_INVALID_VALUE);
-            m = set_1d(a, 9);
+            m = gu_set_1d(a, 9);
             CHECK_CU(cuGraphExecMemsetNodeSetParams(e, n0, &m, g_ctx), CUDA_SUCCESS);
         }
         CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
