@@ -15,7 +15,7 @@
 
 #define G ((size_t)2 << 20)
 #define RESV_BASE 0x100000000000ULL
-#define MAX_EV 64
+#define MAX_EV 128
 
 /* The fake: counts every operation, remembers handle sizes, can fail the
  * Nth call of one operation, and answers event queries from done[]. */
@@ -29,6 +29,7 @@ static struct fake {
     int done[MAX_EV];
     size_t room;          /* what ops.room says the device has free (0: unlimited) */
     int room_asks;
+    int queries;          /* event_done calls */
 } F;
 
 static int failing(const char *op)
@@ -74,7 +75,7 @@ static CUresult f_access(void *u, CUdeviceptr va, size_t size)
     return CUDA_SUCCESS;
 }
 static CUresult f_unmap(void *u, CUdeviceptr va, size_t size) { (void)u; (void)va; (void)size; F.unmaps++; return CUDA_SUCCESS; }
-static int f_event_done(void *u, void *ev) { (void)u; return F.done[(uintptr_t)ev]; }
+static int f_event_done(void *u, void *ev) { (void)u; F.queries++; return F.done[(uintptr_t)ev]; }
 static void f_event_put(void *u, void *ev) { (void)u; (void)ev; F.puts++; }
 
 static int f_room(void *u, size_t bytes)
@@ -283,6 +284,40 @@ TEST(stream_ordered_reuse)
     check_balanced();
 }
 
+/* Frees pending on many streams: an allocation asks each stream's oldest
+ * pending event only (its later ones complete after it), so 20 streams with
+ * 5 pending frees each cost 20 queries, not one per free (the walk asked 16
+ * streams' oldest and every pend of the others: 36). */
+TEST(pending_asked_once_per_stream)
+{
+    sg_arena *a = fresh(64 * G);
+    enum { STREAMS = 20, PER = 5 };
+    CUdeviceptr p[STREAMS][PER];
+    for (int k = 0; k < STREAMS; k++)
+        for (int i = 0; i < PER; i++) {
+            sg_arena_key key = { 0x1000 * (uintptr_t)(k + 1), 0 };
+            p[k][i] = alloc_k(a, 256, 0, key);
+            (void)alloc(a, 256);                /* kept: the pending ranges stay apart */
+        }
+    for (int k = 0; k < STREAMS; k++)
+        for (int i = 0; i < PER; i++) {
+            sg_arena_key key = { 0x1000 * (uintptr_t)(k + 1), 0 };
+            CHECK_EQ(sg_arena_free(a, p[k][i], 256, key, (void *)(uintptr_t)(1 + k * PER + i)), 0);
+        }
+    F.queries = 0;
+    (void)alloc(a, 256);
+    CHECK_EQ(F.queries, STREAMS);
+    /* stream 0's first two complete: its chain moves on to the third */
+    F.done[1] = F.done[2] = 1;
+    F.queries = 0;
+    (void)alloc(a, 256);
+    CHECK_EQ(F.queries, STREAMS + 2);
+    F.queries = 0;
+    (void)alloc(a, 256);
+    CHECK_EQ(F.queries, STREAMS);
+    sg_arena_destroy(a, 1);
+}
+
 TEST(new_reservation_when_full)
 {
     sg_arena *a = fresh(4 * G);
@@ -481,6 +516,7 @@ int main(void)
     RUN(small_blocks_share_one_chunk);
     RUN(own_handle_blocks);
     RUN(stream_ordered_reuse);
+    RUN(pending_asked_once_per_stream);
     RUN(new_reservation_when_full);
     RUN(failures_leave_nothing);
     RUN(destroy_releases_everything);
