@@ -12,8 +12,9 @@
  * carve shares its pend). Adjacent ranges with the same mapped state and
  * compatible tags are coalesced. An unmapped granule is always wholly free
  * and available (blocks only live on mapped granules; trim only unmaps what
- * is available). Arrays are small in practice; a carve or a free is a linear
- * pass over one segment's ranges.
+ * is available). A free merges with its neighbours only; a carve moves the
+ * array's tail; the first-fit scan is a pass over one segment's ranges.
+ * Pending frees also wait in a chain per freeing stream (reap).
  *
  * No locking here: the caller serialises every call on one arena (arena.h).
  */
