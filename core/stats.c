@@ -11,6 +11,7 @@
 #include "stats.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -316,12 +317,24 @@ void sg_exec_destroyed(CUgraphExec exec)
     pthread_mutex_unlock(&exec_lock);
 }
 
+/* e's counters (exec_lock held); launches, which a launch counts without the
+ * lock, read atomically and not copied with the rest: a plain copy of it
+ * raced with another thread's launch (the exit report while a thread kept
+ * launching: ThreadSanitizer, tests/e2e/adv_exit.c busy). */
+static void info_copy(sg_exec_info *out, const sg_exec *e)
+{
+    const size_t at = offsetof(sg_exec_info, launches), after = at + sizeof out->launches;
+    memcpy(out, &e->info, at);
+    out->launches = __atomic_load_n(&e->info.launches, __ATOMIC_RELAXED);
+    memcpy((char *)out + after, (const char *)&e->info + after, sizeof *out - after);
+}
+
 void sg_exec_foreach(void (*fn)(const sg_exec_info *e, void *ctx), void *ctx)
 {
     pthread_mutex_lock(&exec_lock);
     for (sg_exec *e = list_head; e; e = e->next) {
-        sg_exec_info info = e->info;
-        info.launches = __atomic_load_n(&e->info.launches, __ATOMIC_RELAXED);
+        sg_exec_info info;
+        info_copy(&info, e);
         fn(&info, ctx);
     }
     pthread_mutex_unlock(&exec_lock);

@@ -207,6 +207,10 @@ else:
 PY
 
 # run1 DIR ENV... -- PROG ARGS...: one run, leaving DIR/{out,err,rc,stats.json,r-<pid>.json}.
+# Its timeout is TO times case_to: adv() sets case_to per case; the runs
+# made outside adv() get 1 (unset, it was 0: `timeout 0` is no timeout, and
+# a baseline that hung under TSan was never stopped).
+case_to=1
 run1() {
     local dir=$1; shift
     local env=()
@@ -817,12 +821,15 @@ done
 # added to at_exit, free_wait, sync_wait, launch_wait, busy and alloc_wait
 # hung (timeout) under temp and prof; capture_wait, hostfn_exit and
 # thread_exit did not (no mutation shown to fail them).
+# adv_exit exits while its threads run: ThreadSanitizer would report them as
+# leaked threads (exit status 66, with or without the library; not a race).
+EXIT_ENV="TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_thread_leaks=0"
 for c in free_wait sync_wait capture_wait launch_wait busy hostfn_exit thread_exit; do
-    adv name=r19/exit_$c eng_t="$SEEN" eng_p="$SEEN" \
+    adv name=r19/exit_$c env="$EXIT_ENV" eng_t="$SEEN" eng_p="$SEEN" \
         attack="exit() while a thread waits inside the library, or is busy in it ($c)" \
         -- adv_exit $c
 done
-adv name=r19/exit_alloc_wait env="$MEM256" eng_t="$SEEN" eng_p="$SEEN" \
+adv name=r19/exit_alloc_wait env="$MEM256 $EXIT_ENV" eng_t="$SEEN" eng_p="$SEEN" \
     attack="exit() while a thread's cuMemAlloc finds the device full behind a held stream" \
     -- adv_exit alloc_wait
 # r19/exit_own_fd_*: the report written to a descriptor of the process
@@ -834,10 +841,17 @@ adv name=r19/exit_alloc_wait env="$MEM256" eng_t="$SEEN" eng_p="$SEEN" \
 # quick_exit: no handler runs, no report (as documented), the same exit.
 if [[ r19/exit_own_fd =~ ${ADV_ONLY:-.} ]]; then
     for c in stdio_wait stdout_held quick_exit; do
+        if [ "$c" = stdout_held ] && grep -qs thread "$BUILD/san.cfg"; then
+            # under ThreadSanitizer the program does not exit even without
+            # the library (its exit path waits while a thread keeps stdout's
+            # lock: seen still running after 20 minutes, 2026-12-07)
+            skip "r19/exit_own_fd_stdout_held" "ThreadSanitizer: the baseline itself does not exit"
+            continue
+        fi
         d=$TMP/run/r19_own_fd_$c
-        run1 "$d/base" -- "$E/adv_exit" "$c"
+        run1 "$d/base" "$EXIT_ENV" -- "$E/adv_exit" "$c"
         for p in skip_temp skip_profiled; do
-            { env "${LIB_ENV[@]}" STABLEGRAPH_POLICY=$p STABLEGRAPH_REPORT=/dev/fd/9 \
+            { env "${LIB_ENV[@]}" "$EXIT_ENV" STABLEGRAPH_POLICY=$p STABLEGRAPH_REPORT=/dev/fd/9 \
                 LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$EMU_LIB" timeout -k 2 "$TO" \
                 "$E/adv_exit" "$c" >"$d/$p.out" 2>"$d/$p.err" </dev/null 9>"$d/$p.json"
                 echo $? >"$d/$p.rc"; } 2>/dev/null
