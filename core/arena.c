@@ -67,7 +67,7 @@ struct sg_arena {
     size_t gran, resv;
     seg *segs;
     size_t nsegs, capsegs;
-    pend *pends, *oldest;  /* newest first (next), oldest last (prev) */
+    pend *pends;           /* every pend, newest first (next, prev) */
     chain *chains;         /* one per stream with pends not done */
     uint64_t seq;
     size_t mapped;
@@ -126,7 +126,7 @@ static void pend_unref(sg_arena *a, pend *p)
     if (!p || --p->refs > 0) return;
     chain_unlink(a, p);
     if (p->prev) p->prev->next = p->next; else a->pends = p->next;
-    if (p->next) p->next->prev = p->prev; else a->oldest = p->prev;
+    if (p->next) p->next->prev = p->prev;
     if (a->ops.event_put) a->ops.event_put(a->ops.user, p->event);
     free(p);
 }
@@ -516,13 +516,12 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
     if (event) {
         if (!(p = calloc(1, sizeof *p))) return -1;
         *p = (pend){ .event = event, .key = key, .seq = ++a->seq, .refs = 1, .next = a->pends };
+        if (a->pends) a->pends->prev = p;
+        a->pends = p;
         if (chain_add(a, p) != 0) {
-            if (a->ops.event_put) a->ops.event_put(a->ops.user, event);   /* as pend_unref would */
-            free(p);
+            pend_unref(a, p);      /* puts the event back */
             return -1;
         }
-        if (a->pends) a->pends->prev = p; else a->oldest = p;
-        a->pends = p;
     }
     long i = insert_range(s, (frange){ addr, placed, p, 1 });
     if (i < 0) {
