@@ -299,17 +299,17 @@ static long insert_range(seg *s, frange r)
 }
 
 /* The lowest address x (a multiple of align) where `need` bytes fit in a run
- * of adjacent free ranges usable for key (all mapped, if mapped_only);
- * 0 if none. */
+ * of adjacent free ranges usable for key (all mapped, if mapped_only; any
+ * free range, pending for another stream too, if claim); 0 if none. */
 static CUdeviceptr scan_seg(const seg *s, size_t need, size_t align, sg_arena_key key,
-                            int mapped_only)
+                            int mapped_only, int claim)
 {
     size_t i = 0;
     while (i < s->nfr) {
-        if (!usable(&s->fr[i], key) || (mapped_only && !s->fr[i].mapped)) { i++; continue; }
+        if (!(claim || usable(&s->fr[i], key)) || (mapped_only && !s->fr[i].mapped)) { i++; continue; }
         CUdeviceptr rs = s->fr[i].base, re = rs + s->fr[i].size;
         size_t j = i + 1;
-        while (j < s->nfr && s->fr[j].base == re && usable(&s->fr[j], key) &&
+        while (j < s->nfr && s->fr[j].base == re && (claim || usable(&s->fr[j], key)) &&
                (!mapped_only || s->fr[j].mapped)) {
             re += s->fr[j].size;
             j++;
@@ -476,7 +476,7 @@ sg_arena_fail sg_arena_alloc(sg_arena *a, size_t size, int own, sg_arena_key key
     for (int pass = 1; pass <= 2 && !at; pass++)
         for (size_t k = 0; k < a->nsegs && !at; k++) {
             s = &a->segs[k];
-            at = scan_seg(s, need, align, key, pass == 1);
+            at = scan_seg(s, need, align, key, pass == 1, 0);
         }
     int fresh = 0;
     sg_arena_fail f;
@@ -499,6 +499,37 @@ sg_arena_fail sg_arena_alloc(sg_arena *a, size_t size, int own, sg_arena_key key
     *addr = at;
     *placed = need;
     return SG_ARENA_OK;
+}
+
+sg_arena_fail sg_arena_alloc_claiming(sg_arena *a, size_t size, int own, sg_arena_key key,
+                                      int (*wait)(void *arg, void *event), void *arg,
+                                      CUdeviceptr *addr, size_t *placed)
+{
+    size_t align = own ? a->gran : SG_ARENA_ALIGN;
+    size_t need = sg_round_up(size, align);
+    if (!need || !key.stream) return SG_ARENA_FAIL_NOMEM;
+    reap(a);
+    for (size_t k = 0; k < a->nsegs; k++) {
+        seg *s = &a->segs[k];
+        CUdeviceptr at = scan_seg(s, need, align, key, 1, 1);
+        if (!at) continue;
+        /* the allocating stream waits for each other stream's free it
+         * takes from (a pend split in several ranges is waited for again:
+         * harmless); a wait refused leaves waits behind, for frees that
+         * complete anyway, and nothing else */
+        const pend *last = NULL;
+        for (size_t i = fr_index(s, at); i < s->nfr && s->fr[i].base < at + need; i++) {
+            const frange *r = &s->fr[i];
+            if (!r->p || usable(r, key) || r->p == last) continue;
+            if (wait(arg, r->p->event) != 0) return SG_ARENA_FAIL_NOMEM;
+            last = r->p;
+        }
+        if (carve(a, s, at, need) != 0) return SG_ARENA_FAIL_NOMEM;
+        *addr = at;
+        *placed = need;
+        return SG_ARENA_OK;
+    }
+    return SG_ARENA_FAIL_NOMEM;
 }
 
 static seg *seg_of(const sg_arena *a, CUdeviceptr p)

@@ -112,6 +112,19 @@ void sg_arena_destroy(sg_arena *a, int put_events);
 sg_arena_fail sg_arena_alloc(sg_arena *a, size_t size, int own, sg_arena_key key,
                              CUdeviceptr *addr, size_t *placed, CUresult *rc);
 
+/* sg_arena_alloc under memory pressure, for a stream-ordered allocation of
+ * key (stream != 0): over mapped free ranges only (nothing is created),
+ * those pending for other streams included, as the driver's pool may reuse
+ * memory another stream freed by making the allocating stream wait for that
+ * free (CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES). Before the block
+ * is carved, wait(arg, event) is called with the event of each other
+ * stream's pending range it overlaps; if one returns non-zero, nothing
+ * changes (the waits already made stay). SG_ARENA_OK with *addr and
+ * *placed (as sg_arena_alloc), or SG_ARENA_FAIL_NOMEM. */
+sg_arena_fail sg_arena_alloc_claiming(sg_arena *a, size_t size, int own, sg_arena_key key,
+                                      int (*wait)(void *arg, void *event), void *arg,
+                                      CUdeviceptr *addr, size_t *placed);
+
 /* Returns [addr, addr+placed) (as sg_arena_alloc gave it) to the free list.
  * event NULL: available to everyone at once. Else pending for `key` until
  * event_done(event); the arena then calls event_put(event) once. Returns 0,

@@ -205,6 +205,36 @@ static int op_room(void *u, size_t bytes)
     return rc != CUDA_SUCCESS || bytes <= fr;
 }
 
+/* A claim's wait (sg_marena_place_claiming): the allocating stream waits for
+ * the freeing stream's event. A completion mark is no event: refused. */
+typedef struct claim_wait {
+    CUstream s;
+    int per_thread;
+} claim_wait;
+
+static int op_claim_wait(void *arg, void *ev)
+{
+    const claim_wait *w = arg;
+    if (mark_of(ev)) return -1;
+    sg_vmm_relax();
+    CUresult rc = w->per_thread ? SG_DRIVER_CALL(cuStreamWaitEvent_ptsz, w->s, (CUevent)ev, 0)
+                                : SG_DRIVER_CALL(cuStreamWaitEvent, w->s, (CUevent)ev, 0);
+    return rc == CUDA_SUCCESS ? 0 : -1;
+}
+
+sg_arena_fail sg_marena_place_claiming(mem_arena *ar, size_t bytes, int own, sg_arena_key key,
+                                       CUstream s, int per_thread, CUdeviceptr *addr,
+                                       size_t *placed)
+{
+    claim_wait w = { s, per_thread };
+    sg_arena_fail f = SG_ARENA_FAIL_NOMEM;
+    pthread_mutex_lock(&ar->lock);
+    if (ar->state == 1)
+        f = sg_arena_alloc_claiming(ar->arena, bytes, own, key, op_claim_wait, &w, addr, placed);
+    pthread_mutex_unlock(&ar->lock);
+    return f;
+}
+
 static const sg_arena_ops driver_ops = {
     .reserve = op_reserve, .unreserve = op_unreserve, .create = op_create,
     .release = op_release, .map = op_map, .set_access = op_set_access, .unmap = op_unmap,

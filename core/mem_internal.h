@@ -56,6 +56,15 @@ void sg_marena_event_put(void *ar, void *ev);
 /* After a successful synchronization of ar's context: the quarantined
  * ranges are free (ar->lock held). */
 void sg_marena_quarantine_release_locked(mem_arena *ar);
+/* Places `bytes` in ar for a stream-ordered allocation of key on stream s
+ * when the device has no room left (an allocation, its chunk's creation and
+ * a trim failed): over ranges other streams freed and have not reached yet,
+ * s waiting for those frees (cuStreamWaitEvent), as the driver's pool does
+ * with CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES (sg_arena_alloc_claiming).
+ * SG_ARENA_OK with *addr and *placed, or SG_ARENA_FAIL_NOMEM. */
+sg_arena_fail sg_marena_place_claiming(mem_arena *ar, size_t bytes, int own, sg_arena_key key,
+                                       CUstream s, int per_thread, CUdeviceptr *addr,
+                                       size_t *placed);
 /* A destroyed stream's key: every arena's pending frees under it wait for
  * their events only. */
 void sg_marena_rekey_all(sg_arena_key key);

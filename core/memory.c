@@ -257,6 +257,8 @@ static CUresult mem_alloc(const sg_call *c)
     sg_arena_fail f = place(ar, bytes, own, key, &addr, &placed, &rc);
     if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0)
         f = place(ar, bytes, own, key, &addr, &placed, &rc);
+    if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && c->u.alloc.async)
+        f = sg_marena_place_claiming(ar, bytes, own, key, s, c->per_thread, &addr, &placed);
     sg_vmm_unrelax();
     if (f != SG_ARENA_OK) {
         if (f <= SG_ARENA_FAIL_NOMEM) log_growth_failure(f, rc, bytes);

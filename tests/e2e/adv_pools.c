@@ -37,6 +37,17 @@
  *                    with their number (before the fix every allocation
  *                    queried every pending free's event: 4,000 rounds took
  *                    2 s instead of 0.07, 10,000 ran past the timeout).
+ *   claim_pending    256 MiB device: 192 MiB from cuMemAllocAsync on stream A,
+ *                    written, freed on A behind a host gate (the free
+ *                    stays pending); then 128 MiB on stream B: 64 MiB are
+ *                    free, and the pool takes the rest from A's pending
+ *                    free, making B wait for it
+ *                    (CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, on
+ *                    by default; the emulator's "claims"). B's block is
+ *                    written on B and read back once the gate opened.
+ *                    Before the fix the library answered
+ *                    CUDA_ERROR_OUT_OF_MEMORY: its arena kept A's range for
+ *                    A alone, and the driver's own pool had no room left.
  * Usage: adv_pools CASE
  */
 #include "adv_common.h"
@@ -283,13 +294,42 @@ static void many_pending(void)
     MUST(cuStreamSynchronize(a));
 }
 
+static void claim_pending(void)
+{
+    CUstream a, b;
+    CUdeviceptr x, y;
+    MUST(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    MUST(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    MUST(cuMemAllocAsync(&x, 192 * MiB, a));
+    MUST(cuMemsetD8Async(x, 5, 192 * MiB, a));
+    MUST(cuLaunchHostFunc(a, adv_gate_wait, NULL));
+    MUST(cuMemFreeAsync(x, a));
+    CUresult r = R(cuMemAllocAsync(&y, 128 * MiB, b));
+    if (r == CUDA_SUCCESS) MUST(cuMemsetD32Async(y, 0x0b0b0b0bu, 32 * MiB, b));
+    adv_release();
+    MUST(cuStreamSynchronize(b));
+    if (r == CUDA_SUCCESS) {
+        enum { W = 1 << 18 };                       /* the last MiB */
+        uint32_t *want = malloc(W * sizeof *want);
+        for (size_t i = 0; i < W; i++) want[i] = 0x0b0b0b0bu;
+        adv_check_words("contents", y + 127 * MiB, want, W);
+        free(want);
+        MUST(cuMemFreeAsync(y, b));
+    }
+    MUST(cuStreamSynchronize(a));
+    MUST(cuStreamSynchronize(b));
+    MUST(cuStreamDestroy(a));
+    MUST(cuStreamDestroy(b));
+}
+
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "meminfo_pending", "trim_threshold", "cross_stream",
                                           "follow_event", "pool_mix", "other_device",
-                                          "many_pending", NULL };
+                                          "many_pending", "claim_pending", NULL };
     static void (*const fns[])(void) = { meminfo_pending, trim_threshold, cross_stream,
-                                         follow_event, pool_mix, other_device, many_pending };
+                                         follow_event, pool_mix, other_device, many_pending,
+                                         claim_pending };
     int c = adv_case(argc, argv, names);
     adv_open(&ctx, &mod);
     MUST(cuDeviceGet(&dev, 0));

@@ -753,6 +753,14 @@ for c in meminfo_pending trim_threshold cross_stream follow_event pool_mix many_
 done
 adv name=r14/pools_other_device env="CUDAEMU_DEVICES=2" eng_p="$PLACED" \
     attack="stream-ordered allocation and the default pool (other_device)" -- adv_pools other_device
+# A cuMemAllocAsync that fits only in what another stream freed and has not
+# reached yet: the driver's pool takes it, making the allocating stream wait
+# for that free (REUSE_ALLOW_INTERNAL_DEPENDENCIES; the emulator's claims).
+# Before the fix the library answered CUDA_ERROR_OUT_OF_MEMORY under temp
+# and prof (its arena kept the range for the freeing stream alone); now the
+# arena claims it the same way (sg_arena_alloc_claiming).
+adv name=r14/pools_claim_pending env="$MEM256" to=4 eng_p="$PLACED" \
+    attack="an allocation that fits only in another stream's pending free" -- adv_pools claim_pending
 # Round 15: graph structure beyond flat kernel captures (adv_graphs2.c).
 # A graph's allocation nodes get their physical memory when it is launched
 # (or uploaded): the launch of a graph allocating 160 MiB of a 256 MiB device,

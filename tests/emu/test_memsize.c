@@ -12,6 +12,9 @@
  *     until a stream, event or context synchronize gives back what exceeds
  *     the release threshold (default 0), or cuMemPoolTrimTo; the pool reuses
  *     what it holds; RESERVED/USED_MEM_CURRENT/HIGH report it;
+ *   claims: a cuMemAllocAsync that does not fit takes the bytes of frees
+ *     queued on other streams and not reached yet, and its stream waits for
+ *     them (REUSE_ALLOW_INTERNAL_DEPENDENCIES, default on; off: OUT_OF_MEMORY);
  *   graph allocations: pages, from the launch that allocates them until
  *     freed (a launch beyond the budget fails with OUT_OF_MEMORY);
  *   CUDA arrays: their elements' bytes in pages, until destroyed.
@@ -332,6 +335,74 @@ TEST(arrays)
     CHECK_EQ(free_mem(), TOTAL);
 }
 
+/* A stream held by the host (cuStreamWaitValue32 on a mapped host flag). */
+static uint32_t *hold(CUstream s)
+{
+    uint32_t *flag = NULL;
+    CUdeviceptr d = 0;
+    CHECK_CU(cuMemHostAlloc((void **)&flag, 4096, CU_MEMHOSTALLOC_DEVICEMAP), CUDA_SUCCESS);
+    CHECK_CU(cuMemHostGetDevicePointer(&d, flag, 0), CUDA_SUCCESS);
+    __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+    CHECK_CU(cuStreamWaitValue32(s, d, 1, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+    return flag;
+}
+
+TEST(claims_wait_for_pending_frees)
+{
+    emu_test_stderr_begin();
+    CUstream a, b;
+    CUmemoryPool pool;
+    CHECK_CU(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuDeviceGetDefaultMemPool(&pool, 0), CUDA_SUCCESS);
+    CUdeviceptr x = 0, y = 0, z = 0;
+    CHECK_CU(cuMemAllocAsync(&x, 192 * MIB, a), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(a), CUDA_SUCCESS);
+    uint32_t *flag = hold(a);
+    CHECK_CU(cuMemFreeAsync(x, a), CUDA_SUCCESS);            /* queued behind the hold */
+    CHECK_EQ(free_mem(), 64 * MIB);
+    /* 128 MiB on b: 64 MiB free, 64 MiB claimed from x's pending free */
+    CHECK_CU(cuMemAllocAsync(&y, 128 * MIB, b), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 0);
+    CHECK_CU(cuMemsetD8Async(y, 7, 128 * MIB, b), CUDA_SUCCESS);
+    usleep(50000);
+    CHECK_CU(cuStreamQuery(b), CUDA_ERROR_NOT_READY);        /* b waits for a's free */
+    /* beyond what is pending and free: refused, nothing claimed */
+    CHECK_CU(cuMemAllocAsync(&z, 129 * MIB, b), CUDA_ERROR_OUT_OF_MEMORY);
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    CHECK_CU(cuStreamSynchronize(b), CUDA_SUCCESS);
+    unsigned char c = 0;
+    CHECK_CU(cuMemcpyDtoH(&c, y + 128 * MIB - 1, 1), CUDA_SUCCESS);
+    CHECK_EQ(c, 7);
+    /* x's 192 MiB went: 64 to y, 128 back to the pool, released by the synchronizes */
+    CHECK_CU(cuStreamSynchronize(a), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 128 * MIB);
+    CHECK_EQ(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 128 * MIB);
+    CHECK_CU(cuMemFreeAsync(y, b), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(b), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+
+    /* With internal dependencies disallowed the same allocation fails. */
+    int off = 0, on = 1;
+    CHECK_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &off),
+             CUDA_SUCCESS);
+    CHECK_CU(cuMemAllocAsync(&x, 192 * MIB, a), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(a), CUDA_SUCCESS);
+    flag = hold(a);
+    CHECK_CU(cuMemFreeAsync(x, a), CUDA_SUCCESS);
+    y = 0;
+    CHECK_CU(cuMemAllocAsync(&y, 128 * MIB, b), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(y, 0);
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), TOTAL);
+    CHECK_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &on),
+             CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(a), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(b), CUDA_SUCCESS);
+    CHECK_EQ(emu_test_violations(), 0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -349,6 +420,7 @@ int main(int argc, char **argv)
     RUN(alloc_pitch);
     RUN(mem_create_shares_the_budget);
     RUN(stream_ordered_pool);
+    RUN(claims_wait_for_pending_frees);
     RUN(graph_allocations);
     RUN(arrays);
     return check_done();

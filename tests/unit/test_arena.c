@@ -507,6 +507,58 @@ TEST(room_is_asked_before_growing)
     sg_arena_destroy(a, 1);
 }
 
+/* Under memory pressure a stream-ordered allocation may take ranges other
+ * streams freed and have not reached, waiting for each one's event
+ * (sg_arena_alloc_claiming); never a range still in use, never an unmapped
+ * one; a refused wait changes nothing. */
+static int waits[8], nwaits, refuse_wait;
+static int f_wait(void *arg, void *ev)
+{
+    (void)arg;
+    if (refuse_wait) return -1;
+    if (nwaits < 8) waits[nwaits] = (int)(uintptr_t)ev;
+    nwaits++;
+    return 0;
+}
+
+TEST(claims_wait_for_other_streams)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr p, q, x, y;
+    size_t placed;
+    CUresult rc;
+    x = alloc_k(a, G, 0, S1);                   /* one granule, freed on S1 (event 5) */
+    y = alloc_k(a, G, 0, S2);                   /* the next one, kept by S2 */
+    CHECK(x && y);
+    CHECK_EQ(sg_arena_free(a, x, G, S1, (void *)5), 0);
+    F.fail_op = "create";                       /* the device is full */
+    F.fail_at = 1;
+    CHECK_EQ(sg_arena_alloc(a, G, 0, S2, &p, &placed, &rc), SG_ARENA_FAIL_CREATE);
+    CHECK_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
+    /* a synchronous allocation has no stream to wait: refused */
+    CHECK_EQ(sg_arena_alloc_claiming(a, G, 0, SYNC, f_wait, NULL, &p, &placed), SG_ARENA_FAIL_NOMEM);
+    /* more than the pending range holds: refused, nothing waited */
+    CHECK_EQ(sg_arena_alloc_claiming(a, 2 * G, 0, S2, f_wait, NULL, &p, &placed),
+             SG_ARENA_FAIL_NOMEM);
+    CHECK_EQ(nwaits, 0);
+    /* a refused wait: nothing taken */
+    refuse_wait = 1;
+    CHECK_EQ(sg_arena_alloc_claiming(a, G / 2, 0, S2, f_wait, NULL, &p, &placed), SG_ARENA_FAIL_NOMEM);
+    refuse_wait = 0;
+    CHECK_EQ(sg_arena_alloc_claiming(a, G / 2, 0, S2, f_wait, NULL, &p, &placed), SG_ARENA_OK);
+    CHECK_EQ(p, x);
+    CHECK_EQ(nwaits, 1);
+    CHECK_EQ(waits[0], 5);
+    /* the rest of S1's range: claimed again (S1's own allocations need no wait) */
+    CHECK_EQ(sg_arena_alloc_claiming(a, G / 2, 0, S1, f_wait, NULL, &q, &placed), SG_ARENA_OK);
+    CHECK_EQ(q, x + G / 2);
+    CHECK_EQ(nwaits, 1);
+    CHECK_EQ(F.puts, 1);                        /* event 5: no range holds it any more */
+    CHECK_EQ(F.creates, 2);                     /* nothing was mapped for the claims */
+    sg_arena_destroy(a, 1);
+    check_balanced();
+}
+
 int main(void)
 {
     RUN(first_fit_is_deterministic);
@@ -525,5 +577,6 @@ int main(void)
     RUN(shrinking_sizes_reuse_memory);
     RUN(rekey_detaches_a_stream);
     RUN(room_is_asked_before_growing);
+    RUN(claims_wait_for_other_streams);
     return check_done();
 }

@@ -139,6 +139,12 @@ void emu_sticky_ctx_gone(CUcontext ctx);
 void emu_bootstrap(void);
 int emu_initialized(void);            /* cuInit(0) succeeded */
 
+/* emu_mem.c: device memory taken by something other than an allocation (a
+ * module or library load, a context, a raised context limit): 1 and charged
+ * to dev if that much is left, else 0 and nothing charged; give returns it. */
+int emu_charge_take(int dev, size_t bytes);
+void emu_charge_give(int dev, size_t bytes);
+
 /* ------------------------------------------------------------------------
  * emu_core.c: knobs (parsed once at bootstrap; bad values exit(2) with a
  * message naming the variable)
@@ -154,6 +160,9 @@ typedef struct emu_config {
     int trace_resolve;         /* CUDAEMU_TRACE_RESOLVE=1: log every cuGetProcAddress and
                                   cuGetExportTable request and private-table call */
     const char *modules;       /* CUDAEMU_MODULES, NULL if unset (emu_library.c) */
+    size_t module_bytes;       /* CUDAEMU_MODULE_BYTES: device memory per module or library load */
+    size_t ctx_bytes;          /* CUDAEMU_CTX_BYTES: device memory per active context */
+    size_t exec_bytes;         /* CUDAEMU_EXEC_BYTES: device memory per launched graph exec */
 } emu_config;
 extern emu_config emu_cfg;
 
@@ -218,6 +227,10 @@ struct CUctx_st {
     pthread_mutex_t lock;       /* guards legacy creation */
     struct CUctx_st *dead_next; /* destroyed contexts are kept on a list (emu_core.c) */
     int sticky;                 /* atomic: the CUresult a faulted kernel left (emu_sticky_set) */
+    size_t charge;              /* device memory the context itself holds (CUDAEMU_CTX_BYTES) */
+    size_t limits[CU_LIMIT_MAX];      /* cuCtxSetLimit (emu_core.c), where limits_set has the bit */
+    unsigned limits_set;        /* else the default */
+    size_t limit_charge;        /* device memory the raised limits hold */
 };
 
 /* The calling thread's current context; NULL if none. */
@@ -315,10 +328,18 @@ void emu_gmem_set_freed_in(CUdeviceptr p, uint64_t graph_uid, int set);
 CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free);
 uint64_t emu_gmem_request_free(CUdeviceptr p);
 void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, uint64_t *out_high);
-/* Allocation used by cuMemAllocAsync/FromPoolAsync from `pool` (memory
- * available at once; the emulator's pool never reuses an address before the
- * free completed). CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE reports the pool. */
-CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call);
+/* Allocation used by cuMemAllocAsync/FromPoolAsync from `pool` on stream s
+ * (memory available at once; the emulator's pool never reuses an address
+ * before the free completed). Where the device has no room left and the
+ * pool allows internal dependencies, the bytes of frees queued on streams
+ * and not yet reached are claimed and s waits for those frees (emu_mem.c,
+ * "Claims"). CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE reports the pool. */
+CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool,
+                              struct emu_stream *s, const char *call);
+/* After cuMemFreeAsync queued the free of p (emu_mem_free_async_begin's
+ * token) as work seq on stream s: what a claim waits for. Takes a reference
+ * to s while the free is pending. */
+void emu_mem_free_async_queued(CUdeviceptr p, struct emu_stream *s, uint64_t token, uint64_t seq);
 
 /* Legacy IPC (emu_ipc.c owns it; these reach emu_mem.c's registry).
  * emu_mem_alloc_with: if p lies in a live cuMemAlloc block, fills *out and
@@ -575,6 +596,7 @@ struct CUmod_st {
     unsigned nfuncs;
     struct CUfunc_st **funcs;       /* emulated module: its functions */
     struct CUlib_st *lib;           /* non-NULL: functions come from this library */
+    size_t charge;                  /* device memory the load took (CUDAEMU_MODULE_BYTES) */
 };
 
 /* Number of kernels in a module table, -1 if an entry is invalid. */

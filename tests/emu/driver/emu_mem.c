@@ -30,6 +30,7 @@
  * then take it again and validate once more before changing anything.
  */
 #include "emu_mem.h"
+#include "emu_stream.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -127,9 +128,28 @@ mem_range *emu_range_find(CUdeviceptr p) { return (mem_range *)emu_span_find(&em
 /* Takes `bytes` of device `dev` if available (emu_mem_lock held). */
 int emu_usage_take(int dev, size_t bytes)
 {
-    if (bytes > emu_cfg.device_memory - emu_memory.used[dev]) return 0;
+    if (emu_memory.used[dev] > emu_cfg.device_memory ||
+        bytes > emu_cfg.device_memory - emu_memory.used[dev])
+        return 0;
     emu_memory.used[dev] += bytes;
     return 1;
+}
+
+int emu_charge_take(int dev, size_t bytes)
+{
+    if (!bytes) return 1;
+    pthread_mutex_lock(&emu_mem_lock);
+    int ok = emu_usage_take(dev, bytes);
+    pthread_mutex_unlock(&emu_mem_lock);
+    return ok;
+}
+
+void emu_charge_give(int dev, size_t bytes)
+{
+    if (!bytes) return;
+    pthread_mutex_lock(&emu_mem_lock);
+    emu_memory.used[dev] -= bytes;
+    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 /* Device memory accounting (emu_mem_lock held). What each kind costs:
@@ -239,11 +259,13 @@ static void block_detach(mem_range *r)
 {
     emu_span_remove(&emu_memory.ranges, &r->s);
     charge_give(r->device, r->kind, r->mapped);
+    if (r->claim) emu_memory.pools[r->device].held -= r->claim;   /* the claimer's now */
     if (r->kind == RK_GRAPH) gmem_unback(r->g);
 }
 
 static void block_release(mem_range *r)
 {
+    if (r->free_stream) emu_stream_unref(r->free_stream);
     if (r->kind != RK_GRAPH && !r->registered)     /* a graph allocation: unbacked by block_detach */
         munmap((void *)r->s.base, r->mapped);
     if (r->kind == RK_ALLOC) emu_ipc_alloc_gone(r->s.base, r->buffer_id);
@@ -396,12 +418,149 @@ void emu_mem_copy(void *dst, const void *src, size_t n)
     if (n) memmove(dst, src, n);
 }
 
-CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool, const char *call)
+/* ------------------------------------------------------------------------
+ * Claims. cuMemAllocAsync may take memory a cuMemFreeAsync on any stream
+ * released but has not reached yet, by making the allocating stream wait
+ * for that free: CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, "Allow
+ * cuMemAllocAsync to insert new stream dependencies in order to establish
+ * the stream ordering required to reuse a piece of memory released by
+ * cuFreeAsync (default enabled)". Emulated only where the allocation would
+ * otherwise fail for want of memory: the bytes missing are claimed from
+ * pending frees (oldest address first), the allocating stream waits for
+ * each claimed free's work, and a claimed block's bytes go to the claimer,
+ * not to the pool, when its free is reached (block_detach).
+ * ---------------------------------------------------------------------- */
+
+/* Bytes an allocation of len on dev lacks beyond the pool's held bytes and
+ * the device's free memory (emu_mem_lock held). */
+static size_t claim_need(int dev, size_t len)
+{
+    size_t held = emu_memory.pools[dev].held, used = emu_memory.used[dev];
+    size_t rest = len - (held < len ? held : len);
+    size_t avail = used < emu_cfg.device_memory ? emu_cfg.device_memory - used : 0;
+    return rest > avail ? rest - avail : 0;
+}
+
+/* A pending free of dev whose bytes are not all claimed (emu_mem_lock held). */
+static int claimable(const mem_range *r, int dev)
+{
+    return r->kind == RK_ASYNC && r->device == dev && r->free_pending && r->free_stream &&
+           r->claim < r->mapped;
+}
+
+#define CLAIMS_MAX 64
+
+typedef struct claim_set {
+    size_t n;
+    CUdeviceptr base[CLAIMS_MAX];
+    unsigned long long id[CLAIMS_MAX];
+    dep deps[CLAIMS_MAX];
+    size_t ndeps;
+} claim_set;
+
+/* Pass 1 (emu_mem_lock held): the pending frees that cover need, oldest
+ * address first, with a referenced dependency on each free's work (none on
+ * s itself, which runs them in order). 0 if they do not cover it. */
+static int claims_find(claim_set *cs, int dev, size_t need, emu_stream *s)
+{
+    size_t have = 0;
+    cs->n = cs->ndeps = 0;
+    for (size_t i = 0; i < emu_memory.ranges.n && have < need && cs->n < CLAIMS_MAX; i++) {
+        mem_range *r = (mem_range *)emu_memory.ranges.v[i];
+        if (!claimable(r, dev)) continue;
+        have += r->mapped - r->claim;
+        cs->base[cs->n] = r->s.base;
+        cs->id[cs->n++] = r->buffer_id;
+        if (r->free_stream != s) {
+            emu_stream_ref(r->free_stream);
+            cs->deps[cs->ndeps++] = (dep){ r->free_stream, r->free_seq };
+        }
+    }
+    return have >= need;
+}
+
+/* Pass 2 (emu_mem_lock held): claims need bytes from the frees found in
+ * pass 1 that are still pending (those reached since gave their bytes to
+ * the pool: need was recomputed). 0 if they no longer cover it. */
+static int claims_take(const claim_set *cs, int dev, size_t need)
+{
+    size_t have = 0;
+    for (size_t k = 0; k < cs->n; k++) {
+        mem_range *r = emu_range_find(cs->base[k]);
+        if (r && r->buffer_id == cs->id[k] && claimable(r, dev)) have += r->mapped - r->claim;
+    }
+    if (have < need) return 0;
+    for (size_t k = 0; k < cs->n && need; k++) {
+        mem_range *r = emu_range_find(cs->base[k]);
+        if (!r || r->buffer_id != cs->id[k] || !claimable(r, dev)) continue;
+        size_t take = r->mapped - r->claim < need ? r->mapped - r->claim : need;
+        r->claim += take;
+        need -= take;
+    }
+    return 1;
+}
+
+static CUresult alloc_claiming(CUdeviceptr *out, size_t bytes, int dev, CUcontext ctx,
+                               emu_stream *s)
+{
+    size_t len = emu_round_up(bytes, emu_page_size());
+    claim_set *cs = calloc(1, sizeof *cs);
+    if (!cs) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&emu_mem_lock);
+    size_t need = claim_need(dev, len);
+    int found = emu_memory.pools[dev].reuse[2] && need && claims_find(cs, dev, need, s);
+    pthread_mutex_unlock(&emu_mem_lock);
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!found) {
+        for (size_t k = 0; k < cs->ndeps; k++) emu_stream_unref(cs->deps[k].s);
+        free(cs);
+        return rc;
+    }
+    /* The wait first (it consumes the references): waiting for a free that
+     * is then not claimed (reached meanwhile) only waits for queued work. */
+    if ((rc = emu_stream_push_wait(s, cs->deps, cs->ndeps, "cuMemAllocAsync")) != CUDA_SUCCESS) {
+        free(cs);
+        return rc;
+    }
+    mem_range *r = calloc(1, sizeof *r);
+    void *p = r ? map_anon(len, PROT_READ | PROT_WRITE) : NULL;
+    rc = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&emu_mem_lock);
+    pool_state *ps = &emu_memory.pools[dev];
+    need = claim_need(dev, len);
+    if (p && claims_take(cs, dev, need)) {
+        size_t reuse = ps->held < len ? ps->held : len;
+        *r = (mem_range){ .s = { (CUdeviceptr)p, bytes }, .mapped = len, .kind = RK_ASYNC,
+                          .device = dev, .ctx = ctx, .buffer_id = emu_memory.next_buffer_id++ };
+        if (emu_span_insert(&emu_memory.ranges, &r->s) == 0) {
+            emu_memory.used[dev] += len - reuse - need;
+            ps->held -= reuse;
+            ps->used += len;
+            pool_note_highs(ps);
+            *out = (CUdeviceptr)p;
+            rc = CUDA_SUCCESS;
+        }
+        /* else: the claims stay (their bytes then go to no one: a leak of
+         * the accounting, on out of host memory only) */
+    }
+    pthread_mutex_unlock(&emu_mem_lock);
+    if (rc != CUDA_SUCCESS) {
+        if (p) munmap(p, len);
+        free(r);
+    }
+    free(cs);
+    return rc;
+}
+
+CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemoryPool pool,
+                              emu_stream *s, const char *call)
 {
     (void)call;
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
     CUresult rc = block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && s && bytes && emu_round_up(bytes, emu_page_size()) >= bytes)
+        rc = alloc_claiming(out, bytes, device, emu_ctx_current(), s);
     if (rc == CUDA_SUCCESS) {
         pthread_mutex_lock(&emu_mem_lock);
         mem_range *r = emu_range_find(*out);
@@ -422,9 +581,25 @@ CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token)
         *token = r->g->gen;
     } else if (rc == CUDA_SUCCESS) {
         r->free_pending = 1;
+        *token = r->buffer_id;
     }
     pthread_mutex_unlock(&emu_mem_lock);
     return rc;
+}
+
+void emu_mem_free_async_queued(CUdeviceptr p, emu_stream *s, uint64_t token, uint64_t seq)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(p);
+    /* the free may have been reached already (then r is gone, or another
+     * block that took the address: the buffer id tells) */
+    if (r && r->kind == RK_ASYNC && r->s.base == p && r->buffer_id == token && r->free_pending &&
+        !r->free_stream) {
+        emu_stream_ref(s);
+        r->free_stream = s;
+        r->free_seq = seq;
+    }
+    pthread_mutex_unlock(&emu_mem_lock);
 }
 
 void emu_mem_pools_sync(void)

@@ -91,6 +91,9 @@ typedef struct mem_range {
     span resv;                  /* RK_MAP: the reservation it lies in */
     CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
     int free_pending;           /* RK_ASYNC: cuMemFreeAsync queued, not yet reached */
+    emu_stream *free_stream;    /* RK_ASYNC, free_pending: the freeing stream (a reference) */
+    uint64_t free_seq;          /*   and the free's work there (emu_mem_free_async_queued) */
+    size_t claim;               /*   bytes an allocation took over before the free (claims) */
     CUmemoryPool pool;          /* RK_ASYNC: the pool it came from */
     gmem *g;                    /* RK_GRAPH */
 } mem_range;
@@ -102,7 +105,7 @@ typedef struct pool_state {
     size_t held;                /* freed, kept by the pool, still charged */
     size_t used_high, reserved_high;
     cuuint64_t threshold;       /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
-    int reuse[3];               /* the three REUSE_* attributes (no effect here) */
+    int reuse[3];               /* the three REUSE_* attributes (INTERNAL_DEPENDENCIES: claims) */
 } pool_state;
 
 typedef struct mem_state {      /* all guarded by emu_mem_lock */

@@ -140,7 +140,7 @@ static CUresult alloc_async(const char *call, CUdeviceptr *dptr, size_t bytes, C
     /* "This function uses standard default stream semantics": on the legacy
      * stream while a blocking stream captures, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */
     if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
-    return emu_mem_alloc_device(dptr, bytes, dev, pool ? pool : &default_pools[dev], call);
+    return emu_mem_alloc_device(dptr, bytes, dev, pool ? pool : &default_pools[dev], s, call);
 }
 
 EMU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -198,7 +198,10 @@ static CUresult free_async(const char *call, CUdeviceptr p, CUstream h, int pt)
     free_work *fw = (free_work *)emu_work_new(sizeof *fw, call, free_run);
     fw->p = p;
     fw->token = token;
-    return emu_stream_enqueue_seq(s, &fw->w, NULL);
+    uint64_t seq;
+    if ((r = emu_stream_enqueue_seq(s, &fw->w, &seq)) == CUDA_SUCCESS)
+        emu_mem_free_async_queued(p, s, token, seq);   /* what an allocation's claim waits for */
+    return r;
 }
 
 EMU_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
