@@ -14,71 +14,17 @@
  * and available (blocks only live on mapped granules; trim only unmaps what
  * is available). A free merges with its neighbours only; a carve moves the
  * array's tail; the first-fit scan is a pass over one segment's ranges.
- * Pending frees also wait in a chain per freeing stream (reap).
+ * Pending frees also wait in a chain per freeing stream (reap). The
+ * structures are in arena_internal.h; what only reads them, in arena_query.c.
  *
  * No locking here: the caller serialises every call on one arena (arena.h).
  */
-#include "arena.h"
+#include "arena_internal.h"
 
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-struct chain;
-
-typedef struct pend {
-    void *event;
-    sg_arena_key key;      /* stream == 0: its stream is gone; only the event frees it */
-    uint64_t seq;          /* order of the frees: a later event implies earlier ones on a stream */
-    int refs;              /* free ranges tagged with it */
-    int done;              /* event_done said yes */
-    struct pend *next, *prev;
-    struct chain *ch;      /* the chain it waits in (NULL once done) */
-    struct pend *knext, *kprev;
-} pend;
-
-/* The pends of one freeing stream not yet done, oldest first: their events
- * complete in order, so reap asks the oldest of each chain only. */
-typedef struct chain {
-    sg_arena_key key;      /* the stream's; stream 0 once rekeyed (no new pend joins) */
-    pend *head, *tail;
-    struct chain *next;
-} chain;
-
-typedef struct frange {
-    CUdeviceptr base;
-    size_t size;
-    pend *p;
-    int mapped;
-} frange;
-
-typedef struct seg {
-    CUdeviceptr base;
-    size_t size;
-    sg_arena_chunk *ch;    /* sorted by va, one granule each */
-    size_t nch, capch;
-    frange *fr;            /* sorted by base */
-    size_t nfr, capfr;
-} seg;
-
-struct sg_arena {
-    sg_arena_ops ops;
-    size_t gran, resv;
-    seg *segs;
-    size_t nsegs, capsegs;
-    pend *pends;           /* every pend, newest first (next, prev) */
-    chain *chains;         /* one per stream with pends not done */
-    uint64_t seq;
-    size_t mapped;
-};
-
-const char *sg_arena_fail_name(sg_arena_fail f)
-{
-    static const char *const names[] = { "none", "cuMemAddressReserve", "cuMemCreate", "cuMemMap",
-                                         "cuMemSetAccess", "out of host memory" };
-    return (unsigned)f < sizeof names / sizeof *names ? names[f] : "?";
-}
 
 static int key_eq(sg_arena_key a, sg_arena_key b)
 {
@@ -321,17 +267,6 @@ static CUdeviceptr scan_seg(const seg *s, size_t need, size_t align, sg_arena_ke
     return 0;
 }
 
-/* Index of the chunk at va, or of where it would go. */
-static size_t ch_index(const seg *s, CUdeviceptr va)
-{
-    size_t lo = 0, hi = s->nch;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (s->ch[mid].va < va) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
 static void chunk_drop(sg_arena *a, seg *s, size_t i)
 {
     a->ops.unmap(a->ops.user, s->ch[i].va, s->ch[i].size);
@@ -532,13 +467,6 @@ sg_arena_fail sg_arena_alloc_claiming(sg_arena *a, size_t size, int own, sg_aren
     return SG_ARENA_FAIL_NOMEM;
 }
 
-static seg *seg_of(const sg_arena *a, CUdeviceptr p)
-{
-    for (size_t k = 0; k < a->nsegs; k++)
-        if (p >= a->segs[k].base && p - a->segs[k].base < a->segs[k].size) return &a->segs[k];
-    return NULL;
-}
-
 int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key, void *event)
 {
     seg *s = seg_of(a, addr);
@@ -616,27 +544,6 @@ void sg_arena_rekey(sg_arena *a, sg_arena_key key)
         if (key_eq(c->key, key)) c->key = (sg_arena_key){ 0, 0 };
 }
 
-int sg_arena_contains(const sg_arena *a, CUdeviceptr p) { return seg_of(a, p) != NULL; }
-
-size_t sg_arena_chunks(const sg_arena *a, CUdeviceptr addr, size_t len, sg_arena_chunk *out,
-                       size_t max)
-{
-    const seg *s = seg_of(a, addr);
-    size_t n = 0;
-    if (!s) return 0;
-    for (size_t i = ch_index(s, addr / a->gran * a->gran); i < s->nch; i++) {
-        const sg_arena_chunk *c = &s->ch[i];
-        if (c->va >= addr + len) break;
-        if (c->va + c->size <= addr) continue;
-        if (n < max) out[n] = *c;
-        n++;
-    }
-    return n;
-}
-
-size_t sg_arena_mapped(const sg_arena *a) { return a->mapped; }
-size_t sg_arena_segments(const sg_arena *a) { return a->nsegs; }
-
 /* Only whole unused chunks count (the test trim uses): the free bytes of a
  * chunk a live block or a pending free still touches (a hole) serve no block
  * larger than the hole and cannot be given back, so counting them would make
@@ -655,12 +562,5 @@ size_t sg_arena_mapped_free(sg_arena *a)
         for (size_t i = 0; i < s->nch; i++)
             if (chunk_unused(s, &s->ch[i])) n += s->ch[i].size;
     }
-    return n;
-}
-
-size_t sg_arena_free_ranges(const sg_arena *a)
-{
-    size_t n = 0;
-    for (size_t k = 0; k < a->nsegs; k++) n += a->segs[k].nfr;
     return n;
 }

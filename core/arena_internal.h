@@ -1,0 +1,80 @@
+/*
+ * core/arena_internal.h: the representation of an arena (arena.c's model,
+ * arena.h), shared by arena.c, which changes it, and arena_query.c, which
+ * only reads it. Private to those two files.
+ */
+#ifndef SG_ARENA_INTERNAL_H
+#define SG_ARENA_INTERNAL_H
+
+#include "arena.h"
+
+#include <stdint.h>
+
+struct chain;
+
+typedef struct pend {
+    void *event;
+    sg_arena_key key;      /* stream == 0: its stream is gone; only the event frees it */
+    uint64_t seq;          /* order of the frees: a later event implies earlier ones on a stream */
+    int refs;              /* free ranges tagged with it */
+    int done;              /* event_done said yes */
+    struct pend *next, *prev;
+    struct chain *ch;      /* the chain it waits in (NULL once done) */
+    struct pend *knext, *kprev;
+} pend;
+
+/* The pends of one freeing stream not yet done, oldest first: their events
+ * complete in order, so reap asks the oldest of each chain only. */
+typedef struct chain {
+    sg_arena_key key;      /* the stream's; stream 0 once rekeyed (no new pend joins) */
+    pend *head, *tail;
+    struct chain *next;
+} chain;
+
+typedef struct frange {
+    CUdeviceptr base;
+    size_t size;
+    pend *p;
+    int mapped;
+} frange;
+
+typedef struct seg {
+    CUdeviceptr base;
+    size_t size;
+    sg_arena_chunk *ch;    /* sorted by va, one granule each */
+    size_t nch, capch;
+    frange *fr;            /* sorted by base */
+    size_t nfr, capfr;
+} seg;
+
+struct sg_arena {
+    sg_arena_ops ops;
+    size_t gran, resv;
+    seg *segs;
+    size_t nsegs, capsegs;
+    pend *pends;           /* every pend, newest first (next, prev) */
+    chain *chains;         /* one per stream with pends not done */
+    uint64_t seq;
+    size_t mapped;
+};
+
+/* The reservation holding p, or NULL. */
+static inline seg *seg_of(const sg_arena *a, CUdeviceptr p)
+{
+    for (size_t k = 0; k < a->nsegs; k++)
+        if (p >= a->segs[k].base && p - a->segs[k].base < a->segs[k].size) return &a->segs[k];
+    return NULL;
+}
+
+/* Index of the chunk at va, or of where it would go. */
+static inline size_t ch_index(const seg *s, CUdeviceptr va)
+{
+    size_t lo = 0, hi = s->nch;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->ch[mid].va < va) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+#endif
