@@ -35,6 +35,8 @@ typedef enum {
     SG_CALL_MEMOP,          /* u.memop: a copy, memset or memcpy/memset node (range checks) */
     SG_CALL_STREAM_DESTROY, /* u.stream */
     /* contexts (contexts.c) */
+    SG_CALL_CTX_CREATE,     /* cuCtxCreate*: as DEV_ALLOC (memory.c), never refused for an earlier
+                             * sticky error (core.c) */
     SG_CALL_CTX_DESTROY,    /* u.ctx */
     SG_CALL_PRIMARY_RETAIN, /* u.primary: tells which context is a device's primary one */
     SG_CALL_PRIMARY_DROP,   /* u.primary.dev: cuDevicePrimaryCtxRelease / Reset */

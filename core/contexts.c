@@ -113,9 +113,8 @@ void sg_ctx_teardown(CUcontext ctx)
     sg_ctx_put(c);
 }
 
-static CUresult primary_retain(const sg_call *c)
+CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc)
 {
-    CUresult rc = c->forward(c->args);
     CUdevice d = c->u.primary.dev;
     if (rc == CUDA_SUCCESS && c->u.primary.out && d >= 0 && d < SG_CTX_MAX_DEVICES) {
         pthread_mutex_lock(&table_lock);
@@ -123,6 +122,11 @@ static CUresult primary_retain(const sg_call *c)
         pthread_mutex_unlock(&table_lock);
     }
     return rc;
+}
+
+static CUresult primary_retain(const sg_call *c)
+{
+    return sg_ctx_primary_retained(c, c->forward(c->args));
 }
 
 /* After cuDevicePrimaryCtxRelease / Reset: the primary context is gone if

@@ -77,6 +77,10 @@ void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u);
 
 /* Handles CTX_DESTROY, PRIMARY_RETAIN and PRIMARY_DROP. */
 CUresult sg_ctx_call(const sg_call *c);
+/* After a PRIMARY_RETAIN call the driver answered rc (core.c makes it, and
+ * once more after a trim if it ran out of memory: memory.h): notes which
+ * context is the device's primary one; returns rc. */
+CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc);
 
 /* Tears ctx down as if the driver had destroyed it (tests). */
 void sg_ctx_teardown(CUcontext ctx);

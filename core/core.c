@@ -48,6 +48,7 @@ static CUresult route(const sg_call *c)
     switch (c->kind) {
     case SG_CALL_ALLOC:
     case SG_CALL_DEV_ALLOC:
+    case SG_CALL_CTX_CREATE:
     case SG_CALL_FREE:
     case SG_CALL_POOL_SET:
         return sg_mem_call(c);
@@ -75,7 +76,11 @@ static CUresult route(const sg_call *c)
         sg_rec_ctx_may_go();
         return sg_ctx_call(c);
     case SG_CALL_PRIMARY_RETAIN:
-        return sg_ctx_call(c);
+        /* the first retain activates the context, which takes device memory:
+         * on CUDA_ERROR_OUT_OF_MEMORY (documented) the arenas give back what
+         * they hold and it is made once more (the failed retain left the
+         * context inactive; round 21) */
+        return sg_ctx_primary_retained(c, sg_mem_retry(c, c->forward(c->args)));
     case SG_CALL_GRAPH_DESTROY:
         rc = sg_graph_call(c);
         if (rc == CUDA_SUCCESS) sg_rec_graph_gone(c->u.graph.graph);
@@ -114,12 +119,14 @@ static CUresult route(const sg_call *c)
  * the current context (cuMemGetInfo: no side effect, allowed in every
  * capture mode) and returns its sticky error, changing nothing, as the
  * driver's own call would. Context teardown and retain are not asked (the
- * driver lets them through: they are the way out of an assert). Test:
+ * driver lets them through: they are the way out of an assert), nor context
+ * creation (a new context is another way out). Test:
  * tests/e2e/adv_sticky.c (round 16). */
 static CUresult sticky_probe(const sg_call *c)
 {
     switch (c->kind) {
     case SG_CALL_FORWARD:           /* the driver answers these itself */
+    case SG_CALL_CTX_CREATE:
     case SG_CALL_CTX_DESTROY:
     case SG_CALL_PRIMARY_RETAIN:
     case SG_CALL_PRIMARY_DROP:

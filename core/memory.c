@@ -554,6 +554,7 @@ CUresult sg_mem_call(const sg_call *c)
     case SG_CALL_ALLOC:
         return mem_alloc(c);
     case SG_CALL_DEV_ALLOC:
+    case SG_CALL_CTX_CREATE:
         return sg_mem_placing ? forward_retry(c) : c->forward(c->args);
     case SG_CALL_FREE:
         return mem_free(c);

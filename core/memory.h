@@ -27,7 +27,7 @@
  * context teardown. Called once at start-up. */
 void sg_mem_init(const sg_caps *caps);
 
-/* Handles ALLOC, DEV_ALLOC, FREE, STREAM_DESTROY and POOL_SET calls (memory.c);
+/* Handles ALLOC, DEV_ALLOC, CTX_CREATE, FREE, STREAM_DESTROY and POOL_SET calls (memory.c);
  * returns what the program gets. */
 CUresult sg_mem_call(const sg_call *c);
 
@@ -101,7 +101,9 @@ typedef struct sg_mem_handle {
 size_t sg_mem_block_handles(CUdeviceptr base, sg_mem_handle *out, size_t max);
 
 /* Gives back every unused physical chunk of every arena (memory pressure);
- * returns the bytes given back. */
+ * returns the bytes given back. Call with no lock held, or only an exec's
+ * rec->lock (graph records, 2 in docs/locking.md: every lock the trim takes
+ * comes after it). */
 size_t sg_mem_trim(void);
 /* Also called by sg_mem_trim (slots.c sets it: slots that still map freed blocks); its bytes. */
 extern size_t (*sg_mem_trim_hook)(void);
@@ -109,7 +111,9 @@ extern size_t (*sg_mem_trim_hook)(void);
  * CUDA_ERROR_OUT_OF_MEMORY and trimming gave memory back, c made once more
  * and its answer. For the calls that take device memory the arenas may be
  * holding: allocations, instantiations, launches and uploads of graphs
- * (whose allocation nodes take their memory then). Call with no lock held. */
+ * (whose allocation nodes take their memory then), module and library loads,
+ * contexts, context limits, pools, mipmapped arrays, streams and events
+ * (interpose/hooks.def). Locks: as sg_mem_trim. */
 CUresult sg_mem_retry(const sg_call *c, CUresult rc);
 
 /* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */

@@ -509,6 +509,10 @@ CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const
         if (rc != CUDA_SUCCESS) return rc;
     }
     CUresult rc = launch_exec(p, g, c);
+    /* refused for want of memory: the arenas give back what they hold and g is launched again behind
+     * the same order wait, rec->lock held (the trim's locks come after it: docs/locking.md), as graphs.c
+     * does for a plain launch (round 21: tests/e2e/adv_oom.c observed_launch, skip_profiled) */
+    if (__builtin_expect(rc == CUDA_ERROR_OUT_OF_MEMORY, 0) && sg_mem_trim() > 0) rc = launch_exec(p, g, c);
     if (rc != CUDA_SUCCESS) return rc;
     pgen *x = &p->gens[g];
     /* a per-thread default stream (s.thread) cannot be named from another
@@ -534,11 +538,11 @@ CUresult sg_prof_upload_ordered(sg_prof *p, const sg_call *c)
      * upload, or refuses it, without running it */
     if (p->last_gen == -1 || p->last_gen == 0 || sg_stream_id_eq(s, p->last_stream) ||
         (sg_capture_active() && sg_capture_stream(c->u.launch.stream, c->per_thread)))
-        return c->forward(c->args);
+        return sg_mem_retry(c, c->forward(c->args));
     if (!p->order_valid) order_record_last(p);
     if (!p->order_valid) return sg_prof_plausible(CUDA_ERROR_UNKNOWN);
     CUresult rc = order_wait(p, c);
-    return rc == CUDA_SUCCESS ? c->forward(c->args) : sg_prof_plausible(rc);
+    return rc == CUDA_SUCCESS ? sg_mem_retry(c, c->forward(c->args)) : sg_prof_plausible(rc);
 }
 
 void sg_prof_order_hand_over(sg_prof *p)

@@ -25,6 +25,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_ALLOC_POOL(o, n, p, s) .kind = SG_CALL_ALLOC, \
     .u.alloc = { .out = (o), .bytes = (n), .stream = (s), .pool = (p), .async = 1 }
 #define SG_DEV_ALLOC .kind = SG_CALL_DEV_ALLOC
+#define SG_CTX_CREATE .kind = SG_CALL_CTX_CREATE
 #define SG_FREE(p) .kind = SG_CALL_FREE, .u.free = { .ptr = (p) }
 #define SG_POOL_SET_DEV(d, p) .kind = SG_CALL_POOL_SET, .u.pool = { .dev = (d), .pool = (p) }
 #define SG_POOL_SET_LOC(l, t, p) .kind = SG_CALL_POOL_SET, \
@@ -116,7 +117,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_STREAM_OP(s) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_STREAM_OTHER, .stream = (s))
 #define SG_CAPTURE_INFO(s, st, d, n) .kind = SG_CALL_FORWARD, \
     SG_GB_(.kind = SG_GB_CAPTURE_INFO, .stream = (s), .u.capinfo = { .status = (st), .deps = (d), .ndeps = (n) })
-#define SG_STREAM_CREATE(o, prio) .kind = SG_CALL_FORWARD, \
+#define SG_STREAM_CREATE(o, prio) .kind = SG_CALL_DEV_ALLOC, \
     SG_GB_(.kind = SG_GB_STREAM_CREATE, .u.create_stream = { .out = (o), .priority = (prio) })
 #define SG_STREAM_ATTR(s) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_STREAM_ATTR, .stream = (s))
 #define SG_GRAPH_CREATE(o) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_GRAPH_CREATE, .u.graph_out = (o))

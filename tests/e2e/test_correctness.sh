@@ -879,6 +879,30 @@ if [[ r19/exit_own_fd =~ ${ADV_ONLY:-.} ]]; then
         done
     done
 fi
+# Round 21: out-of-memory errors the driver would not give (adv_oom.c). The
+# device's memory is taken by cuMemAlloc blocks (placed) then freed, so the
+# arenas hold it; then a call that takes device memory other than an
+# allocation (the emulated driver charges module and library loads, contexts,
+# raised context limits and a graph exec's first launch: docs/emulator.md,
+# "Device memory"). Before the fix the library gave that memory back only to
+# allocations, instantiations and graph launches no observer watched: under
+# temp and prof cuModuleLoad* and cuLibraryLoad* (module, library),
+# cuCtxCreate (context), the primary context's first retain (primary) and
+# cuCtxSetLimit (limit) got CUDA_ERROR_OUT_OF_MEMORY, and under prof every
+# launch of an exec with an observer (observed_launch: the program's exec,
+# then the variants'); pool (cuMemAllocFromPoolAsync, never placed) is the
+# control that passed before. Now those calls are hooked (interpose/hooks.def:
+# trim and retry once) and the observer's launch is retried
+# (core/prof_variants.c launch_exec).
+MEM_R21="$MEM256 CUDAEMU_MODULE_BYTES=16M CUDAEMU_CTX_BYTES=16M CUDAEMU_EXEC_BYTES=16M"
+for c in module library context primary limit pool; do
+    adv name=r21/oom_$c env="$MEM_R21" to=4 eng_t="$PLACED" eng_p="$PLACED" \
+        attack="a call that takes device memory other than an allocation, the device's memory in the arenas ($c)" \
+        -- adv_oom $c
+done
+adv name=r21/oom_observed_launch env="$MEM_R21" to=4 eng_t="$SEEN" eng_p="$BOUGHT" \
+    attack="first launches (the exec's, the variants') of an exec with an observer, the device's memory in the arenas" \
+    -- adv_oom observed_launch
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

@@ -115,6 +115,16 @@ EMU_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESC
     return array_create(__func__, pHandle, pAllocateArray);
 }
 
+/* The entry point exists (the library hooks it); mipmapped arrays are not
+ * emulated. */
+EMU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc,
+                                           unsigned int numMipmapLevels)
+{
+    EMU_ENTRY_INIT();
+    if (!pHandle || !desc || !numMipmapLevels) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 EMU_EXPORT CUresult cuArrayDestroy(CUarray hArray)
 {
     EMU_ENTRY_INIT();

@@ -207,6 +207,17 @@ static void emu_boot(void)
     emu_knob_parse("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem,
                    "bytes per device, 1 MiB..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
     emu_knob_ull("CUDAEMU_VERBOSE", 0, 1, &verbose, "0 or 1");
+    unsigned long long modb = 0, ctxb = 0;
+    emu_knob_parse("CUDAEMU_MODULE_BYTES", 0, 1ull << 46, &modb,
+                   "bytes per module load, 0..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
+    emu_knob_parse("CUDAEMU_CTX_BYTES", 0, 1ull << 46, &ctxb,
+                   "bytes per context, 0..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
+    unsigned long long execb = 0;
+    emu_knob_parse("CUDAEMU_EXEC_BYTES", 0, 1ull << 46, &execb,
+                   "bytes per graph exec, 0..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
+    emu_cfg.exec_bytes = (size_t)execb;
+    emu_cfg.module_bytes = (size_t)modb;
+    emu_cfg.ctx_bytes = (size_t)ctxb;
     unsigned long long trace_resolve = 0;
     emu_knob_ull("CUDAEMU_TRACE_RESOLVE", 0, 1, &trace_resolve, "0 or 1");
     emu_cfg.trace_resolve = (int)trace_resolve;
@@ -777,7 +788,11 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
     emu_arrays_ctx_destroyed(c);
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;
+    size_t held = c->charge + c->limit_charge;
+    c->charge = c->limit_charge = 0;
+    c->limits_set = 0;          /* a primary context starts again at the defaults */
     pthread_mutex_unlock(&c->lock);
+    emu_charge_give(c->device, held);
     emu_sticky_ctx_gone(c);
     if (free_handle) {
         /* cuCtxDestroy: "If the context is current to the calling thread then
@@ -805,9 +820,16 @@ static CUresult emu_ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
     CUresult r = emu_device_check(dev);
     if (r != CUDA_SUCCESS) return r;
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (emu_ctx_depth >= EMU_CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+    /* the context's own device memory (CUDAEMU_CTX_BYTES): beyond what is
+     * left, OUT_OF_MEMORY and no context */
+    if (!emu_charge_take(dev, emu_cfg.ctx_bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
     CUcontext c = emu_ctx_new(dev, flags, 0);
-    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
-    if (emu_ctx_depth >= EMU_CTX_STACK) { emu_handle_del(c); free(c); return CUDA_ERROR_OUT_OF_MEMORY; }
+    if (!c) {
+        emu_charge_give(dev, emu_cfg.ctx_bytes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    c->charge = emu_cfg.ctx_bytes;
     emu_ctx_stack[emu_ctx_depth++] = c;   /* a new context is pushed current */
     *pctx = c;
     return CUDA_SUCCESS;
@@ -816,6 +838,17 @@ static CUresult emu_ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
 EMU_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     EMU_ENTRY_INIT();
+    return emu_ctx_create(pctx, flags, dev);
+}
+
+/* Execution affinity is not emulated: an affinity parameter is
+ * CUDA_ERROR_NOT_SUPPORTED, none makes a context as cuCtxCreate_v2. */
+EMU_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                                   unsigned int flags, CUdevice dev)
+{
+    EMU_ENTRY_INIT();
+    if (numParams < 0 || (numParams && !paramsArray)) return CUDA_ERROR_INVALID_VALUE;
+    if (numParams) return CUDA_ERROR_NOT_SUPPORTED;
     return emu_ctx_create(pctx, flags, dev);
 }
 
@@ -926,6 +959,96 @@ static CUresult emu_ctx_sync(CUcontext c, const char *call)
     return emu_sticky_now(c);
 }
 
+/* Context limits (cuCtxSetLimit, cuCtxGetLimit). A limit's default is what
+ * cuCtxGetLimit reports until it is set; the three that size a device
+ * reservation take device memory above their default, charged to the
+ * context's device like an allocation: the stack size per thread for
+ * EMU_STACK_THREADS resident threads, the printf FIFO and the malloc heap
+ * their bytes. A raise beyond what is left is CUDA_ERROR_OUT_OF_MEMORY and
+ * the limit stays as it was ("If these reservations of device memory fail,
+ * cuCtxSetLimit() will return CUDA_ERROR_OUT_OF_MEMORY, and the limit can be
+ * reset to a lower value"); a lower value gives memory back. */
+#define EMU_STACK_THREADS 1024
+
+static size_t limit_default(CUlimit l)
+{
+    switch (l) {
+    case CU_LIMIT_STACK_SIZE: return 1024;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: return 1u << 20;
+    case CU_LIMIT_MALLOC_HEAP_SIZE: return 8u << 20;
+    case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: return 2048;
+    case CU_LIMIT_MAX_L2_FETCH_GRANULARITY: return 64;
+    case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: return 1;
+    default: return 0;
+    }
+}
+
+static size_t limit_value(CUcontext c, CUlimit l)
+{
+    return c->limits_set & (1u << l) ? c->limits[l] : limit_default(l);
+}
+
+/* The device memory the limits hold with limit l set to v. */
+static size_t limits_charge(CUcontext c, CUlimit l, size_t v)
+{
+    size_t sum = 0;
+    for (CUlimit i = CU_LIMIT_STACK_SIZE; i <= CU_LIMIT_MALLOC_HEAP_SIZE; i++) {
+        size_t x = i == l ? v : limit_value(c, i), d = limit_default(i);
+        if (x > d) sum += (x - d) * (i == CU_LIMIT_STACK_SIZE ? EMU_STACK_THREADS : 1);
+    }
+    return sum;
+}
+
+EMU_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    EMU_ENTRY_INIT();
+    CUcontext c;
+    CUresult r = emu_ctx_require(&c);
+    if (r != CUDA_SUCCESS) return r;
+    switch (limit) {
+    case CU_LIMIT_STACK_SIZE:
+    case CU_LIMIT_PRINTF_FIFO_SIZE:
+    case CU_LIMIT_MALLOC_HEAP_SIZE:
+    case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT:
+    case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
+    case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED:
+        break;
+    case CU_LIMIT_MAX_L2_FETCH_GRANULARITY:         /* a hint: clamped */
+        if (value > 128) value = 128;
+        break;
+    default:        /* the sync depth (compute capability < 9.0 only), the query-only ones */
+        return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    }
+    if (limit == CU_LIMIT_STACK_SIZE && value > (1u << 20)) return CUDA_ERROR_INVALID_VALUE;
+    if (limit <= CU_LIMIT_MALLOC_HEAP_SIZE && value > emu_cfg.device_memory) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&c->lock);
+    size_t was = c->limit_charge, now = limits_charge(c, limit, value);
+    int ok = now <= was || emu_charge_take(c->device, now - was);
+    if (ok) {
+        if (now < was) emu_charge_give(c->device, was - now);
+        c->limit_charge = now;
+        c->limits[limit] = value;
+        c->limits_set |= 1u << limit;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EMU_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+    EMU_ENTRY_INIT();
+    CUcontext c;
+    if (!pvalue || (unsigned)limit >= CU_LIMIT_MAX) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_ctx_require(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    pthread_mutex_lock(&c->lock);
+    size_t v = limit_value(c, limit);
+    pthread_mutex_unlock(&c->lock);
+    *pvalue = v;
+    return CUDA_SUCCESS;
+}
+
 EMU_EXPORT CUresult cuCtxSynchronize(void)
 {
     EMU_ENTRY_INIT();
@@ -963,9 +1086,12 @@ static CUresult emu_primary_get(CUcontext *pctx, CUdevice dev, int retain)
     pthread_mutex_lock(&emu_ctx_lock);
     if (!emu_primary[dev].ctx) emu_primary[dev].ctx = emu_ctx_new(dev, emu_primary[dev].flags, 1);
     CUcontext c = emu_primary[dev].ctx;
-    if (c && retain) emu_primary[dev].refs++;
+    /* the first retain activates it: its own device memory (CUDAEMU_CTX_BYTES)
+     * is taken, or OUT_OF_MEMORY and it stays inactive (emu_mem_lock is a leaf) */
+    int oom = c && retain && emu_primary[dev].refs == 0 && !emu_charge_take(dev, emu_cfg.ctx_bytes);
+    if (c && retain && !oom && emu_primary[dev].refs++ == 0) c->charge = emu_cfg.ctx_bytes;
     pthread_mutex_unlock(&emu_ctx_lock);
-    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!c || oom) return CUDA_ERROR_OUT_OF_MEMORY;
     *pctx = c;
     return CUDA_SUCCESS;
 }

@@ -140,6 +140,8 @@ struct CUgraphExec_st {
     size_t *order;                  /* topological order of node indices */
     pthread_mutex_t lock;           /* nodes[].p and last */
     launch_token *last;             /* the latest launch, NULL if none */
+    size_t charge;                  /* device memory its first launch or upload took */
+    int charged, charge_dev;        /* (CUDAEMU_EXEC_BYTES), until destroyed */
 };
 
 /* emu_capture.c: the capture registry's lock (see there). */

@@ -248,6 +248,8 @@ struct CUlib_st {
     unsigned ntable;
     struct CUkern_st *kernels;
     emu_per_ctx *mods;                  /* struct CUmod_st */
+    size_t charge;                      /* device memory the load took (CUDAEMU_MODULE_BYTES) */
+    int charge_dev;                     /* of this device */
 };
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -446,14 +448,26 @@ static CUresult lib_load(CUlibrary *library, const void *image, const char *path
     CUresult r = lib_options(njit, jit, jitv, nlib, opts, optv);
     if (r != CUDA_SUCCESS) return r;
     if (path && access(path, R_OK) != 0) return CUDA_ERROR_FILE_NOT_FOUND;
-    struct CUlib_st *lib;
+    /* the load takes CUDAEMU_MODULE_BYTES of the current context's device
+     * (device 0 with none: a library belongs to no context) until unloaded;
+     * beyond what is left, OUT_OF_MEMORY and nothing loaded */
+    CUcontext cur = emu_ctx_current();
+    int dev = cur && emu_ctx_live(cur) ? cur->device : 0;
+    if (!emu_charge_take(dev, emu_cfg.module_bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct CUlib_st *lib = NULL;
     if (path ? emu_file_is_cuda_image(path) : emu_image_is_cuda(image)) {
-        if (!(lib = lib_cuda(0))) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
+        lib = lib_cuda(0);
+        r = lib ? CUDA_SUCCESS : CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
     } else {
         void *dl = path ? emu_module_dlopen_path(path) : emu_module_dlopen_image(image, &r);
-        if (!dl) return path ? CUDA_ERROR_INVALID_IMAGE : r;
-        if ((r = lib_from_dl(dl, &lib)) != CUDA_SUCCESS) return r;
+        r = dl ? lib_from_dl(dl, &lib) : path ? CUDA_ERROR_INVALID_IMAGE : r;
     }
+    if (r != CUDA_SUCCESS) {
+        emu_charge_give(dev, emu_cfg.module_bytes);
+        return r;
+    }
+    lib->charge = emu_cfg.module_bytes;
+    lib->charge_dev = dev;
     emu_handle_add(lib, EMU_K_LIBRARY);
     *library = lib;
     return CUDA_SUCCESS;
@@ -486,7 +500,10 @@ EMU_EXPORT CUresult cuLibraryUnload(CUlibrary library)
     EMU_ENTRY_INIT();
     if (!lib_ok(library)) return CUDA_ERROR_INVALID_HANDLE;
     emu_handle_del(library);
+    int dev = library->charge_dev;
+    size_t charge = library->charge;
     lib_free(library, 0);
+    emu_charge_give(dev, charge);
     return CUDA_SUCCESS;
 }
 

@@ -109,6 +109,19 @@ void *emu_module_dlopen_path(const char *fname)
     return dlopen(fname, RTLD_NOW | RTLD_LOCAL);
 }
 
+/* A load takes CUDAEMU_MODULE_BYTES of the context's device (its code and
+ * data; 0 by default) for the module's life: beyond what is left the load
+ * is CUDA_ERROR_OUT_OF_MEMORY and does nothing. module_charge takes it
+ * first, module_charged keeps it with the loaded module or gives it back. */
+static int module_charge(CUcontext ctx) { return emu_charge_take(ctx->device, emu_cfg.module_bytes); }
+
+static CUresult module_charged(CUcontext ctx, CUresult r, CUmodule *module)
+{
+    if (r == CUDA_SUCCESS) (*module)->charge = emu_cfg.module_bytes;
+    else emu_charge_give(ctx->device, emu_cfg.module_bytes);
+    return r;
+}
+
 EMU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
     EMU_ENTRY_INIT();
@@ -117,10 +130,11 @@ EMU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
     CUresult r = emu_ctx_require(&ctx);
     if (r != CUDA_SUCCESS) return r;
     if (access(fname, R_OK) != 0) return CUDA_ERROR_FILE_NOT_FOUND;
-    if (emu_file_is_cuda_image(fname)) return emu_lib_module_load(ctx, module);
+    if (!module_charge(ctx)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (emu_file_is_cuda_image(fname)) return module_charged(ctx, emu_lib_module_load(ctx, module), module);
     void *dl = emu_module_dlopen_path(fname);
-    if (!dl) return CUDA_ERROR_INVALID_IMAGE;
-    return module_from_dl(dl, ctx, module);
+    if (!dl) return module_charged(ctx, CUDA_ERROR_INVALID_IMAGE, module);
+    return module_charged(ctx, module_from_dl(dl, ctx, module), module);
 }
 
 /* Size of an ELF image held in memory: the furthest of its section headers
@@ -174,10 +188,11 @@ static CUresult module_load_data(CUmodule *module, const void *image)
     if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = emu_ctx_require(&ctx);
     if (r != CUDA_SUCCESS) return r;
-    if (emu_image_is_cuda(image)) return emu_lib_module_load(ctx, module);
+    if (!module_charge(ctx)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (emu_image_is_cuda(image)) return module_charged(ctx, emu_lib_module_load(ctx, module), module);
     void *dl = emu_module_dlopen_image(image, &r);
-    if (!dl) return r;
-    return module_from_dl(dl, ctx, module);
+    if (!dl) return module_charged(ctx, r, module);
+    return module_charged(ctx, module_from_dl(dl, ctx, module), module);
 }
 
 EMU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -223,16 +238,23 @@ EMU_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
     EMU_ENTRY_INIT();
     if (!hmod || !emu_handle_ok(hmod, EMU_K_MODULE)) return CUDA_ERROR_INVALID_HANDLE;
-    if (hmod->lib) return emu_lib_module_unload(hmod);
-    module_unload(hmod, 0);
-    return CUDA_SUCCESS;
+    int dev = hmod->ctx->device;
+    size_t charge = hmod->charge;
+    CUresult r = CUDA_SUCCESS;
+    if (hmod->lib) r = emu_lib_module_unload(hmod);
+    else module_unload(hmod, 0);
+    if (r == CUDA_SUCCESS) emu_charge_give(dev, charge);
+    return r;
 }
 
 static void module_ctx_end(void *h)
 {
     CUmodule m = h;
+    int dev = m->ctx->device;
+    size_t charge = m->charge;
     if (m->lib) emu_lib_module_ctx_destroyed(m);
     else module_unload(m, 1);
+    emu_charge_give(dev, charge);
 }
 
 void emu_modules_ctx_destroyed(CUcontext ctx)

@@ -48,8 +48,17 @@ EMU_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     return default_pool(pool, dev);
 }
 
+/* The entry point exists (the library hooks it); creating a pool is not
+ * emulated. */
+EMU_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    EMU_ENTRY_INIT();
+    if (!pool || !poolProps) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 /* cuDeviceSetMemPool: "The memory pool must be local to the specified
- * device." The only pools emulated are the default ones (no cuMemPoolCreate),
+ * device." The only pools emulated are the default ones (cuMemPoolCreate refuses),
  * so the one pool that can be made current is the device's default pool,
  * already current; any other handle is not a pool of the device. */
 EMU_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
