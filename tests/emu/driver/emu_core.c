@@ -791,6 +791,8 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
     size_t held = c->charge + c->limit_charge;
     c->charge = c->limit_charge = 0;
     c->limits_set = 0;          /* a primary context starts again at the defaults */
+    free(c->limits);
+    c->limits = NULL;
     pthread_mutex_unlock(&c->lock);
     emu_charge_give(c->device, held);
     emu_sticky_ctx_gone(c);
@@ -1022,6 +1024,10 @@ EMU_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
     if (limit == CU_LIMIT_STACK_SIZE && value > (1u << 20)) return CUDA_ERROR_INVALID_VALUE;
     if (limit <= CU_LIMIT_MALLOC_HEAP_SIZE && value > emu_cfg.device_memory) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&c->lock);
+    if (!c->limits && !(c->limits = calloc(CU_LIMIT_MAX, sizeof *c->limits))) {
+        pthread_mutex_unlock(&c->lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     size_t was = c->limit_charge, now = limits_charge(c, limit, value);
     int ok = now <= was || emu_charge_take(c->device, now - was);
     if (ok) {

@@ -228,7 +228,9 @@ struct CUctx_st {
     struct CUctx_st *dead_next; /* destroyed contexts are kept on a list (emu_core.c) */
     int sticky;                 /* atomic: the CUresult a faulted kernel left (emu_sticky_set) */
     size_t charge;              /* device memory the context itself holds (CUDAEMU_CTX_BYTES) */
-    size_t limits[CU_LIMIT_MAX];      /* cuCtxSetLimit (emu_core.c), where limits_set has the bit */
+    size_t *limits;             /* cuCtxSetLimit (emu_core.c): CU_LIMIT_MAX values, where limits_set
+                                 * has the bit; made at the first set, freed at teardown (a
+                                 * destroyed context's struct is kept: it stays small) */
     unsigned limits_set;        /* else the default */
     size_t limit_charge;        /* device memory the raised limits hold */
 };
