@@ -61,7 +61,13 @@
  *             its unified address, checked and freed as the program's own)
  *             among the buffers: memory the library forwards, in the same
  *             copies and queries as the memory it places.
- * Usage: adv_memfuzz SEED [sync|async|capture|contexts|threads|mixed]
+ *   events    (round 22) as capture, but each wait for a stream's work is
+ *             one of cuStreamSynchronize, an event recorded and
+ *             cuEventSynchronize, an event or the stream polled
+ *             (cuEventQuery, cuStreamQuery until not CUDA_ERROR_NOT_READY:
+ *             how many polls is timing, neither printed nor digested) or
+ *             cuCtxSynchronize.
+ * Usage: adv_memfuzz SEED [sync|async|capture|contexts|threads|mixed|events]
  */
 #include "adv_common.h"
 
@@ -73,8 +79,8 @@
 
 enum { K_ALLOC, K_PITCH, K_ASYNC, K_POOL, K_MANAGED, K_HOST };
 static const char *const kind_name[] = { "alloc", "pitch", "async", "pool", "managed", "host" };
-enum { M_SYNC, M_ASYNC, M_CAPTURE, M_CONTEXTS, M_THREADS, M_MIXED };
-static const char *const modes[] = { "sync", "async", "capture", "contexts", "threads", "mixed", NULL };
+enum { M_SYNC, M_ASYNC, M_CAPTURE, M_CONTEXTS, M_THREADS, M_MIXED, M_EVENTS };
+static const char *const modes[] = { "sync", "async", "capture", "contexts", "threads", "mixed", "events", NULL };
 
 typedef struct mbuf {
     CUdeviceptr p;
@@ -103,7 +109,8 @@ static __thread int nbufs, next_id;
 static __thread size_t live;
 static __thread CUstream st[NS];
 static __thread CUevent evs[NS];
-static __thread int async_mode, threads_mode, contexts_mode, mixed_mode;
+static __thread int async_mode, threads_mode, contexts_mode, mixed_mode, events_mode;
+static __thread CUevent evq;          /* mode events: the event of sync_stream */
 static __thread uint8_t *scratch;     /* host staging, LIVE_MAX bytes */
 
 static uint32_t rnd(uint32_t n)
@@ -136,10 +143,38 @@ static void order(int a, int b)
     MUST(cuStreamWaitEvent(st[b], evs[a], 0));
 }
 
+/* Stream s's work done: cuStreamSynchronize, or in mode events one of the
+ * ways a program waits (polls: their count is timing, not digested). */
+static void sync_stream(CUstream s)
+{
+    CUresult r;
+    switch (events_mode ? rnd(5) : 0) {
+    case 0:
+        MUST(cuStreamSynchronize(s));
+        break;
+    case 1:
+        MUST(cuEventRecord(evq, s));
+        MUST(cuEventSynchronize(evq));
+        break;
+    case 2:
+        MUST(cuEventRecord(evq, s));
+        while ((r = cuEventQuery(evq)) == CUDA_ERROR_NOT_READY) sched_yield();
+        MUST(r);
+        break;
+    case 3:
+        while ((r = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) sched_yield();
+        MUST(r);
+        break;
+    default:
+        MUST(cuCtxSynchronize());
+        break;
+    }
+}
+
 /* The buffer's pending work done, for a synchronous call on it. */
 static void settle(const mbuf *b)
 {
-    if (b->home >= 0) MUST(cuStreamSynchronize(st[b->home]));
+    if (b->home >= 0) sync_stream(st[b->home]);
 }
 
 /* contexts mode: the buffer's context current, for work on it. */
@@ -362,7 +397,7 @@ static void op_copy(void)
         use_ctx(b);
         if (async) {
             R(cuMemcpyHtoDAsync(b->p + off, scratch, n, st[b->home]));
-            MUST(cuStreamSynchronize(st[b->home]));    /* the host buffer is reused */
+            sync_stream(st[b->home]);                  /* the host buffer is reused */
         } else {
             settle(b);
             R(cuMemcpyHtoD(b->p + off, scratch, n));
@@ -420,7 +455,7 @@ static void check(int step, mbuf *b)
         R(cuMemcpy((CUdeviceptr)(uintptr_t)scratch, b->p, b->bytes));
     } else if (b->home >= 0 && rnd(2)) {
         R(cuMemcpyDtoHAsync(scratch, b->p, b->bytes, st[b->home]));
-        MUST(cuStreamSynchronize(st[b->home]));
+        sync_stream(st[b->home]);
     } else {
         settle(b);
         R(cuMemcpyDtoH(scratch, b->p, b->bytes));
@@ -579,8 +614,8 @@ static void op_capture(int step, CUgraphExec *exec)
         if (bufs[i].home != 0 && rnd(2) == 0) order(bufs[i].home, 0), bufs[i].home = 0;
         used[i] = bufs[i].home == 0 && on_device(&bufs[i]);
     }
-    MUST(cuStreamSynchronize(st[1]));
-    MUST(cuStreamSynchronize(st[2]));
+    sync_stream(st[1]);
+    sync_stream(st[2]);
     int cm = (int)rnd(3);
     if (R(cuStreamBeginCapture(st[0], cmodes[cm])) != CUDA_SUCCESS) return;
     int n = 1 + (int)rnd(MAXCAP);
@@ -659,8 +694,10 @@ static void op_capture(int step, CUgraphExec *exec)
 
 static void run(unsigned long seed, int mode)
 {
-    async_mode = mode == M_ASYNC || mode == M_CAPTURE || mode == M_THREADS || mode == M_MIXED;
+    async_mode = mode == M_ASYNC || mode == M_CAPTURE || mode == M_THREADS || mode == M_MIXED ||
+                 mode == M_EVENTS;
     mixed_mode = mode == M_MIXED;
+    events_mode = mode == M_EVENTS;
     contexts_mode = mode == M_CONTEXTS;
     rng = 0x9e3779b97f4a7c15ull ^ ((seed + 1) * 0x100000001b3ull);
     scratch = malloc(LIVE_MAX);
@@ -673,6 +710,7 @@ static void run(unsigned long seed, int mode)
         else MUST(cuStreamCreate(&st[s], CU_STREAM_NON_BLOCKING));
         MUST(cuEventCreate(&evs[s], CU_EVENT_DISABLE_TIMING));
     }
+    if (events_mode) MUST(cuEventCreate(&evq, CU_EVENT_DISABLE_TIMING));
     CUgraphExec exec = NULL;
     for (int step = 0; step < OPS; step++) {
         uint32_t r = rnd(100);
@@ -685,8 +723,8 @@ static void run(unsigned long seed, int mode)
         else if (r < 84) op_query(step);
         else if (r < 90 && async_mode) op_move();
         else if (r < 90 && contexts_mode) op_context(step);
-        else if (r < 96 && mode == M_CAPTURE) op_capture(step, &exec);
-        else if (r < 98 && async_mode) MUST(cuStreamSynchronize(st[rnd(NS)]));
+        else if (r < 96 && (mode == M_CAPTURE || events_mode)) op_capture(step, &exec);
+        else if (r < 98 && async_mode) sync_stream(st[rnd(NS)]);
     }
     while (nbufs) {
         mbuf *b = &bufs[nbufs - 1];

@@ -71,10 +71,29 @@
  * stream has. Those graphs are read back: the older path, under the same
  * random programs.
  *
+ * Mode extra (round 22) captures as mode capture, in global, thread-local
+ * or relaxed mode (seed mod 3), with calls valid programs make that the
+ * other modes do not: in half the programs a third of the operations (not
+ * forks or capinfo) work through graph memory (cuMemAllocAsync, memset,
+ * add v + 7, copy to aux, cuMemFreeAsync, all inside the capture), half the
+ * memsets are cuMemsetD2D32Async of aux as two rows, half the captures go
+ * into a graph made by cuGraphCreate (cuStreamBeginCaptureToGraph); the
+ * exec is launched on a random stream, after a cuGraphUpload on a random
+ * stream now and then, and a quarter of the steps launch it twice, changing
+ * a named add's scalar with cuGraphExecKernelNodeSetParams between the
+ * launches where the exec was instantiated from this step's graph; a step
+ * ends with cuStreamSynchronize, cuEventSynchronize (then cuEventQuery) or
+ * cuCtxSynchronize. An update of a graph that holds graph memory succeeds
+ * only where the driver gave the same addresses, which is its choice: those
+ * updates (and the instantiation after a refusal) are not printed or
+ * digested. Mode threads_tl runs mode capture (SEED) and mode extra
+ * (SEED + 1) on two threads, both capturing in thread-local mode (no
+ * cuCtxSynchronize there).
+ *
  * Run with and without the library (test_correctness.sh), the output must
  * be the same; with STABLEGRAPH_AUDIT_RECORDS=1 no record may differ from
  * the driver's graph.
- * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate|threads|wild]
+ * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate|threads|wild|extra|threads_tl]
  */
 #include "adv_common.h"
 
@@ -91,7 +110,10 @@
 /* HOSTFN, UPDDEPS (mode wild only): a host function adding v to the stream's
  * host sum; cuStreamUpdateCaptureDependencies adding the dependencies the
  * stream has (a no-op the recorder does not model). */
-enum { ADD, ADD_EX, ADD_COOP, ADD_AUX, MEMSET, COPY, FORK, CAPINFO, NKINDS, TEMP = NKINDS, HOSTFN, UPDDEPS };
+/* GMEM, MEMSET2D (mode extra only): TEMP through graph memory allocated and
+ * freed inside the capture; MEMSET as a 2D memset of two rows. */
+enum { ADD, ADD_EX, ADD_COOP, ADD_AUX, MEMSET, COPY, FORK, CAPINFO, NKINDS, TEMP = NKINDS, HOSTFN, UPDDEPS,
+       GMEM, MEMSET2D };
 
 typedef struct op {
     int kind, s, s2;          /* s2: the stream that waits (fork) */
@@ -127,7 +149,7 @@ static __thread CUdeviceptr *buf;          /* this step's buffers and their mode
 static __thread uint32_t (*model)[2 * N];
 static uint64_t nwords = N;
 static __thread unsigned long long inst_flags;
-static __thread int temps_mode, wild_mode;
+static __thread int temps_mode, wild_mode, extra_mode, extra_threaded;
 static __thread uint64_t hostsum[NS], hostmodel[NS];
 static __thread struct hostarg { uint64_t *sum; uint32_t v; } hostargs[MAXOPS];
 static __thread CUstreamCaptureMode capture_mode;
@@ -166,6 +188,17 @@ static void generate(prog *p)
         if (o->kind == ADD_AUX && rnd(2)) o->kind = HOSTFN;
         else if (o->kind == CAPINFO && rnd(2)) o->kind = UPDDEPS;
     }
+    int gmem = extra_mode && rnd(2);                 /* half the programs hold graph memory */
+    for (int i = 0; extra_mode && i < p->n; i++) {   /* graph memory, 2D memsets */
+        op *o = &p->ops[i];
+        if (o->kind == FORK || o->kind == CAPINFO) continue;
+        if (gmem && rnd(3) == 0) {
+            o->kind = GMEM;
+            o->tsize = N * sizeof(uint32_t) + 256 * rnd(4);
+        } else if (o->kind == MEMSET && rnd(2)) {
+            o->kind = MEMSET2D;
+        }
+    }
 }
 
 static void CUDA_CB host_add(void *arg)
@@ -186,10 +219,11 @@ static int mutate(prog *p)
     op *o = &p->ops[i];
     if (r < 40) return SAME;
     if (r < 88) {                         /* one change, where the drawn operation has it */
-        if (r < 60 && (o->kind <= ADD_AUX || o->kind == TEMP || o->kind == HOSTFN)) o->v += 1 + rnd(7);
+        if (r < 60 && (o->kind <= ADD_AUX || o->kind == TEMP || o->kind == HOSTFN || o->kind == GMEM))
+            o->v += 1 + rnd(7);
         else if (r < 68 && o->kind == ADD) o->grid = 1 + (o->grid % 3);
         else if (r < 76 && o->kind == ADD_EX) o->prio = o->prio ? 0 : -1;
-        else if (o->kind == MEMSET) o->v ^= 0x55;
+        else if (o->kind == MEMSET || o->kind == MEMSET2D) o->v ^= 0x55;
         else return SAME;
         return i;
     }
@@ -240,7 +274,12 @@ static CUgraph capture(const prog *p, CUgraphNode *named)
     static __thread uint32_t vals[MAXOPS];
     int joined[NS] = { 1, 0, 0 };
     CUgraph g;
-    MUST(cuStreamBeginCapture(st[0], capture_mode));
+    if (extra_mode && rnd(2)) {                      /* into a graph of the program's own */
+        MUST(cuGraphCreate(&g, 0));
+        MUST(cuStreamBeginCaptureToGraph(st[0], g, NULL, NULL, 0, capture_mode));
+    } else {
+        MUST(cuStreamBeginCapture(st[0], capture_mode));
+    }
     for (int i = 0; i < p->n; i++) {
         const op *o = &p->ops[i];
         CUdeviceptr data = buf[o->s], aux = buf[o->s] + N * sizeof(uint32_t);
@@ -257,6 +296,21 @@ static CUgraph capture(const prog *p, CUgraphNode *named)
         case MEMSET:
             MUST(cuMemsetD32Async(aux, o->v, N, st[o->s]));
             break;
+        case MEMSET2D:
+            MUST(cuMemsetD2D32Async(aux, N / 2 * sizeof(uint32_t), o->v, N / 2, 2, st[o->s]));
+            break;
+        case GMEM: {
+            static __thread CUdeviceptr gt[MAXOPS];
+            static __thread uint32_t gv7[MAXOPS];
+            MUST(cuMemAllocAsync(&gt[i], o->tsize, st[o->s]));
+            MUST(cuMemsetD32Async(gt[i], o->v, N, st[o->s]));
+            gv7[i] = o->v + 7;
+            void *args[] = { &gt[i], &gv7[i], &nwords };
+            MUST(cuLaunchKernel(f_add, 1, 1, 1, 1, 1, 1, 0, st[o->s], args, NULL));
+            MUST(cuMemcpyDtoDAsync(aux, gt[i], N * sizeof(uint32_t), st[o->s]));
+            MUST(cuMemFreeAsync(gt[i], st[o->s]));
+            break;
+        }
         case HOSTFN:
             hostargs[i] = (struct hostarg){ .sum = &hostsum[o->s], .v = o->v };
             MUST(cuLaunchHostFunc(st[o->s], host_add, &hostargs[i]));
@@ -313,16 +367,18 @@ static op *named_add(prog *p, int i)
     return NULL;
 }
 
-/* Changes the scalar of the first named add in the graph (and in p, which
- * the model follows) with cuGraphKernelNodeSetParams. */
-static void set_named(prog *p, const CUgraphNode *named, int step)
+/* Changes the scalar of the first named add to nv, in p (which the model
+ * follows) and in the graph with cuGraphKernelNodeSetParams or, with exec
+ * not NULL (mode extra: the exec was instantiated from the graph that holds
+ * the node), in the exec with cuGraphExecKernelNodeSetParams. */
+static void set_named(prog *p, const CUgraphNode *named, uint32_t nv, CUgraphExec exec)
 {
     for (int i = 0; i < p->n; i++) {
         op *a = named[i] ? named_add(p, i) : NULL;
         if (!a || a->kind != ADD) continue;
         static __thread uint32_t v;
         static __thread CUdeviceptr d;
-        a->v = 5000u + (uint32_t)step;
+        a->v = nv;
         v = a->v;
         d = buf[a->s];
         void *args[] = { &d, &v, &nwords };
@@ -333,7 +389,8 @@ static void set_named(prog *p, const CUgraphNode *named, int step)
         kp.gridDimY = kp.gridDimZ = 1;
         kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
         kp.kernelParams = args;
-        MUST(cuGraphKernelNodeSetParams(named[i], &kp));
+        if (exec) MUST(cuGraphExecKernelNodeSetParams(exec, named[i], &kp));
+        else MUST(cuGraphKernelNodeSetParams(named[i], &kp));
         return;
     }
 }
@@ -504,9 +561,11 @@ static void model_run(const prog *p)
                 aux[w] += o->v;
                 break;
             case MEMSET:
+            case MEMSET2D:
                 aux[w] = o->v;
                 break;
             case TEMP:
+            case GMEM:
                 aux[w] = 2 * o->v + 7;
                 break;
             case COPY:
@@ -553,8 +612,28 @@ static void temps_free(const prog *p, unsigned long seed)
     }
 }
 
-enum { M_CAPTURE, M_EXPLICIT, M_TEMPS, M_ROTATE, M_THREADS, M_WILD };
-static const char *const modes[] = { "capture", "explicit", "temps", "rotate", "threads", "wild", NULL };
+enum { M_CAPTURE, M_EXPLICIT, M_TEMPS, M_ROTATE, M_THREADS, M_WILD, M_EXTRA, M_THREADS_TL };
+static const char *const modes[] = { "capture", "explicit", "temps", "rotate", "threads", "wild", "extra",
+                                     "threads_tl", NULL };
+
+/* Mode extra: a set-up call outside the digest (its count depends on the
+ * driver's choice of graph memory addresses), which must succeed. */
+#define MUST_QUIET(call)                                                                  \
+    do {                                                                                  \
+        CUresult r_ = (call);                                                             \
+        if (r_ != CUDA_SUCCESS) {                                                         \
+            fprintf(ADV_OUT, "L%d %s = %s: giving up\n", __LINE__, #call, adv_err(r_));   \
+            fflush(ADV_OUT);                                                              \
+            exit(2);                                                                      \
+        }                                                                                 \
+    } while (0)
+
+static int has_gmem(const prog *p)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->ops[i].kind == GMEM) return 1;
+    return 0;
+}
 
 /* One program of the given mode, seed and capture mode, start to end. */
 static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
@@ -562,6 +641,7 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
     int explicit_mode = mode == M_EXPLICIT, rotate_mode = mode == M_ROTATE;
     temps_mode = mode == M_TEMPS;
     wild_mode = mode == M_WILD;
+    extra_mode = mode == M_EXTRA;
     capture_mode = cmode;
     rng = 0x9e3779b97f4a7c15ull ^ (seed * 0x100000001b3ull);
     buf = sets[0];
@@ -592,12 +672,12 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
             a.priority = -1;
             MUST(cuStreamSetAttribute(st[1], CU_LAUNCH_ATTRIBUTE_PRIORITY, &a));
         }
-        int exec_current = 0;
+        int exec_current = 0, fresh = 0;   /* fresh: exec instantiated from g this step */
         CUgraph use;
         if (temps_mode) temps_alloc(&p, seed);
         if (!explicit_mode) {
             g = capture(&p, named);
-            if (step % 3 == 2) set_named(&p, named, step);
+            if (step % 3 == 2) set_named(&p, named, 5000u + (uint32_t)step, NULL);
             use = g;
         } else {
             if (change == NEW) {
@@ -613,6 +693,14 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
             /* the exec took the change itself */
         } else if (!exec) {
             MUST(cuGraphInstantiateWithFlags(&exec, use, inst_flags));
+            fresh = 1;
+        } else if (extra_mode && has_gmem(&p)) {
+            /* refused unless the driver gave the same addresses: not printed */
+            CUgraphExecUpdateResultInfo info;
+            if (cuGraphExecUpdate(exec, use, &info) != CUDA_SUCCESS) {
+                MUST_QUIET(cuGraphExecDestroy(exec));
+                MUST_QUIET(cuGraphInstantiateWithFlags(&exec, g, inst_flags));
+            }
         } else {
             CUgraphExecUpdateResultInfo info;
             if (R(cuGraphExecUpdate(exec, use, &info)) != CUDA_SUCCESS) {
@@ -621,14 +709,41 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
                 MUST(cuGraphExecDestroy(exec));
                 /* from g, not a clone: the exec setters name g's nodes */
                 MUST(cuGraphInstantiateWithFlags(&exec, g, inst_flags));
+                fresh = 1;
             }
         }
-        MUST(cuGraphLaunch(exec, st[0]));
-        if (temps_mode) temps_free(&p, seed);
-        MUST(cuStreamSynchronize(st[0]));
-        if (use != g) MUST(cuGraphDestroy(use));
-        if (!explicit_mode) MUST(cuGraphDestroy(g));
-        model_run(&p);
+        if (extra_mode) {
+            int ls = (int)rnd(NS);
+            if (rnd(3) == 0) MUST(cuGraphUpload(exec, st[rnd(NS)]));
+            MUST(cuGraphLaunch(exec, st[ls]));
+            model_run(&p);
+            if (rnd(4) == 0) {            /* launched again, after a change in the exec */
+                if (fresh && !has_gmem(&p)) set_named(&p, named, 7000u + (uint32_t)step, exec);
+                MUST(cuGraphLaunch(exec, st[ls]));
+                model_run(&p);
+            }
+            switch (rnd(extra_threaded ? 2 : 3)) {
+            case 0:
+                MUST(cuStreamSynchronize(st[ls]));
+                break;
+            case 1:
+                MUST(cuEventRecord(ev[ls], st[ls]));
+                MUST(cuEventSynchronize(ev[ls]));
+                MUST(cuEventQuery(ev[ls]));
+                break;
+            default:
+                MUST(cuCtxSynchronize());
+                break;
+            }
+            MUST(cuGraphDestroy(g));
+        } else {
+            MUST(cuGraphLaunch(exec, st[0]));
+            if (temps_mode) temps_free(&p, seed);
+            MUST(cuStreamSynchronize(st[0]));
+            if (use != g) MUST(cuGraphDestroy(use));
+            if (!explicit_mode) MUST(cuGraphDestroy(g));
+            model_run(&p);
+        }
         for (int r = 0; r < nsets; r++)
             for (int s = 0; s < NS; s++) {
                 char name[48];
@@ -647,6 +762,7 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
 typedef struct worker {
     unsigned long seed;
     int mode;
+    int tl;                   /* mode threads_tl: thread-local captures */
 } worker;
 
 /* mode threads: one program (relaxed captures: a thread's allocation during
@@ -654,6 +770,11 @@ typedef struct worker {
 static void work(void *arg)
 {
     const worker *w = arg;
+    if (w->tl) {
+        extra_threaded = 1;
+        run(w->seed, w->mode, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+        return;
+    }
     run(w->seed, w->mode, CU_STREAM_CAPTURE_MODE_RELAXED);
 }
 
@@ -665,12 +786,20 @@ int main(int argc, char **argv)
     CUmodule mod;
     adv_open(&ctx, &mod);
     f_add = adv_fn(mod, "add_u32");
-    if (mode != M_THREADS) {
+    if (mode == M_EXTRA) {
+        static const CUstreamCaptureMode cm[3] = { CU_STREAM_CAPTURE_MODE_GLOBAL,
+                                                   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                                                   CU_STREAM_CAPTURE_MODE_RELAXED };
+        run(seed, mode, cm[seed % 3]);
+        return adv_finish();
+    }
+    if (mode != M_THREADS && mode != M_THREADS_TL) {
         run(seed, mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
         return adv_finish();
     }
     /* two programs at once, each thread's lines printed after both ended */
-    worker w[2] = { { seed, M_CAPTURE }, { seed + 1, M_TEMPS } };
+    worker w[2] = { { seed, M_CAPTURE, 0 }, { seed + 1, M_TEMPS, 0 } };
+    if (mode == M_THREADS_TL) w[1].mode = M_EXTRA, w[0].tl = w[1].tl = 1;
     adv_thread t[2];
     for (int k = 0; k < 2; k++) {
         t[k] = (adv_thread){ .fn = work, .arg = &w[k], .ctx = ctx };

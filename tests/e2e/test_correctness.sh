@@ -534,9 +534,14 @@ adv name=r3/record_capinfo eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_s
 # Mode threads runs a capture program and a temps one at once, on two threads
 # capturing in relaxed mode. Mode wild adds host functions and
 # cuStreamUpdateCaptureDependencies (not modeled: read back).
+# Mode extra (round 22) adds graph memory inside captures, 2D memsets,
+# captures into the program's graph, uploads, launches on other streams, exec
+# kernel setters between two launches and the other ways to wait; threads_tl
+# runs capture and extra on two threads in thread-local mode. (extra seeds
+# use few records: 2 uses 11, 1 and 3 fewer than the 10 asked below.)
 for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:1 explicit:2 explicit:3 \
          temps:1 temps:3 temps:5 temps:7 rotate:1 rotate:2 threads:1 threads:2 wild:1 wild:2 \
-         ptsz.capture:2 ptsz.temps:5 ptsz.threads:1; do
+         ptsz.capture:2 ptsz.temps:5 ptsz.threads:1 extra:2 threads_tl:1 ptsz.extra:2; do
     seed=${c#*:} mode=${c%%:*} cfgs="temp prof" skips='T["updates_skipped"] >= 1' prog=adv_recfuzz tag=""
     # ptsz.MODE: built for the per-thread default stream (adv_recfuzz_ptsz.c)
     [[ $mode == ptsz.* ]] && prog=adv_recfuzz_ptsz tag=ptsz_ mode=${mode#ptsz.}
@@ -603,11 +608,13 @@ done
 # odd seeds use the legacy stream); with captures of stream 0 holding graph
 # memory and calls the capture mode refuses (capture); with a second context
 # created, used and destroyed (contexts); two programs at once (threads);
-# managed and pinned host memory (forwarded) among the buffers (mixed).
+# managed and pinned host memory (forwarded) among the buffers (mixed); capture
+# with each wait for a stream by one of five calls: stream, event, polls,
+# context (events, round 22).
 # Seeds 1-6 of async, capture and threads found the pointer attributes of
 # placed cuMemAllocAsync blocks answered as cuMemAlloc memory's.
 for c in sync:1 sync:2 async:1 async:2 async:5 capture:1 capture:2 capture:3 contexts:1 contexts:2 \
-         threads:1 mixed:1 mixed:2; do
+         threads:1 mixed:1 mixed:2 events:1 events:2; do
     seed=${c#*:} mode=${c%%:*}
     adv name=r5/memfuzz_${mode}_$seed eng_p="$PLACED" \
         attack="placement: random memory programs ($mode)" -- adv_memfuzz $seed $mode
