@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# tests/e2e/fuzz_sweep.sh: a wide sweep of the random programs (round 22;
-# not run by CI or make test: it takes minutes to hours). Where
-# tests/e2e/recfuzz.sh runs one generator, one mode and one policy over a
-# range of seeds, this runs every generator (adv_recfuzz, adv_recfuzz_ptsz,
-# adv_memfuzz), every mode of each, over many seeds, each program once
-# without the library (the baseline) and once under each policy, and reports
-# every run that is not as the baseline.
+# tests/e2e/fuzz_sweep.sh: runs the random programs over many seeds (round
+# 22; make test runs only tests/e2e/test_fuzz_sweep.sh, which tests this
+# tool on a few seeds: a sweep takes minutes to hours; test_correctness.sh
+# runs fixed seeds). Every generator (adv_recfuzz, adv_recfuzz_ptsz,
+# adv_memfuzz) and every mode of each by default, or those --gens names;
+# each program once without the library (the baseline) and once under each
+# policy; every run that is not as the baseline is reported.
 #
 # Per unit (generator, mode, seed, delay):
 #   baseline   LD_LIBRARY_PATH=<build>/emu, no library: must exit 0 and print
@@ -35,6 +35,8 @@
 #   --jobs N          units at once (default 2)
 #   --timeout S       per run (default 60)
 #   --delay-every K   one unit in K at delay 200 (0: never; default 10)
+#   --env LIST        "NAME=VALUE ..." set for every run, the baseline's too
+#                     (for example CUDAEMU_KERNEL_DELAY_US=50)
 #   --out DIR         results directory (default a new mktemp -d); it holds
 #                     results.tsv (one line per run: prog mode seed delay
 #                     policy status detail) and fail/<unit>/ for every unit
@@ -66,7 +68,8 @@ if [ "${1:-}" = --one ]; then
     # (grep, not python: an interpreter start costs more than a run)
     num() { local v; v=$(grep -o "\"$2\": *[0-9]*" "$1" 2>/dev/null | head -1); [ -n "$v" ] && echo "${v##*[ :]}" || echo "none"; }
     stats_v() { num "$1" violations; }
-    env CUDAEMU_KERNEL_DELAY_US="$delay" CUDAEMU_STATS="$d/base.stats" LD_LIBRARY_PATH="$FS_BUILD/emu" \
+    read -r -a extra <<<"$FS_ENV"
+    env CUDAEMU_KERNEL_DELAY_US="$delay" "${extra[@]}" CUDAEMU_STATS="$d/base.stats" LD_LIBRARY_PATH="$FS_BUILD/emu" \
         timeout -k 2 "$FS_TIMEOUT" "$bin" "$seed" "$mode" >"$d/base.out" 2>"$d/base.err" </dev/null
     rb=$?
     st=ok detail=""
@@ -81,7 +84,7 @@ if [ "${1:-}" = --one ]; then
     [ "$st" = ok ] || fail=1
     for pol in $FS_POLICIES; do
         pfx=$d/$pol
-        env CUDAEMU_KERNEL_DELAY_US="$delay" CUDAEMU_STATS="$pfx.stats" LD_LIBRARY_PATH="$FS_BUILD/emu" \
+        env CUDAEMU_KERNEL_DELAY_US="$delay" "${extra[@]}" CUDAEMU_STATS="$pfx.stats" LD_LIBRARY_PATH="$FS_BUILD/emu" \
             LD_PRELOAD="$FS_PRELOAD" STABLEGRAPH_POLICY="$pol" STABLEGRAPH_PROFILE_STEPS=3 \
             STABLEGRAPH_MAX_GENERATIONS=8 STABLEGRAPH_COSTS="$SRC/tests/lib/costs-free-variants.tsv" \
             STABLEGRAPH_AUDIT_RECORDS=1 STABLEGRAPH_REPORT="$pfx.report.json" \
@@ -116,12 +119,12 @@ if [ "${1:-}" = --one ]; then
     exit 0
 fi
 
-build=$SRC/build jobs=2 timeout=60 delay_every=10 out=""
+build=$SRC/build jobs=2 timeout=60 delay_every=10 out="" fenv=""
 policies="skip_temp skip_profiled always_update"
 gens="adv_recfuzz:capture adv_recfuzz:explicit adv_recfuzz:temps adv_recfuzz:rotate adv_recfuzz:threads
 adv_recfuzz:wild adv_recfuzz:extra adv_recfuzz:threads_tl adv_recfuzz_ptsz:capture adv_recfuzz_ptsz:temps
-adv_recfuzz_ptsz:threads adv_recfuzz_ptsz:extra adv_recfuzz_ptsz:threads_tl adv_memfuzz:sync adv_memfuzz:async adv_memfuzz:capture adv_memfuzz:contexts adv_memfuzz:threads
-adv_memfuzz:mixed"
+adv_recfuzz_ptsz:threads adv_recfuzz_ptsz:extra adv_recfuzz_ptsz:threads_tl adv_memfuzz:sync adv_memfuzz:async
+adv_memfuzz:capture adv_memfuzz:contexts adv_memfuzz:threads adv_memfuzz:mixed adv_memfuzz:events"
 while [ $# -gt 2 ]; do
     case $1 in
     --build) build=$(cd "$2" && pwd) || exit 2; shift 2 ;;
@@ -131,11 +134,12 @@ while [ $# -gt 2 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --delay-every) delay_every=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --env) fenv=$2; shift 2 ;;
     *) echo "fuzz_sweep: unknown option $1" >&2; exit 2 ;;
     esac
 done
 if [ $# -ne 2 ] || ! [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $jobs =~ ^[1-9][0-9]*$ && $delay_every =~ ^[0-9]+$ ]]; then
-    echo "usage: $0 [--build DIR] [--gens LIST] [--policies LIST] [--jobs N] [--timeout S] [--delay-every K] [--out DIR] FROM COUNT" >&2
+    echo "usage: $0 [--build DIR] [--gens LIST] [--policies LIST] [--jobs N] [--timeout S] [--delay-every K] [--env LIST] [--out DIR] FROM COUNT" >&2
     exit 2
 fi
 lib=$build/libstablegraph.so
@@ -150,7 +154,7 @@ if grep -qs address "$build/san.cfg"; then
 fi
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/fuzz_sweep.XXXXXX")
 mkdir -p "$out"
-export FS_BUILD=$build FS_PRELOAD=$preload FS_TIMEOUT=$timeout FS_POLICIES=$policies FS_OUT=$out
+export FS_BUILD=$build FS_PRELOAD=$preload FS_TIMEOUT=$timeout FS_POLICIES=$policies FS_OUT=$out FS_ENV=$fenv
 t0=$(date +%s)
 for seed in $(seq "$1" $(($1 + $2 - 1))); do
     gi=0
