@@ -71,8 +71,6 @@ static void pend_unref(sg_arena *a, pend *p)
 {
     if (!p || --p->refs > 0) return;
     chain_unlink(a, p);
-    if (p->prev) p->prev->next = p->next; else a->pends = p->next;
-    if (p->next) p->next->prev = p->prev;
     if (a->ops.event_put) a->ops.event_put(a->ops.user, p->event);
     free(p);
 }
@@ -382,15 +380,14 @@ void sg_arena_destroy(sg_arena *a, int put_events)
         free(s->ch);
         free(s->fr);
     }
-    while (a->pends) {
-        pend *p = a->pends;
-        a->pends = p->next;
-        if (put_events && a->ops.event_put) a->ops.event_put(a->ops.user, p->event);
-        free(p);
-    }
     while (a->chains) {
         chain *c = a->chains;
         a->chains = c->next;
+        for (pend *p = c->head, *nx; p; p = nx) {
+            nx = p->knext;
+            if (put_events && a->ops.event_put) a->ops.event_put(a->ops.user, p->event);
+            free(p);
+        }
         free(c);
     }
     free(a->segs);
@@ -474,9 +471,7 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
     pend *p = NULL;
     if (event) {
         if (!(p = calloc(1, sizeof *p))) return -1;
-        *p = (pend){ .event = event, .key = key, .seq = ++a->seq, .refs = 1, .next = a->pends };
-        if (a->pends) a->pends->prev = p;
-        a->pends = p;
+        *p = (pend){ .event = event, .key = key, .seq = ++a->seq, .refs = 1 };
         if (chain_add(a, p) != 0) {
             pend_unref(a, p);      /* puts the event back */
             return -1;
@@ -532,16 +527,18 @@ size_t sg_arena_pending(sg_arena *a)
 {
     size_t n = 0;
     reap(a);
-    for (const pend *p = a->pends; p; p = p->next) n += !p->done;
+    for (const chain *c = a->chains; c; c = c->next)
+        for (const pend *p = c->head; p; p = p->knext) n++;
     return n;
 }
 
 void sg_arena_rekey(sg_arena *a, sg_arena_key key)
 {
-    for (pend *p = a->pends; p; p = p->next)
-        if (key_eq(p->key, key)) p->key = (sg_arena_key){ 0, 0 };
-    for (chain *c = a->chains; c; c = c->next)   /* still in order; a new stream gets its own */
-        if (key_eq(c->key, key)) c->key = (sg_arena_key){ 0, 0 };
+    for (chain *c = a->chains; c; c = c->next) {  /* still in order; a new stream gets its own */
+        if (!key_eq(c->key, key)) continue;
+        c->key = (sg_arena_key){ 0, 0 };
+        for (pend *p = c->head; p; p = p->knext) p->key = c->key;
+    }
 }
 
 /* Only whole unused chunks count (the test trim uses): the free bytes of a

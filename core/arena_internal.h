@@ -17,14 +17,15 @@ typedef struct pend {
     sg_arena_key key;      /* stream == 0: its stream is gone; only the event frees it */
     uint64_t seq;          /* order of the frees: a later event implies earlier ones on a stream */
     int refs;              /* free ranges tagged with it */
-    int done;              /* event_done said yes */
-    struct pend *next, *prev;
+    int done;              /* event_done said yes (reap then frees it) */
     struct chain *ch;      /* the chain it waits in (NULL once done) */
     struct pend *knext, *kprev;
 } pend;
 
 /* The pends of one freeing stream not yet done, oldest first: their events
- * complete in order, so reap asks the oldest of each chain only. */
+ * complete in order, so reap asks the oldest of each chain only. Every live
+ * pend is in a chain: one leaves its chain when done, and reap frees it in
+ * the same call (its ranges cleared). */
 typedef struct chain {
     sg_arena_key key;      /* the stream's; stream 0 once rekeyed (no new pend joins) */
     pend *head, *tail;
@@ -52,8 +53,7 @@ struct sg_arena {
     size_t gran, resv;
     seg *segs;
     size_t nsegs, capsegs;
-    pend *pends;           /* every pend, newest first (next, prev) */
-    chain *chains;         /* one per stream with pends not done */
+    chain *chains;         /* one per stream with pends not done: every live pend */
     uint64_t seq;
     size_t mapped;
 };
