@@ -124,11 +124,6 @@ CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc)
     return rc;
 }
 
-static CUresult primary_retain(const sg_call *c)
-{
-    return sg_ctx_primary_retained(c, c->forward(c->args));
-}
-
 /* After cuDevicePrimaryCtxRelease / Reset: the primary context is gone if
  * the driver now says it is inactive. */
 static CUresult primary_drop(const sg_call *c)
@@ -156,8 +151,6 @@ CUresult sg_ctx_call(const sg_call *c)
         rc = c->forward(c->args);
         if (rc == CUDA_SUCCESS) sg_ctx_teardown(c->u.ctx.ctx);
         return rc;
-    case SG_CALL_PRIMARY_RETAIN:
-        return primary_retain(c);
     case SG_CALL_PRIMARY_DROP:
         return primary_drop(c);
     default:

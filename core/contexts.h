@@ -75,7 +75,8 @@ void sg_ctx_on_teardown(sg_ctx_part part, void (*fn)(sg_ctx *c));
  * held during the call). */
 void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u);
 
-/* Handles CTX_DESTROY, PRIMARY_RETAIN and PRIMARY_DROP. */
+/* Handles CTX_DESTROY and PRIMARY_DROP (core.c makes PRIMARY_RETAIN, with
+ * memory's retry, then tells sg_ctx_primary_retained). */
 CUresult sg_ctx_call(const sg_call *c);
 /* After a PRIMARY_RETAIN call the driver answered rc (core.c makes it, and
  * once more after a trim if it ran out of memory: memory.h): notes which

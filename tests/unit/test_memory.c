@@ -287,8 +287,8 @@ static CUresult call(sg_call c)
     sg_call cc = c;
     cc.forward = fwd;
     cc.args = &cc;
-    if (c.kind == SG_CALL_CTX_DESTROY || c.kind == SG_CALL_PRIMARY_RETAIN || c.kind == SG_CALL_PRIMARY_DROP)
-        return sg_ctx_call(&cc);
+    if (c.kind == SG_CALL_CTX_DESTROY || c.kind == SG_CALL_PRIMARY_DROP) return sg_ctx_call(&cc);
+    if (c.kind == SG_CALL_PRIMARY_RETAIN) return sg_ctx_primary_retained(&cc, sg_mem_retry(&cc, cc.forward(cc.args)));
     if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_rec_call(&cc, route_fwd);
     switch (c.kind) {
     case SG_CALL_ALLOC: case SG_CALL_DEV_ALLOC: case SG_CALL_FREE: case SG_CALL_STREAM_DESTROY:
