@@ -78,7 +78,7 @@ static void exec_free(CUgraphExec e)
         free(e->nodes[i].deps);
     }
     token_put(e->last);
-    if (e->charged) emu_charge_give(e->charge_dev, e->charge);
+    emu_charge_give(e->charge_dev, e->charge);   /* (nothing if none was taken) */
     pthread_mutex_destroy(&e->lock);
     free(e->nodes);
     free(e->order);
@@ -330,14 +330,13 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
      * launch or upload; a launch beyond what is left fails with
      * CUDA_ERROR_OUT_OF_MEMORY and changes nothing. */
     int took = 0;
-    if (r == CUDA_SUCCESS && !e->charged && emu_cfg.exec_bytes) {
+    if (r == CUDA_SUCCESS && !e->charge && emu_cfg.exec_bytes) {
         if (!emu_charge_take(emu_stream_ctx(s)->device, emu_cfg.exec_bytes)) r = CUDA_ERROR_OUT_OF_MEMORY;
         else took = 1;
     }
     if (r == CUDA_SUCCESS && e->has_mem) r = launch_memory(e, snap, lw->n, call);
     if (took && r != CUDA_SUCCESS) emu_charge_give(emu_stream_ctx(s)->device, emu_cfg.exec_bytes);
     if (took && r == CUDA_SUCCESS) {
-        e->charged = 1;
         e->charge = emu_cfg.exec_bytes;
         e->charge_dev = emu_stream_ctx(s)->device;
     }

@@ -141,7 +141,7 @@ struct CUgraphExec_st {
     pthread_mutex_t lock;           /* nodes[].p and last */
     launch_token *last;             /* the latest launch, NULL if none */
     size_t charge;                  /* device memory its first launch or upload took */
-    int charged, charge_dev;        /* (CUDAEMU_EXEC_BYTES), until destroyed */
+    int charge_dev;                 /* (CUDAEMU_EXEC_BYTES; 0: none yet), until destroyed */
 };
 
 /* emu_capture.c: the capture registry's lock (see there). */
