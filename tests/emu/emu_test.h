@@ -27,6 +27,24 @@ static inline int emu_test_module_path(const char *name, char *out, size_t n)
     return w > 0 && (size_t)w < n ? 0 : -1;
 }
 
+/* The whole file at path (a module's image for cuModuleLoadData and the
+ * like), malloc'd, its size in *len if len; NULL if it cannot be read. */
+static inline void *emu_test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    void *p = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (p = malloc((size_t)n)) &&
+        fread(p, 1, (size_t)n, f) != (size_t)n) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    if (p && len) *len = (size_t)n;
+    return p;
+}
+
 /* cuInit, device 0's primary context made current (*ctx), then the module
  * `name` next to this program loaded (*mod). Returns the first failing
  * result (CUDA_ERROR_FILE_NOT_FOUND if the path cannot be made). */

@@ -14,7 +14,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,14 +63,9 @@ TEST(module_load_errors)
 TEST(module_load_data)
 {
     CUmodule m;
-    FILE *fp = fopen(mod_path, "rb");
-    CHECK(fp != NULL);
-    if (!fp) return;
-    struct stat st;
-    fstat(fileno(fp), &st);
-    unsigned char *img = malloc(st.st_size);
-    CHECK(fread(img, 1, st.st_size, fp) == (size_t)st.st_size);
-    fclose(fp);
+    unsigned char *img = emu_test_read_file(mod_path, NULL);
+    CHECK(img != NULL);
+    if (!img) return;
     CHECK_CU(cuModuleLoadData(&m, img), CUDA_SUCCESS);
     CUfunction f = func(m, "fill_u32");
     uint32_t out[8] = { 0 }, v = 0x5a5a;

@@ -314,16 +314,14 @@ TEST(emulated_module_as_library)
     CHECK_CU(cuLibraryUnload(lib), CUDA_SUCCESS);
 
     /* the same object's bytes */
-    FILE *fp = fopen(mod_test_path, "rb");
-    CHECK(fp != NULL);
-    if (!fp) return;
-    static unsigned char img[1 << 20];
-    size_t len = fread(img, 1, sizeof img, fp);
-    fclose(fp);
-    CHECK(len > 0 && len < sizeof img);
+    size_t len = 0;
+    unsigned char *img = emu_test_read_file(mod_test_path, &len);
+    CHECK(img != NULL && len > 0);
+    if (!img) return;
     CHECK_CU(cuLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
     CHECK_CU(cuLibraryGetKernel(&k, lib, "fill_u32"), CUDA_SUCCESS);
     CHECK_CU(cuLibraryUnload(lib), CUDA_SUCCESS);
+    free(img);
 }
 
 TEST(kernel_as_graph_node)

@@ -40,19 +40,6 @@ static CUdeviceptr fill_to(size_t left)
     return p;
 }
 
-static void *read_file(const char *name)
-{
-    FILE *f = fopen(name, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = malloc((size_t)n);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) { free(p); p = NULL; }
-    fclose(f);
-    return p;
-}
-
 TEST(start)
 {
     /* the primary context and the test's module */
@@ -62,7 +49,7 @@ TEST(start)
 TEST(module_loads)
 {
     size_t base = free_mem();
-    void *image = read_file(path);
+    void *image = emu_test_read_file(path, NULL);
     CHECK(image != NULL);
     CUmodule a, b, c, d;
     CHECK_CU(cuModuleLoad(&a, path), CUDA_SUCCESS);
@@ -99,7 +86,7 @@ TEST(module_loads)
 TEST(library_loads)
 {
     size_t base = free_mem();
-    void *image = read_file(path);
+    void *image = emu_test_read_file(path, NULL);
     CHECK(image != NULL);
     CUlibrary a, b;
     CHECK_CU(cuLibraryLoadFromFile(&a, path, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
