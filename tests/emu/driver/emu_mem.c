@@ -426,7 +426,7 @@ void emu_mem_copy(void *dst, const void *src, size_t n)
  * the stream ordering required to reuse a piece of memory released by
  * cuFreeAsync (default enabled)". Emulated only where the allocation would
  * otherwise fail for want of memory: the bytes missing are claimed from
- * pending frees (oldest address first), the allocating stream waits for
+ * pending frees (lowest address first, CLAIMS_MAX at most), the allocating stream waits for
  * each claimed free's work, and a claimed block's bytes go to the claimer,
  * not to the pool, when its free is reached (block_detach).
  * ---------------------------------------------------------------------- */
