@@ -34,6 +34,8 @@ typedef enum {
     SG_CALL_MEM_INFO,       /* u.info: cuMemGetInfo */
     SG_CALL_MEMOP,          /* u.memop: a copy, memset or memcpy/memset node (range checks) */
     SG_CALL_STREAM_DESTROY, /* u.stream */
+    SG_CALL_KERNEL_LOOKUP,  /* u.lookup: cuLibraryGetKernel (the kernel loaded into the current
+                             * context, memory.c) */
     /* contexts (contexts.c) */
     SG_CALL_CTX_CREATE,     /* cuCtxCreate*: as DEV_ALLOC (memory.c), never refused for an earlier
                              * sticky error (core.c) */
@@ -188,6 +190,7 @@ typedef struct sg_call {
             int node_update;                  /* a graph node set: the driver's error is INVALID_VALUE */
         } memop;
         struct { CUstream stream; } stream;
+        struct { CUkernel *out; } lookup;
         struct {
             CUstream stream;
             CUgraph *graph_out;                   /* END */

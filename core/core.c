@@ -51,6 +51,7 @@ static CUresult route(const sg_call *c)
     case SG_CALL_CTX_CREATE:
     case SG_CALL_FREE:
     case SG_CALL_POOL_SET:
+    case SG_CALL_KERNEL_LOOKUP:
         return sg_mem_call(c);
     case SG_CALL_ADDR_RANGE:
     case SG_CALL_PTR_ATTR:

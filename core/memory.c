@@ -538,6 +538,31 @@ static CUresult mem_stream_destroy(const sg_call *c)
     return c->forward(c->args);
 }
 
+/* cuLibraryGetKernel. Under lazy loading (the default) a kernel's code
+ * reaches a context, taking device memory, when its function is first taken
+ * there or at its first launch there; the CUDA runtime launches the CUkernel
+ * itself right after looking it up, and that uncaptured launch goes
+ * straight to the driver (hooks.c), so a failure for want of memory the
+ * arenas hold would reach the program. The kernel is therefore loaded into
+ * the current context now (cuKernelGetFunction; what the launch would load
+ * next), given the arenas' unused chunks and tried once more on
+ * CUDA_ERROR_OUT_OF_MEMORY. Not during a capture (the call's standing there
+ * is not documented), not without a current context; whatever it answers,
+ * the program gets the lookup's own result, and the kernel is as the driver
+ * leaves it (loaded or not, its launch loads it if not). */
+static CUresult kernel_lookup(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    if (rc != CUDA_SUCCESS || !sg_mem_placing || !c->u.lookup.out || !sg_drv.cuKernelGetFunction ||
+        sg_capture_active())
+        return rc;
+    CUkernel k = *c->u.lookup.out;
+    CUfunction f;
+    if (SG_DRIVER_CALL(cuKernelGetFunction, &f, k) == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0)
+        SG_DRIVER_CALL(cuKernelGetFunction, &f, k);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- entry */
 
 void sg_mem_init(const sg_caps *caps)
@@ -562,6 +587,8 @@ CUresult sg_mem_call(const sg_call *c)
         return mem_stream_destroy(c);
     case SG_CALL_POOL_SET:
         return mem_pool_set(c);
+    case SG_CALL_KERNEL_LOOKUP:
+        return kernel_lookup(c);
     default:
         return c->forward(c->args);
     }

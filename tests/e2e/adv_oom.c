@@ -29,6 +29,17 @@
  *                   skip_profiled, each variant's; under skip_profiled
  *                   the exec has an observer (its launches go through
  *                   core/profiled.c)
+ *   lazy_function   lazy loading (the runner adds CUDAEMU_FUNC_BYTES=16M):
+ *                   cuModuleGetFunction of two kernels of a loaded module,
+ *                   each on a squeezed device (the function's code is loaded
+ *                   then), the first one launched
+ *   lazy_kernel     the same for a library's kernels: cuKernelGetFunction
+ *                   (the CUDA runtime's way to a kernel of the current
+ *                   context), and cuModuleGetFunction of the library's
+ *                   module (cuLibraryGetModule)
+ *   lazy_launch     the CUDA runtime's way: cuLibraryGetKernel on a
+ *                   squeezed device, then the CUkernel launched at once (its
+ *                   first launch in the context loads it)
  *   pool            control: cuMemAllocFromPoolAsync (never placed) from
  *                   the default pool on a squeezed device (retried before
  *                   the round)
@@ -36,7 +47,10 @@
  * limit got CUDA_ERROR_OUT_OF_MEMORY from every such call (module 4,
  * library 2, limit 3, the others 1) under skip_temp and skip_profiled;
  * observed_launch got it from all 9 launches under skip_profiled (skip_temp
- * retried its launches already). pool passed before.
+ * retried its launches already). pool passed before. Added later
+ * (2026-12-07, library of cf74331): lazy_function and lazy_kernel got
+ * CUDA_ERROR_OUT_OF_MEMORY from each function taken (2 each) under both
+ * policies, lazy_launch from the launch.
  * Usage: adv_oom CASE
  */
 #include "adv_common.h"
@@ -249,6 +263,53 @@ static void observed_launch(void)
     R(cuStreamDestroy(s));
 }
 
+static void lazy_function(void)
+{
+    char path[PATH_MAX + 64];
+    adv_path("adv_kernels.so", path, sizeof path);
+    CUmodule m;
+    CUfunction f = NULL, g = NULL;
+    MUST(cuModuleLoad(&m, path));
+    squeeze();
+    if (R(cuModuleGetFunction(&f, m, "fill_u32")) == CUDA_SUCCESS) use_fill("lazily loaded kernel", f, NULL);
+    squeeze();
+    R(cuModuleGetFunction(&g, m, "mad_u32"));
+    adv_check("second function", g != NULL, "%d", g != NULL);
+    R(cuModuleUnload(m));
+}
+
+static void lazy_kernel(void)
+{
+    char path[PATH_MAX + 64];
+    adv_path("adv_kernels.so", path, sizeof path);
+    CUlibrary l;
+    CUkernel k;
+    CUmodule lm;
+    CUfunction f = NULL, g = NULL;
+    MUST(cuLibraryLoadFromFile(&l, path, NULL, NULL, 0, NULL, NULL, 0));
+    MUST(cuLibraryGetKernel(&k, l, "fill_u32"));
+    squeeze();
+    if (R(cuKernelGetFunction(&f, k)) == CUDA_SUCCESS) use_fill("library kernel's function", f, NULL);
+    MUST(cuLibraryGetModule(&lm, l));
+    squeeze();
+    R(cuModuleGetFunction(&g, lm, "mad_u32"));
+    adv_check("library module's function", g != NULL, "%d", g != NULL);
+    R(cuLibraryUnload(l));
+}
+
+static void lazy_launch(void)
+{
+    char path[PATH_MAX + 64];
+    adv_path("adv_kernels.so", path, sizeof path);
+    CUlibrary l;
+    CUkernel k;
+    MUST(cuLibraryLoadFromFile(&l, path, NULL, NULL, 0, NULL, NULL, 0));
+    squeeze();
+    if (R(cuLibraryGetKernel(&k, l, "fill_u32")) == CUDA_SUCCESS)
+        use_fill("launched CUkernel", (CUfunction)(void *)k, NULL);
+    R(cuLibraryUnload(l));
+}
+
 static void pool_case(void)
 {
     CUmemoryPool pool;
@@ -272,7 +333,8 @@ static void pool_case(void)
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "module", "library", "context", "primary", "limit",
-                                         "observed_launch", "pool", NULL };
+                                         "observed_launch", "pool", "lazy_function", "lazy_kernel",
+                                         "lazy_launch", NULL };
     int c = adv_case(argc, argv, names);
     if (c != 3) {
         adv_open(&ctx, &mod);
@@ -286,6 +348,9 @@ int main(int argc, char **argv)
     case 4: limit_case(); break;
     case 5: observed_launch(); break;
     case 6: pool_case(); break;
+    case 7: lazy_function(); break;
+    case 8: lazy_kernel(); break;
+    case 9: lazy_launch(); break;
     }
     adv_check("ran", 1, "%s", argv[1]);
     return adv_finish();

@@ -8,6 +8,9 @@
 //   rt_prog               prints one "key=value" line per check (see main)
 //   rt_prog missing       launches `missing` and prints the runtime's error
 //   rt_prog reset N MB    N times: cudaMalloc MB MiB, leave it to cudaDeviceReset
+//   rt_prog squeeze       all but 8 MiB of the device allocated in 4 MiB blocks and
+//                         freed, then a kernel's first launch (lazy loading takes its
+//                         code's device memory then)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,6 +66,20 @@ int main(int argc, char **argv)
             CK(cudaDeviceReset());
         }
         std::printf("reset=ok\n");
+        return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "squeeze") == 0) {
+        static void *b[512];
+        size_t fr = 0, total = 0, mib = (size_t)1 << 20;
+        CK(cudaMemGetInfo(&fr, &total));
+        size_t nb = fr > 8 * mib ? (fr - 8 * mib) / (4 * mib) : 0;
+        if (nb > 512) nb = 512;
+        for (size_t i = 0; i < nb; i++) CK(cudaMalloc(&b[i], 4 * mib));
+        for (size_t i = 0; i < nb; i++) CK(cudaFree(b[i]));
+        add<<<1, N>>>(d, 2.5f, N);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        std::printf("squeeze=%g\n", first(d));
         return 0;
     }
     if (argc > 1 && std::strcmp(argv[1], "missing") == 0) {

@@ -910,6 +910,19 @@ done
 adv name=r21/oom_observed_launch env="$MEM_R21" to=4 eng_t="$SEEN" eng_p="$BOUGHT" \
     attack="first launches (the exec's, the variants') of an exec with an observer, the device's memory in the arenas" \
     -- adv_oom observed_launch
+# Lazy loading (CUDA_MODULE_LOADING unset: lazy, the default): a kernel's
+# code reaches a context when its function is first taken there, taking
+# device memory (CUDAEMU_FUNC_BYTES). Before (cf74331), under temp and prof,
+# cuModuleGetFunction and cuKernelGetFunction got CUDA_ERROR_OUT_OF_MEMORY
+# on a squeezed device, and so did the first launch of a CUkernel right
+# after cuLibraryGetKernel (the CUDA runtime's way); now the first two are
+# hooked as the loads are, and the lookup loads the kernel into the current
+# context (core/memory.c kernel_lookup).
+for c in lazy_function lazy_kernel lazy_launch; do
+    adv name=r21/oom_$c env="$MEM_R21 CUDAEMU_FUNC_BYTES=16M" to=4 eng_t="$PLACED" eng_p="$PLACED" \
+        attack="lazy loading of a kernel's code when its function is taken, the device's memory in the arenas ($c)" \
+        -- adv_oom $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

@@ -225,4 +225,17 @@ for policy in none $POLICIES; do
     check_eq "cudaDeviceReset frees what the program left ($policy)" "$(cat "$TMP/reset.$policy.out")" \
         "$(printf 'devices=1\nreset=ok')"
 done
+
+# --------------------------------------------------------------- lazy loading on a full device
+# Most of a 256 MiB device allocated and freed (the library's arenas keep
+# it), then a kernel's first launch: under lazy loading its code takes
+# device memory then (CUDAEMU_FUNC_BYTES=16M). The runtime looks the kernel
+# up (cuLibraryGetKernel) and launches the CUkernel straight away; the
+# library loads it at the lookup, giving back what the arenas hold if short
+# (core/memory.c kernel_lookup).
+for policy in none $POLICIES; do
+    CUDAEMU_DEVICE_MEMORY=$((256 << 20)) CUDAEMU_FUNC_BYTES=16M rtrun "$policy" squeeze.$policy "$PROG" squeeze
+    check_eq "a kernel's first launch after the device was filled and freed ($policy)" \
+        "$(cat "$TMP/squeeze.$policy.out")" "$(printf 'devices=1\nsqueeze=2.5')"
+done
 done_testing

@@ -31,15 +31,16 @@ check_eq "CUDAEMU_DEVICE_MEMORY=1048576" "$(CUDAEMU_DEVICE_MEMORY=1048576 emu "$
 check_eq "default device memory 16 GiB" "$(emu "$probe" 0 | grep mem=)" "mem=$((16 << 30))"
 check_eq "CUDAEMU_CTX_BYTES=16M: the primary context takes 16 MiB" \
     "$(CUDAEMU_DEVICE_MEMORY=256M CUDAEMU_CTX_BYTES=16M emu "$probe" 0 | grep free=)" "free=$((239 << 20))"
-check_eq "CUDAEMU_MODULE_BYTES, CUDAEMU_EXEC_BYTES: no module, no graph, nothing taken" \
-    "$(CUDAEMU_DEVICE_MEMORY=256M CUDAEMU_MODULE_BYTES=1G CUDAEMU_EXEC_BYTES=1G emu "$probe" 0 | grep free=)" \
+check_eq "CUDAEMU_MODULE_BYTES, CUDAEMU_EXEC_BYTES, CUDAEMU_FUNC_BYTES: no module, no graph, nothing taken" \
+    "$(CUDAEMU_DEVICE_MEMORY=256M CUDAEMU_MODULE_BYTES=1G CUDAEMU_EXEC_BYTES=1G CUDAEMU_FUNC_BYTES=1G \
+       emu "$probe" 0 | grep free=)" \
     "free=$((255 << 20))"
 
 for bad in CUDAEMU_GRANULARITY=3000 CUDAEMU_GRANULARITY=abc CUDAEMU_KERNEL_DELAY_US=-1 CUDAEMU_DEVICES=9 \
            CUDAEMU_DEVICE_MEMORY=256X CUDAEMU_DEVICE_MEMORY=512K CUDAEMU_DEVICE_MEMORY=65T CUDAEMU_DEVICE_MEMORY=M \
            CUDAEMU_NO_VMM=2 CUDAEMU_FAIL=cuInit CUDAEMU_FAIL=cuInit:0:CUDA_ERROR_UNKNOWN \
            CUDAEMU_FAIL=cuInit:1:NOT_AN_ERROR CUDAEMU_STATS= CUDAEMU_MODULE_BYTES=-1 \
-           CUDAEMU_CTX_BYTES=1X CUDAEMU_EXEC_BYTES=65T; do
+           CUDAEMU_CTX_BYTES=1X CUDAEMU_EXEC_BYTES=65T CUDAEMU_FUNC_BYTES=x; do
     var=${bad%%=*}
     err=$(env "$bad" LD_LIBRARY_PATH="$EMU_LIB" "$probe" 0 2>&1 >/dev/null); rc=$?
     check_eq "bad $bad exits 2" "$rc" 2

@@ -10,12 +10,18 @@
  *     threads), printf FIFO and malloc heap above their defaults, gives back
  *     a lowering, and gives it all back with the context;
  *   a graph exec takes 16 MiB at its first launch or upload until destroyed;
+ *   lazy loading (CUDA_MODULE_LOADING unset, and CUDAEMU_FUNC_BYTES=1M): a
+ *     function takes 1 MiB of its context's device when a handle of it is
+ *     first taken there (cuModuleGetFunction, cuKernelGetFunction, a launch
+ *     of a CUkernel) until it ends; under CUDA_MODULE_LOADING=EAGER (a child
+ *     run) nothing;
  * each beyond what is left fails with CUDA_ERROR_OUT_OF_MEMORY and changes
  * nothing (no handle, no limit, no launch). The module is mod_graph.so.
  */
 #include "graph_util.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #define MIB ((size_t)1 << 20)
 #define TOTAL (256 * MIB)
@@ -42,8 +48,8 @@ static CUdeviceptr fill_to(size_t left)
 
 TEST(start)
 {
-    /* the primary context and the test's module */
-    CHECK_EQ(free_mem(), TOTAL - 32 * MIB);
+    /* the primary context, the test's module and its 4 functions (gu_setup) */
+    CHECK_EQ(free_mem(), TOTAL - 36 * MIB);
 }
 
 TEST(module_loads)
@@ -220,6 +226,133 @@ TEST(graph_execs)
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+TEST(lazy_functions)
+{
+    CUmoduleLoadingMode mode;
+    CHECK_CU(cuModuleGetLoadingMode(&mode), CUDA_SUCCESS);
+    CHECK_EQ(mode, CU_MODULE_LAZY_LOADING);
+    size_t base = free_mem();
+    CUmodule m;
+    CUfunction f, f2, none = (CUfunction)0x1;
+    CUfunctionLoadingState st;
+    CHECK_CU(cuModuleLoad(&m, path), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base - 16 * MIB);                      /* no function loaded yet */
+    CHECK_CU(cuModuleGetFunction(&f, m, "fill_u32"), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base - 17 * MIB);
+    CHECK_CU(cuFuncIsLoaded(&st, f), CUDA_SUCCESS);
+    CHECK_EQ(st, CU_FUNCTION_LOADING_STATE_LOADED);
+    CHECK_CU(cuModuleGetFunction(&f2, m, "fill_u32"), CUDA_SUCCESS);   /* loaded once */
+    CHECK(f2 == f);
+    CHECK_CU(cuFuncLoad(f), CUDA_SUCCESS);
+    CHECK_CU(cuModuleGetFunction(&f2, m, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+    CHECK_EQ(free_mem(), base - 17 * MIB);
+    /* beyond what is left: refused, nothing loaded; a loaded one still given */
+    CUdeviceptr p = fill_to(0);
+    CHECK_CU(cuModuleGetFunction(&none, m, "add_u32"), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(none == (CUfunction)0x1);
+    CHECK_CU(cuModuleGetFunction(&f2, m, "fill_u32"), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), 0);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuModuleGetFunction(&f2, m, "add_u32"), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base - 18 * MIB);
+    CHECK_CU(cuModuleUnload(m), CUDA_SUCCESS);                  /* the module and its functions back */
+    CHECK_EQ(free_mem(), base);
+}
+
+/* A library's kernel loads into each context apart: at cuKernelGetFunction
+ * or at its first launch there. */
+TEST(lazy_kernels)
+{
+    CUstream s;
+    CUdeviceptr out;
+    uint32_t v = 9, got[4] = { 0 };
+    uint64_t n = 4;
+    void *args[] = { &out, &v, &n };
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&out, 16), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(out, 0, 4), CUDA_SUCCESS);
+    size_t base = free_mem();
+    CUlibrary lib;
+    CUkernel k, k2;
+    CUfunction f, none = (CUfunction)0x1;
+    CHECK_CU(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+    CHECK_CU(cuLibraryGetKernel(&k, lib, "affine_u32"), CUDA_SUCCESS);   /* of no context: nothing */
+    CHECK_CU(cuLibraryGetKernel(&k2, lib, "fill_u32"), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base - 16 * MIB);
+    CHECK_CU(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+    CHECK_CU(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base - 17 * MIB);
+    /* beyond what is left: cuKernelGetFunction and a launch of the CUkernel
+     * are refused, nothing runs */
+    CUdeviceptr p = fill_to(0);
+    CHECK_CU(cuKernelGetFunction(&none, k2), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(none == (CUfunction)0x1);
+    CHECK_CU(cuLaunchKernel((CUfunction)(void *)k2, 1, 1, 1, 1, 1, 1, 0, s, args, NULL),
+             CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyDtoH(got, out, 16), CUDA_SUCCESS);
+    CHECK_EQ(got[0], 0);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchKernel((CUfunction)(void *)k2, 1, 1, 1, 1, 1, 1, 0, s, args, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyDtoH(got, out, 16), CUDA_SUCCESS);
+    CHECK_EQ(got[3], 9);
+    CHECK_EQ(free_mem(), base - 18 * MIB);
+    /* another context loads its own; its teardown gives them back */
+    CUcontext c;
+    CHECK_CU(cuCtxCreate(&c, NULL, 0, dev), CUDA_SUCCESS);
+    CHECK_CU(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base - 35 * MIB);                      /* its 16 MiB and the function */
+    CHECK_CU(cuCtxDestroy(c), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base - 18 * MIB);
+    CHECK_CU(cuLibraryUnload(lib), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base);
+    CHECK_CU(cuMemFree(out), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+/* CUDA_MODULE_LOADING=EAGER (this program run again with argument "eager"):
+ * the functions came with the module; taking them takes nothing. Returns
+ * the number of failed checks. */
+static int eager_child(void)
+{
+    CUmoduleLoadingMode mode;
+    CUmodule m;
+    CUfunction f;
+    CUkernel k;
+    CUlibrary lib;
+    size_t base = free_mem();
+    CHECK_CU(cuModuleGetLoadingMode(&mode), CUDA_SUCCESS);
+    CHECK_EQ(mode, CU_MODULE_EAGER_LOADING);
+    CHECK_CU(cuModuleLoad(&m, path), CUDA_SUCCESS);
+    CHECK_CU(cuModuleGetFunction(&f, m, "add_u32"), CUDA_SUCCESS);
+    CHECK_CU(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+    CHECK_CU(cuLibraryGetKernel(&k, lib, "add_u32"), CUDA_SUCCESS);
+    CHECK_CU(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base - 32 * MIB);
+    CHECK_CU(cuLibraryUnload(lib), CUDA_SUCCESS);
+    CHECK_CU(cuModuleUnload(m), CUDA_SUCCESS);
+    CHECK_EQ(free_mem(), base);
+    return check_done();
+}
+
+TEST(eager_loading)
+{
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        char *argv[] = { "test_loadmem", "eager", NULL };
+        setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+        dup2(2, 1);                 /* its TAP lines are comments of this run */
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* Last: the primary context is released (its module goes with it). */
 TEST(primary_context)
 {
@@ -229,7 +362,7 @@ TEST(primary_context)
     size_t base = free_mem();
     CHECK_CU(cuCtxCreate(&c1, NULL, 0, dev), CUDA_SUCCESS);
     CHECK_CU(cuDevicePrimaryCtxRelease(dev), CUDA_SUCCESS);      /* inactive: context and module back */
-    CHECK_EQ(free_mem(), base + 16 * MIB);
+    CHECK_EQ(free_mem(), base + 20 * MIB);                        /* (and the module's 4 functions) */
     CUdeviceptr p = fill_to(8 * MIB);
     prim = (CUcontext)0x1;
     CHECK_CU(cuDevicePrimaryCtxRetain(&prim, dev), CUDA_ERROR_OUT_OF_MEMORY);
@@ -238,25 +371,26 @@ TEST(primary_context)
     CHECK_EQ(active, 0);
     CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
     CHECK_CU(cuDevicePrimaryCtxRetain(&prim, dev), CUDA_SUCCESS);
-    CHECK_EQ(free_mem(), base);
+    CHECK_EQ(free_mem(), base + 4 * MIB);
     CHECK_CU(cuDevicePrimaryCtxRetain(&prim, dev), CUDA_SUCCESS);     /* a second retain: nothing */
-    CHECK_EQ(free_mem(), base);
+    CHECK_EQ(free_mem(), base + 4 * MIB);
     CHECK_CU(cuDevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
     CHECK_CU(cuDevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
-    CHECK_EQ(free_mem(), base + 16 * MIB);
+    CHECK_EQ(free_mem(), base + 20 * MIB);
     CHECK_CU(cuCtxDestroy(c1), CUDA_SUCCESS);
     CHECK_EQ(free_mem(), TOTAL);
 }
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    const char *have = getenv("CUDAEMU_EXEC_BYTES");
-    if (!have || strcmp(have, "16M") != 0) {
+    const char *have = getenv("CUDAEMU_FUNC_BYTES");
+    if (!have || strcmp(have, "1M") != 0) {
         setenv("CUDAEMU_DEVICE_MEMORY", "256M", 1);
         setenv("CUDAEMU_MODULE_BYTES", "16M", 1);
         setenv("CUDAEMU_CTX_BYTES", "16M", 1);
         setenv("CUDAEMU_EXEC_BYTES", "16M", 1);
+        setenv("CUDAEMU_FUNC_BYTES", "1M", 1);
+        unsetenv("CUDA_MODULE_LOADING");
         execv("/proc/self/exe", argv);
         perror("execv /proc/self/exe");
         return 1;
@@ -264,12 +398,16 @@ int main(int argc, char **argv)
     gu_setup();
     SETUP_CU(cuCtxGetDevice(&dev));
     if (emu_test_module_path("mod_graph.so", path, sizeof path)) return 1;
+    if (argc > 1 && strcmp(argv[1], "eager") == 0) return eager_child();
     RUN(start);
     RUN(module_loads);
     RUN(library_loads);
     RUN(created_contexts);
     RUN(limits);
     RUN(graph_execs);
+    RUN(lazy_functions);
+    RUN(lazy_kernels);
+    RUN(eager_loading);
     RUN(primary_context);
     return check_done();
 }

@@ -215,6 +215,12 @@ static void emu_boot(void)
     unsigned long long execb = 0;
     emu_knob_parse("CUDAEMU_EXEC_BYTES", 0, 1ull << 46, &execb,
                    "bytes per graph exec, 0..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
+    unsigned long long funcb = 0;
+    emu_knob_parse("CUDAEMU_FUNC_BYTES", 0, 1ull << 46, &funcb,
+                   "bytes per lazily loaded function, 0..64 TiB (K, M, G, T suffixes: powers of 1024)", 1);
+    emu_cfg.func_bytes = (size_t)funcb;
+    const char *loading = getenv("CUDA_MODULE_LOADING");
+    emu_cfg.eager = loading && strcmp(loading, "EAGER") == 0;
     emu_cfg.exec_bytes = (size_t)execb;
     emu_cfg.module_bytes = (size_t)modb;
     emu_cfg.ctx_bytes = (size_t)ctxb;

@@ -163,6 +163,8 @@ typedef struct emu_config {
     size_t module_bytes;       /* CUDAEMU_MODULE_BYTES: device memory per module or library load */
     size_t ctx_bytes;          /* CUDAEMU_CTX_BYTES: device memory per active context */
     size_t exec_bytes;         /* CUDAEMU_EXEC_BYTES: device memory per launched graph exec */
+    size_t func_bytes;         /* CUDAEMU_FUNC_BYTES: device memory per lazily loaded function */
+    int eager;                 /* CUDA_MODULE_LOADING=EAGER (else lazy loading, the default) */
 } emu_config;
 extern emu_config emu_cfg;
 
@@ -590,6 +592,8 @@ struct CUfunc_st {
     size_t off[32];                 /* ABI offset of each argument */
     size_t abi_size;                /* end of the last argument */
     int attr[CU_FUNC_ATTRIBUTE_MAX];/* cuFuncGetAttribute values (atomic ints) */
+    int loaded;                     /* its code is in its context (atomic; emu_func_load) */
+    size_t charge;                  /* device memory its load took (CUDAEMU_FUNC_BYTES) */
 };
 
 struct CUmod_st {
@@ -610,6 +614,11 @@ CUmodule emu_module_new(CUcontext ctx);
 /* A new function for kernel k of module m, from the handle pool, registered
  * as a handle of m's context. */
 CUfunction emu_func_new(const emu_kernel *k, CUmodule m);
+/* Loads f's code into its context if not yet (lazy loading); 0 if the
+ * device has no room for it (CUDA_ERROR_OUT_OF_MEMORY: nothing loaded). */
+int emu_func_load(CUfunction f);
+/* f ends: gives back what its load took. */
+void emu_func_unload(CUfunction f);
 /* dlopen of an emulated module by path / from an ELF image in memory (*err:
  * INVALID_IMAGE if it is not one); NULL on failure. */
 void *emu_module_dlopen_path(const char *fname);

@@ -225,6 +225,7 @@ static void per_ctx_free(emu_per_ctx *list, emu_kind kind)
 {
     for (emu_per_ctx *n; list; list = n) {
         n = list->next;
+        if (kind == EMU_K_FUNC) emu_func_unload(list->obj);
         emu_handle_mem_put(kind, list->obj);
         free(list);
     }
@@ -404,9 +405,12 @@ CUresult emu_lib_function(struct CUlib_st *lib, CUcontext ctx, const char *name,
 {
     pthread_mutex_lock(&lib_lock);
     struct CUkern_st *kern = lib_kernel_locked(lib, name);
-    if (kern) *out = kern_function_locked(kern, ctx);
+    CUfunction f = kern ? kern_function_locked(kern, ctx) : NULL;
     pthread_mutex_unlock(&lib_lock);
-    return kern ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+    if (!f) return CUDA_ERROR_NOT_FOUND;
+    if (!emu_func_load(f)) return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = f;
+    return CUDA_SUCCESS;
 }
 
 CUresult emu_func_resolve(CUfunction f, CUcontext ctx, CUfunction *out)
@@ -421,8 +425,10 @@ CUresult emu_func_resolve(CUfunction f, CUcontext ctx, CUfunction *out)
         if (r != CUDA_SUCCESS) return r;
     }
     pthread_mutex_lock(&lib_lock);
-    *out = kern_function_locked((struct CUkern_st *)(void *)f, ctx);
+    CUfunction kf = kern_function_locked((struct CUkern_st *)(void *)f, ctx);
     pthread_mutex_unlock(&lib_lock);
+    if (!emu_func_load(kf)) return CUDA_ERROR_OUT_OF_MEMORY;   /* lazy loading, emu_module.c */
+    *out = kf;
     return CUDA_SUCCESS;
 }
 
@@ -599,13 +605,13 @@ EMU_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, siz
     return emu_param_info(kernel->k, kernel->off, paramIndex, paramOffset, paramSize, __func__);
 }
 
-/* CUDA_MODULE_LOADING=EAGER or LAZY (the default since CUDA 12.2). */
+/* CUDA_MODULE_LOADING=EAGER or LAZY (the default since CUDA 12.2), as
+ * read when the driver started. */
 EMU_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
     EMU_ENTRY_INIT();
     if (!mode) return CUDA_ERROR_INVALID_VALUE;
-    const char *v = getenv("CUDA_MODULE_LOADING");
-    *mode = v && strcmp(v, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+    *mode = emu_cfg.eager ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
     return CUDA_SUCCESS;
 }
 
@@ -698,20 +704,23 @@ EMU_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
     return CUDA_SUCCESS;
 }
 
-/* Functions exist loaded: there is nothing to load lazily. */
+/* A function handle is given out once loaded (emu_func_load), so these see
+ * loaded functions only. */
 EMU_EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)
 {
     EMU_ENTRY_INIT();
     if (!state) return CUDA_ERROR_INVALID_VALUE;
     if (!func_ok(function)) return CUDA_ERROR_INVALID_HANDLE;
-    *state = CU_FUNCTION_LOADING_STATE_LOADED;
+    *state = __atomic_load_n(&function->loaded, __ATOMIC_ACQUIRE) ? CU_FUNCTION_LOADING_STATE_LOADED
+                                                                   : CU_FUNCTION_LOADING_STATE_UNLOADED;
     return CUDA_SUCCESS;
 }
 
 EMU_EXPORT CUresult cuFuncLoad(CUfunction function)
 {
     EMU_ENTRY_INIT();
-    return func_ok(function) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!func_ok(function)) return CUDA_ERROR_INVALID_HANDLE;
+    return emu_func_load(function) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static CUresult kern_dev_check(CUkernel kernel, CUdevice dev)

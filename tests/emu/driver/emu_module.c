@@ -66,6 +66,35 @@ CUmodule emu_module_new(CUcontext ctx)
     return m;
 }
 
+/* Lazy loading (CUDA_MODULE_LOADING other than EAGER: the default since
+ * CUDA 12.2): a kernel's code reaches a context when a function handle of
+ * it is first taken there (cuModuleGetFunction, cuKernelGetFunction, a
+ * launch or a node of a CUkernel in that context), and takes
+ * CUDAEMU_FUNC_BYTES of the context's device (0 by default) until the
+ * function ends; beyond what is left the call fails with
+ * CUDA_ERROR_OUT_OF_MEMORY and loads nothing (the CUDA programming guide,
+ * "Lazy Loading": loading code onto the GPU needs device memory, which an
+ * allocator holding the device's memory leaves none of). EAGER: the code
+ * came with the module's load (CUDAEMU_MODULE_BYTES). */
+int emu_func_load(CUfunction f)
+{
+    if (__atomic_load_n(&f->loaded, __ATOMIC_ACQUIRE)) return 1;
+    size_t bytes = emu_cfg.eager ? 0 : emu_cfg.func_bytes;
+    int dev = f->mod->ctx->device;
+    if (!emu_charge_take(dev, bytes)) return 0;
+    int want = 0;
+    if (__atomic_compare_exchange_n(&f->loaded, &want, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&f->charge, bytes, __ATOMIC_RELEASE);
+    else
+        emu_charge_give(dev, bytes);   /* another thread loaded it first */
+    return 1;
+}
+
+void emu_func_unload(CUfunction f)
+{
+    emu_charge_give(f->mod->ctx->device, __atomic_load_n(&f->charge, __ATOMIC_ACQUIRE));
+}
+
 CUfunction emu_func_new(const emu_kernel *k, CUmodule m)
 {
     static uint64_t func_gens;      /* atomic */
@@ -227,7 +256,10 @@ static void module_unload(CUmodule m, int teardown)
     for (unsigned i = 0; i < m->nfuncs; i++) end(m->funcs[i]);
     emu_streams_sync_all(NULL);
     dlclose(m->dl);
-    for (unsigned i = m->nfuncs; i-- > 0;) emu_handle_mem_put(EMU_K_FUNC, m->funcs[i]);
+    for (unsigned i = m->nfuncs; i-- > 0;) {
+        emu_func_unload(m->funcs[i]);
+        emu_handle_mem_put(EMU_K_FUNC, m->funcs[i]);
+    }
     free(m->funcs);
     emu_handle_mem_put(EMU_K_MODULE, m);
 }
@@ -270,6 +302,7 @@ EMU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const 
     if (hmod->lib) return emu_lib_function(hmod->lib, hmod->ctx, name, hfunc);
     for (unsigned i = 0; i < hmod->nfuncs; i++) {
         if (strcmp(hmod->funcs[i]->k->name, name) == 0) {
+            if (!emu_func_load(hmod->funcs[i])) return CUDA_ERROR_OUT_OF_MEMORY;
             *hfunc = hmod->funcs[i];
             return CUDA_SUCCESS;
         }
