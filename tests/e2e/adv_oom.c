@@ -34,9 +34,9 @@
  *                   each on a squeezed device (the function's code is loaded
  *                   then), the first one launched
  *   lazy_kernel     the same for a library's kernels: cuKernelGetFunction
- *                   (the CUDA runtime's way to a kernel of the current
- *                   context), and cuModuleGetFunction of the library's
- *                   module (cuLibraryGetModule)
+ *                   of a kernel looked up with no context current, and
+ *                   cuModuleGetFunction of the library's module
+ *                   (cuLibraryGetModule)
  *   lazy_launch     the CUDA runtime's way: cuLibraryGetKernel on a
  *                   squeezed device, then the CUkernel launched at once (its
  *                   first launch in the context loads it)
@@ -263,13 +263,20 @@ static void observed_launch(void)
     R(cuStreamDestroy(s));
 }
 
-static void lazy_function(void)
+/* adv_kernels.so loaded as a module (lib NULL) or as a library. */
+static void load_kernels(CUmodule *mod_out, CUlibrary *lib_out)
 {
     char path[PATH_MAX + 64];
     adv_path("adv_kernels.so", path, sizeof path);
+    if (mod_out) MUST(cuModuleLoad(mod_out, path));
+    if (lib_out) MUST(cuLibraryLoadFromFile(lib_out, path, NULL, NULL, 0, NULL, NULL, 0));
+}
+
+static void lazy_function(void)
+{
     CUmodule m;
     CUfunction f = NULL, g = NULL;
-    MUST(cuModuleLoad(&m, path));
+    load_kernels(&m, NULL);
     squeeze();
     if (R(cuModuleGetFunction(&f, m, "fill_u32")) == CUDA_SUCCESS) use_fill("lazily loaded kernel", f, NULL);
     squeeze();
@@ -278,16 +285,19 @@ static void lazy_function(void)
     R(cuModuleUnload(m));
 }
 
+/* The kernel is looked up with no context current (a library belongs to
+ * none), so nothing loads it before cuKernelGetFunction. */
 static void lazy_kernel(void)
 {
-    char path[PATH_MAX + 64];
-    adv_path("adv_kernels.so", path, sizeof path);
     CUlibrary l;
     CUkernel k;
     CUmodule lm;
+    CUcontext cur;
     CUfunction f = NULL, g = NULL;
-    MUST(cuLibraryLoadFromFile(&l, path, NULL, NULL, 0, NULL, NULL, 0));
+    load_kernels(NULL, &l);
+    MUST(cuCtxPopCurrent(&cur));
     MUST(cuLibraryGetKernel(&k, l, "fill_u32"));
+    MUST(cuCtxPushCurrent(cur));
     squeeze();
     if (R(cuKernelGetFunction(&f, k)) == CUDA_SUCCESS) use_fill("library kernel's function", f, NULL);
     MUST(cuLibraryGetModule(&lm, l));
@@ -299,11 +309,9 @@ static void lazy_kernel(void)
 
 static void lazy_launch(void)
 {
-    char path[PATH_MAX + 64];
-    adv_path("adv_kernels.so", path, sizeof path);
     CUlibrary l;
     CUkernel k;
-    MUST(cuLibraryLoadFromFile(&l, path, NULL, NULL, 0, NULL, NULL, 0));
+    load_kernels(NULL, &l);
     squeeze();
     if (R(cuLibraryGetKernel(&k, l, "fill_u32")) == CUDA_SUCCESS)
         use_fill("launched CUkernel", (CUfunction)(void *)k, NULL);
