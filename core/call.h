@@ -32,6 +32,7 @@ typedef enum {
     SG_CALL_RETAIN_HANDLE,  /* u.retain: cuMemRetainAllocationHandle */
     SG_CALL_MEM_ACCESS,     /* u.access: cuMemGetAccess */
     SG_CALL_MEM_INFO,       /* u.info: cuMemGetInfo */
+    SG_CALL_POOL_ATTR,      /* u.pattr: cuMemPoolGetAttribute, cuMemPoolSetAttribute */
     SG_CALL_MEMOP,          /* u.memop: a copy, memset or memcpy/memset node (range checks) */
     SG_CALL_STREAM_DESTROY, /* u.stream */
     SG_CALL_KERNEL_LOOKUP,  /* u.lookup: cuLibraryGetKernel (the kernel loaded into the current
@@ -182,6 +183,7 @@ typedef struct sg_call {
         struct { CUmemGenericAllocationHandle *out; void *addr; } retain;
         struct { unsigned long long *flags; const CUmemLocation *loc; CUdeviceptr ptr; } access;
         struct { size_t *free; size_t *total; } info;
+        struct { CUmemoryPool pool; CUmemPool_attribute attr; void *value; int set; } pattr;
         struct {
             sg_op_kind kind;
             CUdeviceptr dst, src;             /* SG_OP_RANGES; 0 = not device memory */

@@ -60,6 +60,7 @@ static CUresult route(const sg_call *c)
     case SG_CALL_RETAIN_HANDLE:
     case SG_CALL_MEM_ACCESS:
     case SG_CALL_MEM_INFO:
+    case SG_CALL_POOL_ATTR:
     case SG_CALL_MEMOP:
         return sg_mem_query(c);
     case SG_CALL_STREAM_DESTROY: {
@@ -127,6 +128,7 @@ static CUresult sticky_probe(const sg_call *c)
 {
     switch (c->kind) {
     case SG_CALL_FORWARD:           /* the driver answers these itself */
+    case SG_CALL_POOL_ATTR:         /* (forwarded first; a figure added on success only) */
     case SG_CALL_CTX_CREATE:
     case SG_CALL_CTX_DESTROY:
     case SG_CALL_PRIMARY_RETAIN:

@@ -154,6 +154,24 @@ void sg_mem_mapped_delta(size_t before, size_t after);
 /* A new block id (never reused). */
 uint64_t sg_mem_next_id(void);
 
+/* Placed stream-ordered memory as the device's default pool would count it
+ * (memory.c places cuMemAllocAsync only while that pool is current): the
+ * requested bytes of the live blocks, and their peaks since the program
+ * last reset CU_MEMPOOL_ATTR_USED_MEM_HIGH and RESERVED_MEM_HIGH (the
+ * library's part of reserved memory is the part in use: a freed placed block
+ * is free to cuMemGetInfo too). Kept by the registry under its lock. */
+typedef struct sg_pool_use {
+    unsigned long long used, used_high, reserved_high;
+} sg_pool_use;
+/* 0 while no stream-ordered block was ever placed (no lock). */
+int sg_mem_reg_pool_any(void);
+/* dev's figures (zeros for a device out of range). */
+sg_pool_use sg_mem_reg_pool_use(CUdevice dev);
+/* Resets dev's peak for attr (CU_MEMPOOL_ATTR_USED_MEM_HIGH or
+ * RESERVED_MEM_HIGH) to what is in use, as the driver does when the program
+ * sets the attribute to 0. */
+void sg_mem_reg_pool_reset(CUdevice dev, CUmemPool_attribute attr);
+
 /* Mapped placed memory no block uses, on device dev (memory.c). */
 size_t sg_mem_mapped_free_on(CUdevice dev);
 

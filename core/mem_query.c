@@ -1,7 +1,8 @@
 /*
  * core/mem_query.c: what the program asks of its memory, answered for
  * placed memory as the driver answers for a cuMemAlloc block (address
- * range, pointer attributes, VMM queries, legacy IPC, cuMemGetInfo), and
+ * range, pointer attributes, VMM queries, legacy IPC, cuMemGetInfo, the
+ * default pools' memory figures), and
  * for blocks opened from another process's IPC handle (ipc.c) as for an
  * opened cuMemAlloc block (address range, attributes, VMM queries, range
  * checks), and the
@@ -203,6 +204,60 @@ static CUresult mem_info(const sg_call *c)
     return rc;
 }
 
+/* The device whose default pool is `pool`; -1 if none (a pool the program
+ * made: the library places nothing for it) or the driver cannot say. */
+static CUdevice pool_device(CUmemoryPool pool)
+{
+    int n = 0;
+    if (!pool || !sg_drv.cuDeviceGetCount || !sg_drv.cuDeviceGet ||
+        SG_DRIVER_CALL(cuDeviceGetCount, &n) != CUDA_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        CUdevice d;
+        if (SG_DRIVER_CALL(cuDeviceGet, &d, i) == CUDA_SUCCESS && default_pool(d) == pool) return d;
+    }
+    return -1;
+}
+
+/* cuMemPoolGetAttribute / cuMemPoolSetAttribute: the memory a device's
+ * default pool holds for the program includes the stream-ordered blocks the
+ * library placed (which the driver's pool never saw): their bytes are added
+ * to CU_MEMPOOL_ATTR_USED_MEM_CURRENT and RESERVED_MEM_CURRENT, their peak
+ * to USED_MEM_HIGH and RESERVED_MEM_HIGH, and setting a peak to 0 (the
+ * driver's reset) resets the library's part to what is in use. Frameworks
+ * read these for their memory statistics (PyTorch's cudaMallocAsync
+ * backend, CuPy's MemoryAsyncPool) and size caches from the peak; without
+ * this they read 0 for placed memory (round 23, adv_frameworks stats). A
+ * peak is the driver's plus the library's: exact while the pool's memory is
+ * all placed (or all the driver's), at most the sum of the two peaks
+ * otherwise. Freed placed memory is not counted reserved (cuMemGetInfo
+ * counts it free), where a pool with a raised release threshold would
+ * still hold it. Forwarded first: an error is the driver's. */
+static CUresult mem_pool_attr(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    CUmemPool_attribute a = c->u.pattr.attr;
+    if (rc != CUDA_SUCCESS || !sg_mem_placing || !c->u.pattr.value || !sg_mem_reg_pool_any())
+        return rc;
+    if (a != CU_MEMPOOL_ATTR_USED_MEM_CURRENT && a != CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT &&
+        a != CU_MEMPOOL_ATTR_USED_MEM_HIGH && a != CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+        return rc;
+    CUdevice dev = pool_device(c->u.pattr.pool);
+    if (dev < 0) return rc;
+    if (c->u.pattr.set) {
+        sg_mem_reg_pool_reset(dev, a);
+        return rc;
+    }
+    sg_pool_use u = sg_mem_reg_pool_use(dev);
+    cuuint64_t v;
+    memcpy(&v, c->u.pattr.value, sizeof v);
+    v += a == CU_MEMPOOL_ATTR_USED_MEM_HIGH       ? u.used_high
+         : a == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH ? u.reserved_high
+                                                  : u.used;
+    memcpy(c->u.pattr.value, &v, sizeof v);
+    return rc;
+}
+
 /* ----------------------------------------------------------- range checks */
 
 /* The bytes a 2D / 3D copy operand touches from its base pointer. */
@@ -324,6 +379,8 @@ CUresult sg_mem_query(const sg_call *c)
         return mem_vmm_query(c, c->u.access.ptr);
     case SG_CALL_MEM_INFO:
         return mem_info(c);
+    case SG_CALL_POOL_ATTR:
+        return mem_pool_attr(c);
     case SG_CALL_MEMOP:
         return mem_op(c);
     default:

@@ -70,6 +70,8 @@ static size_t norphans, caporphans;   /* norphans: written under reg_lock, read 
 
 static uint64_t next_id;           /* atomic */
 static unsigned long live_now, mapped_now;   /* atomics */
+static sg_pool_use pool_use[SG_VMM_MAX_DEVICES];   /* placed stream-ordered blocks per device */
+static int pool_used_ever;         /* atomic: a stream-ordered block was placed */
 
 uint64_t sg_mem_next_id(void) { return SG_MEM_ID_BASE + __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED); }
 
@@ -91,6 +93,45 @@ void sg_mem_mapped_delta(size_t before, size_t after)
     } else if (before > after) {
         __atomic_sub_fetch(&mapped_now, before - after, __ATOMIC_RELAXED);
     }
+}
+
+/* ----------------------------------------------- the default pools' figures */
+
+/* A stream-ordered block comes (add) or goes (reg_lock held). */
+static void pool_account_locked(const sg_block *b, int add)
+{
+    CUdevice dev = b->owner ? b->owner->vmm.dev : -1;
+    if (!b->stream_ordered || dev < 0 || dev >= SG_VMM_MAX_DEVICES) return;
+    sg_pool_use *u = &pool_use[dev];
+    if (!add) {
+        u->used -= u->used >= b->size ? b->size : u->used;
+        return;
+    }
+    __atomic_store_n(&pool_used_ever, 1, __ATOMIC_RELAXED);
+    u->used += b->size;
+    if (u->used > u->used_high) u->used_high = u->used;
+    if (u->used > u->reserved_high) u->reserved_high = u->used;
+}
+
+int sg_mem_reg_pool_any(void) { return __atomic_load_n(&pool_used_ever, __ATOMIC_RELAXED); }
+
+sg_pool_use sg_mem_reg_pool_use(CUdevice dev)
+{
+    sg_pool_use u = { 0, 0, 0 };
+    if (dev < 0 || dev >= SG_VMM_MAX_DEVICES) return u;
+    pthread_mutex_lock(&reg_lock);
+    u = pool_use[dev];
+    pthread_mutex_unlock(&reg_lock);
+    return u;
+}
+
+void sg_mem_reg_pool_reset(CUdevice dev, CUmemPool_attribute attr)
+{
+    if (dev < 0 || dev >= SG_VMM_MAX_DEVICES) return;
+    pthread_mutex_lock(&reg_lock);
+    if (attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) pool_use[dev].used_high = pool_use[dev].used;
+    else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) pool_use[dev].reserved_high = pool_use[dev].used;
+    pthread_mutex_unlock(&reg_lock);
 }
 
 /* --------------------------------------------------------------- registry */
@@ -140,6 +181,7 @@ int sg_mem_reg_insert(sg_block *b)
         blocks[i] = b;
         nblocks++;
         view_dirty = 1;
+        pool_account_locked(b, 1);
     }
     pthread_mutex_unlock(&reg_lock);
     return ok ? 0 : -1;
@@ -148,6 +190,7 @@ int sg_mem_reg_insert(sg_block *b)
 /* Removes blocks[i] (reg_lock held). */
 static void reg_remove_at(size_t i)
 {
+    pool_account_locked(blocks[i], 0);
     memmove(&blocks[i], &blocks[i + 1], (nblocks - i - 1) * sizeof *blocks);
     nblocks--;
     view_dirty = 1;
@@ -397,9 +440,10 @@ size_t sg_mem_reg_drop_owner(const mem_arena *owner, int keep_ordered, size_t *k
             left++;
             continue;
         }
-        freed += blocks[i]->size;
-        free(blocks[i]);
+        sg_block *gone = blocks[i];
+        freed += gone->size;
         reg_remove_at(i);
+        free(gone);
     }
     pthread_mutex_unlock(&reg_lock);
     if (kept) *kept = left;
@@ -489,6 +533,7 @@ void sg_mem_reg_reset(void)
     nspans = 0;
     __atomic_store_n(&span_lo, UINTPTR_MAX, __ATOMIC_RELAXED);
     __atomic_store_n(&span_hi, 0, __ATOMIC_RELAXED);
+    memset(pool_use, 0, sizeof pool_use);
     pthread_mutex_unlock(&reg_lock);
     __atomic_store_n(&live_now, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&mapped_now, 0, __ATOMIC_RELAXED);

@@ -44,6 +44,8 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_MEM_ACCESS(f, l, p) .kind = SG_CALL_MEM_ACCESS, \
     .u.access = { .flags = (f), .loc = (l), .ptr = (p) }
 #define SG_MEM_INFO(f, t) .kind = SG_CALL_MEM_INFO, .u.info = { .free = (f), .total = (t) }
+#define SG_POOL_ATTR(p, a, v, s) .kind = SG_CALL_POOL_ATTR, \
+    .u.pattr = { .pool = (p), .attr = (a), .value = (v), .set = (s) }
 #define SG_MEMSET(d, n, es) .kind = SG_CALL_MEMOP, \
     .u.memop = { .kind = SG_OP_RANGES, .dst = (d), .dst_bytes = (size_t)(n) * (es) }
 #define SG_MEMSET2D(d, pitch, w, h, es) .kind = SG_CALL_MEMOP, \

@@ -923,6 +923,66 @@ for c in lazy_function lazy_kernel lazy_launch; do
         attack="lazy loading of a kernel's code when its function is taken, the device's memory in the arenas ($c)" \
         -- adv_oom $c
 done
+# Round 23: framework usage patterns (adv_frameworks.c): valid programs that
+# use the driver API as frameworks do. torch: PyTorch CUDA graphs (eager
+# warm-up with stream-ordered temporaries, three graphs captured in
+# thread-local mode on a side stream joined by events, a fork to a third
+# stream inside one, graph memory from one pool under AUTO_FREE_ON_LAUNCH
+# read across graphs, a data-loader thread allocating, copying and freeing
+# during the capture, cuGraphUpload, replays behind copies into a static
+# input, eager allocations between them). vllm, vllm_tight (256 MiB device):
+# cuMemGetInfo around a dummy run, a KV cache of the free memory less 16 or
+# 2 MiB, one graph per batch size (largest first) over a shared segment or
+# graph memory, batches served by the smallest graph that holds them, a last
+# allocation of the free memory (less 4 MiB, or all of it). xla: an explicit
+# command buffer (memset, memcpy, kernels) updated by exec node setters, by
+# its own graph's setters then cuGraphExecUpdate from it, from a rebuilt
+# graph, and from the source graph unchanged since two executions back while
+# exec setters had moved the exec elsewhere (its temporary freed since: a
+# skipped update faults); xla_rebuild: every graph update from a rebuilt
+# graph, served by exec variants. nccl: VMM buffers (cuMemCreate / Reserve /
+# Map / SetAccess) in re-captured graphs, cuStreamWaitValue32 and
+# cuStreamWriteValue32 between streams and on pinned host memory, a stream
+# held for the host until every call of the step was made (a library that
+# waits for the device there hangs), host functions captured and not.
+# torch_expandable (256 MiB device): PyTorch's expandable segments, one
+# reservation grown by cuMemCreate / cuMemMap to the free memory less 8 MiB
+# after eager blocks were freed (the arenas hold them), a graph over it,
+# shrunk, then a cuMemAlloc of what it gave back. These passed on the
+# library of cf74331. stats: the current pool's
+# CU_MEMPOOL_ATTR_USED_MEM_CURRENT, RESERVED_MEM_CURRENT, USED_MEM_HIGH and
+# RESERVED_MEM_HIGH (cuMemPoolGetAttribute, the peaks reset by
+# cuMemPoolSetAttribute), which PyTorch's cudaMallocAsync backend and CuPy's
+# MemoryAsyncPool report and frameworks size caches from, around an eager
+# step and a dummy run of cuMemAllocAsync blocks: before the fix they read 0
+# for placed memory under temp and prof (2 of 10 checks wrong: in use, and
+# the dummy run's peak); now the library adds its placed stream-ordered
+# blocks to the device's default pool's figures (core/mem_query.c
+# mem_pool_attr).
+FW_SKIPPED='T["updates_seen"] > 0 and T["updates_skipped"] > 0'
+adv name=r23/frameworks_torch eng_p="len(P) > 0 and $PLACED" \
+    attack="PyTorch CUDA graphs: thread-local captures, a pool's graph memory, a loader thread, replays" \
+    -- adv_frameworks torch
+for c in vllm vllm_tight; do
+    adv name=r23/frameworks_$c env="$MEM256" to=4 eng_p="len(P) > 0 and $PLACED" \
+        attack="vLLM: cuMemGetInfo around a dummy run, a KV cache of the free memory, graphs per batch size ($c)" \
+        -- adv_frameworks $c
+done
+adv name=r23/frameworks_xla eng_t="$FW_SKIPPED" eng_p="$FW_SKIPPED" \
+    attack="XLA command buffers: exec setters, in-place graph setters and updates, rebuilt graphs" \
+    -- adv_frameworks xla
+adv name=r23/frameworks_xla_rebuild eng_t="$FW_SKIPPED" eng_p="$BOUGHT" \
+    attack="XLA command buffers updated from rebuilt graphs, served by exec variants" \
+    -- adv_frameworks xla_rebuild
+adv name=r23/frameworks_nccl eng_t="$FW_SKIPPED" eng_p="$FW_SKIPPED" \
+    attack="NCCL: VMM buffers in captures, stream memory operations, a stream held for the host, host functions" \
+    -- adv_frameworks nccl
+adv name=r23/frameworks_torch_expandable env="$MEM256" to=4 eng_p="$PLACED" \
+    attack="PyTorch expandable segments: the program's own cuMemCreate growth after placed memory was freed" \
+    -- adv_frameworks torch_expandable
+adv name=r23/frameworks_stats eng_p="$PLACED" \
+    attack="the default pool's memory figures (cuMemPoolGetAttribute) with placed cuMemAllocAsync memory" \
+    -- adv_frameworks stats
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

@@ -53,6 +53,8 @@ static struct fake {
     CUresult token_free_rc;   /* in a non-relaxed mode */
     int token_allocs, token_frees, token_frees_program_mode, tokens_live;
     CUresult pool_set_rc;     /* cuDeviceSetMemPool / cuMemSetMemPool */
+    CUresult pool_attr_rc;    /* cuMemPoolGetAttribute / cuMemPoolSetAttribute */
+    cuuint64_t pool_drv;      /* the driver's figure for every pool attribute */
 } F;
 
 #define DEFAULT_POOL ((CUmemoryPool)0xd00)
@@ -85,6 +87,11 @@ static CUresult d_dev_attr(int *v, CUdevice_attribute a, CUdevice d)
     return CUDA_SUCCESS;
 }
 static CUresult d_dev_count(int *n) { *n = 1; return CUDA_SUCCESS; }
+static CUresult d_dev_get(CUdevice *d, int ord)
+{
+    *d = ord;
+    return ord == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
 static CUresult d_total(size_t *b, CUdevice d) { (void)d; *b = (size_t)16 << 30; return CUDA_SUCCESS; }
 static CUresult d_primary_state(CUdevice d, unsigned *fl, int *active)
 {
@@ -224,6 +231,7 @@ static void fake_install(void)
     d.cuCtxSynchronize = d_ctx_sync;
     d.cuDeviceGetAttribute = d_dev_attr;
     d.cuDeviceGetCount = d_dev_count;
+    d.cuDeviceGet = d_dev_get;
     d.cuDeviceTotalMem_v2 = d_total;
     d.cuDevicePrimaryCtxGetState = d_primary_state;
     d.cuStreamGetCtx = d.cuStreamGetCtx_ptsz = d_stream_ctx;
@@ -271,6 +279,11 @@ static CUresult fwd(const void *args)
     }
     F.fwd_other++;
     if (c->kind == SG_CALL_POOL_SET) return F.pool_set_rc;
+    if (c->kind == SG_CALL_POOL_ATTR) {
+        if (F.pool_attr_rc == CUDA_SUCCESS && !c->u.pattr.set)
+            memcpy(c->u.pattr.value, &F.pool_drv, sizeof F.pool_drv);
+        return F.pool_attr_rc;
+    }
     if (c->kind == SG_CALL_PTR_ATTRS)
         for (unsigned i = 0; i < c->u.attrs.n; i++) memset(c->u.attrs.data[i], 0xee, 8);
     if (c->kind == SG_CALL_MEM_INFO) {
@@ -1046,6 +1059,74 @@ TEST(frees_without_synchronization_or_context)
     CHECK_EQ(F.token_frees, tokens + 1);                 /* cuMemAlloc memory: synchronized */
 }
 
+static cuuint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a)
+{
+    cuuint64_t v = 0;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_POOL_ATTR, .u.pattr = { pool, a, &v, 0 } }), CUDA_SUCCESS);
+    return v;
+}
+
+static CUresult pool_reset(CUmemoryPool pool, CUmemPool_attribute a)
+{
+    cuuint64_t zero = 0;
+    return call((sg_call){ .kind = SG_CALL_POOL_ATTR, .u.pattr = { pool, a, &zero, 1 } });
+}
+
+/* The default pool's memory figures (cuMemPoolGetAttribute) count the
+ * stream-ordered blocks the library placed, which the driver's pool never
+ * saw: in use, reserved, their peaks and the reset of a peak; cuMemAlloc
+ * blocks, another pool and the other attributes are the driver's alone, and
+ * an error is the driver's (round 23: the figures read 0 for placed memory,
+ * and a framework sizing a cache from the peak saw none). */
+TEST(default_pool_figures_count_placed_stream_ordered_memory)
+{
+    const CUmemPool_attribute used = CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                              res = CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+                              used_high = CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                              res_high = CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    F.pool_drv = 100;
+    CHECK_EQ(pool_attr(DEFAULT_POOL, used), 100);            /* nothing placed yet */
+    CUdeviceptr a, b, c;
+    CHECK_CU(alloc(&c, 5000), CUDA_SUCCESS);                 /* not the pool's */
+    CHECK_CU(alloc_async(&a, 3000, STREAM_A), CUDA_SUCCESS);
+    CHECK_CU(alloc_async(&b, 1 << 20, STREAM_B), CUDA_SUCCESS);
+    CHECK(sg_mem_find(a, NULL) && sg_mem_find(b, NULL));     /* both placed */
+    const cuuint64_t both = 100 + 3000 + (1 << 20);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, used), both);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, res), both);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, used_high), both);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, res_high), both);
+    CHECK_EQ(pool_attr(OTHER_POOL, used), 100);              /* not a default pool */
+    CHECK_EQ(pool_attr(DEFAULT_POOL, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 100);
+    CHECK_CU(mfree_async(b, STREAM_B), CUDA_SUCCESS);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, used), 100 + 3000);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, res), 100 + 3000);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, used_high), both);      /* the peak stays */
+    CHECK_CU(pool_reset(DEFAULT_POOL, used_high), CUDA_SUCCESS);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, used_high), 100 + 3000);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, res_high), both);       /* reset apart */
+    CHECK_CU(pool_reset(DEFAULT_POOL, res_high), CUDA_SUCCESS);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, res_high), 100 + 3000);
+    F.pool_attr_rc = CUDA_ERROR_INVALID_VALUE;               /* the driver refuses: untouched */
+    cuuint64_t v = 7;
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_POOL_ATTR, .u.pattr = { DEFAULT_POOL, used, &v, 0 } }),
+             CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(v, 7);
+    CHECK_CU(pool_reset(DEFAULT_POOL, used_high), CUDA_ERROR_INVALID_VALUE);
+    F.pool_attr_rc = CUDA_SUCCESS;
+    CHECK_CU(mfree_async(a, STREAM_A), CUDA_SUCCESS);
+    CHECK_CU(mfree(c), CUDA_SUCCESS);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, used), 100);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, res_high), 100 + 3000);
+
+    setup(SG_POLICY_ALWAYS_UPDATE, SIZE_MAX);                /* nothing placed: the driver's */
+    F.pool_drv = 100;
+    CHECK_CU(alloc_async(&a, 3000, STREAM_A), CUDA_SUCCESS);
+    CHECK_EQ(pool_attr(DEFAULT_POOL, used), 100);
+    CHECK_CU(mfree_async(a, STREAM_A), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     RUN(always_update_counts_peak);
@@ -1071,6 +1152,7 @@ int main(void)
     RUN(a_replaced_current_pool_gets_the_allocations);
     RUN(stream_ordered_blocks_outlive_their_context);
     RUN(frees_without_synchronization_or_context);
+    RUN(default_pool_figures_count_placed_stream_ordered_memory);
     sg_mem_reset();
     return check_done();
 }
