@@ -498,13 +498,13 @@ static int chunk_unused(const seg *s, const sg_arena_chunk *c)
            s->fr[fi].base + s->fr[fi].size >= c->va + c->size;
 }
 
-size_t sg_arena_trim(sg_arena *a)
+size_t sg_arena_trim(sg_arena *a, size_t at_most)
 {
     size_t given = 0;
     reap(a);
-    for (size_t k = 0; k < a->nsegs; k++) {
+    for (size_t k = a->nsegs; k-- > 0 && given < at_most;) {
         seg *s = &a->segs[k];
-        for (size_t i = s->nch; i-- > 0;) {
+        for (size_t i = s->nch; i-- > 0 && given < at_most;) {
             CUdeviceptr va = s->ch[i].va;
             if (!chunk_unused(s, &s->ch[i])) continue;   /* a block or a pending free uses it */
             if (a->ops.unmap(a->ops.user, va, s->ch[i].size) != CUDA_SUCCESS) continue;

@@ -131,9 +131,11 @@ sg_arena_fail sg_arena_alloc_claiming(sg_arena *a, size_t size, int own, sg_aren
  * or -1 if out of memory (the range then stays unusable; nothing breaks). */
 int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key, void *event);
 
-/* Gives back (unmap + release) every chunk that nothing uses; returns the
+/* Gives back (unmap + release) the chunks that nothing uses, from the
+ * highest address down (first fit reuses the lowest first), until at least
+ * at_most bytes went back or none is left (SIZE_MAX: every one); returns the
  * bytes given back. */
-size_t sg_arena_trim(sg_arena *a);
+size_t sg_arena_trim(sg_arena *a, size_t at_most);
 /* The stream-ordered frees still pending (their events not complete), after
  * taking in those that completed. */
 size_t sg_arena_pending(sg_arena *a);

@@ -46,6 +46,7 @@ static const sg_var vars[SG_CONFIG_NVARS] = {
     { SG_ENV_COST_TIMES, SG_VAR_CHOICE, cost_times_names, offsetof(sg_config, cost_times), 0, 0 },
     { SG_ENV_VARIANT_MEMORY, SG_VAR_BYTES, NULL, offsetof(sg_config, variant_memory), 0, 0 },
     { SG_ENV_AUDIT_RECORDS, SG_VAR_CHOICE, strict_names, offsetof(sg_config, audit_records), 0, 0 },
+    { SG_ENV_HEADROOM, SG_VAR_BYTES, NULL, offsetof(sg_config, headroom_bytes), 0, 0 },
 };
 
 const char *sg_policy_name(sg_policy p)
@@ -188,6 +189,7 @@ int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn)
     cfg->policy_asked = SG_POLICY_DEFAULT;
     cfg->log_level = SG_LOG_DEFAULT;
     cfg->place_max_bytes = SIZE_MAX;
+    cfg->headroom_bytes = SG_HEADROOM_AUTO;
     cfg->profile_steps = SG_PROFILE_STEPS_DEFAULT;
     cfg->alias = SG_ALIAS_DEFAULT;
     cfg->alias_min_bytes = SG_ALIAS_MIN_DEFAULT;

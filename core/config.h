@@ -13,6 +13,7 @@
 #define SG_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define SG_ENV_POLICY   "STABLEGRAPH_POLICY"
 #define SG_ENV_LOG      "STABLEGRAPH_LOG"
@@ -28,6 +29,7 @@
 #define SG_ENV_COST_TIMES "STABLEGRAPH_COST_TIMES"
 #define SG_ENV_VARIANT_MEMORY "STABLEGRAPH_VARIANT_MEMORY"
 #define SG_ENV_AUDIT_RECORDS "STABLEGRAPH_AUDIT_RECORDS"
+#define SG_ENV_HEADROOM "STABLEGRAPH_HEADROOM"
 
 /* Accepted values, in order: X(ENUM_SUFFIX, "name"). */
 #define SG_POLICY_LIST(X)                                                     \
@@ -80,12 +82,16 @@ typedef enum { SG_COST_TIMES_LIST(SG_COST_TIMES_ITEM_) SG_COST_TIMES_COUNT } sg_
 #define SG_MAX_GENERATIONS_DEFAULT 8
 #define SG_MAX_GENERATIONS_MAX   16
 #define SG_VARIANT_MEMORY_DEFAULT ((size_t)64 << 20)
+/* STABLEGRAPH_HEADROOM unset: a sixteenth of each device's memory, at most
+ * SG_HEADROOM_AUTO_MAX (mem_arena.c). */
+#define SG_HEADROOM_AUTO         SIZE_MAX
+#define SG_HEADROOM_AUTO_MAX     ((size_t)256 << 20)
 
 /* Longest value accepted for any variable (longer values are rejected). */
 #define SG_CONFIG_VALUE_MAX 1024
 /* Room for one complaint about one variable. */
 #define SG_CONFIG_MSG_MAX (SG_CONFIG_VALUE_MAX + 256)
-#define SG_CONFIG_NVARS 14
+#define SG_CONFIG_NVARS 15
 
 typedef struct sg_config {
     sg_policy policy;          /* effective policy: SG_POLICY_OFF after any error */
@@ -96,6 +102,10 @@ typedef struct sg_config {
      * driver unchanged (never placed). A byte count with an optional K, M, G
      * or T suffix (powers of 1024). Default SIZE_MAX: no limit. */
     size_t place_max_bytes;
+    /* STABLEGRAPH_HEADROOM: device memory the library keeps free for the
+     * driver by giving back unused placed chunks (a byte count as for
+     * PLACE_MAX_BYTES; 0: none kept; default SG_HEADROOM_AUTO). */
+    size_t headroom_bytes;
     /* skip_profiled (core/profiled.h):
      * STABLEGRAPH_PROFILE_STEPS: launches profiled per exec before deciding
      *   (1..1000, default 3);

@@ -190,19 +190,26 @@ void sg_marena_event_put(void *u, void *ev)
     }
 }
 
-/* Whether ar's device has `bytes` free (cuMemGetInfo in ar's context); 1
- * if the driver cannot say (the chunks' own creation then decides). */
+/* The driver's free memory on ar's device (cuMemGetInfo in ar's context:
+ * allowed in every capture mode); 0, or -1 if it cannot say. */
+static int device_free(mem_arena *ar, size_t *fr)
+{
+    CUcontext prev;
+    size_t total = 0;
+    if (!sg_drv.cuMemGetInfo_v2) return -1;
+    if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return -1;
+    CUresult rc = SG_DRIVER_CALL(cuMemGetInfo_v2, fr, &total);
+    sg_vmm_ctx_leave(ar->ctx, prev);
+    return rc == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* Whether ar's device has `bytes` free; 1 if the driver cannot say (the
+ * chunks' own creation then decides). */
 static int op_room(void *u, size_t bytes)
 {
-    mem_arena *ar = u;
-    CUcontext prev;
-    size_t fr = 0, total = 0;
-    if (!sg_drv.cuMemGetInfo_v2) return 1;
-    sg_vmm_relax();
-    if (sg_vmm_ctx_enter(ar->ctx, &prev) != 0) return 1;
-    CUresult rc = SG_DRIVER_CALL(cuMemGetInfo_v2, &fr, &total);
-    sg_vmm_ctx_leave(ar->ctx, prev);
-    return rc != CUDA_SUCCESS || bytes <= fr;
+    size_t fr = 0;
+    sg_vmm_relax();                /* (as the chunks' creation that follows) */
+    return device_free(u, &fr) != 0 || bytes <= fr;
 }
 
 /* A claim's wait (sg_marena_place_claiming): the allocating stream waits for
@@ -324,7 +331,7 @@ size_t sg_marena_orphan_trim_locked(mem_arena *ar)
 {
     if (ar->state != 1) return 0;
     size_t before = sg_arena_mapped(ar->arena);
-    size_t given = sg_arena_trim(ar->arena);
+    size_t given = sg_arena_trim(ar->arena, SIZE_MAX);
     sg_mem_mapped_delta(before, sg_arena_mapped(ar->arena));
     return given;
 }
@@ -414,28 +421,39 @@ static void orphan_trim(mem_arena *ar, void *u)
     *(size_t *)u += given;
 }
 
-/* Trims one arena; returns the bytes given back. */
-static size_t arena_trim(mem_arena *ar)
+/* Trims one arena (at least at_most bytes if it has them); returns the
+ * bytes given back. */
+static size_t arena_trim(mem_arena *ar, size_t at_most)
 {
     size_t given = 0;
     pthread_mutex_lock(&ar->lock);
     if (ar->state == 1) {
         size_t before = sg_arena_mapped(ar->arena);
-        given = sg_arena_trim(ar->arena);
+        given = sg_arena_trim(ar->arena, at_most);
         sg_mem_mapped_delta(before, sg_arena_mapped(ar->arena));
     }
     pthread_mutex_unlock(&ar->lock);
     return given;
 }
 
+/* What a trim asks: the arenas of dev (-1: every device), until budget bytes
+ * went back (SIZE_MAX: all they can give); given, what did. */
+typedef struct trim_req {
+    CUdevice dev;
+    size_t budget, given;
+} trim_req;
+
 static void trim_one(sg_ctx *cx, void *u)
 {
+    trim_req *q = u;
+    if (q->given >= q->budget) return;
     pthread_mutex_lock(&cx->lock);
-    mem_arena *ar = cx->part[SG_CTX_PART_ARENA];
+    mem_arena *ar = q->dev < 0 || (cx->vmm_state == 1 && cx->vmm.dev == q->dev) ? cx->part[SG_CTX_PART_ARENA]
+                                                                                 : NULL;
     if (ar) __atomic_add_fetch(&ar->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&cx->lock);
     if (!ar) return;
-    *(size_t *)u += arena_trim(ar);
+    q->given += arena_trim(ar, q->budget - q->given);
     sg_marena_unref(ar);
 }
 
@@ -473,9 +491,10 @@ size_t (*sg_mem_trim_hook)(void);
 
 size_t sg_mem_trim(void)
 {
-    size_t given = 0;
     if (!sg_mem_placing) return 0;
-    sg_ctx_foreach(trim_one, &given);
+    trim_req q = { -1, SIZE_MAX, 0 };
+    sg_ctx_foreach(trim_one, &q);
+    size_t given = q.given;
     orphans_each(orphan_trim, &given);
     if (sg_mem_trim_hook) given += sg_mem_trim_hook();
     sg_vmm_unrelax();
@@ -509,4 +528,80 @@ static void rekey_one(sg_ctx *cx, void *u)
 
 void sg_marena_rekey_all(sg_arena_key key) { sg_ctx_foreach(rekey_one, &key); }
 
-void sg_marena_init(void) { sg_ctx_on_teardown(SG_CTX_PART_ARENA, arena_teardown); }
+/* ------------------------------------------------------------- headroom */
+
+/* Freed placed memory stays mapped for the next blocks, but the driver may
+ * need device memory where no call of the program tells the library so: a
+ * kernel's code loaded at its first launch (lazy loading), a kernel's local
+ * memory grown at its launch (an uncaptured launch goes straight to the
+ * driver: interpose/hooks.c), another process on the device. So after a
+ * placed free the library keeps the device's free memory (the driver's
+ * figure, which does not count the arenas' unused chunks) at the headroom
+ * (STABLEGRAPH_HEADROOM; by default a sixteenth of the device's memory, at
+ * most 256 MiB) or above: below it, the device's arenas give back unused
+ * chunks, the highest first, until it is restored or none is left. The
+ * driver is asked (cuMemGetInfo, in the arena's context) at the device's
+ * first free, then at every 64th free while at least 4 headrooms were free,
+ * every 8th above 2, every one below: a device with room costs one query
+ * per 64 frees. State per device, in atomics: a race asks once more or once
+ * less. */
+static size_t headroom_cfg;        /* STABLEGRAPH_HEADROOM, SG_HEADROOM_AUTO, or 0: off */
+static struct {
+    size_t want;                   /* the device's headroom; 0: not known yet */
+    size_t last_free;              /* the driver's free memory when last asked (and trimmed) */
+    int known;                     /* last_free is set */
+    unsigned long frees;           /* frees since then */
+} room[SG_VMM_MAX_DEVICES];
+
+static size_t headroom_of(CUdevice dev)
+{
+    size_t want = __atomic_load_n(&room[dev].want, __ATOMIC_RELAXED);
+    if (want) return want;
+    want = headroom_cfg;
+    if (want == SG_HEADROOM_AUTO) {
+        size_t total = 0;
+        if (!sg_drv.cuDeviceTotalMem_v2 || SG_DRIVER_CALL(cuDeviceTotalMem_v2, &total, dev) != CUDA_SUCCESS)
+            return 0;
+        want = total / 16 < SG_HEADROOM_AUTO_MAX ? total / 16 : SG_HEADROOM_AUTO_MAX;
+    }
+    __atomic_store_n(&room[dev].want, want, __ATOMIC_RELAXED);
+    return want;
+}
+
+void sg_marena_keep_headroom(mem_arena *ar)
+{
+    CUdevice dev = ar->vmm.dev;
+    if (!headroom_cfg || dev < 0 || dev >= SG_VMM_MAX_DEVICES || __atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE))
+        return;
+    size_t want = headroom_of(dev);
+    if (!want) return;
+    unsigned long n = __atomic_add_fetch(&room[dev].frees, 1, __ATOMIC_RELAXED);
+    size_t last = __atomic_load_n(&room[dev].last_free, __ATOMIC_RELAXED);
+    unsigned long every = !__atomic_load_n(&room[dev].known, __ATOMIC_ACQUIRE) ? 1
+                          : last / 4 >= want                                 ? 64
+                          : last / 2 >= want                                 ? 8
+                                                                             : 1;
+    if (n < every) return;
+    __atomic_store_n(&room[dev].frees, 0, __ATOMIC_RELAXED);
+    size_t fr = 0;
+    int known = device_free(ar, &fr) == 0;
+    if (known && fr < want) {
+        trim_req q = { dev, want - fr, 0 };
+        sg_ctx_foreach(trim_one, &q);
+        if (q.given)
+            SG_DEBUG("headroom: device %d had %zu bytes free (headroom %zu): gave back %zu bytes of unused "
+                     "placed memory", (int)dev, fr, want, q.given);
+        fr += q.given;
+    }
+    sg_vmm_unrelax();
+    if (!known) return;
+    __atomic_store_n(&room[dev].last_free, fr, __ATOMIC_RELAXED);
+    __atomic_store_n(&room[dev].known, 1, __ATOMIC_RELEASE);
+}
+
+void sg_marena_init(size_t headroom)
+{
+    headroom_cfg = headroom;
+    memset(room, 0, sizeof room);
+    sg_ctx_on_teardown(SG_CTX_PART_ARENA, arena_teardown);
+}

@@ -68,8 +68,13 @@ sg_arena_fail sg_marena_place_claiming(mem_arena *ar, size_t bytes, int own, sg_
 /* A destroyed stream's key: every arena's pending frees under it wait for
  * their events only. */
 void sg_marena_rekey_all(sg_arena_key key);
-/* Registers the arenas' part of context teardown. */
-void sg_marena_init(void);
+/* Registers the arenas' part of context teardown; the headroom to keep
+ * (STABLEGRAPH_HEADROOM: bytes, SG_HEADROOM_AUTO, or 0). */
+void sg_marena_init(size_t headroom);
+/* After a placed free of ar's: keeps its device's free memory at the
+ * headroom, giving back unused chunks of the device's arenas (mem_arena.c;
+ * no lock held). */
+void sg_marena_keep_headroom(mem_arena *ar);
 
 /* A live placed block. */
 typedef struct sg_block {

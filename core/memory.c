@@ -522,6 +522,7 @@ static CUresult mem_free(const sg_call *c)
     sg_vmm_unrelax();
     sg_mem_live_sub(b->size);
     free(b);
+    if (!ended) sg_marena_keep_headroom(ar);
     if (ended) sg_marena_unref(ar);   /* the context record's reference, kept by the orphan */
     sg_marena_unref(ar);
     return CUDA_SUCCESS;
@@ -570,7 +571,7 @@ void sg_mem_init(const sg_caps *caps)
     sg_mem_placing = caps->place;
     place_max = caps->place_max_bytes;
     own_min = caps->own_handles_min;
-    sg_marena_init();
+    sg_marena_init(caps->headroom_bytes);
 }
 
 CUresult sg_mem_call(const sg_call *c)

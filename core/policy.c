@@ -20,6 +20,7 @@ sg_caps sg_policy_caps(const sg_config *cfg)
     c.alias = c.variants && cfg->alias != SG_ALIAS_NEVER;
     c.own_handles_min = SIZE_MAX;
     c.place_max_bytes = cfg->place_max_bytes;
+    c.headroom_bytes = cfg->headroom_bytes;
     if (c.alias) c.own_handles_min = cfg->alias_min_bytes ? cfg->alias_min_bytes : 1;
     c.profile_steps = cfg->profile_steps > 0 ? cfg->profile_steps : SG_PROFILE_STEPS_DEFAULT;
     c.max_variants = cfg->max_generations > 0 ? cfg->max_generations : SG_MAX_GENERATIONS_DEFAULT;

@@ -37,6 +37,7 @@ typedef struct sg_caps {
     sg_alias_mode alias_mode;
     size_t own_handles_min;
     size_t place_max_bytes;    /* STABLEGRAPH_PLACE_MAX_BYTES */
+    size_t headroom_bytes;     /* STABLEGRAPH_HEADROOM (SG_HEADROOM_AUTO: per device) */
     int profile_steps;     /* launches profiled per exec */
     int max_variants;      /* exec variants per exec (the program's own included) */
     size_t variant_memory; /* host bytes all execs' variants may hold (STABLEGRAPH_VARIANT_MEMORY) */

@@ -40,6 +40,12 @@
  *   lazy_launch     the CUDA runtime's way: cuLibraryGetKernel on a
  *                   squeezed device, then the CUkernel launched at once (its
  *                   first launch in the context loads it)
+ *   headroom_launch a CUkernel looked up with no context current (so loaded
+ *                   nowhere), then, on a squeezed device, launched outside a
+ *                   capture: its first launch in the context loads it, and
+ *                   that launch goes straight to the driver (the runner sets
+ *                   CUDAEMU_FUNC_BYTES=12M: more than squeeze leaves free,
+ *                   less than the 256 MiB device's headroom of 16 MiB)
  *   pool            control: cuMemAllocFromPoolAsync (never placed) from
  *                   the default pool on a squeezed device (retried before
  *                   the round)
@@ -50,7 +56,8 @@
  * retried its launches already). pool passed before. Added later
  * (2026-12-07, library of cf74331): lazy_function and lazy_kernel got
  * CUDA_ERROR_OUT_OF_MEMORY from each function taken (2 each) under both
- * policies, lazy_launch from the launch.
+ * policies, lazy_launch from the launch; headroom_launch from the launch
+ * (then and with STABLEGRAPH_HEADROOM=0: no retry can see that launch).
  * Usage: adv_oom CASE
  */
 #include "adv_common.h"
@@ -318,6 +325,20 @@ static void lazy_launch(void)
     R(cuLibraryUnload(l));
 }
 
+static void headroom_launch(void)
+{
+    CUlibrary l;
+    CUkernel k;
+    CUcontext cur;
+    load_kernels(NULL, &l);
+    MUST(cuCtxPopCurrent(&cur));
+    MUST(cuLibraryGetKernel(&k, l, "fill_u32"));
+    MUST(cuCtxPushCurrent(cur));
+    squeeze();
+    use_fill("CUkernel launched first on a squeezed device", (CUfunction)(void *)k, NULL);
+    R(cuLibraryUnload(l));
+}
+
 static void pool_case(void)
 {
     CUmemoryPool pool;
@@ -342,7 +363,7 @@ int main(int argc, char **argv)
 {
     static const char *const names[] = { "module", "library", "context", "primary", "limit",
                                          "observed_launch", "pool", "lazy_function", "lazy_kernel",
-                                         "lazy_launch", NULL };
+                                         "lazy_launch", "headroom_launch", NULL };
     int c = adv_case(argc, argv, names);
     if (c != 3) {
         adv_open(&ctx, &mod);
@@ -359,6 +380,7 @@ int main(int argc, char **argv)
     case 7: lazy_function(); break;
     case 8: lazy_kernel(); break;
     case 9: lazy_launch(); break;
+    case 10: headroom_launch(); break;
     }
     adv_check("ran", 1, "%s", argv[1]);
     return adv_finish();

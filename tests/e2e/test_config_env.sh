@@ -42,7 +42,7 @@ check_eq "skip_temp accepted" "$(json_get "$rep" policy)" skip_temp
 check_eq "skip_temp: no start-up warning" "$err" ""
 rep=$TMP/prof.json
 err=$(STABLEGRAPH_POLICY=skip_profiled STABLEGRAPH_PROFILE_STEPS=5 STABLEGRAPH_ALIAS=never \
-      STABLEGRAPH_ALIAS_MIN_BYTES=64K STABLEGRAPH_MAX_GENERATIONS=2 STABLEGRAPH_VARIANT_MEMORY=1G STABLEGRAPH_STRICT=1 \
+      STABLEGRAPH_ALIAS_MIN_BYTES=64K STABLEGRAPH_MAX_GENERATIONS=2 STABLEGRAPH_VARIANT_MEMORY=1G STABLEGRAPH_HEADROOM=64M STABLEGRAPH_STRICT=1 \
       STABLEGRAPH_REPORT=$rep LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
 check_eq "skip_profiled and its variables accepted" "$(json_get "$rep" policy)" skip_profiled
 check_eq "skip_profiled: no start-up warning (aliasing is implemented)" "$err" ""
@@ -64,7 +64,8 @@ STABLEGRAPH_COSTS=$TMP/missing.tsv STABLEGRAPH_STRICT=1 LD_PRELOAD=$LIB LD_LIBRA
     "$PROG" direct >/dev/null 2>&1
 check_eq "STABLEGRAPH_COSTS missing, strict: exit status 2" "$?" 2
 for bad in STABLEGRAPH_PROFILE_STEPS=0 STABLEGRAPH_ALIAS=maybe STABLEGRAPH_ALIAS_MIN_BYTES=1X \
-           STABLEGRAPH_MAX_GENERATIONS=17 STABLEGRAPH_COST_TIMES=both STABLEGRAPH_VARIANT_MEMORY=lots; do
+           STABLEGRAPH_MAX_GENERATIONS=17 STABLEGRAPH_COST_TIMES=both STABLEGRAPH_VARIANT_MEMORY=lots \
+           STABLEGRAPH_HEADROOM=-5; do
     err=$(env "$bad" STABLEGRAPH_POLICY=skip_profiled LD_PRELOAD=$LIB LD_LIBRARY_PATH="$EMU_LIB" "$PROG" direct 2>&1 >/dev/null)
     check "${bad%%=*} bad: rejected with the accepted values" grep -q "^stablegraph: error: ${bad%%=*}=\"${bad#*=}\" is not valid.*accepted: " <<<"$err"
 done

@@ -923,6 +923,15 @@ for c in lazy_function lazy_kernel lazy_launch; do
         attack="lazy loading of a kernel's code when its function is taken, the device's memory in the arenas ($c)" \
         -- adv_oom $c
 done
+# The device's memory the driver takes where no call of the program says so
+# (a CUkernel's first launch in a context, outside a capture: straight to
+# the driver, no retry possible; local memory growth at a launch; another
+# process): before, under temp and prof, the launch got
+# CUDA_ERROR_OUT_OF_MEMORY; now a placed free keeps the device's headroom
+# free (core/mem_arena.c sg_marena_keep_headroom; 16 MiB on this device).
+adv name=r21/oom_headroom_launch env="$MEM_R21 CUDAEMU_FUNC_BYTES=12M" to=4 eng_t="$PLACED" eng_p="$PLACED" \
+    attack="a CUkernel's first launch outside a capture on a device whose memory the arenas hold" \
+    -- adv_oom headroom_launch
 # Round 23: framework usage patterns (adv_frameworks.c): valid programs that
 # use the driver API as frameworks do. torch: PyTorch CUDA graphs (eager
 # warm-up with stream-ordered temporaries, three graphs captured in

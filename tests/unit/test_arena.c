@@ -399,17 +399,37 @@ TEST(trim_gives_back_unused_chunks)
     release(a, x, 3 * G);
     CHECK_EQ(sg_arena_free(a, z, G, S1, (void *)5), 0);     /* pending, event 5 */
     CHECK_EQ(sg_arena_mapped_free(a), 3 * G);  /* x's granules: 3 holds y, 4 z (pending) */
-    CHECK_EQ(sg_arena_trim(a), 3 * G);         /* x's granules; not y's (live) nor z's (pending) */
+    CHECK_EQ(sg_arena_trim(a, SIZE_MAX), 3 * G);         /* x's granules; not y's (live) nor z's (pending) */
     CHECK_EQ(F.releases, 3);
     CHECK_EQ(F.unmaps, 3);
     CHECK_EQ(sg_arena_mapped(a), 2 * G);
     F.done[5] = 1;
-    CHECK_EQ(sg_arena_trim(a), G);             /* z's completed: granule 4 goes, 3 stays (y) */
+    CHECK_EQ(sg_arena_trim(a, SIZE_MAX), G);             /* z's completed: granule 4 goes, 3 stays (y) */
     CHECK_EQ(sg_arena_mapped(a), G);
     CUdeviceptr x2 = alloc(a, 3 * G);          /* the same place, new chunks */
     CHECK_EQ(x2, x);
     CHECK_EQ(F.creates, 8);
-    CHECK_EQ(sg_arena_trim(a), 0);
+    CHECK_EQ(sg_arena_trim(a, SIZE_MAX), 0);
+    sg_arena_destroy(a, 1);
+    check_balanced();
+}
+
+/* A trim with a budget (keeping the device's headroom: mem_arena.c) gives
+ * back the highest unused chunks first, chunk by chunk until the budget is
+ * met: the lowest, which first fit reuses, stay mapped. */
+TEST(trim_with_a_budget_gives_back_the_highest_first)
+{
+    sg_arena *a = fresh(64 * G);
+    CUdeviceptr x = alloc(a, 4 * G);           /* granules 0-3 */
+    CHECK_EQ(F.creates, 4);
+    release(a, x, 4 * G);
+    CHECK_EQ(sg_arena_trim(a, G / 2), G);      /* one chunk: granule 3 */
+    CHECK_EQ(sg_arena_mapped(a), 3 * G);
+    CHECK_EQ(sg_arena_trim(a, G + 1), 2 * G);  /* granules 2 and 1 */
+    CHECK_EQ(sg_arena_mapped(a), G);
+    CHECK_EQ(alloc(a, G), x);                  /* granule 0, still mapped: no new chunk */
+    CHECK_EQ(F.creates, 4);
+    CHECK_EQ(sg_arena_trim(a, 0), 0);
     sg_arena_destroy(a, 1);
     check_balanced();
 }
@@ -442,7 +462,7 @@ TEST(mapped_free_counts_whole_chunks)
     for (int i = 2; i < 8; i += 2) release(a, b[i], G / 2);
     CHECK_EQ(sg_arena_mapped_free(a), 6 * G);             /* everything mapped */
     CHECK_EQ(sg_arena_mapped_free(a), sg_arena_mapped(a));
-    CHECK_EQ(sg_arena_trim(a), 6 * G);                    /* what was counted, trim gives back */
+    CHECK_EQ(sg_arena_trim(a, SIZE_MAX), 6 * G);                    /* what was counted, trim gives back */
     CHECK_EQ(sg_arena_mapped_free(a), 0);
     CHECK_EQ(sg_arena_mapped(a), 0);
     CHECK_EQ(F.creates, 6);
@@ -573,6 +593,7 @@ int main(void)
     RUN(failures_leave_nothing);
     RUN(destroy_releases_everything);
     RUN(trim_gives_back_unused_chunks);
+    RUN(trim_with_a_budget_gives_back_the_highest_first);
     RUN(mapped_free_counts_whole_chunks);
     RUN(shrinking_sizes_reuse_memory);
     RUN(rekey_detaches_a_stream);

@@ -180,6 +180,16 @@ TEST(skip_profiled_vars)
     CHECK(cfg.variant_memory == 0);
     check_bad("STABLEGRAPH_VARIANT_MEMORY", "lots", "a byte count");
     check_bad("STABLEGRAPH_VARIANT_MEMORY", "-1", "a byte count");
+    const char *const unset[] = { NULL };
+    CHECK_EQ(parse(unset), 0);
+    CHECK(cfg.headroom_bytes == SG_HEADROOM_AUTO);           /* unset: per device */
+    const char *const room[] = { "STABLEGRAPH_HEADROOM", "512M", NULL };
+    CHECK_EQ(parse(room), 0);
+    CHECK(cfg.headroom_bytes == (size_t)512 << 20);
+    const char *const noroom[] = { "STABLEGRAPH_HEADROOM", "0", NULL };
+    CHECK_EQ(parse(noroom), 0);
+    CHECK(cfg.headroom_bytes == 0);
+    check_bad("STABLEGRAPH_HEADROOM", "auto", "a byte count");
 }
 
 TEST(bad_log_keeps_default_level)

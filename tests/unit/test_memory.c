@@ -55,7 +55,12 @@ static struct fake {
     CUresult pool_set_rc;     /* cuDeviceSetMemPool / cuMemSetMemPool */
     CUresult pool_attr_rc;    /* cuMemPoolGetAttribute / cuMemPoolSetAttribute */
     cuuint64_t pool_drv;      /* the driver's figure for every pool attribute */
+    int info_calls;           /* the library's own cuMemGetInfo (headroom, room before growing) */
+    size_t info_free;         /* what it says is free (setup: plenty) */
+    CUresult info_rc;
 } F;
+
+static size_t setup_headroom;  /* STABLEGRAPH_HEADROOM of the next setup (0: off) */
 
 #define DEFAULT_POOL ((CUmemoryPool)0xd00)
 #define OTHER_POOL ((CUmemoryPool)0x0e00)
@@ -93,6 +98,13 @@ static CUresult d_dev_get(CUdevice *d, int ord)
     return ord == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 static CUresult d_total(size_t *b, CUdevice d) { (void)d; *b = (size_t)16 << 30; return CUDA_SUCCESS; }
+static CUresult d_meminfo(size_t *fr, size_t *total)
+{
+    F.info_calls++;
+    *fr = F.info_free;
+    *total = (size_t)16 << 30;
+    return F.info_rc;
+}
 static CUresult d_primary_state(CUdevice d, unsigned *fl, int *active)
 {
     (void)d;
@@ -233,6 +245,7 @@ static void fake_install(void)
     d.cuDeviceGetCount = d_dev_count;
     d.cuDeviceGet = d_dev_get;
     d.cuDeviceTotalMem_v2 = d_total;
+    d.cuMemGetInfo_v2 = d_meminfo;
     d.cuDevicePrimaryCtxGetState = d_primary_state;
     d.cuStreamGetCtx = d.cuStreamGetCtx_ptsz = d_stream_ctx;
     d.cuStreamIsCapturing = d.cuStreamIsCapturing_ptsz = d_is_capturing;
@@ -339,11 +352,13 @@ static void setup_own(sg_policy policy, size_t place_max, size_t own_min)
     F.next_va = 0x7f0000000000ULL;
     F.next_fwd = 0x50000000;
     F.primary_active = 1;
+    F.info_free = (size_t)16 << 30;
     fake_install();
     sg_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.policy = policy;
     cfg.place_max_bytes = place_max;
+    cfg.headroom_bytes = setup_headroom;
     sg_caps caps = sg_policy_caps(&cfg);
     caps.own_handles_min = own_min;
     sg_mem_init(&caps);
@@ -755,6 +770,64 @@ TEST(pressure_gives_memory_back)
     CHECK(sg_mem_find(b, NULL));                          /* live blocks were never touched */
 }
 
+/* Headroom (STABLEGRAPH_HEADROOM, mem_arena.c): after a placed free the
+ * library asks the driver how much of the device is free (cuMemGetInfo,
+ * which does not count the arenas' unused chunks) and, below the headroom,
+ * gives back unused chunks, the highest first, until it is restored: the
+ * driver may need memory where no call of the program says so (a kernel
+ * loaded or its local memory grown at an uncaptured launch). With room it
+ * asks once per 64 frees; 0 turns it off. */
+TEST(frees_keep_the_device_headroom)
+{
+    setup_headroom = 3 * G;
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    setup_headroom = 0;
+    CUdeviceptr a, b, c;
+    CHECK_CU(alloc(&a, 4 * G), CUDA_SUCCESS);             /* granules 0-3 (room asked first) */
+    CHECK_CU(alloc(&b, G), CUDA_SUCCESS);                 /* granule 4, live throughout */
+    int q = F.info_calls;
+    F.info_free = 100 * G;
+    CHECK_CU(mfree(a), CUDA_SUCCESS);                     /* the device's first free: asked */
+    CHECK_EQ(F.info_calls, q + 1);
+    CHECK_EQ(F.releases, 0);                              /* room: kept mapped */
+    for (int i = 0; i < 64; i++) {
+        CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
+        CHECK_EQ(c, a);                                   /* the same place each time */
+        CHECK_CU(mfree(c), CUDA_SUCCESS);
+    }
+    CHECK_EQ(F.info_calls, q + 2);                        /* once more, at the 64th */
+    CHECK_EQ(F.releases, 0);
+    F.info_free = G;                                      /* short of the headroom by 2 granules */
+    for (int i = 0; i < 64 && F.info_calls == q + 2; i++) {
+        CHECK_CU(alloc(&c, 4096), CUDA_SUCCESS);
+        CHECK_CU(mfree(c), CUDA_SUCCESS);
+    }
+    CHECK_EQ(F.info_calls, q + 3);
+    CHECK_EQ(F.releases, 2);                              /* granules 3 and 2; b's 4 is live */
+    CHECK_EQ(F.unmaps, 2);
+    CHECK_CU(alloc(&c, 2 * G), CUDA_SUCCESS);             /* granules 0-1, still mapped */
+    CHECK_EQ(c, a);
+    CHECK_EQ(F.creates, 5);
+    CHECK_CU(mfree(c), CUDA_SUCCESS);                     /* below 2 headrooms: asked at each free */
+    CHECK_EQ(F.info_calls, q + 4);
+    CHECK_EQ(F.releases, 4);                              /* 1 and 0 too: the device is still short */
+    F.info_rc = CUDA_ERROR_INVALID_CONTEXT;               /* the driver cannot say: nothing given back */
+    CHECK_CU(alloc(&c, G), CUDA_SUCCESS);                 /* one granule: no room asked */
+    CHECK_CU(mfree(c), CUDA_SUCCESS);
+    CHECK_EQ(F.info_calls, q + 5);
+    CHECK_EQ(F.releases, 4);
+    F.info_rc = CUDA_SUCCESS;
+    CHECK_CU(mfree(b), CUDA_SUCCESS);
+    CHECK_EQ(F.releases, 6);                              /* b's granule and the one below */
+
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);                 /* headroom 0: never asked */
+    F.info_free = 0;
+    CHECK_CU(alloc(&a, G), CUDA_SUCCESS);
+    CHECK_CU(mfree(a), CUDA_SUCCESS);
+    CHECK_EQ(F.info_calls, 0);
+    CHECK_EQ(F.releases, 0);
+}
+
 /* cuMemGetInfo counts as free the placed memory a new allocation could get:
  * wholly free granules, not holes beside live blocks. */
 TEST(memory_info_counts_freed_placed_memory)
@@ -1153,6 +1226,7 @@ int main(void)
     RUN(stream_ordered_blocks_outlive_their_context);
     RUN(frees_without_synchronization_or_context);
     RUN(default_pool_figures_count_placed_stream_ordered_memory);
+    RUN(frees_keep_the_device_headroom);
     sg_mem_reset();
     return check_done();
 }
