@@ -25,6 +25,7 @@ static int mark_oom;               /* set by uthash when a mark cannot be added 
 #include "driver.h"
 #include "ipc.h"
 #include "log.h"
+#include "stats.h"
 #include "util.h"
 #include "vmm.h"
 
@@ -333,6 +334,7 @@ size_t sg_marena_orphan_trim_locked(mem_arena *ar)
     size_t before = sg_arena_mapped(ar->arena);
     size_t given = sg_arena_trim(ar->arena, SIZE_MAX);
     sg_mem_mapped_delta(before, sg_arena_mapped(ar->arena));
+    SG_TOTAL_ADD(bytes_given_back, given);
     return given;
 }
 
@@ -433,6 +435,7 @@ static size_t arena_trim(mem_arena *ar, size_t at_most)
         sg_mem_mapped_delta(before, sg_arena_mapped(ar->arena));
     }
     pthread_mutex_unlock(&ar->lock);
+    SG_TOTAL_ADD(bytes_given_back, given);
     return given;
 }
 
@@ -588,6 +591,7 @@ void sg_marena_keep_headroom(mem_arena *ar)
     if (known && fr < want) {
         trim_req q = { dev, want - fr, 0 };
         sg_ctx_foreach(trim_one, &q);
+        if (q.given) SG_TOTAL_ADD(headroom_trims, 1);
         if (q.given)
             SG_DEBUG("headroom: device %d had %zu bytes free (headroom %zu): gave back %zu bytes of unused "
                      "placed memory", (int)dev, fr, want, q.given);

@@ -77,11 +77,13 @@ typedef struct sg_hook_counter {
  * program held at once in live allocations (placed or forwarded; counted
  * from a successful allocation until its free); bytes_mapped is the most
  * physical memory the library itself had mapped at once in its arenas
- * (memory.c). The memory target compares the two. The other totals are
- * counts. */
+ * (memory.c). The memory target compares the two. bytes_given_back sums
+ * the unused placed memory trims gave back to the driver (under pressure
+ * or to keep the headroom: mem_arena.c), headroom_trims counts the trims
+ * made for the headroom. The other totals are counts. */
 #define SG_TOTALS_LIST(X)                                                     \
     X(launches) X(updates_seen) X(updates_forwarded) X(updates_skipped)       \
-    X(bytes_requested) X(bytes_mapped)
+    X(bytes_requested) X(bytes_mapped) X(bytes_given_back) X(headroom_trims)
 #define SG_TOTALS_FIELD_(n) unsigned long n;
 typedef struct sg_totals { SG_TOTALS_LIST(SG_TOTALS_FIELD_) } sg_totals;
 

@@ -929,7 +929,8 @@ done
 # process): before, under temp and prof, the launch got
 # CUDA_ERROR_OUT_OF_MEMORY; now a placed free keeps the device's headroom
 # free (core/mem_arena.c sg_marena_keep_headroom; 16 MiB on this device).
-adv name=r21/oom_headroom_launch env="$MEM_R21 CUDAEMU_FUNC_BYTES=12M" to=4 eng_t="$PLACED" eng_p="$PLACED" \
+adv name=r21/oom_headroom_launch env="$MEM_R21 CUDAEMU_FUNC_BYTES=12M" to=4 \
+    eng_t="T['headroom_trims'] > 0" eng_p="T['headroom_trims'] > 0" \
     attack="a CUkernel's first launch outside a capture on a device whose memory the arenas hold" \
     -- adv_oom headroom_launch
 # Round 23: framework usage patterns (adv_frameworks.c): valid programs that

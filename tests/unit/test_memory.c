@@ -805,6 +805,8 @@ TEST(frees_keep_the_device_headroom)
     CHECK_EQ(F.info_calls, q + 3);
     CHECK_EQ(F.releases, 2);                              /* granules 3 and 2; b's 4 is live */
     CHECK_EQ(F.unmaps, 2);
+    CHECK_EQ(sg_stats_totals().headroom_trims, 1);        /* in the report */
+    CHECK_EQ(sg_stats_totals().bytes_given_back, 2 * G);
     CHECK_CU(alloc(&c, 2 * G), CUDA_SUCCESS);             /* granules 0-1, still mapped */
     CHECK_EQ(c, a);
     CHECK_EQ(F.creates, 5);
