@@ -6,6 +6,8 @@
 #   $(BUILD)/tests/e2e/adv_kernels.so the kernels (tests/e2e/adv_kernels.c)
 #   $(BUILD)/tests/e2e/adv_ver1.so, adv_ver2.so
 #                                     two versions of one kernel (class 9)
+#   $(BUILD)/tests/e2e/rt_devices     round 24's CUDA runtime program (nvcc;
+#                                     runner: tests/e2e/test_rt_devices.sh)
 
 ADV_DIR   := $(BUILD)/tests/e2e
 ADV_PROGS := $(patsubst tests/e2e/%.c,$(ADV_DIR)/%,\
@@ -36,3 +38,15 @@ $(ADV_DIR)/adv_ver%.so: tests/e2e/adv_kernels.c $(EMU_KERNEL_H)
 	$(CC) $(ALL_CFLAGS) $(EMU_MODULE_CFLAGS) -DADV_VERSION=$* -shared -o $@ $< $(ALL_LDFLAGS)
 
 all: $(ADV_PROGS) $(ADV_MODS)
+
+# Round 24: one process, several devices, through the CUDA runtime
+# (tests/e2e/test_rt_devices.sh): a CUDA runtime program built as rt_prog is
+# (interpose/interpose.mk: static runtime), when the toolkit has nvcc; its
+# kernels come from $(BUILD)/tests/emu/mod_rtdev.so (tests/emu/emu.mk).
+ifneq ($(wildcard $(NVCC)),)
+$(ADV_DIR)/rt_devices: tests/e2e/rt_devices.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cudart static -o $@ $<
+
+all: $(ADV_DIR)/rt_devices
+endif

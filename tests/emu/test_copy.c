@@ -1,18 +1,23 @@
 /*
  * test_copy.c: copies between contexts (cuMemcpyPeer, cuMemcpyPeerAsync and
- * their per-thread flavours) and cuMemcpy2DUnaligned next to cuMemcpy2D's
+ * their per-thread flavours; cuMemcpyPeer serialized with the work pending in
+ * both contexts) and cuMemcpy2DUnaligned next to cuMemcpy2D's
  * pitch limit (CU_DEVICE_ATTRIBUTE_MAX_PITCH), in the emulated driver
  * (emu_copy.c). Runs with two devices (CUDAEMU_DEVICES=2; main re-executes
  * the program to set it).
  */
 #include <cuda.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_test.h"
 
 /* The per-thread flavours (cuda.h declares them only for its own build). */
 CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
@@ -206,6 +211,71 @@ TEST(copy_2d_pitch_limit)
     munmap(h, big + 4096);
 }
 
+/* cuMemcpyPeer "is asynchronous with respect to the host, but serialized
+ * with respect all pending and future asynchronous work in to the current
+ * context, srcContext, and dstContext": a kernel still running on a
+ * non-blocking stream of the source context is done before the copy reads,
+ * one of the destination context before it writes (each kernel sleeps 100 ms
+ * first). Its Async form is ordered on its stream only (not checked: the
+ * absence of a wait). */
+TEST(peer_copy_serialized)
+{
+    char path[PATH_MAX + 64];
+    CHECK(emu_test_module_path("mod_test.so", path, sizeof path) == 0);
+    CUmodule m0, m1;
+    CUfunction slow0, slow1;
+    CUdeviceptr a, b;
+    CUstream s0, s1;
+    uint32_t words = N / 4, us = 100000, got[N / 4];
+    uint64_t n = words;
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    CHECK_CU(cuModuleLoad(&m0, path), CUDA_SUCCESS);
+    CHECK_CU(cuModuleGetFunction(&slow0, m0, "sleep_fill_u32"), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&a, N), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c1), CUDA_SUCCESS);
+    CHECK_CU(cuModuleLoad(&m1, path), CUDA_SUCCESS);
+    CHECK_CU(cuModuleGetFunction(&slow1, m1, "sleep_fill_u32"), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&b, N), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(a, 1, words), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(b, 1, words), CUDA_SUCCESS);
+
+    /* source side: the kernel writing a (context 0) comes first; device 1 current */
+    uint32_t v = 7;
+    void *pa = (void *)(uintptr_t)a, *pb = (void *)(uintptr_t)b;
+    void *args_a[] = { &pa, &v, &n, &us };
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchKernel(slow0, 1, 1, 1, 1, 1, 1, 0, s0, args_a, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c1), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyPeer(b, c1, a, c0, N), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyDtoH(got, b, N), CUDA_SUCCESS);
+    CHECK_EQ(got[0], 7);
+    CHECK_EQ(got[words - 1], 7);
+
+    /* destination side: the kernel writing b (context 1) comes first, the
+     * copy's bytes last; device 0 current */
+    uint32_t w = 8;
+    void *args_b[] = { &pb, &w, &n, &us };
+    CHECK_CU(cuMemsetD32(a, 9, words), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchKernel(slow1, 1, 1, 1, 1, 1, 1, 0, s1, args_b, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyPeer(b, c1, a, c0, N), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c1), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s1), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyDtoH(got, b, N), CUDA_SUCCESS);
+    CHECK_EQ(got[0], 9);
+    CHECK_EQ(got[words - 1], 9);
+
+    CHECK_CU(cuStreamDestroy(s1), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+    CHECK_CU(cuModuleUnload(m1), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s0), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_CU(cuModuleUnload(m0), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -219,6 +289,7 @@ int main(int argc, char **argv)
     RUN(setup);
     RUN(peer_copies);
     RUN(peer_copies_resolve);
+    RUN(peer_copy_serialized);
     RUN(copy_2d_pitch_limit);
     CHECK_CU(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
     CHECK_CU(cuDevicePrimaryCtxRelease(1), CUDA_SUCCESS);

@@ -7,7 +7,8 @@
  *   - cuGraphExecUpdate, cuGraphExecMemsetNodeSetParams and
  *     cuGraphExecMemcpyNodeSetParams: the operands of a memset or memcpy
  *     node must be allocated from the same contexts as the original ones
- *     (two contexts on one device: the device rule alone lets it pass).
+ *     (two contexts on one device: the device rule alone lets it pass), the
+ *     original operands' contexts as they were when the node was made.
  */
 #include "graph_util.h"
 
@@ -136,10 +137,56 @@ TEST(operands_keep_their_context)
     CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
 }
 
+/* The rule compares with the context the original operand was allocated
+ * in, not with whatever holds its address at the time of the update: the
+ * original block freed and its address given to a block of another context,
+ * an update (and a per-node set) with memory of the original context is
+ * accepted. (Until round 24 the emulator looked the original address up at
+ * the update, and refused it: two host threads each re-capturing a graph on
+ * their own device, tests/e2e/rt_devices.cu `threads`.) */
+TEST(original_operand_freed_address_reused)
+{
+    CUdevice dev;
+    CUcontext other;
+    CHECK_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+    CHECK_CU(cuCtxCreate(&other, NULL, 0, dev), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+    for (int copy = 0; copy < 2; copy++) {
+        printf("# %s node\n", copy ? "memcpy" : "memset");
+        CUdeviceptr a = gu_alloc(), b = gu_alloc();
+        CUgraphNode n0, n1;
+        CUgraph g0 = one_node(copy, a, b, &n0);
+        CUgraphExec e;
+        CUgraphExecUpdateResultInfo info;
+        CHECK_CU(cuGraphInstantiateWithFlags(&e, g0, 0), CUDA_SUCCESS);
+        CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+        CHECK_CU(cuCtxSetCurrent(other), CUDA_SUCCESS);
+        CUdeviceptr reused = gu_alloc();         /* the freed block's pages, in `other` */
+        CHECK(reused == a);
+        CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+        CUdeviceptr c = gu_alloc();
+        CUgraph next = one_node(copy, c, b, &n1);
+        CHECK_CU(cuGraphExecUpdate_v2(e, next, &info), CUDA_SUCCESS);
+        CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+        CHECK_CU(cuGraphLaunch(e, 0), CUDA_SUCCESS);
+        CHECK_CU(cuStreamSynchronize(0), CUDA_SUCCESS);
+        CHECK(copy || gu_all(c, 7));
+        CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+        CHECK_CU(cuGraphDestroy(next), CUDA_SUCCESS);
+        CHECK_CU(cuGraphDestroy(g0), CUDA_SUCCESS);
+        CHECK_CU(cuMemFree(c), CUDA_SUCCESS);
+        CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+        CHECK_CU(cuMemFree(reused), CUDA_SUCCESS);
+    }
+    CHECK_CU(cuCtxDestroy(other), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     gu_setup();
     RUN(device_updatable_nodes_refuse_update);
     RUN(operands_keep_their_context);
+    RUN(original_operand_freed_address_reused);
     return check_done();
 }

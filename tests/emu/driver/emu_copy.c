@@ -329,11 +329,25 @@ EMU_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr
  * (CUDA_ERROR_INVALID_CONTEXT); then it is a device-to-device copy like
  * cuMemcpyDtoD(Async), with the same range checks, on a stream of the
  * current context (NULL: its legacy or per-thread default stream), recorded
- * as a memcpy node during a capture. Peer access need not be enabled. */
+ * as a memcpy node during a capture. Peer access need not be enabled.
+ * cuMemcpyPeer "is ... serialized with respect to all pending and future
+ * asynchronous work in to the current context, srcContext, and dstContext
+ * (use cuMemcpyPeerAsync to avoid this synchronization)": it first waits
+ * for every stream of the three contexts (the copy itself is synchronous,
+ * so later work comes after it); cuMemcpyPeerAsync waits for nothing but
+ * its stream. A call refused during a capture waits for nothing. */
 static CUresult copy_peer(const char *call, CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
                           size_t n, CUstream h, int pt, int sync)
 {
     if (!emu_ctx_live(dst_ctx) || !emu_ctx_live(src_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (sync) {
+        CUresult r = emu_capture_check_unsafe(call);
+        if (r != CUDA_SUCCESS) return r;
+        CUcontext cur = emu_ctx_current();
+        emu_streams_sync_all(src_ctx);
+        if (dst_ctx != src_ctx) emu_streams_sync_all(dst_ctx);
+        if (cur && cur != src_ctx && cur != dst_ctx) emu_streams_sync_all(cur);
+    }
     return copy_1d(call, D, dst, D, src, n, h, pt, sync);
 }
 

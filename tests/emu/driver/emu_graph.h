@@ -55,6 +55,9 @@ typedef struct emu_nparams {
     emu_launch launch;              /* KERNEL */
     CUDA_MEMCPY3D copy;             /* MEMCPY */
     CUDA_MEMSET_NODE_PARAMS set;    /* MEMSET */
+    CUcontext src_alloc_ctx;        /* MEMCPY: the context its device source was allocated in when
+                                     * the parameters were set (emu_mem_alloc_ctx; NULL: none) */
+    CUcontext dst_alloc_ctx;        /* MEMCPY, MEMSET: the same for the device destination */
     CUDA_HOST_NODE_PARAMS host;     /* HOST */
     CUkernelNodeAttrValue attr[EMU_NODE_ATTR_IDS]; /* KERNEL: attributes by id */
     CUdeviceptr mem_ptr;            /* MEM_ALLOC: its allocation (one reference); MEM_FREE: what it frees */

@@ -161,6 +161,8 @@ CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext c
     np->type = CU_GRAPH_NODE_TYPE_MEMCPY;
     np->copy = *c;
     np->ctx = ctx;
+    if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE) np->src_alloc_ctx = emu_mem_alloc_ctx(c->srcDevice + c->srcXInBytes);
+    if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE) np->dst_alloc_ctx = emu_mem_alloc_ctx(c->dstDevice + c->dstXInBytes);
     return CUDA_SUCCESS;
 }
 
@@ -174,6 +176,7 @@ CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, C
     np->type = CU_GRAPH_NODE_TYPE_MEMSET;
     np->set = *s;
     np->ctx = ctx;
+    np->dst_alloc_ctx = emu_mem_alloc_ctx(s->dst);
     return CUDA_SUCCESS;
 }
 
@@ -286,12 +289,15 @@ static int operand_ok(CUmemorytype t, CUdeviceptr p, size_t n, int dev)
 /* "The source/destination memory must be allocated from the same contexts
  * as the original source/destination memory" (cuGraphExecUpdate and the
  * memset/memcpy exec setters): checked where both allocations were made in a
- * context (emu_mem_alloc_ctx); the docs name no context for other memory. */
-static int same_alloc_ctx(CUmemorytype t, CUdeviceptr was, CUdeviceptr now)
+ * context (emu_mem_alloc_ctx); the docs name no context for other memory.
+ * The original memory's context is the one recorded when the node's
+ * parameters were set (emu_nparams_memcpy, _memset): by the time of the
+ * update the original block may be freed and its address given to a block
+ * of another context, which says nothing about the original. */
+static int same_alloc_ctx(CUmemorytype t, CUcontext was, CUcontext now)
 {
     if (t != CU_MEMORYTYPE_DEVICE) return 1;
-    CUcontext a = emu_mem_alloc_ctx(was), b = emu_mem_alloc_ctx(now);
-    return !a || !b || a == b;
+    return !was || !now || was == now;
 }
 
 /* Whether an exec node may change from `old` to `nw` (same type), as
@@ -316,8 +322,8 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
         size_t n = b->WidthInBytes;
         if (!operand_ok(b->srcMemoryType, b->srcDevice + b->srcXInBytes, n, dev) ||
             !operand_ok(b->dstMemoryType, b->dstDevice + b->dstXInBytes, n, dev) ||
-            !same_alloc_ctx(b->srcMemoryType, a->srcDevice + a->srcXInBytes, b->srcDevice + b->srcXInBytes) ||
-            !same_alloc_ctx(b->dstMemoryType, a->dstDevice + a->dstXInBytes, b->dstDevice + b->dstXInBytes))
+            !same_alloc_ctx(b->srcMemoryType, old->src_alloc_ctx, nw->src_alloc_ctx) ||
+            !same_alloc_ctx(b->dstMemoryType, old->dst_alloc_ctx, nw->dst_alloc_ctx))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
@@ -331,7 +337,7 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
                 return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         }
         if (!operand_ok(CU_MEMORYTYPE_DEVICE, b->dst, b->width * b->elementSize, emu_ctx_device(old->ctx)) ||
-            !same_alloc_ctx(CU_MEMORYTYPE_DEVICE, a->dst, b->dst))
+            !same_alloc_ctx(CU_MEMORYTYPE_DEVICE, old->dst_alloc_ctx, nw->dst_alloc_ctx))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
