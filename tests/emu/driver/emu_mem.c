@@ -53,9 +53,13 @@ void emu_mem_fork(int phase)
 
 size_t emu_page_size(void)
 {
-    static size_t ps;
-    if (!ps) ps = (size_t)sysconf(_SC_PAGESIZE);
-    return ps;
+    static size_t ps;              /* atomic: threads may ask first at once (all get the same) */
+    size_t v = __atomic_load_n(&ps, __ATOMIC_RELAXED);
+    if (!v) {
+        v = (size_t)sysconf(_SC_PAGESIZE);
+        __atomic_store_n(&ps, v, __ATOMIC_RELAXED);
+    }
+    return v;
 }
 
 size_t emu_round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
