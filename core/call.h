@@ -41,6 +41,8 @@ typedef enum {
     SG_CALL_CTX_CREATE,     /* cuCtxCreate*: as DEV_ALLOC (memory.c), never refused for an earlier
                              * sticky error (core.c) */
     SG_CALL_CTX_DESTROY,    /* u.ctx */
+    SG_CALL_CTX_SWITCH,     /* cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent: the thread's
+                             * launch filter starts again (memory.c) */
     SG_CALL_PRIMARY_RETAIN, /* u.primary: tells which context is a device's primary one */
     SG_CALL_PRIMARY_DROP,   /* u.primary.dev: cuDevicePrimaryCtxRelease / Reset */
     /* captures and what they record (capture.c); graphs (graphs.c) */

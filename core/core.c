@@ -52,6 +52,8 @@ static CUresult route(const sg_call *c)
     case SG_CALL_FREE:
     case SG_CALL_POOL_SET:
     case SG_CALL_KERNEL_LOOKUP:
+    case SG_CALL_KERNEL:
+    case SG_CALL_CTX_SWITCH:
         return sg_mem_call(c);
     case SG_CALL_ADDR_RANGE:
     case SG_CALL_PTR_ATTR:
@@ -76,6 +78,7 @@ static CUresult route(const sg_call *c)
     case SG_CALL_CTX_DESTROY:
     case SG_CALL_PRIMARY_DROP:
         sg_rec_ctx_may_go();
+        sg_launch_filter_forget();
         return sg_ctx_call(c);
     case SG_CALL_PRIMARY_RETAIN:
         /* the first retain activates the context, which takes device memory:
@@ -100,7 +103,6 @@ static CUresult route(const sg_call *c)
         return sg_graph_call(c);
     case SG_CALL_CAPTURE_BEGIN:
     case SG_CALL_CAPTURE_END:
-    case SG_CALL_KERNEL:
     case SG_CALL_FORWARD:
         break;
     }
@@ -131,6 +133,7 @@ static CUresult sticky_probe(const sg_call *c)
     case SG_CALL_POOL_ATTR:         /* (forwarded first; a figure added on success only) */
     case SG_CALL_CTX_CREATE:
     case SG_CALL_CTX_DESTROY:
+    case SG_CALL_CTX_SWITCH:
     case SG_CALL_PRIMARY_RETAIN:
     case SG_CALL_PRIMARY_DROP:
         return CUDA_SUCCESS;

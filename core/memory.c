@@ -179,10 +179,6 @@ static CUresult fwd_free(const sg_call *c)
     return rc;
 }
 
-static int default_stream(CUstream s)
-{
-    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
-}
 
 /* A stream's key for stream-ordered reuse. A default stream (legacy or
  * per-thread) is one per context, so its key holds ctx, the current
@@ -191,7 +187,7 @@ static int default_stream(CUstream s)
 static sg_arena_key key_of(CUstream s, int per_thread, CUcontext ctx)
 {
     sg_stream_id id = sg_stream_id_of(s, per_thread);
-    if (!default_stream(s)) return (sg_arena_key){ id.stream, id.thread };
+    if (!sg_default_stream(s)) return (sg_arena_key){ id.stream, id.thread };
     return (sg_arena_key){ (uintptr_t)ctx, (1ULL << 63) | (id.thread << 1) |
                                                (id.stream == (uintptr_t)CU_STREAM_PER_THREAD) };
 }
@@ -429,7 +425,7 @@ static int free_how_of(mem_arena *ar, const sg_call *c, int ordered, free_how *h
     int capturing = c->u.free.async && sg_capture_active() &&
                     sg_capture_stream(c->u.free.stream, c->per_thread);
     if (__atomic_load_n(&ar->orphan, __ATOMIC_ACQUIRE) && !capturing) {
-        if (c->u.free.async && default_stream(c->u.free.stream) && sg_vmm_no_context()) {
+        if (c->u.free.async && sg_default_stream(c->u.free.stream) && sg_vmm_no_context()) {
             *rc = CUDA_ERROR_INVALID_CONTEXT;   /* the driver's answer: no stream to free on */
             return 1;
         }
@@ -454,7 +450,7 @@ static int free_how_of(mem_arena *ar, const sg_call *c, int ordered, free_how *h
     } else {
         if (capturing) return 2;   /* the driver decides; the block stays */
         CUcontext sctx = NULL;     /* a default stream's context: the current one */
-        if (default_stream(c->u.free.stream) &&
+        if (sg_default_stream(c->u.free.stream) &&
             (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &sctx) != CUDA_SUCCESS || !sctx)) {
             *rc = CUDA_ERROR_INVALID_CONTEXT;   /* the driver's answer: no stream to free on */
             return 1;
@@ -534,34 +530,9 @@ static CUresult mem_free(const sg_call *c)
  * (a stream not destroyed only loses reuse in its own order). */
 static CUresult mem_stream_destroy(const sg_call *c)
 {
-    if (sg_mem_placing && !default_stream(c->u.stream.stream))
+    if (sg_mem_placing && !sg_default_stream(c->u.stream.stream))
         sg_marena_rekey_all(key_of(c->u.stream.stream, 0, NULL));
     return c->forward(c->args);
-}
-
-/* cuLibraryGetKernel. Under lazy loading (the default) a kernel's code
- * reaches a context, taking device memory, when its function is first taken
- * there or at its first launch there; the CUDA runtime launches the CUkernel
- * itself right after looking it up, and that uncaptured launch goes
- * straight to the driver (hooks.c), so a failure for want of memory the
- * arenas hold would reach the program. The kernel is therefore loaded into
- * the current context now (cuKernelGetFunction; what the launch would load
- * next), given the arenas' unused chunks and tried once more on
- * CUDA_ERROR_OUT_OF_MEMORY. Not during a capture (the call's standing there
- * is not documented), not without a current context; whatever it answers,
- * the program gets the lookup's own result, and the kernel is as the driver
- * leaves it (loaded or not, its launch loads it if not). */
-static CUresult kernel_lookup(const sg_call *c)
-{
-    CUresult rc = c->forward(c->args);
-    if (rc != CUDA_SUCCESS || !sg_mem_placing || !c->u.lookup.out || !sg_drv.cuKernelGetFunction ||
-        sg_capture_active())
-        return rc;
-    CUkernel k = *c->u.lookup.out;
-    CUfunction f;
-    if (SG_DRIVER_CALL(cuKernelGetFunction, &f, k) == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0)
-        SG_DRIVER_CALL(cuKernelGetFunction, &f, k);
-    return rc;
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -580,7 +551,9 @@ CUresult sg_mem_call(const sg_call *c)
     case SG_CALL_ALLOC:
         return mem_alloc(c);
     case SG_CALL_DEV_ALLOC:
+        return sg_mem_placing ? forward_retry(c) : c->forward(c->args);
     case SG_CALL_CTX_CREATE:
+        sg_launch_filter_switched();       /* the new context is current */
         return sg_mem_placing ? forward_retry(c) : c->forward(c->args);
     case SG_CALL_FREE:
         return mem_free(c);
@@ -589,7 +562,12 @@ CUresult sg_mem_call(const sg_call *c)
     case SG_CALL_POOL_SET:
         return mem_pool_set(c);
     case SG_CALL_KERNEL_LOOKUP:
-        return kernel_lookup(c);
+        return sg_mem_kernel_lookup(c);
+    case SG_CALL_KERNEL:
+        return sg_mem_kernel_launch(c);
+    case SG_CALL_CTX_SWITCH:
+        sg_launch_filter_switched();
+        return c->forward(c->args);
     default:
         return c->forward(c->args);
     }

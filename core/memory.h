@@ -116,6 +116,31 @@ extern size_t (*sg_mem_trim_hook)(void);
  * (interpose/hooks.def). Locks: as sg_mem_trim. */
 CUresult sg_mem_retry(const sg_call *c, CUresult rc);
 
+/* The launch filter (round 24). Under lazy loading a function's first launch
+ * in a context may take device memory, and an uncaptured launch goes
+ * straight to the driver (interpose/hooks.c), where no retry can see its
+ * result. So the direct path reads, for its function, a byte of the table
+ * sg_launch_known names (SG_LAUNCH_SLOT): 0 sends the launch to the general
+ * path (memory.c kernel_launch: on CUDA_ERROR_OUT_OF_MEMORY trimmed and made
+ * once more, then the byte set in the current context's table, which the
+ * thread's pointer then names). Each thread starts on an all-zero table; a
+ * context switch (cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent,
+ * cuCtxCreate) points it back there; a context destroyed, or a primary one
+ * released or reset, clears every table. Not placing (off, always_update):
+ * the thread is pointed at sg_launch_all, every byte 1. Two functions of one
+ * slot: the second's first launch goes direct, as without the filter. */
+#define SG_LAUNCH_TABLE 4096
+#define SG_LAUNCH_SHIFT 4
+#define SG_LAUNCH_SLOT(f) (((uintptr_t)(f) >> SG_LAUNCH_SHIFT) & (SG_LAUNCH_TABLE - 1))
+extern __thread const unsigned char *sg_launch_known
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern const unsigned char sg_launch_all[SG_LAUNCH_TABLE];
+/* Every context's table cleared (a context destroyed, a primary one released
+ * or reset: what its functions had loaded is gone). */
+void sg_launch_filter_forget(void);
+/* The calling thread switched contexts: its filter starts again. */
+void sg_launch_filter_switched(void);
+
 /* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */
 void sg_mem_atfork(int phase);
 

@@ -11,6 +11,7 @@
 
 #include "../core/capture.h"
 #include "../core/core.h"
+#include "../core/memory.h"
 
 #include <string.h>
 
@@ -63,6 +64,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
     .u.memop = { .kind = SG_OP_NODE_PARAMS, .desc = (p), .node_update = 1 }
 #define SG_STREAM_DESTROY(s) .kind = SG_CALL_STREAM_DESTROY, .u.stream = { .stream = (s) }
 #define SG_CTX_DESTROY(c) .kind = SG_CALL_CTX_DESTROY, .u.ctx = { .ctx = (c) }
+#define SG_CTX_SWITCH .kind = SG_CALL_CTX_SWITCH
 #define SG_PRIMARY_RETAIN(o, d) .kind = SG_CALL_PRIMARY_RETAIN, .u.primary = { .out = (o), .dev = (d) }
 #define SG_PRIMARY_DROP(d) .kind = SG_CALL_PRIMARY_DROP, .u.primary = { .dev = (d) }
 #define SG_CAPTURE_BEGIN(s) .kind = SG_CALL_CAPTURE_BEGIN, .u.capture = { .stream = (s) }
@@ -168,24 +170,36 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_EXEC_DIRTY(e, n) .kind = SG_CALL_EXEC_DIRTY, .u.exec = { .exec = (e), .node = (n) }
 #define SG_EXEC_DESTROY(e) .kind = SG_CALL_EXEC_DESTROY, .u.exec = { .exec = (e) }
 
-/* A kernel launch goes straight to the driver once start-up is done and
- * while no stream capture is in progress: nothing to record, nothing else
- * to do. The exported wrapper holds only that test and two tail calls (the
- * real function, or the general path in sg_hook_<name>), so that it touches
- * no argument: a few instructions (`make bench` counts them). */
-static inline int sg_launch_direct(int have_real)
+/* A kernel launch goes straight to the driver once start-up is done, while
+ * no stream capture is in progress and once its function was launched from
+ * the thread's current context (the launch filter, core/memory.h: a first
+ * launch may need device memory, which the general path retries): nothing
+ * to record, nothing else to do. The exported wrapper holds only that test
+ * and two tail calls (the real function, or the general path in
+ * sg_hook_<name>), so that it touches no argument but reads f: a few
+ * instructions (`make bench` counts them). */
+static inline int sg_launch_direct(int have_real, CUfunction f)
 {
     return __atomic_load_n(&sg_ready, __ATOMIC_ACQUIRE) &&
-           !__atomic_load_n(&sg_captures_active, __ATOMIC_RELAXED) && have_real;
+           !__atomic_load_n(&sg_captures_active, __ATOMIC_RELAXED) && have_real &&
+           sg_launch_known[SG_LAUNCH_SLOT(f)];
 }
 
 /* The direct path of a kernel launch. GCC moves the stack-passed arguments
  * of a tail call (cuLaunchKernel has eleven) through registers and back;
  * on x86-64 the test and the jumps are therefore written in assembly, which
- * touches no argument register and no stack slot (11 instructions). Not in
+ * reads f (the first argument register, cuLaunchKernelEx's second), writes
+ * only rax and r11 and touches no stack slot (18 instructions). Not in
  * sanitizer builds, which instrument function entry; elsewhere, C. */
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define SG_LAUNCH_DIRECT_(name, params)                                       \
+#define SG_LAUNCH_FREG_(name) ((SG_ID_##name == SG_ID_cuLaunchKernelEx ||     \
+                                SG_ID_##name == SG_ID_cuLaunchKernelEx_ptsz))
+#define SG_LAUNCH_DIRECT_(name, params, ...)                                  \
+    do {                                                                      \
+        if (SG_LAUNCH_FREG_(name)) SG_LAUNCH_DIRECT_ASM_(name, "rsi");        \
+        else SG_LAUNCH_DIRECT_ASM_(name, "rdi");                              \
+    } while (0)
+#define SG_LAUNCH_DIRECT_ASM_(name, freg)                                     \
     do {                                                                      \
         __asm__ volatile("movl %[ready], %%eax\n\t"                           \
                          "testl %%eax, %%eax\n\t"                             \
@@ -193,6 +207,13 @@ static inline int sg_launch_direct(int have_real)
                          "movl %[caps], %%eax\n\t"                            \
                          "testl %%eax, %%eax\n\t"                             \
                          "jnz 1f\n\t"                                         \
+                         "movq %%" freg ", %%r11\n\t"                         \
+                         "shrq $%c[shift], %%r11\n\t"                         \
+                         "andl $%c[mask], %%r11d\n\t"                         \
+                         "movq sg_launch_known@gottpoff(%%rip), %%rax\n\t"    \
+                         "movq %%fs:(%%rax), %%rax\n\t"                       \
+                         "cmpb $0, (%%rax,%%r11)\n\t"                         \
+                         "je 1f\n\t"                                          \
                          "movq %[real], %%rax\n\t"                            \
                          "testq %%rax, %%rax\n\t"                             \
                          "jz 1f\n\t"                                          \
@@ -202,7 +223,8 @@ static inline int sg_launch_direct(int have_real)
                          :: [ready] "m"(sg_ready), [caps] "m"(sg_captures_active), \
                             [real] "m"(sg_real.name),                         \
                             [calls] "m"(sg_hook_counters[SG_ID_##name].calls), \
-                            [hook] "i"(sg_hook_##name)                        \
+                            [hook] "i"(sg_hook_##name),                       \
+                            [shift] "i"(SG_LAUNCH_SHIFT), [mask] "i"(SG_LAUNCH_TABLE - 1) \
                          /* the argument registers are the program's: never */ \
                          /* an operand's address */                           \
                          : "rax", "rdi", "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11", \
@@ -210,9 +232,10 @@ static inline int sg_launch_direct(int have_real)
         __builtin_unreachable();                                              \
     } while (0)
 #else
-#define SG_LAUNCH_DIRECT_(name, params)                                       \
+#define SG_LAUNCH_DIRECT_(name, params, ...)                                  \
     do {                                                                      \
-        if (__builtin_expect(sg_launch_direct(sg_real.name != NULL), 1)) {    \
+        if (__builtin_expect(sg_launch_direct(sg_real.name != NULL,          \
+                                              (sg_call){ __VA_ARGS__ }.u.kernel.f), 1)) { \
             __atomic_fetch_add(&sg_hook_counters[SG_ID_##name].calls, 1,      \
                                __ATOMIC_RELAXED);                             \
             return sg_real.name(SG_ARGS(params));                             \
@@ -240,7 +263,7 @@ static __attribute__((noinline)) CUresult sg_dispatch(const sg_call *c)
     static __attribute__((noinline)) CUresult sg_hook_##name(SG_PARAMS(params)); \
     SG_EXPORT CUresult name(SG_PARAMS(params))                                \
     {                                                                         \
-        if ((sg_call){ call }.kind == SG_CALL_KERNEL) SG_LAUNCH_DIRECT_(name, params); \
+        if ((sg_call){ call }.kind == SG_CALL_KERNEL) SG_LAUNCH_DIRECT_(name, params, call); \
         return sg_hook_##name(SG_ARGS(params));                               \
     }                                                                         \
     static CUresult sg_hook_##name(SG_PARAMS(params))                         \
@@ -249,6 +272,8 @@ static __attribute__((noinline)) CUresult sg_dispatch(const sg_call *c)
         __atomic_fetch_add(&sg_hook_counters[SG_ID_##name].calls, 1,          \
                            __ATOMIC_RELAXED);                                 \
         if (__builtin_expect(!sg_real.name, 0)) return sg_missing_real(SG_ID_##name); \
+        if (sg_passthrough_all && (sg_call){ call }.kind == SG_CALL_KERNEL)   \
+            sg_launch_known = sg_launch_all;   /* off: every launch direct */ \
         if (sg_passthrough_all || sg_in_hook) return sg_real.name(SG_ARGS(params)); \
         struct sg_args_##name a_ = { SG_ARGS(params) };                       \
         if ((sg_call){ call }.kind == SG_CALL_LAUNCH) {                       \

@@ -55,6 +55,8 @@ static struct fake {
     CUresult pool_set_rc;     /* cuDeviceSetMemPool / cuMemSetMemPool */
     CUresult pool_attr_rc;    /* cuMemPoolGetAttribute / cuMemPoolSetAttribute */
     cuuint64_t pool_drv;      /* the driver's figure for every pool attribute */
+    int launch_oom;           /* forwarded kernel launches that fail with OUT_OF_MEMORY first */
+    int launches;
     int info_calls;           /* the library's own cuMemGetInfo (headroom, room before growing) */
     size_t info_free;         /* what it says is free (setup: plenty) */
     CUresult info_rc;
@@ -291,6 +293,10 @@ static CUresult fwd(const void *args)
                                                                           : CUDA_ERROR_INVALID_VALUE;
     }
     F.fwd_other++;
+    if (c->kind == SG_CALL_KERNEL) {
+        F.launches++;
+        return F.launch_oom && F.launch_oom-- ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    }
     if (c->kind == SG_CALL_POOL_SET) return F.pool_set_rc;
     if (c->kind == SG_CALL_POOL_ATTR) {
         if (F.pool_attr_rc == CUDA_SUCCESS && !c->u.pattr.set)
@@ -318,7 +324,7 @@ static CUresult call(sg_call c)
     if (c.kind == SG_CALL_CAPTURE_BEGIN || c.kind == SG_CALL_CAPTURE_END) return sg_rec_call(&cc, route_fwd);
     switch (c.kind) {
     case SG_CALL_ALLOC: case SG_CALL_DEV_ALLOC: case SG_CALL_FREE: case SG_CALL_STREAM_DESTROY:
-    case SG_CALL_POOL_SET:
+    case SG_CALL_POOL_SET: case SG_CALL_KERNEL: case SG_CALL_CTX_SWITCH:
         return sg_mem_call(&cc);
     default:
         return sg_mem_query(&cc);
@@ -830,6 +836,48 @@ TEST(frees_keep_the_device_headroom)
     CHECK_EQ(F.releases, 0);
 }
 
+/* The launch filter (memory.h): an uncaptured launch of a function the
+ * thread has not launched from its current context comes to the general
+ * path, which retries it after a trim if it got CUDA_ERROR_OUT_OF_MEMORY
+ * (lazy loading takes memory at a first launch) and then marks the function
+ * in the context's table, so that its next launches go direct; a context
+ * switch starts the thread again; not placing, every launch goes direct. */
+TEST(launch_filter)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUfunction f = (CUfunction)0x7000, g = (CUfunction)0x7010;
+    sg_call k = { .kind = SG_CALL_KERNEL, .u.kernel = { .f = f } };
+    CUdeviceptr a;
+    CHECK_CU(alloc(&a, G), CUDA_SUCCESS);
+    CHECK_CU(mfree(a), CUDA_SUCCESS);                     /* the arena keeps its granule */
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(f)], 0);      /* a first launch: general path */
+    F.launch_oom = 1;
+    CHECK_CU(call(k), CUDA_SUCCESS);                      /* refused for want of memory, retried */
+    CHECK_EQ(F.launches, 2);
+    CHECK_EQ(F.releases, 1);                              /* after the granule went back */
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(f)], 1);      /* next time direct */
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(g)], 0);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_SWITCH }), CUDA_SUCCESS);
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(f)], 0);      /* another context may be current */
+    CHECK_CU(call(k), CUDA_SUCCESS);
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(f)], 1);      /* the same context's table again */
+    F.launch_oom = 2;                                     /* nothing left to give back: the driver's error */
+    k.u.kernel.f = g;
+    CHECK_CU(call(k), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(g)], 0);      /* not marked: not launched */
+    sg_launch_filter_forget();                            /* a context destroyed: every table cleared */
+    F.launch_oom = 0;
+    k.u.kernel.f = f;
+    CHECK_CU(call(k), CUDA_SUCCESS);
+    sg_launch_filter_switched();
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(f)], 0);
+
+    setup(SG_POLICY_ALWAYS_UPDATE, SIZE_MAX);             /* not placing: every launch direct */
+    CHECK_CU(call(k), CUDA_SUCCESS);
+    CHECK(sg_launch_known == sg_launch_all);
+    sg_launch_filter_switched();
+}
+
 /* cuMemGetInfo counts as free the placed memory a new allocation could get:
  * wholly free granules, not holes beside live blocks. */
 TEST(memory_info_counts_freed_placed_memory)
@@ -1229,6 +1277,7 @@ int main(void)
     RUN(frees_without_synchronization_or_context);
     RUN(default_pool_figures_count_placed_stream_ordered_memory);
     RUN(frees_keep_the_device_headroom);
+    RUN(launch_filter);
     sg_mem_reset();
     return check_done();
 }

@@ -1,0 +1,119 @@
+/*
+ * core/mem_lazy.c: lazy kernel loading under the library's memory (design.md,
+ * "Memory pressure" and "Headroom"). Under lazy loading (the default since
+ * CUDA 12.2) a kernel's code reaches a context, taking device memory, when
+ * its function is first taken or launched there; the arenas may hold that
+ * memory. cuModuleGetFunction, cuKernelGetFunction and cuFuncLoad are
+ * retried as allocations (memory.c); this file serves the two paths that
+ * need more: cuLibraryGetKernel, and the uncaptured kernel launch through
+ * the launch filter (memory.h).
+ *
+ * Locks: launch_lock guards the list of per-context tables (a leaf: nothing
+ * is taken under it); the tables' bytes are atomics; sg_launch_known is the
+ * thread's own.
+ */
+#include "mem_internal.h"
+
+#include "capture.h"
+#include "driver.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* cuLibraryGetKernel. Under lazy loading (the default) a kernel's code
+ * reaches a context, taking device memory, when its function is first taken
+ * there or at its first launch there; the CUDA runtime launches the CUkernel
+ * itself right after looking it up, and that uncaptured launch goes
+ * straight to the driver (hooks.c), so a failure for want of memory the
+ * arenas hold would reach the program. The kernel is therefore loaded into
+ * the current context now (cuKernelGetFunction; what the launch would load
+ * next), given the arenas' unused chunks and tried once more on
+ * CUDA_ERROR_OUT_OF_MEMORY. Not during a capture (the call's standing there
+ * is not documented), not without a current context; whatever it answers,
+ * the program gets the lookup's own result, and the kernel is as the driver
+ * leaves it (loaded or not, its launch loads it if not). */
+CUresult sg_mem_kernel_lookup(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    if (rc != CUDA_SUCCESS || !sg_mem_placing || !c->u.lookup.out || !sg_drv.cuKernelGetFunction ||
+        sg_capture_active())
+        return rc;
+    CUkernel k = *c->u.lookup.out;
+    CUfunction f;
+    if (SG_DRIVER_CALL(cuKernelGetFunction, &f, k) == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0)
+        SG_DRIVER_CALL(cuKernelGetFunction, &f, k);
+    return rc;
+}
+
+static const unsigned char launch_none[SG_LAUNCH_TABLE];   /* every launch: general path */
+const unsigned char sg_launch_all[SG_LAUNCH_TABLE] = { [0 ... SG_LAUNCH_TABLE - 1] = 1 };
+__thread const unsigned char *sg_launch_known = launch_none;
+
+typedef struct launch_table {
+    CUcontext ctx;
+    unsigned char *bytes;
+    struct launch_table *next;
+} launch_table;
+static launch_table *launch_tables;     /* never freed: a thread may still point at one */
+static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned char *launch_table_of(CUcontext ctx)
+{
+    pthread_mutex_lock(&launch_lock);
+    launch_table *t = launch_tables;
+    while (t && t->ctx != ctx) t = t->next;
+    if (!t && (t = calloc(1, sizeof *t)) && !(t->bytes = calloc(1, SG_LAUNCH_TABLE))) {
+        free(t);
+        t = NULL;
+    } else if (t && !t->ctx) {
+        t->ctx = ctx;
+        t->next = launch_tables;
+        launch_tables = t;
+    }
+    pthread_mutex_unlock(&launch_lock);
+    return t ? t->bytes : NULL;
+}
+
+/* A context destroyed or reset: what its kernels had loaded is gone (and a
+ * primary context keeps its handle). Every table is cleared (rare); other
+ * threads' pointers stay on their (now empty) tables. */
+void sg_launch_filter_switched(void) { sg_launch_known = launch_none; }
+
+void sg_launch_filter_forget(void)
+{
+    pthread_mutex_lock(&launch_lock);
+    for (launch_table *t = launch_tables; t; t = t->next)
+        for (size_t i = 0; i < SG_LAUNCH_TABLE; i++) __atomic_store_n(&t->bytes[i], 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&launch_lock);
+    sg_launch_known = launch_none;
+}
+
+/* An uncaptured kernel launch that the direct path sent here: a function's
+ * first launch in this thread's context since the thread's last switch (or
+ * one while a capture is active anywhere). Under lazy loading its first
+ * launch in a context may take device memory (a CUkernel looked up in
+ * another context): on CUDA_ERROR_OUT_OF_MEMORY the arenas give back their
+ * unused chunks and the launch is made once more (a launch that failed was
+ * not queued). Then its byte is set in the current context's table, if it
+ * ran there. */
+CUresult sg_mem_kernel_launch(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    if (!sg_mem_placing) {
+        sg_launch_known = sg_launch_all;
+        return rc;
+    }
+    if (sg_capture_active()) return rc;
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
+    CUcontext cur = NULL, sctx = NULL;
+    if (rc != CUDA_SUCCESS || SG_DRIVER_CALL(cuCtxGetCurrent, &cur) != CUDA_SUCCESS || !cur) return rc;
+    CUstream s = c->u.kernel.stream;
+    if (!sg_default_stream(s) && (SG_DRIVER_CALL(cuStreamGetCtx, s, &sctx) != CUDA_SUCCESS || sctx != cur))
+        return rc;
+    unsigned char *t = launch_table_of(cur);
+    if (!t) return rc;
+    __atomic_store_n(&t[SG_LAUNCH_SLOT(c->u.kernel.f)], 1, __ATOMIC_RELAXED);
+    sg_launch_known = t;
+    return rc;
+}
