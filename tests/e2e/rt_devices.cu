@@ -293,6 +293,29 @@ static void graph_step(dev_state *st, int dev, int step)
     st->expect += fill_sum(1.0f, N) + 2 * fill_sum(v, N);
 }
 
+// Each device's stream waited for, its output summed and checked, its exec,
+// stream and output freed; prints MODE_sum, MODE_updates and MODE_check.
+static void finish_graphs(dev_state st[2], const char *mode)
+{
+    double sums[2];
+    for (int dev = 0; dev < 2; dev++) {
+        CK(cudaSetDevice(dev));
+        CK(cudaStreamSynchronize(st[dev].s));
+        sums[dev] = sum_of(st[dev].out, N);
+        EXPECT(sums[dev] == st[dev].expect, "sum_dev%d=%.0f(want %.0f)", dev, sums[dev], st[dev].expect);
+        EXPECT(device_of(st[dev].out) == dev, "attr_dev%d=%d", dev, device_of(st[dev].out));
+        CK(cudaGraphExecDestroy(st[dev].exec));
+        CK(cudaStreamDestroy(st[dev].s));
+        CK(cudaFree(st[dev].out));
+    }
+    std::printf("%s_sum=%.0f,%.0f\n", mode, sums[0], sums[1]);
+    std::printf("%s_updates=%d,%d\n", mode, st[0].updates_ok, st[1].updates_ok);
+    char check[32];
+    std::snprintf(check, sizeof check, "%s_check", mode);
+    report(check);
+}
+
+
 static void mode_graphs()
 {
     dev_state st[2];
@@ -305,20 +328,7 @@ static void mode_graphs()
     }
     const int steps = 12;
     for (int step = 0; step < steps; step++) graph_step(&st[step % 2], step % 2, step);
-    double sums[2];
-    for (int dev = 0; dev < 2; dev++) {
-        CK(cudaSetDevice(dev));
-        CK(cudaStreamSynchronize(st[dev].s));
-        sums[dev] = sum_of(st[dev].out, N);
-        EXPECT(sums[dev] == st[dev].expect, "sum_dev%d=%.0f(want %.0f)", dev, sums[dev], st[dev].expect);
-        EXPECT(device_of(st[dev].out) == dev, "attr_dev%d=%d", dev, device_of(st[dev].out));
-        CK(cudaGraphExecDestroy(st[dev].exec));
-        CK(cudaStreamDestroy(st[dev].s));
-        CK(cudaFree(st[dev].out));
-    }
-    std::printf("graphs_sum=%.0f,%.0f\n", sums[0], sums[1]);
-    std::printf("graphs_updates=%d,%d\n", st[0].updates_ok, st[1].updates_ok);
-    report("graphs_check");
+    finish_graphs(st, "graphs");
 }
 
 // ------------------------------------------------------------------ pressure
@@ -478,19 +488,7 @@ static void mode_threads()
     std::thread t0(thread_work, &st[0], 0, steps), t1(thread_work, &st[1], 1, steps);
     t0.join();
     t1.join();
-    double sums[2];
-    for (int dev = 0; dev < 2; dev++) {
-        CK(cudaSetDevice(dev));
-        sums[dev] = sum_of(st[dev].out, N);
-        EXPECT(sums[dev] == st[dev].expect, "sum_dev%d=%.0f(want %.0f)", dev, sums[dev], st[dev].expect);
-        EXPECT(device_of(st[dev].out) == dev, "attr_dev%d=%d", dev, device_of(st[dev].out));
-        CK(cudaGraphExecDestroy(st[dev].exec));
-        CK(cudaStreamDestroy(st[dev].s));
-        CK(cudaFree(st[dev].out));
-    }
-    std::printf("threads_sum=%.0f,%.0f\n", sums[0], sums[1]);
-    std::printf("threads_updates=%d,%d\n", st[0].updates_ok, st[1].updates_ok);
-    report("threads_check");
+    finish_graphs(st, "threads");
 }
 
 int main(int argc, char **argv)
