@@ -57,7 +57,8 @@
  * (2026-12-07, library of cf74331): lazy_function and lazy_kernel got
  * CUDA_ERROR_OUT_OF_MEMORY from each function taken (2 each) under both
  * policies, lazy_launch from the launch; headroom_launch from the launch
- * (then and with STABLEGRAPH_HEADROOM=0: no retry can see that launch).
+ * (no retry could see that launch then; the headroom covers it, and since
+ * the launch filter, core/memory.h, the general path retries it).
  * Usage: adv_oom CASE
  */
 #include "adv_common.h"

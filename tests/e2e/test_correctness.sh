@@ -924,11 +924,12 @@ for c in lazy_function lazy_kernel lazy_launch; do
         -- adv_oom $c
 done
 # The device's memory the driver takes where no call of the program says so
-# (a CUkernel's first launch in a context, outside a capture: straight to
-# the driver, no retry possible; local memory growth at a launch; another
-# process): before, under temp and prof, the launch got
-# CUDA_ERROR_OUT_OF_MEMORY; now a placed free keeps the device's headroom
-# free (core/mem_arena.c sg_marena_keep_headroom; 16 MiB on this device).
+# (a CUkernel's first launch in a context, outside a capture; local memory
+# growth at a launch; another process): before, under temp and prof, the
+# launch got CUDA_ERROR_OUT_OF_MEMORY; now a placed free keeps the device's
+# headroom free (core/mem_arena.c sg_marena_keep_headroom; 16 MiB on this
+# device: the report counts its trims), and a function's first launch in a
+# context takes the general path, which retries it (core/mem_lazy.c).
 adv name=r21/oom_headroom_launch env="$MEM_R21 CUDAEMU_FUNC_BYTES=12M" to=4 \
     eng_t="T['headroom_trims'] > 0" eng_p="T['headroom_trims'] > 0" \
     attack="a CUkernel's first launch outside a capture on a device whose memory the arenas hold" \

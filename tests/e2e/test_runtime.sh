@@ -18,7 +18,8 @@
 #   - the runtime workloads ($BUILD/workloads/rt/): their checksum is their
 #     driver-API twin's and the Python model's; under off, always_update,
 #     skip_temp and skip_profiled, with and without
-#     CUDAEMU_KERNEL_DELAY_US=200: the same checksum, 0 violations, and the
+#     CUDAEMU_KERNEL_DELAY_US=200 (a sanitizer build: without only): the
+#     same checksum, 0 violations, and the
 #     same graph updates and instantiations reach the driver as for the twin
 #     (the same savings); the report counts the updates skipped;
 #   - cudaDeviceReset gives back the program's memory under every policy.
@@ -170,6 +171,10 @@ rt_fresh_inputs||fresh_inputs|fresh_inputs
 rt_instantiate_loop||recapture_temps|recapture_temps
 rt_train_loop|--steps 12 --nodes 48|train_loop|-"
 COUNTED="cuGraphExecUpdate_v2 cuGraphExecKernelNodeSetParams_v2 cuGraphInstantiateWithFlags cuGraphLaunch"
+# A sanitizer build runs the workloads at delay 0 only (it looks for memory
+# and thread errors on the same paths; CI's time).
+RT_DELAYS="0 200"
+san_build && RT_DELAYS=0
 
 while IFS='|' read -r name args twin model; do
     t=$(echo "$name$args" | tr -d ' -')
@@ -185,7 +190,7 @@ while IFS='|' read -r name args twin model; do
             "$(sum_of "$t.small")" "$(python3 "$REF" "$model" 5 8 64)"
     fi
     for policy in $POLICIES; do
-        for delay in 0 200; do
+        for delay in $RT_DELAYS; do
             tag=$t.$policy.$delay
             CUDAEMU_KERNEL_DELAY_US=$delay rtrun "$policy" "$tag" "$RT/$name" $args
             check_eq "$name $args/$policy/delay $delay: checksum as without the library" "$(sum_of "$tag")" "$base"
