@@ -32,6 +32,11 @@ check_eq() {
 # nothing.
 san_build() { grep -qs '[a-z]' "$BUILD/san.cfg"; }
 
+# test_delays: the CUDAEMU_KERNEL_DELAY_US values a test runs its programs
+# at: 0 and 200; 0 only in a sanitizer build (it looks for memory and thread
+# errors on the same paths, and CI's time is bounded).
+test_delays() { if san_build; then echo 0; else echo "0 200"; fi; }
+
 # emu CMD...: runs CMD on the emulated driver.
 emu() { LD_LIBRARY_PATH="$EMU_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 

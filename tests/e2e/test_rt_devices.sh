@@ -91,8 +91,7 @@ pressure kernel-first|p|pressure_blocks=most\npressure_late_launch=cudaSuccess\n
 # until the driver refuses a call: the lookup's load, the launch filter's
 # retry and the trims alone). A sanitizer build runs delay 0 only (it looks
 # for memory and thread errors on the same paths; CI's time).
-delays="0 200"
-san_build && delays=0
+delays=$(test_delays)
 while IFS='|' read -r mode extra want; do
     t=$(echo "$mode" | tr ' ' '_')
     want=$(printf '%b' "$want")

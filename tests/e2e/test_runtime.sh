@@ -173,8 +173,7 @@ rt_train_loop|--steps 12 --nodes 48|train_loop|-"
 COUNTED="cuGraphExecUpdate_v2 cuGraphExecKernelNodeSetParams_v2 cuGraphInstantiateWithFlags cuGraphLaunch"
 # A sanitizer build runs the workloads at delay 0 only (it looks for memory
 # and thread errors on the same paths; CI's time).
-RT_DELAYS="0 200"
-san_build && RT_DELAYS=0
+RT_DELAYS=$(test_delays)
 
 while IFS='|' read -r name args twin model; do
     t=$(echo "$name$args" | tr -d ' -')

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/e2e/test_skip_profiled.sh: the skip_profiled policy (core/profiled.c)
 # on the emulated driver, counted by its CUDAEMU_STATS, 30 steps, with and
-# without CUDAEMU_KERNEL_DELAY_US=200:
+# without CUDAEMU_KERNEL_DELAY_US=200 (a sanitizer build: without only,
+# test_delays in tests/lib.sh):
 #   - rotating_inputs, fresh_inputs, slices: checksums equal to the run
 #     without the library, 0 violations; update calls reaching the driver
 #     (cuGraphExecUpdate(_v2), cuGraphExecKernelNodeSetParams(_v2),
@@ -79,7 +80,7 @@ exec_sum() {
         "$TMP/$1.report.json" "$2"
 }
 
-for delay in 0 200; do
+for delay in $(test_delays); do
     export CUDAEMU_KERNEL_DELAY_US=$delay
     for name in rotating_inputs fresh_inputs slices; do
         tag="$name/delay=$delay"
@@ -229,7 +230,7 @@ done
 # Aliasing: small granules, every buffer its own handles, one generation.
 ALIAS_ENV=(CUDAEMU_GRANULARITY=65536 STABLEGRAPH_ALIAS_MIN_BYTES=4096 STABLEGRAPH_ALIAS=always
            STABLEGRAPH_MAX_GENERATIONS=1 "$FREE")
-for delay in 0 200; do
+for delay in $(test_delays); do
     tag="aliasing/fresh_inputs/delay=$delay"
     run base fresh_inputs none $STEPS CUDAEMU_GRANULARITY=65536
     run alias fresh_inputs skip_profiled $STEPS "${ALIAS_ENV[@]}" CUDAEMU_KERNEL_DELAY_US=$delay

@@ -3,8 +3,9 @@
 # (core/memory.c, core/arena.c) on the emulated driver.
 #   - every workload (and recapture_temps --async-alloc) gives the checksum it
 #     gives without the library, with 0 violations, also with
-#     CUDAEMU_KERNEL_DELAY_US=200; cuMemAlloc_v2 / cuMemAllocAsync no longer
-#     reach the driver, cuMemCreate / cuMemMap only a handful of times;
+#     CUDAEMU_KERNEL_DELAY_US=200 (not in a sanitizer build: test_delays,
+#     tests/lib.sh); cuMemAlloc_v2 / cuMemAllocAsync no longer reach the
+#     driver, cuMemCreate / cuMemMap only a handful of times;
 #     bytes_mapped <= 1.05 x bytes_requested + one granularity (report);
 #   - fault injection on cuMemCreate, cuMemMap, cuMemSetAccess and
 #     cuMemAddressReserve (1st call, 2nd call, every call): same checksums;
@@ -47,7 +48,7 @@ for r in "${runs[@]}"; do
     emu "$BUILD/workloads/$1" "${@:2}" --steps $STEPS >"$TMP/$name.base.out" 2>&1
     check_baseline "$r" "$TMP/$name.base.out" $?
     BASE[$name]=$(sum_in "$TMP/$name.base.out")
-    for delay in 0 200; do
+    for delay in $(test_delays); do
         run=$name.d$delay
         CUDAEMU_KERNEL_DELAY_US=$delay place "$run" "$BUILD/workloads/$1" "${@:2}" --steps $STEPS
         check_sum "$r (delay $delay): checksum as without the library" "$(sum_of "$run")" "${BASE[$name]}"
