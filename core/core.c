@@ -52,8 +52,12 @@ static CUresult route(const sg_call *c)
     case SG_CALL_FREE:
     case SG_CALL_POOL_SET:
     case SG_CALL_KERNEL_LOOKUP:
-    case SG_CALL_KERNEL:
     case SG_CALL_CTX_SWITCH:
+        return sg_mem_call(c);
+    case SG_CALL_KERNEL:
+        /* an uncaptured launch the launch filter sent here (memory.h); a
+         * captured one only adds its node */
+        if (sg_capture_active()) break;
         return sg_mem_call(c);
     case SG_CALL_ADDR_RANGE:
     case SG_CALL_PTR_ATTR:
