@@ -58,28 +58,32 @@ typedef struct launch_table {
 static launch_table *launch_tables;     /* never freed: a thread may still point at one */
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* ctx's table, made if it has none; NULL if out of memory (the launch is
+ * then not marked: its next launches take the general path too). */
 static unsigned char *launch_table_of(CUcontext ctx)
 {
     pthread_mutex_lock(&launch_lock);
     launch_table *t = launch_tables;
     while (t && t->ctx != ctx) t = t->next;
-    if (!t && (t = calloc(1, sizeof *t)) && !(t->bytes = calloc(1, SG_LAUNCH_TABLE))) {
-        free(t);
-        t = NULL;
-    } else if (t && !t->ctx) {
-        t->ctx = ctx;
-        t->next = launch_tables;
-        launch_tables = t;
+    if (!t && (t = calloc(1, sizeof *t))) {
+        if ((t->bytes = calloc(1, SG_LAUNCH_TABLE))) {
+            t->ctx = ctx;
+            t->next = launch_tables;
+            launch_tables = t;
+        } else {
+            free(t);
+            t = NULL;
+        }
     }
     pthread_mutex_unlock(&launch_lock);
     return t ? t->bytes : NULL;
 }
 
+void sg_launch_filter_switched(void) { sg_launch_known = launch_none; }
+
 /* A context destroyed or reset: what its kernels had loaded is gone (and a
  * primary context keeps its handle). Every table is cleared (rare); other
  * threads' pointers stay on their (now empty) tables. */
-void sg_launch_filter_switched(void) { sg_launch_known = launch_none; }
-
 void sg_launch_filter_forget(void)
 {
     pthread_mutex_lock(&launch_lock);
