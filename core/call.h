@@ -36,7 +36,7 @@ typedef enum {
     SG_CALL_MEMOP,          /* u.memop: a copy, memset or memcpy/memset node (range checks) */
     SG_CALL_STREAM_DESTROY, /* u.stream */
     SG_CALL_KERNEL_LOOKUP,  /* u.lookup: cuLibraryGetKernel (the kernel loaded into the current
-                             * context, memory.c) */
+                             * context, mem_lazy.c) */
     /* contexts (contexts.c) */
     SG_CALL_CTX_CREATE,     /* cuCtxCreate*: as DEV_ALLOC (memory.c), never refused for an earlier
                              * sticky error (core.c) */

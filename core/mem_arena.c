@@ -505,6 +505,12 @@ size_t sg_mem_trim(void)
     return given;
 }
 
+CUresult sg_mem_retry(const sg_call *c, CUresult rc)
+{
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
+    return rc;
+}
+
 /* After a successful synchronization of ar's context: the quarantined
  * ranges are free (ar->lock held). */
 void sg_marena_quarantine_release_locked(mem_arena *ar)
@@ -591,10 +597,11 @@ void sg_marena_keep_headroom(mem_arena *ar)
     if (known && fr < want) {
         trim_req q = { dev, want - fr, 0 };
         sg_ctx_foreach(trim_one, &q);
-        if (q.given) SG_TOTAL_ADD(headroom_trims, 1);
-        if (q.given)
+        if (q.given) {
+            SG_TOTAL_ADD(headroom_trims, 1);
             SG_DEBUG("headroom: device %d had %zu bytes free (headroom %zu): gave back %zu bytes of unused "
                      "placed memory", (int)dev, fr, want, q.given);
+        }
         fr += q.given;
     }
     sg_vmm_unrelax();

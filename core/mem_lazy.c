@@ -93,14 +93,14 @@ void sg_launch_filter_forget(void)
     sg_launch_known = launch_none;
 }
 
-/* An uncaptured kernel launch that the direct path sent here: a function's
- * first launch in this thread's context since the thread's last switch (or
- * one while a capture is active anywhere). Under lazy loading its first
- * launch in a context may take device memory (a CUkernel looked up in
- * another context): on CUDA_ERROR_OUT_OF_MEMORY the arenas give back their
- * unused chunks and the launch is made once more (a launch that failed was
- * not queued). Then its byte is set in the current context's table, if it
- * ran there. */
+/* An uncaptured kernel launch that the direct path sent here (core.c sends
+ * it only while no capture is in progress): a function's first launch in
+ * this thread's context since the thread's last switch. Under lazy loading
+ * its first launch in a context may take device memory (a CUkernel looked
+ * up in another context): on CUDA_ERROR_OUT_OF_MEMORY the arenas give back
+ * their unused chunks and the launch is made once more (sg_mem_retry: a
+ * launch that failed was not queued). Then its byte is set in the current
+ * context's table, if it ran there, and no capture began meanwhile. */
 CUresult sg_mem_kernel_launch(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
@@ -109,7 +109,7 @@ CUresult sg_mem_kernel_launch(const sg_call *c)
         return rc;
     }
     if (sg_capture_active()) return rc;
-    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
+    rc = sg_mem_retry(c, rc);
     CUcontext cur = NULL, sctx = NULL;
     if (rc != CUDA_SUCCESS || SG_DRIVER_CALL(cuCtxGetCurrent, &cur) != CUDA_SUCCESS || !cur) return rc;
     CUstream s = c->u.kernel.stream;

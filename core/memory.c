@@ -152,12 +152,6 @@ static CUresult mem_pool_set(const sg_call *c)
 
 /* ------------------------------------------------------------- allocation */
 
-CUresult sg_mem_retry(const sg_call *c, CUresult rc)
-{
-    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
-    return rc;
-}
-
 /* Forwards an allocation; on CUDA_ERROR_OUT_OF_MEMORY gives back what the
  * arenas hold and tries once more. */
 static CUresult forward_retry(const sg_call *c)
@@ -178,7 +172,6 @@ static CUresult fwd_free(const sg_call *c)
     if (rc == CUDA_SUCCESS) sg_mem_fwd_untrack(c->u.free.ptr);
     return rc;
 }
-
 
 /* A stream's key for stream-ordered reuse. A default stream (legacy or
  * per-thread) is one per context, so its key holds ctx, the current
@@ -550,10 +543,10 @@ CUresult sg_mem_call(const sg_call *c)
     switch (c->kind) {
     case SG_CALL_ALLOC:
         return mem_alloc(c);
-    case SG_CALL_DEV_ALLOC:
-        return sg_mem_placing ? forward_retry(c) : c->forward(c->args);
     case SG_CALL_CTX_CREATE:
         sg_launch_filter_switched();       /* the new context is current */
+        /* fall through */
+    case SG_CALL_DEV_ALLOC:
         return sg_mem_placing ? forward_retry(c) : c->forward(c->args);
     case SG_CALL_FREE:
         return mem_free(c);

@@ -121,9 +121,9 @@ CUresult sg_mem_retry(const sg_call *c, CUresult rc);
  * straight to the driver (interpose/hooks.c), where no retry can see its
  * result. So the direct path reads, for its function, a byte of the table
  * sg_launch_known names (SG_LAUNCH_SLOT): 0 sends the launch to the general
- * path (memory.c kernel_launch: on CUDA_ERROR_OUT_OF_MEMORY trimmed and made
- * once more, then the byte set in the current context's table, which the
- * thread's pointer then names). Each thread starts on an all-zero table; a
+ * path (mem_lazy.c sg_mem_kernel_launch: on CUDA_ERROR_OUT_OF_MEMORY
+ * trimmed and made once more, then the byte set in the current context's
+ * table, which the thread's pointer then names). Each thread starts on an all-zero table; a
  * context switch (cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent,
  * cuCtxCreate) points it back there; a context destroyed, or a primary one
  * released or reset, clears every table. Not placing (off, always_update):
