@@ -32,6 +32,43 @@ check_eq() {
 # nothing.
 san_build() { grep -qs '[a-z]' "$BUILD/san.cfg"; }
 
+# CUDA runtime programs (nvcc, static runtime) on the emulated driver, with
+# and without the library (test_runtime.sh, test_rt_devices.sh).
+# rt_setup LIB: the library to preload. In a sanitizer build (make test
+# SAN=address,... or SAN=thread) the nvcc-built programs are not
+# instrumented and would load the ASan/TSan runtime only as a dependency of
+# the instrumented emulated driver or library, too late for it to work (ASan
+# dies at start-up; TSan never sees the CUDA runtime's threads and their
+# calls into instrumented code crash): the runtime the library links is
+# preloaded first. No leak check: the static CUDA runtime leaves its own
+# (uninstrumented) allocations behind; the library's and the emulator's
+# paths are leak-checked by instrumented tests.
+rt_setup() {
+    RT_LIB=$1 RT_SAN_PRE=
+    if san_build; then
+        RT_SAN_PRE=$(ldd "$RT_LIB" | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
+        export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+    fi
+}
+# rt_run POLICY TAG CMD...: runs CMD on the emulated driver without the
+# library (POLICY none) or under POLICY, with the variables of the arrays
+# RT_ENV (every run) and RT_LIB_ENV (runs under the library), leaving
+# $TMP/TAG.{out,err,json,rep.json} and $rc.
+RT_ENV=() RT_LIB_ENV=()
+rt_run() {
+    local policy=$1 tag=$2; shift 2
+    local -a envs=(CUDAEMU_STATS="$TMP/$tag.json" LD_LIBRARY_PATH="$EMU_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                   "${RT_ENV[@]}")
+    if [ "$policy" = none ]; then
+        [ -z "$RT_SAN_PRE" ] || envs+=(LD_PRELOAD="$RT_SAN_PRE")
+    else
+        envs+=(LD_PRELOAD="${RT_SAN_PRE:+$RT_SAN_PRE:}$RT_LIB" STABLEGRAPH_POLICY="$policy"
+               STABLEGRAPH_REPORT="$TMP/$tag.rep.json" "${RT_LIB_ENV[@]}")
+    fi
+    env "${envs[@]}" "$@" >"$TMP/$tag.out" 2>"$TMP/$tag.err"
+    rc=$?
+}
+
 # test_delays: the CUDAEMU_KERNEL_DELAY_US values a test runs its programs
 # at: 0 and 200; 0 only in a sanitizer build (it looks for memory and thread
 # errors on the same paths, and CI's time is bounded).

@@ -280,6 +280,18 @@ static void load_kernels(CUmodule *mod_out, CUlibrary *lib_out)
     if (lib_out) MUST(cuLibraryLoadFromFile(lib_out, path, NULL, NULL, 0, NULL, NULL, 0));
 }
 
+/* lib's kernel `name` looked up with no context current (a library belongs
+ * to none), so that nothing loads it into a context then. */
+static CUkernel lookup_nowhere(CUlibrary lib, const char *name)
+{
+    CUcontext cur;
+    CUkernel k;
+    MUST(cuCtxPopCurrent(&cur));
+    MUST(cuLibraryGetKernel(&k, lib, name));
+    MUST(cuCtxPushCurrent(cur));
+    return k;
+}
+
 static void lazy_function(void)
 {
     CUmodule m;
@@ -293,19 +305,14 @@ static void lazy_function(void)
     R(cuModuleUnload(m));
 }
 
-/* The kernel is looked up with no context current (a library belongs to
- * none), so nothing loads it before cuKernelGetFunction. */
+/* Nothing loads the kernel before cuKernelGetFunction. */
 static void lazy_kernel(void)
 {
     CUlibrary l;
-    CUkernel k;
     CUmodule lm;
-    CUcontext cur;
     CUfunction f = NULL, g = NULL;
     load_kernels(NULL, &l);
-    MUST(cuCtxPopCurrent(&cur));
-    MUST(cuLibraryGetKernel(&k, l, "fill_u32"));
-    MUST(cuCtxPushCurrent(cur));
+    CUkernel k = lookup_nowhere(l, "fill_u32");
     squeeze();
     if (R(cuKernelGetFunction(&f, k)) == CUDA_SUCCESS) use_fill("library kernel's function", f, NULL);
     MUST(cuLibraryGetModule(&lm, l));
@@ -329,12 +336,8 @@ static void lazy_launch(void)
 static void headroom_launch(void)
 {
     CUlibrary l;
-    CUkernel k;
-    CUcontext cur;
     load_kernels(NULL, &l);
-    MUST(cuCtxPopCurrent(&cur));
-    MUST(cuLibraryGetKernel(&k, l, "fill_u32"));
-    MUST(cuCtxPushCurrent(cur));
+    CUkernel k = lookup_nowhere(l, "fill_u32");
     squeeze();
     use_fill("CUkernel launched first on a squeezed device", (CUfunction)(void *)k, NULL);
     R(cuLibraryUnload(l));

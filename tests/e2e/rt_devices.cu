@@ -255,6 +255,15 @@ struct dev_state {
     double expect;
 };
 
+// dev made current, with a stream of its own and a zeroed output.
+static void dev_open(dev_state *st, int dev)
+{
+    CK(cudaSetDevice(dev));
+    CK(cudaStreamCreateWithFlags(&st->s, cudaStreamNonBlocking));
+    CK(cudaMalloc(&st->out, N * sizeof(float)));
+    CK(cudaMemset(st->out, 0, N * sizeof(float)));
+}
+
 static void graph_step(dev_state *st, int dev, int step)
 {
     CK(cudaSetDevice(dev));
@@ -315,17 +324,11 @@ static void finish_graphs(dev_state st[2], const char *mode)
     report(check);
 }
 
-
 static void mode_graphs()
 {
     dev_state st[2];
     std::memset(st, 0, sizeof st);
-    for (int dev = 0; dev < 2; dev++) {
-        CK(cudaSetDevice(dev));
-        CK(cudaStreamCreateWithFlags(&st[dev].s, cudaStreamNonBlocking));
-        CK(cudaMalloc(&st[dev].out, N * sizeof(float)));
-        CK(cudaMemset(st[dev].out, 0, N * sizeof(float)));
-    }
+    for (int dev = 0; dev < 2; dev++) dev_open(&st[dev], dev);
     const int steps = 12;
     for (int step = 0; step < steps; step++) graph_step(&st[step % 2], step % 2, step);
     finish_graphs(st, "graphs");
@@ -405,12 +408,7 @@ static void mode_reset()
 {
     dev_state st[2];
     std::memset(st, 0, sizeof st);
-    for (int dev = 0; dev < 2; dev++) {
-        CK(cudaSetDevice(dev));
-        CK(cudaStreamCreateWithFlags(&st[dev].s, cudaStreamNonBlocking));
-        CK(cudaMalloc(&st[dev].out, N * sizeof(float)));
-        CK(cudaMemset(st[dev].out, 0, N * sizeof(float)));
-    }
+    for (int dev = 0; dev < 2; dev++) dev_open(&st[dev], dev);
     for (int step = 0; step < 4; step++) graph_step(&st[step % 2], step % 2, step);
     // device 1 reset: its stream, exec and buffers go with its primary context
     CK(cudaSetDevice(1));
@@ -425,9 +423,7 @@ static void mode_reset()
     size_t fr = 0, total = 0;
     CK(cudaMemGetInfo(&fr, &total));
     std::printf("reset_free=%s\n", fr == total ? "all" : "less");
-    CK(cudaStreamCreateWithFlags(&st[1].s, cudaStreamNonBlocking));
-    CK(cudaMalloc(&st[1].out, N * sizeof(float)));
-    CK(cudaMemset(st[1].out, 0, N * sizeof(float)));
+    dev_open(&st[1], 1);
     EXPECT(device_of(st[1].out) == 1, "attr_after=%d", device_of(st[1].out));
     for (int step = 4; step < 10; step++) graph_step(&st[step % 2], step % 2, step);
     // plain work on device 1 after the reset
@@ -462,10 +458,7 @@ static void mode_reset()
 // ------------------------------------------------------------------ threads
 static void thread_work(dev_state *st, int dev, int steps)
 {
-    CK(cudaSetDevice(dev));
-    CK(cudaStreamCreateWithFlags(&st->s, cudaStreamNonBlocking));
-    CK(cudaMalloc(&st->out, N * sizeof(float)));
-    CK(cudaMemset(st->out, 0, N * sizeof(float)));
+    dev_open(st, dev);
     for (int step = 0; step < steps; step++) {
         float *extra;
         CK(cudaMalloc(&extra, (N + 64 * step) * sizeof(float)));   // a block of another size each step

@@ -46,31 +46,17 @@ if [ ! -x "$PROG" ]; then
     skip "the several-device runtime program" "no nvcc: $PROG not built"
     done_testing; exit
 fi
-# Sanitizer build: preload the sanitizer runtime the library links (as
-# tests/e2e/test_runtime.sh does, and for the same reasons).
-san_pre=
-if san_build; then
-    san_pre=$(ldd "$LIB" | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
-    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-fi
+rt_setup "$LIB"          # (tests/lib.sh: what a sanitizer build changes)
 export CUDAEMU_MODULES=$MODS CUDAEMU_DEVICES=2
 
 # rtrun POLICY DELAY TAG ARGS...: runs the program without the library
-# (POLICY none) or under POLICY, with the variables in $EXTRA_ENV, leaving
-# $TMP/TAG.{out,err,json,rep.json} and $rc.
+# (POLICY none) or under POLICY (rt_run), with the variables in $EXTRA_ENV,
+# leaving $TMP/TAG.{out,err,json,rep.json} and $rc.
 EXTRA_ENV=
 rtrun() {
     local policy=$1 delay=$2 tag=$3; shift 3
-    local -a envs=(CUDAEMU_STATS="$TMP/$tag.json" CUDAEMU_KERNEL_DELAY_US="$delay"
-                   LD_LIBRARY_PATH="$EMU_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" $EXTRA_ENV)
-    if [ "$policy" = none ]; then
-        [ -z "$san_pre" ] || envs+=(LD_PRELOAD="$san_pre")
-    else
-        envs+=(LD_PRELOAD="${san_pre:+$san_pre:}$LIB" STABLEGRAPH_POLICY="$policy"
-               STABLEGRAPH_REPORT="$TMP/$tag.rep.json")
-    fi
-    env "${envs[@]}" "$PROG" "$@" >"$TMP/$tag.out" 2>"$TMP/$tag.err"
-    rc=$?
+    read -r -a RT_ENV <<<"CUDAEMU_KERNEL_DELAY_US=$delay $EXTRA_ENV"
+    rt_run "$policy" "$tag" "$PROG" "$@"
 }
 violations() { json_get "$TMP/$1.json" violations; }
 calls() { json_get "$TMP/$1.json" "calls.$2"; }

@@ -36,39 +36,13 @@ if [ ! -x "$PROG" ] || [ ! -x "$RT/rt_recapture_temps" ]; then
     skip "the runtime programs" "no nvcc: $PROG and $RT not built"
     done_testing; exit
 fi
-# Sanitizer build (make test SAN=address,... or SAN=thread): the nvcc-built
-# programs are not instrumented and would load the ASan/TSan runtime only as
-# a dependency of the instrumented emulated driver or library, too late for
-# it to work (ASan dies at start-up; TSan never sees the CUDA runtime's
-# threads and their calls into instrumented code crash): preload the runtime
-# the library links first. No leak check: the static CUDA runtime leaves its
-# own (uninstrumented) allocations behind; the library's and the emulator's
-# paths are leak-checked by instrumented tests.
-san_pre=
-if san_build; then
-    san_pre=$(ldd "$LIB" | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
-    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-fi
-# rtrun POLICY TAG PROGRAM ARGS...: runs PROGRAM on the emulated driver,
-# without the library (POLICY none) or under POLICY, leaving
-# $TMP/TAG.{out,err,json,rep.json} and $rc.
-rtrun() {
-    local policy=$1 tag=$2; shift 2
-    local -a envs=(CUDAEMU_STATS="$TMP/$tag.json" LD_LIBRARY_PATH="$EMU_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-    if [ "$policy" = none ]; then
-        [ -z "$san_pre" ] || envs+=(LD_PRELOAD="$san_pre")
-    else
-        # variants bought at skip_profiled's decision (a table in which they
-        # are free): the runtime program and its twin then make the same
-        # calls whatever their measured update times (the purchase itself:
-        # test_skip_profiled.sh)
-        envs+=(LD_PRELOAD="${san_pre:+$san_pre:}$LIB" STABLEGRAPH_POLICY="$policy"
-               STABLEGRAPH_REPORT="$TMP/$tag.rep.json"
-               STABLEGRAPH_COSTS="$SRC/tests/lib/costs-free-variants.tsv")
-    fi
-    env "${envs[@]}" "$@" >"$TMP/$tag.out" 2>"$TMP/$tag.err"
-    rc=$?
-}
+# The programs run through rt_run (tests/lib.sh, which says what a
+# sanitizer build changes); under the library, variants are bought at
+# skip_profiled's decision (a table in which they are free): the runtime
+# program and its twin then make the same calls whatever their measured
+# update times (the purchase itself: test_skip_profiled.sh).
+rt_setup "$LIB"
+RT_LIB_ENV=(STABLEGRAPH_COSTS="$SRC/tests/lib/costs-free-variants.tsv")
 sum_of() { sed -n 's/^checksum: \([0-9a-f]\{16\}\)$/\1/p' "$TMP/$1.out"; }
 calls() { json_get "$TMP/$1.json" "calls.$2"; }
 # counted TAG: "NAME=N ..." for the calls in $COUNTED that reached the driver,
@@ -83,7 +57,7 @@ PY
 
 # --------------------------------------------------------------- rt_prog
 export CUDAEMU_MODULES=$CXX_MODS
-rtrun none prog "$PROG"
+rt_run none prog "$PROG"
 check_eq "rt_prog runs to completion" "$rc" 0
 [ "$rc" -eq 0 ] || diag "$(cat "$TMP/prog.out" "$TMP/prog.err")"
 expect() { check_eq "rt_prog: $1" "$(grep "^$1=" "$TMP/prog.out")" "$1=$2"; }
@@ -105,7 +79,7 @@ check "rt_prog: the runtime launched kernels found by mangled name" [ "$(calls p
 check_eq "rt_prog: cudaDeviceReset reset the primary context" "$(calls prog cuDevicePrimaryCtxReset)" 1
 base=$(cat "$TMP/prog.out")
 for policy in $POLICIES; do
-    rtrun "$policy" prog.$policy "$PROG"
+    rt_run "$policy" prog.$policy "$PROG"
     check_eq "rt_prog/$policy: same output as without the library" "$(cat "$TMP/prog.$policy.out")" "$base"
 done
 rep=$TMP/prog.always_update.rep.json
@@ -128,16 +102,16 @@ check_eq "every hooked call the program used was handed out through cuGetProcAdd
 check "the report counts the program's updates" [ "$(json_get "$rep" totals.updates_seen)" -ge 2 ]
 
 # --------------------------------------------------------------- kernels no module provides
-rtrun none missing "$PROG" missing
+rt_run none missing "$PROG" missing
 check_eq "a kernel no module provides: the launch fails" "$(grep '^missing=' "$TMP/missing.out")" \
     "missing=cudaErrorNoKernelImageForDevice"
 check "a kernel no module provides: the log names it" \
     grep -q "kernel '_Z7missingPf' is not provided by any module in CUDAEMU_MODULES" "$TMP/missing.err"
-CUDAEMU_MODULES= rtrun none nomods "$PROG"
+CUDAEMU_MODULES= rt_run none nomods "$PROG"
 check "CUDAEMU_MODULES unset: the first launch fails" grep -q "^error=cudaErrorNoKernelImageForDevice" "$TMP/nomods.out"
 check "CUDAEMU_MODULES unset: the log says so" grep -q "kernel '_Z3addPffi' is not provided.*(unset)" "$TMP/nomods.err"
 for bad in /nonexistent/mod.so /etc/hostname "$BUILD/libstablegraph.so"; do
-    CUDAEMU_MODULES=$CXX_MODS:$bad rtrun none badmods "$PROG"
+    CUDAEMU_MODULES=$CXX_MODS:$bad rt_run none badmods "$PROG"
     check "a bad CUDAEMU_MODULES ($bad): the fat binary cannot be loaded, the program's launch fails" \
         grep -q "^error=cudaErrorSharedObjectInitFailed" "$TMP/badmods.out"
     check "a bad CUDAEMU_MODULES ($bad): the log names the variable and the path" \
@@ -145,7 +119,7 @@ for bad in /nonexistent/mod.so /etc/hostname "$BUILD/libstablegraph.so"; do
 done
 
 # --------------------------------------------------------------- what the runtime asks for
-CUDAEMU_TRACE_RESOLVE=1 rtrun none trace "$PROG"
+CUDAEMU_TRACE_RESOLVE=1 rt_run none trace "$PROG"
 check_eq "traced: same output" "$(cat "$TMP/trace.out")" "$base"
 check_eq "traced: every private table the runtime asks for is known" \
     "$(grep -c 'unknown private table\|does not implement' "$TMP/trace.err")" 0
@@ -177,21 +151,21 @@ RT_DELAYS=$(test_delays)
 
 while IFS='|' read -r name args twin model; do
     t=$(echo "$name$args" | tr -d ' -')
-    rtrun none "$t" "$RT/$name" $args
+    rt_run none "$t" "$RT/$name" $args
     check_eq "$name $args: runs on the emulated driver" "$rc" 0
     [ "$rc" -eq 0 ] || diag "$(tail -n 3 "$TMP/$t.err")"
     base=$(sum_of "$t")
-    rtrun none "$t.twin" "$WL/$twin" $args
+    rt_run none "$t.twin" "$WL/$twin" $args
     check "$name $args: checksum = $twin's" [ -n "$base" -a "$base" = "$(sum_of "$t.twin")" ]
     if [ "$model" != - ]; then
-        rtrun none "$t.small" "$RT/$name" $args --steps 5 --nodes 8 --elems 64
+        rt_run none "$t.small" "$RT/$name" $args --steps 5 --nodes 8 --elems 64
         check_eq "$name $args: checksum = the Python model's (5 steps, 8 nodes, 64 words)" \
             "$(sum_of "$t.small")" "$(python3 "$REF" "$model" 5 8 64)"
     fi
     for policy in $POLICIES; do
         for delay in $RT_DELAYS; do
             tag=$t.$policy.$delay
-            CUDAEMU_KERNEL_DELAY_US=$delay rtrun "$policy" "$tag" "$RT/$name" $args
+            CUDAEMU_KERNEL_DELAY_US=$delay rt_run "$policy" "$tag" "$RT/$name" $args
             check_eq "$name $args/$policy/delay $delay: checksum as without the library" "$(sum_of "$tag")" "$base"
             check "$name $args/$policy/delay $delay: 0 violations" grep -q ' violations=0$' <<<"$(counted "$tag")"
         done
@@ -200,7 +174,7 @@ while IFS='|' read -r name args twin model; do
             check_eq "$name/$policy: every instantiation and launch still reaches the driver" \
                 "$(counted "$t.$policy.0")" "$(counted "$t")"
         else
-            rtrun "$policy" "$t.twin.$policy" "$WL/$twin" $args
+            rt_run "$policy" "$t.twin.$policy" "$WL/$twin" $args
             check_eq "$name $args/$policy: the driver sees what it sees for $twin" \
                 "$(counted "$t.$policy.0")" "$(counted "$t.twin.$policy")"
         fi
@@ -225,7 +199,7 @@ check "rt_recapture_temps_ptds: the per-thread wrappers were handed out and used
 # cuDevicePrimaryCtxReset (cuGetProcAddress "cuDevicePrimaryCtxReset", 7000).
 export CUDAEMU_MODULES=$CXX_MODS
 for policy in none $POLICIES; do
-    CUDAEMU_DEVICE_MEMORY=$((256 << 20)) rtrun "$policy" reset.$policy "$PROG" reset 6 100
+    CUDAEMU_DEVICE_MEMORY=$((256 << 20)) rt_run "$policy" reset.$policy "$PROG" reset 6 100
     check_eq "cudaDeviceReset frees what the program left ($policy)" "$(cat "$TMP/reset.$policy.out")" \
         "$(printf 'devices=1\nreset=ok')"
 done
@@ -238,7 +212,7 @@ done
 # library loads it at the lookup, giving back what the arenas hold if short
 # (core/memory.c kernel_lookup).
 for policy in none $POLICIES; do
-    CUDAEMU_DEVICE_MEMORY=$((256 << 20)) CUDAEMU_FUNC_BYTES=16M rtrun "$policy" squeeze.$policy "$PROG" squeeze
+    CUDAEMU_DEVICE_MEMORY=$((256 << 20)) CUDAEMU_FUNC_BYTES=16M rt_run "$policy" squeeze.$policy "$PROG" squeeze
     check_eq "a kernel's first launch after the device was filled and freed ($policy)" \
         "$(cat "$TMP/squeeze.$policy.out")" "$(printf 'devices=1\nsqueeze=2.5')"
 done
