@@ -47,11 +47,11 @@ static CUfunction launched_function(cap *c, const void *h)
     return f;
 }
 
-/* Describes a kernel launch into n, as the driver's node will hold it. */
-static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *call)
+/* Describes a kernel launch into n through the general path, and keeps
+ * its function and layout in c's cache. SG_FP_* or -1 if out of memory. */
+static int kernel_desc_new(cap *c, sg_fp_node *n, const sg_call *call, unsigned slot)
 {
     const void *h = (const void *)call->u.kernel.f;
-    unsigned slot = (unsigned)(((uintptr_t)h >> 4) & (PCACHE - 1));
     int hit = c->pcache[slot].h == h;
     sg_fp_kin k = { .func = hit ? c->pcache[slot].f : call->u.kernel.f, .shmem = call->u.kernel.shmem,
                     .kernelParams = call->u.kernel.params, .extra = call->u.kernel.extra };
@@ -65,14 +65,30 @@ static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *cal
             st = sg_fp_kernel_desc(n, &k, NULL);
         }
     }
-    if (st < 0) {
-        sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
-        return;
-    }
     if (n->pi) {
         c->pcache[slot].h = h;
         c->pcache[slot].f = k.func;
         c->pcache[slot].pi = n->pi;
+    }
+    return st;
+}
+
+/* Describes a kernel launch into n, as the driver's node will hold it. A
+ * handle this capture launched before with kernelParams (the common case)
+ * takes the short path: its function and layout from c's cache. */
+static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *call)
+{
+    unsigned slot = (unsigned)(((uintptr_t)call->u.kernel.f >> 4) & (PCACHE - 1));
+    int st;
+    if (c->pcache[slot].h == (const void *)call->u.kernel.f && call->u.kernel.params &&
+        !call->u.kernel.extra)
+        st = sg_fp_launch_desc(n, c->pcache[slot].f, call->u.kernel.grid, call->u.kernel.block,
+                               call->u.kernel.shmem, call->u.kernel.params, c->pcache[slot].pi);
+    else
+        st = kernel_desc_new(c, n, call, slot);
+    if (st < 0) {
+        sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+        return;
     }
     if (call->u.kernel.cooperative) {
         CUkernelNodeAttrValue v;
@@ -174,21 +190,35 @@ static void event_wait(sstate *s, sg_stream_id key, const sg_gb *gb, evstate *e)
     if (sg_deps_union(&s->d, &e->d) != 0) sg_cap_spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
 }
 
-static CUstream op_stream(const sg_call *c)
+/* A kernel launch: on a capturing stream, its node (stream_op's rules for
+ * a kernel, apart: every node of a re-captured graph comes this way). A
+ * launch into a capturing stream only adds its node, so it is forwarded as
+ * route would forward it (core.c), without route's tests. */
+static CUresult kernel_op(const sg_call *c, CUresult (*route)(const sg_call *))
 {
-    return c->kind == SG_CALL_KERNEL ? c->u.kernel.stream : c->gb->stream;
+    if (!sg_rec_on || !sg_capture_active()) return route(c);
+    sg_stream_id key = sg_stream_id_of(c->u.kernel.stream, c->per_thread);
+    sg_lock_take(&sg_rec_lock);
+    sstate *s = sg_cap_stream_find(key);
+    if (!s) {
+        sg_lock_drop(&sg_rec_lock);
+        return route(c);
+    }
+    CUresult rc = c->forward(c->args);         /* adds a node: no wait */
+    if (rc != CUDA_SUCCESS) sg_cap_spoil(s->c, SG_READBACK_UNMODELED_CALL);
+    else add_node(s, c);
+    sg_lock_drop(&sg_rec_lock);
+    return rc;
 }
 
-/* A stream operation (kernel launch, memset, copy, event record or wait,
- * anything else on a stream). */
+/* A stream operation other than a kernel launch (memset, copy, event record
+ * or wait, anything else on a stream). */
 static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     const sg_gb *gb = c->gb;
-    int kernel = c->kind == SG_CALL_KERNEL;
-    sg_gb_kind kind = kernel ? SG_GB_STREAM_OTHER : gb->kind;
+    sg_gb_kind kind = gb->kind;
     if (!sg_rec_on || (!sg_capture_active() && kind != SG_GB_EVENT_RECORD)) return route(c);
-    CUstream hs = op_stream(c);
-    sg_stream_id key = sg_stream_id_of(hs, c->per_thread);
+    sg_stream_id key = sg_stream_id_of(gb->stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     sstate *s = sg_cap_stream_find(key);
     evstate *e = NULL;
@@ -207,9 +237,7 @@ static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
     if (rc != CUDA_SUCCESS) {
         sg_cap_spoil(s ? s->c : e->c, SG_READBACK_UNMODELED_CALL);
     } else {
-        if (kernel) {
-            if (s) add_node(s, c);
-        } else switch (kind) {
+        switch (kind) {
         case SG_GB_MEMSET:
         case SG_GB_COPY:
         case SG_GB_COPY2D:
@@ -281,18 +309,12 @@ static CUresult stream_attr(const sg_call *c, CUresult (*route)(const sg_call *)
 
 /* ------------------------------------------------------------ entry */
 
-CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
+/* The calls with a recorder facet (sg_rec_call's rest: out of line, so
+ * that a captured kernel launch, every node of a re-captured graph, reaches
+ * stream_op through tail calls with no frame). */
+static __attribute__((noinline)) CUresult gb_call(const sg_call *c,
+                                                  CUresult (*route)(const sg_call *))
 {
-    switch (c->kind) {
-    case SG_CALL_CAPTURE_BEGIN:
-        return sg_cap_begin(c, route);
-    case SG_CALL_CAPTURE_END:
-        return sg_cap_end(c, route);
-    case SG_CALL_KERNEL:
-        return stream_op(c, route);
-    default:
-        break;
-    }
     if (!c->gb) return route(c);
     switch (c->gb->kind) {
     case SG_GB_MEMSET:
@@ -314,5 +336,19 @@ CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
         return capture_info(c, route);
     default:
         return sg_rec_graph_op(c, route);
+    }
+}
+
+CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
+{
+    switch (c->kind) {
+    case SG_CALL_CAPTURE_BEGIN:
+        return sg_cap_begin(c, route);
+    case SG_CALL_CAPTURE_END:
+        return sg_cap_end(c, route);
+    case SG_CALL_KERNEL:
+        return kernel_op(c, route);
+    default:
+        return gb_call(c, route);
     }
 }

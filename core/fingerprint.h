@@ -34,9 +34,9 @@
  * `make bench` reports the library's instructions per kernel node per skip
  * decision (issue 4's target: at most 200).
  *
- * Files: fp_pinfo.c (the parameter-layout cache), fp_build.c (building by
- * reading a graph back, the node map), fp_compare.c (comparing, deltas,
- * copying).
+ * Files: fp_pinfo.c (the parameter-layout cache), fp_desc.c (one node's
+ * description), fp_build.c (building by reading a graph back, the node
+ * map), fp_compare.c (comparing, deltas), fp_store.c (storage, copying).
  * Records made while the program builds a graph: record.h.
  *
  * Handles die with their modules: every cuModuleUnload / cuLibraryUnload
@@ -228,6 +228,11 @@ int sg_fp_build_layout(sg_fp *fp, CUgraph g, sg_fp_scratch *s);
  * attr_mask are zeroed) into n, reusing n's payload buffer; hint as above
  * (may be NULL). Sets and returns n->k.state; -1 if out of memory. */
 int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint);
+/* sg_fp_kernel_desc of a launch of function f with kernelParams kp (not
+ * NULL) and no `extra`, whose layout pi (ok, pi->h == f) is known: the
+ * same description, without the lookups. */
+int sg_fp_launch_desc(sg_fp_node *n, CUfunction f, const unsigned grid[3], const unsigned block[3],
+                      unsigned shmem, void *const *kp, const sg_fp_pinfo *pi);
 /* Describes a memcpy or memset node (ctx: the context given with it, NULL if
  * none). Returns 0, or -1 if out of memory. */
 int sg_fp_memcpy_desc(sg_fp_node *n, const CUDA_MEMCPY3D *c, CUcontext ctx);
@@ -276,8 +281,16 @@ int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src);
 int sg_fp_copy(sg_fp *dst, const sg_fp *src);
 /* A new last node of fp (payload buffer kept, length 0; its key is the
  * caller's to write in full: the sg_fp_*_desc functions do), or NULL if out
- * of memory. */
-sg_fp_node *sg_fp_push_node(sg_fp *fp);
+ * of memory. Inline while fp has room (every node of a record). */
+sg_fp_node *sg_fp_push_node_grow(sg_fp *fp);
+static inline sg_fp_node *sg_fp_push_node(sg_fp *fp)
+{
+    if (__builtin_expect(fp->n >= fp->nodes_cap, 0)) return sg_fp_push_node_grow(fp);
+    sg_fp_node *n = &fp->nodes[fp->n++];
+    n->len = 0;
+    n->pi = NULL;
+    return n;
+}
 /* Gives node n of fp, which has no payload buffer, a slot of SG_FP_LEND_BYTES
  * from fp's chunks (a description built node by node, as a record is: its
  * payloads then take a few blocks, not one each, and are never on the C
@@ -285,9 +298,25 @@ sg_fp_node *sg_fp_push_node(sg_fp *fp);
  * slot moves to a buffer of its own. Out of memory: n is left without one
  * (describing it allocates one as before). */
 #define SG_FP_LEND_BYTES 64u
-void sg_fp_node_lend(sg_fp *fp, sg_fp_node *n);
-/* Appends an edge. Returns 0, or -1 if out of memory. */
-int sg_fp_push_edge(sg_fp *fp, uint32_t from, uint32_t to, const void *data8);
+void sg_fp_node_lend_new(sg_fp *fp, sg_fp_node *n);
+static inline void sg_fp_node_lend(sg_fp *fp, sg_fp_node *n)
+{
+    if (!n->pay) sg_fp_node_lend_new(fp, n);   /* (a node reused keeps its buffer) */
+}
+/* Appends an edge (data8 NULL: a default edge's zero bytes). Returns 0, or
+ * -1 if out of memory. Inline while fp has room. */
+int sg_fp_push_edge_grow(sg_fp *fp, uint32_t from, uint32_t to, const void *data8);
+static inline int sg_fp_push_edge(sg_fp *fp, uint32_t from, uint32_t to, const void *data8)
+{
+    if (__builtin_expect(fp->nedges >= fp->edges_cap, 0))
+        return sg_fp_push_edge_grow(fp, from, to, data8);
+    sg_fp_edge *e = &fp->edges[fp->nedges++];
+    e->from = from;
+    e->to = to;
+    if (data8) memcpy(e->data, data8, sizeof e->data);
+    else memset(e->data, 0, sizeof e->data);
+    return 0;
+}
 /* Gives back the room past fp's nodes and edges, and the lent slots of
  * nodes it no longer has (a fingerprint that is done growing: a finished
  * record). */

@@ -93,16 +93,46 @@ __attribute__((noinline)) int sg_fp_pack_args_each(sg_fp_node *n, const sg_fp_pi
     return pack_args(n, pi, kp, NULL);
 }
 
-int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint)
+/* Starts a kernel node's description: its key with the dimensions, no
+ * function, no attributes. */
+static inline void kernel_key(sg_fp_node *n, const unsigned grid[3], const unsigned block[3],
+                              unsigned shmem)
 {
     /* every member, zero where not named (the key has no padding): inline
      * stores, not a call to memset */
     n->k = (sg_fp_key){ .type = CU_GRAPH_NODE_TYPE_KERNEL,
-                        .grid = { k->grid[0], k->grid[1], k->grid[2] },
-                        .block = { k->block[0], k->block[1], k->block[2] },
-                        .shmem = k->shmem };
+                        .grid = { grid[0], grid[1], grid[2] },
+                        .block = { block[0], block[1], block[2] },
+                        .shmem = shmem };
     n->len = 0;
     n->pi = NULL;
+}
+
+/* The arguments of a description begun with layout pi (n->k.func or kern,
+ * and n->pi, set): pack_args' result as the description's state. */
+static inline int kernel_args(sg_fp_node *n, const sg_fp_pinfo *pi, void *const *kp,
+                              const unsigned char *buf)
+{
+    int st = pack_args(n, pi, kp, buf);
+    if (st < 0) return -1;
+    if (st != SG_FP_OK) return kernel_fail(n, st);
+    return SG_FP_OK;
+}
+
+int sg_fp_launch_desc(sg_fp_node *n, CUfunction f, const unsigned grid[3], const unsigned block[3],
+                      unsigned shmem, void *const *kp, const sg_fp_pinfo *pi)
+{
+    kernel_key(n, grid, block, shmem);
+    n->k.func = (uintptr_t)f;
+    n->pi = pi;
+    /* "no parameters" with an argument array: sg_fp_kernel_desc's rule */
+    if (!pi->n) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+    return kernel_args(n, pi, kp, NULL);
+}
+
+int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint)
+{
+    kernel_key(n, k->grid, k->block, k->shmem);
     int is_kern = !k->func;
     const void *h;
     if (!is_kern) {
@@ -140,10 +170,7 @@ int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint
          * a probe that failed at its first call: never compare equal. */
         return kernel_fail(n, SG_FP_NOT_COMPARABLE);
     }
-    int st = pack_args(n, pi, k->kernelParams, buf);
-    if (st < 0) return -1;
-    if (st != SG_FP_OK) return kernel_fail(n, st);
-    return SG_FP_OK;
+    return kernel_args(n, pi, k->kernelParams, buf);
 }
 
 #define SG_MEMCPY3D_FIELDS(X)                                                 \

@@ -1,7 +1,8 @@
 /*
- * core/fp_internal.h: what the three parts of the fingerprint code share
- * (fp_pinfo.c: the parameter-layout cache; fp_build.c: descriptions built
- * through the driver, the node map; fp_compare.c: comparison, deltas,
+ * core/fp_internal.h: what the parts of the fingerprint code share
+ * (fp_pinfo.c: the parameter-layout cache; fp_desc.c: one node's
+ * description; fp_build.c: descriptions built through the driver, the node
+ * map; fp_compare.c: comparison, deltas; fp_store.c: storage, copies,
  * ownership).
  * Not for the rest of core/: fingerprint.h is the interface.
  */
@@ -95,6 +96,10 @@ static inline void sg_fp_copy_block(unsigned char *dst, const unsigned char *src
         memcpy(dst, src, len);
     }
 }
+/* Makes d a copy of s whose payload lies in slot (SG_FP_PAD32(s->len)
+ * bytes, lent to d; none when s has no payload) (fp_store.c: copies and
+ * deltas fill their slabs with it). */
+void sg_fp_copy_into_slot(sg_fp_node *d, const sg_fp_node *s, unsigned char *slot);
 /* A description made of the key alone: type and state (fp_desc.c). */
 void sg_fp_key_only(sg_fp_node *n, CUgraphNodeType type, int state);
 /* Packs kernelParams kp by layout pi into n's payload, argument by argument

@@ -217,11 +217,6 @@ void sg_grecord_learn(sg_grecord *r, uint32_t i, CUgraphNode handle)
     r->unknown--;
 }
 
-void sg_grecord_edge(sg_grecord *r, uint32_t from, uint32_t to, const void *data8)
-{
-    if (sg_fp_push_edge(&r->fp, from, to, data8) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
-}
-
 void sg_rec_taint(void)
 {
     sg_grecord *r, *tmp;

@@ -66,10 +66,14 @@ static inline CUgraphNode *sg_grecord_handles(const sg_grecord *r)
     if (h) memcpy(h, r->handles, r->fp.n * sizeof *h);
     return h;
 }
-/* Appends an edge between node indices; spoils r if out of memory. */
-void sg_grecord_edge(sg_grecord *r, uint32_t from, uint32_t to, const void *data8);
 /* r no longer describes its graph (the first reason stays). */
 void sg_grecord_spoil(sg_grecord *r, sg_readback why);
+/* Appends an edge between node indices; spoils r if out of memory (inline:
+ * every captured node has one). */
+static inline void sg_grecord_edge(sg_grecord *r, uint32_t from, uint32_t to, const void *data8)
+{
+    if (sg_fp_push_edge(&r->fp, from, to, data8) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
+}
 /* A change the recorder cannot attribute to a graph: spoils every record
  * that has nodes of unknown handle, and every capture in progress. */
 void sg_rec_taint(void);
