@@ -199,6 +199,9 @@ int sg_config_parse(sg_config *cfg, sg_getenv_fn getenv_fn)
         const char *value = getenv_fn(vars[i].env);
         if (value) parse_var(cfg, &vars[i], value);
     }
+    /* a headroom of SIZE_MAX bytes asked for is more than any device, not
+     * the default that SG_HEADROOM_AUTO (the same value) stands for (round 25) */
+    if (cfg->headroom_bytes == SG_HEADROOM_AUTO && getenv_fn(SG_ENV_HEADROOM)) cfg->headroom_bytes = SIZE_MAX - 1;
     cfg->policy = cfg->nerrors ? SG_POLICY_OFF : cfg->policy_asked;
     return cfg->nerrors;
 }

@@ -95,6 +95,11 @@ static CUresult route(const sg_call *c)
         if (rc == CUDA_SUCCESS) sg_rec_graph_gone(c->u.graph.graph);
         return rc;
     case SG_CALL_MODULE_UNLOAD:
+        /* its kernels' handle values may come back for kernels never loaded
+         * in any context (round 25) */
+        rc = sg_graph_call(c);
+        if (rc == CUDA_SUCCESS) sg_launch_filter_forget();
+        return rc;
     case SG_CALL_NODE_DESTROY:
     case SG_CALL_INSTANTIATE:
     case SG_CALL_LAUNCH:

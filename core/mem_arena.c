@@ -52,9 +52,14 @@ static CUresult op_unreserve(void *u, CUdeviceptr base, size_t size)
     return sg_vmm_unreserve(base, size);
 }
 
+static void headroom_grown(CUdevice dev, size_t bytes);
+
 static CUresult op_create(void *u, size_t size, CUmemGenericAllocationHandle *h)
 {
-    return sg_vmm_create(&((mem_arena *)u)->vmm, size, h);
+    mem_arena *ar = u;
+    CUresult rc = sg_vmm_create(&ar->vmm, size, h);
+    if (rc == CUDA_SUCCESS) headroom_grown(ar->vmm.dev, size);
+    return rc;
 }
 
 static CUresult op_release(void *u, CUmemGenericAllocationHandle h)
@@ -505,9 +510,18 @@ size_t sg_mem_trim(void)
     return given;
 }
 
+/* Made once more even when this trim gave nothing back: another thread's
+ * trim, which this one waited behind, may have given back what the call
+ * needed (round 25: four threads' first launches of kernels, on a squeezed
+ * device, got CUDA_ERROR_OUT_OF_MEMORY at once; the first trim gave back
+ * every chunk, the others found none and returned the error). A call that
+ * failed had no effect: the retry costs one driver call. */
 CUresult sg_mem_retry(const sg_call *c, CUresult rc)
 {
-    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) rc = c->forward(c->args);
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_placing) {
+        sg_mem_trim();
+        rc = c->forward(c->args);
+    }
     return rc;
 }
 
@@ -552,7 +566,10 @@ void sg_marena_rekey_all(sg_arena_key key) { sg_ctx_foreach(rekey_one, &key); }
  * driver is asked (cuMemGetInfo, in the arena's context) at the device's
  * first free, then at every 64th free while at least 4 headrooms were free,
  * every 8th above 2, every one below: a device with room costs one query
- * per 64 frees. State per device, in atomics: a race asks once more or once
+ * per 64 frees. What was free when last asked counts less the chunks the
+ * arenas created since (round 25: one free with room, then 50 blocks of 4
+ * MiB allocated and freed left the device short for 50 frees, none of which
+ * asked). State per device, in atomics: a race asks once more or once
  * less. */
 static size_t headroom_cfg;        /* STABLEGRAPH_HEADROOM, SG_HEADROOM_AUTO, or 0: off */
 static struct {
@@ -560,7 +577,13 @@ static struct {
     size_t last_free;              /* the driver's free memory when last asked (and trimmed) */
     int known;                     /* last_free is set */
     unsigned long frees;           /* frees since then */
+    size_t grown;                  /* bytes of chunks created since then */
 } room[SG_VMM_MAX_DEVICES];
+
+static void headroom_grown(CUdevice dev, size_t bytes)
+{
+    if (dev >= 0 && dev < SG_VMM_MAX_DEVICES) __atomic_add_fetch(&room[dev].grown, bytes, __ATOMIC_RELAXED);
+}
 
 static size_t headroom_of(CUdevice dev)
 {
@@ -586,12 +609,15 @@ void sg_marena_keep_headroom(mem_arena *ar)
     if (!want) return;
     unsigned long n = __atomic_add_fetch(&room[dev].frees, 1, __ATOMIC_RELAXED);
     size_t last = __atomic_load_n(&room[dev].last_free, __ATOMIC_RELAXED);
+    size_t grown = __atomic_load_n(&room[dev].grown, __ATOMIC_RELAXED);
+    last = last > grown ? last - grown : 0;
     unsigned long every = !__atomic_load_n(&room[dev].known, __ATOMIC_ACQUIRE) ? 1
                           : last / 4 >= want                                 ? 64
                           : last / 2 >= want                                 ? 8
                                                                              : 1;
     if (n < every) return;
     __atomic_store_n(&room[dev].frees, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&room[dev].grown, 0, __ATOMIC_RELAXED);   /* (before asking: a race counts twice) */
     size_t fr = 0;
     int known = device_free(ar, &fr) == 0;
     if (known && fr < want) {

@@ -82,8 +82,12 @@ static unsigned char *launch_table_of(CUcontext ctx)
 void sg_launch_filter_switched(void) { sg_launch_known = launch_none; }
 
 /* A context destroyed or reset: what its kernels had loaded is gone (and a
- * primary context keeps its handle). Every table is cleared (rare); other
- * threads' pointers stay on their (now empty) tables. */
+ * primary context keeps its handle); a module or library unloaded: the
+ * driver gives its kernels' handle values to kernels loaded next, which no
+ * context has loaded (round 25: a CUkernel of a library loaded after another
+ * was unloaded went direct at its first launch, CUDA_ERROR_OUT_OF_MEMORY).
+ * Every table is cleared (rare); other threads' pointers stay on their (now
+ * empty) tables. */
 void sg_launch_filter_forget(void)
 {
     pthread_mutex_lock(&launch_lock);

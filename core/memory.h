@@ -108,7 +108,8 @@ size_t sg_mem_trim(void);
 /* Also called by sg_mem_trim (slots.c sets it: slots that still map freed blocks); its bytes. */
 extern size_t (*sg_mem_trim_hook)(void);
 /* rc, the driver's answer to c as the program made it; if that is
- * CUDA_ERROR_OUT_OF_MEMORY and trimming gave memory back, c made once more
+ * CUDA_ERROR_OUT_OF_MEMORY while placing, the arenas trimmed and c made
+ * once more (also when this trim gave nothing: another thread's may have)
  * and its answer. For the calls that take device memory the arenas may be
  * holding: allocations, instantiations, launches and uploads of graphs
  * (whose allocation nodes take their memory then), module and library loads,
@@ -125,8 +126,9 @@ CUresult sg_mem_retry(const sg_call *c, CUresult rc);
  * trimmed and made once more, then the byte set in the current context's
  * table, which the thread's pointer then names). Each thread starts on an all-zero table; a
  * context switch (cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent,
- * cuCtxCreate) points it back there; a context destroyed, or a primary one
- * released or reset, clears every table. Not placing (off, always_update):
+ * cuCtxCreate) points it back there; a context destroyed, a primary one
+ * released or reset, or a module or library unloaded (its kernels' handle
+ * values come back for new kernels) clears every table. Not placing (off, always_update):
  * the thread is pointed at sg_launch_all, every byte 1. Two functions of one
  * slot: the second's first launch goes direct, as without the filter. */
 #define SG_LAUNCH_TABLE 4096
@@ -136,7 +138,8 @@ extern __thread const unsigned char *sg_launch_known
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern const unsigned char sg_launch_all[SG_LAUNCH_TABLE];
 /* Every context's table cleared (a context destroyed, a primary one released
- * or reset: what its functions had loaded is gone). */
+ * or reset: what its functions had loaded is gone; a module or library
+ * unloaded: its handle values may name new kernels next). */
 void sg_launch_filter_forget(void);
 /* The calling thread switched contexts: its filter starts again. */
 void sg_launch_filter_switched(void);

@@ -934,6 +934,62 @@ adv name=r21/oom_headroom_launch env="$MEM_R21 CUDAEMU_FUNC_BYTES=12M" to=4 \
     eng_t="T['headroom_trims'] > 0" eng_p="T['headroom_trims'] > 0" \
     attack="a CUkernel's first launch outside a capture on a device whose memory the arenas hold" \
     -- adv_oom headroom_launch
+# Round 25: the launch filter, the lazy-loading hooks and the headroom
+# (adv_oom.c, round 25 cases), each on a squeezed device (docs/testing-correctness.md).
+# Before the fixes, under temp and prof: unload_reuse's kernel (a library
+# unloaded, the next one's CUkernel at the freed handle value) went straight
+# to the driver as "launched before" and got CUDA_ERROR_OUT_OF_MEMORY (now a
+# module or library unload clears the filter's tables, core/core.c);
+# headroom_stale's first launch while another stream captures got it too (one
+# free with room, then 50 allocations and frees none of which asked the
+# driver: now the headroom counts the chunks created since it asked,
+# core/mem_arena.c); threads' concurrent first launches got it in 2 of 6 runs
+# (the first trim gave back every chunk, the others found none and did not
+# retry: now sg_mem_retry always retries). ctx_switches (cuCtxCreate,
+# cuCtxDestroy of the current context, cuCtxSetCurrent(NULL), the primary
+# context reset and released while current), launch_variants (cuLaunchKernelEx,
+# cooperative and _ptsz launches through cuGetProcAddress) and headroom_huge
+# (STABLEGRAPH_HEADROOM=1T, larger than the device) passed before.
+R25_FUNC="$MEM_R21 CUDAEMU_FUNC_BYTES=24M"
+adv name=r25/filter_unload_reuse env="$R25_FUNC" to=4 eng_t="$PLACED" eng_p="$PLACED" \
+    needs="r25: kernel handle value reused::a freed CUkernel's handle value given to the next library's kernel" \
+    attack="the launch filter's table after a library unload: a new CUkernel at a launched one's handle value" \
+    -- adv_oom unload_reuse
+R25_TRIMS="T['headroom_trims'] > 0"
+adv name=r25/headroom_stale env="$MEM_R21 CUDAEMU_FUNC_BYTES=12M" to=4 eng_t="$R25_TRIMS" eng_p="$R25_TRIMS" \
+    attack="the headroom's sampling of frees: a kernel's first launch beside a capture, then into one" \
+    -- adv_oom stale_headroom
+for c in ctx_switches launch_variants; do
+    adv name=r25/filter_$c env="$R25_FUNC" to=4 eng_t="$PLACED" eng_p="$PLACED" \
+        attack="the launch filter: a CUkernel's first launch in a context, on a squeezed device ($c)" \
+        -- adv_oom $c
+done
+adv name=r25/filter_threads env="$MEM256 CUDAEMU_MODULE_BYTES=1M CUDAEMU_CTX_BYTES=16M CUDAEMU_FUNC_BYTES=20M" \
+    to=4 eng_t="$PLACED" eng_p="$PLACED" \
+    attack="the launch filter: four threads' first launches at once in two contexts, on a squeezed device" \
+    -- adv_oom threads
+adv name=r25/headroom_huge env="$R25_FUNC STABLEGRAPH_HEADROOM=1T" to=4 eng_t="$R25_TRIMS" eng_p="$R25_TRIMS" \
+    attack="a headroom larger than the device: every placed free gives back every unused chunk" \
+    -- adv_oom ctx_switches
+# r25/headroom_garbage: STABLEGRAPH_HEADROOM not a byte count (a fraction, a
+# unit the library does not take, more than 64 bits) is a configuration
+# error like any other: one message naming the variable and what it accepts,
+# the program run as without the library (policy off). Passed before.
+if [[ r25/headroom_garbage =~ ${ADV_ONLY:-.} ]]; then
+    d=$TMP/run/r25_headroom_garbage
+    run1 "$d/base" $R25_FUNC -- "$E/adv_oom" unload_reuse
+    for v in 1.5G 16MB 99999999999999999999; do
+        run1 "$d/$v" $R25_FUNC STABLEGRAPH_HEADROOM=$v LD_PRELOAD="$LIB" -- "$E/adv_oom" unload_reuse
+        t="r25/headroom_garbage: STABLEGRAPH_HEADROOM=$v: a configuration error, the program runs as without the library"
+        if [ "$(cat "$d/$v/rc")" = 0 ] && cmp -s "$d/$v/out" "$d/base/out" &&
+            grep -q "^stablegraph: error: STABLEGRAPH_HEADROOM=\"$v\" is not valid .*accepted: a byte count" "$d/$v/err"; then
+            ok "$t"
+        else
+            not_ok "$t"
+            diag "exit status $(cat "$d/$v/rc"), baseline $(cat "$d/base/rc")" "$(head -n 3 "$d/$v/err")"
+        fi
+    done
+fi
 # Round 23: framework usage patterns (adv_frameworks.c): valid programs that
 # use the driver API as frameworks do. torch: PyTorch CUDA graphs (eager
 # warm-up with stream-ordered temporaries, three graphs captured in

@@ -189,7 +189,14 @@ TEST(skip_profiled_vars)
     const char *const noroom[] = { "STABLEGRAPH_HEADROOM", "0", NULL };
     CHECK_EQ(parse(noroom), 0);
     CHECK(cfg.headroom_bytes == 0);
+    const char *const maxroom[] = { "STABLEGRAPH_HEADROOM", "18446744073709551615", NULL };
+    CHECK_EQ(parse(maxroom), 0);
+    CHECK(cfg.headroom_bytes != SG_HEADROOM_AUTO && cfg.headroom_bytes >= SIZE_MAX - 1);  /* not the default */
     check_bad("STABLEGRAPH_HEADROOM", "auto", "a byte count");
+    check_bad("STABLEGRAPH_HEADROOM", "1.5G", "a byte count");
+    check_bad("STABLEGRAPH_HEADROOM", "16MB", "a byte count");
+    check_bad("STABLEGRAPH_HEADROOM", "18446744073709551616", "a byte count");
+    check_bad("STABLEGRAPH_HEADROOM", "16777216T", "a byte count");
 }
 
 TEST(bad_log_keeps_default_level)
