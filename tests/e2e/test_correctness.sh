@@ -1050,6 +1050,30 @@ adv name=r23/frameworks_torch_expandable env="$MEM256" to=4 eng_p="$PLACED" \
 adv name=r23/frameworks_stats eng_p="$PLACED" \
     attack="the default pool's memory figures (cuMemPoolGetAttribute) with placed cuMemAllocAsync memory" \
     -- adv_frameworks stats
+# Round 26: graphs holding child graph nodes (adv_child.c; XLA/JAX nest
+# command buffers so), emulated since this round: each step changes only
+# what is inside the child graph (an input pointer, a scalar; some steps
+# repeat the last one's values), the outer graph staying the same. args: the
+# child and its parent built anew each step, cuGraphExecUpdate + launch;
+# inplace: the embedded graph changed in place (cuGraphChildGraphNodeGetGraph,
+# cuGraphKernelNodeSetParams) before the update and again after it, before
+# the launch; execset: cuGraphExecChildGraphNodeSetParams each step, and an
+# update from the parent unchanged since instantiation every fourth; capture:
+# the parent's last kernel captured into it (cuStreamBeginCaptureToGraph)
+# after the child node; temps: the child reads a temporary cuMemAlloc'd and
+# freed each step (placed by the library, so that the graphs could be the
+# same): the report must account for every update (skipped or forwarded).
+# All passed on the library of 1254557 as it was: a graph with a child graph
+# node is read back (cuGraphAddChildGraphNode is an unmodeled call) and
+# holds a node the library does not model, so every update of its exec is
+# forwarded (reason unsupported_node).
+CHILD_ACCOUNTED='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]::every update is skipped or forwarded'
+for c in args inplace execset capture; do
+    adv name=r26/child_$c eng_t="$SEEN" eng_p="$SEEN" xchk="$CHILD_ACCOUNTED" \
+        attack="updates that change only what is inside a child graph node ($c)" -- adv_child $c
+done
+adv name=r26/child_temps eng_t="$SEEN and $PLACED" eng_p="$SEEN and $PLACED" xchk="$CHILD_ACCOUNTED" \
+    attack="a child graph reading a placed temporary allocated and freed each step" -- adv_child temps
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

@@ -837,15 +837,14 @@ TEST(remove_dependencies_and_copy_attributes)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
-/* Node kinds not emulated (child graph, event record / wait, external
+/* Node kinds not emulated (event record / wait, external
  * semaphores, batch memory operations): adding one is refused with
  * CUDA_ERROR_NOT_SUPPORTED and adds nothing; their setters find no node of
  * their kind (CUDA_ERROR_INVALID_VALUE). */
 TEST(unemulated_node_kinds)
 {
-    CUgraph g, child;
+    CUgraph g;
     CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-    CHECK_CU(cuGraphCreate(&child, 0), CUDA_SUCCESS);
     CUgraphNode en, out = NULL;
     CHECK_CU(cuGraphAddEmptyNode(&en, g, NULL, 0), CUDA_SUCCESS);
     CUevent ev;
@@ -856,7 +855,6 @@ TEST(unemulated_node_kinds)
     memset(&sig, 0, sizeof sig);
     memset(&wt, 0, sizeof wt);
     memset(&bm, 0, sizeof bm);
-    CHECK_CU(cuGraphAddChildGraphNode(&out, g, &en, 1, child), CUDA_ERROR_NOT_SUPPORTED);
     CHECK_CU(cuGraphAddEventRecordNode(&out, g, &en, 1, ev), CUDA_ERROR_NOT_SUPPORTED);
     CHECK_CU(cuGraphAddEventWaitNode(&out, g, NULL, 0, ev), CUDA_ERROR_NOT_SUPPORTED);
     CHECK_CU(cuGraphAddExternalSemaphoresSignalNode(&out, g, NULL, 0, &sig), CUDA_ERROR_NOT_SUPPORTED);
@@ -873,7 +871,6 @@ TEST(unemulated_node_kinds)
     CHECK_CU(cuGraphExternalSemaphoresWaitNodeSetParams(en, &wt), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuGraphBatchMemOpNodeSetParams(en, &bm), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuEventDestroy(ev), CUDA_SUCCESS);
-    CHECK_CU(cuGraphDestroy(child), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
 }
 
@@ -1130,7 +1127,7 @@ TEST(node_enable)
     CHECK(gu_all(a, 9));
     CHECK_CU(cuGraphNodeSetEnabled(e, en, 0), CUDA_ERROR_INVALID_VALUE);   /* empty node */
     CHECK_CU(cuGraphNodeSetEnabled(NULL, kn, 0), CUDA_ERROR_INVALID_VALUE);
-    /* Node types the emulation never creates: the driver's refusal. */
+    /* Setters of other node types: the driver's refusal. */
     CHECK_CU(cuGraphExecChildGraphNodeSetParams(e, kn, g), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuGraphExecEventRecordNodeSetEvent(e, kn, NULL), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);

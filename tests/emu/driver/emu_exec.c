@@ -3,7 +3,8 @@
  * variant), upload, launch, destroy, and their teardown with their context.
  *
  * cuGraphLaunch queues ONE emu_work that runs the nodes in a topological
- * order fixed at instantiation. The work carries a deep snapshot of the
+ * order fixed at instantiation (a child graph node's instance runs its nodes
+ * in its place, in its own order: launch_snap). The work carries a deep snapshot of the
  * exec's parameters taken at launch, so later set-params or update calls
  * never affect a launch already queued, and cuGraphExecDestroy can free the
  * exec at once (in-flight launches only use their snapshots, which are freed
@@ -76,6 +77,7 @@ static void exec_free(CUgraphExec e)
     for (size_t i = 0; i < e->n; i++) {
         emu_nparams_free(&e->nodes[i].p);
         free(e->nodes[i].deps);
+        if (e->nodes[i].sub) exec_free(e->nodes[i].sub);
     }
     token_put(e->last);
     emu_charge_give(e->charge_dev, e->charge);   /* (nothing if none was taken) */
@@ -117,24 +119,104 @@ static int topo_order(CUgraph g, size_t *order, CUgraphNode *cycle_node)
     CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD | CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | \
     CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
 
-/* Device-launch restrictions; returns the failing result and node. */
-static CUgraphInstantiateResult device_launch_check(CUgraph g, CUgraphNode *err)
+/* Device-launch restrictions ("The graph can only contain kernel nodes,
+ * memcpy nodes, memset nodes, and child graph nodes", on a single context,
+ * at least one kernel, memcpy or memset node), a child graph's nodes
+ * included; returns the failing result and node. */
+static CUgraphInstantiateResult device_launch_nodes(CUgraph g, CUgraphNode *err, CUcontext *ctx, int *useful)
 {
-    int useful = 0;
-    CUcontext ctx = NULL;
     for (size_t i = 0; i < g->n; i++) {
         const emu_nparams *p = &g->nodes[i]->p;
+        if (p->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+            CUgraphInstantiateResult r = device_launch_nodes(p->child, err, ctx, useful);
+            if (r != CUDA_GRAPH_INSTANTIATE_SUCCESS) return r;
+            continue;
+        }
         if (p->type != CU_GRAPH_NODE_TYPE_KERNEL && p->type != CU_GRAPH_NODE_TYPE_MEMCPY &&
             p->type != CU_GRAPH_NODE_TYPE_MEMSET) {
             *err = g->nodes[i];
             return CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
         }
-        if (ctx && p->ctx != ctx) { *err = g->nodes[i]; return CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED; }
-        ctx = p->ctx;
-        useful = 1;
+        if (*ctx && p->ctx != *ctx) { *err = g->nodes[i]; return CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED; }
+        *ctx = p->ctx;
+        *useful = 1;
     }
-    if (!useful) return CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
     return CUDA_GRAPH_INSTANTIATE_SUCCESS;
+}
+
+static CUgraphInstantiateResult device_launch_check(CUgraph g, CUgraphNode *err)
+{
+    int useful = 0;
+    CUcontext ctx = NULL;
+    CUgraphInstantiateResult r = device_launch_nodes(g, err, &ctx, &useful);
+    if (r == CUDA_GRAPH_INSTANTIATE_SUCCESS && !useful) return CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
+    return r;
+}
+
+static CUgraphExec exec_alloc(cuuint64_t flags)
+{
+    CUgraphExec e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    pthread_mutex_init(&e->lock, NULL);
+    e->flags = flags;
+    return e;
+}
+
+/* Builds e's nodes from g's; a child graph node gets the instance of its
+ * embedded graph, a nested exec with e's flags. Returns CUDA_SUCCESS,
+ * CUDA_ERROR_OUT_OF_MEMORY, or CUDA_ERROR_INVALID_VALUE with *result
+ * INVALID_STRUCTURE and *err_node set on a cycle (in g or a child graph); e
+ * can be freed (exec_free) whatever it returns. */
+static CUresult exec_build(CUgraph g, CUgraphExec e, CUgraphNode *err_node, CUgraphInstantiateResult *result)
+{
+    size_t n = g->n;
+    e->nodes = calloc(n ? n : 1, sizeof *e->nodes);
+    e->order = calloc(n ? n : 1, sizeof *e->order);
+    if (!e->nodes || !e->order) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->n = n;                       /* zeroed nodes free as nothing */
+    e->graph_uid = g->uid;
+    int t = topo_order(g, e->order, err_node);
+    if (t < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (t == 0) {
+        *result = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNode nd = g->nodes[i];
+        exec_node *x = &e->nodes[i];
+        x->orig = nd;
+        x->serial = nd->serial;
+        x->deps = malloc((nd->ndeps ? nd->ndeps : 1) * sizeof *x->deps);
+        if (!x->deps) return CUDA_ERROR_OUT_OF_MEMORY;
+        x->ndeps = nd->ndeps;
+        for (size_t k = 0; k < nd->ndeps; k++) x->deps[k] = nd->deps[k]->index;
+        if (nd->p.type == CU_GRAPH_NODE_TYPE_GRAPH) {
+            x->p.type = CU_GRAPH_NODE_TYPE_GRAPH;
+            if (!(x->sub = exec_alloc(e->flags))) return CUDA_ERROR_OUT_OF_MEMORY;
+            CUresult r = exec_build(nd->p.child, x->sub, err_node, result);
+            if (r != CUDA_SUCCESS) return r;
+        } else if (!emu_nparams_copy(&x->p, &nd->p)) {
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The context of e's first node that has one, child graphs included (NULL: none). */
+static CUcontext exec_node_ctx(CUgraphExec e)
+{
+    for (size_t i = 0; i < e->n; i++) {
+        CUcontext c = e->nodes[i].sub ? exec_node_ctx(e->nodes[i].sub) : e->nodes[i].p.ctx;
+        if (c) return c;
+    }
+    return NULL;
+}
+
+size_t emu_exec_count(CUgraphExec e)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < e->n; i++) k += e->nodes[i].sub ? emu_exec_count(e->nodes[i].sub) : 1;
+    return k;
 }
 
 static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgraphNode *err_node,
@@ -154,47 +236,21 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
      * one executable graph in existence for that graph at a time." */
     int has_mem = emu_graph_has_mem(g);
     if (has_mem && g->mem_execs) return CUDA_ERROR_INVALID_VALUE;
-    CUgraphExec e = calloc(1, sizeof *e);
-    size_t n = g->n;
+    CUgraphExec e = exec_alloc(flags);
     if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
-    e->nodes = calloc(n ? n : 1, sizeof *e->nodes);
-    e->order = calloc(n ? n : 1, sizeof *e->order);
-    pthread_mutex_init(&e->lock, NULL);
-    if (!e->nodes || !e->order) { exec_free(e); return CUDA_ERROR_OUT_OF_MEMORY; }
-    int t = topo_order(g, e->order, err_node);
-    if (t <= 0) {
+    CUresult r = exec_build(g, e, err_node, result);
+    if (r != CUDA_SUCCESS) {
         exec_free(e);
-        if (t < 0) return CUDA_ERROR_OUT_OF_MEMORY;
-        *result = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
-        return CUDA_ERROR_INVALID_VALUE;
+        return r;
     }
-    for (size_t i = 0; i < n; i++) {
-        CUgraphNode nd = g->nodes[i];
-        exec_node *x = &e->nodes[i];
-        x->orig = nd;
-        x->serial = nd->serial;
-        x->deps = malloc((nd->ndeps ? nd->ndeps : 1) * sizeof *x->deps);
-        if (!x->deps || !emu_nparams_copy(&x->p, &nd->p)) {
-            e->n = i + 1;
-            exec_free(e);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        x->ndeps = nd->ndeps;
-        for (size_t k = 0; k < nd->ndeps; k++) x->deps[k] = nd->deps[k]->index;
-    }
-    e->n = n;
-    e->graph_uid = g->uid;
     e->src = g;
     e->has_mem = has_mem;
     g->mem_execs += has_mem;
-    e->flags = flags;
     /* The exec belongs to the context of its nodes (else the current one):
      * that context's teardown ends it. */
-    CUcontext owner = emu_ctx_current();
-    for (size_t i = 0; i < n; i++)
-        if (e->nodes[i].p.ctx) { owner = e->nodes[i].p.ctx; break; }
-    emu_handle_add_ctx(e, EMU_K_EXEC, owner);
-    emu_stat_nodes(n, 0);
+    CUcontext owner = exec_node_ctx(e);
+    emu_handle_add_ctx(e, EMU_K_EXEC, owner ? owner : emu_ctx_current());
+    emu_stat_nodes(emu_exec_count(e), 0);
     *out = e;
     *result = CUDA_GRAPH_INSTANTIATE_SUCCESS;
     return CUDA_SUCCESS;
@@ -283,6 +339,47 @@ static CUresult launch_memory(CUgraphExec e, emu_nparams *snap, size_t n, const 
     return r;
 }
 
+/* Appends to lw's snapshot (lw->n entries so far) the parameters of e's
+ * nodes in e's order, a child graph node's instance in its place, which
+ * runs its nodes after the node's dependencies and before its dependents, in
+ * its own order (the top-level exec's lock held). */
+static CUresult launch_snap(CUgraphExec e, launch_work *lw, const char *call)
+{
+    for (size_t i = 0; i < e->n; i++) {
+        const exec_node *x = &e->nodes[e->order[i]];
+        const emu_nparams *p = &x->p;
+        emu_nparams *s = &lw->nodes[lw->n];
+        if (x->sub) {
+            CUresult r = launch_snap(x->sub, lw, call);
+            if (r != CUDA_SUCCESS) return r;
+            continue;
+        }
+        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && !emu_args_func_loaded(p->args)) {
+            emu_violation(call, "kernel node %zu uses function %p, which is no longer loaded",
+                          e->order[i], (void *)p->args->func);
+            return CUDA_ERROR_INVALID_HANDLE;
+        }
+        if (x->disabled) {
+            s->type = CU_GRAPH_NODE_TYPE_EMPTY;    /* a disabled node does nothing */
+            lw->n++;
+            continue;
+        }
+        if (!emu_nparams_copy(s, p)) {
+            emu_nparams_free(s);
+            memset(s, 0, sizeof *s);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        lw->n++;
+        switch (p->type) {
+        case CU_GRAPH_NODE_TYPE_KERNEL: emu_work_touch_words(&lw->w, p->args->data, p->args->size); break;
+        case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_touch(&lw->w, &p->copy); break;
+        case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_touch(&lw->w, &p->set); break;
+        default: break;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
 /* Queues one work that runs the exec's nodes (none for an upload) with a
  * snapshot of their parameters, behind the exec's previous launch. */
 static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_nodes, const char *call)
@@ -297,35 +394,14 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
     launch_work *lw = (launch_work *)emu_work_new(sizeof *lw, call, launch_run);
     launch_token *tok = calloc(1, sizeof *tok);
-    size_t n = run_nodes ? e->n : 0;
+    size_t n = run_nodes ? emu_exec_count(e) : 0;
     emu_nparams *snap = calloc(n ? n : 1, sizeof *snap);
     if (!lw || !tok || !snap) { free(lw); free(tok); free(snap); return CUDA_ERROR_OUT_OF_MEMORY; }
     lw->w.complete = launch_complete;
     lw->w.release = launch_release;
     lw->nodes = snap;
     pthread_mutex_lock(&e->lock);
-    for (size_t i = 0; i < n; i++) {
-        const emu_nparams *p = &e->nodes[e->order[i]].p;
-        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && !emu_args_func_loaded(p->args)) {
-            emu_violation(call, "kernel node %zu uses function %p, which is no longer loaded",
-                          e->order[i], (void *)p->args->func);
-            r = CUDA_ERROR_INVALID_HANDLE;
-            break;
-        }
-        if (e->nodes[e->order[i]].disabled) {
-            snap[i].type = CU_GRAPH_NODE_TYPE_EMPTY;    /* a disabled node does nothing */
-            lw->n = i + 1;
-            continue;
-        }
-        if (!emu_nparams_copy(&snap[i], p)) { r = CUDA_ERROR_OUT_OF_MEMORY; break; }
-        lw->n = i + 1;
-        switch (p->type) {
-        case CU_GRAPH_NODE_TYPE_KERNEL: emu_work_touch_words(&lw->w, p->args->data, p->args->size); break;
-        case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_touch(&lw->w, &p->copy); break;
-        case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_touch(&lw->w, &p->set); break;
-        default: break;
-        }
-    }
+    if (n) r = launch_snap(e, lw, call);
     /* The exec's own device memory (CUDAEMU_EXEC_BYTES), taken by its first
      * launch or upload; a launch beyond what is left fails with
      * CUDA_ERROR_OUT_OF_MEMORY and changes nothing. */

@@ -1,9 +1,10 @@
 /*
  * emu_exec_update.c: changing a graph exec of the emulated CUDA driver: the
  * per-node set-params calls (cuGraphExec*NodeSetParams, cuGraphExecNodeSetParams),
- * enabling and disabling nodes, and cuGraphExecUpdate (_v2 and the legacy
- * one: topology, node types, the allowed parameter changes and the kernel
- * attribute rules checked, CUgraphExecUpdateResultInfo filled).
+ * cuGraphExecChildGraphNodeSetParams, enabling and disabling nodes, and
+ * cuGraphExecUpdate (_v2 and the legacy one: topology, node types, the
+ * allowed parameter changes and the kernel attribute rules checked, child
+ * graphs recursively, CUgraphExecUpdateResultInfo filled).
  *
  * Locks: exec->lock (emu_graph.h) around every change of an exec's nodes.
  */
@@ -137,19 +138,13 @@ EMU_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hN
     return exec_enable(hGraphExec, hNode, 0, isEnabled);
 }
 
-/* Exec updates of node types the emulation never creates (child graphs,
- * events, external semaphores, batch memory operations): the node can only be
- * of another type, which the driver refuses with CUDA_ERROR_INVALID_VALUE. */
+/* Exec updates of node types the emulation never creates (events, external
+ * semaphores, batch memory operations): the node can only be of another
+ * type, which the driver refuses with CUDA_ERROR_INVALID_VALUE. */
 static CUresult exec_set_unemulated(CUgraphExec e, CUgraphNode h, const void *params)
 {
     if (!emu_exec_ok(e) || !exec_find(e, h) || !params) return CUDA_ERROR_INVALID_VALUE;
     return CUDA_ERROR_INVALID_VALUE;
-}
-
-EMU_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph)
-{
-    EMU_ENTRY_INIT();
-    return exec_set_unemulated(hGraphExec, hNode, childGraph);
 }
 
 EMU_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
@@ -185,16 +180,6 @@ EMU_EXPORT CUresult cuGraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, C
     return exec_set_unemulated(hGraphExec, hNode, nodeParams);
 }
 
-EMU_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams)
-{
-    EMU_ENTRY_INIT();
-    emu_nparams p;
-    if (!nodeParams || !emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
-    if (nodeParams->type != hNode->p.type) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = emu_nparams_generic(&p, nodeParams, 0);
-    return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
-}
-
 /* --------------------------------------------------------------- update */
 
 /* The documented attribute rules of a whole-graph update of a kernel node:
@@ -216,74 +201,139 @@ static int device_updatable(const emu_nparams *p)
            p->attr[CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE].deviceUpdatableKernelNode.deviceUpdatable;
 }
 
-/* Checks that g can update e (topology, node types, parameter changes) and
- * fills *info; on success copies every node's parameters into e. */
-static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
+/* An exec node and the graph node whose parameters an update gives it. */
+typedef struct upd_pair { exec_node *x; const emu_nparams *np; } upd_pair;
+
+/* Checks that g can update e (topology, node types, parameter changes), a
+ * child graph node's instance against its embedded graph recursively ("The
+ * topology of childGraph, as well as the node insertion order, must match";
+ * "restrictions apply recursively"), and fills *info for a refusal: a
+ * refusal inside a child graph names the child graph node of g. Appends each
+ * other node pair to v (room for emu_exec_count(e): each exec node is paired
+ * at most once). */
+static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info,
+                                            upd_pair *v, size_t *nv)
 {
-    info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
     info->errorNode = info->errorFromNode = NULL;
-    if (!emu_exec_ok(e) || !emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
-    CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_SUCCESS;
-    if (g->n != e->n) {
-        res = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-        goto fail;
-    }
+    if (g->n != e->n) return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
     /* Topology first: dependency counts and endpoints, paired by edge order. */
     for (size_t i = 0; i < g->n; i++) {
         CUgraphNode nd = g->nodes[i];
         const exec_node *x = &e->nodes[i];
         info->errorNode = nd;
-        if (nd->ndeps != x->ndeps) { res = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED; goto fail; }
+        if (nd->ndeps != x->ndeps) return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
         for (size_t k = 0; k < nd->ndeps; k++)
             if (nd->deps[k]->index != x->deps[k]) {
                 info->errorFromNode = nd->deps[k];
-                res = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-                goto fail;
+                return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
             }
     }
     for (size_t i = 0; i < g->n; i++) {
         const emu_nparams *np = &g->nodes[i]->p, *old = &e->nodes[i].p;
+        CUgraphExecUpdateResult res;
         info->errorNode = g->nodes[i];
-        if (np->type != old->type) { res = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED; goto fail; }
+        if (np->type != old->type) return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+        if (np->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+            if ((res = update_check(e->nodes[i].sub, np->child, info, v, nv)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+                info->errorNode = g->nodes[i];
+                info->errorFromNode = NULL;
+                return res;
+            }
+            continue;
+        }
         /* "Neither hGraph nor hGraphExec may contain device-updatable kernel
          * nodes"; the docs name no result for it: NOT_SUPPORTED ("something
          * about a node is unsupported, like the node's ... configuration"). */
-        if (device_updatable(np) || device_updatable(old)) {
-            res = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
-            goto fail;
-        }
-        if ((res = emu_nparams_change_check(old, np, 0)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) goto fail;
-        if (np->type == CU_GRAPH_NODE_TYPE_KERNEL && !attrs_may_change(e, old, np)) {
-            res = CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED;
-            goto fail;
-        }
+        if (device_updatable(np) || device_updatable(old)) return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+        if ((res = emu_nparams_change_check(old, np, 0)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) return res;
+        if (np->type == CU_GRAPH_NODE_TYPE_KERNEL && !attrs_may_change(e, old, np))
+            return CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED;
+        v[(*nv)++] = (upd_pair){ &e->nodes[i], np };
     }
     info->errorNode = NULL;
-    emu_nparams *fresh = calloc(g->n ? g->n : 1, sizeof *fresh);
-    if (!fresh) return CUDA_ERROR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < g->n; i++)
-        if (!emu_nparams_copy(&fresh[i], &g->nodes[i]->p)) {
-            for (size_t j = 0; j < i; j++) emu_nparams_free(&fresh[j]);
-            free(fresh);
-            return CUDA_ERROR_OUT_OF_MEMORY;
+    return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+}
+
+/* Updates e (top itself, or an instance of a child graph in top) from g if
+ * update_check allows it: every paired exec node gets a copy of its graph
+ * node's parameters, under top's lock; CUDA_ERROR_OUT_OF_MEMORY changes
+ * nothing. */
+static CUresult update_from(CUgraphExec top, CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+    size_t cap = emu_exec_count(e), n = 0;
+    upd_pair *v = malloc((cap ? cap : 1) * sizeof *v);
+    emu_nparams *fresh = calloc(cap ? cap : 1, sizeof *fresh);
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_ERROR;
+    if (!v || !fresh) goto out;
+    if ((res = update_check(e, g, info, v, &n)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+        r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!emu_nparams_copy(&fresh[i], v[i].np)) {
+            for (size_t j = 0; j <= i; j++) emu_nparams_free(&fresh[j]);
+            res = CU_GRAPH_EXEC_UPDATE_ERROR;
+            goto out;
         }
     unsigned long changed = 0;
-    pthread_mutex_lock(&e->lock);
-    for (size_t i = 0; i < g->n; i++) {
-        emu_nparams old = e->nodes[i].p;
+    pthread_mutex_lock(&top->lock);
+    for (size_t i = 0; i < n; i++) {
+        emu_nparams old = v[i].x->p;
         changed += !emu_nparams_same(&old, &fresh[i]);
-        e->nodes[i].p = fresh[i];
+        v[i].x->p = fresh[i];
         fresh[i] = old;
     }
-    pthread_mutex_unlock(&e->lock);
-    emu_stat_nodes(g->n, changed);
-    for (size_t i = 0; i < g->n; i++) emu_nparams_free(&fresh[i]);
-    free(fresh);
-    info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
-    return CUDA_SUCCESS;
-fail:
+    pthread_mutex_unlock(&top->lock);
+    emu_stat_nodes(n, changed);
+    for (size_t i = 0; i < n; i++) emu_nparams_free(&fresh[i]);
+    r = CUDA_SUCCESS;
+out:
     info->result = res;
-    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    free(v);
+    free(fresh);
+    return r;
+}
+
+static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+    info->errorNode = info->errorFromNode = NULL;
+    if (!emu_exec_ok(e) || !emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
+    return update_from(e, e, g, info);
+}
+
+/* cuGraphExecChildGraphNodeSetParams: "Updates the work represented by hNode
+ * in hGraphExec as though the nodes contained in hNode's graph had the
+ * parameters contained in childGraph's nodes at instantiation. hNode must
+ * remain in the graph which was used to instantiate hGraphExec. Changed edges
+ * to and from hNode are ignored." The cuGraphExecUpdate rules decide; any
+ * refusal is CUDA_ERROR_INVALID_VALUE (the documented return values). */
+static CUresult exec_child_set(CUgraphExec e, CUgraphNode h, CUgraph child)
+{
+    exec_node *x = emu_exec_ok(e) ? exec_find(e, h) : NULL;
+    if (!x || !x->sub || !emu_graph_ok(child)) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphExecUpdateResultInfo info;
+    CUresult r = update_from(e, x->sub, child, &info);
+    return r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE ? CUDA_ERROR_INVALID_VALUE : r;
+}
+
+EMU_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    emu_nparams p;
+    if (!nodeParams || !emu_exec_ok(hGraphExec) || !exec_find(hGraphExec, hNode)) return CUDA_ERROR_INVALID_VALUE;
+    if (nodeParams->type != hNode->p.type) return CUDA_ERROR_INVALID_VALUE;
+    /* child graph: "Topology must match and restrictions apply recursively" */
+    if (nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH) return exec_child_set(hGraphExec, hNode, nodeParams->graph.graph);
+    CUresult r = emu_nparams_generic(&p, nodeParams, 0);
+    return r != CUDA_SUCCESS ? r : exec_set(hGraphExec, hNode, &p);
+}
+
+EMU_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph)
+{
+    EMU_ENTRY_INIT();
+    return exec_child_set(hGraphExec, hNode, childGraph);
 }
 
 EMU_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)

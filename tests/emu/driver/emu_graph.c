@@ -1,12 +1,13 @@
 /*
  * emu_graph.c: graphs and nodes of the emulated CUDA driver: create,
  * destroy, clone, the node types (kernel, memcpy, memset, host, empty,
- * memory allocation and free, cuGraphAddNode), their get/set params and
- * kernel node attributes, edges and dependencies (edge data is stored and
- * reported, but every edge is a full dependency), node and edge queries, the
- * graph memory attributes of a device.
+ * memory allocation and free, child graphs, cuGraphAddNode), their get/set
+ * params and kernel node attributes, edges and dependencies (edge data is
+ * stored and reported, but every edge is a full dependency), node and edge
+ * queries, the graph memory attributes of a device.
  *
- * A graph with memory nodes has one exec at a time and cannot be cloned.
+ * A graph with memory nodes has one exec at a time and cannot be cloned. A
+ * child graph node owns its embedded graph (emu_graph.h).
  *
  * Locks: a graph is not thread-safe (callers serialise its use, as in CUDA);
  * g->capture is read under emu_cap_lock (emu_capture.c).
@@ -142,6 +143,10 @@ CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdg
 {
     CUresult r = emu_graph_deps_check(g, deps, data, n);
     if (r != CUDA_SUCCESS) return r;
+    /* cuGraphChildGraphNodeGetGraph: "Allocation and free nodes cannot be
+     * added to the returned graph. Attempting to do so will return an error." */
+    if (g->owner && (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || p->type == CU_GRAPH_NODE_TYPE_MEM_FREE))
+        return CUDA_ERROR_INVALID_VALUE;
     CUgraphNode nd = calloc(1, sizeof *nd);
     if (!nd || !EMU_GROW(g->nodes, g->cap, g->n + 1) ||
         !EMU_GROW(g->edges, g->cap_edges, g->nedges + n) ||
@@ -157,6 +162,7 @@ CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdg
     g->nodes[g->n++] = nd;
     for (size_t i = 0; i < n; i++) edge_add(g, deps[i], nd, data ? &data[i] : NULL); /* room reserved */
     emu_handle_add(nd, EMU_K_NODE);
+    if (p->child) p->child->owner = nd;
     if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(p->mem_ptr, g->uid, 1);
     if (out) *out = nd;
     return CUDA_SUCCESS;
@@ -170,6 +176,12 @@ static CUresult node_add_api(CUgraphNode *out, CUgraph g, const CUgraphNode *dep
     CUresult r = emu_graph_node_add(g, deps, data, n, p, out);
     if (r != CUDA_SUCCESS) emu_nparams_free(p);
     return r;
+}
+
+/* A live node of the given type, else CUDA_ERROR_INVALID_VALUE. */
+static CUresult node_of(CUgraphNode nd, CUgraphNodeType type)
+{
+    return emu_node_ok(nd) && nd->p.type == type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 #define CHECK_GRAPH_OUT(out, g) do {                                        \
@@ -216,6 +228,14 @@ EMU_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
     EMU_ENTRY_INIT();
     if (!emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
     if (graph_capturing(hGraph)) return CUDA_ERROR_INVALID_VALUE;  /* "all operations other than destroy" */
+    /* An embedded graph: "the node retains ownership of the graph"
+     * (cuGraphChildGraphNodeGetGraph); it goes with its node. The documentation
+     * does not say what destroying it does: refused, loudly. */
+    if (hGraph->owner) {
+        emu_violation(__func__, "graph %p is embedded in child graph node %p, which owns it",
+                      (void *)hGraph, (void *)hGraph->owner);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     emu_graph_free(hGraph);
     return CUDA_SUCCESS;
 }
@@ -255,16 +275,10 @@ EMU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
     return CUDA_SUCCESS;
 }
 
-EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+CUresult emu_graph_clone(CUgraph o, CUgraph *out)
 {
-    EMU_ENTRY_INIT();
-    CHECK_GRAPH_OUT(phGraphClone, originalGraph);
-    /* "Cloning is not supported for graphs which contain memory allocation
-     * nodes, memory free nodes, or conditional nodes." */
-    if (emu_graph_has_mem(originalGraph)) return CUDA_ERROR_NOT_SUPPORTED;
     CUgraph g = emu_graph_new();
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUgraph o = originalGraph;
     for (size_t i = 0; i < o->n; i++) {
         emu_nparams p;
         if (!emu_nparams_copy(&p, &o->nodes[i]->p) ||
@@ -285,8 +299,18 @@ EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
     for (size_t i = 0; i < o->n; i++) g->nodes[i]->serial = o->nodes[i]->serial;
     g->next_serial = g->clone_serials = o->next_serial;
     g->clone_of = o->uid;
-    *phGraphClone = g;
+    *out = g;
     return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphClone, originalGraph);
+    /* "Cloning is not supported for graphs which contain memory allocation
+     * nodes, memory free nodes, or conditional nodes." */
+    if (emu_graph_has_mem(originalGraph)) return CUDA_ERROR_NOT_SUPPORTED;
+    return emu_graph_clone(originalGraph, phGraphClone);
 }
 
 EMU_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
@@ -375,6 +399,29 @@ EMU_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph
     return node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
 }
 
+/* docs/emulator.md, "Child graph nodes". */
+EMU_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode *dependencies, size_t numDependencies,
+                                             CUgraph childGraph)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    CUresult r = emu_graph_deps_check(hGraph, dependencies, NULL, numDependencies);
+    emu_nparams p;
+    if (r == CUDA_SUCCESS) r = emu_nparams_child(&p, childGraph);
+    return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+/* "This call does not clone the graph. Changes to the graph will be
+ * reflected in the node, and the node retains ownership of the graph." */
+EMU_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)
+{
+    EMU_ENTRY_INIT();
+    if (!phGraph || node_of(hNode, CU_GRAPH_NODE_TYPE_GRAPH)) return CUDA_ERROR_INVALID_VALUE;
+    *phGraph = hNode->p.child;
+    return CUDA_SUCCESS;
+}
+
 static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
                             size_t n, CUgraphNodeParams *params)
 {
@@ -400,12 +447,6 @@ EMU_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, 
 }
 
 /* ------------------------------------------------------ node get/set params */
-
-/* A live node of the given type, else CUDA_ERROR_INVALID_VALUE. */
-static CUresult node_of(CUgraphNode nd, CUgraphNodeType type)
-{
-    return emu_node_ok(nd) && nd->p.type == type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
 
 EMU_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
 {

@@ -15,6 +15,12 @@
  *     serialise their use of one graph. g->capture is guarded by emu_cap_lock.
  *   - exec->lock guards an exec's node parameters (nodes[].p, disabled) and
  *     its last launch token.
+ *   - A child graph node (CU_GRAPH_NODE_TYPE_GRAPH) owns its embedded graph
+ *     (p.child, a clone made when the node was added; the graph's `owner` is
+ *     the node). An exec instantiates it as a nested exec (exec_node.sub, no
+ *     handle, the same flags) whose nodes a launch runs in place of the child
+ *     node, in the child's topological order, and which cuGraphExecUpdate
+ *     and cuGraphExecChildGraphNodeSetParams check and update recursively.
  *
  * Lock order: emu_cap_lock (emu_capture.c) -> exec->lock -> tok_lock
  * (emu_exec.c); stream-internal locks (emu_stream.c) come after all of them,
@@ -66,6 +72,8 @@ typedef struct emu_nparams {
     CUmemAccessDesc mem_access[8];  /* MEM_ALLOC: access descriptors, as given */
     size_t mem_naccess;
     uint64_t mem_gen;               /* MEM_FREE in a launch: the incarnation it frees (0: none) */
+    CUgraph child;                  /* GRAPH, in a graph: the embedded graph (owned by the node;
+                                     * NULL in an exec, which holds its instance: exec_node.sub) */
 } emu_nparams;
 
 /* Kernel node input, whichever struct version it came in. */
@@ -118,6 +126,7 @@ struct CUgraph_st {
     uint64_t next_serial;           /* the serial of the next node */
     uint64_t clone_of;              /* cuGraphClone: the original graph's uid (0: none)... */
     uint64_t clone_serials;         /* ...whose nodes with serials below this it copied */
+    CUgraphNode owner;              /* the child graph node it is embedded in (NULL: none) */
 };
 
 typedef struct exec_node {
@@ -128,6 +137,8 @@ typedef struct exec_node {
     size_t ndeps;
     size_t *deps;                   /* indices of its dependencies, in edge order */
     int disabled;                   /* cuGraphNodeSetEnabled(…, 0); guarded by the exec's lock */
+    struct CUgraphExec_st *sub;     /* GRAPH: the instance of its child graph (owned, no handle;
+                                       guarded by the top-level exec's lock) */
 } exec_node;
 
 /* Completion of one launch; launches of an exec wait for the previous one. */
@@ -162,6 +173,7 @@ CUresult emu_nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx);
 CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext ctx);
 CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx);
 CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h);
+CUresult emu_nparams_child(emu_nparams *np, CUgraph child);
 void emu_nparams_empty(emu_nparams *np);
 /* Whether an update from `a` to `b` changes nothing the node does (the
  * "changed nodes" the statistics count: emu_stat_nodes). */
@@ -177,6 +189,8 @@ int emu_graph_has_mem(CUgraph g);
 int emu_node_ok(CUgraphNode n);
 CUgraph emu_graph_new(void);
 void emu_graph_free(CUgraph g);
+/* A deep copy of o (child graphs cloned too), its nodes keeping their serials. */
+CUresult emu_graph_clone(CUgraph o, CUgraph *out);
 CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n);
 /* The node of g with `serial`, NULL if none (destroyed, or never made). */
 CUgraphNode emu_graph_node_by_serial(CUgraph g, uint64_t serial);
@@ -188,5 +202,7 @@ int emu_capture_refuse(emu_stream *s);
 
 /* Graph execs (emu_exec.c) */
 int emu_exec_ok(CUgraphExec e);
+/* The nodes a launch of e runs: a child graph node counts as its graph's nodes. */
+size_t emu_exec_count(CUgraphExec e);
 
 #endif /* EMU_GRAPH_H */

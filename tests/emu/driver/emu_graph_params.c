@@ -79,14 +79,25 @@ void emu_nparams_free(emu_nparams *p)
     p->args = NULL;
     if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && p->mem_ptr) emu_gmem_ref(p->mem_ptr, -1);
     p->mem_ptr = 0;
+    if (p->child) emu_graph_free(p->child);     /* the embedded graph goes with its node */
+    p->child = NULL;
 }
 
-/* Deep copy; returns 0 on allocation failure. */
+/* Deep copy (an embedded graph is cloned: cuGraphClone "Child graph nodes in
+ * the original graph are recursively copied into the clone"); returns 0 on
+ * allocation failure, leaving dst freeable. */
 int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
 {
     *dst = *src;
+    dst->args = NULL;
+    dst->child = NULL;
+    if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) dst->mem_ptr = 0;
     if (src->args && !(dst->args = emu_args_clone(src->args))) return 0;
-    if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) emu_gmem_ref(src->mem_ptr, 1);
+    if (src->child && emu_graph_clone(src->child, &dst->child) != CUDA_SUCCESS) return 0;
+    if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        emu_gmem_ref(src->mem_ptr, 1);
+        dst->mem_ptr = src->mem_ptr;
+    }
     return 1;
 }
 
@@ -189,6 +200,19 @@ CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h)
     return CUDA_SUCCESS;
 }
 
+/* A child graph node: cuGraphAddChildGraphNode "If childGraph contains
+ * allocation nodes, free nodes, or conditional nodes, this call will return
+ * an error. [...] The child graph is cloned in this call." (An embedded
+ * graph never gets memory nodes: emu_graph_node_add refuses them, so
+ * checking childGraph's own nodes covers the graphs nested in it.) */
+CUresult emu_nparams_child(emu_nparams *np, CUgraph child)
+{
+    if (!emu_graph_ok(child) || emu_graph_has_mem(child)) return CUDA_ERROR_INVALID_VALUE;
+    memset(np, 0, sizeof *np);
+    np->type = CU_GRAPH_NODE_TYPE_GRAPH;
+    return emu_graph_clone(child, &np->child);
+}
+
 void emu_nparams_empty(emu_nparams *np)
 {
     memset(np, 0, sizeof *np);
@@ -266,6 +290,14 @@ CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t gra
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return graph_uid ? emu_nparams_memfree(np, p->free.dptr) : CUDA_ERROR_NOT_SUPPORTED;
+    /* A child graph node is added as a clone (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE);
+     * a moved child graph, and setting the embedded graph of a node in a
+     * graph (cuGraphNodeSetParams), are not emulated ("Emulation limits");
+     * cuGraphExecNodeSetParams handles its case before this. */
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        if (!graph_uid || p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        return emu_nparams_child(np, p->graph.graph);
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }

@@ -1,7 +1,7 @@
 /*
  * emu_graph_unemulated.c: the graph node kinds the emulated driver does not
- * run: child graphs, event record and wait nodes, external semaphore signal
- * and wait nodes, batch memory operation nodes. Their entry points exist (the
+ * run: event record and wait nodes, external semaphore signal and wait
+ * nodes, batch memory operation nodes. Their entry points exist (the
  * library hooks them: a program may call them, and the recorder must see
  * it) and check the graph or node they name like the others
  * (CUDA_ERROR_INVALID_VALUE for a bad one), then refuse with
@@ -25,15 +25,6 @@ static CUresult set_refused(CUgraphNode nd, const void *params)
 {
     if (!params || !emu_node_ok(nd)) return CUDA_ERROR_INVALID_VALUE;
     return CUDA_ERROR_INVALID_VALUE;     /* a node of another type */
-}
-
-EMU_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                             const CUgraphNode *dependencies, size_t numDependencies,
-                                             CUgraph childGraph)
-{
-    EMU_ENTRY_INIT();
-    if (!emu_graph_ok(childGraph)) return CUDA_ERROR_INVALID_VALUE;
-    return add_refused(phGraphNode, hGraph, dependencies, numDependencies);
 }
 
 /* Nodes added with one parameter (an event, a parameter struct): NULL is
