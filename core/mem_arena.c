@@ -510,18 +510,23 @@ size_t sg_mem_trim(void)
     return given;
 }
 
-/* Made once more even when this trim gave nothing back: another thread's
- * trim, which this one waited behind, may have given back what the call
- * needed (round 25: four threads' first launches of kernels, on a squeezed
- * device, got CUDA_ERROR_OUT_OF_MEMORY at once; the first trim gave back
- * every chunk, the others found none and returned the error). A call that
- * failed had no effect: the retry costs one driver call. */
+/* A call refused for want of memory is made once more even when this
+ * trim gave nothing back: another thread's trim, which this one waited
+ * behind, may have given back what the call needed (round 25: four threads'
+ * first launches of kernels, on a squeezed device, got
+ * CUDA_ERROR_OUT_OF_MEMORY at once; the first trim gave back every chunk,
+ * the others found none and returned the error). A call that failed had no
+ * effect: the retry costs one driver call. */
+int sg_mem_trim_retry(void)
+{
+    if (!sg_mem_placing) return 0;
+    sg_mem_trim();
+    return 1;
+}
+
 CUresult sg_mem_retry(const sg_call *c, CUresult rc)
 {
-    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_placing) {
-        sg_mem_trim();
-        rc = c->forward(c->args);
-    }
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim_retry()) rc = c->forward(c->args);
     return rc;
 }
 

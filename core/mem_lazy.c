@@ -41,7 +41,7 @@ CUresult sg_mem_kernel_lookup(const sg_call *c)
         return rc;
     CUkernel k = *c->u.lookup.out;
     CUfunction f;
-    if (SG_DRIVER_CALL(cuKernelGetFunction, &f, k) == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0)
+    if (SG_DRIVER_CALL(cuKernelGetFunction, &f, k) == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim_retry())
         SG_DRIVER_CALL(cuKernelGetFunction, &f, k);
     return rc;
 }

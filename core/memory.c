@@ -244,7 +244,7 @@ static CUresult mem_alloc(const sg_call *c)
     size_t placed = 0;
     CUresult rc = CUDA_SUCCESS;
     sg_arena_fail f = place(ar, bytes, own, key, &addr, &placed, &rc);
-    if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0)
+    if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim_retry())
         f = place(ar, bytes, own, key, &addr, &placed, &rc);
     if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && c->u.alloc.async)
         f = sg_marena_place_claiming(ar, bytes, own, key, s, c->per_thread, &addr, &placed);
@@ -362,7 +362,7 @@ static int free_verdict(mem_arena *ar, CUresult *rc)
         return -1;
     }
     int verdict = 1;
-    if (a == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0) {
+    if (a == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim_retry()) {
         sg_vmm_relax();
         a = SG_DRIVER_CALL(cuMemAlloc_v2, &token, 1);
         sg_vmm_unrelax();

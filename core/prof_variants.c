@@ -512,7 +512,7 @@ CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const
     /* refused for want of memory: the arenas give back what they hold and g is launched again behind
      * the same order wait, rec->lock held (the trim's locks come after it: docs/locking.md), as graphs.c
      * does for a plain launch (round 21: tests/e2e/adv_oom.c observed_launch, skip_profiled) */
-    if (__builtin_expect(rc == CUDA_ERROR_OUT_OF_MEMORY, 0) && sg_mem_trim() > 0) rc = launch_exec(p, g, c);
+    if (__builtin_expect(rc == CUDA_ERROR_OUT_OF_MEMORY, 0) && sg_mem_trim_retry()) rc = launch_exec(p, g, c);
     if (rc != CUDA_SUCCESS) return rc;
     pgen *x = &p->gens[g];
     /* a per-thread default stream (s.thread) cannot be named from another
