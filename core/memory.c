@@ -244,7 +244,10 @@ static CUresult mem_alloc(const sg_call *c)
     size_t placed = 0;
     CUresult rc = CUDA_SUCCESS;
     sg_arena_fail f = place(ar, bytes, own, key, &addr, &placed, &rc);
-    if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim_retry())
+    /* placed again only if this trim gave memory back: a placement that
+     * fails sends the allocation to the driver, whose refusal is retried
+     * (sg_mem_retry), never to the program */
+    if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && sg_mem_trim() > 0)
         f = place(ar, bytes, own, key, &addr, &placed, &rc);
     if (f == SG_ARENA_FAIL_CREATE && rc == CUDA_ERROR_OUT_OF_MEMORY && c->u.alloc.async)
         f = sg_marena_place_claiming(ar, bytes, own, key, s, c->per_thread, &addr, &placed);

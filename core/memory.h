@@ -119,7 +119,8 @@ CUresult sg_mem_retry(const sg_call *c, CUresult rc);
 /* The arenas give back what they hold after a call was refused for want
  * of memory; 1 if the call is to be made once more (always, while placing:
  * another thread's trim may have given back what it needed), else 0. Every
- * retry of the library's own calls goes through it. Locks: as sg_mem_trim. */
+ * retry of a call whose refusal would reach the program goes through it.
+ * Locks: as sg_mem_trim. */
 int sg_mem_trim_retry(void);
 
 /* The launch filter (round 24). Under lazy loading a function's first launch
