@@ -183,8 +183,20 @@ typedef struct sg_fp_delta {
     unsigned char *slab;             /* the nodes' payloads, lent, in order: slab_used bytes */
     size_t slab_cap, slab_used;
     uint32_t *idx;                   /* the differing nodes' indices, ascending */
+    signed char *why;                /* for each, the sg_reason its comparison gave */
     sg_fp_node *nodes;               /* copies of b's nodes at those indices */
 } sg_fp_delta;
+
+/* Whether delta node k differs from old, a's node it was compared with,
+ * only in a kernel's argument bytes of the same length (a pointer or a
+ * scalar changed: the same function, context, dimensions, attributes and
+ * states). Read from the comparison's reason: no second comparison. */
+static inline int sg_fp_delta_args_only(const sg_fp_delta *d, size_t k, const sg_fp_node *old)
+{
+    return old->k.type == CU_GRAPH_NODE_TYPE_KERNEL &&
+           (d->why[k] == SG_REASON_POINTER_CHANGED || d->why[k] == SG_REASON_SCALAR_CHANGED) &&
+           old->len == d->nodes[k].len;
+}
 
 /* A kernel node's parameters, from any CUDA_KERNEL_NODE_PARAMS version. */
 typedef struct sg_fp_kin {

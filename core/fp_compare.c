@@ -310,7 +310,7 @@ static int delta_slab_resize(sg_fp_delta *d, size_t cap)
 
 /* Adds a copy of node n (index i) to d, which never holds more than max
  * nodes (so it never has room for more); 0, or -1 if out of memory. */
-static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n, size_t max)
+static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n, int why, size_t max)
 {
     if (d->n == d->cap) {
         size_t cap = d->cap ? 2 * d->cap : 8;
@@ -318,6 +318,9 @@ static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n, size_t max)
         uint32_t *idx = sg_big_realloc(d->idx, cap * sizeof *idx);
         if (!idx) return -1;
         d->idx = idx;
+        signed char *w = sg_big_realloc(d->why, cap * sizeof *w);
+        if (!w) return -1;
+        d->why = w;
         sg_fp_node *nodes = sg_big_realloc(d->nodes, cap * sizeof *nodes);
         if (!nodes) return -1;
         memset(nodes + d->cap, 0, (cap - d->cap) * sizeof *nodes);
@@ -332,6 +335,7 @@ static int delta_push(sg_fp_delta *d, size_t i, const sg_fp_node *n, size_t max)
     }
     sg_fp_copy_into_slot(&d->nodes[d->n], n, d->slab + d->slab_used);
     d->slab_used += room;
+    d->why[d->n] = (signed char)why;
     d->idx[d->n++] = (uint32_t)i;
     return 0;
 }
@@ -360,6 +364,8 @@ static void delta_trim(sg_fp_delta *d)
     d->cap = cap;
     uint32_t *idx = sg_big_realloc(d->idx, cap * sizeof *idx);
     if (idx) d->idx = idx;               /* else the old, larger one stays */
+    signed char *w = sg_big_realloc(d->why, cap * sizeof *w);
+    if (w) d->why = w;
 }
 
 /* The comparison (sg_fp_compare); with d, every differing node of b is
@@ -387,7 +393,7 @@ static int compare(const sg_fp *a, const sg_fp *b, sg_fp_delta *d)
         if (x == end) break;
         int r = node_compare(x, y, 0, &dr);
         if (reason_rank(r) > reason_rank(worst)) worst = r;
-        if (r >= 0 && keep && delta_push(d, (size_t)(x - a->nodes), y, a->n) != 0) keep = 0;
+        if (r >= 0 && keep && delta_push(d, (size_t)(x - a->nodes), y, r, a->n) != 0) keep = 0;
         if (worst == SG_REASON_TOPOLOGY && !keep) break;
     }
     if (keep) d->valid = 1;
@@ -413,5 +419,6 @@ void sg_fp_delta_free(sg_fp_delta *d)
     sg_big_free(d->slab);
     sg_big_free(d->nodes);
     sg_big_free(d->idx);
+    sg_big_free(d->why);
     memset(d, 0, sizeof *d);
 }

@@ -94,8 +94,14 @@ static int lazy_whole_ok(const sg_prof *p, const sg_fp_node *old, const sg_fp_no
 static int lazy_update_ok(const sg_prof *p, const sg_fp *L, const sg_update *u)
 {
     if (u->delta) {
-        for (size_t k = 0; k < u->delta->n; k++)
-            if (!lazy_whole_ok(p, &L->nodes[u->delta->idx[k]], &u->delta->nodes[k])) return 0;
+        /* a kernel node the comparison found different only in its
+         * arguments is one lazy_whole_ok accepts (same key, attributes,
+         * states and length): not compared again */
+        for (size_t k = 0; k < u->delta->n; k++) {
+            const sg_fp_node *old = &L->nodes[u->delta->idx[k]];
+            if (!sg_fp_delta_args_only(u->delta, k, old) && !lazy_whole_ok(p, old, &u->delta->nodes[k]))
+                return 0;
+        }
         return 1;
     }
     if (!u->next) return lazy_node_ok(p, &L->nodes[u->node], u->desc);
