@@ -463,7 +463,7 @@ check "table.md: modeled driver time under both rules" \
 check "table.md: cumulative curves" grep -q "^#### Cumulative modeled driver time" "$TMP/t11/table.md"
 check "summary: the figures with their targets" \
     grep -qE "^  node_cost +[0-9.-]+ +target <= 150" "$TMP/t11.log"
-$PY "$BENCH" --from-results "$TMP/t11/results.json" --out "$TMP/t11r" --no-plots >/dev/null 2>&1
+$PY "$BENCH" --build "$BUILD" --from-results "$TMP/t11/results.json" --out "$TMP/t11r" --no-plots >/dev/null 2>&1
 check "--from-results: the same table.md again from results.json" cmp -s "$TMP/t11/table.md" "$TMP/t11r/table.md"
 if [ -z "$plots" ]; then
     for png in modeled_per_step_every modeled_per_step_changed cumulative_every_2ms cumulative_changed_8ms; do
