@@ -13,7 +13,9 @@
  * compatible tags are coalesced. An unmapped granule is always wholly free
  * and available (blocks only live on mapped granules; trim only unmaps what
  * is available). A free merges with its neighbours only; a carve moves the
- * array's tail; the first-fit scan is a pass over one segment's ranges.
+ * array's tail; the first-fit scan is a pass over one segment's ranges that
+ * skips, by arena_index.c's index, whole blocks of ranges too small for the
+ * block (every change below calls ix_touch).
  * Pending frees also wait in a chain per freeing stream (reap). The
  * structures are in arena_internal.h; what only reads them, in arena_query.c.
  *
@@ -115,8 +117,12 @@ static void coalesce_span(sg_arena *a, seg *s, size_t lo, size_t hi)
     if (lo >= hi) return;
     size_t out = lo + 1;
     for (size_t i = lo + 1; i <= hi; i++) {
-        if (mergeable(&s->fr[out - 1], &s->fr[i])) absorb(a, &s->fr[out - 1], &s->fr[i]);
-        else s->fr[out++] = s->fr[i];
+        if (mergeable(&s->fr[out - 1], &s->fr[i])) {
+            ix_touch(s, out - 1);   /* it grows; the later ones move */
+            absorb(a, &s->fr[out - 1], &s->fr[i]);
+        } else {
+            s->fr[out++] = s->fr[i];
+        }
     }
     memmove(&s->fr[out], &s->fr[hi + 1], (s->nfr - hi - 1) * sizeof *s->fr);
     s->nfr -= hi + 1 - out;
@@ -183,6 +189,7 @@ static int split_at(seg *s, CUdeviceptr addr)
     size_t i = fr_index(s, addr);
     if (i == s->nfr || s->fr[i].base >= addr) return 0;
     if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
+    ix_touch(s, i);
     frange r = s->fr[i];
     memmove(&s->fr[i + 1], &s->fr[i], (s->nfr - i) * sizeof *s->fr);
     s->nfr++;
@@ -198,7 +205,12 @@ static int set_mapped(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi, int m
 {
     if (split_at(s, lo) != 0 || split_at(s, hi) != 0) return -1;
     size_t first = fr_index(s, lo), i = first;
-    for (; i < s->nfr && s->fr[i].base < hi; i++) s->fr[i].mapped = mapped;
+    for (; i < s->nfr && s->fr[i].base < hi; i++) {
+        /* only a range that changes: a block placed among many holes of
+         * one granule would otherwise make the index rebuild them all */
+        if (s->fr[i].mapped != mapped) ix_touch(s, i);
+        s->fr[i].mapped = mapped;
+    }
     coalesce_span(a, s, first ? first - 1 : 0, i);   /* the marked ranges and a neighbour each side */
     return 0;
 }
@@ -224,6 +236,7 @@ static int carve(sg_arena *a, seg *s, CUdeviceptr addr, size_t len)
     for (size_t k = 0; k < nrem; k++)
         if (rem[k].p) rem[k].p->refs++;
     for (size_t k = i; k < j; k++) pend_unref(a, s->fr[k].p);
+    ix_touch(s, i);
     memmove(&s->fr[i + nrem], &s->fr[j], (s->nfr - j) * sizeof *s->fr);
     memcpy(&s->fr[i], rem, nrem * sizeof *rem);
     s->nfr = s->nfr - (j - i) + nrem;
@@ -236,6 +249,7 @@ static long insert_range(seg *s, frange r)
 {
     if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
     size_t i = fr_index(s, r.base);
+    ix_touch(s, i);
     memmove(&s->fr[i + 1], &s->fr[i], (s->nfr - i) * sizeof *s->fr);
     s->fr[i] = r;
     s->nfr++;
@@ -244,12 +258,13 @@ static long insert_range(seg *s, frange r)
 
 /* The lowest address x (a multiple of align) where `need` bytes fit in a run
  * of adjacent free ranges usable for key (all mapped, if mapped_only; any
- * free range, pending for another stream too, if claim); 0 if none. */
-static CUdeviceptr scan_seg(const seg *s, size_t need, size_t align, sg_arena_key key,
-                            int mapped_only, int claim)
+ * free range, pending for another stream too, if claim); 0 if none. Each
+ * run starts where the index leaves the scan (no run before fits). */
+static CUdeviceptr scan_seg(const sg_arena *a, seg *s, size_t need, size_t align,
+                            sg_arena_key key, int mapped_only, int claim)
 {
     size_t i = 0;
-    while (i < s->nfr) {
+    while ((i = a->linear ? i : sg_arena_ix_skip(s, i, need, mapped_only)) < s->nfr) {
         if (!(claim || usable(&s->fr[i], key)) || (mapped_only && !s->fr[i].mapped)) { i++; continue; }
         CUdeviceptr rs = s->fr[i].base, re = rs + s->fr[i].size;
         size_t j = i + 1;
@@ -355,6 +370,8 @@ static void drop_last_seg(sg_arena *a)
     a->ops.unreserve(a->ops.user, s->base, s->size);
     free(s->ch);
     free(s->fr);
+    free(s->ix);
+    free(s->ixg);
 }
 
 sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t resv_size)
@@ -379,6 +396,8 @@ void sg_arena_destroy(sg_arena *a, int put_events)
         a->ops.unreserve(a->ops.user, s->base, s->size);
         free(s->ch);
         free(s->fr);
+        free(s->ix);
+        free(s->ixg);
     }
     while (a->chains) {
         chain *c = a->chains;
@@ -408,7 +427,7 @@ sg_arena_fail sg_arena_alloc(sg_arena *a, size_t size, int own, sg_arena_key key
     for (int pass = 1; pass <= 2 && !at; pass++)
         for (size_t k = 0; k < a->nsegs && !at; k++) {
             s = &a->segs[k];
-            at = scan_seg(s, need, align, key, pass == 1, 0);
+            at = scan_seg(a, s, need, align, key, pass == 1, 0);
         }
     int fresh = 0;
     sg_arena_fail f;
@@ -443,7 +462,7 @@ sg_arena_fail sg_arena_alloc_claiming(sg_arena *a, size_t size, int own, sg_aren
     reap(a);
     for (size_t k = 0; k < a->nsegs; k++) {
         seg *s = &a->segs[k];
-        CUdeviceptr at = scan_seg(s, need, align, key, 1, 1);
+        CUdeviceptr at = scan_seg(a, s, need, align, key, 1, 1);
         if (!at) continue;
         /* the allocating stream waits for each other stream's free it
          * takes from (a pend split in several ranges is waited for again:

@@ -163,4 +163,11 @@ size_t sg_arena_mapped_free(sg_arena *a);
 size_t sg_arena_segments(const sg_arena *a);
 size_t sg_arena_free_ranges(const sg_arena *a);
 
+/* Tests: on, placement visits every free range (the scan without
+ * arena_index.c's index), for comparing the addresses with and without it. */
+void sg_arena_set_linear(sg_arena *a, int on);
+/* Tests: how many blocks of the index hold figures other than their free
+ * ranges give now (0: arena_index.c's invariant holds). */
+size_t sg_arena_ix_stale(const sg_arena *a);
+
 #endif /* SG_ARENA_H */

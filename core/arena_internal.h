@@ -39,6 +39,16 @@ typedef struct frange {
     int mapped;
 } frange;
 
+/* The index's figures for one block of SG_IX_BLOCK free ranges
+ * (arena_index.c): the largest bytes of adjacent ranges inside the block,
+ * over all of them and over the mapped ones; SIZE_MAX when its last range
+ * touches the next block's first. */
+#define SG_IX_BLOCK 64
+#define SG_IX_GROUP 64   /* blocks per group, the index's second level */
+typedef struct ixblk {
+    size_t any, mapped;
+} ixblk;
+
 typedef struct seg {
     CUdeviceptr base;
     size_t size;
@@ -46,6 +56,9 @@ typedef struct seg {
     size_t nch, capch;
     frange *fr;            /* sorted by base */
     size_t nfr, capfr;
+    ixblk *ix;             /* per block of fr; the first ixok blocks' figures are current */
+    ixblk *ixg;            /* per group of blocks; current where all its blocks are */
+    size_t ixok, capix, capixg;
 } seg;
 
 struct sg_arena {
@@ -56,6 +69,7 @@ struct sg_arena {
     chain *chains;         /* one per stream with pends not done: every live pend */
     uint64_t seq;
     size_t mapped;
+    int linear;            /* tests: the scan visits every range (sg_arena_set_linear) */
 };
 
 /* The reservation holding p, or NULL. */
@@ -76,5 +90,21 @@ static inline size_t ch_index(const seg *s, CUdeviceptr va)
     }
     return lo;
 }
+
+/* Range i of s changed (its size or mapped state), or ranges were inserted
+ * or removed at i (every later one moved): the index's figures from the
+ * block that holds i - 1 (whose last range may have touched i) on are
+ * stale. Tags (pending or not) are not in the figures. */
+static inline void ix_touch(seg *s, size_t i)
+{
+    size_t b = (i ? i - 1 : 0) / SG_IX_BLOCK;
+    if (b < s->ixok) s->ixok = b;
+}
+
+/* From index i of s, where the first-fit scan is about to start a run: the
+ * first index from which a run of `need` bytes may start (i itself unless
+ * i begins blocks that certainly hold none; s->nfr or more if none is
+ * left). mapped_only: the scan accepts mapped ranges only. */
+size_t sg_arena_ix_skip(seg *s, size_t i, size_t need, int mapped_only);
 
 #endif
