@@ -9,6 +9,9 @@
  *                 N holes too small for the loop's blocks; the loop
  *                 allocates 1 KiB, fills it, reads one word back, frees it
  *   blocks N M    N live blocks of 256 bytes, then the loop of holes
+ *   lowhole N M   the holes of `holes`; the loop also allocates 256 bytes
+ *                 (first fit: the lowest hole) before the 1 KiB block, and
+ *                 frees it after: every step changes the lowest free range
  *   pending N M   N streams, each held by a host function, each with 64
  *                 stream-ordered frees pending behind it; the loop
  *                 allocates, fills, reads back and frees (cuMemAllocAsync /
@@ -98,15 +101,18 @@ static void expect(CUdeviceptr p, size_t at, uint32_t want)
     mix(got);
 }
 
-/* The loop of holes and blocks: allocate 1 KiB, fill, read back, free. */
-static void alloc_loop(long m)
+/* The loop of holes and blocks: allocate 1 KiB, fill, read back, free;
+ * low: with 256 bytes allocated before and freed after. */
+static void alloc_loop(long m, int low)
 {
     for (long i = 0; i < m; i++) {
-        CUdeviceptr t;
+        CUdeviceptr t, s = 0;
+        if (low) CK(cuMemAlloc(&s, 256));
         CK(cuMemAlloc(&t, 1024));
         CK(cuMemsetD32(t, (unsigned)i, 256));
         expect(t, (size_t)(i % 256), (uint32_t)i);
         CK(cuMemFree(t));
+        if (low) CK(cuMemFree(s));
     }
 }
 
@@ -136,11 +142,11 @@ static void blocks_check(CUdeviceptr *b, long total)
     free(b);
 }
 
-static double scen_blocks(long n, long m, int holes)
+static double scen_blocks(long n, long m, int holes, int low)
 {
     CUdeviceptr *b = live_blocks(n, holes);
     double t0 = now_ms();
-    alloc_loop(m);
+    alloc_loop(m, low);
     double t = now_ms() - t0;
     blocks_check(b, holes ? 2 * n : n);
     return t;
@@ -326,7 +332,7 @@ static double scen_contexts(long n, long m)
     }
     CK(cuCtxSetCurrent(c[0]));
     double t0 = now_ms();
-    alloc_loop(m);
+    alloc_loop(m, 0);
     double t = now_ms() - t0;
     for (long i = 0; i < n; i++) CK(cuCtxDestroy(c[i]));
     CK(cuCtxSetCurrent(ctx));
@@ -354,8 +360,9 @@ int main(int argc, char **argv)
     CK(cuModuleLoad(&mod, argv[1]));
     CK(cuModuleGetFunction(&fill, mod, "fill_u32"));
     double t;
-    if (!strcmp(scen, "holes")) t = scen_blocks(n, m, 1);
-    else if (!strcmp(scen, "blocks")) t = scen_blocks(n, m, 0);
+    if (!strcmp(scen, "holes")) t = scen_blocks(n, m, 1, 0);
+    else if (!strcmp(scen, "lowhole")) t = scen_blocks(n, m, 1, 1);
+    else if (!strcmp(scen, "blocks")) t = scen_blocks(n, m, 0, 0);
     else if (!strcmp(scen, "pending")) t = scen_pending(n, m);
     else if (!strcmp(scen, "view")) t = scen_view(n, m);
     else if (!strcmp(scen, "execs")) t = scen_execs(n, m);
