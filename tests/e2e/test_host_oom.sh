@@ -63,12 +63,26 @@ run() {
     echo $? >"$d.rc"
 }
 # same DIR: empty if DIR's run is as the baseline's, else why not.
+# known_limit DIR: DIR's stdout differs from the baseline's only as
+# docs/design.md "Limits" says it may under host OOM: an update refused for
+# a changed topology and a memset / memcpy range, of an exec whose record
+# was lost (its allocation failed), answered PARAMETERS_CHANGED (result 5)
+# where the driver says TOPOLOGY_CHANGED (result 2). Left in DIR.known
+# (sweep says it in a diag line).
+known_limit() {
+    local d
+    d=$(diff <(out_of "$TMP/base.out") <(out_of "$1.out") | grep '^[<>]')
+    [ "$(grep -c . <<<"$d")" = 2 ] &&
+        grep -q '^< result 2 errorNode NULL errorFromNode NULL$' <<<"$d" &&
+        grep -q '^> result 5 errorNode [^ ]* errorFromNode NULL$' <<<"$d" || return 1
+    echo "the documented difference (design.md Limits): $(tr '\n' ' ' <<<"$d")" >"$1.known"
+}
 same() {
     local rc v
     rc=$(cat "$1.rc") v=$(violations "$1.stats")
     if [ "$rc" != "$base_rc" ]; then
         echo "status $rc, not $base_rc$( ((rc >= 124)) && echo ' (a hang or a signal)'): $(grep -v '^oom_shim' "$1.err" | tail -n 1)"
-    elif ! cmp -s <(out_of "$1.out") <(out_of "$TMP/base.out"); then
+    elif ! cmp -s <(out_of "$1.out") <(out_of "$TMP/base.out") && ! known_limit "$1"; then
         echo "stdout differs: $(diff <(out_of "$TMP/base.out") <(out_of "$1.out") | grep '^[<>]' | head -n 2 | tr '\n' ' ')"
     elif [ "$v" != 0 ]; then
         echo "${v:-no} violations"
@@ -83,9 +97,11 @@ sweep() {
     while [ "$1" != -- ]; do settings+=("$1"); shift; done
     shift
     for s in "${settings[@]}"; do
+        rm -f "$TMP/r.known"
         run "$TMP/r" "$s" "$policy" -- "$@"
         why=$(same "$TMP/r")
         [ -z "$why" ] || bad+=("$s: $why")
+        [ -n "$why" ] || [ ! -e "$TMP/r.known" ] || diag "$name, $policy, $s: $(cat "$TMP/r.known")"
     done
     if [ ${#bad[@]} = 0 ]; then
         ok "$name, $policy: ${#settings[@]} runs with $kind failed, each as without the library"
