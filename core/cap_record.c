@@ -32,34 +32,68 @@
 
 /* ------------------------------------------------------------ recording */
 
-/* The function a launched handle names in the capture's context. A program
- * may launch a CUkernel as if it were a CUfunction (the driver takes both;
- * the CUDA runtime does): the driver's graph node then holds the kernel's
- * function in the context, and so does the record. NULL if h is neither. */
-static CUfunction launched_function(cap *c, const void *h)
+/* The context of stream s, taking part in a capture, asked for once: a
+ * named stream's (cuStreamGetCtx), a default stream's the current one
+ * (NULL if the driver cannot tell). */
+static CUcontext stream_ctx(sstate *s, CUstream hs)
+{
+    if (!s->ctx_known) {
+        s->ctx_known = 1;
+        if (!hs || hs == CU_STREAM_LEGACY || hs == CU_STREAM_PER_THREAD)
+            s->ctx = (CUcontext)sg_rec_current_ctx();
+        else if (!sg_drv.cuStreamGetCtx || SG_DRIVER_CALL(cuStreamGetCtx, hs, &s->ctx) != CUDA_SUCCESS)
+            s->ctx = NULL;
+    }
+    return s->ctx;
+}
+
+/* The function a launched handle names in context ctx. A program may
+ * launch a CUkernel as if it were a CUfunction (the driver takes both; the
+ * CUDA runtime does): "the context to launch the kernel on will either be
+ * taken from the specified stream hStream or the current context in case
+ * of NULL stream" (cuLaunchKernel), so the driver's graph node holds the
+ * kernel's function in the context of the stream it was launched on, and so
+ * does the record. That is the capture's context only on the streams of its
+ * context: one of another context may join the capture (an event), and
+ * there the capture's function was recorded for a node holding another
+ * context's, so that updates the driver refuses (the function's context
+ * changed) were skipped (round 27, tests/e2e/adv_records.c ctx_kernel).
+ * NULL if h is neither. */
+static CUfunction launched_function(CUcontext ctx, const void *h)
 {
     CUfunction f = NULL;
     CUcontext prev;
-    if (!sg_drv.cuKernelGetFunction || !sg_cap_ctx(c) || sg_vmm_ctx_enter(c->ctx, &prev) != 0)
+    if (!sg_drv.cuKernelGetFunction || !ctx || sg_vmm_ctx_enter(ctx, &prev) != 0)
         return NULL;
     if (SG_DRIVER_CALL(cuKernelGetFunction, &f, (CUkernel)(uintptr_t)h) != CUDA_SUCCESS) f = NULL;
-    sg_vmm_ctx_leave(c->ctx, prev);
+    sg_vmm_ctx_leave(ctx, prev);
     return f;
+}
+
+/* Whether the cache entry of slot holds launched handle h on stream s: a
+ * function's entry whatever the stream, a CUkernel's on the streams of the
+ * context it was resolved in. */
+static inline int pcache_hit(cap *c, unsigned slot, const void *h, sstate *s, CUstream hs)
+{
+    return c->pcache[slot].h == h &&
+           (c->pcache[slot].f == (CUfunction)(uintptr_t)h || c->pcache[slot].kctx == stream_ctx(s, hs));
 }
 
 /* Describes a kernel launch into n through the general path, and keeps
  * its function and layout in c's cache. SG_FP_* or -1 if out of memory. */
-static int kernel_desc_new(cap *c, sg_fp_node *n, const sg_call *call, unsigned slot)
+static int kernel_desc_new(cap *c, sstate *s, sg_fp_node *n, const sg_call *call, unsigned slot)
 {
     const void *h = (const void *)call->u.kernel.f;
-    int hit = c->pcache[slot].h == h;
+    int hit = pcache_hit(c, slot, h, s, call->u.kernel.stream);
+    CUcontext kctx = NULL;
     sg_fp_kin k = { .func = hit ? c->pcache[slot].f : call->u.kernel.f, .shmem = call->u.kernel.shmem,
                     .kernelParams = call->u.kernel.params, .extra = call->u.kernel.extra };
     memcpy(k.grid, call->u.kernel.grid, sizeof k.grid);
     memcpy(k.block, call->u.kernel.block, sizeof k.block);
     int st = sg_fp_kernel_desc(n, &k, hit ? c->pcache[slot].pi : NULL);
     if (st > 0 && !n->pi && !hit) {          /* not a function's layout: a CUkernel? */
-        CUfunction f = launched_function(c, h);
+        kctx = stream_ctx(s, call->u.kernel.stream);
+        CUfunction f = launched_function(kctx, h);
         if (f) {
             k.func = f;
             st = sg_fp_kernel_desc(n, &k, NULL);
@@ -69,23 +103,26 @@ static int kernel_desc_new(cap *c, sg_fp_node *n, const sg_call *call, unsigned 
         c->pcache[slot].h = h;
         c->pcache[slot].f = k.func;
         c->pcache[slot].pi = n->pi;
+        c->pcache[slot].kctx = hit ? c->pcache[slot].kctx : kctx;
     }
     return st;
 }
 
-/* Describes a kernel launch into n, as the driver's node will hold it. A
- * handle this capture launched before with kernelParams (the common case)
- * takes the short path: its function and layout from c's cache. */
-static void kernel_desc(cap *c, sg_grecord *r, sg_fp_node *n, const sg_call *call)
+/* Describes a kernel launch on stream s into n, as the driver's node will
+ * hold it. A handle this capture launched before with kernelParams (the
+ * common case) takes the short path: its function and layout from c's
+ * cache. */
+static void kernel_desc(sstate *s, sg_grecord *r, sg_fp_node *n, const sg_call *call)
 {
+    cap *c = s->c;
     unsigned slot = (unsigned)(((uintptr_t)call->u.kernel.f >> 4) & (PCACHE - 1));
     int st;
-    if (c->pcache[slot].h == (const void *)call->u.kernel.f && call->u.kernel.params &&
-        !call->u.kernel.extra)
+    if (call->u.kernel.params && !call->u.kernel.extra &&
+        pcache_hit(c, slot, (const void *)call->u.kernel.f, s, call->u.kernel.stream))
         st = sg_fp_launch_desc(n, c->pcache[slot].f, call->u.kernel.grid, call->u.kernel.block,
                                call->u.kernel.shmem, call->u.kernel.params, c->pcache[slot].pi);
     else
-        st = kernel_desc_new(c, n, call, slot);
+        st = kernel_desc_new(c, s, n, call, slot);
     if (st < 0) {
         sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
         return;
@@ -116,7 +153,7 @@ static void add_node(sstate *s, const sg_call *call)
     sg_fp_node *n = sg_grecord_add(r, NULL);
     if (!n) return;
     uint32_t idx = (uint32_t)(r->fp.n - 1);
-    if (call->kind == SG_CALL_KERNEL) kernel_desc(s->c, r, n, call);
+    if (call->kind == SG_CALL_KERNEL) kernel_desc(s, r, n, call);
     else if (sg_rec_op_desc(n, call->gb) != 0) sg_grecord_spoil(r, SG_READBACK_OUT_OF_MEMORY);
     if (n->k.state == SG_FP_UNSUPPORTED) r->fp.unsupported = 1;
     for (size_t i = 0; i < s->d.n; i++) sg_grecord_edge(r, s->d.v[i], idx, NULL);
@@ -197,7 +234,7 @@ static void event_wait(sstate *s, sg_stream_id key, const sg_gb *gb, evstate *e)
 static CUresult kernel_op(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     if (!sg_rec_on || !sg_capture_active()) return route(c);
-    sg_stream_id key = sg_stream_id_of(c->u.kernel.stream, c->per_thread);
+    sg_stream_id key = sg_rec_key(c->u.kernel.stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     sstate *s = sg_cap_stream_find(key);
     if (!s) {
@@ -218,7 +255,7 @@ static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
     const sg_gb *gb = c->gb;
     sg_gb_kind kind = gb->kind;
     if (!sg_rec_on || (!sg_capture_active() && kind != SG_GB_EVENT_RECORD)) return route(c);
-    sg_stream_id key = sg_stream_id_of(gb->stream, c->per_thread);
+    sg_stream_id key = sg_rec_key(gb->stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     sstate *s = sg_cap_stream_find(key);
     evstate *e = NULL;
@@ -266,7 +303,7 @@ static CUresult capture_info(const sg_call *c, CUresult (*route)(const sg_call *
 {
     const sg_gb *gb = c->gb;
     if (!sg_rec_on || !sg_capture_active()) return route(c);
-    sg_stream_id key = sg_stream_id_of(gb->stream, c->per_thread);
+    sg_stream_id key = sg_rec_key(gb->stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     CUresult rc = route(c);
     sstate *s = rc == CUDA_SUCCESS ? sg_cap_stream_find(key) : NULL;
@@ -298,7 +335,7 @@ static CUresult stream_create(const sg_call *c, CUresult (*route)(const sg_call 
 static CUresult stream_attr(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     if (!sg_rec_on) return route(c);
-    sg_stream_id key = sg_stream_id_of(c->gb->stream, c->per_thread);
+    sg_stream_id key = sg_rec_key(c->gb->stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     sg_rec_mark(key, SG_READBACK_STREAM_ATTRIBUTES);
     sstate *s = sg_cap_stream_find(key);

@@ -1074,6 +1074,31 @@ for c in args inplace execset capture; do
 done
 adv name=r26/child_temps eng_t="$SEEN and $PLACED" eng_p="$SEEN and $PLACED" xchk="$CHILD_ACCOUNTED" \
     attack="a child graph reading a placed temporary allocated and freed each step" -- adv_child temps
+# Round 27: the capture-time records and their per-capture cache of launched
+# handles (adv_records.c; found by a review of core/cap_record.c, fp_desc.c and
+# capture.c after 2675b9d): each case re-captures every step, updates and
+# launches, its results checked against the host; every record a decision
+# uses is audited against the graph read back (none may differ), and the
+# report accounts for every update. ctx_kernel: a CUkernel launched on a
+# stream of another context that joined the capture was recorded as the
+# capture context's function (the driver's node holds the stream context's):
+# updates the driver refuses (the function's context changed) were skipped.
+# ptsz_ctx: the per-thread default streams of two contexts (one thread) were
+# one stream to the recorder: a memset on context B's was recorded in the
+# chain of context A's, a topology the driver refuses to update to was
+# skipped. The other cases are controls.
+R27_ACCOUNTED='T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]'
+for c in collide kfunc forms noparams aliasargs launch_ex ctx_kernel ptsz_ctx reuse; do
+    needs="" eng='T["updates_skipped"] >= 1'
+    [ $c = reuse ] && needs="function has the unloaded one::the emulated driver gives the new function the unloaded one's handle value"
+    # an empty kernelParams array for a kernel without parameters is never
+    # compared equal (fp_desc.c): nothing to skip there
+    [ $c = noparams ] && eng=$SEEN
+    adv name=r27/records_$c eng_t="$eng" eng_p="$eng" env="$AUDIT" needs="$needs" \
+        xchk="G[\"recorded\"] >= 1 and $AUDIT_OK and $R27_ACCOUNTED::records used, each the same as the driver's graph, every update accounted for" \
+        attack="capture-time records: the per-capture cache of launched handles, launch forms and stream contexts ($c)" \
+        -- adv_records $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
