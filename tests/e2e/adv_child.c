@@ -48,21 +48,12 @@ static uint32_t in_host[2][N];
 static int step_in(int k) { return (k % 3 == 2 ? k - 1 : k) / 2 % 2; }
 static uint32_t step_s(int k) { return 10u + (uint32_t)(k % 3 == 2 ? k - 1 : k) * 7u; }
 
-/* A kernel node f(args) added to g after deps. */
-static CUgraphNode add_kernel(CUgraph g, const CUgraphNode *deps, size_t nd, CUfunction f, void **args)
-{
-    CUDA_KERNEL_NODE_PARAMS kp = adv_kernel_params(f, args);
-    CUgraphNode out;
-    MUST(cuGraphAddKernelNode(&out, g, deps, nd, &kp));
-    return out;
-}
-
 /* f(p, v, N): add_u32 or fill_u32. */
 static CUgraphNode add_pv(CUgraph g, const CUgraphNode *deps, size_t nd, CUfunction f, CUdeviceptr p, uint32_t v)
 {
     uint64_t n = N;
     void *args[] = { &p, &v, &n };
-    return add_kernel(g, deps, nd, f, args);
+    return adv_add_kernel(g, deps, nd, f, args);
 }
 
 /* mad_u32(in, acc, N) */
@@ -70,7 +61,7 @@ static CUgraphNode add_mad(CUgraph g, const CUgraphNode *deps, size_t nd, CUdevi
 {
     uint64_t n = N;
     void *args[] = { &in, &acc, &n };
-    return add_kernel(g, deps, nd, f_mad, args);
+    return adv_add_kernel(g, deps, nd, f_mad, args);
 }
 
 /* The child graph { acc += s; acc = acc * 3 + in }. */
@@ -116,13 +107,6 @@ static void launch_check(CUgraphExec e, CUstream st, const char *what, int k, in
     launch_want(e, st, what, k, want);
 }
 
-/* cuGraphExecUpdate_v2, its result printed where it is not a success. */
-static void update(CUgraphExec e, CUgraph g)
-{
-    CUgraphExecUpdateResultInfo info;
-    if (R(cuGraphExecUpdate_v2(e, g, &info)) != CUDA_SUCCESS) printf("update result %d\n", (int)info.result);
-}
-
 static void case_args(CUstream st)
 {
     CUgraphExec e = NULL;
@@ -130,7 +114,7 @@ static void case_args(CUstream st)
         CUgraph c = make_child(in_buf[step_in(k)], step_s(k));
         CUgraph g = make_parent(c, NULL, 1);
         if (!e) MUST(cuGraphInstantiateWithFlags(&e, g, 0));
-        else update(e, g);
+        else adv_update(e, g);
         launch_check(e, st, "args", k, step_in(k), step_s(k));
         MUST(cuGraphDestroy(g));
         MUST(cuGraphDestroy(c));
@@ -161,7 +145,7 @@ static void case_inplace(CUstream st)
     MUST(cuGraphChildGraphNodeGetGraph(cn, &emb));
     for (int k = 0; k < STEPS; k++) {
         set_inner(emb, in_buf[step_in(k)], step_s(k));
-        update(e, g);
+        adv_update(e, g);
         set_inner(emb, in_buf[1 - step_in(k)], 999);   /* after the update: not in this launch */
         launch_check(e, st, "inplace", k, step_in(k), step_s(k));
         if (k % 4 == 3) set_inner(emb, in_buf[step_in(k)], step_s(k));   /* back to the exec's */
@@ -181,7 +165,7 @@ static void case_execset(CUstream st)
     launch_check(e, st, "execset_first", 0, 0, 5);
     for (int k = 0; k < STEPS; k++) {
         if (k % 4 == 3) {                          /* back to g's own child */
-            update(e, g);
+            adv_update(e, g);
             launch_check(e, st, "execset_update", k, 0, 5);
             continue;
         }
@@ -208,7 +192,7 @@ static void case_capture(CUstream st)
         ADV_LAUNCH(f_add, st, &acc, &s, &n);        /* after the child node */
         MUST(cuStreamEndCapture(st, &g));
         if (!e) MUST(cuGraphInstantiateWithFlags(&e, g, 0));
-        else update(e, g);
+        else adv_update(e, g);
         uint32_t want[N];                            /* acc = (0 + 0) * 3 + in + s */
         for (int i = 0; i < N; i++) want[i] = in_host[step_in(k)][i] + s;
         launch_want(e, st, "capture", k, want);
@@ -239,7 +223,7 @@ static void case_temps(CUstream st)
         CUgraph c = make_temp_child(tmp, v, s);
         CUgraph g = make_parent(c, NULL, 1);
         if (!e) MUST(cuGraphInstantiateWithFlags(&e, g, 0));
-        else update(e, g);
+        else adv_update(e, g);
         uint32_t want[N];
         for (int i = 0; i < N; i++) want[i] = s * 3u + v + (uint32_t)i + 1u;
         launch_want(e, st, "temps", k, want);

@@ -209,6 +209,24 @@ static inline CUDA_KERNEL_NODE_PARAMS adv_kernel_params(CUfunction f, void **arg
                                       .kernelParams = args };
 }
 
+/* A kernel node f(args) (grid and block 1x1x1) added to g after deps; the
+ * program ends if the driver refuses it. */
+static inline CUgraphNode adv_add_kernel(CUgraph g, const CUgraphNode *deps, size_t nd, CUfunction f,
+                                         void **args)
+{
+    CUDA_KERNEL_NODE_PARAMS kp = adv_kernel_params(f, args);
+    CUgraphNode out;
+    MUST(cuGraphAddKernelNode(&out, g, deps, nd, &kp));
+    return out;
+}
+
+/* cuGraphExecUpdate_v2, its result printed where it is not a success. */
+static inline void adv_update(CUgraphExec e, CUgraph g)
+{
+    CUgraphExecUpdateResultInfo info;
+    if (R(cuGraphExecUpdate_v2(e, g, &info)) != CUDA_SUCCESS) printf("update result %d\n", (int)info.result);
+}
+
 /* cuGraphExecKernelNodeSetParams(exec, node, f(args)) with grid and block
  * 1x1x1, counted as a call at the caller's line. */
 static inline CUresult adv_set_kernel_at(int line, CUgraphExec exec, CUgraphNode node,

@@ -1099,6 +1099,25 @@ for c in collide kfunc forms noparams aliasargs launch_ex ctx_kernel ptsz_ctx re
         attack="capture-time records: the per-capture cache of launched handles, launch forms and stream contexts ($c)" \
         -- adv_records $c
 done
+# Round 28: graphs holding event record and wait nodes (adv_evnodes.c;
+# PyTorch's external events recorded and waited on during capture), emulated
+# since this round: each step changes only the event a node records or waits
+# on (two events alternating, every third step repeating the last one's),
+# every kernel the same; the launch stream (record) or the stream feeding the
+# graph (wait) is held by a host flag while the program checks which event the
+# exec records or waits on. record / wait: the graph rebuilt each step with
+# explicit calls, cuGraphExecUpdate + launch; capture: captured with
+# CU_EVENT_WAIT_EXTERNAL and CU_EVENT_RECORD_EXTERNAL; execset:
+# cuGraphExecEventRecordNodeSetEvent each step and an update from the
+# unchanged graph every fourth; same: nothing changes (a skip is allowed).
+# The report must account for every update, each forwarded one with its
+# reason. All passed on the library of 2832c96 as it was (every update of an
+# exec holding an event node is forwarded: unsupported_node).
+EVNODE_ACCOUNTED='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"] and all(sum(e["forwarded_reasons"].values()) == e["updates_forwarded"] for e in X)::every update is skipped or forwarded, each forwarded one with its reason'
+for c in record wait capture execset same; do
+    adv name=r28/evnode_$c eng_t="$SEEN" eng_p="$SEEN" xchk="$EVNODE_ACCOUNTED" \
+        attack="updates that change only the event of an event record or wait node ($c)" -- adv_evnodes $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

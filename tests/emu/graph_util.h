@@ -150,4 +150,32 @@ static inline CUresult gu_eager_sequence(CUstream s, CUdeviceptr a, CUdeviceptr 
 #define GU_SEQUENCE_A 17u   /* 3*5+2 */
 #define GU_SEQUENCE_C 34u
 
+/* Adds a kernel node affine_u32(p, mul, add) to g after deps (its
+ * arguments live in a ring of 16, past the calls that read them). */
+static inline CUgraphNode gu_add_affine(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr p,
+                                        uint32_t mul, uint32_t add)
+{
+    static gu_args ring[16];
+    static int next;
+    gu_args *a = &ring[next++ % 16];
+    gu_kp_affine(a, p, mul, add);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_affine, a);
+    CUgraphNode nd = NULL;
+    CHECK_CU(cuGraphAddKernelNode(&nd, g, deps, n, &kp), CUDA_SUCCESS);
+    return nd;
+}
+
+/* Holds stream s for the host (cuStreamWaitValue32 on a mapped host flag,
+ * until it is 1); returns the flag (cuMemFreeHost it). */
+static inline uint32_t *gu_hold(CUstream s)
+{
+    uint32_t *flag = NULL;
+    CUdeviceptr d = 0;
+    CHECK_CU(cuMemHostAlloc((void **)&flag, 4096, CU_MEMHOSTALLOC_DEVICEMAP), CUDA_SUCCESS);
+    CHECK_CU(cuMemHostGetDevicePointer(&d, flag, 0), CUDA_SUCCESS);
+    __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+    CHECK_CU(cuStreamWaitValue32(s, d, 1, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+    return flag;
+}
+
 #endif /* GRAPH_UTIL_H */

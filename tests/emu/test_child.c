@@ -15,28 +15,13 @@
  */
 #include "graph_util.h"
 
-/* Kernel argument storage outlives the node calls that read it. */
-static gu_args args[16];
-static int nargs;
-
-static CUgraphNode add_affine(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr p, uint32_t mul,
-                              uint32_t add)
-{
-    gu_args *a = &args[nargs++ % 16];
-    gu_kp_affine(a, p, mul, add);
-    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_affine, a);
-    CUgraphNode nd = NULL;
-    CHECK_CU(cuGraphAddKernelNode(&nd, g, deps, n, &kp), CUDA_SUCCESS);
-    return nd;
-}
-
 /* A child graph: p = (p * m1 + 2) * 3, two kernel nodes in a chain. */
 static CUgraph make_child(CUdeviceptr p, uint32_t m1)
 {
     CUgraph c;
     CHECK_CU(cuGraphCreate(&c, 0), CUDA_SUCCESS);
-    CUgraphNode k1 = add_affine(c, NULL, 0, p, m1, 2);
-    add_affine(c, &k1, 1, p, 3, 0);
+    CUgraphNode k1 = gu_add_affine(c, NULL, 0, p, m1, 2);
+    gu_add_affine(c, &k1, 1, p, 3, 0);
     return c;
 }
 
@@ -50,7 +35,7 @@ static CUgraph make_parent(CUdeviceptr p, CUgraph child, CUgraphNode *child_node
     CUDA_MEMSET_NODE_PARAMS m = gu_set_1d(p, 1);
     CHECK_CU(cuGraphAddMemsetNode(&ms, g, NULL, 0, &m, g_ctx), CUDA_SUCCESS);
     CHECK_CU(cuGraphAddChildGraphNode(&cn, g, &ms, 1, child), CUDA_SUCCESS);
-    add_affine(g, &cn, 1, p, 2, 1);
+    gu_add_affine(g, &cn, 1, p, 2, 1);
     if (child_node) *child_node = cn;
     return g;
 }
@@ -108,7 +93,7 @@ TEST(child_runs_in_place_from_its_clone)
     CUgraphNodeType t;
     CHECK_CU(cuGraphNodeGetType(f.cn, &t), CUDA_SUCCESS);
     CHECK_EQ(t, CU_GRAPH_NODE_TYPE_GRAPH);
-    add_affine(f.c, NULL, 0, f.p, 100, 100);      /* after the clone: not in the node */
+    gu_add_affine(f.c, NULL, 0, f.p, 100, 100);      /* after the clone: not in the node */
     CUgraph emb = NULL;
     CHECK_CU(cuGraphChildGraphNodeGetGraph(f.cn, &emb), CUDA_SUCCESS);
     CHECK(emb != NULL && emb != f.c);
@@ -201,7 +186,7 @@ TEST(exec_update_reaches_the_child)
 
     /* topology: the child has a third node */
     CUgraph c3 = make_child(p, 5);
-    add_affine(c3, NULL, 0, p, 1, 1);
+    gu_add_affine(c3, NULL, 0, p, 1, 1);
     CUgraphNode cn3, cnt;
     CUgraph g3 = make_parent(p, c3, &cn3);
     CHECK_CU(cuGraphExecUpdate_v2(e, g3, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
@@ -214,7 +199,7 @@ TEST(exec_update_reaches_the_child)
     CUgraphNode m1;
     CUDA_MEMSET_NODE_PARAMS ms = gu_set_1d(p, 4);
     CHECK_CU(cuGraphAddMemsetNode(&m1, ct, NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
-    add_affine(ct, &m1, 1, p, 3, 0);
+    gu_add_affine(ct, &m1, 1, p, 3, 0);
     CUgraph gt = make_parent(p, ct, &cnt);
     CHECK_CU(cuGraphExecUpdate_v2(e, gt, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
@@ -225,7 +210,7 @@ TEST(exec_update_reaches_the_child)
     CUgraphNode n0, n1;
     CHECK_CU(cuGraphAddMemsetNode(&n0, ge, NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
     CHECK_CU(cuGraphAddEmptyNode(&n1, ge, &n0, 1), CUDA_SUCCESS);
-    add_affine(ge, &n1, 1, p, 2, 1);
+    gu_add_affine(ge, &n1, 1, p, 2, 1);
     CHECK_CU(cuGraphExecUpdate_v2(e, ge, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
     CHECK(info.errorNode == n1);
@@ -249,7 +234,7 @@ TEST(exec_child_set_params)
 {
     CUdeviceptr p = gu_alloc();
     CUgraph c5 = make_child(p, 5), c9 = make_child(p, 9), c11 = make_child(p, 11), c3 = make_child(p, 5);
-    add_affine(c3, NULL, 0, p, 1, 1);
+    gu_add_affine(c3, NULL, 0, p, 1, 1);
     CUgraphNode cn, other_cn;
     CUgraph g = make_parent(p, c5, &cn), other = make_parent(p, c5, &other_cn);
     CUgraphExec e;

@@ -204,7 +204,7 @@ TEST(node_params_get_and_set)
     np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;               /* zero bytes */
     CUgraphNode bad;
     CHECK_CU(cuGraphAddNode(&bad, g, NULL, NULL, 0, &np), CUDA_ERROR_INVALID_VALUE);
-    np.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;            /* not emulated */
+    np.type = CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;        /* not emulated */
     CHECK_CU(cuGraphAddNode(&bad, g, NULL, NULL, 0, &np), CUDA_ERROR_NOT_SUPPORTED);
     memset(&np, 0, sizeof np);
     np.type = CU_GRAPH_NODE_TYPE_MEMSET;
@@ -837,10 +837,10 @@ TEST(remove_dependencies_and_copy_attributes)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
-/* Node kinds not emulated (event record / wait, external
- * semaphores, batch memory operations): adding one is refused with
- * CUDA_ERROR_NOT_SUPPORTED and adds nothing; their setters find no node of
- * their kind (CUDA_ERROR_INVALID_VALUE). */
+/* Node kinds not emulated (external semaphores, batch memory operations):
+ * adding one is refused with CUDA_ERROR_NOT_SUPPORTED and adds nothing;
+ * their setters find no node of their kind (CUDA_ERROR_INVALID_VALUE). The
+ * event nodes' setters find no event node either (test_evnodes.c). */
 TEST(unemulated_node_kinds)
 {
     CUgraph g;
@@ -855,8 +855,6 @@ TEST(unemulated_node_kinds)
     memset(&sig, 0, sizeof sig);
     memset(&wt, 0, sizeof wt);
     memset(&bm, 0, sizeof bm);
-    CHECK_CU(cuGraphAddEventRecordNode(&out, g, &en, 1, ev), CUDA_ERROR_NOT_SUPPORTED);
-    CHECK_CU(cuGraphAddEventWaitNode(&out, g, NULL, 0, ev), CUDA_ERROR_NOT_SUPPORTED);
     CHECK_CU(cuGraphAddExternalSemaphoresSignalNode(&out, g, NULL, 0, &sig), CUDA_ERROR_NOT_SUPPORTED);
     CHECK_CU(cuGraphAddExternalSemaphoresWaitNode(&out, g, NULL, 0, &wt), CUDA_ERROR_NOT_SUPPORTED);
     CHECK_CU(cuGraphAddBatchMemOpNode(&out, g, NULL, 0, &bm), CUDA_ERROR_NOT_SUPPORTED);

@@ -335,18 +335,6 @@ TEST(arrays)
     CHECK_EQ(free_mem(), TOTAL);
 }
 
-/* A stream held by the host (cuStreamWaitValue32 on a mapped host flag). */
-static uint32_t *hold(CUstream s)
-{
-    uint32_t *flag = NULL;
-    CUdeviceptr d = 0;
-    CHECK_CU(cuMemHostAlloc((void **)&flag, 4096, CU_MEMHOSTALLOC_DEVICEMAP), CUDA_SUCCESS);
-    CHECK_CU(cuMemHostGetDevicePointer(&d, flag, 0), CUDA_SUCCESS);
-    __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
-    CHECK_CU(cuStreamWaitValue32(s, d, 1, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
-    return flag;
-}
-
 TEST(claims_wait_for_pending_frees)
 {
     emu_test_stderr_begin();
@@ -358,7 +346,7 @@ TEST(claims_wait_for_pending_frees)
     CUdeviceptr x = 0, y = 0, z = 0;
     CHECK_CU(cuMemAllocAsync(&x, 192 * MIB, a), CUDA_SUCCESS);
     CHECK_CU(cuStreamSynchronize(a), CUDA_SUCCESS);
-    uint32_t *flag = hold(a);
+    uint32_t *flag = gu_hold(a);
     CHECK_CU(cuMemFreeAsync(x, a), CUDA_SUCCESS);            /* queued behind the hold */
     CHECK_EQ(free_mem(), 64 * MIB);
     /* 128 MiB on b: 64 MiB free, 64 MiB claimed from x's pending free */
@@ -388,7 +376,7 @@ TEST(claims_wait_for_pending_frees)
              CUDA_SUCCESS);
     CHECK_CU(cuMemAllocAsync(&x, 192 * MIB, a), CUDA_SUCCESS);
     CHECK_CU(cuStreamSynchronize(a), CUDA_SUCCESS);
-    flag = hold(a);
+    flag = gu_hold(a);
     CHECK_CU(cuMemFreeAsync(x, a), CUDA_SUCCESS);
     y = 0;
     CHECK_CU(cuMemAllocAsync(&y, 128 * MIB, b), CUDA_ERROR_OUT_OF_MEMORY);

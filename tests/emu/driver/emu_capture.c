@@ -8,12 +8,14 @@
  * / emu_capture_event_wait); emu_capture_invalidate and
  * emu_capture_event_forget for the stream files.
  *
+ * External event records and waits (CU_EVENT_RECORD_EXTERNAL,
+ * CU_EVENT_WAIT_EXTERNAL) add event record / wait nodes (emu_capture_add).
+ *
  * Emulation limits: capturing cuGraphLaunch/cuGraphUpload (a child graph in
  * CUDA) invalidates the capture with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; a
- * capturing stream that waits on an event not recorded in a capture in
- * progress gets CUDA_ERROR_STREAM_CAPTURE_ISOLATION and its capture is
- * invalidated (a CU_EVENT_WAIT_EXTERNAL wait during capture is refused by
- * emu_event.c: external event nodes are not emulated).
+ * capturing stream that waits (without CU_EVENT_WAIT_EXTERNAL) on an event
+ * not recorded in a capture in progress gets
+ * CUDA_ERROR_STREAM_CAPTURE_ISOLATION and its capture is invalidated.
  *
  * Locks: emu_cap_lock guards the capture registry (captures, the list of
  * captures in progress), every struct emu_capture and its per-stream
@@ -284,6 +286,10 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
          * operation during capture, which invalidates it. */
         if ((r = emu_nparams_memfree(&np, op->mem_ptr)) != CUDA_SUCCESS) c->invalidated = 1;
         break;
+    /* External event record / wait (emu_event.c): "Event is captured in the
+     * graph as an external event node when performing stream capture." */
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: r = emu_nparams_event(&np, op->type, op->event); break;
     default:                        r = CUDA_ERROR_NOT_SUPPORTED; break;
     }
     if (r != CUDA_SUCCESS) goto out;

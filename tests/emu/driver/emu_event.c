@@ -1,13 +1,16 @@
 /*
  * emu_event.c: events of the emulated CUDA driver (create, destroy, record,
  * query, synchronize, elapsed time, cuStreamWaitEvent) and their teardown
- * with their context.
+ * with their context; external records and waits during capture (event
+ * record / wait nodes: emu_capture_add) and what a graph launch queues for
+ * event nodes (emu_event_mark_work, emu_event_wait_work,
+ * emu_event_enqueue_chain).
  *
  * An event is a (stream, sequence number) pair: its last record's target.
  * Each event has a reference count (atomic): the handle holds one, every
- * queued record marker one; the last drop gives the handle value back to the
- * pool. Events recorded during a capture belong to the capture (emu_capture.c,
- * the `cap` field).
+ * queued record marker one, every graph or exec node naming it one; the last
+ * drop gives the handle value back to the pool. Events recorded during a
+ * capture belong to the capture (emu_capture.c, the `cap` field).
  *
  * Locks: emu_ev_lock guards the fields of every event (struct CUevent_st); it
  * comes first in the stream lock order (emu_stream.h): the capture lock is
@@ -40,11 +43,14 @@ static double now_ms(void)
  * ---------------------------------------------------------------------- */
 static emu_event *ev_of(CUevent e) { return (emu_event *)(void *)e; }
 
-/* Frees an event no reference reaches any more. */
+/* Frees an event no reference reaches any more (nothing else can reach its
+ * capture-time record either: freed without the capture lock, so that a
+ * graph node's reference may be the last one dropped under it). */
 static void event_free(emu_event *e)
 {
     emu_stream *s = e->pub.stream;
-    emu_capture_event_forget(&e->pub);
+    free(e->pub.cap);
+    e->pub.cap = NULL;
     emu_handle_mem_put(EMU_K_EVENT, e);    /* the next cuEventCreate reuses the value */
     if (s) emu_stream_unref(s);
 }
@@ -128,6 +134,56 @@ static void mark_release(emu_work *w)
     free(w);
 }
 
+emu_work *emu_event_mark_work(CUevent ev, const char *what)
+{
+    mark_work *mw = (mark_work *)emu_work_new(sizeof *mw, what, mark_run);
+    mw->w.complete = mark_complete;
+    mw->w.release = mark_release;
+    mw->e = ev_of(ev);
+    __atomic_add_fetch(&mw->e->refs, 1, __ATOMIC_RELAXED);
+    return &mw->w;
+}
+
+CUresult emu_event_enqueue_chain(emu_stream *s, emu_work **w, size_t n)
+{
+    /* The markers' events, referenced until they name their markers (a
+     * marker may complete and be released as soon as it is queued). */
+    emu_event **ev = emu_xcalloc(n, sizeof *ev);
+    uint64_t *seq = emu_xcalloc(n, sizeof *seq);
+    emu_stream **old = emu_xcalloc(n, sizeof *old);
+    for (size_t i = 0; i < n; i++)
+        if (w[i]->run == mark_run) {
+            ev[i] = ((mark_work *)w[i])->e;
+            __atomic_add_fetch(&ev[i]->refs, 1, __ATOMIC_RELAXED);
+        }
+    /* emu_ev_lock is held until each event names its marker, so no marker can
+     * run (it takes emu_ev_lock) before. */
+    pthread_mutex_lock(&emu_ev_lock);
+    CUresult r = emu_stream_enqueue_many(s, w, n, seq);
+    for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        if (!ev[i]) continue;
+        old[i] = ev[i]->pub.stream;
+        emu_stream_ref(s);
+        ev[i]->pub.stream = s;
+        ev[i]->pub.seq = seq[i];
+        ev[i]->pub.recorded = 1;
+        ev[i]->pub.time_ms = 0;
+    }
+    pthread_mutex_unlock(&emu_ev_lock);
+    for (size_t i = 0; i < n; i++) {
+        if (!ev[i]) continue;
+        /* An ordinary record replaces any capture-time record (outside
+         * emu_ev_lock: the capture lock is never taken under it). */
+        if (r == CUDA_SUCCESS) emu_capture_event_forget(&ev[i]->pub);
+        if (old[i]) emu_stream_unref(old[i]);
+        event_unref(ev[i]);
+    }
+    free(ev);
+    free(seq);
+    free(old);
+    return r;
+}
+
 static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, unsigned flags)
 {
     emu_stream *s;
@@ -138,35 +194,19 @@ static CUresult event_record(const char *call, CUevent h, CUstream hs, int pt, u
     /* cuEventRecord: "hEvent and hStream must be from the same context
      * otherwise CUDA_ERROR_INVALID_HANDLE is returned." */
     if (ev_of(h)->ctx != s->ctx) return CUDA_ERROR_INVALID_HANDLE;
+    /* CU_EVENT_RECORD_EXTERNAL: "Event is captured in the graph as an
+     * external event node when performing stream capture. This flag is
+     * invalid outside of stream capture." */
+    if (flags & CU_EVENT_RECORD_EXTERNAL) {
+        if (!emu_stream_capture(s)) return CUDA_ERROR_INVALID_VALUE;
+        emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_EVENT_RECORD, .event = h };
+        return emu_capture_add(s, &op);
+    }
     if (emu_stream_capture(s)) return emu_capture_event_record(s, h);
 
     if ((r = emu_stream_legacy_check(s)) != CUDA_SUCCESS) return r;
-    emu_event *e = ev_of(h);
-    mark_work *mw = (mark_work *)emu_work_new(sizeof *mw, call, mark_run);
-    mw->w.complete = mark_complete;
-    mw->w.release = mark_release;
-    mw->e = e;
-    uint64_t seq;
-    /* emu_ev_lock is held until the event names the marker, so the marker cannot
-     * run (it takes emu_ev_lock) before. */
-    __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&emu_ev_lock);
-    r = emu_stream_enqueue_unchecked(s, &mw->w, &seq);
-    emu_stream *old = NULL;
-    if (r == CUDA_SUCCESS) {
-        old = e->pub.stream;
-        emu_stream_ref(s);
-        e->pub.stream = s;
-        e->pub.seq = seq;
-        e->pub.recorded = 1;
-        e->pub.time_ms = 0;
-    }
-    pthread_mutex_unlock(&emu_ev_lock);
-    /* An ordinary record replaces any capture-time record (outside emu_ev_lock:
-     * the capture lock is never taken under it). */
-    if (r == CUDA_SUCCESS) emu_capture_event_forget(&e->pub);
-    if (old) emu_stream_unref(old);
-    return r;
+    emu_work *w = emu_event_mark_work(h, call);
+    return emu_event_enqueue_chain(s, &w, 1);
 }
 
 EMU_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
@@ -276,6 +316,33 @@ EMU_EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, 
     return event_elapsed(pMilliseconds, hStart, hEnd);
 }
 
+/* What work on s must wait for to wait for ev's most recent record (the
+ * cuEventRecord rule: "Other APIs such as cuStreamWaitEvent() use the most
+ * recently captured state at the time of the API call"): 1 and *d
+ * (referenced), or 0 if nothing (never recorded outside capture, recorded
+ * on s itself, or done). */
+static int wait_target(CUevent ev, emu_stream *s, dep *d)
+{
+    event_target(ev_of(ev), &d->s, &d->seq);
+    if (!d->s) return 0;
+    if (d->s == s || emu_stream_done(d->s, d->seq)) {
+        emu_stream_unref(d->s);
+        return 0;
+    }
+    return 1;
+}
+
+emu_work *emu_event_wait_work(CUevent ev, emu_stream *s, const char *what)
+{
+    dep d;
+    return wait_target(ev, s, &d) ? emu_stream_wait_new(&d, 1, what) : NULL;
+}
+
+int emu_event_live(CUevent ev) { return ev && emu_handle_ok(ev, EMU_K_EVENT); }
+void emu_event_ref(CUevent ev) { __atomic_add_fetch(&ev_of(ev)->refs, 1, __ATOMIC_RELAXED); }
+void emu_event_unref(CUevent ev) { event_unref(ev_of(ev)); }
+CUcontext emu_event_ctx(CUevent ev) { return ev_of(ev)->ctx; }
+
 static CUresult stream_wait_event(CUstream h, int pt, CUevent ev, unsigned flags)
 {
     emu_stream *s;
@@ -283,10 +350,13 @@ static CUresult stream_wait_event(CUstream h, int pt, CUevent ev, unsigned flags
     if (!ev || !emu_handle_ok(ev, EMU_K_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
-    if ((flags & CU_EVENT_WAIT_EXTERNAL) && emu_stream_capture(s)) {
-        /* External event wait nodes are not emulated. */
-        emu_capture_invalidate(s);
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    /* CU_EVENT_WAIT_EXTERNAL: "Event is captured in the graph as an external
+     * event node when performing stream capture. This flag is invalid
+     * outside of stream capture." */
+    if (flags & CU_EVENT_WAIT_EXTERNAL) {
+        if (!emu_stream_capture(s)) return CUDA_ERROR_INVALID_VALUE;
+        emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_WAIT_EVENT, .event = ev };
+        return emu_capture_add(s, &op);
     }
     /* The legacy stream waiting while a blocking stream of its context
      * captures: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, the capture invalidated
@@ -297,12 +367,7 @@ static CUresult stream_wait_event(CUstream h, int pt, CUevent ev, unsigned flags
      * gains no dependency in the graph: nothing to queue. */
     if (emu_stream_capture(s)) return CUDA_SUCCESS;
     dep d;
-    event_target(ev_of(ev), &d.s, &d.seq);
-    if (!d.s) return CUDA_SUCCESS;
-    if (d.s == s || emu_stream_done(d.s, d.seq)) {
-        emu_stream_unref(d.s);
-        return CUDA_SUCCESS;
-    }
+    if (!wait_target(ev, s, &d)) return CUDA_SUCCESS;
     return emu_stream_push_wait(s, &d, 1, "cuStreamWaitEvent");
 }
 

@@ -4,9 +4,12 @@
  *
  * cuGraphLaunch queues ONE emu_work that runs the nodes in a topological
  * order fixed at instantiation (a child graph node's instance runs its nodes
- * in its place, in its own order: launch_snap). The work carries a deep snapshot of the
- * exec's parameters taken at launch, so later set-params or update calls
- * never affect a launch already queued, and cuGraphExecDestroy can free the
+ * in its place, in its own order: launch_snap); a launch with event record
+ * or wait nodes queues a chain of works in one piece instead, the event
+ * nodes' markers and waits between the segments of nodes (launch_chain).
+ * The work carries a deep snapshot of the exec's parameters taken at
+ * launch, so later set-params or update calls never affect a launch already
+ * queued, and cuGraphExecDestroy can free the
  * exec at once (in-flight launches only use their snapshots, which are freed
  * when they complete). Launches of one exec are serialised across streams by
  * a chain of launch tokens: each launch waits for the previous one to finish
@@ -55,6 +58,7 @@ static void token_put(launch_token *t)
 
 static void token_finish(launch_token *t)
 {
+    if (!t) return;
     pthread_mutex_lock(&tok_lock);
     t->done = 1;
     pthread_cond_broadcast(&tok_cond);
@@ -266,6 +270,9 @@ static void instantiate_log(char *buf, size_t size, CUresult r, CUgraphInstantia
 
 /* --------------------------------------------------------------- launch */
 
+/* A launch's nodes, or one segment of them (launch_chain): the first
+ * segment waits for the previous launch's token (prev), the last finishes
+ * this launch's (self); NULL in the others. */
 typedef struct launch_work {
     emu_work w;
     launch_token *prev, *self;
@@ -380,8 +387,105 @@ static CUresult launch_snap(CUgraphExec e, launch_work *lw, const char *call)
     return CUDA_SUCCESS;
 }
 
+static int is_event_node(const emu_nparams *p)
+{
+    return p->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD || p->type == CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+}
+
+/* The event nodes of a launch's snapshot (docs/emulator.md, "Event record
+ * and wait nodes"): returns how many, or sets *r to the refusal: an event
+ * destroyed since it was set (a violation, CUDA_ERROR_INVALID_HANDLE, as a
+ * function no longer loaded), a record node whose event belongs to another
+ * context than the launch stream's, or one event in two event nodes of the
+ * launch (the order the documentation gives them is not emulated:
+ * CUDA_ERROR_NOT_SUPPORTED), a wait node whose event was last recorded in a
+ * capture in progress (as cuEventQuery of it: the capture is invalidated,
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED). No exec lock held (the capture
+ * lock comes first). */
+static size_t launch_events(const launch_work *lw, emu_stream *s, const char *call, CUresult *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < lw->n && *r == CUDA_SUCCESS; i++) {
+        const emu_nparams *p = &lw->nodes[i];
+        if (!is_event_node(p)) continue;
+        k++;
+        if (!emu_event_live(p->event)) {
+            emu_violation(call, "event node (launch position %zu): event %p was destroyed", i, (void *)p->event);
+            *r = CUDA_ERROR_INVALID_HANDLE;
+        } else if (p->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD && emu_event_ctx(p->event) != emu_stream_ctx(s)) {
+            emu_log("%s: event record node of event %p, of another context than the launch stream's: "
+                    "not emulated", call, (void *)p->event);
+            *r = CUDA_ERROR_NOT_SUPPORTED;
+        } else if (p->type == CU_GRAPH_NODE_TYPE_WAIT_EVENT && emu_capture_event_busy(p->event)) {
+            *r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+        for (size_t j = 0; j < i && *r == CUDA_SUCCESS; j++)
+            if (is_event_node(&lw->nodes[j]) && lw->nodes[j].event == p->event) {
+                emu_log("%s: event %p in two event nodes of one launch: not emulated", call, (void *)p->event);
+                *r = CUDA_ERROR_NOT_SUPPORTED;
+            }
+    }
+    return k;
+}
+
+/* A new segment of lw's launch: nodes v[0..n) (moved in), lw's ranges. */
+static launch_work *segment_new(const launch_work *lw, emu_nparams *v, size_t n)
+{
+    launch_work *sg = (launch_work *)emu_work_new(sizeof *sg, lw->w.what, launch_run);
+    sg->w.complete = launch_complete;
+    sg->w.release = launch_release;
+    sg->nodes = emu_xcalloc(n ? n : 1, sizeof *sg->nodes);
+    memcpy(sg->nodes, v, n * sizeof *v);
+    sg->n = n;
+    if (lw->w.nranges) {
+        sg->w.ranges = emu_xcalloc(lw->w.nranges, sizeof *sg->w.ranges);
+        memcpy(sg->w.ranges, lw->w.ranges, lw->w.nranges * sizeof *sg->w.ranges);
+        sg->w.nranges = sg->w.cap_ranges = lw->w.nranges;
+    }
+    return sg;
+}
+
+/* Queues a launch whose snapshot holds k event nodes as one chain: the
+ * nodes before the first event node (lw itself, which waits for the
+ * previous launch), what cuEventRecord (a record node) or cuStreamWaitEvent
+ * (a wait node: for the event's most recent record now) would queue, the
+ * nodes up to the next event node, ..., the last segment, which finishes the
+ * launch's token. Every segment keeps the launch's ranges in flight. */
+static CUresult launch_chain(launch_work *lw, emu_stream *s, size_t k)
+{
+    emu_nparams *all = lw->nodes;
+    size_t total = lw->n, nw = 0, start = 0;
+    emu_work **w = emu_xcalloc(2 * k + 1, sizeof *w);
+    for (size_t i = 0; i <= total; i++) {
+        if (i < total && !is_event_node(&all[i])) continue;
+        if (!nw) {                  /* the first segment: lw, with the nodes before i */
+            lw->nodes = emu_xcalloc(i ? i : 1, sizeof *lw->nodes);
+            memcpy(lw->nodes, all, i * sizeof *all);
+            lw->n = i;
+            w[nw++] = &lw->w;
+        } else {
+            w[nw++] = &segment_new(lw, all + start, i - start)->w;
+        }
+        if (i == total) break;
+        emu_work *ev = all[i].type == CU_GRAPH_NODE_TYPE_EVENT_RECORD
+                           ? emu_event_mark_work(all[i].event, lw->w.what)
+                           : emu_event_wait_work(all[i].event, s, lw->w.what);
+        if (ev) w[nw++] = ev;
+        emu_nparams_free(&all[i]);
+        start = i + 1;
+    }
+    launch_work *last = (launch_work *)w[nw - 1];   /* a segment: the loop ends with one */
+    last->self = lw->self;          /* the launch is done when its last segment is */
+    if (last != lw) lw->self = NULL;
+    free(all);
+    CUresult r = emu_event_enqueue_chain(s, w, nw);
+    free(w);
+    return r;
+}
+
 /* Queues one work that runs the exec's nodes (none for an upload) with a
- * snapshot of their parameters, behind the exec's previous launch. */
+ * snapshot of their parameters, behind the exec's previous launch (a chain
+ * of works if it has event nodes: launch_chain). */
 static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_nodes, const char *call)
 {
     if (!emu_exec_ok(e)) return CUDA_ERROR_INVALID_VALUE;
@@ -402,6 +506,9 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     lw->nodes = snap;
     pthread_mutex_lock(&e->lock);
     if (n) r = launch_snap(e, lw, call);
+    pthread_mutex_unlock(&e->lock);    /* launch_events may take the capture lock, which comes first */
+    size_t nev = r == CUDA_SUCCESS ? launch_events(lw, s, call, &r) : 0;
+    pthread_mutex_lock(&e->lock);
     /* The exec's own device memory (CUDAEMU_EXEC_BYTES), taken by its first
      * launch or upload; a launch beyond what is left fails with
      * CUDA_ERROR_OUT_OF_MEMORY and changes nothing. */
@@ -429,7 +536,7 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     lw->prev = e->last;             /* the exec's reference moves to the work */
     e->last = tok;
     pthread_mutex_unlock(&e->lock);
-    r = emu_stream_enqueue(s, &lw->w);
+    r = nev ? launch_chain(lw, s, nev) : emu_stream_enqueue(s, &lw->w);
     if (r == CUDA_SUCCESS) emu_stat_nodes(n, 0);
     return r;
 }

@@ -1,7 +1,8 @@
 /*
  * emu_exec_update.c: changing a graph exec of the emulated CUDA driver: the
  * per-node set-params calls (cuGraphExec*NodeSetParams, cuGraphExecNodeSetParams),
- * cuGraphExecChildGraphNodeSetParams, enabling and disabling nodes, and
+ * cuGraphExecChildGraphNodeSetParams, the event nodes' exec setters,
+ * enabling and disabling nodes, and
  * cuGraphExecUpdate (_v2 and the legacy one: topology, node types, the
  * allowed parameter changes and the kernel attribute rules checked, child
  * graphs recursively, CUgraphExecUpdateResultInfo filled).
@@ -138,25 +139,40 @@ EMU_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hN
     return exec_enable(hGraphExec, hNode, 0, isEnabled);
 }
 
-/* Exec updates of node types the emulation never creates (events, external
+/* cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventWaitNodeSetEvent:
+ * "The modifications only affect future launches of hGraphExec. Already
+ * enqueued or running launches of hGraphExec are not affected by this call.
+ * hNode is also not modified by this call." Any event may be set ("event
+ * wait: Unrestricted", "event record: Unrestricted"); a node of another type
+ * or an event that is not one: CUDA_ERROR_INVALID_VALUE (the documented
+ * results are CUDA_SUCCESS and CUDA_ERROR_INVALID_VALUE). */
+static CUresult exec_event_set(CUgraphExec e, CUgraphNode h, CUgraphNodeType type, CUevent ev)
+{
+    emu_nparams p;
+    exec_node *x = emu_exec_ok(e) ? exec_find(e, h) : NULL;
+    if (!x || x->p.type != type || emu_nparams_event(&p, type, ev) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+    return exec_set(e, h, &p);
+}
+
+EMU_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return exec_event_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
+}
+
+EMU_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return exec_event_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
+}
+
+/* Exec updates of node types the emulation never creates (external
  * semaphores, batch memory operations): the node can only be of another
  * type, which the driver refuses with CUDA_ERROR_INVALID_VALUE. */
 static CUresult exec_set_unemulated(CUgraphExec e, CUgraphNode h, const void *params)
 {
     if (!emu_exec_ok(e) || !exec_find(e, h) || !params) return CUDA_ERROR_INVALID_VALUE;
     return CUDA_ERROR_INVALID_VALUE;
-}
-
-EMU_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
-{
-    EMU_ENTRY_INIT();
-    return exec_set_unemulated(hGraphExec, hNode, event);
-}
-
-EMU_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
-{
-    EMU_ENTRY_INIT();
-    return exec_set_unemulated(hGraphExec, hNode, event);
 }
 
 EMU_EXPORT CUresult cuGraphExecExternalSemaphoresSignalNodeSetParams(

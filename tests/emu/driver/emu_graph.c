@@ -1,7 +1,8 @@
 /*
  * emu_graph.c: graphs and nodes of the emulated CUDA driver: create,
  * destroy, clone, the node types (kernel, memcpy, memset, host, empty,
- * memory allocation and free, child graphs, cuGraphAddNode), their get/set
+ * memory allocation and free, child graphs, event record and wait,
+ * cuGraphAddNode), their get/set
  * params and kernel node attributes, edges and dependencies (edge data is
  * stored and reported, but every edge is a full dependency), node and edge
  * queries, the graph memory attributes of a device.
@@ -420,6 +421,78 @@ EMU_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *ph
     if (!phGraph || node_of(hNode, CU_GRAPH_NODE_TYPE_GRAPH)) return CUDA_ERROR_INVALID_VALUE;
     *phGraph = hNode->p.child;
     return CUDA_SUCCESS;
+}
+
+/* docs/emulator.md, "Event record and wait nodes". */
+static CUresult add_event(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, CUgraphNodeType type,
+                          CUevent ev)
+{
+    CHECK_GRAPH_OUT(out, g);
+    CUresult r = emu_graph_deps_check(g, deps, NULL, n);
+    emu_nparams p;
+    if (r == CUDA_SUCCESS) r = emu_nparams_event(&p, type, ev);
+    return r != CUDA_SUCCESS ? r : node_add_api(out, g, deps, NULL, n, &p);
+}
+
+/* "Each launch of the graph will record event to capture execution of the
+ * node's dependencies." */
+EMU_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                              const CUgraphNode *dependencies, size_t numDependencies,
+                                              CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return add_event(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
+}
+
+/* "The graph node will wait for all work captured in event." */
+EMU_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                            const CUgraphNode *dependencies, size_t numDependencies,
+                                            CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return add_event(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
+}
+
+static CUresult event_get(CUgraphNode nd, CUgraphNodeType type, CUevent *out)
+{
+    if (!out || node_of(nd, type)) return CUDA_ERROR_INVALID_VALUE;
+    *out = nd->p.event;
+    return CUDA_SUCCESS;
+}
+
+/* A NULL event or a node of another type: CUDA_ERROR_INVALID_VALUE; an event
+ * that is not (or no longer) one: CUDA_ERROR_INVALID_HANDLE (both among the
+ * documented results). */
+static CUresult event_set(CUgraphNode nd, CUgraphNodeType type, CUevent ev)
+{
+    if (!ev || node_of(nd, type)) return CUDA_ERROR_INVALID_VALUE;
+    emu_nparams p;
+    if (emu_nparams_event(&p, type, ev) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_HANDLE;
+    return node_set(nd, &p);
+}
+
+EMU_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+    EMU_ENTRY_INIT();
+    return event_get(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event_out);
+}
+
+EMU_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+    EMU_ENTRY_INIT();
+    return event_get(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event_out);
+}
+
+EMU_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return event_set(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
+}
+
+EMU_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+    EMU_ENTRY_INIT();
+    return event_set(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }
 
 static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,

@@ -21,6 +21,12 @@
  *     handle, the same flags) whose nodes a launch runs in place of the child
  *     node, in the child's topological order, and which cuGraphExecUpdate
  *     and cuGraphExecChildGraphNodeSetParams check and update recursively.
+ *   - An event record or wait node (CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+ *     WAIT_EVENT) holds a reference to its event, so the event's handle
+ *     value is not reused while a node names it. A launch of an exec with
+ *     such nodes is queued as a chain of works in one piece (emu_exec.c,
+ *     launch_chain): the nodes before the event node, then what
+ *     cuEventRecord or cuStreamWaitEvent would queue there, then the rest.
  *
  * Lock order: emu_cap_lock (emu_capture.c) -> exec->lock -> tok_lock
  * (emu_exec.c); stream-internal locks (emu_stream.c) come after all of them,
@@ -74,6 +80,8 @@ typedef struct emu_nparams {
     uint64_t mem_gen;               /* MEM_FREE in a launch: the incarnation it frees (0: none) */
     CUgraph child;                  /* GRAPH, in a graph: the embedded graph (owned by the node;
                                      * NULL in an exec, which holds its instance: exec_node.sub) */
+    CUevent event;                  /* EVENT_RECORD, WAIT_EVENT: the node's event (one reference
+                                     * held: emu_event_ref) */
 } emu_nparams;
 
 /* Kernel node input, whichever struct version it came in. */
@@ -174,6 +182,7 @@ CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext c
 CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, CUcontext ctx);
 CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h);
 CUresult emu_nparams_child(emu_nparams *np, CUgraph child);
+CUresult emu_nparams_event(emu_nparams *np, CUgraphNodeType type, CUevent ev);
 void emu_nparams_empty(emu_nparams *np);
 /* Whether an update from `a` to `b` changes nothing the node does (the
  * "changed nodes" the statistics count: emu_stat_nodes). */

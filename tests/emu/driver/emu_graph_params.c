@@ -1,8 +1,8 @@
 /*
  * emu_graph_params.c: the parameters of graph nodes of the emulated CUDA
  * driver (emu_nparams, emu_graph.h): building them from each node type's
- * input (kernel, memcpy, memset, host, empty, memory allocation and free;
- * the generic cuGraphNodeParams), copying and freeing them, the kernel node
+ * input (kernel, memcpy, memset, host, empty, memory allocation and free,
+ * child graph, event record and wait; the generic cuGraphNodeParams), copying and freeing them, the kernel node
  * attributes CUDA documents as valid for graph nodes (stored per node with
  * CUDA's defaults: all zero except memSyncDomainMap.remote = 1; no effect on
  * how the emulation runs a kernel; other ids give CUDA_ERROR_INVALID_VALUE),
@@ -81,6 +81,8 @@ void emu_nparams_free(emu_nparams *p)
     p->mem_ptr = 0;
     if (p->child) emu_graph_free(p->child);     /* the embedded graph goes with its node */
     p->child = NULL;
+    if (p->event) emu_event_unref(p->event);
+    p->event = NULL;
 }
 
 /* Deep copy (an embedded graph is cloned: cuGraphClone "Child graph nodes in
@@ -91,6 +93,7 @@ int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
     *dst = *src;
     dst->args = NULL;
     dst->child = NULL;
+    if (src->event) emu_event_ref(src->event);
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) dst->mem_ptr = 0;
     if (src->args && !(dst->args = emu_args_clone(src->args))) return 0;
     if (src->child && emu_graph_clone(src->child, &dst->child) != CUDA_SUCCESS) return 0;
@@ -213,6 +216,18 @@ CUresult emu_nparams_child(emu_nparams *np, CUgraph child)
     return emu_graph_clone(child, &np->child);
 }
 
+/* An event record or wait node of ev (a live event: CUDA_ERROR_INVALID_VALUE
+ * otherwise), holding a reference to it. */
+CUresult emu_nparams_event(emu_nparams *np, CUgraphNodeType type, CUevent ev)
+{
+    if (!emu_event_live(ev)) return CUDA_ERROR_INVALID_VALUE;
+    memset(np, 0, sizeof *np);
+    np->type = type;
+    np->event = ev;
+    emu_event_ref(ev);
+    return CUDA_SUCCESS;
+}
+
 void emu_nparams_empty(emu_nparams *np)
 {
     memset(np, 0, sizeof *np);
@@ -245,6 +260,9 @@ int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return a->mem_ptr == b->mem_ptr && a->mem_bytes == b->mem_bytes;
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        return a->event == b->event;
     default:
         return 1;
     }
@@ -298,6 +316,12 @@ CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t gra
         if (!graph_uid || p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
             return CUDA_ERROR_NOT_SUPPORTED;
         return emu_nparams_child(np, p->graph.graph);
+    /* Event nodes: added and set alike (cuGraphExecNodeSetParams: "event
+     * wait: Unrestricted", "event record: Unrestricted"). */
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+        return emu_nparams_event(np, p->type, p->eventRecord.event);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        return emu_nparams_event(np, p->type, p->eventWait.event);
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -378,6 +402,6 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
         return old->mem_ptr == nw->mem_ptr && old->mem_bytes == nw->mem_bytes
                    ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
     default:
-        return CU_GRAPH_EXEC_UPDATE_SUCCESS;  /* host, empty: unrestricted */
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS;  /* host, empty, event record and wait: unrestricted */
     }
 }

@@ -1,7 +1,8 @@
 /*
  * emu_graph_unemulated.c: the graph node kinds the emulated driver does not
- * run: event record and wait nodes, external semaphore signal and wait
- * nodes, batch memory operation nodes. Their entry points exist (the
+ * run: external semaphore signal and wait nodes, batch memory operation
+ * nodes (event record and wait nodes are emulated since round 28:
+ * emu_graph.c). Their entry points exist (the
  * library hooks them: a program may call them, and the recorder must see
  * it) and check the graph or node they name like the others
  * (CUDA_ERROR_INVALID_VALUE for a bad one), then refuse with
@@ -27,8 +28,8 @@ static CUresult set_refused(CUgraphNode nd, const void *params)
     return CUDA_ERROR_INVALID_VALUE;     /* a node of another type */
 }
 
-/* Nodes added with one parameter (an event, a parameter struct): NULL is
- * refused first. */
+/* Nodes added with one parameter (a parameter struct): NULL is refused
+ * first. */
 #define ADD_REFUSED_(name, ptype)                                                       \
     EMU_EXPORT CUresult name(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, \
                              size_t numDependencies, ptype param)                      \
@@ -37,8 +38,6 @@ static CUresult set_refused(CUgraphNode nd, const void *params)
         if (!param) return CUDA_ERROR_INVALID_VALUE;                                   \
         return add_refused(phGraphNode, hGraph, dependencies, numDependencies);        \
     }
-ADD_REFUSED_(cuGraphAddEventRecordNode, CUevent)
-ADD_REFUSED_(cuGraphAddEventWaitNode, CUevent)
 ADD_REFUSED_(cuGraphAddExternalSemaphoresSignalNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)
 ADD_REFUSED_(cuGraphAddExternalSemaphoresWaitNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)
 ADD_REFUSED_(cuGraphAddBatchMemOpNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *)
@@ -49,8 +48,6 @@ ADD_REFUSED_(cuGraphAddBatchMemOpNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *)
         EMU_ENTRY_INIT();                                                              \
         return set_refused(hNode, param);                                              \
     }
-SET_REFUSED_(cuGraphEventRecordNodeSetEvent, CUevent)
-SET_REFUSED_(cuGraphEventWaitNodeSetEvent, CUevent)
 SET_REFUSED_(cuGraphExternalSemaphoresSignalNodeSetParams, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)
 SET_REFUSED_(cuGraphExternalSemaphoresWaitNodeSetParams, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)
 SET_REFUSED_(cuGraphBatchMemOpNodeSetParams, const CUDA_BATCH_MEM_OP_NODE_PARAMS *)

@@ -531,7 +531,9 @@ int emu_capture_event_busy(CUevent ev);
  * (CUDA_MEMSET_NODE_PARAMS), HOST (CUDA_HOST_NODE_PARAMS), MEM_ALLOC
  * (cuMemAllocAsync) or MEM_FREE (cuMemFreeAsync; an address that is not a
  * graph allocation, or one already freed by a graph, gives
- * CUDA_ERROR_INVALID_VALUE and invalidates the capture). */
+ * CUDA_ERROR_INVALID_VALUE and invalidates the capture), EVENT_RECORD or
+ * WAIT_EVENT (cuEventRecordWithFlags with CU_EVENT_RECORD_EXTERNAL,
+ * cuStreamWaitEvent with CU_EVENT_WAIT_EXTERNAL: event). */
 typedef struct emu_capture_op {
     CUgraphNodeType type;
     const emu_args *args;             /* KERNEL */
@@ -545,6 +547,7 @@ typedef struct emu_capture_op {
     int mem_dev;
     CUdeviceptr *mem_out;
     CUdeviceptr mem_ptr;              /* MEM_FREE */
+    CUevent event;                    /* EVENT_RECORD, WAIT_EVENT */
 } emu_capture_op;
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op);
 /* The launch attributes of cuLaunchKernelEx (emu_graph_params.c): those valid
@@ -665,5 +668,28 @@ struct CUevent_st {
     int recorded;
     struct emu_capture_event *cap;  /* non-NULL if last recorded during capture */
 };
+
+/* calloc that aborts with a message when host memory runs out (emu_stream.c). */
+void *emu_xcalloc(size_t n, size_t size);
+
+/* Event references for graph nodes (docs/emulator.md, "Event record and
+ * wait nodes"): a node holds one, so the handle value is not given to a new
+ * event while a node names it; emu_event_live says whether the program's
+ * handle still exists (not destroyed, its context not torn down). */
+int emu_event_live(CUevent ev);
+void emu_event_ref(CUevent ev);
+void emu_event_unref(CUevent ev);
+CUcontext emu_event_ctx(CUevent ev);
+/* What a graph launch on s queues for an event record node (a marker, as
+ * cuEventRecord's) and for an event wait node (a wait for the event's most
+ * recent record at this moment, as cuStreamWaitEvent's; NULL if there is
+ * nothing to wait for). */
+emu_work *emu_event_mark_work(CUevent ev, const char *what);
+emu_work *emu_event_wait_work(CUevent ev, emu_stream *s, const char *what);
+/* Queues w[0..n) on s in one piece (no other work between them, behind the
+ * legacy stream's implicit synchronization); each marker among them
+ * (emu_event_mark_work) becomes its event's most recent record, as
+ * cuEventRecord's. Takes the works, also on failure. */
+CUresult emu_event_enqueue_chain(emu_stream *s, emu_work **w, size_t n);
 
 #endif /* EMU_INTERNAL_H */

@@ -494,24 +494,41 @@ static void wait_release(emu_work *w)
     free(ww);
 }
 
-/* Appends w to s; *seq gets its number. Takes ownership of w. */
-static CUresult stream_push(emu_stream *s, emu_work *w, uint64_t *seq)
+/* Appends w[0..n) to s in one piece; seq[i] (if seq) gets w[i]'s number.
+ * Takes ownership of the works. */
+static CUresult stream_push_many(emu_stream *s, emu_work **w, size_t n, uint64_t *seq)
 {
     pthread_mutex_lock(&s->lock);
     if (s->exiting) {
         pthread_mutex_unlock(&s->lock);
-        emu_work_release(w);
+        for (size_t i = 0; i < n; i++) emu_work_release(w[i]);
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    w->next = NULL;
-    w->seq = ++s->submitted;
-    if (seq) *seq = w->seq;
-    if (s->tail) s->tail->next = w;
-    else s->head = w;
-    s->tail = w;
+    for (size_t i = 0; i < n; i++) {
+        w[i]->next = NULL;
+        w[i]->seq = ++s->submitted;
+        if (seq) seq[i] = w[i]->seq;
+        if (s->tail) s->tail->next = w[i];
+        else s->head = w[i];
+        s->tail = w[i];
+    }
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
     return CUDA_SUCCESS;
+}
+
+static CUresult stream_push(emu_stream *s, emu_work *w, uint64_t *seq)
+{
+    return stream_push_many(s, &w, 1, seq);
+}
+
+emu_work *emu_stream_wait_new(dep *deps, size_t n, const char *what)
+{
+    wait_work *ww = (wait_work *)emu_work_new(sizeof *ww + n * sizeof *deps, what, wait_run);
+    ww->w.release = wait_release;
+    ww->n = n;
+    memcpy(ww->deps, deps, n * sizeof *deps);
+    return &ww->w;
 }
 
 /* Queues a wait for the given (referenced) dependencies on s; consumes the
@@ -519,11 +536,7 @@ static CUresult stream_push(emu_stream *s, emu_work *w, uint64_t *seq)
 CUresult emu_stream_push_wait(emu_stream *s, dep *deps, size_t n, const char *what)
 {
     if (!n) return CUDA_SUCCESS;
-    wait_work *ww = (wait_work *)emu_work_new(sizeof *ww + n * sizeof *deps, what, wait_run);
-    ww->w.release = wait_release;
-    ww->n = n;
-    memcpy(ww->deps, deps, n * sizeof *deps);
-    return stream_push(s, &ww->w, NULL);
+    return stream_push(s, emu_stream_wait_new(deps, n, what), NULL);
 }
 
 /* The legacy stream's implicit synchronization: work on the legacy stream
@@ -563,19 +576,24 @@ static size_t implicit_deps(emu_stream *s, dep **out)
     return n;
 }
 
+CUresult emu_stream_enqueue_many(emu_stream *s, emu_work **w, size_t n, uint64_t *seq)
+{
+    dep *deps;
+    size_t nd = implicit_deps(s, &deps);
+    CUresult r = emu_stream_push_wait(s, deps, nd, w[0]->what);
+    free(deps);
+    if (r != CUDA_SUCCESS) {
+        for (size_t i = 0; i < n; i++) emu_work_release(w[i]);
+        return r;
+    }
+    return stream_push_many(s, w, n, seq);
+}
+
 /* emu_stream_enqueue_seq without the legacy stream's capture check (for callers that
  * made it before taking emu_ev_lock: the capture lock is never taken under it). */
 CUresult emu_stream_enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq)
 {
-    dep *deps;
-    size_t n = implicit_deps(s, &deps);
-    CUresult r = emu_stream_push_wait(s, deps, n, w->what);
-    free(deps);
-    if (r != CUDA_SUCCESS) {
-        emu_work_release(w);
-        return r;
-    }
-    return stream_push(s, w, seq);
+    return emu_stream_enqueue_many(s, &w, 1, seq);
 }
 
 CUresult emu_stream_enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq)

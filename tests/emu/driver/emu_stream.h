@@ -64,8 +64,6 @@ extern pthread_mutex_t emu_ev_lock;
  * handler (emu_stream.c); set by emu_module.c around each kernel. */
 extern __thread const char *volatile emu_tls_kernel;
 
-/* calloc that aborts with a message when host memory runs out. */
-void *emu_xcalloc(size_t n, size_t size);
 
 /* Stream references and progress (emu_stream.c). */
 void emu_stream_ref(emu_stream *s);
@@ -83,6 +81,12 @@ CUresult emu_stream_push_wait(emu_stream *s, dep *deps, size_t n, const char *wh
  * for callers that made that check before taking emu_ev_lock. Take w. */
 CUresult emu_stream_enqueue_seq(emu_stream *s, emu_work *w, uint64_t *seq);
 CUresult emu_stream_enqueue_unchecked(emu_stream *s, emu_work *w, uint64_t *seq);
+/* emu_stream_enqueue_unchecked of several works in one piece (no other work
+ * between them); seq[i] (if seq) gets w[i]'s number. Takes the works. */
+CUresult emu_stream_enqueue_many(emu_stream *s, emu_work **w, size_t n, uint64_t *seq);
+/* A work that waits for the given referenced dependencies (consumed), not
+ * queued yet. */
+emu_work *emu_stream_wait_new(dep *deps, size_t n, const char *what);
 /* The device and context the calling worker runs for (0 and NULL outside a
  * worker). */
 int emu_worker_device(void);
