@@ -73,24 +73,6 @@ typedef struct sstate {             /* a stream taking part in a capture */
     int ctx_known;
 } sstate;
 
-/* capture.c: the current context as a key's stream field (0 if none). */
-uintptr_t sg_rec_current_ctx(void);
-
-/* The recorder's key of stream hs (from a _ptsz entry point if per_thread):
- * sg_stream_id_of's, and for the per-thread default stream the current
- * context in place of the handle. That stream is "local to both the thread
- * and the CUcontext" (CUDA driver API, "Stream synchronization behavior"):
- * one thread's per-thread streams of two contexts are two streams, and
- * taken for one, a memset on context B's was recorded in the chain of
- * context A's capture, a topology the driver refused to update to was
- * skipped (round 27, tests/e2e/adv_records.c ptsz_ctx). */
-static inline sg_stream_id sg_rec_key(CUstream hs, int per_thread)
-{
-    sg_stream_id id = sg_stream_id_of(hs, per_thread);
-    if (__builtin_expect(id.thread != 0, 0)) id.stream = sg_rec_current_ctx();
-    return id;
-}
-
 /* The streams taking part in captures (capture.c's table) and the last
  * stream each thread looked up, and what it found (NULL: none), valid while
  * sg_cap_streams_gen is unchanged (bumped at every add and delete). */

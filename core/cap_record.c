@@ -40,7 +40,7 @@ static CUcontext stream_ctx(sstate *s, CUstream hs)
     if (!s->ctx_known) {
         s->ctx_known = 1;
         if (!hs || hs == CU_STREAM_LEGACY || hs == CU_STREAM_PER_THREAD)
-            s->ctx = (CUcontext)sg_rec_current_ctx();
+            s->ctx = sg_stream_current_ctx();
         else if (!sg_drv.cuStreamGetCtx || SG_DRIVER_CALL(cuStreamGetCtx, hs, &s->ctx) != CUDA_SUCCESS)
             s->ctx = NULL;
     }
@@ -227,14 +227,15 @@ static void event_wait(sstate *s, sg_stream_id key, const sg_gb *gb, evstate *e)
     if (sg_deps_union(&s->d, &e->d) != 0) sg_cap_spoil(s->c, SG_READBACK_OUT_OF_MEMORY);
 }
 
-/* A kernel launch: on a capturing stream, its node (stream_op's rules for
- * a kernel, apart: every node of a re-captured graph comes this way). A
- * launch into a capturing stream only adds its node, so it is forwarded as
- * route would forward it (core.c), without route's tests. */
-static CUresult kernel_op(const sg_call *c, CUresult (*route)(const sg_call *))
+/* A kernel launch while a capture is in progress: on a capturing stream, its
+ * node (stream_op's rules for a kernel, apart: every node of a re-captured
+ * graph comes this way). A launch into a capturing stream only adds its
+ * node, so it is forwarded as route would forward it (core.c), without
+ * route's tests. Out of line: sg_rec_call, which every hooked call with a
+ * recorder facet passes (a graph launch too), keeps no frame of its own. */
+static __attribute__((noinline)) CUresult kernel_op(const sg_call *c, CUresult (*route)(const sg_call *))
 {
-    if (!sg_rec_on || !sg_capture_active()) return route(c);
-    sg_stream_id key = sg_rec_key(c->u.kernel.stream, c->per_thread);
+    sg_stream_id key = sg_stream_id_of(c->u.kernel.stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     sstate *s = sg_cap_stream_find(key);
     if (!s) {
@@ -255,7 +256,7 @@ static CUresult stream_op(const sg_call *c, CUresult (*route)(const sg_call *))
     const sg_gb *gb = c->gb;
     sg_gb_kind kind = gb->kind;
     if (!sg_rec_on || (!sg_capture_active() && kind != SG_GB_EVENT_RECORD)) return route(c);
-    sg_stream_id key = sg_rec_key(gb->stream, c->per_thread);
+    sg_stream_id key = sg_stream_id_of(gb->stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     sstate *s = sg_cap_stream_find(key);
     evstate *e = NULL;
@@ -303,7 +304,7 @@ static CUresult capture_info(const sg_call *c, CUresult (*route)(const sg_call *
 {
     const sg_gb *gb = c->gb;
     if (!sg_rec_on || !sg_capture_active()) return route(c);
-    sg_stream_id key = sg_rec_key(gb->stream, c->per_thread);
+    sg_stream_id key = sg_stream_id_of(gb->stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     CUresult rc = route(c);
     sstate *s = rc == CUDA_SUCCESS ? sg_cap_stream_find(key) : NULL;
@@ -335,7 +336,7 @@ static CUresult stream_create(const sg_call *c, CUresult (*route)(const sg_call 
 static CUresult stream_attr(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     if (!sg_rec_on) return route(c);
-    sg_stream_id key = sg_rec_key(c->gb->stream, c->per_thread);
+    sg_stream_id key = sg_stream_id_of(c->gb->stream, c->per_thread);
     sg_lock_take(&sg_rec_lock);
     sg_rec_mark(key, SG_READBACK_STREAM_ATTRIBUTES);
     sstate *s = sg_cap_stream_find(key);
@@ -384,6 +385,7 @@ CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *))
     case SG_CALL_CAPTURE_END:
         return sg_cap_end(c, route);
     case SG_CALL_KERNEL:
+        if (!sg_rec_on || !sg_capture_active()) return route(c);
         return kernel_op(c, route);
     default:
         return gb_call(c, route);

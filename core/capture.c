@@ -165,7 +165,7 @@ CUresult sg_cap_begin(const sg_call *c, CUresult (*route)(const sg_call *))
         return rc;
     }
     CUstream hs = c->u.capture.stream;
-    sg_stream_id key = sg_rec_key(hs, c->per_thread);
+    sg_stream_id key = sg_stream_id_of(hs, c->per_thread);
     sstate *old = sg_cap_stream_find(key);        /* a capture the library lost track of */
     if (old && sg_stream_id_eq(old->c->origin, key)) {
         cap_end(old->c, NULL);             /* it ended: the driver began a new one */
@@ -219,7 +219,7 @@ CUresult sg_cap_end(const sg_call *c, CUresult (*route)(const sg_call *))
     CUresult rc = route(c);
     if (end_ended(rc)) {
         captures_drop();
-        sg_stream_id key = sg_rec_key(c->u.capture.stream, c->per_thread);
+        sg_stream_id key = sg_stream_id_of(c->u.capture.stream, c->per_thread);
         sstate *s = rec ? sg_cap_stream_find(key) : NULL;
         if (s && sg_stream_id_eq(s->c->origin, key)) {
             CUgraph *out = c->u.capture.graph_out;
@@ -249,13 +249,6 @@ CUcontext sg_cap_ctx(cap *c)
         if (r != CUDA_SUCCESS) c->ctx = NULL;
     }
     return c->ctx;
-}
-
-uintptr_t sg_rec_current_ctx(void)
-{
-    CUcontext cur = NULL;
-    if (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &cur) != CUDA_SUCCESS) cur = NULL;
-    return (uintptr_t)cur;
 }
 
 /* ------------------------------------------------------------ streams and contexts going */

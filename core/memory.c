@@ -173,16 +173,14 @@ static CUresult fwd_free(const sg_call *c)
     return rc;
 }
 
-/* A stream's key for stream-ordered reuse. A default stream (legacy or
- * per-thread) is one per context, so its key holds ctx, the current
- * context (the caller's to find; unused for a named stream). The top bit of
- * .thread keeps it apart from every named stream's key (.thread 0). */
+/* A stream's key for stream-ordered reuse: its identity (streams.h). A
+ * default stream (legacy or per-thread) is one per context, ctx, the current
+ * one (the caller's to find, so that it is not asked twice; unused for a
+ * named stream). */
 static sg_arena_key key_of(CUstream s, int per_thread, CUcontext ctx)
 {
-    sg_stream_id id = sg_stream_id_of(s, per_thread);
-    if (!sg_default_stream(s)) return (sg_arena_key){ id.stream, id.thread };
-    return (sg_arena_key){ (uintptr_t)ctx, (1ULL << 63) | (id.thread << 1) |
-                                               (id.stream == (uintptr_t)CU_STREAM_PER_THREAD) };
+    sg_stream_id id = sg_default_stream(s) ? sg_stream_id_in(s, per_thread, ctx) : sg_stream_id_of(s, per_thread);
+    return (sg_arena_key){ id.stream, id.thread };
 }
 
 static void log_growth_failure(sg_arena_fail f, CUresult rc, size_t bytes)

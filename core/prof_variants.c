@@ -32,8 +32,10 @@
  * it), or, if that fails, by an event recorded on the previous stream now.
  * A generation given up, or a stream destroyed, gets its event recorded
  * first, so the next launch still follows it. A launch on a per-thread
- * default stream records the event at once: another thread cannot name
- * that stream to record on it later.
+ * default stream records the event at once: another thread, or this one
+ * with another context current, cannot name that stream to record on it
+ * later. Streams are told apart by their identities (streams.h): one
+ * thread's per-thread streams of two contexts are two streams (round 29).
  */
 #include "prof.h"
 
@@ -436,20 +438,28 @@ static CUresult order_wait(sg_prof *p, const sg_call *c)
                          : SG_DRIVER_CALL(cuStreamWaitEvent, c->u.launch.stream, p->order_ev, 0);
 }
 
-/* The previous launch's stream, as a handle to record on (its per-thread
- * default stream cannot be named from another thread: legacy then). */
-static int last_stream_handle(const sg_prof *p, CUstream *s, int *per_thread)
+/* The previous launch's stream, as a handle to record on, with the context
+ * to make current for it (*ctx: NULL for none). A per-thread default stream
+ * can be named only from its thread with its context current (-1 else); the
+ * legacy one with its context current (streams.h). */
+static int last_stream_handle(const sg_prof *p, CUstream *s, int *per_thread, CUcontext *ctx)
 {
-    if (p->last_stream.stream == (uintptr_t)CU_STREAM_PER_THREAD) {
+    *ctx = NULL;
+    if (sg_stream_id_per_thread(p->last_stream)) {
         sg_stream_id me = sg_stream_id_of(NULL, 1);
-        if (me.thread != p->last_stream.thread) return -1;
+        if (!sg_stream_id_eq(me, p->last_stream)) return -1;
         *s = NULL;
         *per_thread = 1;
         return 0;
     }
     if (!p->last_stream.stream) return -1;
-    *s = p->last_stream.stream == (uintptr_t)CU_STREAM_LEGACY ? NULL : (CUstream)p->last_stream.stream;
     *per_thread = 0;
+    if (p->last_stream.thread == SG_STREAM_LEGACY_ID) {
+        *s = NULL;
+        *ctx = (CUcontext)p->last_stream.stream;
+        return 0;
+    }
+    *s = (CUstream)p->last_stream.stream;
     return 0;
 }
 
@@ -459,7 +469,14 @@ static void order_record_last(sg_prof *p)
 {
     CUstream s;
     int pt;
-    if (last_stream_handle(p, &s, &pt) == 0) order_record(p, s, pt);
+    CUcontext ctx, prev;
+    if (last_stream_handle(p, &s, &pt, &ctx) != 0) return;
+    if (!ctx) {
+        order_record(p, s, pt);
+    } else if (sg_vmm_ctx_enter(ctx, &prev) == 0) {   /* the legacy stream of ctx */
+        order_record(p, s, pt);
+        sg_vmm_ctx_leave(ctx, prev);
+    }
 }
 
 /* A launch of generation *g on another stream than the previous launch, of
@@ -497,7 +514,7 @@ static __attribute__((noinline)) void launched_multi(sg_prof *p, int g, const sg
 {
     if (p->gens[g].live && p->gens[g].slots)
         sg_prof_slots->launched(p->gens[g].slots, c->u.launch.stream, c->per_thread);
-    if (p->multi || s.thread) order_record(p, c->u.launch.stream, c->per_thread);
+    if (p->multi || sg_stream_id_per_thread(s)) order_record(p, c->u.launch.stream, c->per_thread);
     else p->order_valid = 0;
 }
 
@@ -515,10 +532,11 @@ CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *xv, int g, const
     if (__builtin_expect(rc == CUDA_ERROR_OUT_OF_MEMORY, 0) && sg_mem_trim_retry()) rc = launch_exec(p, g, c);
     if (rc != CUDA_SUCCESS) return rc;
     pgen *x = &p->gens[g];
-    /* a per-thread default stream (s.thread) cannot be named from another
-     * thread afterwards (last_stream_handle): its order event is recorded
-     * at once, so that a launch from another thread can wait for it */
-    if (__builtin_expect(p->multi || (x->live && x->slots) || s.thread, 0)) launched_multi(p, g, c, s);
+    /* a per-thread default stream cannot be named from another thread, or
+     * another context, afterwards (last_stream_handle): its order event is
+     * recorded at once, so that a launch there can wait for it */
+    if (__builtin_expect(p->multi || (x->live && x->slots) || sg_stream_id_per_thread(s), 0))
+        launched_multi(p, g, c, s);
     else p->order_valid = 0;
     p->last_gen = g;
     p->last_stream = s;

@@ -12,7 +12,7 @@
  *
  * Timeline. Each generation keeps up to SG_SLOT_TIMELINES (stream, event)
  * entries (the stream as streams.h names it: per-thread default streams of
- * different threads differ, for good); sg_slot_gen_launched records the
+ * different threads, or of different contexts, differ, for good); sg_slot_gen_launched records the
  * stream's event after each launch. Idle = every entry's event seen complete
  * (cuEventQuery, after which the entry costs nothing until the next record)
  * and no launch whose record failed. The library never waits: it binds

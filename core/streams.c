@@ -3,16 +3,29 @@
  */
 #include "streams.h"
 
+#include "driver.h"
+
 static uint64_t next_thread;                 /* atomic */
 static __thread uint64_t tls_thread;
 
-sg_stream_id sg_stream_id_default(CUstream s, int per_thread)
+sg_stream_id sg_stream_id_in(CUstream s, int per_thread, CUcontext ctx)
 {
-    if (!s) s = per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-    sg_stream_id id = { (uintptr_t)s, 0 };
-    if (s == CU_STREAM_PER_THREAD) {
+    sg_stream_id id = { (uintptr_t)ctx, SG_STREAM_LEGACY_ID };
+    if (s == CU_STREAM_PER_THREAD || (!s && per_thread)) {
         if (!tls_thread) tls_thread = __atomic_add_fetch(&next_thread, 1, __ATOMIC_RELAXED);
         id.thread = tls_thread;
     }
     return id;
+}
+
+sg_stream_id sg_stream_id_default(CUstream s, int per_thread)
+{
+    return sg_stream_id_in(s, per_thread, sg_stream_current_ctx());
+}
+
+CUcontext sg_stream_current_ctx(void)
+{
+    CUcontext cur = NULL;
+    if (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &cur) != CUDA_SUCCESS) cur = NULL;
+    return cur;
 }

@@ -6,7 +6,17 @@
  * from a _ptsz / _ptds entry point, the calling thread's per-thread default
  * stream. Per-thread default streams of different threads differ, and a
  * thread's id is never reused (pthread_self() values are: a thread that
- * exits leaves its value to the next one). A destroyed stream's handle may be
+ * exits leaves its value to the next one). A per-thread default stream is
+ * "local to both the thread and the CUcontext" (CUDA driver API, "Stream
+ * synchronization behavior"), and the legacy one is the context's: one
+ * thread's default streams of two contexts are two streams, which the driver
+ * does not order, so a default stream's identity holds its context, the
+ * current one (round 27: the recorder took one thread's per-thread streams
+ * of two contexts for one, tests/e2e/adv_records.c ptsz_ctx; round 29: exec
+ * variants launched on the default streams of two contexts skipped their
+ * order wait, tests/e2e/adv_ptsz.c variants_ctx, variants_legacy). Asking
+ * for the context costs a driver call (cuCtxGetCurrent), paid only where a
+ * default stream is named: a named stream's identity stays inline. A destroyed stream's handle may be
  * handed out again by the driver: its users are told at cuStreamDestroy
  * (memory.c, graphs.c) and must stop counting on its order.
  *
@@ -19,12 +29,27 @@
 #include <stdint.h>
 
 typedef struct sg_stream_id {
-    uintptr_t stream;   /* the handle; CU_STREAM_LEGACY or CU_STREAM_PER_THREAD for the defaults */
-    uint64_t thread;    /* for CU_STREAM_PER_THREAD: the thread's id (1, 2, ...); else 0 */
+    uintptr_t stream;   /* a named stream's handle; for a default stream its context (0 if none) */
+    uint64_t thread;    /* 0: a named stream; SG_STREAM_LEGACY_ID: the legacy default stream;
+                         * else the per-thread default stream of thread `thread` (1, 2, ...) */
 } sg_stream_id;
 
-/* The default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). */
+#define SG_STREAM_LEGACY_ID UINT64_MAX      /* never a thread's id */
+
+static inline int sg_stream_id_per_thread(sg_stream_id id)
+{
+    return id.thread && id.thread != SG_STREAM_LEGACY_ID;
+}
+
+/* The default streams (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): of
+ * context ctx (sg_stream_id_in, where the caller knows it), of the current
+ * one (sg_stream_id_default). */
+sg_stream_id sg_stream_id_in(CUstream s, int per_thread, CUcontext ctx);
 sg_stream_id sg_stream_id_default(CUstream s, int per_thread);
+
+/* The calling thread's current context (NULL if none, or if the driver
+ * cannot tell). */
+CUcontext sg_stream_current_ctx(void);
 
 /* A named stream inline (the common case: every captured operation and
  * every exec launch asks), the default streams out of line. */

@@ -281,6 +281,51 @@ static inline int adv_check_words(const char *name, CUdeviceptr d, const uint32_
     return ok;
 }
 
+/* The buffers of the launch-order attacks (adv_order.c, adv_ptsz.c): n
+ * words each of inputs *a (7i + 1) and *b (0x1000 + 13i) and of the
+ * accumulator *acc (i), allocated and filled, their host copies in ha, hb
+ * and acc_h. */
+static inline void adv_order_buffers(uint32_t n, CUdeviceptr *a, CUdeviceptr *b, CUdeviceptr *acc,
+                                     uint32_t *ha, uint32_t *hb, uint32_t *acc_h)
+{
+    MUST(cuMemAlloc(a, n * 4));
+    MUST(cuMemAlloc(b, n * 4));
+    MUST(cuMemAlloc(acc, n * 4));
+    for (uint32_t i = 0; i < n; i++) {
+        ha[i] = 7u * i + 1u;
+        hb[i] = 0x1000u + 13u * i;
+        acc_h[i] = i;
+    }
+    MUST(cuMemcpyHtoD(*a, ha, n * 4));
+    MUST(cuMemcpyHtoD(*b, hb, n * 4));
+    MUST(cuMemcpyHtoD(*acc, acc_h, n * 4));
+}
+
+/* A launch-order step's result: acc_h advanced by a then b (acc = acc * 3 +
+ * in, twice) and compared with the device's acc. 1 if equal. */
+static inline int adv_order_step_ok(CUdeviceptr acc, uint32_t *acc_h, const uint32_t *ha, const uint32_t *hb,
+                                    uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) acc_h[i] = (acc_h[i] * 3u + ha[i]) * 3u + hb[i];
+    uint32_t *got = adv_read(acc, n);
+    int ok = got && memcmp(got, acc_h, n * 4) == 0;
+    free(got);
+    return ok;
+}
+
+/* The end of a launch-order attack: the accumulator checked, the exec, its
+ * graph and the buffers (adv_order_buffers) gone. */
+static inline void adv_order_done(CUgraphExec exec, CUgraph g, CUdeviceptr a, CUdeviceptr b, CUdeviceptr acc,
+                                  const uint32_t *acc_h, uint32_t n)
+{
+    adv_check_words("accumulator", acc, acc_h, n);
+    R(cuGraphExecDestroy(exec));
+    R(cuGraphDestroy(g));
+    R(cuMemFree(a));
+    R(cuMemFree(b));
+    R(cuMemFree(acc));
+}
+
 /* Sleeps `us` microseconds. */
 static inline void adv_sleep_us(unsigned us)
 {

@@ -32,18 +32,8 @@ int main(int argc, char **argv)
     CUfunction mad = adv_fn(mod, "mad_u32");
     MUST(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
     MUST(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-    MUST(cuMemAlloc(&a, N * 4));
-    MUST(cuMemAlloc(&b, N * 4));
-    MUST(cuMemAlloc(&acc, N * 4));
     uint32_t ha[N], hb[N], model[N];
-    for (uint32_t i = 0; i < N; i++) {
-        ha[i] = 7u * i + 1u;
-        hb[i] = 0x1000u + 13u * i;
-        model[i] = i;
-    }
-    MUST(cuMemcpyHtoD(a, ha, sizeof ha));
-    MUST(cuMemcpyHtoD(b, hb, sizeof hb));
-    MUST(cuMemcpyHtoD(acc, model, sizeof model));
+    adv_order_buffers(N, &a, &b, &acc, ha, hb, model);
 
     CUdeviceptr in = a;
     uint64_t n = N;
@@ -62,19 +52,11 @@ int main(int argc, char **argv)
         R(cuGraphLaunch(exec, s2));
         R(cuStreamSynchronize(s1));
         R(cuStreamSynchronize(s2));
-        for (uint32_t i = 0; i < N; i++) model[i] = (model[i] * 3u + ha[i]) * 3u + hb[i];
-        uint32_t *got = adv_read(acc, N);
-        good_steps += got && memcmp(got, model, sizeof model) == 0;
-        free(got);
+        good_steps += adv_order_step_ok(acc, model, ha, hb, N);
     }
     adv_check("steps whose launches ran in launch order", good_steps == steps, "%d of %d",
               good_steps, steps);
-    adv_check_words("accumulator", acc, model, N);
-    R(cuGraphExecDestroy(exec));
-    R(cuGraphDestroy(g));
-    R(cuMemFree(a));
-    R(cuMemFree(b));
-    R(cuMemFree(acc));
+    adv_order_done(exec, g, a, b, acc, model, N);
     R(cuStreamDestroy(s1));
     R(cuStreamDestroy(s2));
     return adv_finish();

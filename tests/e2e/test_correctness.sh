@@ -1118,6 +1118,27 @@ for c in record wait capture execset same; do
     adv name=r28/evnode_$c eng_t="$SEEN" eng_p="$SEEN" xchk="$EVNODE_ACCOUNTED" \
         attack="updates that change only the event of an event record or wait node ($c)" -- adv_evnodes $c
 done
+# Round 29: the per-thread default stream across contexts (adv_ptsz.c): it is
+# "local to both the thread and the CUcontext", and the legacy one is the
+# context's; the library's stream identities (core/streams.h) must keep one
+# thread's default streams of two contexts apart. mem_ctx: a block freed on
+# B's per-thread stream behind a slow reader, the same size allocated on A's
+# and overwritten at once; variants_ctx / variants_legacy: one exec (two
+# states, served by two generations) launched on A's default stream (held)
+# then on B's: before the fix (identities keyed by thread only) the second
+# launch skipped its order wait and the results were wrong under prof, at
+# both delays; variants_named (named streams of A and B), variants_threads
+# (two threads of one context), mem_threads: the contrast; switch: A's
+# per-thread stream across cuCtxSetCurrent switches (the same stream).
+for c in mem_ctx mem_threads; do
+    adv name=r29/ptsz_$c eng_p="$PLACED" \
+        attack="stream-ordered reuse across per-thread default streams ($c)" -- adv_ptsz $c
+done
+# (two states: the program's exec and one variant)
+for c in variants_ctx variants_legacy variants_named variants_threads switch; do
+    adv name=r29/ptsz_$c eng_t="$SEEN" eng_p='any(p.get("variants", 0) >= 1 for p in P)' \
+        attack="variants' launch order across the default streams of two contexts ($c)" -- adv_ptsz $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
