@@ -303,6 +303,18 @@ int sg_prof_gen_holds(sg_prof *p, const sg_fp *L, int g);
 CUresult sg_prof_launch_variants(sg_prof *p, const sg_exec_view *x, const sg_call *c);
 /* Launches generation g (0: the program's exec) in the program's order. */
 CUresult sg_prof_launch_ordered(sg_prof *p, const sg_exec_view *x, int g, const sg_call *c);
+
+/* ------------------------------------------------------------ prof_order.c */
+
+/* Records the order event on stream s (the _ptsz flavour if per_thread);
+ * p->order_valid says whether it was. */
+void sg_prof_order_record(sg_prof *p, CUstream s, int per_thread);
+/* Records it behind the previous launch, on its stream, when that stream
+ * can be named (a per-thread default stream only from its thread with its
+ * context current; the legacy one with its context made current). */
+void sg_prof_order_record_last(sg_prof *p);
+/* Makes the stream of launch or upload c wait for the order event. */
+CUresult sg_prof_order_wait(sg_prof *p, const sg_call *c);
 /* Forwards an upload of the program's exec (cuGraphUpload, which the driver
  * orders behind the exec's previous launches) behind the latest launch,
  * whichever generation served it. */
