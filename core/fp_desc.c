@@ -130,6 +130,22 @@ int sg_fp_launch_desc(sg_fp_node *n, CUfunction f, const unsigned grid[3], const
     return kernel_args(n, pi, kp, NULL);
 }
 
+/* The function of kern in context ctx (cuKernelGetFunction with ctx
+ * current, the thread's context restored: as vmm.c's sg_vmm_ctx_enter, not
+ * linked here), or NULL. */
+static CUfunction kern_function(CUkernel kern, CUcontext ctx)
+{
+    CUfunction f = NULL;
+    CUcontext prev;
+    if (!sg_drv.cuKernelGetFunction || !sg_drv.cuCtxGetCurrent || !sg_drv.cuCtxSetCurrent ||
+        SG_DRIVER_CALL(cuCtxGetCurrent, &prev) != CUDA_SUCCESS)
+        return NULL;
+    if (prev != ctx && SG_DRIVER_CALL(cuCtxSetCurrent, ctx) != CUDA_SUCCESS) return NULL;
+    if (SG_DRIVER_CALL(cuKernelGetFunction, &f, kern) != CUDA_SUCCESS) f = NULL;
+    if (prev != ctx) SG_DRIVER_CALL(cuCtxSetCurrent, prev);
+    return f;
+}
+
 int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint)
 {
     kernel_key(n, k->grid, k->block, k->shmem);
@@ -144,8 +160,24 @@ int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint
         if (!h) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
         if (!ctx && (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS))
             return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-        n->k.kern = (uintptr_t)h;
-        n->k.ctx = (uintptr_t)ctx;
+        /* The driver's node holds kern's function in ctx and reads back as
+         * that function (func set): a node set by kern + ctx is described
+         * as it, so that a record made from such a setter (rec_graph.c) is
+         * the same as the driver's graph, and equal to the read-back of an
+         * exec holding that function. Described by (kern, ctx) instead, every
+         * such record failed the audit (round 30, tests/e2e/adv_setters.c
+         * kern: "the capture-time record differs from the driver's graph")
+         * and its updates were all forwarded. Kept as (kern, ctx) only if
+         * the function cannot be had (the driver then judges the call). */
+        CUfunction f = kern_function((CUkernel)(uintptr_t)h, ctx);
+        if (f) {
+            h = f;
+            is_kern = 0;
+            n->k.func = (uintptr_t)f;
+        } else {
+            n->k.kern = (uintptr_t)h;
+            n->k.ctx = (uintptr_t)ctx;
+        }
     }
     const sg_fp_pinfo *pi = hint && hint->h == h && hint->ok ? hint : sg_fp_pinfo_get(is_kern, h);
     if (!pi) return -1;

@@ -220,6 +220,21 @@ static inline CUgraphNode adv_add_kernel(CUgraph g, const CUgraphNode *deps, siz
     return out;
 }
 
+/* The parameters of a 1D device-to-device copy of `bytes` from src to dst. */
+static inline CUDA_MEMCPY3D adv_copy_1d(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    CUDA_MEMCPY3D m;
+    memset(&m, 0, sizeof m);
+    m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.srcDevice = src;
+    m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.dstDevice = dst;
+    m.WidthInBytes = bytes;
+    m.Height = 1;
+    m.Depth = 1;
+    return m;
+}
+
 /* cuGraphExecUpdate_v2, its result printed where it is not a success. */
 static inline void adv_update(CUgraphExec e, CUgraph g)
 {

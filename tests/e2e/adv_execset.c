@@ -154,19 +154,7 @@ static CUDA_MEMSET_NODE_PARAMS memset_of(int k, uint32_t v)
                                       .width = N, .height = 1 };
 }
 
-static CUDA_MEMCPY3D memcpy_of(int k)
-{
-    CUDA_MEMCPY3D m;
-    memset(&m, 0, sizeof m);
-    m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    m.srcDevice = out[k];
-    m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    m.dstDevice = cp[k];
-    m.WidthInBytes = N * 4;
-    m.Height = 1;
-    m.Depth = 1;
-    return m;
-}
+static CUDA_MEMCPY3D memcpy_of(int k) { return adv_copy_1d(cp[k], out[k], N * 4); }
 
 static void setters(void)
 {

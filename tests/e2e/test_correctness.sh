@@ -1139,6 +1139,26 @@ for c in variants_ctx variants_legacy variants_named variants_threads switch; do
     adv name=r29/ptsz_$c eng_t="$SEEN" eng_p='any(p.get("variants", 0) >= 1 for p in P)' \
         attack="variants' launch order across the default streams of two contexts ($c)" -- adv_ptsz $c
 done
+# Round 30: per-node setters and explicit graph edits (adv_setters.c): one
+# explicitly built chain (memset, two kernels, memcpy) instantiated once; the
+# graph edited node by node (kernel setters v1 / v2, cuGraphNodeSetParams,
+# attributes, `extra`, dependencies removed and added, a node destroyed and
+# another added) or the exec changed by its setters, then updates and
+# launches checked against a host model of what the exec holds; every record
+# a decision uses is audited against the graph read back; graph setters the
+# driver refuses must leave the record as it was; execset also under variants;
+# kern: A set by the v2 / v3 struct's kern + ctx (func NULL): described by that
+# pair, every such record failed the audit (the driver's node reads back as
+# kern's function in ctx); fp_desc.c now describes it as that function.
+R30_ACCOUNTED='T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]'
+for c in graph_edit deps execset refused extra enabled kern; do
+    eng_p=$SEEN
+    [ $c = execset ] && eng_p="$SEEN and $BOUGHT"
+    adv name=r30/setters_$c eng_t="$SEEN" eng_p="$eng_p" env="$AUDIT" \
+        xchk="G[\"recorded\"] >= 1 and $AUDIT_OK and $R30_ACCOUNTED::records used, every one the same as the driver's graph, every update accounted for" \
+        attack="per-node setters and explicit graph edits: the record and the skip decision must follow each ($c)" \
+        -- adv_setters $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

@@ -324,6 +324,29 @@ TEST(emulated_module_as_library)
     free(img);
 }
 
+/* Kernel node parameters of one block, no function yet. */
+static CUDA_KERNEL_NODE_PARAMS one_block(void **args)
+{
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = args;
+    return kp;
+}
+
+/* Adds kernel node kp (add(x, 10, 4) on x = 1..4) to g, instantiates g and
+ * runs it: x[3] must be 14. */
+static void add_and_run(CUgraph g, CUgraphNode *node, CUgraphExec *exec, const CUDA_KERNEL_NODE_PARAMS *kp,
+                        const float *x)
+{
+    CHECK_CU(cuGraphAddKernelNode(node, g, NULL, 0, kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiate(exec, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(*exec, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK_EQ(x[3], 14);
+}
+
 TEST(kernel_as_graph_node)
 {
     CUlibrary lib;
@@ -337,18 +360,10 @@ TEST(kernel_as_graph_node)
     void *args[] = { &p, &a, &n };
     CHECK_CU(cuLibraryLoadData(&lib, fatbin_data, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
     CHECK_CU(cuLibraryGetKernel(&k, lib, "_Z3addPffi"), CUDA_SUCCESS);
-    CUDA_KERNEL_NODE_PARAMS kp;
-    memset(&kp, 0, sizeof kp);
+    CUDA_KERNEL_NODE_PARAMS kp = one_block(args);
     kp.func = (CUfunction)(void *)k;
-    kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
-    kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
-    kp.kernelParams = args;
     CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-    CHECK_CU(cuGraphAddKernelNode(&node, g, NULL, 0, &kp), CUDA_SUCCESS);
-    CHECK_CU(cuGraphInstantiate(&exec, g, 0), CUDA_SUCCESS);
-    CHECK_CU(cuGraphLaunch(exec, NULL), CUDA_SUCCESS);
-    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
-    CHECK_EQ(x[3], 14);
+    add_and_run(g, &node, &exec, &kp, x);
     /* the node holds the kernel's function in the context */
     CUDA_KERNEL_NODE_PARAMS back;
     CUfunction f;
@@ -357,6 +372,64 @@ TEST(kernel_as_graph_node)
     CHECK(back.func == f);
     CHECK_CU(cuGraphExecDestroy(exec), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuLibraryUnload(lib), CUDA_SUCCESS);
+}
+
+/* The v2 / v3 kernel node struct's kern and ctx (func NULL): "kern: Kernel
+ * to launch, will only be referenced if func is NULL"; "ctx: Context for the
+ * kernel task to run in. The value NULL will indicate the current context
+ * should be used by the api. This field is ignored if func is set." */
+TEST(kern_field_of_graph_node)
+{
+    CUlibrary lib;
+    CUkernel k;
+    CUgraph g;
+    CUgraphNode node;
+    CUgraphExec exec;
+    CUcontext cur, other;
+    CUdevice dev;
+    float x[4] = { 1, 2, 3, 4 }, a = 10;
+    void *p = x;
+    int n = 4;
+    void *args[] = { &p, &a, &n };
+    CHECK_CU(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+    CHECK_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+    CHECK_CU(cuLibraryLoadData(&lib, fatbin_data, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+    CHECK_CU(cuLibraryGetKernel(&k, lib, "_Z3addPffi"), CUDA_SUCCESS);
+    CUDA_KERNEL_NODE_PARAMS kp = one_block(args);
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddKernelNode(&node, g, NULL, 0, &kp), CUDA_ERROR_INVALID_VALUE);   /* neither */
+    kp.kern = k;
+    add_and_run(g, &node, &exec, &kp, x);
+    CUDA_KERNEL_NODE_PARAMS back;
+    CUfunction f, fo;
+    CHECK_CU(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+    CHECK_CU(cuGraphKernelNodeGetParams(node, &back), CUDA_SUCCESS);
+    CHECK(back.func == f);
+    /* kern in another context: the node holds the function there, which
+     * the exec's update and setter refuse (its context changed) */
+    CHECK_CU(cuCtxCreate(&other, NULL, 0, dev), CUDA_SUCCESS);
+    CHECK_CU(cuKernelGetFunction(&fo, k), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(cur), CUDA_SUCCESS);
+    CHECK(fo != f);
+    kp.ctx = other;
+    CHECK_CU(cuGraphKernelNodeSetParams(node, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphKernelNodeGetParams(node, &back), CUDA_SUCCESS);
+    CHECK(back.func == fo);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(exec, node, &kp), CUDA_ERROR_INVALID_VALUE);
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphExecUpdate(exec, g, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE);
+    /* func set: ctx ignored */
+    kp.func = f;
+    CHECK_CU(cuGraphKernelNodeSetParams(node, &kp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphKernelNodeGetParams(node, &back), CUDA_SUCCESS);
+    CHECK(back.func == f);
+    CHECK_CU(cuGraphExecUpdate(exec, g, &info), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuCtxDestroy(other), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(cur), CUDA_SUCCESS);
     CHECK_CU(cuLibraryUnload(lib), CUDA_SUCCESS);
 }
 
@@ -521,6 +594,7 @@ int main(int argc, char **argv)
     RUN(library_objects_end_with_their_context);
     RUN(emulated_module_as_library);
     RUN(kernel_as_graph_node);
+    RUN(kern_field_of_graph_node);
     RUN(function_attributes);
     RUN(kernel_attributes);
     RUN(occupancy);

@@ -76,6 +76,7 @@ EMU_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CU
     if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
     kin k = KIN_OF(nodeParams);
     k.kern = nodeParams->kern;
+    k.kctx = nodeParams->ctx;
     return exec_kernel_set(hGraphExec, hNode, &k);
 }
 

@@ -356,6 +356,7 @@ EMU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hG
     if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
     kin k = KIN_OF(nodeParams);
     k.kern = nodeParams->kern;
+    k.kctx = nodeParams->ctx;
     return add_kernel(phGraphNode, hGraph, dependencies, numDependencies, &k);
 }
 
@@ -561,6 +562,7 @@ EMU_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_
     if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
     kin k = KIN_OF(nodeParams);
     k.kern = nodeParams->kern;
+    k.kctx = nodeParams->ctx;
     return kernel_set(hNode, &k);
 }
 

@@ -87,7 +87,8 @@ typedef struct emu_nparams {
 /* Kernel node input, whichever struct version it came in. */
 typedef struct kin {
     CUfunction func;
-    CUkernel kern;
+    CUkernel kern;        /* v2 / v3 structs: used only where func is NULL */
+    CUcontext kctx;       /* their ctx: kern's context (NULL: the current one) */
     emu_launch launch;
     void **kernelParams, **extra;
 } kin;

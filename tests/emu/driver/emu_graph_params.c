@@ -148,19 +148,32 @@ CUresult emu_nparams_memfree(emu_nparams *np, CUdeviceptr p)
  * stream's), NULL for the current one. */
 CUresult emu_nparams_kernel(emu_nparams *np, const kin *k, CUcontext ctx)
 {
-    if (!k->func) return CUDA_ERROR_INVALID_VALUE;  /* CUkernel nodes: not emulated */
     const emu_launch *l = &k->launch;
     if (!l->grid.x || !l->grid.y || !l->grid.z || !l->block.x || !l->block.y || !l->block.z)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r;
+    CUfunction f = k->func;
+    if (!f) {
+        /* CUDA_KERNEL_NODE_PARAMS_v2 / v3: "kern: Kernel to launch, will only
+         * be referenced if func is NULL"; "ctx: Context for the kernel task to
+         * run in. The value NULL will indicate the current context should be
+         * used by the api. This field is ignored if func is set." The node
+         * holds kern's function in that context (as cuKernelGetFunction with
+         * it current), and GetParams reports that function. */
+        CUcontext kc = k->kctx;
+        if (!k->kern || !emu_handle_ok(k->kern, EMU_K_KERNEL)) return CUDA_ERROR_INVALID_VALUE;
+        if ((r = emu_ctx_resolve(&kc)) != CUDA_SUCCESS) return r;
+        if ((r = emu_func_resolve((CUfunction)(void *)k->kern, kc, &f)) != CUDA_SUCCESS) return r;
+        ctx = kc;
+    }
     if (!ctx && (r = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return r;
     emu_args *a;
-    if ((r = emu_args_pack(k->func, k->kernelParams, k->extra, &a)) != CUDA_SUCCESS) return r;
+    if ((r = emu_args_pack(f, k->kernelParams, k->extra, &a)) != CUDA_SUCCESS) return r;
     memset(np, 0, sizeof *np);
     np->type = CU_GRAPH_NODE_TYPE_KERNEL;
     np->args = a;
     np->launch = *l;
-    np->ctx = emu_nparams_func_ctx(k->func, ctx);
+    np->ctx = emu_nparams_func_ctx(f, ctx);
     np->attr[CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP].memSyncDomainMap.remote = 1;
     return CUDA_SUCCESS;
 }
@@ -279,6 +292,7 @@ CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t gra
     case CU_GRAPH_NODE_TYPE_KERNEL: {
         kin k = KIN_OF(&p->kernel);
         k.kern = p->kernel.kern;
+        k.kctx = p->kernel.ctx;
         return emu_nparams_kernel(np, &k, NULL);
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY:
