@@ -172,6 +172,9 @@ struct sg_prof {
     int last_gen;           /* generation of the latest launch; -1 before the first */
     sg_stream_id last_stream;
     CUevent order_ev;       /* recorded after the latest launch when order_valid */
+    CUcontext order_ctx;    /* the context order_ev was created in: the stream's it is
+                             * recorded on (prof_order.c) */
+    CUstream order_stream;  /* the named stream it was last recorded on (NULL: none) */
     int order_valid;
     int multi;              /* launches went to several streams: record order_ev at each */
 };

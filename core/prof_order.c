@@ -14,20 +14,56 @@
 #include "driver.h"
 #include "vmm.h"
 
-/* Records the order event on stream s (the _ptsz flavour if per_thread). */
+/* The context of stream s (a default stream: the current context, which
+ * the callers made the stream's); the exec's context if the driver cannot
+ * say. */
+static CUcontext stream_ctx(const sg_prof *p, CUstream s, int per_thread)
+{
+    CUcontext c = NULL;
+    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) {
+        if (!(per_thread ? sg_drv.cuStreamGetCtx_ptsz : sg_drv.cuStreamGetCtx) ||
+            (per_thread ? SG_DRIVER_CALL(cuStreamGetCtx_ptsz, s, &c)
+                        : SG_DRIVER_CALL(cuStreamGetCtx, s, &c)) != CUDA_SUCCESS)
+            c = NULL;
+    } else if (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &c) != CUDA_SUCCESS) {
+        c = NULL;
+    }
+    return c ? c : p->ctx;
+}
+
+/* Records the order event on stream s (the _ptsz flavour if per_thread).
+ * The event is made in the context of the stream it is recorded on: the
+ * driver refuses to record an event of one context on a stream of another
+ * (cuEventRecord: "hEvent and hStream must be from the same context"),
+ * while a wait may name an event of any context (cuStreamWaitEvent). An
+ * exec whose graph spans two devices is launched on either device's
+ * streams; with the event always of the exec's context, its record behind a
+ * launch on the other device's stream failed, and the next cuGraphUpload on
+ * another stream answered CUDA_ERROR_OUT_OF_MEMORY where the driver
+ * succeeds (round 31, tests/e2e/adv_multidev.c variants_upload). */
 void sg_prof_order_record(sg_prof *p, CUstream s, int per_thread)
 {
     p->order_valid = 0;
     if (!sg_drv.cuEventCreate || !(per_thread ? sg_drv.cuEventRecord_ptsz : sg_drv.cuEventRecord))
         return;
     sg_vmm_relax();
+    /* (the named stream of the last record needs no query: the steady state
+     * of launches on one stream pays nothing) */
+    int named = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
+    CUcontext sc = p->order_ev && named && s == p->order_stream ? p->order_ctx : stream_ctx(p, s, per_thread);
+    p->order_stream = named ? s : NULL;
+    if (p->order_ev && p->order_ctx != sc) {     /* made in another context: a new one */
+        if (sg_drv.cuEventDestroy_v2) SG_DRIVER_CALL(cuEventDestroy_v2, p->order_ev);
+        p->order_ev = NULL;
+    }
     if (!p->order_ev) {
         CUcontext prev;
-        if (!p->ctx || sg_vmm_ctx_enter(p->ctx, &prev) != 0) return;
+        if (!sc || sg_vmm_ctx_enter(sc, &prev) != 0) return;
         if (SG_DRIVER_CALL(cuEventCreate, &p->order_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
             p->order_ev = NULL;
-        sg_vmm_ctx_leave(p->ctx, prev);
+        sg_vmm_ctx_leave(sc, prev);
         if (!p->order_ev) return;
+        p->order_ctx = sc;
     }
     CUresult rc = per_thread ? SG_DRIVER_CALL(cuEventRecord_ptsz, p->order_ev, s)
                              : SG_DRIVER_CALL(cuEventRecord, p->order_ev, s);
@@ -110,8 +146,11 @@ void sg_prof_order_hand_over(sg_prof *p)
 
 void sg_prof_order_stream_gone(sg_prof *p, sg_stream_id s)
 {
-    if (p->last_gen == -1 || !sg_stream_id_eq(s, p->last_stream)) return;
-    if (!p->order_valid) sg_prof_order_record(p, (CUstream)s.stream, 0);
+    int last = p->last_gen != -1 && sg_stream_id_eq(s, p->last_stream);
+    if (last && !p->order_valid) sg_prof_order_record(p, (CUstream)s.stream, 0);
+    if (p->order_stream == (CUstream)s.stream)
+        p->order_stream = NULL;                /* (its handle may name another stream later) */
+    if (!last) return;
     p->multi = 1;
     p->last_stream = (sg_stream_id){ 0, 0 };   /* a reused handle is another stream */
     if (p->last_gen >= 0) p->last_gen = -2;
@@ -119,7 +158,9 @@ void sg_prof_order_stream_gone(sg_prof *p, sg_stream_id s)
 
 void sg_prof_order_free(sg_prof *p, int ctx_gone)
 {
-    if (p->order_ev && !ctx_gone && sg_drv.cuEventDestroy_v2) {
+    /* ctx_gone: the exec's context is gone, and with it an event made there
+     * (one made in another context, for a launch there, is not) */
+    if (p->order_ev && !(ctx_gone && p->order_ctx == p->ctx) && sg_drv.cuEventDestroy_v2) {
         sg_vmm_relax();
         SG_DRIVER_CALL(cuEventDestroy_v2, p->order_ev);
     }

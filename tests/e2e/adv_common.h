@@ -444,4 +444,17 @@ static inline void adv_threads(adv_thread *t, int n)
     }
 }
 
+/* Steps that re-capture a graph (adv_records.c, adv_multidev.c): the step
+ * whose graph step k captures again (every third step repeats the one before
+ * it: nothing changes, an update may be skipped), and a step's value, which
+ * changes at step `at` mod `every`, else is the last one's (of the step
+ * adv_rep(k) repeats). */
+static inline int adv_rep(int k) { return k % 3 == 2 ? k - 1 : k; }
+static inline uint32_t adv_val(int k, int every, int at, uint32_t base)
+{
+    k = adv_rep(k);
+    int last = k - ((k - at) % every + every) % every;
+    return base + (uint32_t)(last > 0 ? last : 0) * 7u;
+}
+
 #endif /* ADV_COMMON_H */

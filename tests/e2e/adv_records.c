@@ -142,18 +142,6 @@ static void finish(int k, CUstream st, unsigned long long flags)
     MUST(cuGraphDestroy(g));
 }
 
-/* The step whose graph step k captures again: every third step repeats the
- * one before it (nothing changes: the update may be skipped). */
-static int rep(int k) { return k % 3 == 2 ? k - 1 : k; }
-
-/* A step's value: changes at step `at` mod `every`, else the last one's
- * (of the step rep(k) repeats). */
-static uint32_t val(int k, int every, int at, uint32_t base)
-{
-    k = rep(k);
-    int last = k - ((k - at) % every + every) % every;
-    return base + (uint32_t)(last > 0 ? last : 0) * 7u;
-}
 
 /* add_u32(p, v, n) and u64_store(p, v) by kernelParams on st. */
 static void l_add(CUfunction f, CUstream st, CUdeviceptr p, uint32_t v, uint64_t n)
@@ -196,8 +184,8 @@ static void case_collide(void)
     for (int k = 0; k < STEPS; k++) {
         begin(s);
         for (int j = 0; j < 4; j++) {          /* a, u, a, u, ...: each evicts the other */
-            l_add(a, s, acc + 4u * (uint32_t)j, val(k, 3, j % 3, 10u * (uint32_t)j), N - 8u * (uint32_t)j);
-            l_u64(u, s, acc2 + 8u * (uint32_t)j, ((uint64_t)val(k, 4, j, 5) << 32) | val(k, 5, j, 1000));
+            l_add(a, s, acc + 4u * (uint32_t)j, adv_val(k, 3, j % 3, 10u * (uint32_t)j), N - 8u * (uint32_t)j);
+            l_u64(u, s, acc2 + 8u * (uint32_t)j, ((uint64_t)adv_val(k, 4, j, 5) << 32) | adv_val(k, 5, j, 1000));
         }
         finish(k, s, 0);
     }
@@ -229,7 +217,7 @@ static void case_kfunc(void)
         begin(s);
         for (int j = 0; j < 6; j++) {
             CUfunction h = j % 2 ? f : (CUfunction)k;
-            l_add(h, s, j < 3 ? acc : acc2, val(st, 4, j % 4, 3u + (uint32_t)j), N);
+            l_add(h, s, j < 3 ? acc : acc2, adv_val(st, 4, j % 4, 3u + (uint32_t)j), N);
             uint64_t n = N;
             CUdeviceptr p = j < 3 ? acc2 : acc;
             void *ma[] = { &in_buf, &p, &n };
@@ -261,10 +249,10 @@ static void case_forms(void)
 {
     for (int k = 0; k < STEPS; k++) {
         begin(s);
-        l_add(f_add, s, acc, val(k, 4, 0, 1), N);
-        l_add_extra(f_add, s, acc, val(k, 4, 1, 100), N);
-        l_add(f_add, s, acc2, val(k, 4, 2, 10000), N);
-        l_add_extra(f_add, s, acc2, 7, (uint64_t)N - (uint64_t)val(k, 4, 3, 0) % 32u);
+        l_add(f_add, s, acc, adv_val(k, 4, 0, 1), N);
+        l_add_extra(f_add, s, acc, adv_val(k, 4, 1, 100), N);
+        l_add(f_add, s, acc2, adv_val(k, 4, 2, 10000), N);
+        l_add_extra(f_add, s, acc2, 7, (uint64_t)N - (uint64_t)adv_val(k, 4, 3, 0) % 32u);
         l_add(f_add, s, acc2 + 4, 3, 8);
         finish(k, s, 0);
     }
@@ -278,11 +266,11 @@ static void case_noparams(void)
     uint32_t count = 0, have_blocks = 0;
     void *empty[1] = { NULL };
     for (int k = 0; k < STEPS; k++) {
-        unsigned g1 = 1u + val(k, 3, 1, 0) % 3u, g2 = 1u + val(k, 4, 2, 0) % 4u;
+        unsigned g1 = 1u + adv_val(k, 3, 1, 0) % 3u, g2 = 1u + adv_val(k, 4, 2, 0) % 4u;
         begin(s);
         R(cuLaunchKernel(f0, g1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
         R(cuLaunchKernel(f0, g2, 1, 1, 1, 1, 1, 0, s, empty, NULL));
-        R(cuLaunchKernel(f0, 1, 1, 1, 1, 1, 1, 0, s, rep(k) % 2 ? empty : NULL, NULL));
+        R(cuLaunchKernel(f0, 1, 1, 1, 1, 1, 1, 0, s, adv_rep(k) % 2 ? empty : NULL, NULL));
         void *ra[] = { &acc };
         R(cuLaunchKernel(fr, 1, 1, 1, 1, 1, 1, 0, s, ra, NULL));
         /* the counter counts every block the execs ran: the model follows
@@ -309,7 +297,7 @@ static void case_aliasargs(void)
         begin(s);
         /* add_u32(p, v, n) with v the low half of n's bytes: v == n */
         a.p = acc;
-        a.nn = 8u + val(k, 3, 1, 0) % 48u;
+        a.nn = 8u + adv_val(k, 3, 1, 0) % 48u;
         void *args1[] = { &a.p, &a.nn, &a.nn };
         R(cuLaunchKernel(f_add, 1, 1, 1, 1, 1, 1, 0, s, args1, NULL));
         m_add(acc, (uint32_t)a.nn, a.nn);
@@ -319,12 +307,12 @@ static void case_aliasargs(void)
         a.q = acc2;
         a.nn = N;
         void *args2[] = { &a.q, &a.q, &a.nn };
-        l_add(f_add, s, acc2, val(k, 4, 2, 5), N);
+        l_add(f_add, s, acc2, adv_val(k, 4, 2, 5), N);
         R(cuLaunchKernel(f_mad, 1, 1, 1, 1, 1, 1, 0, s, args2, NULL));
         m_mad(want[1], acc2, N);
         /* the same array again, its storage changed in between */
         a.q = acc;
-        a.nn = 4u + val(k, 5, 3, 0) % 16u;
+        a.nn = 4u + adv_val(k, 5, 3, 0) % 16u;
         R(cuLaunchKernel(f_mad, 1, 1, 1, 1, 1, 1, 0, s, args2, NULL));
         m_mad(want[0], acc, a.nn);
         a.q = acc2;                            /* after the last launch, before the end */
@@ -353,8 +341,8 @@ static void case_reuse(void)
                     v2 == v1 ? "has" : "does not have");
         }
         begin(s);
-        uint32_t a = 3, b = val(k, 3, 1, 40);
-        l_add(f_add, s, acc, val(k, 5, 0, 1), N);
+        uint32_t a = 3, b = adv_val(k, 3, 1, 40);
+        l_add(f_add, s, acc, adv_val(k, 5, 0, 1), N);
         CUdeviceptr o = acc2;
         void *a1[] = { &o, &a }, *a2[] = { &o, &a, &b };
         if (k < 3) {
@@ -394,20 +382,20 @@ static void case_launch_ex(void)
         pr[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
         pr[0].value.priority = -2;                      /* overridden by the later one */
         pr[1].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
-        pr[1].value.priority = rep(k) == 4 ? -1 : 0;
+        pr[1].value.priority = adv_rep(k) == 4 ? -1 : 0;
         co[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
         co[0].value.cooperative = 1;
         begin(s);
-        l_add(f_add, s, acc, val(k, 3, 0, 1), N);
-        l_add_ex(f_add, s, acc, val(k, 3, 1, 20), pr, 2);
+        l_add(f_add, s, acc, adv_val(k, 3, 0, 1), N);
+        l_add_ex(f_add, s, acc, adv_val(k, 3, 1, 20), pr, 2);
         l_add(f_add, s, acc, 5, N);                    /* the same function, plain, between */
-        uint32_t c = val(k, 4, 1, 300);
+        uint32_t c = adv_val(k, 4, 1, 300);
         uint64_t n = N;
         void *ca[] = { &acc2, &c, &n };
-        if (rep(k) < 7) {
+        if (adv_rep(k) < 7) {
             R(cuLaunchCooperativeKernel(f_add, 1, 1, 1, 1, 1, 1, 0, s, ca));
             m_add(acc2, c, N);
-        } else if (rep(k) != 9) {
+        } else if (adv_rep(k) != 9) {
             l_add_ex(f_add, s, acc2, c, co, 1);          /* the same node */
         } else {
             l_add(f_add, s, acc2, c, N);                /* not cooperative */
@@ -418,7 +406,7 @@ static void case_launch_ex(void)
         cl[0].value.priority = 5;
         cl[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
         cl[1].value.clusterDim.x = cl[1].value.clusterDim.y = cl[1].value.clusterDim.z = 1;
-        l_add_ex(f_add, s, acc2, val(k, 5, 2, 4000), cl, 2);
+        l_add_ex(f_add, s, acc2, adv_val(k, 5, 2, 4000), cl, 2);
         l_add_ex(f_add, s, acc2, 1, co, 0);
         finish(k, s, CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY);
     }
@@ -455,7 +443,7 @@ static void case_ctx_kernel(void)
         R(cuEventRecord(ex, sx));
         MUST(cuCtxSetCurrent(ctx));
         R(cuStreamWaitEvent(s, ex, 0));
-        l_add((CUfunction)k, s, acc2, val(st, 3, 1, 100), N);
+        l_add((CUfunction)k, s, acc2, adv_val(st, 3, 1, 100), N);
         finish(st, s, 0);
     }
     MUST(cuCtxSetCurrent(ctx_b));
@@ -481,7 +469,7 @@ static void case_ptsz_ctx(void)
     MUST(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
     for (int k = 0; k < STEPS; k++) {
         int on_b = k / 3 % 2;                           /* switches where nothing else changes */
-        uint32_t v = val(k, 3, 1, 70);
+        uint32_t v = adv_val(k, 3, 1, 70);
         begin(pt);                                      /* context A's per-thread stream */
         R(cuEventRecord(e, pt));
         MUST(cuCtxSetCurrent(ctx_b));
@@ -490,7 +478,7 @@ static void case_ptsz_ctx(void)
         MUST(cuCtxSetCurrent(ctx));
         if (!on_b) R(cuMemsetD32Async(acc2, v, N, pt));  /* on A's */
         for (int i = 0; i < N; i++) want[1][i] = v;
-        l_add(f_add, pt, acc, val(k, 3, 1, 9), N);      /* on A's */
+        l_add(f_add, pt, acc, adv_val(k, 3, 1, 9), N);      /* on A's */
         MUST(cuCtxSetCurrent(ctx_b));
         R(cuEventRecord(eb, pt));
         MUST(cuCtxSetCurrent(ctx));

@@ -1134,9 +1134,13 @@ for c in mem_ctx mem_threads; do
     adv name=r29/ptsz_$c eng_p="$PLACED" \
         attack="stream-ordered reuse across per-thread default streams ($c)" -- adv_ptsz $c
 done
-# (two states: the program's exec and one variant)
+# (two states: the program's exec and one variant). Under alias too since
+# round 31: an exec launched on a stream of another context than its own got
+# CUDA_ERROR_OUT_OF_MEMORY there (variants_named, _ctx, _legacy), the order
+# event, made in the exec's context, refused on the other context's stream;
+# it is now made in the context of the stream it is recorded on.
 for c in variants_ctx variants_legacy variants_named variants_threads switch; do
-    adv name=r29/ptsz_$c eng_t="$SEEN" eng_p='any(p.get("variants", 0) >= 1 for p in P)' \
+    adv name=r29/ptsz_$c cfg="temp prof alias" eng_t="$SEEN" eng_p='any(p.get("variants", 0) >= 1 for p in P)' \
         attack="variants' launch order across the default streams of two contexts ($c)" -- adv_ptsz $c
 done
 # Round 30: per-node setters and explicit graph edits (adv_setters.c): one
@@ -1159,6 +1163,33 @@ for c in graph_edit deps execset refused extra enabled kern; do
         attack="per-node setters and explicit graph edits: the record and the skip decision must follow each ($c)" \
         -- adv_setters $c
 done
+# Round 31: graphs that span two devices (adv_multidev.c, two emulated
+# devices): a capture on device 0's stream forks into device 1's context,
+# launches the same CUkernels there, copies between the devices and joins;
+# each step re-captures (temporaries of both devices), updates and launches;
+# results checked against a host model of the exec, records audited, every
+# update accounted for. copies (a peer copy turned around between the
+# devices) failed on the emulated driver as it was: the update rule "the
+# device(s) to which the operand(s) was allocated/mapped cannot change" was
+# checked by allocating context only, which VMM (placed) memory has not, so
+# the driver accepted under the library what it refused without it; fixed in
+# the emulator (docs/emulator.md). variants_upload: the exec (served by
+# variants under prof) launched on either device's stream, cuGraphUpload
+# before each launch: the variants' order event, made in the exec's context,
+# could not be recorded behind a launch on device 1's stream, and the next
+# upload on device 0's stream got CUDA_ERROR_OUT_OF_MEMORY (prof, both
+# delays); now the event is made in the context of the stream it is recorded
+# on (core/prof_order.c). The others passed as they were.
+R31_OK="$AUDIT_OK and $R27_ACCOUNTED::records audited, none different from the driver's graph, every update accounted for"
+for c in temps temps_b peer_arg kernel_both copies variants variants_upload threads; do
+    eng="$SEEN and $PLACED"
+    [[ $c == variants* ]] && eng='any(p.get("variants", 0) >= 1 for p in P)'
+    adv name=r31/multidev_$c env="CUDAEMU_DEVICES=2 $AUDIT" eng_t="$SEEN and $PLACED" eng_p="$eng" \
+        xchk="$R31_OK" attack="graphs captured across two devices ($c)" -- adv_multidev $c
+done
+adv name=r31/multidev_pressure env="CUDAEMU_DEVICES=2 $MEM256 $AUDIT" to=4 eng_t="$SEEN and $PLACED" \
+    eng_p="$SEEN and $PLACED" xchk="$R31_OK" \
+    attack="graphs captured across two devices, memory pressure on device 1 only (pressure)" -- adv_multidev pressure
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

@@ -276,6 +276,78 @@ TEST(peer_copy_serialized)
     CHECK_CU(cuModuleUnload(m0), CUDA_SUCCESS);
 }
 
+/* VMM memory of device d (one granule, mapped, both devices granted access). */
+static CUdeviceptr vmm_on(int d, CUmemGenericAllocationHandle *h, size_t *g)
+{
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, d } };
+    CUmemAccessDesc acc[2] = { { { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
+                               { { CU_MEM_LOCATION_TYPE_DEVICE, 1 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE } };
+    CUdeviceptr va = 0;
+    CHECK_CU(cuMemGetAllocationGranularity(g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+    CHECK_CU(cuMemCreate(h, *g, &prop, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemAddressReserve(&va, *g, 0, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemMap(va, *g, 0, *h, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemSetAccess(va, *g, acc, 2), CUDA_SUCCESS);
+    return va;
+}
+
+/* Round 31: "The CUDA device(s) to which the operand(s) was allocated/mapped
+ * cannot change" (cuGraphExecUpdate) holds for VMM memory too, which has no
+ * allocating context: a memcpy node from device 0's mapping to device 1's,
+ * turned around, is refused; another pair on the same devices is accepted;
+ * a memset node moved to the other device's mapping is refused. */
+TEST(update_operand_device_vmm)
+{
+    CUmemGenericAllocationHandle h[4];
+    size_t g = 0;
+    CUdeviceptr a0 = vmm_on(0, &h[0], &g), b1 = vmm_on(1, &h[1], &g);
+    CUdeviceptr x0 = vmm_on(0, &h[2], &g), y1 = vmm_on(1, &h[3], &g);
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    for (int copy = 0; copy < 2; copy++) {
+        CUgraph g0, same, back;
+        CUgraphNode n;
+        CUgraphExec e;
+        CUgraphExecUpdateResultInfo info;
+        CHECK_CU(cuGraphCreate(&g0, 0), CUDA_SUCCESS);
+        CHECK_CU(cuGraphCreate(&same, 0), CUDA_SUCCESS);
+        CHECK_CU(cuGraphCreate(&back, 0), CUDA_SUCCESS);
+        if (copy) {
+            CUDA_MEMCPY3D cp = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = a0,
+                                 .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = b1,
+                                 .WidthInBytes = N, .Height = 1, .Depth = 1 };
+            CHECK_CU(cuGraphAddMemcpyNode(&n, g0, NULL, 0, &cp, c0), CUDA_SUCCESS);
+            cp.srcDevice = x0, cp.dstDevice = y1;
+            CHECK_CU(cuGraphAddMemcpyNode(&n, same, NULL, 0, &cp, c0), CUDA_SUCCESS);
+            cp.srcDevice = b1, cp.dstDevice = a0;
+            CHECK_CU(cuGraphAddMemcpyNode(&n, back, NULL, 0, &cp, c0), CUDA_SUCCESS);
+        } else {
+            CUDA_MEMSET_NODE_PARAMS m = { .dst = a0, .value = 5, .elementSize = 4, .width = N / 4, .height = 1 };
+            CHECK_CU(cuGraphAddMemsetNode(&n, g0, NULL, 0, &m, c0), CUDA_SUCCESS);
+            m.dst = x0;
+            CHECK_CU(cuGraphAddMemsetNode(&n, same, NULL, 0, &m, c0), CUDA_SUCCESS);
+            m.dst = b1;
+            CHECK_CU(cuGraphAddMemsetNode(&n, back, NULL, 0, &m, c0), CUDA_SUCCESS);
+        }
+        CHECK_CU(cuGraphInstantiateWithFlags(&e, g0, 0), CUDA_SUCCESS);
+        CHECK_CU(cuGraphExecUpdate_v2(e, back, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+        CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+        CHECK_CU(cuGraphExecUpdate_v2(e, same, &info), CUDA_SUCCESS);
+        CHECK_CU(cuGraphLaunch(e, 0), CUDA_SUCCESS);
+        CHECK_CU(cuStreamSynchronize(0), CUDA_SUCCESS);
+        CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+        CHECK_CU(cuGraphDestroy(g0), CUDA_SUCCESS);
+        CHECK_CU(cuGraphDestroy(same), CUDA_SUCCESS);
+        CHECK_CU(cuGraphDestroy(back), CUDA_SUCCESS);
+    }
+    CUdeviceptr vas[4] = { a0, b1, x0, y1 };
+    for (int i = 0; i < 4; i++) {
+        CHECK_CU(cuMemUnmap(vas[i], g), CUDA_SUCCESS);
+        CHECK_CU(cuMemAddressFree(vas[i], g), CUDA_SUCCESS);
+        CHECK_CU(cuMemRelease(h[i]), CUDA_SUCCESS);
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -291,6 +363,7 @@ int main(int argc, char **argv)
     RUN(peer_copies_resolve);
     RUN(peer_copy_serialized);
     RUN(copy_2d_pitch_limit);
+    RUN(update_operand_device_vmm);
     CHECK_CU(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
     CHECK_CU(cuDevicePrimaryCtxRelease(1), CUDA_SUCCESS);
     return check_done();

@@ -288,7 +288,12 @@ static void launch_run(emu_work *w, emu_stream *s)
     for (size_t i = 0; i < lw->n && emu_sticky_now(emu_stream_ctx(s)) == CUDA_SUCCESS; i++) {
         const emu_nparams *p = &lw->nodes[i];
         switch (p->type) {
-        case CU_GRAPH_NODE_TYPE_KERNEL: emu_kernel_run(p->args, &p->launch, dev, w->what); break;
+        /* a kernel node runs on the device of its function's context, which
+         * may be another than the launch stream's (a graph captured across
+         * two devices: round 31); its arguments are checked against it */
+        case CU_GRAPH_NODE_TYPE_KERNEL:
+            emu_kernel_run(p->args, &p->launch, p->ctx ? emu_ctx_device(p->ctx) : dev, w->what);
+            break;
         case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_exec(&p->copy); break;
         case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_exec(&p->set); break;
         case CU_GRAPH_NODE_TYPE_HOST:   p->host.fn(p->host.userData); break;

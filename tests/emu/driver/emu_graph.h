@@ -70,6 +70,9 @@ typedef struct emu_nparams {
     CUcontext src_alloc_ctx;        /* MEMCPY: the context its device source was allocated in when
                                      * the parameters were set (emu_mem_alloc_ctx; NULL: none) */
     CUcontext dst_alloc_ctx;        /* MEMCPY, MEMSET: the same for the device destination */
+    int src_dev, dst_dev;           /* MEMCPY (src, dst), MEMSET (dst): the device the operand's
+                                     * memory lives on when the parameters were set
+                                     * (emu_mem_operand_device; -1: host or unknown) */
     CUDA_HOST_NODE_PARAMS host;     /* HOST */
     CUkernelNodeAttrValue attr[EMU_NODE_ATTR_IDS]; /* KERNEL: attributes by id */
     CUdeviceptr mem_ptr;            /* MEM_ALLOC: its allocation (one reference); MEM_FREE: what it frees */

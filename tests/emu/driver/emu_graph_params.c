@@ -190,6 +190,8 @@ CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext c
     np->ctx = ctx;
     if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE) np->src_alloc_ctx = emu_mem_alloc_ctx(c->srcDevice + c->srcXInBytes);
     if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE) np->dst_alloc_ctx = emu_mem_alloc_ctx(c->dstDevice + c->dstXInBytes);
+    np->src_dev = c->srcMemoryType == CU_MEMORYTYPE_DEVICE ? emu_mem_operand_device(c->srcDevice + c->srcXInBytes) : -1;
+    np->dst_dev = c->dstMemoryType == CU_MEMORYTYPE_DEVICE ? emu_mem_operand_device(c->dstDevice + c->dstXInBytes) : -1;
     return CUDA_SUCCESS;
 }
 
@@ -204,6 +206,8 @@ CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, C
     np->set = *s;
     np->ctx = ctx;
     np->dst_alloc_ctx = emu_mem_alloc_ctx(s->dst);
+    np->src_dev = -1;
+    np->dst_dev = emu_mem_operand_device(s->dst);
     return CUDA_SUCCESS;
 }
 
@@ -370,6 +374,17 @@ static int same_alloc_ctx(CUmemorytype t, CUcontext was, CUcontext now)
     return !was || !now || was == now;
 }
 
+/* "The CUDA device(s) to which the operand(s) was allocated/mapped cannot
+ * change" (cuGraphExecUpdate): the device the memory lives on, whatever the
+ * kind (a cuMemAlloc block's context's device, a VMM mapping's physical
+ * location, a pool's device), recorded when the parameters were set. Until
+ * round 31 only the allocating context was compared (above), which VMM
+ * memory has not, so a peer copy turned around between two devices' VMM
+ * mappings (placed memory, under the library) was accepted where the same
+ * copy between cuMemAlloc blocks was refused (tests/e2e/adv_multidev.c
+ * `copies`; test_update_rules.c `operand_device_changes_vmm`). */
+static int same_dev(int was, int now) { return was < 0 || now < 0 || was == now; }
+
 /* Whether an exec node may change from `old` to `nw` (same type), as
  * cuGraphExecUpdate (exec_set == 0) or the per-node exec set-params calls
  * (exec_set == 1) allow. Returns the update result code. */
@@ -393,7 +408,8 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
         if (!operand_ok(b->srcMemoryType, b->srcDevice + b->srcXInBytes, n, dev) ||
             !operand_ok(b->dstMemoryType, b->dstDevice + b->dstXInBytes, n, dev) ||
             !same_alloc_ctx(b->srcMemoryType, old->src_alloc_ctx, nw->src_alloc_ctx) ||
-            !same_alloc_ctx(b->dstMemoryType, old->dst_alloc_ctx, nw->dst_alloc_ctx))
+            !same_alloc_ctx(b->dstMemoryType, old->dst_alloc_ctx, nw->dst_alloc_ctx) ||
+            !same_dev(old->src_dev, nw->src_dev) || !same_dev(old->dst_dev, nw->dst_dev))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
@@ -407,7 +423,8 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
                 return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         }
         if (!operand_ok(CU_MEMORYTYPE_DEVICE, b->dst, b->width * b->elementSize, emu_ctx_device(old->ctx)) ||
-            !same_alloc_ctx(CU_MEMORYTYPE_DEVICE, old->dst_alloc_ctx, nw->dst_alloc_ctx))
+            !same_alloc_ctx(CU_MEMORYTYPE_DEVICE, old->dst_alloc_ctx, nw->dst_alloc_ctx) ||
+            !same_dev(old->dst_dev, nw->dst_dev))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }

@@ -273,6 +273,7 @@ int emu_mem_find(CUdeviceptr p, emu_range *out);
  * cuMemAllocManaged, pinned or registered host memory); NULL for memory not
  * made in a context (stream-ordered, VMM, graph, IPC) or no device range. */
 CUcontext emu_mem_alloc_ctx(CUdeviceptr p);
+int emu_mem_operand_device(CUdeviceptr p);
 /* 1 if every byte of [p, p+n) lies in live device ranges that device `dev`
  * may access (VMM mappings: cuMemSetAccess gave dev read/write). */
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);

@@ -381,6 +381,18 @@ CUcontext emu_mem_alloc_ctx(CUdeviceptr p)
     return c;
 }
 
+/* The device p's memory lives on (a VMM mapping: its handle's location; a
+ * graph allocation: its pool's device); -1 for host memory or none. */
+int emu_mem_operand_device(CUdeviceptr p)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(p);
+    gmem *g = r ? NULL : (gmem *)emu_span_find(&emu_memory.gmems, p);
+    int d = r ? (r->kind == RK_HOST ? -1 : r->device) : g ? g->device : -1;
+    pthread_mutex_unlock(&emu_mem_lock);
+    return d;
+}
+
 int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
 {
     int ok = 1;
