@@ -316,6 +316,23 @@ static inline void adv_order_buffers(uint32_t n, CUdeviceptr *a, CUdeviceptr *b,
     MUST(cuMemcpyHtoD(*acc, acc_h, n * 4));
 }
 
+/* The buffers of the rotating mad_u32 attacks (adv_execset.c, adv_flags.c):
+ * three inputs in[k] of n words (0x100 (k + 1) + 7i; host copies at hin +
+ * k * n) and the accumulator *acc (i, host copy in model), allocated and
+ * filled. */
+static inline void adv_mad_buffers(uint32_t n, CUdeviceptr *in, uint32_t *hin, CUdeviceptr *acc,
+                                   uint32_t *model)
+{
+    for (uint32_t k = 0; k < 3; k++) {
+        MUST(cuMemAlloc(&in[k], n * 4));
+        for (uint32_t i = 0; i < n; i++) hin[k * n + i] = 0x100u * (k + 1) + 7u * i;
+        MUST(cuMemcpyHtoD(in[k], hin + k * n, n * 4));
+    }
+    MUST(cuMemAlloc(acc, n * 4));
+    for (uint32_t i = 0; i < n; i++) model[i] = i;
+    MUST(cuMemcpyHtoD(*acc, model, n * 4));
+}
+
 /* A launch-order step's result: acc_h advanced by a then b (acc = acc * 3 +
  * in, twice) and compared with the device's acc. 1 if equal. */
 static inline int adv_order_step_ok(CUdeviceptr acc, uint32_t *acc_h, const uint32_t *ha, const uint32_t *hb,
@@ -347,6 +364,10 @@ static inline void adv_sleep_us(unsigned us)
     struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
     nanosleep(&ts, NULL);
 }
+
+/* A host function (cuLaunchHostFunc) that holds its stream for arg
+ * microseconds ((void *)(uintptr_t)us). */
+static inline void CUDA_CB adv_sleep_host(void *arg) { adv_sleep_us((unsigned)(uintptr_t)arg); }
 
 /* A stream held for the host: a host function adv_gate_wait queued on it
  * returns once adv_release() is called (adv_released() tells). One gate per

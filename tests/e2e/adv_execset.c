@@ -69,14 +69,7 @@ static void setup(void)
 /* The mad_u32 exec over three inputs, warmed up on s1 (variants bought). */
 static void mad_exec(void)
 {
-    for (int k = 0; k < 3; k++) {
-        MUST(cuMemAlloc(&in[k], N * 4));
-        for (uint32_t i = 0; i < N; i++) hin[k][i] = 0x100u * (uint32_t)(k + 1) + 7u * i;
-        MUST(cuMemcpyHtoD(in[k], hin[k], sizeof hin[k]));
-    }
-    MUST(cuMemAlloc(&acc, N * 4));
-    for (uint32_t i = 0; i < N; i++) model[i] = i;
-    MUST(cuMemcpyHtoD(acc, model, sizeof model));
+    adv_mad_buffers(N, in, &hin[0][0], &acc, model);
     void *args[] = { &in[0], &acc, &n };
     exec = adv_one_node_exec(s1, mad, args, &g, &node);
 }

@@ -1190,6 +1190,22 @@ done
 adv name=r31/multidev_pressure env="CUDAEMU_DEVICES=2 $MEM256 $AUDIT" to=4 eng_t="$SEEN and $PLACED" \
     eng_p="$SEEN and $PLACED" xchk="$R31_OK" \
     attack="graphs captured across two devices, memory pressure on device 1 only (pressure)" -- adv_multidev pressure
+# Round 32: instantiation flags and parameters of an exec served by variants
+# (adv_flags.c): every variant the library instantiates must behave as the
+# program's exec: cuGraphExecGetFlags, node priorities (an update changing
+# one refused), FLAG_UPLOAD with an upload stream and cuGraphUpload, a
+# device-launch exec, graph memory with and without AUTO_FREE_ON_LAUNCH (the
+# second launch while the block is live fails without it). Rotating inputs
+# buy variants (not for device-launch or graph-memory execs, which cannot
+# be served by them). All passed on the library of 03a7a67 as it was.
+for c in getflags priority upload twoexec params_err; do
+    adv name=r32/flags_$c cfg="temp prof alias" eng_t="$SEEN" eng_p="$BOUGHT" \
+        attack="instantiation flags of an exec served by variants ($c)" -- adv_flags $c
+done
+for c in devlaunch autofree autofree_no; do
+    adv name=r32/flags_$c eng_t="$SEEN" eng_p="$SEEN" \
+        attack="instantiation flags the library must keep ($c)" -- adv_flags $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
