@@ -20,6 +20,9 @@
  *             stream (result info printed), cuGraphUpload on s2 before each
  *             launch on s1 held by a slow host function, a copy behind the
  *             launch on s2;
+ *   upload_ptsz / upload_legacy
+ *             the same, the upload stream (instantiation and cuGraphUpload)
+ *             the per-thread or the legacy default stream;
  *   devlaunch instantiated with DEVICE_LAUNCH (cuGraphInstantiateWithFlags),
  *             launched from the host; flags printed;
  *   twoexec   one explicitly built graph instantiated twice, with
@@ -40,7 +43,8 @@
  *             kernel's value changes each step (cuGraphExecKernelNodeSetParams).
  * Checks: values and return codes against the host's model (the runner
  * compares the output with the run without the library).
- * Usage: adv_flags getflags|priority|upload|devlaunch|twoexec|params_err|autofree|autofree_no
+ * Usage: adv_flags getflags|priority|upload|devlaunch|twoexec|params_err|autofree|autofree_no|
+ *        upload_ptsz|upload_legacy
  */
 #include "adv_common.h"
 
@@ -156,24 +160,24 @@ static void priority(void)
     adv_check_words("accumulator", acc, model, N);
 }
 
-static void upload(void)
+static void upload_on(CUstream us)
 {
     buffers();
     mad_graph();
     CUDA_GRAPH_INSTANTIATE_PARAMS ip;
     memset(&ip, 0, sizeof ip);
     ip.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
-    ip.hUploadStream = s2;
+    ip.hUploadStream = us;
     MUST(cuGraphInstantiateWithParams(&exec, g, &ip));
     printf("instantiate result %d\n", (int)ip.result_out);
     CUdeviceptr snap;
     MUST(cuMemAlloc(&snap, N * 4));
     int good = 0;
     for (int st = 0; st < STEPS; st++) {
-        R(cuLaunchHostFunc(s1, adv_sleep_host, (void *)(uintptr_t)2000));
-        R(cuGraphUpload(exec, s2));
+        R(cuLaunchHostFunc(s1, adv_sleep_host, (void *)(uintptr_t)1000));
+        R(cuGraphUpload(exec, us));
         int ran = mad_step(st % 3, s1);
-        MUST(cuStreamSynchronize(s2));
+        MUST(cuStreamSynchronize(us));
         R(cuMemcpyDtoDAsync(snap, acc, N * 4, s1));
         MUST(cuStreamSynchronize(s1));
         uint32_t *got = adv_read(snap, N);
@@ -242,6 +246,10 @@ static void params_err(void)
     rotate();
 }
 
+static void upload(void) { upload_on(s2); }
+static void upload_ptsz(void) { upload_on(CU_STREAM_PER_THREAD); }
+static void upload_legacy(void) { upload_on(CU_STREAM_LEGACY); }
+
 /* The graph-memory cases: alloc (captured) -> fill_u32(tmp, v) -> copy to out. */
 static void autofree_case(int flag)
 {
@@ -286,9 +294,10 @@ static void autofree_no(void) { autofree_case(0); }
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "getflags", "priority", "upload", "devlaunch", "twoexec",
-                                         "params_err", "autofree", "autofree_no", NULL };
+                                         "params_err", "autofree", "autofree_no", "upload_ptsz",
+                                         "upload_legacy", NULL };
     static void (*const fns[])(void) = { getflags, priority, upload, devlaunch, twoexec, params_err,
-                                         autofree, autofree_no };
+                                         autofree, autofree_no, upload_ptsz, upload_legacy };
     int c = adv_case(argc, argv, names);
     adv_open(&ctx, &mod);
     mad = adv_fn(mod, "mad_u32");

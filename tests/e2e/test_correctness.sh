@@ -1195,10 +1195,11 @@ adv name=r31/multidev_pressure env="CUDAEMU_DEVICES=2 $MEM256 $AUDIT" to=4 eng_t
 # program's exec: cuGraphExecGetFlags, node priorities (an update changing
 # one refused), FLAG_UPLOAD with an upload stream and cuGraphUpload, a
 # device-launch exec, graph memory with and without AUTO_FREE_ON_LAUNCH (the
-# second launch while the block is live fails without it). Rotating inputs
+# second launch while the block is live fails without it); upload_ptsz and
+# upload_legacy upload on a default stream. Rotating inputs
 # buy variants (not for device-launch or graph-memory execs, which cannot
 # be served by them). All passed on the library of 03a7a67 as it was.
-for c in getflags priority upload twoexec params_err; do
+for c in getflags priority upload upload_ptsz upload_legacy twoexec params_err; do
     adv name=r32/flags_$c cfg="temp prof alias" eng_t="$SEEN" eng_p="$BOUGHT" \
         attack="instantiation flags of an exec served by variants ($c)" -- adv_flags $c
 done
