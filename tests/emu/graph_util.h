@@ -20,6 +20,7 @@
 
 static CUcontext g_ctx;
 static CUfunction k_fill, k_affine, k_add, k_slow;
+static CUmodule g_mod;              /* mod_graph.so: its other kernels */
 
 /* Aborts the program: nothing can be tested without the set-up. */
 #define SETUP_CU(expr) do {                                                    \
@@ -34,6 +35,7 @@ static void gu_setup(void)
 {
     CUmodule mod;
     SETUP_CU(emu_test_open("mod_graph.so", &g_ctx, &mod));
+    g_mod = mod;
     SETUP_CU(cuModuleGetFunction(&k_fill, mod, "fill_u32"));
     SETUP_CU(cuModuleGetFunction(&k_affine, mod, "affine_u32"));
     SETUP_CU(cuModuleGetFunction(&k_add, mod, "add_u32"));

@@ -194,8 +194,10 @@ static CUresult exec_build(CUgraph g, CUgraphExec e, CUgraphNode *err_node, CUgr
         if (!x->deps) return CUDA_ERROR_OUT_OF_MEMORY;
         x->ndeps = nd->ndeps;
         for (size_t k = 0; k < nd->ndeps; k++) x->deps[k] = nd->deps[k]->index;
-        if (nd->p.type == CU_GRAPH_NODE_TYPE_GRAPH) {
-            x->p.type = CU_GRAPH_NODE_TYPE_GRAPH;
+        if (nd->p.type == CU_GRAPH_NODE_TYPE_GRAPH || nd->p.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+            x->p.type = nd->p.type;
+            if (nd->p.type == CU_GRAPH_NODE_TYPE_CONDITIONAL && !emu_nparams_copy(&x->p, &nd->p))
+                return CUDA_ERROR_OUT_OF_MEMORY;    /* its handle, type, context (no body) */
             if (!(x->sub = exec_alloc(e->flags))) return CUDA_ERROR_OUT_OF_MEMORY;
             CUresult r = exec_build(nd->p.child, x->sub, err_node, result);
             if (r != CUDA_SUCCESS) return r;
@@ -219,7 +221,16 @@ static CUcontext exec_node_ctx(CUgraphExec e)
 size_t emu_exec_count(CUgraphExec e)
 {
     size_t k = 0;
-    for (size_t i = 0; i < e->n; i++) k += e->nodes[i].sub ? emu_exec_count(e->nodes[i].sub) : 1;
+    for (size_t i = 0; i < e->n; i++)   /* a conditional node is one entry, its body under it */
+        k += e->nodes[i].p.type == CU_GRAPH_NODE_TYPE_GRAPH ? emu_exec_count(e->nodes[i].sub) : 1;
+    return k;
+}
+
+size_t emu_exec_nodes(CUgraphExec e)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < e->n; i++)
+        k += (e->nodes[i].p.type != CU_GRAPH_NODE_TYPE_GRAPH) + (e->nodes[i].sub ? emu_exec_nodes(e->nodes[i].sub) : 0);
     return k;
 }
 
@@ -236,9 +247,18 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
         CUgraphInstantiateResult dr = device_launch_check(g, err_node);
         if (dr != CUDA_GRAPH_INSTANTIATE_SUCCESS) { *result = dr; return CUDA_ERROR_INVALID_VALUE; }
     }
+    /* Conditional bodies hold only the node types the documentation allows
+     * (emu_cond_body_check); a node outside them is refused as a node the
+     * instantiation does not support. */
+    if ((*err_node = emu_cond_body_check(g, 0))) {
+        *result = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     /* "If hGraph contains any allocation or free nodes, there can be at most
-     * one executable graph in existence for that graph at a time." */
-    int has_mem = emu_graph_has_mem(g);
+     * one executable graph in existence for that graph at a time."; a graph
+     * with conditional nodes: "Only one instantiation of the graph may exist
+     * at any point in time." */
+    int has_mem = emu_graph_has_mem(g) || emu_graph_has_cond(g);
     if (has_mem && g->mem_execs) return CUDA_ERROR_INVALID_VALUE;
     CUgraphExec e = exec_alloc(flags);
     if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -278,21 +298,32 @@ typedef struct launch_work {
     launch_token *prev, *self;
     size_t n;
     emu_nparams *nodes;             /* in execution order; owned */
+    CUgraphConditionalHandle *conds; /* the first segment: the conditional handles whose */
+    size_t nconds, cap_conds;       /* defaults the launch applies first (owned) */
 } launch_work;
 
-static void launch_run(emu_work *w, emu_stream *s)
+/* Runs nodes v[0..n) of a launch on s (dev: its device); a conditional
+ * node runs its body's nodes as its handle's value says: IF "Body[0]
+ * executed if condition is non-zero", WHILE "Body executed repeatedly while
+ * condition value is non-zero" (the value read before each iteration). */
+static void run_snapshot(const emu_nparams *v, size_t n, emu_stream *s, int dev, const char *what)
 {
-    launch_work *lw = (launch_work *)w;
-    token_wait(lw->prev);
-    int dev = emu_ctx_device(emu_stream_ctx(s));
-    for (size_t i = 0; i < lw->n && emu_sticky_now(emu_stream_ctx(s)) == CUDA_SUCCESS; i++) {
-        const emu_nparams *p = &lw->nodes[i];
+    for (size_t i = 0; i < n && emu_sticky_now(emu_stream_ctx(s)) == CUDA_SUCCESS; i++) {
+        const emu_nparams *p = &v[i];
         switch (p->type) {
+        case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+            if (p->cond_type == CU_GRAPH_COND_TYPE_IF) {
+                if (emu_cond_value(p->cond)) run_snapshot(p->body, p->nbody, s, dev, what);
+            } else {
+                while (emu_cond_value(p->cond) && emu_sticky_now(emu_stream_ctx(s)) == CUDA_SUCCESS)
+                    run_snapshot(p->body, p->nbody, s, dev, what);
+            }
+            break;
         /* a kernel node runs on the device of its function's context, which
          * may be another than the launch stream's (a graph captured across
          * two devices: round 31); its arguments are checked against it */
         case CU_GRAPH_NODE_TYPE_KERNEL:
-            emu_kernel_run(p->args, &p->launch, p->ctx ? emu_ctx_device(p->ctx) : dev, w->what);
+            emu_kernel_run(p->args, &p->launch, p->ctx ? emu_ctx_device(p->ctx) : dev, what);
             break;
         case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_exec(&p->copy); break;
         case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_exec(&p->set); break;
@@ -303,6 +334,16 @@ static void launch_run(emu_work *w, emu_stream *s)
         default: break;             /* empty; MEM_ALLOC: allocated when the launch was queued */
         }
     }
+}
+
+static void launch_run(emu_work *w, emu_stream *s)
+{
+    launch_work *lw = (launch_work *)w;
+    token_wait(lw->prev);
+    /* CU_GRAPH_COND_ASSIGN_DEFAULT: "Default value is applied when graph is
+     * launched." */
+    for (size_t i = 0; i < lw->nconds; i++) emu_cond_launch_default(lw->conds[i]);
+    run_snapshot(lw->nodes, lw->n, s, emu_ctx_device(emu_stream_ctx(s)), w->what);
 }
 
 /* The launch's token is finished as the launch completes on its stream (under
@@ -323,6 +364,7 @@ static void launch_release(emu_work *w)
     token_put(lw->prev);
     for (size_t i = 0; i < lw->n; i++) emu_nparams_free(&lw->nodes[i]);
     free(lw->nodes);
+    free(lw->conds);
     free(lw);                       /* w->ranges belong to the stream (freed before release) */
 }
 
@@ -351,18 +393,19 @@ static CUresult launch_memory(CUgraphExec e, emu_nparams *snap, size_t n, const 
     return r;
 }
 
-/* Appends to lw's snapshot (lw->n entries so far) the parameters of e's
- * nodes in e's order, a child graph node's instance in its place, which
- * runs its nodes after the node's dependencies and before its dependents, in
- * its own order (the top-level exec's lock held). */
-static CUresult launch_snap(CUgraphExec e, launch_work *lw, const char *call)
+/* Appends to snapshot v (*n entries so far) the parameters of e's nodes in
+ * e's order, a child graph node's instance in its place, which runs its
+ * nodes after the node's dependencies and before its dependents, in its own
+ * order, a conditional node with its body's snapshot under it; w gets the
+ * ranges they touch (the top-level exec's lock held). */
+static CUresult launch_snap(CUgraphExec e, emu_nparams *v, size_t *n, emu_work *w, const char *call)
 {
     for (size_t i = 0; i < e->n; i++) {
         const exec_node *x = &e->nodes[e->order[i]];
         const emu_nparams *p = &x->p;
-        emu_nparams *s = &lw->nodes[lw->n];
-        if (x->sub) {
-            CUresult r = launch_snap(x->sub, lw, call);
+        emu_nparams *s = &v[*n];
+        if (p->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+            CUresult r = launch_snap(x->sub, v, n, w, call);
             if (r != CUDA_SUCCESS) return r;
             continue;
         }
@@ -373,7 +416,7 @@ static CUresult launch_snap(CUgraphExec e, launch_work *lw, const char *call)
         }
         if (x->disabled) {
             s->type = CU_GRAPH_NODE_TYPE_EMPTY;    /* a disabled node does nothing */
-            lw->n++;
+            (*n)++;
             continue;
         }
         if (!emu_nparams_copy(s, p)) {
@@ -381,11 +424,18 @@ static CUresult launch_snap(CUgraphExec e, launch_work *lw, const char *call)
             memset(s, 0, sizeof *s);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
-        lw->n++;
+        (*n)++;
         switch (p->type) {
-        case CU_GRAPH_NODE_TYPE_KERNEL: emu_work_touch_words(&lw->w, p->args->data, p->args->size); break;
-        case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_touch(&lw->w, &p->copy); break;
-        case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_touch(&lw->w, &p->set); break;
+        case CU_GRAPH_NODE_TYPE_KERNEL: emu_work_touch_words(w, p->args->data, p->args->size); break;
+        case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_touch(w, &p->copy); break;
+        case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_touch(w, &p->set); break;
+        case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+            size_t nb = emu_exec_count(x->sub);
+            if (!(s->body = calloc(nb ? nb : 1, sizeof *s->body))) return CUDA_ERROR_OUT_OF_MEMORY;
+            CUresult r = launch_snap(x->sub, s->body, &s->nbody, w, call);
+            if (r != CUDA_SUCCESS) return r;
+            break;
+        }
         default: break;
         }
     }
@@ -510,7 +560,9 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
     lw->w.release = launch_release;
     lw->nodes = snap;
     pthread_mutex_lock(&e->lock);
-    if (n) r = launch_snap(e, lw, call);
+    if (n) r = launch_snap(e, lw->nodes, &lw->n, &lw->w, call);
+    if (r == CUDA_SUCCESS && !emu_cond_collect(lw->nodes, lw->n, &lw->conds, &lw->nconds, &lw->cap_conds))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_unlock(&e->lock);    /* launch_events may take the capture lock, which comes first */
     size_t nev = r == CUDA_SUCCESS ? launch_events(lw, s, call, &r) : 0;
     pthread_mutex_lock(&e->lock);

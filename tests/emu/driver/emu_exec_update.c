@@ -226,7 +226,7 @@ typedef struct upd_pair { exec_node *x; const emu_nparams *np; } upd_pair;
  * topology of childGraph, as well as the node insertion order, must match";
  * "restrictions apply recursively"), and fills *info for a refusal: a
  * refusal inside a child graph names the child graph node of g. Appends each
- * other node pair to v (room for emu_exec_count(e): each exec node is paired
+ * other node pair to v (room for emu_exec_nodes(e): each exec node is paired
  * at most once). */
 static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info,
                                             upd_pair *v, size_t *nv)
@@ -250,13 +250,17 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphExe
         CUgraphExecUpdateResult res;
         info->errorNode = g->nodes[i];
         if (np->type != old->type) return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
-        if (np->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+        /* A conditional node's body is checked as a child graph's ("Changing
+         * parameters of nodes within the conditional body graph is subject to
+         * the rules above"), the node itself below. */
+        if (np->type == CU_GRAPH_NODE_TYPE_GRAPH || np->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
             if ((res = update_check(e->nodes[i].sub, np->child, info, v, nv)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
                 info->errorNode = g->nodes[i];
                 info->errorFromNode = NULL;
                 return res;
             }
-            continue;
+            if (np->type == CU_GRAPH_NODE_TYPE_GRAPH) continue;
+            info->errorNode = g->nodes[i];
         }
         /* "Neither hGraph nor hGraphExec may contain device-updatable kernel
          * nodes"; the docs name no result for it: NOT_SUPPORTED ("something
@@ -277,7 +281,7 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphExe
  * nothing. */
 static CUresult update_from(CUgraphExec top, CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
 {
-    size_t cap = emu_exec_count(e), n = 0;
+    size_t cap = emu_exec_nodes(e), n = 0;
     upd_pair *v = malloc((cap ? cap : 1) * sizeof *v);
     emu_nparams *fresh = calloc(cap ? cap : 1, sizeof *fresh);
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;

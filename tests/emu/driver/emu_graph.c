@@ -310,7 +310,7 @@ EMU_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
     CHECK_GRAPH_OUT(phGraphClone, originalGraph);
     /* "Cloning is not supported for graphs which contain memory allocation
      * nodes, memory free nodes, or conditional nodes." */
-    if (emu_graph_has_mem(originalGraph)) return CUDA_ERROR_NOT_SUPPORTED;
+    if (emu_graph_has_mem(originalGraph) || emu_graph_has_cond(originalGraph)) return CUDA_ERROR_NOT_SUPPORTED;
     return emu_graph_clone(originalGraph, phGraphClone);
 }
 
@@ -501,7 +501,9 @@ static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
 {
     CHECK_GRAPH_OUT(out, g);
     emu_nparams p;
-    CUresult r = emu_nparams_generic(&p, params, g->uid);
+    CUresult r = params && params->type == CU_GRAPH_NODE_TYPE_CONDITIONAL
+                     ? emu_nparams_cond(&p, &params->conditional, g)
+                     : emu_nparams_generic(&p, params, g->uid);
     return r != CUDA_SUCCESS ? r : node_add_api(out, g, deps, data, n, &p);
 }
 

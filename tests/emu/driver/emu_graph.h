@@ -21,6 +21,12 @@
  *     handle, the same flags) whose nodes a launch runs in place of the child
  *     node, in the child's topological order, and which cuGraphExecUpdate
  *     and cuGraphExecChildGraphNodeSetParams check and update recursively.
+ *   - A conditional node (CU_GRAPH_NODE_TYPE_CONDITIONAL: IF or WHILE, one
+ *     body) owns its body graph as a child graph node owns its graph (p.child,
+ *     made empty when the node is added; its `owner` is the node); an exec
+ *     instantiates it as exec_node.sub, and a launch snapshot holds the
+ *     body's nodes under the node's entry (emu_nparams.body), run as the
+ *     handle's value decides when the node's turn comes (emu_cond.c).
  *   - An event record or wait node (CU_GRAPH_NODE_TYPE_EVENT_RECORD,
  *     WAIT_EVENT) holds a reference to its event, so the event's handle
  *     value is not reused while a node names it. A launch of an exec with
@@ -85,6 +91,12 @@ typedef struct emu_nparams {
                                      * NULL in an exec, which holds its instance: exec_node.sub) */
     CUevent event;                  /* EVENT_RECORD, WAIT_EVENT: the node's event (one reference
                                      * held: emu_event_ref) */
+    CUgraphConditionalHandle cond;  /* CONDITIONAL: its handle (emu_cond.c); its body graph is
+                                     * `child` in a graph, exec_node.sub in an exec */
+    CUgraphConditionalNodeType cond_type; /* CONDITIONAL: IF or WHILE */
+    struct emu_nparams *body;       /* CONDITIONAL in a launch snapshot: its body's nodes in
+                                     * order (owned; nbody of them) */
+    size_t nbody;
 } emu_nparams;
 
 /* Kernel node input, whichever struct version it came in. */
@@ -210,6 +222,14 @@ CUgraphNode emu_graph_node_by_serial(CUgraph g, uint64_t serial);
 CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
                             size_t n, emu_nparams *p, CUgraphNode *out);
 
+/* Conditional nodes (emu_cond.c) */
+int emu_graph_has_cond(CUgraph g);
+CUresult emu_nparams_cond(emu_nparams *np, CUDA_CONDITIONAL_NODE_PARAMS *in, CUgraph g);
+CUgraphNode emu_cond_body_check(CUgraph g, int body);
+unsigned emu_cond_value(CUgraphConditionalHandle h);
+void emu_cond_launch_default(CUgraphConditionalHandle h);
+int emu_cond_collect(const emu_nparams *v, size_t n, CUgraphConditionalHandle **out, size_t *nout, size_t *cap);
+
 /* Capture (emu_capture.c) */
 int emu_capture_refuse(emu_stream *s);
 
@@ -217,5 +237,7 @@ int emu_capture_refuse(emu_stream *s);
 int emu_exec_ok(CUgraphExec e);
 /* The nodes a launch of e runs: a child graph node counts as its graph's nodes. */
 size_t emu_exec_count(CUgraphExec e);
+/* Every node of e and its instances (a conditional node and its body's). */
+size_t emu_exec_nodes(CUgraphExec e);
 
 #endif /* EMU_GRAPH_H */

@@ -83,6 +83,10 @@ void emu_nparams_free(emu_nparams *p)
     p->child = NULL;
     if (p->event) emu_event_unref(p->event);
     p->event = NULL;
+    for (size_t i = 0; i < p->nbody; i++) emu_nparams_free(&p->body[i]);
+    free(p->body);
+    p->body = NULL;
+    p->nbody = 0;
 }
 
 /* Deep copy (an embedded graph is cloned: cuGraphClone "Child graph nodes in
@@ -93,10 +97,12 @@ int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
     *dst = *src;
     dst->args = NULL;
     dst->child = NULL;
+    dst->body = NULL;               /* a snapshot's body is never copied; a graph's conditional */
+    dst->nbody = 0;                 /* node is never cloned ("The graph cannot be cloned") */
     if (src->event) emu_event_ref(src->event);
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) dst->mem_ptr = 0;
     if (src->args && !(dst->args = emu_args_clone(src->args))) return 0;
-    if (src->child && emu_graph_clone(src->child, &dst->child) != CUDA_SUCCESS) return 0;
+    if (src->child && src->type != CU_GRAPH_NODE_TYPE_CONDITIONAL && emu_graph_clone(src->child, &dst->child) != CUDA_SUCCESS) return 0;
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
         emu_gmem_ref(src->mem_ptr, 1);
         dst->mem_ptr = src->mem_ptr;
@@ -227,7 +233,8 @@ CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h)
  * checking childGraph's own nodes covers the graphs nested in it.) */
 CUresult emu_nparams_child(emu_nparams *np, CUgraph child)
 {
-    if (!emu_graph_ok(child) || emu_graph_has_mem(child)) return CUDA_ERROR_INVALID_VALUE;
+    if (!emu_graph_ok(child) || emu_graph_has_mem(child) || emu_graph_has_cond(child))
+        return CUDA_ERROR_INVALID_VALUE;
     memset(np, 0, sizeof *np);
     np->type = CU_GRAPH_NODE_TYPE_GRAPH;
     return emu_graph_clone(child, &np->child);
@@ -280,6 +287,8 @@ int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         return a->event == b->event;
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return a->cond == b->cond && a->cond_type == b->cond_type;
     default:
         return 1;
     }
@@ -431,6 +440,14 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:      /* an allocation's address and size are fixed */
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return old->mem_ptr == nw->mem_ptr && old->mem_bytes == nw->mem_bytes
+                   ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+    /* cuGraphExecUpdate, "Conditional nodes: Changing node parameters is not
+     * supported. [...] Conditional handle flags and default values are
+     * updated as part of the graph update.": the type and context stay; the
+     * handle is the new graph's (its body's kernels name it), and with it its
+     * flags and default. No per-node exec setter takes one. */
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return !exec_set && old->cond_type == nw->cond_type && old->ctx == nw->ctx
                    ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
     default:
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;  /* host, empty, event record and wait: unrestricted */

@@ -1,7 +1,8 @@
 /*
  * emu_graph_unemulated.c: the graph node kinds the emulated driver does not
  * run: external semaphore signal and wait nodes, batch memory operation
- * nodes (event record and wait nodes are emulated since round 28:
+ * nodes (event record and wait nodes are emulated since round 28,
+ * conditional nodes since round 33: emu_cond.c;
  * emu_graph.c). Their entry points exist (the
  * library hooks them: a program may call them, and the recorder must see
  * it) and check the graph or node they name like the others

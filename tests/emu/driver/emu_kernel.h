@@ -45,6 +45,14 @@ typedef struct emu_kernel {
  * call outside a kernel, aborts the process. */
 void cudaemu_fault(int code) __attribute__((weak));
 
+/* The device-side cudaGraphSetConditional(handle, value) of a conditional
+ * node's handle (docs/emulator.md, "Conditional nodes"): a kernel, which
+ * receives the handle (a CUgraphConditionalHandle, 8 bytes) as an argument,
+ * sets the value the node reads when its turn comes (IF) or before each
+ * iteration (WHILE). Defined by the emulated driver (weak here, as
+ * cudaemu_fault); a handle never created aborts the process. */
+void cudaemu_set_conditional(unsigned long long handle, unsigned int value) __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif

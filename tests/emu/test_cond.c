@@ -1,0 +1,287 @@
+/*
+ * test_cond.c: conditional nodes of the emulated driver (docs/emulator.md,
+ * "Conditional nodes"): cuGraphConditionalHandleCreate, an IF or WHILE node
+ * added through cuGraphAddNode whose body graph the driver returns and the
+ * program fills, kernels that set the condition (cudaemu_set_conditional,
+ * the emulated cudaGraphSetConditional: mod_graph.so's cond_dec_u32 and
+ * cond_set), the default re-applied per launch with
+ * CU_GRAPH_COND_ASSIGN_DEFAULT (and kept without it), cuGraphExecUpdate's
+ * rules, the documented restrictions (no clone, no child graph node, one
+ * instantiation, the body's node types), and destroying a graph frees its
+ * bodies (AddressSanitizer's leak check in the sanitizer build).
+ *
+ * Every case reads the device buffers back: a body run once too often or
+ * too seldom gives another number.
+ */
+#include "graph_util.h"
+
+static CUfunction k_dec, k_set;
+
+/* A kernel node f(args) in g after deps; the arguments are copied by the call. */
+static CUgraphNode add_kernel(CUgraph g, const CUgraphNode *deps, size_t n, CUfunction f, void **kp)
+{
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.func = f;
+    p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+    p.kernelParams = kp;
+    CUgraphNode nd = NULL;
+    CHECK_CU(cuGraphAddKernelNode(&nd, g, deps, n, &p), CUDA_SUCCESS);
+    return nd;
+}
+
+/* cond_dec_u32(c, h) in g after deps. */
+static CUgraphNode add_dec(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr c, CUgraphConditionalHandle h)
+{
+    uint64_t nel = N_ELEMS;
+    void *kp[] = { &c, &h, &nel };
+    return add_kernel(g, deps, n, k_dec, kp);
+}
+
+/* cond_set(h, v) in g after deps. */
+static CUgraphNode add_set(CUgraph g, const CUgraphNode *deps, size_t n, CUgraphConditionalHandle h, uint32_t v)
+{
+    void *kp[] = { &h, &v };
+    return add_kernel(g, deps, n, k_set, kp);
+}
+
+/* A conditional node of type t on h in g after deps; *body gets its body graph. */
+static CUresult add_cond(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                         CUgraphConditionalHandle h, CUgraphConditionalNodeType t, unsigned size, CUgraph *body)
+{
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    np.conditional.handle = h;
+    np.conditional.type = t;
+    np.conditional.size = size;
+    np.conditional.phGraph_out = body;
+    np.conditional.ctx = g_ctx;
+    return cuGraphAddNode(out, g, deps, NULL, n, &np);
+}
+
+/* A counting loop: p = 0, c = count (memsets); WHILE h { p = p + 1;
+ * c -= 1, h = c[0] }. h: default dflt, flags. */
+static CUgraph make_loop(CUdeviceptr p, CUdeviceptr c, uint32_t count, unsigned dflt, unsigned flags,
+                         CUgraphConditionalHandle *h_out)
+{
+    CUgraph g, body;
+    CUgraphConditionalHandle h;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphConditionalHandleCreate(&h, g, g_ctx, dflt, flags), CUDA_SUCCESS);
+    CUgraphNode ms[2], cn;
+    CUDA_MEMSET_NODE_PARAMS m0 = gu_set_1d(p, 0), m1 = gu_set_1d(c, count);
+    CHECK_CU(cuGraphAddMemsetNode(&ms[0], g, NULL, 0, &m0, g_ctx), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddMemsetNode(&ms[1], g, NULL, 0, &m1, g_ctx), CUDA_SUCCESS);
+    CHECK_CU(add_cond(&cn, g, ms, 2, h, CU_GRAPH_COND_TYPE_WHILE, 1, &body), CUDA_SUCCESS);
+    CUgraphNode k = gu_add_affine(body, NULL, 0, p, 1, 1);
+    add_dec(body, &k, 1, c, h);
+    if (h_out) *h_out = h;
+    return g;
+}
+
+static void launch_expect(CUgraphExec e, CUdeviceptr p, uint32_t want)
+{
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(p, want));
+}
+
+/* WHILE: the body runs while the value is non-zero, re-read after each
+ * iteration; with CU_GRAPH_COND_ASSIGN_DEFAULT every launch starts from the
+ * default again. */
+static void while_counts_and_default_per_launch(void)
+{
+    CUdeviceptr p = gu_alloc(), c = gu_alloc();
+    CUgraph g = make_loop(p, c, 5, 1, CU_GRAPH_COND_ASSIGN_DEFAULT, NULL);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    launch_expect(e, p, 5);
+    CHECK(gu_all(c, 0));
+    launch_expect(e, p, 5);             /* the default (1) again: the loop runs again */
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(c), CUDA_SUCCESS);
+}
+
+/* Without CU_GRAPH_COND_ASSIGN_DEFAULT the value starts as the default and
+ * keeps what the kernels set: the second launch finds 0 and skips the body.
+ * A default of 0 with the flag: the body never runs. */
+static void while_without_assign_default(void)
+{
+    CUdeviceptr p = gu_alloc(), c = gu_alloc();
+    CUgraph g = make_loop(p, c, 3, 1, 0, NULL);
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    launch_expect(e, p, 3);
+    launch_expect(e, p, 0);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    g = make_loop(p, c, 3, 0, CU_GRAPH_COND_ASSIGN_DEFAULT, NULL);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    launch_expect(e, p, 0);
+    CHECK(gu_all(c, 3));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(c), CUDA_SUCCESS);
+}
+
+/* IF: p = 1; cond_set(h, v); IF h { p = p * mul + 1 (then `extra` times
+ * p = p * 1 + 0) }; p = p * 2. */
+static CUgraph make_if(CUdeviceptr p, uint32_t v, uint32_t mul, int extra, CUgraphNode *cond_node)
+{
+    CUgraph g, body;
+    CUgraphConditionalHandle h;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphConditionalHandleCreate(&h, g, g_ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT), CUDA_SUCCESS);
+    CUgraphNode ms, st, cn;
+    CUDA_MEMSET_NODE_PARAMS m = gu_set_1d(p, 1);
+    CHECK_CU(cuGraphAddMemsetNode(&ms, g, NULL, 0, &m, g_ctx), CUDA_SUCCESS);
+    st = add_set(g, &ms, 1, h, v);
+    CHECK_CU(add_cond(&cn, g, &st, 1, h, CU_GRAPH_COND_TYPE_IF, 1, &body), CUDA_SUCCESS);
+    CUgraphNode k = gu_add_affine(body, NULL, 0, p, mul, 1);
+    while (extra--) k = gu_add_affine(body, &k, 1, p, 1, 0);
+    gu_add_affine(g, &cn, 1, p, 2, 0);
+    if (cond_node) *cond_node = cn;
+    return g;
+}
+
+static void run_expect(CUgraph g, CUdeviceptr p, uint32_t want)
+{
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    launch_expect(e, p, want);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+}
+
+static void if_taken_and_not(void)
+{
+    CUdeviceptr p = gu_alloc();
+    CUgraph g = make_if(p, 1, 3, 0, NULL);
+    run_expect(g, p, (1 * 3 + 1) * 2);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    g = make_if(p, 0, 3, 0, NULL);
+    run_expect(g, p, 1 * 2);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    g = make_if(p, 7, 3, 0, NULL);         /* any non-zero value */
+    run_expect(g, p, (1 * 3 + 1) * 2);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+}
+
+/* cuGraphExecUpdate: a body's kernel parameters change under the usual
+ * rules (the new graph has its own handle, which the exec then reads); the
+ * node's type may not change; a body's topology may not either. */
+static void exec_update_rules(void)
+{
+    CUdeviceptr p = gu_alloc(), c = gu_alloc();
+    CUgraph a = make_if(p, 1, 3, 0, NULL), b = make_if(p, 1, 5, 0, NULL), d = make_if(p, 0, 5, 0, NULL);
+    CUgraphExec e;
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, a, 0), CUDA_SUCCESS);
+    launch_expect(e, p, (1 * 3 + 1) * 2);
+    CHECK_CU(cuGraphExecUpdate(e, b, &info), CUDA_SUCCESS);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    launch_expect(e, p, (1 * 5 + 1) * 2);
+    CHECK_CU(cuGraphExecUpdate(e, d, &info), CUDA_SUCCESS);   /* the set kernel's value changes */
+    launch_expect(e, p, 1 * 2);
+    CHECK_CU(cuGraphExecUpdate(e, a, &info), CUDA_SUCCESS);   /* and back */
+    launch_expect(e, p, (1 * 3 + 1) * 2);
+    /* IF to WHILE: "Changing node parameters is not supported". */
+    CUgraph w = make_loop(p, c, 2, 1, 0, NULL);
+    CUgraph t;
+    CUgraphNode ms, st, cn;
+    CUgraphConditionalHandle h;
+    CHECK_CU(cuGraphCreate(&t, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphConditionalHandleCreate(&h, t, g_ctx, 0, 0), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS m = gu_set_1d(p, 1);
+    CHECK_CU(cuGraphAddMemsetNode(&ms, t, NULL, 0, &m, g_ctx), CUDA_SUCCESS);
+    st = add_set(t, &ms, 1, h, 1);
+    CUgraph body;
+    CHECK_CU(add_cond(&cn, t, &st, 1, h, CU_GRAPH_COND_TYPE_WHILE, 1, &body), CUDA_SUCCESS);
+    gu_add_affine(body, NULL, 0, p, 3, 1);
+    gu_add_affine(t, &cn, 1, p, 2, 0);
+    CHECK_CU(cuGraphExecUpdate(e, t, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
+    CHECK(info.errorNode == cn);
+    /* A body with one more node: the topology changed (named by the
+     * conditional node); a graph of another shape. */
+    CUgraphNode cb;
+    CUgraphNodeType ty;
+    CUgraph b2 = make_if(p, 1, 3, 1, &cb);
+    CHECK_CU(cuGraphNodeGetType(cb, &ty), CUDA_SUCCESS);
+    CHECK_EQ(ty, CU_GRAPH_NODE_TYPE_CONDITIONAL);
+    CHECK_CU(cuGraphExecUpdate(e, b2, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    CHECK(info.errorNode == cb);
+    CHECK_CU(cuGraphExecUpdate(e, w, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    launch_expect(e, p, (1 * 3 + 1) * 2);   /* the refusals changed nothing */
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CUgraph all[] = { a, b, d, w, t, b2 };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) CHECK_CU(cuGraphDestroy(all[i]), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(c), CUDA_SUCCESS);
+}
+
+/* The documented restrictions and argument checks. */
+static void restrictions(void)
+{
+    CUdeviceptr p = gu_alloc(), c = gu_alloc();
+    CUgraphConditionalHandle h;
+    CUgraph g = make_loop(p, c, 2, 1, 0, &h), other, x, body;
+    CUgraphNode nd;
+    /* "Currently must be CU_GRAPH_COND_ASSIGN_DEFAULT or 0." */
+    CHECK_CU(cuGraphConditionalHandleCreate(&h, g, g_ctx, 0, 2), CUDA_ERROR_INVALID_VALUE);
+    /* "The graph cannot be cloned." / "cannot be used in a child node". */
+    CHECK_CU(cuGraphClone(&x, g), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuGraphCreate(&other, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddChildGraphNode(&nd, other, NULL, 0, g), CUDA_ERROR_INVALID_VALUE);
+    /* A handle of another graph; sizes; SWITCH and IF/ELSE not emulated. */
+    CHECK_CU(add_cond(&nd, other, NULL, 0, h, CU_GRAPH_COND_TYPE_IF, 1, &body), CUDA_ERROR_INVALID_VALUE);
+    CUgraphConditionalHandle h2;
+    CHECK_CU(cuGraphConditionalHandleCreate(&h2, other, g_ctx, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(add_cond(&nd, other, NULL, 0, h2, CU_GRAPH_COND_TYPE_WHILE, 2, &body), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(add_cond(&nd, other, NULL, 0, h2, CU_GRAPH_COND_TYPE_IF, 0, &body), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(add_cond(&nd, other, NULL, 0, h2, CU_GRAPH_COND_TYPE_IF, 2, &body), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(add_cond(&nd, other, NULL, 0, h2, CU_GRAPH_COND_TYPE_SWITCH, 3, &body), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(add_cond(&nd, other, NULL, 0, 0, CU_GRAPH_COND_TYPE_IF, 1, &body), CUDA_ERROR_INVALID_VALUE);
+    /* "Only one instantiation of the graph may exist at any point in time." */
+    CUgraphExec e, e2;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e2, g, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    /* A host node in a body: not an allowed node type. */
+    CHECK_CU(add_cond(&nd, other, NULL, 0, h2, CU_GRAPH_COND_TYPE_IF, 1, &body), CUDA_SUCCESS);
+    CUDA_HOST_NODE_PARAMS hp = { .fn = (CUhostFn)free, .userData = NULL };
+    CUgraphNode hn;
+    CHECK_CU(cuGraphAddHostNode(&hn, body, NULL, 0, &hp), CUDA_SUCCESS);
+    CUDA_GRAPH_INSTANTIATE_PARAMS ip = { 0 };
+    CHECK_CU(cuGraphInstantiateWithParams(&e, other, &ip), CUDA_ERROR_INVALID_VALUE);
+    CHECK(ip.hErrNode_out == hn);
+    CHECK_EQ(ip.result_out, CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED);
+    /* The body belongs to its node: destroyed with it. */
+    CHECK_CU(cuGraphDestroyNode(nd), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(other), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(c), CUDA_SUCCESS);
+}
+
+int main(void)
+{
+    gu_setup();
+    SETUP_CU(cuModuleGetFunction(&k_dec, g_mod, "cond_dec_u32"));
+    SETUP_CU(cuModuleGetFunction(&k_set, g_mod, "cond_set"));
+    RUN(while_counts_and_default_per_launch);
+    RUN(while_without_assign_default);
+    RUN(if_taken_and_not);
+    RUN(exec_update_rules);
+    RUN(restrictions);
+    return check_done();
+}
