@@ -221,6 +221,25 @@ static void fault_if(void **params, const emu_launch *l)
     if (*ARG(const uint32_t *, 0)) cudaemu_fault(ARG(int32_t, 1));
 }
 
+/* cond_step(u32 *acc, u32 v, u32 *cnt, u64 h, u64 n): acc[i] += v, then
+ * cnt[0] -= 1 and the conditional h = cnt[0] (a WHILE body's iteration;
+ * cudaemu_set_conditional is the emulated cudaGraphSetConditional). */
+static void cond_step(void **params, const emu_launch *l)
+{
+    uint32_t *acc = ARG(uint32_t *, 0), v = ARG(uint32_t, 1), *cnt = ARG(uint32_t *, 2);
+    uint64_t n = ARG(uint64_t, 4);
+    (void)l;
+    for (uint64_t i = 0; i < n; i++) acc[i] += v;
+    cudaemu_set_conditional(ARG(uint64_t, 3), --cnt[0]);
+}
+
+/* cond_set(u64 h, u32 v): the conditional h = v. */
+static void cond_set(void **params, const emu_launch *l)
+{
+    (void)l;
+    cudaemu_set_conditional(ARG(uint64_t, 0), ARG(uint32_t, 1));
+}
+
 /* fault_note(u32 *note, i32 code): sets *note (managed memory the host
  * polls without a driver call), then faults with the sticky error `code`. */
 static void fault_note(void **params, const emu_launch *l)
@@ -250,6 +269,8 @@ const emu_kernel emu_module[] = {
     { "u64_store", u64_store, 2, { P, 8 } },
     { "fault_if", fault_if, 2, { P, 4 } },
     { "fault_note", fault_note, 2, { P, 4 } },
+    { "cond_step", cond_step, 5, { P, 4, P, 8, 8 } },
+    { "cond_set", cond_set, 2, { 8, 4 } },
     { 0, 0, 0, { 0 } },
 };
 

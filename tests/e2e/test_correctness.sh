@@ -1207,6 +1207,28 @@ for c in devlaunch autofree autofree_no; do
     adv name=r32/flags_$c eng_t="$SEEN" eng_p="$SEEN" \
         attack="instantiation flags the library must keep ($c)" -- adv_flags $c
 done
+# Round 33: graphs holding conditional nodes (adv_cond.c; IF and WHILE with
+# one body, emulated since 36b1abb): kernels set the condition. while_args:
+# the graph rebuilt each step (memsets, a WHILE whose body adds the step's
+# scalar and counts down, a kernel after), cuGraphExecUpdate + launch, the
+# scalar and loop count changing on some steps and repeating on others; if:
+# a kernel sets an IF's value (taken or not), the body's scalar changing
+# between steps; profiled: one graph (a kernel, then a WHILE) launched 40
+# times with its input rotating over three buffers (exec setter, or graph
+# setter + update), under skip_profiled too: a graph with a conditional node
+# may be neither cloned nor instantiated twice. The report must account for
+# every update; profiled also that the library made no cuGraphClone nor
+# instantiation of its own. All passed on the library of 04098ca as it was:
+# the exec holds a node the library does not model, so every update and exec
+# setter is forwarded (unsupported_node) and no variant is bought.
+COND_ACCOUNTED='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]::every update is skipped or forwarded'
+for c in while_args if profiled; do
+    xchk=$COND_ACCOUNTED
+    # and the library never cloned nor instantiated the graph (variants would)
+    [ $c = profiled ] && xchk="${COND_ACCOUNTED%%::*} and L[\"cuGraphClone\"] == 0 and L[\"cuGraphInstantiateWithFlags\"] == 0::every update is skipped or forwarded; no cuGraphClone or instantiation by the library"
+    adv name=r33/cond_$c eng_t="$SEEN" eng_p="$SEEN" xchk="$xchk" \
+        attack="updates of graphs holding a conditional node ($c)" -- adv_cond $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
