@@ -200,10 +200,20 @@ def evaluate(d, name, delay, cfgs, eng_t, eng_p, needs, xchk, eng_o, base_delay)
 if sys.argv[1] == "--batch":
     with open(sys.argv[2], "rb") as f:
         a = f.read().decode(errors="replace").split("\0")
-    for k in range(0, len(a) - 1, 10):
-        evaluate(*a[k:k + 10])
+    args = [a[k:k + 10] for k in range(0, len(a) - 1, 10)]
 else:
-    evaluate(*sys.argv[1:11])
+    args = [sys.argv[1:11]]
+# A check that cannot be evaluated (an expression naming what the report
+# lacks, a report unreadable) is a failure of its case, never a silent end
+# of the run: the cases after it are still judged (round 33 found that a
+# NameError in one xchk ended the evaluator, and the run passed with fewer
+# cases).
+for x in args:
+    try:
+        evaluate(*x)
+    except Exception as exc:   # noqa: BLE001 (any error is the case's failure)
+        print(f"not ok\t{x[1]}/delay={x[2]}: the evaluator failed\t{type(exc).__name__}: {exc}"
+              .replace("\n", "\\n"))
 PY
 
 # run1 DIR ENV... -- PROG ARGS...: one run, leaving DIR/{out,err,rc,stats.json,r-<pid>.json}.
@@ -317,7 +327,7 @@ eval_all() {
             [ -z "$diagnostic" ] || while IFS= read -r l; do diag "$l"; done <<<"${diagnostic//\\n/$'\n'}"
             ;;
         esac
-    done < <(python3 "$TMP/eval.py" --batch "$TMP/evals")
+    done < <(python3 "$TMP/eval.py" --batch "$TMP/evals" || echo "not ok	the evaluator exited with status $?")
 }
 
 SEEN='T["updates_seen"] > 0'
