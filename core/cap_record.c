@@ -25,7 +25,6 @@
 
 #include "capture.h"
 #include "driver.h"
-#include "vmm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,35 +38,9 @@ static CUcontext stream_ctx(sstate *s, CUstream hs)
 {
     if (!s->ctx_known) {
         s->ctx_known = 1;
-        if (!hs || hs == CU_STREAM_LEGACY || hs == CU_STREAM_PER_THREAD)
-            s->ctx = sg_stream_current_ctx();
-        else if (!sg_drv.cuStreamGetCtx || SG_DRIVER_CALL(cuStreamGetCtx, hs, &s->ctx) != CUDA_SUCCESS)
-            s->ctx = NULL;
+        s->ctx = sg_stream_ctx(hs);
     }
     return s->ctx;
-}
-
-/* The function a launched handle names in context ctx. A program may
- * launch a CUkernel as if it were a CUfunction (the driver takes both; the
- * CUDA runtime does): "the context to launch the kernel on will either be
- * taken from the specified stream hStream or the current context in case
- * of NULL stream" (cuLaunchKernel), so the driver's graph node holds the
- * kernel's function in the context of the stream it was launched on, and so
- * does the record. That is the capture's context only on the streams of its
- * context: one of another context may join the capture (an event), and
- * there the capture's function was recorded for a node holding another
- * context's, so that updates the driver refuses (the function's context
- * changed) were skipped (round 27, tests/e2e/adv_records.c ctx_kernel).
- * NULL if h is neither. */
-static CUfunction launched_function(CUcontext ctx, const void *h)
-{
-    CUfunction f = NULL;
-    CUcontext prev;
-    if (!sg_drv.cuKernelGetFunction || !ctx || sg_vmm_ctx_enter(ctx, &prev) != 0)
-        return NULL;
-    if (SG_DRIVER_CALL(cuKernelGetFunction, &f, (CUkernel)(uintptr_t)h) != CUDA_SUCCESS) f = NULL;
-    sg_vmm_ctx_leave(ctx, prev);
-    return f;
 }
 
 /* Whether the cache entry of slot holds launched handle h on stream s: a
@@ -92,8 +65,20 @@ static int kernel_desc_new(cap *c, sstate *s, sg_fp_node *n, const sg_call *call
     memcpy(k.block, call->u.kernel.block, sizeof k.block);
     int st = sg_fp_kernel_desc(n, &k, hit ? c->pcache[slot].pi : NULL);
     if (st > 0 && !n->pi && !hit) {          /* not a function's layout: a CUkernel? */
+        /* A program may launch a CUkernel as if it were a CUfunction (the
+         * driver takes both; the CUDA runtime does): "the context to launch
+         * the kernel on will either be taken from the specified stream
+         * hStream or the current context in case of NULL stream"
+         * (cuLaunchKernel), so the driver's node holds the kernel's function
+         * in the context of the stream it was launched on, and so does the
+         * record. That is the capture's context only on the streams of its
+         * context: one of another context may join the capture (an event),
+         * and there the capture's function was recorded for a node holding
+         * another context's, so that updates the driver refuses (the
+         * function's context changed) were skipped (round 27,
+         * tests/e2e/adv_records.c ctx_kernel). */
         kctx = stream_ctx(s, call->u.kernel.stream);
-        CUfunction f = launched_function(kctx, h);
+        CUfunction f = sg_fp_kern_function((CUkernel)(uintptr_t)h, kctx);
         if (f) {
             k.func = f;
             st = sg_fp_kernel_desc(n, &k, NULL);

@@ -240,6 +240,9 @@ int sg_fp_build_layout(sg_fp *fp, CUgraph g, sg_fp_scratch *s);
  * attr_mask are zeroed) into n, reusing n's payload buffer; hint as above
  * (may be NULL). Sets and returns n->k.state; -1 if out of memory. */
 int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint);
+/* The function of kern in context ctx (the one a node or launch of kern
+ * there holds), or NULL if ctx is NULL or the driver cannot tell. */
+CUfunction sg_fp_kern_function(CUkernel kern, CUcontext ctx);
 /* sg_fp_kernel_desc of a launch of function f with kernelParams kp (not
  * NULL) and no `extra`, whose layout pi (ok, pi->h == f) is known: the
  * same description, without the lookups. */

@@ -130,14 +130,13 @@ int sg_fp_launch_desc(sg_fp_node *n, CUfunction f, const unsigned grid[3], const
     return kernel_args(n, pi, kp, NULL);
 }
 
-/* The function of kern in context ctx (cuKernelGetFunction with ctx
- * current, the thread's context restored: as vmm.c's sg_vmm_ctx_enter, not
- * linked here), or NULL. */
-static CUfunction kern_function(CUkernel kern, CUcontext ctx)
+/* cuKernelGetFunction with ctx current, the thread's context restored (as
+ * vmm.c's sg_vmm_ctx_enter, not linked here). */
+CUfunction sg_fp_kern_function(CUkernel kern, CUcontext ctx)
 {
     CUfunction f = NULL;
     CUcontext prev;
-    if (!sg_drv.cuKernelGetFunction || !sg_drv.cuCtxGetCurrent || !sg_drv.cuCtxSetCurrent ||
+    if (!ctx || !sg_drv.cuKernelGetFunction || !sg_drv.cuCtxGetCurrent || !sg_drv.cuCtxSetCurrent ||
         SG_DRIVER_CALL(cuCtxGetCurrent, &prev) != CUDA_SUCCESS)
         return NULL;
     if (prev != ctx && SG_DRIVER_CALL(cuCtxSetCurrent, ctx) != CUDA_SUCCESS) return NULL;
@@ -169,7 +168,7 @@ int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint
          * kern: "the capture-time record differs from the driver's graph")
          * and its updates were all forwarded. Kept as (kern, ctx) only if
          * the function cannot be had (the driver then judges the call). */
-        CUfunction f = kern_function((CUkernel)(uintptr_t)h, ctx);
+        CUfunction f = sg_fp_kern_function((CUkernel)(uintptr_t)h, ctx);
         if (f) {
             h = f;
             is_kern = 0;

@@ -90,12 +90,6 @@ typedef struct sg_block {
 
 extern int sg_mem_placing;     /* set once by sg_mem_init (mem_registry.c) */
 
-/* A legacy or per-thread default stream (NULL included). */
-static inline int sg_default_stream(CUstream s)
-{
-    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
-}
-
 /* Lazy loading (mem_lazy.c): cuLibraryGetKernel, which loads the kernel
  * into the current context; an uncaptured kernel launch the launch filter
  * sent to the general path (memory.h). */

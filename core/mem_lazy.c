@@ -16,6 +16,7 @@
 
 #include "capture.h"
 #include "driver.h"
+#include "streams.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -17,17 +17,9 @@
 /* The context of stream s (a default stream: the current context, which
  * the callers made the stream's); the exec's context if the driver cannot
  * say. */
-static CUcontext stream_ctx(const sg_prof *p, CUstream s, int per_thread)
+static CUcontext stream_ctx(const sg_prof *p, CUstream s)
 {
-    CUcontext c = NULL;
-    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) {
-        if (!(per_thread ? sg_drv.cuStreamGetCtx_ptsz : sg_drv.cuStreamGetCtx) ||
-            (per_thread ? SG_DRIVER_CALL(cuStreamGetCtx_ptsz, s, &c)
-                        : SG_DRIVER_CALL(cuStreamGetCtx, s, &c)) != CUDA_SUCCESS)
-            c = NULL;
-    } else if (!sg_drv.cuCtxGetCurrent || SG_DRIVER_CALL(cuCtxGetCurrent, &c) != CUDA_SUCCESS) {
-        c = NULL;
-    }
+    CUcontext c = sg_stream_ctx(s);
     return c ? c : p->ctx;
 }
 
@@ -49,8 +41,8 @@ void sg_prof_order_record(sg_prof *p, CUstream s, int per_thread)
     sg_vmm_relax();
     /* (the named stream of the last record needs no query: the steady state
      * of launches on one stream pays nothing) */
-    int named = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
-    CUcontext sc = p->order_ev && named && s == p->order_stream ? p->order_ctx : stream_ctx(p, s, per_thread);
+    int named = !sg_default_stream(s);
+    CUcontext sc = p->order_ev && named && s == p->order_stream ? p->order_ctx : stream_ctx(p, s);
     p->order_stream = named ? s : NULL;
     if (p->order_ev && p->order_ctx != sc) {     /* made in another context: a new one */
         if (sg_drv.cuEventDestroy_v2) SG_DRIVER_CALL(cuEventDestroy_v2, p->order_ev);

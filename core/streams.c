@@ -23,6 +23,14 @@ sg_stream_id sg_stream_id_default(CUstream s, int per_thread)
     return sg_stream_id_in(s, per_thread, sg_stream_current_ctx());
 }
 
+CUcontext sg_stream_ctx(CUstream s)
+{
+    CUcontext c = NULL;
+    if (sg_default_stream(s)) return sg_stream_current_ctx();
+    if (!sg_drv.cuStreamGetCtx || SG_DRIVER_CALL(cuStreamGetCtx, s, &c) != CUDA_SUCCESS) c = NULL;
+    return c;
+}
+
 CUcontext sg_stream_current_ctx(void)
 {
     CUcontext cur = NULL;

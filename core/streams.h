@@ -51,11 +51,22 @@ sg_stream_id sg_stream_id_default(CUstream s, int per_thread);
  * cannot tell). */
 CUcontext sg_stream_current_ctx(void);
 
+/* A legacy or per-thread default stream (NULL included). */
+static inline int sg_default_stream(CUstream s)
+{
+    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+/* The context of stream s: a named stream's (cuStreamGetCtx), a default
+ * stream's the current one (the caller's context for it); NULL if the
+ * driver cannot tell. */
+CUcontext sg_stream_ctx(CUstream s);
+
 /* A named stream inline (the common case: every captured operation and
  * every exec launch asks), the default streams out of line. */
 static inline sg_stream_id sg_stream_id_of(CUstream s, int per_thread)
 {
-    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
+    if (!sg_default_stream(s))
         return (sg_stream_id){ (uintptr_t)s, 0 };
     return sg_stream_id_default(s, per_thread);
 }
