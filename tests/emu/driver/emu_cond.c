@@ -2,8 +2,9 @@
  * emu_cond.c: conditional nodes' handles (cuGraphConditionalHandleCreate),
  * the value a kernel sets (cudaemu_set_conditional, the emulated kernels'
  * cudaGraphSetConditional), and a conditional node's parameters
- * (CU_GRAPH_NODE_TYPE_CONDITIONAL through cuGraphAddNode: IF and WHILE with
- * one body graph). docs/emulator.md, "Conditional nodes".
+ * (CU_GRAPH_NODE_TYPE_CONDITIONAL through cuGraphAddNode: IF with one body
+ * graph or two, WHILE with one, SWITCH with `size`) and which body a value
+ * picks. docs/emulator.md, "Conditional nodes".
  *
  * A handle is a number (its index + 1, never reused) naming a record of its
  * graph, context, default value, flags and current value. Its value is one
@@ -109,11 +110,10 @@ int emu_graph_has_cond(CUgraph g)
  * conditional node in this graph or one of its children"; ctx: "Must match
  * context used to create the handle and all body nodes"; size: "Allowed
  * values are 1 for CU_GRAPH_COND_TYPE_WHILE, 1 or 2 for CU_GRAPH_COND_TYPE_IF,
- * or any value greater than zero for CU_GRAPH_COND_TYPE_SWITCH". IF with an
- * ELSE body (size 2) and SWITCH are not emulated (CUDA_ERROR_NOT_SUPPORTED,
- * logged). The body graph is made here and returned in phGraph_out[0]
- * ("CUDA-owned array populated with conditional node child graphs during
- * creation of the node"); the node owns it. */
+ * or any value greater than zero for CU_GRAPH_COND_TYPE_SWITCH". The `size`
+ * body graphs are made here and returned in phGraph_out[0..size) ("CUDA-owned
+ * array populated with conditional node child graphs during creation of the
+ * node"); the node owns them. */
 CUresult emu_nparams_cond(emu_nparams *np, CUDA_CONDITIONAL_NODE_PARAMS *in, CUgraph g)
 {
     cond_rec *c = cond_get(in->handle);
@@ -123,27 +123,40 @@ CUresult emu_nparams_cond(emu_nparams *np, CUDA_CONDITIONAL_NODE_PARAMS *in, CUg
     while (g->owner) g = g->owner->graph;
     if (c->graph_uid != g->uid) return CUDA_ERROR_INVALID_VALUE;
     switch (in->type) {
-    case CU_GRAPH_COND_TYPE_IF:
-    case CU_GRAPH_COND_TYPE_WHILE:
-        if (in->size == 1) break;
-        if (in->type == CU_GRAPH_COND_TYPE_WHILE || in->size != 2) return CUDA_ERROR_INVALID_VALUE;
-        emu_log("cuGraphAddNode: conditional IF node with an ELSE body (size 2): not emulated");
-        return CUDA_ERROR_NOT_SUPPORTED;
-    case CU_GRAPH_COND_TYPE_SWITCH:
-        if (!in->size) return CUDA_ERROR_INVALID_VALUE;
-        emu_log("cuGraphAddNode: conditional SWITCH node: not emulated");
-        return CUDA_ERROR_NOT_SUPPORTED;
-    default:
-        return CUDA_ERROR_INVALID_VALUE;
+    case CU_GRAPH_COND_TYPE_IF:     if (in->size != 1 && in->size != 2) return CUDA_ERROR_INVALID_VALUE; break;
+    case CU_GRAPH_COND_TYPE_WHILE:  if (in->size != 1) return CUDA_ERROR_INVALID_VALUE; break;
+    case CU_GRAPH_COND_TYPE_SWITCH: if (!in->size) return CUDA_ERROR_INVALID_VALUE; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
     }
     memset(np, 0, sizeof *np);
     np->type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
     np->ctx = ctx;
     np->cond = in->handle;
     np->cond_type = in->type;
-    if (!(np->child = emu_graph_new())) return CUDA_ERROR_OUT_OF_MEMORY;
-    in->phGraph_out[0] = np->child;
+    if (!(np->cond_body = calloc(in->size, sizeof *np->cond_body))) return CUDA_ERROR_OUT_OF_MEMORY;
+    np->cond_size = in->size;       /* emu_nparams_free frees the bodies made so far */
+    for (unsigned i = 0; i < in->size; i++)
+        if (!(np->cond_body[i] = emu_graph_new())) {
+            emu_nparams_free(np);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    memcpy(in->phGraph_out, np->cond_body, in->size * sizeof *np->cond_body);
     return CUDA_SUCCESS;
+}
+
+/* The body a conditional node p runs once for `value`, or -1 for none: IF
+ * "phGraph_out[0] is executed when the condition is non-zero. If size == 2,
+ * phGraph_out[1] will be executed when the condition is zero."; SWITCH
+ * "phGraph_out[n] is executed when the condition is equal to n. If the
+ * condition >= size, no body graph is executed." (WHILE: body 0 while
+ * non-zero, run_snapshot's loop.) */
+int emu_cond_pick(const emu_nparams *p, unsigned value)
+{
+    switch (p->cond_type) {
+    case CU_GRAPH_COND_TYPE_IF:     return value ? 0 : p->cond_size == 2 ? 1 : -1;
+    case CU_GRAPH_COND_TYPE_SWITCH: return value < p->cond_size ? (int)value : -1;
+    default:                        return value ? 0 : -1;
+    }
 }
 
 /* "Allowed node types are kernel nodes, empty nodes, child graphs, memsets,
@@ -158,13 +171,17 @@ CUgraphNode emu_cond_body_check(CUgraph g, int body)
         case CU_GRAPH_NODE_TYPE_KERNEL: case CU_GRAPH_NODE_TYPE_EMPTY:
         case CU_GRAPH_NODE_TYPE_MEMSET: case CU_GRAPH_NODE_TYPE_MEMCPY:
             break;
-        case CU_GRAPH_NODE_TYPE_GRAPH:
-        case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
-            CUgraphNode bad = emu_cond_body_check(nd->p.child,
-                                                  body || nd->p.type == CU_GRAPH_NODE_TYPE_CONDITIONAL);
+        case CU_GRAPH_NODE_TYPE_GRAPH: {
+            CUgraphNode bad = emu_cond_body_check(nd->p.child, body);
             if (bad) return bad;
             break;
         }
+        case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+            for (unsigned b = 0; b < nd->p.cond_size; b++) {
+                CUgraphNode bad = emu_cond_body_check(nd->p.cond_body[b], 1);
+                if (bad) return bad;
+            }
+            break;
         default:
             if (body) return nd;
         }
@@ -172,7 +189,7 @@ CUgraphNode emu_cond_body_check(CUgraph g, int body)
     return NULL;
 }
 
-/* The handles of a launch snapshot's conditional nodes, bodies included,
+/* The handles of a launch snapshot's conditional nodes, all bodies included,
  * appended to *out (grown; *n of them). Returns 0 on allocation failure. */
 int emu_cond_collect(const emu_nparams *v, size_t n, CUgraphConditionalHandle **out, size_t *nout, size_t *cap)
 {

@@ -81,7 +81,9 @@ static void exec_free(CUgraphExec e)
     for (size_t i = 0; i < e->n; i++) {
         emu_nparams_free(&e->nodes[i].p);
         free(e->nodes[i].deps);
-        if (e->nodes[i].sub) exec_free(e->nodes[i].sub);
+        for (unsigned b = 0; b < e->nodes[i].nsub; b++)
+            if (e->nodes[i].sub[b]) exec_free(e->nodes[i].sub[b]);
+        free(e->nodes[i].sub);
     }
     token_put(e->last);
     emu_charge_give(e->charge_dev, e->charge);   /* (nothing if none was taken) */
@@ -195,12 +197,18 @@ static CUresult exec_build(CUgraph g, CUgraphExec e, CUgraphNode *err_node, CUgr
         x->ndeps = nd->ndeps;
         for (size_t k = 0; k < nd->ndeps; k++) x->deps[k] = nd->deps[k]->index;
         if (nd->p.type == CU_GRAPH_NODE_TYPE_GRAPH || nd->p.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+            int cond = nd->p.type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
+            unsigned ns = cond ? nd->p.cond_size : 1;
             x->p.type = nd->p.type;
-            if (nd->p.type == CU_GRAPH_NODE_TYPE_CONDITIONAL && !emu_nparams_copy(&x->p, &nd->p))
-                return CUDA_ERROR_OUT_OF_MEMORY;    /* its handle, type, context (no body) */
-            if (!(x->sub = exec_alloc(e->flags))) return CUDA_ERROR_OUT_OF_MEMORY;
-            CUresult r = exec_build(nd->p.child, x->sub, err_node, result);
-            if (r != CUDA_SUCCESS) return r;
+            if (cond && !emu_nparams_copy(&x->p, &nd->p))
+                return CUDA_ERROR_OUT_OF_MEMORY;    /* its handle, type, size, context (no bodies) */
+            if (!(x->sub = calloc(ns, sizeof *x->sub))) return CUDA_ERROR_OUT_OF_MEMORY;
+            x->nsub = ns;                           /* exec_free frees the instances made */
+            for (unsigned b = 0; b < ns; b++) {
+                if (!(x->sub[b] = exec_alloc(e->flags))) return CUDA_ERROR_OUT_OF_MEMORY;
+                CUresult r = exec_build(cond ? nd->p.cond_body[b] : nd->p.child, x->sub[b], err_node, result);
+                if (r != CUDA_SUCCESS) return r;
+            }
         } else if (!emu_nparams_copy(&x->p, &nd->p)) {
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
@@ -212,7 +220,8 @@ static CUresult exec_build(CUgraph g, CUgraphExec e, CUgraphNode *err_node, CUgr
 static CUcontext exec_node_ctx(CUgraphExec e)
 {
     for (size_t i = 0; i < e->n; i++) {
-        CUcontext c = e->nodes[i].sub ? exec_node_ctx(e->nodes[i].sub) : e->nodes[i].p.ctx;
+        CUcontext c = e->nodes[i].p.type == CU_GRAPH_NODE_TYPE_GRAPH ? exec_node_ctx(e->nodes[i].sub[0])
+                                                                      : e->nodes[i].p.ctx;
         if (c) return c;
     }
     return NULL;
@@ -221,16 +230,18 @@ static CUcontext exec_node_ctx(CUgraphExec e)
 size_t emu_exec_count(CUgraphExec e)
 {
     size_t k = 0;
-    for (size_t i = 0; i < e->n; i++)   /* a conditional node is one entry, its body under it */
-        k += e->nodes[i].p.type == CU_GRAPH_NODE_TYPE_GRAPH ? emu_exec_count(e->nodes[i].sub) : 1;
+    for (size_t i = 0; i < e->n; i++)   /* a conditional node is one entry, its bodies under it */
+        k += e->nodes[i].p.type == CU_GRAPH_NODE_TYPE_GRAPH ? emu_exec_count(e->nodes[i].sub[0]) : 1;
     return k;
 }
 
 size_t emu_exec_nodes(CUgraphExec e)
 {
     size_t k = 0;
-    for (size_t i = 0; i < e->n; i++)
-        k += (e->nodes[i].p.type != CU_GRAPH_NODE_TYPE_GRAPH) + (e->nodes[i].sub ? emu_exec_nodes(e->nodes[i].sub) : 0);
+    for (size_t i = 0; i < e->n; i++) {
+        k += e->nodes[i].p.type != CU_GRAPH_NODE_TYPE_GRAPH;
+        for (unsigned b = 0; b < e->nodes[i].nsub; b++) k += emu_exec_nodes(e->nodes[i].sub[b]);
+    }
     return k;
 }
 
@@ -302,21 +313,32 @@ typedef struct launch_work {
     size_t nconds, cap_conds;       /* defaults the launch applies first (owned) */
 } launch_work;
 
+static void run_snapshot(const emu_nparams *v, size_t n, emu_stream *s, int dev, const char *what);
+
+/* Runs body b of conditional node p's snapshot. */
+static void run_body(const emu_nparams *p, int b, emu_stream *s, int dev, const char *what)
+{
+    size_t from = b ? p->body_end[b - 1] : 0;
+    run_snapshot(p->body + from, p->body_end[b] - from, s, dev, what);
+}
+
 /* Runs nodes v[0..n) of a launch on s (dev: its device); a conditional
- * node runs its body's nodes as its handle's value says: IF "Body[0]
- * executed if condition is non-zero", WHILE "Body executed repeatedly while
- * condition value is non-zero" (the value read before each iteration). */
+ * node runs the body its handle's value picks (emu_cond_pick: IF then or
+ * else, SWITCH body[value] or none) once, or, WHILE, "Body executed
+ * repeatedly while condition value is non-zero" (the value read before
+ * each iteration). */
 static void run_snapshot(const emu_nparams *v, size_t n, emu_stream *s, int dev, const char *what)
 {
     for (size_t i = 0; i < n && emu_sticky_now(emu_stream_ctx(s)) == CUDA_SUCCESS; i++) {
         const emu_nparams *p = &v[i];
         switch (p->type) {
         case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-            if (p->cond_type == CU_GRAPH_COND_TYPE_IF) {
-                if (emu_cond_value(p->cond)) run_snapshot(p->body, p->nbody, s, dev, what);
+            if (p->cond_type != CU_GRAPH_COND_TYPE_WHILE) {
+                int b = emu_cond_pick(p, emu_cond_value(p->cond));
+                if (b >= 0) run_body(p, b, s, dev, what);
             } else {
                 while (emu_cond_value(p->cond) && emu_sticky_now(emu_stream_ctx(s)) == CUDA_SUCCESS)
-                    run_snapshot(p->body, p->nbody, s, dev, what);
+                    run_body(p, 0, s, dev, what);
             }
             break;
         /* a kernel node runs on the device of its function's context, which
@@ -405,7 +427,7 @@ static CUresult launch_snap(CUgraphExec e, emu_nparams *v, size_t *n, emu_work *
         const emu_nparams *p = &x->p;
         emu_nparams *s = &v[*n];
         if (p->type == CU_GRAPH_NODE_TYPE_GRAPH) {
-            CUresult r = launch_snap(x->sub, v, n, w, call);
+            CUresult r = launch_snap(x->sub[0], v, n, w, call);
             if (r != CUDA_SUCCESS) return r;
             continue;
         }
@@ -430,10 +452,16 @@ static CUresult launch_snap(CUgraphExec e, emu_nparams *v, size_t *n, emu_work *
         case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_touch(w, &p->copy); break;
         case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_touch(w, &p->set); break;
         case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
-            size_t nb = emu_exec_count(x->sub);
-            if (!(s->body = calloc(nb ? nb : 1, sizeof *s->body))) return CUDA_ERROR_OUT_OF_MEMORY;
-            CUresult r = launch_snap(x->sub, s->body, &s->nbody, w, call);
-            if (r != CUDA_SUCCESS) return r;
+            size_t nb = 0;          /* every body: the value is read when the node runs */
+            for (unsigned b = 0; b < x->nsub; b++) nb += emu_exec_count(x->sub[b]);
+            if (!(s->body = calloc(nb ? nb : 1, sizeof *s->body)) ||
+                !(s->body_end = calloc(x->nsub, sizeof *s->body_end)))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            for (unsigned b = 0; b < x->nsub; b++) {
+                CUresult r = launch_snap(x->sub[b], s->body, &s->nbody, w, call);
+                if (r != CUDA_SUCCESS) return r;
+                s->body_end[b] = s->nbody;
+            }
             break;
         }
         default: break;

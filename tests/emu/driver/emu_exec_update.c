@@ -250,17 +250,25 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphExe
         CUgraphExecUpdateResult res;
         info->errorNode = g->nodes[i];
         if (np->type != old->type) return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
-        /* A conditional node's body is checked as a child graph's ("Changing
-         * parameters of nodes within the conditional body graph is subject to
-         * the rules above"), the node itself below. */
-        if (np->type == CU_GRAPH_NODE_TYPE_GRAPH || np->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
-            if ((res = update_check(e->nodes[i].sub, np->child, info, v, nv)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
-                info->errorNode = g->nodes[i];
-                info->errorFromNode = NULL;
-                return res;
+        /* A conditional node's own parameters first (its type and number of
+         * bodies pair the bodies), then each body against its instance as a
+         * child graph's ("Changing parameters of nodes within the
+         * conditional body graph is subject to the rules above"). */
+        int cond = np->type == CU_GRAPH_NODE_TYPE_CONDITIONAL;
+        if (cond && (res = emu_nparams_change_check(old, np, 0)) != CU_GRAPH_EXEC_UPDATE_SUCCESS) return res;
+        if (np->type == CU_GRAPH_NODE_TYPE_GRAPH || cond) {
+            for (unsigned b = 0; b < e->nodes[i].nsub; b++) {
+                res = update_check(e->nodes[i].sub[b], cond ? np->cond_body[b] : np->child, info, v, nv);
+                if (res != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+                    info->errorNode = g->nodes[i];
+                    info->errorFromNode = NULL;
+                    return res;
+                }
             }
-            if (np->type == CU_GRAPH_NODE_TYPE_GRAPH) continue;
+            if (!cond) continue;
             info->errorNode = g->nodes[i];
+            v[(*nv)++] = (upd_pair){ &e->nodes[i], np };
+            continue;
         }
         /* "Neither hGraph nor hGraphExec may contain device-updatable kernel
          * nodes"; the docs name no result for it: NOT_SUPPORTED ("something
@@ -333,9 +341,9 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
 static CUresult exec_child_set(CUgraphExec e, CUgraphNode h, CUgraph child)
 {
     exec_node *x = emu_exec_ok(e) ? exec_find(e, h) : NULL;
-    if (!x || !x->sub || !emu_graph_ok(child)) return CUDA_ERROR_INVALID_VALUE;
+    if (!x || x->p.type != CU_GRAPH_NODE_TYPE_GRAPH || !emu_graph_ok(child)) return CUDA_ERROR_INVALID_VALUE;
     CUgraphExecUpdateResultInfo info;
-    CUresult r = update_from(e, x->sub, child, &info);
+    CUresult r = update_from(e, x->sub[0], child, &info);
     return r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE ? CUDA_ERROR_INVALID_VALUE : r;
 }
 

@@ -164,6 +164,7 @@ CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdg
     for (size_t i = 0; i < n; i++) edge_add(g, deps[i], nd, data ? &data[i] : NULL); /* room reserved */
     emu_handle_add(nd, EMU_K_NODE);
     if (p->child) p->child->owner = nd;
+    for (unsigned i = 0; p->cond_body && i < p->cond_size; i++) p->cond_body[i]->owner = nd;
     if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(p->mem_ptr, g->uid, 1);
     if (out) *out = nd;
     return CUDA_SUCCESS;

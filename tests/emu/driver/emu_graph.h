@@ -21,12 +21,14 @@
  *     handle, the same flags) whose nodes a launch runs in place of the child
  *     node, in the child's topological order, and which cuGraphExecUpdate
  *     and cuGraphExecChildGraphNodeSetParams check and update recursively.
- *   - A conditional node (CU_GRAPH_NODE_TYPE_CONDITIONAL: IF or WHILE, one
- *     body) owns its body graph as a child graph node owns its graph (p.child,
- *     made empty when the node is added; its `owner` is the node); an exec
- *     instantiates it as exec_node.sub, and a launch snapshot holds the
- *     body's nodes under the node's entry (emu_nparams.body), run as the
- *     handle's value decides when the node's turn comes (emu_cond.c).
+ *   - A conditional node (CU_GRAPH_NODE_TYPE_CONDITIONAL: IF with one body or
+ *     two (then / else), WHILE with one, SWITCH with `size`) owns its body
+ *     graphs as a child graph node owns its graph (p.cond_body[], made empty
+ *     when the node is added; their `owner` is the node); an exec
+ *     instantiates each as exec_node.sub[i], and a launch snapshot holds all
+ *     bodies' nodes under the node's entry (emu_nparams.body, body_end), the
+ *     one the handle's value picks run when the node's turn comes
+ *     (emu_cond.c).
  *   - An event record or wait node (CU_GRAPH_NODE_TYPE_EVENT_RECORD,
  *     WAIT_EVENT) holds a reference to its event, so the event's handle
  *     value is not reused while a node names it. A launch of an exec with
@@ -91,12 +93,17 @@ typedef struct emu_nparams {
                                      * NULL in an exec, which holds its instance: exec_node.sub) */
     CUevent event;                  /* EVENT_RECORD, WAIT_EVENT: the node's event (one reference
                                      * held: emu_event_ref) */
-    CUgraphConditionalHandle cond;  /* CONDITIONAL: its handle (emu_cond.c); its body graph is
-                                     * `child` in a graph, exec_node.sub in an exec */
-    CUgraphConditionalNodeType cond_type; /* CONDITIONAL: IF or WHILE */
-    struct emu_nparams *body;       /* CONDITIONAL in a launch snapshot: its body's nodes in
-                                     * order (owned; nbody of them) */
+    CUgraphConditionalHandle cond;  /* CONDITIONAL: its handle (emu_cond.c) */
+    CUgraphConditionalNodeType cond_type; /* CONDITIONAL: IF, WHILE or SWITCH */
+    unsigned cond_size;             /* CONDITIONAL: how many bodies (IF 1 or 2, WHILE 1, SWITCH >= 1) */
+    CUgraph *cond_body;             /* CONDITIONAL in a graph: its cond_size body graphs (the array
+                                     * and the graphs owned by the node; NULL in an exec, which
+                                     * holds their instances: exec_node.sub) */
+    struct emu_nparams *body;       /* CONDITIONAL in a launch snapshot: its bodies' nodes, each
+                                     * body's in order, one body after the other (owned; nbody) */
     size_t nbody;
+    size_t *body_end;               /* ...body i is body[i ? body_end[i-1] : 0 .. body_end[i]) (owned;
+                                     * cond_size entries) */
 } emu_nparams;
 
 /* Kernel node input, whichever struct version it came in. */
@@ -161,8 +168,11 @@ typedef struct exec_node {
     size_t ndeps;
     size_t *deps;                   /* indices of its dependencies, in edge order */
     int disabled;                   /* cuGraphNodeSetEnabled(…, 0); guarded by the exec's lock */
-    struct CUgraphExec_st *sub;     /* GRAPH: the instance of its child graph (owned, no handle;
-                                       guarded by the top-level exec's lock) */
+    struct CUgraphExec_st **sub;    /* GRAPH: the instance of its child graph (sub[0]); CONDITIONAL:
+                                       those of its bodies, in body order (the array and the
+                                       instances owned, no handles; guarded by the top-level
+                                       exec's lock); nsub of them (0: other types) */
+    unsigned nsub;
 } exec_node;
 
 /* Completion of one launch; launches of an exec wait for the previous one. */
@@ -228,6 +238,7 @@ CUresult emu_nparams_cond(emu_nparams *np, CUDA_CONDITIONAL_NODE_PARAMS *in, CUg
 CUgraphNode emu_cond_body_check(CUgraph g, int body);
 unsigned emu_cond_value(CUgraphConditionalHandle h);
 void emu_cond_launch_default(CUgraphConditionalHandle h);
+int emu_cond_pick(const emu_nparams *p, unsigned value);
 int emu_cond_collect(const emu_nparams *v, size_t n, CUgraphConditionalHandle **out, size_t *nout, size_t *cap);
 
 /* Capture (emu_capture.c) */

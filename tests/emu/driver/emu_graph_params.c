@@ -79,13 +79,19 @@ void emu_nparams_free(emu_nparams *p)
     p->args = NULL;
     if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && p->mem_ptr) emu_gmem_ref(p->mem_ptr, -1);
     p->mem_ptr = 0;
-    if (p->child) emu_graph_free(p->child);     /* the embedded graph goes with its node */
+    if (p->child) emu_graph_free(p->child);     /* the embedded graph goes with its node, */
     p->child = NULL;
+    for (unsigned i = 0; p->cond_body && i < p->cond_size; i++)   /* and the bodies with theirs */
+        if (p->cond_body[i]) emu_graph_free(p->cond_body[i]);
+    free(p->cond_body);
+    p->cond_body = NULL;
     if (p->event) emu_event_unref(p->event);
     p->event = NULL;
     for (size_t i = 0; i < p->nbody; i++) emu_nparams_free(&p->body[i]);
     free(p->body);
+    free(p->body_end);
     p->body = NULL;
+    p->body_end = NULL;
     p->nbody = 0;
 }
 
@@ -97,12 +103,14 @@ int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
     *dst = *src;
     dst->args = NULL;
     dst->child = NULL;
-    dst->body = NULL;               /* a snapshot's body is never copied; a graph's conditional */
-    dst->nbody = 0;                 /* node is never cloned ("The graph cannot be cloned") */
+    dst->cond_body = NULL;          /* a snapshot's bodies are never copied; a graph's */
+    dst->body = NULL;               /* conditional node is never cloned ("The graph cannot be */
+    dst->body_end = NULL;           /* cloned"): a copy keeps the handle, type, size, context */
+    dst->nbody = 0;
     if (src->event) emu_event_ref(src->event);
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) dst->mem_ptr = 0;
     if (src->args && !(dst->args = emu_args_clone(src->args))) return 0;
-    if (src->child && src->type != CU_GRAPH_NODE_TYPE_CONDITIONAL && emu_graph_clone(src->child, &dst->child) != CUDA_SUCCESS) return 0;
+    if (src->child && emu_graph_clone(src->child, &dst->child) != CUDA_SUCCESS) return 0;
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
         emu_gmem_ref(src->mem_ptr, 1);
         dst->mem_ptr = src->mem_ptr;
@@ -288,7 +296,7 @@ int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         return a->event == b->event;
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-        return a->cond == b->cond && a->cond_type == b->cond_type;
+        return a->cond == b->cond && a->cond_type == b->cond_type && a->cond_size == b->cond_size;
     default:
         return 1;
     }
@@ -443,11 +451,13 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
                    ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
     /* cuGraphExecUpdate, "Conditional nodes: Changing node parameters is not
      * supported. [...] Conditional handle flags and default values are
-     * updated as part of the graph update.": the type and context stay; the
-     * handle is the new graph's (its body's kernels name it), and with it its
-     * flags and default. No per-node exec setter takes one. */
+     * updated as part of the graph update.": the type, the number of bodies
+     * and the context stay; the handle is the new graph's (its bodies'
+     * kernels name it), and with it its flags and default. No per-node exec
+     * setter takes one. */
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-        return !exec_set && old->cond_type == nw->cond_type && old->ctx == nw->ctx
+        return !exec_set && old->cond_type == nw->cond_type && old->cond_size == nw->cond_size &&
+                       old->ctx == nw->ctx
                    ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
     default:
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;  /* host, empty, event record and wait: unrestricted */
