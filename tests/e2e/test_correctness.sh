@@ -1239,6 +1239,34 @@ for c in while_args if profiled; do
     adv name=r33/cond_$c eng_t="$SEEN" eng_p="$SEEN" xchk="$xchk" \
         attack="updates of graphs holding a conditional node ($c)" -- adv_cond $c
 done
+# Round 37: conditional nodes with several bodies (adv_condsw.c; IF with an
+# ELSE body and SWITCH, what XLA/JAX build for lax.cond / lax.switch, emulated
+# since round 37): kernels set the value before the node (cond_set from an
+# argument, cond_step from device memory). switch_temps / ifelse_temps: the
+# graph rebuilt each step, its bodies' kernels naming two temporaries
+# allocated and freed around each step (placed) and scalars that change on
+# some steps and repeat on others, the value picking each body in turn (and
+# none); untaken (IF/ELSE), untaken_switch (SWITCH of three): one graph
+# updated every step, where between two steps only the scalar of a body not
+# taken changes (a body node's setter) and the step that takes another body
+# (the value read from memory) changes nothing: a library that compared
+# graphs without their bodies skips those updates and computes stale sums
+# (shown by making core/fp_build.c describe a conditional node as an empty
+# one: 12 wrong-result failures, all in untaken*); profiled: one graph (a kernel, the value's kernel, a
+# SWITCH) launched 40 times with its input and value rotating, by exec
+# setters and by graph setters + update, under skip_profiled too. The report
+# must account for every update and show them all forwarded for the
+# conditional node (unsupported_node: the library reads no body), and the
+# library must have made no cuGraphClone nor instantiation of its own. All
+# passed on the library of 53cdcb3 as it was.
+COND37='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"] and T["updates_skipped"] == 0 and sum(e["forwarded_reasons"]["unsupported_node"] for e in X) == T["updates_forwarded"] and L.get("cuGraphClone", 0) == 0 and L.get("cuGraphInstantiateWithFlags", 0) == 0::every update seen is forwarded for the conditional node (unsupported_node), none skipped; no cuGraphClone or instantiation by the library'
+for c in switch_temps ifelse_temps untaken untaken_switch profiled; do
+    eng=$SEEN
+    # the program's buffers (the temporaries only bodies name among them) placed
+    [[ $c == *_temps ]] && eng="$SEEN and T['bytes_mapped'] > 0"
+    adv name=r37/cond_$c cfg="temp prof alias" eng_t="$eng" eng_p="$SEEN" xchk="$COND37" \
+        attack="updates of graphs holding an IF/ELSE or SWITCH node ($c)" -- adv_condsw $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
