@@ -220,6 +220,29 @@ static inline CUgraphNode adv_add_kernel(CUgraph g, const CUgraphNode *deps, siz
     return out;
 }
 
+/* A kernel node f(a0, a1, n) (the usual pointer, value-or-pointer, count
+ * signature; a0 and a1 point at the arguments) added to g after deps. */
+static inline CUgraphNode adv_add_kernel3(CUgraph g, const CUgraphNode *deps, size_t nd, CUfunction f,
+                                          void *a0, void *a1, uint64_t n)
+{
+    void *args[] = { a0, a1, &n };
+    return adv_add_kernel(g, deps, nd, f, args);
+}
+
+/* A conditional node (cuGraphAddNode) of type t with `size` bodies on
+ * handle h and context ctx in g after deps; its body graphs in body[]. */
+static inline CUgraphNode adv_add_cond(CUgraph g, const CUgraphNode *deps, size_t nd, CUcontext ctx,
+                                       CUgraphConditionalHandle h, CUgraphConditionalNodeType t,
+                                       unsigned size, CUgraph *body)
+{
+    CUgraphNode out;
+    CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_CONDITIONAL,
+                             .conditional = { .handle = h, .type = t, .size = size,
+                                              .phGraph_out = body, .ctx = ctx } };
+    MUST(cuGraphAddNode(&out, g, deps, NULL, nd, &np));
+    return out;
+}
+
 /* The parameters of a 1D device-to-device copy of `bytes` from src to dst. */
 static inline CUDA_MEMCPY3D adv_copy_1d(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
 {
@@ -294,6 +317,16 @@ static inline int adv_check_words(const char *name, CUdeviceptr d, const uint32_
                   first, got[first], want[first]);
     free(got);
     return ok;
+}
+
+/* Waits for st, then compares acc's n words with want (check "<what>_step<k>"). */
+static inline int adv_step_check(CUstream st, const char *what, int k, CUdeviceptr acc, const uint32_t *want,
+                                 size_t n)
+{
+    char name[64];
+    R(cuStreamSynchronize(st));
+    snprintf(name, sizeof name, "%s_step%d", what, k);
+    return adv_check_words(name, acc, want, n);
 }
 
 /* The buffers of the launch-order attacks (adv_order.c, adv_ptsz.c): n

@@ -43,20 +43,12 @@ static CUgraphNode add_add(CUgraph g, const CUgraphNode *deps, size_t nd, uint32
     return adv_add_kernel(g, deps, nd, f_add, args);
 }
 
-/* A conditional node of type t on h in g after deps; its body graph. */
+/* A conditional node of type t (one body) on h in g after deps; its body graph. */
 static CUgraph add_cond(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
                         CUgraphConditionalHandle h, CUgraphConditionalNodeType t)
 {
     CUgraph body = NULL;
-    CUgraphNodeParams np;
-    memset(&np, 0, sizeof np);
-    np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    np.conditional.handle = h;
-    np.conditional.type = t;
-    np.conditional.size = 1;
-    np.conditional.phGraph_out = &body;
-    np.conditional.ctx = ctx;
-    MUST(cuGraphAddNode(out, g, deps, NULL, nd, &np));
+    *out = adv_add_cond(g, deps, nd, ctx, h, t, 1, &body);
     return body;
 }
 
@@ -88,12 +80,9 @@ static CUgraphNode add_loop(CUgraph g, const CUgraphNode *deps, size_t nd, uint3
 static void launch_want(CUgraphExec e, CUstream st, const char *what, int k, uint32_t want)
 {
     uint32_t w[N];
-    char name[64];
     for (int i = 0; i < N; i++) w[i] = want;
     R(cuGraphLaunch(e, st));
-    R(cuStreamSynchronize(st));
-    snprintf(name, sizeof name, "%s_step%d", what, k);
-    adv_check_words(name, acc, w, N);
+    adv_step_check(st, what, k, acc, w, N);
 }
 
 static void case_while_args(CUstream st)
@@ -180,12 +169,7 @@ static void case_profiled(CUstream st)
         }
         R(cuGraphLaunch(e, st));
         for (int i = 0; i < N; i++) model[i] = model[i] * 3u + hin[b][i] + LOOPS;
-        if (k % 8 == 7) {
-            char name[64];
-            R(cuStreamSynchronize(st));
-            snprintf(name, sizeof name, "profiled_step%d", k);
-            adv_check_words(name, acc, model, N);
-        }
+        if (k % 8 == 7) adv_step_check(st, "profiled", k, acc, model, N);
     }
     R(cuStreamSynchronize(st));
     MUST(cuGraphExecDestroy(e));

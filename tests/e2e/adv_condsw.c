@@ -52,36 +52,10 @@ static CUcontext ctx;
 static CUfunction f_add, f_mad, f_fill, f_step, f_set;
 static CUdeviceptr acc;
 
+/* add_u32(acc, v, N) */
 static CUgraphNode add_add(CUgraph g, const CUgraphNode *deps, size_t nd, uint32_t v)
 {
-    uint64_t n = N;
-    void *args[] = { &acc, &v, &n };
-    return adv_add_kernel(g, deps, nd, f_add, args);
-}
-
-static CUgraphNode add_mad(CUgraph g, const CUgraphNode *deps, size_t nd, CUdeviceptr in)
-{
-    uint64_t n = N;
-    void *args[] = { &in, &acc, &n };
-    return adv_add_kernel(g, deps, nd, f_mad, args);
-}
-
-/* A conditional node of type t with `size` bodies on h in g after deps;
- * its bodies in body[]. */
-static CUgraphNode add_cond(CUgraph g, const CUgraphNode *deps, size_t nd, CUgraphConditionalHandle h,
-                            CUgraphConditionalNodeType t, unsigned size, CUgraph *body)
-{
-    CUgraphNode cn;
-    CUgraphNodeParams np;
-    memset(&np, 0, sizeof np);
-    np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    np.conditional.handle = h;
-    np.conditional.type = t;
-    np.conditional.size = size;
-    np.conditional.phGraph_out = body;
-    np.conditional.ctx = ctx;
-    MUST(cuGraphAddNode(&cn, g, deps, NULL, nd, &np));
-    return cn;
+    return adv_add_kernel3(g, deps, nd, f_add, &acc, &v, N);
 }
 
 /* acc = 0 (a memset node) in g. */
@@ -95,11 +69,8 @@ static CUgraphNode add_zero(CUgraph g)
 
 static void launch_check(CUgraphExec e, CUstream st, const char *what, int k, const uint32_t *want)
 {
-    char name[64];
     R(cuGraphLaunch(e, st));
-    R(cuStreamSynchronize(st));
-    snprintf(name, sizeof name, "%s_step%d", what, k);
-    adv_check_words(name, acc, want, N);
+    adv_step_check(st, what, k, acc, want, N);
 }
 
 /* The first or the only update of the exec with g (built anew each step):
@@ -138,12 +109,12 @@ static void case_temps(CUstream st, int sw)
         CUgraphNode z = add_zero(g);
         void *sargs[] = { &h, &v };
         CUgraphNode set = adv_add_kernel(g, &z, 1, f_set, sargs);
-        CUgraphNode cn = add_cond(g, &set, 1, h, sw ? CU_GRAPH_COND_TYPE_SWITCH : CU_GRAPH_COND_TYPE_IF,
+        CUgraphNode cn = adv_add_cond(g, &set, 1, ctx, h, sw ? CU_GRAPH_COND_TYPE_SWITCH : CU_GRAPH_COND_TYPE_IF,
                                   sw ? 3 : 2, body);
-        CUgraphNode a = add_mad(body[0], NULL, 0, t[0]);
+        CUgraphNode a = adv_add_kernel3(body[0], NULL, 0, f_mad, &t[0], &acc, N);
         add_add(body[0], &a, 1, s[0]);
         a = add_add(body[1], NULL, 0, s[1]);
-        add_mad(body[1], &a, 1, t[1]);
+        adv_add_kernel3(body[1], &a, 1, f_mad, &t[1], &acc, N);
         if (sw) {
             uint64_t n = N;
             void *fargs[] = { &acc, &s[2], &n };
@@ -188,7 +159,7 @@ static void case_untaken(CUstream st, int sw)
     uint64_t one = 1;
     void *cargs[] = { &scratch, &zero, &flag, &h, &one };
     CUgraphNode set = adv_add_kernel(g, &z, 1, f_step, cargs);
-    CUgraphNode cn = add_cond(g, &set, 1, h, sw ? CU_GRAPH_COND_TYPE_SWITCH : CU_GRAPH_COND_TYPE_IF, nb, body);
+    CUgraphNode cn = adv_add_cond(g, &set, 1, ctx, h, sw ? CU_GRAPH_COND_TYPE_SWITCH : CU_GRAPH_COND_TYPE_IF, nb, body);
     CUgraphNode bk[3];
     for (unsigned b = 0; b < nb; b++) bk[b] = add_add(body[b], NULL, 0, sc[b]);
     add_add(g, &cn, 1, 1);
@@ -235,7 +206,7 @@ static void case_profiled(CUstream st)
     uint32_t v = 0;
     void *sargs[] = { &h, &v };
     CUgraphNode set = adv_add_kernel(g, &mad, 1, f_set, sargs);
-    add_cond(g, &set, 1, h, CU_GRAPH_COND_TYPE_SWITCH, 3, body);
+    adv_add_cond(g, &set, 1, ctx, h, CU_GRAPH_COND_TYPE_SWITCH, 3, body);
     for (int b = 0; b < 3; b++) add_add(body[b], NULL, 0, adds[b]);
     CUgraphExec e;
     MUST(cuGraphInstantiateWithFlags(&e, g, 0));
@@ -255,12 +226,7 @@ static void case_profiled(CUstream st)
         }
         R(cuGraphLaunch(e, st));
         for (int i = 0; i < N; i++) model[i] = model[i] * 3u + hin[b][i] + (v < 3 ? adds[v] : 0u);
-        if (k % 8 == 7) {
-            char name[64];
-            R(cuStreamSynchronize(st));
-            snprintf(name, sizeof name, "profiled_step%d", k);
-            adv_check_words(name, acc, model, N);
-        }
+        if (k % 8 == 7) adv_step_check(st, "profiled", k, acc, model, N);
     }
     R(cuStreamSynchronize(st));
     adv_check_words("profiled_end", acc, model, N);

@@ -130,18 +130,25 @@ static void while_without_assign_default(void)
     CHECK_CU(cuMemFree(c), CUDA_SUCCESS);
 }
 
+/* A new graph *g with a handle *h (default 0, re-applied per launch):
+ * p = 1 (a memset); cond_set(h, v). Returns the cond_set node. */
+static CUgraphNode set_first(CUdeviceptr p, uint32_t v, CUgraph *g, CUgraphConditionalHandle *h)
+{
+    CUgraphNode ms;
+    CHECK_CU(cuGraphCreate(g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphConditionalHandleCreate(h, *g, g_ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS m = gu_set_1d(p, 1);
+    CHECK_CU(cuGraphAddMemsetNode(&ms, *g, NULL, 0, &m, g_ctx), CUDA_SUCCESS);
+    return add_set(*g, &ms, 1, *h, v);
+}
+
 /* IF: p = 1; cond_set(h, v); IF h { p = p * mul + 1 (then `extra` times
  * p = p * 1 + 0) }; p = p * 2. */
 static CUgraph make_if(CUdeviceptr p, uint32_t v, uint32_t mul, int extra, CUgraphNode *cond_node)
 {
     CUgraph g, body;
     CUgraphConditionalHandle h;
-    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-    CHECK_CU(cuGraphConditionalHandleCreate(&h, g, g_ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT), CUDA_SUCCESS);
-    CUgraphNode ms, st, cn;
-    CUDA_MEMSET_NODE_PARAMS m = gu_set_1d(p, 1);
-    CHECK_CU(cuGraphAddMemsetNode(&ms, g, NULL, 0, &m, g_ctx), CUDA_SUCCESS);
-    st = add_set(g, &ms, 1, h, v);
+    CUgraphNode cn, st = set_first(p, v, &g, &h);
     CHECK_CU(add_cond(&cn, g, &st, 1, h, CU_GRAPH_COND_TYPE_IF, 1, &body), CUDA_SUCCESS);
     CUgraphNode k = gu_add_affine(body, NULL, 0, p, mul, 1);
     while (extra--) k = gu_add_affine(body, &k, 1, p, 1, 0);
@@ -246,12 +253,7 @@ static CUgraph make_multi(CUdeviceptr p, CUgraphConditionalNodeType t, unsigned 
     CUgraph g, body[8] = { 0 };
     CUgraphConditionalHandle h;
     CHECK(size <= 8);
-    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-    CHECK_CU(cuGraphConditionalHandleCreate(&h, g, g_ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT), CUDA_SUCCESS);
-    CUgraphNode ms, st, cn;
-    CUDA_MEMSET_NODE_PARAMS m = gu_set_1d(p, 1);
-    CHECK_CU(cuGraphAddMemsetNode(&ms, g, NULL, 0, &m, g_ctx), CUDA_SUCCESS);
-    st = add_set(g, &ms, 1, h, v);
+    CUgraphNode cn, st = set_first(p, v, &g, &h);
     CHECK_CU(add_cond(&cn, g, &st, 1, h, t, size, body), CUDA_SUCCESS);
     for (unsigned b = 0; b < size; b++) {
         CHECK(body[b] != NULL);
