@@ -28,6 +28,7 @@
 #include "emu_graph.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ============================================================== capture */
@@ -248,6 +249,31 @@ int emu_capture_event_busy(CUevent ev)
     return c != NULL;
 }
 
+/* A batch of n copies on cs (emu_cap_lock held): n memcpy nodes on cs's
+ * last nodes, which they replace together; all parameters are checked
+ * before the first node is added. */
+static CUresult capture_add_batch(struct emu_capture *c, cap_stream *cs, const CUDA_MEMCPY3D *copies,
+                                  size_t n, CUcontext ctx)
+{
+    CUresult r = CUDA_SUCCESS;
+    if (!n) return CUDA_SUCCESS;
+    emu_nparams *np = calloc(n, sizeof *np);
+    CUgraphNode *nd = calloc(n, sizeof *nd);
+    size_t made = 0, added = 0;
+    if (!np || !nd) r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (; r == CUDA_SUCCESS && made < n; made++)
+        if ((r = emu_nparams_memcpy(&np[made], &copies[made], ctx)) != CUDA_SUCCESS) break;
+    for (; r == CUDA_SUCCESS && added < n; added++)
+        if ((r = emu_graph_node_add(c->graph, cs->deps, cs->edata, cs->n, &np[added], &nd[added])) != CUDA_SUCCESS)
+            break;
+    if (r == CUDA_SUCCESS && !cs_set_deps(cs, nd, NULL, n, 0)) r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS && added) c->invalidated = 1;   /* part of the batch is in the graph */
+    for (size_t i = added; i < made; i++) emu_nparams_free(&np[i]);
+    free(np);
+    free(nd);
+    return r;
+}
+
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
 {
     emu_nparams np;
@@ -258,6 +284,10 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
     if (!cs) { r = CUDA_ERROR_ILLEGAL_STATE; goto out; }
     if (c->invalidated) { r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; goto out; }
     CUcontext ctx = emu_stream_ctx(s);
+    if (op->type == CU_GRAPH_NODE_TYPE_MEMCPY && !op->copy) {
+        r = capture_add_batch(c, cs, op->copies, op->ncopies, ctx);
+        goto out;
+    }
     switch (op->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL:
         memset(&np, 0, sizeof np);

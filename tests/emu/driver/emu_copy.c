@@ -12,6 +12,7 @@
 #include "emu_stream.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -368,6 +369,156 @@ EMU_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstC
 {
     EMU_ENTRY_INIT();
     return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, 1, 0);
+}
+
+/* ------------------------------------------------------------------------
+ * Batches of copies (cuMemcpyBatchAsync, CUDA 12.8; _v2, without failIdx, 13.0)
+ * ---------------------------------------------------------------------- */
+/* "Performs a batch of memory copies. The batch as a whole executes in stream
+ * order but copies within a batch are not guaranteed to execute in any
+ * specific order. This API only supports pointer-to-pointer copies." Each
+ * copy is a unified-address 1D copy with cuMemcpyAsync's range checks. The
+ * checks, each answered CUDA_ERROR_INVALID_VALUE: count and numAttrs nonzero,
+ * the arrays present, "the first entry in attrsIdxs must always be 0 ...
+ * each entry must be greater than the previous entry and the last entry
+ * should be less than count ... numAttrs must be lesser than or equal to
+ * count"; "Each memcpy operation in the batch must have a valid
+ * CUmemcpyAttributes ... including the appropriate srcAccessOrder setting"
+ * (STREAM, DURING_API_CALL or ANY), flags DEFAULT or
+ * PREFER_OVERLAP_WITH_COMPUTE; "hStream ... Must not be legacy NULL stream"
+ * (NULL in the non-ptsz entry points, CU_STREAM_LEGACY in all). *failIdx
+ * (the 12.8 entry points) gets the index of the copy a failure pertains to,
+ * SIZE_MAX if none. A zero-sized copy does nothing (as cuMemcpyAsync's).
+ *
+ * Out of capture the batch is one work on the stream; a source whose
+ * attribute says DURING_API_CALL is read during the call ("all accesses
+ * must be complete before the API call returns") into the work, so the
+ * program may reuse it at once. During a capture each (nonzero) copy is one
+ * memcpy node, all of them depending on the stream's last nodes and
+ * together becoming its last nodes (no order within a batch); a batch with
+ * a DURING_API_CALL source cannot be captured here
+ * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, the capture invalidated: a graph
+ * reads its sources at each launch, not during the call). */
+typedef struct batch_work {
+    emu_work w;
+    size_t n;
+    CUDA_MEMCPY3D *p;               /* n copies, then the sources read during the call */
+} batch_work;
+
+static void batch_run(emu_work *w, emu_stream *s)
+{
+    (void)s;
+    batch_work *b = (batch_work *)w;
+    for (size_t i = 0; i < b->n; i++) emu_memcpy3d_exec(&b->p[i]);
+}
+
+static CUresult copy_batch(const char *call, const CUdeviceptr *dsts, const CUdeviceptr *srcs,
+                           const size_t *sizes, size_t count, const CUmemcpyAttributes *attrs,
+                           const size_t *attrs_idxs, size_t nattrs, size_t *fail_idx, CUstream h, int pt)
+{
+    if (fail_idx) *fail_idx = SIZE_MAX;
+    if (!count || !dsts || !srcs || !sizes || !attrs || !attrs_idxs || !nattrs || nattrs > count ||
+        attrs_idxs[0] != 0 || h == CU_STREAM_LEGACY || (!h && !pt))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 0; k < nattrs; k++) {
+        if ((k && attrs_idxs[k] <= attrs_idxs[k - 1]) || attrs_idxs[k] >= count) return CUDA_ERROR_INVALID_VALUE;
+        if (attrs[k].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+            attrs[k].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY ||
+            (attrs[k].flags & ~(unsigned)CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE)) {
+            if (fail_idx) *fail_idx = attrs_idxs[k];
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    emu_stream *s;
+    CUresult r = emu_stream_get(h, pt, &s);
+    if (r != CUDA_SUCCESS) return r;
+    size_t n = 0, snap = 0, k = 0;
+    for (size_t i = 0; i < count; i++) {
+        while (k + 1 < nattrs && attrs_idxs[k + 1] <= i) k++;
+        if (!sizes[i]) continue;
+        n++;
+        if (attrs[k].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) snap += sizes[i];
+    }
+    CUDA_MEMCPY3D *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    n = 0;
+    k = 0;
+    for (size_t i = 0; i < count; i++) {
+        while (k + 1 < nattrs && attrs_idxs[k + 1] <= i) k++;
+        if (!sizes[i]) continue;
+        CUDA_MEMCPY3D *c = &p[n++];
+        c->srcMemoryType = c->dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+        c->srcDevice = srcs[i];
+        c->dstDevice = dsts[i];
+        c->WidthInBytes = sizes[i];
+        c->Height = c->Depth = 1;
+        if ((r = emu_memcpy3d_check(c)) != CUDA_SUCCESS) {
+            if (fail_idx) *fail_idx = i;
+            free(p);
+            return r;
+        }
+    }
+    if (emu_stream_capture(s)) {
+        emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEMCPY, .copies = p, .ncopies = n };
+        if (snap) {
+            emu_capture_invalidate(s);
+            r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        } else {
+            r = emu_capture_add(s, &op);
+        }
+        free(p);
+        return r;
+    }
+    batch_work *b = (batch_work *)emu_work_new(sizeof *b + n * sizeof *p + snap, call, batch_run);
+    b->n = n;
+    b->p = (CUDA_MEMCPY3D *)(b + 1);
+    unsigned char *at = (unsigned char *)(b->p + n);
+    n = 0;
+    k = 0;
+    for (size_t i = 0; i < count; i++) {
+        while (k + 1 < nattrs && attrs_idxs[k + 1] <= i) k++;
+        if (!sizes[i]) continue;
+        CUDA_MEMCPY3D *c = &b->p[n];
+        *c = p[n++];
+        if (attrs[k].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) {
+            memcpy(at, (const void *)(uintptr_t)c->srcDevice, c->WidthInBytes);
+            c->srcMemoryType = CU_MEMORYTYPE_HOST;
+            c->srcHost = at;
+            at += c->WidthInBytes;
+        }
+        emu_memcpy3d_touch(&b->w, c);
+    }
+    free(p);
+    return emu_stream_submit(call, s, 0, NULL, &b->w);
+}
+
+EMU_EXPORT CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                       CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                       size_t *failIdx, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return copy_batch(__func__, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream, 0);
+}
+EMU_EXPORT CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                            CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                            size_t *failIdx, CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return copy_batch(__func__, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream, 1);
+}
+EMU_EXPORT CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                          CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return copy_batch(__func__, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream, 0);
+}
+EMU_EXPORT CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                               CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                               CUstream hStream)
+{
+    EMU_ENTRY_INIT();
+    return copy_batch(__func__, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream, 1);
 }
 
 #undef H

@@ -542,6 +542,9 @@ typedef struct emu_capture_op {
     const CUlaunchAttribute *attrs;   /* KERNEL: cuLaunchKernelEx's (checked), over the stream's */
     unsigned nattrs;
     const CUDA_MEMCPY3D *copy;        /* MEMCPY */
+    const CUDA_MEMCPY3D *copies;      /* MEMCPY, a batch (copy NULL): ncopies nodes, each on the
+                                       * stream's last nodes, together its new last nodes */
+    size_t ncopies;
     const CUDA_MEMSET_NODE_PARAMS *set; /* MEMSET */
     const CUDA_HOST_NODE_PARAMS *host;  /* HOST */
     size_t mem_bytes;                 /* MEM_ALLOC: size, device; *mem_out gets the address */
