@@ -35,10 +35,13 @@
  *              add (events); the batch tmp <- acc on the forked stream on
  *              even steps, on the origin stream on odd ones: only the edges
  *              differ;
+ *   zero_alone as zero_copy with the batch replaced by cuMemcpyAsync (hooked):
+ *              nothing unhooked, the record must match the graph (no
+ *              read-back) and still see the source change;
  *   outside    no capture: batches between placed buffers (cuMemAlloc'd,
  *              freed and allocated again each step), one source read during
  *              the call from a host buffer overwritten at once.
- * Usage: adv_unhooked operands|replace|zero_copy|zero_order|join|outside
+ * Usage: adv_unhooked operands|replace|zero_copy|zero_order|join|zero_alone|outside
  */
 #include "adv_common.h"
 
@@ -153,6 +156,13 @@ static void case_captured(int which, CUstream s, CUstream s2)
             }
             mad(s, tmp, out);
             break;
+        case 5:                                            /* zero_alone */
+            fill(s, acc, 5);
+            R(cuMemcpyDtoDAsync(dummy, in[0], 0, s));
+            R(cuMemcpyAsync(tmp, in[r % 3], BYTES, s));
+            mad(s, tmp, acc);
+            src = hin[r % 3];
+            break;
         case 4:                                            /* join */
             fill(s, acc, 5);
             fill(s, out, 0);
@@ -166,8 +176,9 @@ static void case_captured(int which, CUstream s, CUstream s2)
             break;
         }
         finish_step(s, &e, &prev);
-        static const char *const names[] = { "operands", "replace", "zero_copy", "zero_order", "join" };
-        if (which <= 2) {
+        static const char *const names[] = { "operands", "replace", "zero_copy", "zero_order", "join",
+                                             "zero_alone" };
+        if (which <= 2 || which == 5) {
             for (int i = 0; i < N; i++) want[i] = (5u + (uint32_t)i) * 3u + src[i];
             check_step(names[which], k, acc, want);
         } else {
@@ -215,7 +226,7 @@ static void case_outside(CUstream s)
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "operands", "replace", "zero_copy", "zero_order", "join",
-                                         "outside", NULL };
+                                         "zero_alone", "outside", NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
@@ -235,7 +246,7 @@ int main(int argc, char **argv)
     MUST(cuMemsetD32(acc, 0, N));
     MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     MUST(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-    if (which == 5) case_outside(s);
+    if (which == 6) case_outside(s);
     else case_captured(which, s, s2);
     MUST(cuStreamDestroy(s));
     MUST(cuStreamDestroy(s2));

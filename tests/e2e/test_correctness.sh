@@ -1267,6 +1267,28 @@ for c in switch_temps ifelse_temps untaken untaken_switch profiled; do
     adv name=r37/cond_$c cfg="temp prof alias" eng_t="$eng" eng_p="$SEEN" xchk="$COND37" \
         attack="updates of graphs holding an IF/ELSE or SWITCH node ($c)" -- adv_condsw $c
 done
+# Round 35: re-captured graphs holding nodes that a call the library does not
+# hook adds (adv_unhooked.c; cuMemcpyBatchAsync_v2, emulated since round 35:
+# one memcpy node per copy), beside a temporary freed and allocated between
+# captures (placed). The record lacks the unhooked node: its counts must
+# differ from the driver's and the graph be read back (count_mismatch), the
+# update forwarded where the unhooked node changed. zero_copy and zero_order
+# add a zero-byte cuMemcpyDtoDAsync, for which the driver makes no node: on
+# 53cdcb3 the recorder held a node for it, the counts agreed, and updates
+# changing the batch's source (zero_copy) or its place (zero_order) were
+# skipped (8 and 6 wrong checks); fixed in core/cap_record.c (gb_empty).
+# zero_alone: the zero-byte copy alone is recorded as the driver made it.
+# outside: batches between placed buffers, no capture.
+UNH_RB='G["read_back"]["count_mismatch"] >= 12 and G["recorded"] == 0 and T["updates_forwarded"] >= 4 and '"$AUDIT_OK"
+for c in operands:"$UNH_RB" replace:'G["read_back"]["count_mismatch"] >= 6 and G["recorded"] >= 6 and T["updates_forwarded"] >= 4 and '"$AUDIT_OK" \
+         zero_copy:"$UNH_RB" zero_order:"$UNH_RB" join:"$UNH_RB" \
+         zero_alone:'all(v == 0 for v in G["read_back"].values()) and G["recorded"] >= 12 and T["updates_forwarded"] >= 7 and T["updates_skipped"] >= 4 and '"$AUDIT_OK"; do
+    adv name=r35/unhooked_${c%%:*} eng_t="$SEEN" eng_p="$SEEN" env="$AUDIT" \
+        xchk="${c#*:}::graphs with an unhooked node read back (count_mismatch), the changes forwarded; records audited" \
+        attack="re-captured graphs with nodes of an unhooked call (${c%%:*})" -- adv_unhooked ${c%%:*}
+done
+adv name=r35/unhooked_outside eng_t="$PLACED" eng_p="$PLACED" \
+    attack="unhooked batch copies between placed buffers, outside capture" -- adv_unhooked outside
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
