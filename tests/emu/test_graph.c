@@ -837,10 +837,12 @@ TEST(remove_dependencies_and_copy_attributes)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
-/* Node kinds not emulated (external semaphores, batch memory operations):
- * adding one is refused with CUDA_ERROR_NOT_SUPPORTED and adds nothing;
- * their setters find no node of their kind (CUDA_ERROR_INVALID_VALUE). The
- * event nodes' setters find no event node either (test_evnodes.c). */
+/* Node kinds not emulated (external semaphores): adding one is refused with
+ * CUDA_ERROR_NOT_SUPPORTED and adds nothing; their setters find no node of
+ * their kind (CUDA_ERROR_INVALID_VALUE). A batch memory operation node
+ * without operations is refused (CUDA_ERROR_INVALID_VALUE; the node kind is
+ * emulated since round 35: test_memops.c), and the batch and event nodes'
+ * setters find no node of their kind either (test_evnodes.c). */
 TEST(unemulated_node_kinds)
 {
     CUgraph g;
@@ -857,7 +859,7 @@ TEST(unemulated_node_kinds)
     memset(&bm, 0, sizeof bm);
     CHECK_CU(cuGraphAddExternalSemaphoresSignalNode(&out, g, NULL, 0, &sig), CUDA_ERROR_NOT_SUPPORTED);
     CHECK_CU(cuGraphAddExternalSemaphoresWaitNode(&out, g, NULL, 0, &wt), CUDA_ERROR_NOT_SUPPORTED);
-    CHECK_CU(cuGraphAddBatchMemOpNode(&out, g, NULL, 0, &bm), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuGraphAddBatchMemOpNode(&out, g, NULL, 0, &bm), CUDA_ERROR_INVALID_VALUE);
     CHECK(out == NULL);
     CHECK_CU(cuGraphAddEventRecordNode(&out, NULL, NULL, 0, ev), CUDA_ERROR_INVALID_VALUE);
     size_t n = 0;

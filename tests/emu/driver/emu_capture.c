@@ -320,6 +320,8 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
      * graph as an external event node when performing stream capture." */
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: r = emu_nparams_event(&np, op->type, op->event); break;
+    /* Stream memory operations (emu_copy.c): one batch memory operation node. */
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: r = emu_nparams_memops(&np, op->memops, op->nmemops, 0, ctx); break;
     default:                        r = CUDA_ERROR_NOT_SUPPORTED; break;
     }
     if (r != CUDA_SUCCESS) goto out;

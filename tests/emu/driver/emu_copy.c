@@ -1,8 +1,9 @@
 /*
  * emu_copy.c: copies (1D, 2D, 3D, every direction, between contexts,
  * synchronous and asynchronous), memsets (8/16/32-bit, 1D and 2D) and stream memory
- * operations (32- and 64-bit write and wait) of the emulated CUDA driver,
- * with the driver's range checks; the copy and memset executors and range
+ * operations (32- and 64-bit write and wait, cuStreamBatchMemOp; captured as
+ * batch memory operation nodes) of the emulated CUDA driver, with the
+ * driver's range checks; the copy and memset executors and range
  * recorders graph nodes use (emu_memcpy3d_*, emu_memset_*).
  *
  * Locks: none of its own. Work goes through emu_stream_submit (emu_stream.c); the
@@ -18,74 +19,158 @@
 #include <time.h>
 
 /* ------------------------------------------------------------------------
- * Stream memory operations (32- and 64-bit write and wait)
+ * Stream memory operations (32- and 64-bit write and wait, batches)
  * ---------------------------------------------------------------------- */
-typedef struct memop_work {
-    emu_work w;
-    CUdeviceptr addr;
-    uint64_t value;
-    unsigned size;                  /* 4 or 8 */
-    unsigned flags;
-    int wait;
-} memop_work;
-
-static uint64_t memop_load(const memop_work *m)
+/* One operation's address and width (0: none: a flush or a barrier). */
+static unsigned memop_size(const CUstreamBatchMemOpParams *o)
 {
-    if (m->size == 8) return __atomic_load_n((uint64_t *)(uintptr_t)m->addr, __ATOMIC_ACQUIRE);
-    return __atomic_load_n((uint32_t *)(uintptr_t)m->addr, __ATOMIC_ACQUIRE);
+    switch (o->operation) {
+    case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+    case CU_STREAM_MEM_OP_WRITE_VALUE_32: return 4;
+    case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+    case CU_STREAM_MEM_OP_WRITE_VALUE_64: return 8;
+    default: return 0;
+    }
 }
 
-static int memop_satisfied(const memop_work *m)
+static int memop_is_wait(const CUstreamBatchMemOpParams *o)
 {
-    uint64_t cur = memop_load(m), v = m->value;
-    uint64_t mask = m->size == 8 ? ~(uint64_t)0 : 0xffffffffu;
-    switch (m->flags & 3) {
+    return o->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 || o->operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+}
+
+/* cuStreamBatchMemOp: "count The number of operations in the array. Must be
+ * less than 256 ... flags Reserved for future expansion; must be 0"; each
+ * operation as its single call checks it (cuStreamWaitValue32 and friends:
+ * an aligned address in device memory, pinned or registered host memory
+ * included; the wait type with CU_STREAM_WAIT_VALUE_FLUSH, or
+ * CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER), a flush of remote writes with
+ * flags 0, a memory barrier ("Only supported in the _v2 API") of type SYS or
+ * GPU; any other operation: CUDA_ERROR_INVALID_VALUE. */
+CUresult emu_memops_check(const CUstreamBatchMemOpParams *ops, unsigned n, unsigned flags, int v2)
+{
+    emu_range r;
+    if (!ops || !n || n >= 256 || flags) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        const CUstreamBatchMemOpParams *o = &ops[i];
+        unsigned size = memop_size(o);
+        switch (o->operation) {
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+            if (o->waitValue.flags & ~(3u | CU_STREAM_WAIT_VALUE_FLUSH)) return CUDA_ERROR_INVALID_VALUE;
+            break;
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+            if (o->writeValue.flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
+                return CUDA_ERROR_INVALID_VALUE;
+            break;
+        case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+            if (o->flushRemoteWrites.flags) return CUDA_ERROR_INVALID_VALUE;
+            break;
+        case CU_STREAM_MEM_OP_BARRIER:
+            if (!v2 || o->memoryBarrier.flags > CU_STREAM_MEMORY_BARRIER_TYPE_GPU) return CUDA_ERROR_INVALID_VALUE;
+            break;
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (!size) continue;
+        CUdeviceptr a = o->waitValue.address;   /* the same place in both structs */
+        if (!a || a % size || !emu_mem_find(a, &r) || a + size > r.base + r.size) return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+void emu_memops_touch(emu_work *w, const CUstreamBatchMemOpParams *ops, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (memop_size(&ops[i])) emu_work_touch_range(w, ops[i].waitValue.address, memop_size(&ops[i]));
+}
+
+static uint64_t memop_load(CUdeviceptr a, unsigned size)
+{
+    if (size == 8) return __atomic_load_n((uint64_t *)(uintptr_t)a, __ATOMIC_ACQUIRE);
+    return __atomic_load_n((uint32_t *)(uintptr_t)a, __ATOMIC_ACQUIRE);
+}
+
+static int memop_satisfied(const CUstreamBatchMemOpParams *o, unsigned size)
+{
+    uint64_t cur = memop_load(o->waitValue.address, size);
+    uint64_t v = size == 8 ? o->waitValue.value64 : o->waitValue.value;
+    uint64_t mask = size == 8 ? ~(uint64_t)0 : 0xffffffffu;
+    switch (o->waitValue.flags & 3) {
     case CU_STREAM_WAIT_VALUE_GEQ:
-        return m->size == 8 ? (int64_t)(cur - v) >= 0 : (int32_t)(uint32_t)(cur - v) >= 0;
+        return size == 8 ? (int64_t)(cur - v) >= 0 : (int32_t)(uint32_t)(cur - v) >= 0;
     case CU_STREAM_WAIT_VALUE_EQ: return cur == v;
     case CU_STREAM_WAIT_VALUE_AND: return (cur & v) != 0;
     default: return (~(cur | v) & mask) != 0;   /* NOR */
     }
 }
 
+/* Runs the operations in order: a write stores, a wait blocks until its
+ * condition holds (flushes and barriers: nothing to do on one host). */
+void emu_memops_exec(const CUstreamBatchMemOpParams *ops, unsigned n, int dev, const char *what)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const CUstreamBatchMemOpParams *o = &ops[i];
+        unsigned size = memop_size(o);
+        if (!size) continue;
+        CUdeviceptr a = o->waitValue.address;
+        if (!emu_mem_accessible(a, size, dev)) {
+            emu_violation(what, "illegal address 0x%llx (%u bytes not accessible to device %d)",
+                          (unsigned long long)a, size, dev);
+            return;
+        }
+        if (!memop_is_wait(o)) {
+            if (size == 8) __atomic_store_n((uint64_t *)(uintptr_t)a, o->writeValue.value64, __ATOMIC_RELEASE);
+            else __atomic_store_n((uint32_t *)(uintptr_t)a, o->writeValue.value, __ATOMIC_RELEASE);
+            continue;
+        }
+        struct timespec ts = { 0, 20000 };
+        while (!memop_satisfied(o, size)) nanosleep(&ts, NULL);
+    }
+}
+
+typedef struct memop_work {
+    emu_work w;
+    unsigned n;
+    CUstreamBatchMemOpParams ops[];
+} memop_work;
+
 static void memop_run(emu_work *w, emu_stream *s)
 {
     memop_work *m = (memop_work *)w;
-    if (!emu_mem_accessible(m->addr, m->size, s->device)) {
-        emu_violation(w->what, "illegal address 0x%llx (%u bytes not accessible to device %d)",
-                      (unsigned long long)m->addr, m->size, s->device);
-        return;
-    }
-    if (!m->wait) {
-        if (m->size == 8) __atomic_store_n((uint64_t *)(uintptr_t)m->addr, m->value, __ATOMIC_RELEASE);
-        else __atomic_store_n((uint32_t *)(uintptr_t)m->addr, (uint32_t)m->value, __ATOMIC_RELEASE);
-        return;
-    }
-    struct timespec ts = { 0, 20000 };
-    while (!memop_satisfied(m)) nanosleep(&ts, NULL);
+    emu_memops_exec(m->ops, m->n, s->device, w->what);
 }
 
-/* Memory operations cannot be captured here (no batch-mem-op graph nodes in
- * the emulation): a capturing stream fails with
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+/* Queues n checked operations on stream h, or, on a capturing stream, adds
+ * them as one batch memory operation node (CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
+ * the node cuGraphAddBatchMemOpNode makes). */
+static CUresult memops_submit(const char *call, CUstream h, int pt, const CUstreamBatchMemOpParams *ops,
+                              unsigned n, unsigned flags, int v2)
+{
+    emu_stream *s;
+    CUresult res = emu_memops_check(ops, n, flags, v2);
+    if (res != CUDA_SUCCESS || (res = emu_stream_get(h, pt, &s)) != CUDA_SUCCESS) return res;
+    memop_work *m = (memop_work *)emu_work_new(sizeof *m + n * sizeof *ops, call, memop_run);
+    m->n = n;
+    memcpy(m->ops, ops, n * sizeof *ops);
+    emu_memops_touch(&m->w, ops, n);
+    emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, .memops = m->ops, .nmemops = n };
+    return emu_stream_submit(call, s, 0, &op, &m->w);
+}
+
+/* cuStreamWriteValue32/64, cuStreamWaitValue32/64: a batch of one. */
 static CUresult memop(const char *call, CUstream h, int pt, CUdeviceptr addr, uint64_t value,
                       unsigned size, unsigned flags, int wait)
 {
-    emu_stream *s;
-    emu_range r;
-    unsigned known = wait ? 3u | CU_STREAM_WAIT_VALUE_FLUSH : CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
-    if ((flags & ~known) || !addr || addr % size) return CUDA_ERROR_INVALID_VALUE;
-    if (!emu_mem_find(addr, &r) || addr + size > r.base + r.size) return CUDA_ERROR_INVALID_VALUE;
-    CUresult res = emu_stream_get(h, pt, &s);
-    if (res != CUDA_SUCCESS) return res;
-    memop_work *m = (memop_work *)emu_work_new(sizeof *m, call, memop_run);
-    m->addr = addr;
-    m->value = value;
-    m->size = size;
-    m->flags = flags;
-    m->wait = wait;
-    emu_work_touch_range(&m->w, addr, size);
-    return emu_stream_submit(call, s, 0, NULL, &m->w);
+    CUstreamBatchMemOpParams o;
+    memset(&o, 0, sizeof o);
+    o.operation = wait ? (size == 8 ? CU_STREAM_MEM_OP_WAIT_VALUE_64 : CU_STREAM_MEM_OP_WAIT_VALUE_32)
+                       : (size == 8 ? CU_STREAM_MEM_OP_WRITE_VALUE_64 : CU_STREAM_MEM_OP_WRITE_VALUE_32);
+    o.waitValue.address = addr;
+    if (size == 8) o.waitValue.value64 = value;
+    else o.waitValue.value = (cuuint32_t)value;
+    o.waitValue.flags = flags;
+    return memops_submit(call, h, pt, &o, 1, 0, 1);
 }
 
 #define MEMOP_EXPORTS(name, type, size, wait)                                               \
@@ -102,6 +187,19 @@ MEMOP_EXPORTS(cuStreamWriteValue32, cuuint32_t, 4, 0)
 MEMOP_EXPORTS(cuStreamWaitValue32, cuuint32_t, 4, 1)
 MEMOP_EXPORTS(cuStreamWriteValue64, cuuint64_t, 8, 0)
 MEMOP_EXPORTS(cuStreamWaitValue64, cuuint64_t, 8, 1)
+
+EMU_EXPORT CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+                                       unsigned int flags)
+{ EMU_ENTRY_INIT(); return memops_submit(__func__, stream, 0, paramArray, count, flags, 0); }
+EMU_EXPORT CUresult cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count,
+                                            CUstreamBatchMemOpParams *paramArray, unsigned int flags)
+{ EMU_ENTRY_INIT(); return memops_submit(__func__, stream, 1, paramArray, count, flags, 0); }
+EMU_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+                                          unsigned int flags)
+{ EMU_ENTRY_INIT(); return memops_submit(__func__, stream, 0, paramArray, count, flags, 1); }
+EMU_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
+                                               CUstreamBatchMemOpParams *paramArray, unsigned int flags)
+{ EMU_ENTRY_INIT(); return memops_submit(__func__, stream, 1, paramArray, count, flags, 1); }
 
 /* ------------------------------------------------------------------------
  * Copies

@@ -350,6 +350,9 @@ static void run_snapshot(const emu_nparams *v, size_t n, emu_stream *s, int dev,
         case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_exec(&p->copy); break;
         case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_exec(&p->set); break;
         case CU_GRAPH_NODE_TYPE_HOST:   p->host.fn(p->host.userData); break;
+        case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:   /* in its context's device, a wait blocking the launch */
+            emu_memops_exec(p->memops, p->nmemops, p->ctx ? emu_ctx_device(p->ctx) : dev, what);
+            break;
         case CU_GRAPH_NODE_TYPE_MEM_FREE:
             if (p->mem_gen) emu_mem_free_async_complete(p->mem_ptr, p->mem_gen);
             break;
@@ -451,6 +454,7 @@ static CUresult launch_snap(CUgraphExec e, emu_nparams *v, size_t *n, emu_work *
         case CU_GRAPH_NODE_TYPE_KERNEL: emu_work_touch_words(w, p->args->data, p->args->size); break;
         case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_touch(w, &p->copy); break;
         case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_touch(w, &p->set); break;
+        case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: emu_memops_touch(w, p->memops, p->nmemops); break;
         case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
             size_t nb = 0;          /* every body: the value is read when the node runs */
             for (unsigned b = 0; b < x->nsub; b++) nb += emu_exec_count(x->sub[b]);

@@ -168,7 +168,7 @@ EMU_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUg
 }
 
 /* Exec updates of node types the emulation never creates (external
- * semaphores, batch memory operations): the node can only be of another
+ * semaphores): the node can only be of another
  * type, which the driver refuses with CUDA_ERROR_INVALID_VALUE. */
 static CUresult exec_set_unemulated(CUgraphExec e, CUgraphNode h, const void *params)
 {
@@ -190,11 +190,16 @@ EMU_EXPORT CUresult cuGraphExecExternalSemaphoresWaitNodeSetParams(
     return exec_set_unemulated(hGraphExec, hNode, nodeParams);
 }
 
+/* The fields that may change: emu_nparams_change_check. */
 EMU_EXPORT CUresult cuGraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                                        const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
 {
     EMU_ENTRY_INIT();
-    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
+    emu_nparams p;
+    exec_node *x = emu_exec_ok(hGraphExec) ? exec_find(hGraphExec, hNode) : NULL;
+    if (!x || !nodeParams || x->p.type != CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_memops(&p, nodeParams->paramArray, nodeParams->count, nodeParams->flags, nodeParams->ctx);
+    return r != CUDA_SUCCESS ? CUDA_ERROR_INVALID_VALUE : exec_set(hGraphExec, hNode, &p);
 }
 
 /* --------------------------------------------------------------- update */

@@ -497,6 +497,45 @@ EMU_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent even
     return event_set(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }
 
+/* Batch memory operation nodes (docs/emulator.md, "Stream memory operations
+ * in graphs"): the operations as cuStreamBatchMemOp_v2 checks them, copied
+ * ("the paramArray inside nodeParams is copied and therefore it can be
+ * freed after the call returns"). */
+EMU_EXPORT CUresult cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode *dependencies, size_t numDependencies,
+                                             const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    CHECK_GRAPH_OUT(phGraphNode, hGraph);
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_graph_deps_check(hGraph, dependencies, NULL, numDependencies);
+    emu_nparams p;
+    if (r == CUDA_SUCCESS)
+        r = emu_nparams_memops(&p, nodeParams->paramArray, nodeParams->count, nodeParams->flags, nodeParams->ctx);
+    return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p);
+}
+
+/* "The paramArray returned in nodeParams_out is owned by the node." */
+EMU_EXPORT CUresult cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams_out)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams_out || node_of(hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)) return CUDA_ERROR_INVALID_VALUE;
+    nodeParams_out->ctx = hNode->p.ctx;
+    nodeParams_out->count = hNode->p.nmemops;
+    nodeParams_out->paramArray = hNode->p.memops;
+    nodeParams_out->flags = 0;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
+{
+    EMU_ENTRY_INIT();
+    if (!nodeParams || node_of(hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)) return CUDA_ERROR_INVALID_VALUE;
+    emu_nparams p;
+    CUresult r = emu_nparams_memops(&p, nodeParams->paramArray, nodeParams->count, nodeParams->flags, nodeParams->ctx);
+    return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
+}
+
 static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
                             size_t n, CUgraphNodeParams *params)
 {

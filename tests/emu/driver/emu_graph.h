@@ -101,6 +101,13 @@ typedef struct emu_nparams {
                                      * holds their instances: exec_node.sub) */
     struct emu_nparams *body;       /* CONDITIONAL in a launch snapshot: its bodies' nodes, each
                                      * body's in order, one body after the other (owned; nbody) */
+    CUgraphConditionalHandle cond;  /* CONDITIONAL: its handle (emu_cond.c); its body graph is
+                                     * `child` in a graph, exec_node.sub in an exec */
+    CUgraphConditionalNodeType cond_type; /* CONDITIONAL: IF or WHILE */
+    CUstreamBatchMemOpParams *memops; /* BATCH_MEM_OP: its operations (owned), nmemops of them; */
+    unsigned nmemops;               /* ctx: the context they run in */
+    struct emu_nparams *body;       /* CONDITIONAL in a launch snapshot: its body's nodes in
+                                     * order (owned; nbody of them) */
     size_t nbody;
     size_t *body_end;               /* ...body i is body[i ? body_end[i-1] : 0 .. body_end[i]) (owned;
                                      * cond_size entries) */
@@ -209,6 +216,10 @@ CUresult emu_nparams_memset(emu_nparams *np, const CUDA_MEMSET_NODE_PARAMS *s, C
 CUresult emu_nparams_host(emu_nparams *np, const CUDA_HOST_NODE_PARAMS *h);
 CUresult emu_nparams_child(emu_nparams *np, CUgraph child);
 CUresult emu_nparams_event(emu_nparams *np, CUgraphNodeType type, CUevent ev);
+/* A batch memory operation node (emu_copy.c checks the operations:
+ * emu_memops_check); ctx NULL: the current context. */
+CUresult emu_nparams_memops(emu_nparams *np, const CUstreamBatchMemOpParams *ops, unsigned n, unsigned flags,
+                            CUcontext ctx);
 void emu_nparams_empty(emu_nparams *np);
 /* Whether an update from `a` to `b` changes nothing the node does (the
  * "changed nodes" the statistics count: emu_stat_nodes). */

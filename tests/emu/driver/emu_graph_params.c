@@ -2,7 +2,8 @@
  * emu_graph_params.c: the parameters of graph nodes of the emulated CUDA
  * driver (emu_nparams, emu_graph.h): building them from each node type's
  * input (kernel, memcpy, memset, host, empty, memory allocation and free,
- * child graph, event record and wait; the generic cuGraphNodeParams), copying and freeing them, the kernel node
+ * child graph, event record and wait, batch memory operations; the generic
+ * cuGraphNodeParams), copying and freeing them, the kernel node
  * attributes CUDA documents as valid for graph nodes (stored per node with
  * CUDA's defaults: all zero except memSyncDomainMap.remote = 1; no effect on
  * how the emulation runs a kernel; other ids give CUDA_ERROR_INVALID_VALUE),
@@ -17,6 +18,7 @@
  */
 #include "emu_graph.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ============================================================ node params */
@@ -87,6 +89,9 @@ void emu_nparams_free(emu_nparams *p)
     p->cond_body = NULL;
     if (p->event) emu_event_unref(p->event);
     p->event = NULL;
+    free(p->memops);
+    p->memops = NULL;
+    p->nmemops = 0;
     for (size_t i = 0; i < p->nbody; i++) emu_nparams_free(&p->body[i]);
     free(p->body);
     free(p->body_end);
@@ -107,8 +112,17 @@ int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
     dst->body = NULL;               /* conditional node is never cloned ("The graph cannot be */
     dst->body_end = NULL;           /* cloned"): a copy keeps the handle, type, size, context */
     dst->nbody = 0;
+    dst->body = NULL;               /* a snapshot's body is never copied; a graph's conditional */
+    dst->nbody = 0;                 /* node is never cloned ("The graph cannot be cloned") */
+    dst->memops = NULL;
+    dst->nmemops = 0;
     if (src->event) emu_event_ref(src->event);
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) dst->mem_ptr = 0;
+    if (src->memops) {
+        if (!(dst->memops = malloc(src->nmemops * sizeof *src->memops))) return 0;
+        memcpy(dst->memops, src->memops, src->nmemops * sizeof *src->memops);
+        dst->nmemops = src->nmemops;
+    }
     if (src->args && !(dst->args = emu_args_clone(src->args))) return 0;
     if (src->child && emu_graph_clone(src->child, &dst->child) != CUDA_SUCCESS) return 0;
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
@@ -266,6 +280,25 @@ void emu_nparams_empty(emu_nparams *np)
     np->type = CU_GRAPH_NODE_TYPE_EMPTY;
 }
 
+/* cuGraphAddBatchMemOpNode: "the paramArray inside nodeParams is copied";
+ * the operations are checked as cuStreamBatchMemOp_v2 checks them; the
+ * context must be live (NULL: the current one). */
+CUresult emu_nparams_memops(emu_nparams *np, const CUstreamBatchMemOpParams *ops, unsigned n, unsigned flags,
+                            CUcontext ctx)
+{
+    CUresult r = emu_memops_check(ops, n, flags, 1);
+    if (r != CUDA_SUCCESS) return r;
+    if (!ctx) ctx = emu_ctx_current();
+    if (!ctx || !emu_ctx_live(ctx)) return CUDA_ERROR_INVALID_VALUE;
+    memset(np, 0, sizeof *np);
+    if (!(np->memops = malloc(n * sizeof *ops))) return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(np->memops, ops, n * sizeof *ops);
+    np->nmemops = n;
+    np->type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+    np->ctx = ctx;
+    return CUDA_SUCCESS;
+}
+
 /* Kernel arguments are packed into zeroed storage, so their bytes compare;
  * attribute values compare as stored. */
 int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
@@ -297,6 +330,9 @@ int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
         return a->event == b->event;
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
         return a->cond == b->cond && a->cond_type == b->cond_type && a->cond_size == b->cond_size;
+        return a->cond == b->cond && a->cond_type == b->cond_type;
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        return a->nmemops == b->nmemops && memcmp(a->memops, b->memops, a->nmemops * sizeof *a->memops) == 0;
     default:
         return 1;
     }
@@ -357,6 +393,9 @@ CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t gra
         return emu_nparams_event(np, p->type, p->eventRecord.event);
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         return emu_nparams_event(np, p->type, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        return emu_nparams_memops(np, p->memOp.paramArray, p->memOp.count, p->memOp.flags,
+                                  p->memOp.ctx);
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -459,6 +498,38 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
         return !exec_set && old->cond_type == nw->cond_type && old->cond_size == nw->cond_size &&
                        old->ctx == nw->ctx
                    ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+    /* cuGraphExecBatchMemOpNodeSetParams: "The following fields on operations
+     * may be modified on an executable graph: op.waitValue.address,
+     * op.waitValue.value[64], op.waitValue.flags bits corresponding to wait
+     * type (i.e. CU_STREAM_WAIT_VALUE_FLUSH bit cannot be modified),
+     * op.writeValue.address, op.writeValue.value[64]. Other fields, such as
+     * the context, count or type of operations, and other types of
+     * operations such as membars, may not be modified." The same for a whole
+     * update (its documentation names no rule of its own for these nodes). */
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        if (old->ctx != nw->ctx || old->nmemops != nw->nmemops) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        for (unsigned i = 0; i < old->nmemops; i++) {
+            const CUstreamBatchMemOpParams *a = &old->memops[i], *b = &nw->memops[i];
+            if (a->operation != b->operation) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+            switch (a->operation) {
+            case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+            case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+                if ((a->waitValue.flags ^ b->waitValue.flags) & CU_STREAM_WAIT_VALUE_FLUSH)
+                    return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+                break;
+            case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+            case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+                if (a->writeValue.flags != b->writeValue.flags) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+                break;
+            case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+                break;
+            default:                        /* a barrier: its type may not change */
+                if (a->memoryBarrier.flags != b->memoryBarrier.flags)
+                    return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+                break;
+            }
+        }
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS;
     default:
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;  /* host, empty, event record and wait: unrestricted */
     }

@@ -1,8 +1,8 @@
 /*
  * emu_graph_unemulated.c: the graph node kinds the emulated driver does not
- * run: external semaphore signal and wait nodes, batch memory operation
- * nodes (event record and wait nodes are emulated since round 28,
- * conditional nodes since round 33: emu_cond.c;
+ * run: external semaphore signal and wait nodes (event record and wait
+ * nodes are emulated since round 28, conditional nodes since round 33:
+ * emu_cond.c; batch memory operation nodes since round 35;
  * emu_graph.c). Their entry points exist (the
  * library hooks them: a program may call them, and the recorder must see
  * it) and check the graph or node they name like the others
@@ -41,7 +41,6 @@ static CUresult set_refused(CUgraphNode nd, const void *params)
     }
 ADD_REFUSED_(cuGraphAddExternalSemaphoresSignalNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)
 ADD_REFUSED_(cuGraphAddExternalSemaphoresWaitNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)
-ADD_REFUSED_(cuGraphAddBatchMemOpNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *)
 
 #define SET_REFUSED_(name, ptype)                                                       \
     EMU_EXPORT CUresult name(CUgraphNode hNode, ptype param)                           \
@@ -51,4 +50,3 @@ ADD_REFUSED_(cuGraphAddBatchMemOpNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *)
     }
 SET_REFUSED_(cuGraphExternalSemaphoresSignalNodeSetParams, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)
 SET_REFUSED_(cuGraphExternalSemaphoresWaitNodeSetParams, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)
-SET_REFUSED_(cuGraphBatchMemOpNodeSetParams, const CUDA_BATCH_MEM_OP_NODE_PARAMS *)

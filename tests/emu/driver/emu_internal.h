@@ -552,7 +552,16 @@ typedef struct emu_capture_op {
     CUdeviceptr *mem_out;
     CUdeviceptr mem_ptr;              /* MEM_FREE */
     CUevent event;                    /* EVENT_RECORD, WAIT_EVENT */
+    const CUstreamBatchMemOpParams *memops; /* BATCH_MEM_OP: nmemops operations (checked) */
+    unsigned nmemops;
 } emu_capture_op;
+/* Stream memory operations (emu_copy.c), shared by streams and batch memory
+ * operation nodes: the documented checks (v2: the _v2 entry points, which
+ * alone accept CU_STREAM_MEM_OP_BARRIER), the range every operation with an
+ * address touches, and running them in order on the calling worker. */
+CUresult emu_memops_check(const CUstreamBatchMemOpParams *ops, unsigned n, unsigned flags, int v2);
+void emu_memops_touch(emu_work *w, const CUstreamBatchMemOpParams *ops, unsigned n);
+void emu_memops_exec(const CUstreamBatchMemOpParams *ops, unsigned n, int dev, const char *what);
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op);
 /* The launch attributes of cuLaunchKernelEx (emu_graph_params.c): those valid
  * for graph nodes are accepted (kept by a captured kernel's node; no effect on
