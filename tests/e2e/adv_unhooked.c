@@ -38,10 +38,18 @@
  *   zero_alone as zero_copy with the batch replaced by cuMemcpyAsync (hooked):
  *              nothing unhooked, the record must match the graph (no
  *              read-back) and still see the source change;
+ *   memop      a zero-byte cuMemcpyDtoDAsync; tmp = 0 (memset); a batch of
+ *              memory operations (cuStreamBatchMemOp, unhooked: one batch
+ *              memory operation node) writes tmp[0] (32 bits) and tmp[2..3]
+ *              (64 bits) with the step's values; acc = 5 + i; acc = acc * 3 +
+ *              tmp: only the unhooked node's values change;
+ *   writevalue as memop with cuStreamWriteValue32/64 (hooked; the recorder
+ *              does not model them: the record is spoiled, unmodeled_call);
  *   outside    no capture: batches between placed buffers (cuMemAlloc'd,
  *              freed and allocated again each step), one source read during
  *              the call from a host buffer overwritten at once.
- * Usage: adv_unhooked operands|replace|zero_copy|zero_order|join|zero_alone|outside
+ * Usage: adv_unhooked operands|replace|zero_copy|zero_order|join|zero_alone|memop|
+ *                     writevalue|outside
  */
 #include "adv_common.h"
 
@@ -127,6 +135,7 @@ static void case_captured(int which, CUstream s, CUstream s2)
         MUST(cuMemAlloc(&tmp, BYTES));
         MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
         const uint32_t *src = NULL;
+        uint32_t mo[N];
         switch (which) {
         case 0:                                            /* operands */
         case 2:                                            /* zero_copy */
@@ -163,6 +172,35 @@ static void case_captured(int which, CUstream s, CUstream s2)
             mad(s, tmp, acc);
             src = hin[r % 3];
             break;
+        case 6:                                            /* memop */
+        case 7: {                                          /* writevalue */
+            uint32_t v = 1000u + (uint32_t)r * 3u;
+            uint64_t w = ((uint64_t)(r % 4) << 32) | (2000u + (uint32_t)r);
+            R(cuMemcpyDtoDAsync(dummy, in[0], 0, s));
+            R(cuMemsetD32Async(tmp, 0, N, s));
+            if (which == 6) {
+                CUstreamBatchMemOpParams ops[2];
+                memset(ops, 0, sizeof ops);
+                ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+                ops[0].writeValue.address = tmp;
+                ops[0].writeValue.value = v;
+                ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+                ops[1].writeValue.address = tmp + 8;
+                ops[1].writeValue.value64 = w;
+                R(cuStreamBatchMemOp(s, 2, ops, 0));
+            } else {
+                R(cuStreamWriteValue32(s, tmp, v, 0));
+                R(cuStreamWriteValue64(s, tmp + 8, w, 0));
+            }
+            fill(s, acc, 5);
+            mad(s, tmp, acc);
+            memset(mo, 0, sizeof mo);
+            mo[0] = v;
+            mo[2] = (uint32_t)w;
+            mo[3] = (uint32_t)(w >> 32);
+            src = mo;
+            break;
+        }
         case 4:                                            /* join */
             fill(s, acc, 5);
             fill(s, out, 0);
@@ -177,8 +215,8 @@ static void case_captured(int which, CUstream s, CUstream s2)
         }
         finish_step(s, &e, &prev);
         static const char *const names[] = { "operands", "replace", "zero_copy", "zero_order", "join",
-                                             "zero_alone" };
-        if (which <= 2 || which == 5) {
+                                             "zero_alone", "memop", "writevalue" };
+        if (which <= 2 || which >= 5) {
             for (int i = 0; i < N; i++) want[i] = (5u + (uint32_t)i) * 3u + src[i];
             check_step(names[which], k, acc, want);
         } else {
@@ -226,7 +264,7 @@ static void case_outside(CUstream s)
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "operands", "replace", "zero_copy", "zero_order", "join",
-                                         "zero_alone", "outside", NULL };
+                                         "zero_alone", "memop", "writevalue", "outside", NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
@@ -246,7 +284,7 @@ int main(int argc, char **argv)
     MUST(cuMemsetD32(acc, 0, N));
     MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     MUST(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-    if (which == 6) case_outside(s);
+    if (which == 8) case_outside(s);
     else case_captured(which, s, s2);
     MUST(cuStreamDestroy(s));
     MUST(cuStreamDestroy(s2));

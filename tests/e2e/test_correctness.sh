@@ -1268,23 +1268,32 @@ for c in switch_temps ifelse_temps untaken untaken_switch profiled; do
         attack="updates of graphs holding an IF/ELSE or SWITCH node ($c)" -- adv_condsw $c
 done
 # Round 35: re-captured graphs holding nodes that a call the library does not
-# hook adds (adv_unhooked.c; cuMemcpyBatchAsync_v2, emulated since round 35:
-# one memcpy node per copy), beside a temporary freed and allocated between
-# captures (placed). The record lacks the unhooked node: its counts must
-# differ from the driver's and the graph be read back (count_mismatch), the
-# update forwarded where the unhooked node changed. zero_copy and zero_order
-# add a zero-byte cuMemcpyDtoDAsync, for which the driver makes no node: on
-# 53cdcb3 the recorder held a node for it, the counts agreed, and updates
-# changing the batch's source (zero_copy) or its place (zero_order) were
-# skipped (8 and 6 wrong checks); fixed in core/cap_record.c (gb_empty).
-# zero_alone: the zero-byte copy alone is recorded as the driver made it.
-# outside: batches between placed buffers, no capture.
-UNH_RB='G["read_back"]["count_mismatch"] >= 12 and G["recorded"] == 0 and T["updates_forwarded"] >= 4 and '"$AUDIT_OK"
-for c in operands:"$UNH_RB" replace:'G["read_back"]["count_mismatch"] >= 6 and G["recorded"] >= 6 and T["updates_forwarded"] >= 4 and '"$AUDIT_OK" \
-         zero_copy:"$UNH_RB" zero_order:"$UNH_RB" join:"$UNH_RB" \
-         zero_alone:'all(v == 0 for v in G["read_back"].values()) and G["recorded"] >= 12 and T["updates_forwarded"] >= 7 and T["updates_skipped"] >= 4 and '"$AUDIT_OK"; do
+# hook adds (adv_unhooked.c; cuMemcpyBatchAsync_v2: one memcpy node per copy,
+# cuStreamBatchMemOp: a batch memory operation node, both emulated since
+# round 35), beside a temporary freed and allocated between captures
+# (placed). The record lacks the unhooked node: its counts must differ from
+# the driver's and the graph be read back (count_mismatch), the update
+# forwarded where the unhooked node changed (the reason each case shows).
+# zero_copy, zero_order (and memop) add a zero-byte cuMemcpyDtoDAsync, for
+# which the driver makes no node: on 53cdcb3 the recorder held a node for
+# it, the counts agreed, and updates changing the batch's source (zero_copy)
+# or its place (zero_order) were skipped (8 and 6 wrong checks); fixed in
+# core/cap_record.c (gb_empty). zero_alone: the zero-byte copy alone is
+# recorded as the driver made it; writevalue: the hooked cuStreamWriteValue
+# spoils the record (unmodeled_call); outside: batches between placed
+# buffers, no capture.
+UNH_FWD() { echo "sum(e[\"forwarded_reasons\"][\"$1\"] for e in X) >= $2"; }
+UNH_RB() { echo "G[\"read_back\"][\"$1\"] >= $2 and G[\"recorded\"] == 0"; }
+for c in "operands:$(UNH_RB count_mismatch 12) and $(UNH_FWD memcpy_changed 7)" \
+         "replace:G[\"read_back\"][\"count_mismatch\"] >= 6 and G[\"recorded\"] >= 6 and T[\"updates_forwarded\"] >= 4" \
+         "zero_copy:$(UNH_RB count_mismatch 12) and $(UNH_FWD memcpy_changed 7)" \
+         "zero_order:$(UNH_RB count_mismatch 16) and $(UNH_FWD topology 4)" \
+         "join:$(UNH_RB count_mismatch 16) and $(UNH_FWD topology 4)" \
+         "zero_alone:all(v == 0 for v in G[\"read_back\"].values()) and G[\"recorded\"] >= 12 and $(UNH_FWD memcpy_changed 7)" \
+         "memop:$(UNH_RB count_mismatch 12) and $(UNH_FWD unsupported_node 11)" \
+         "writevalue:$(UNH_RB unmodeled_call 12) and $(UNH_FWD unsupported_node 11)"; do
     adv name=r35/unhooked_${c%%:*} eng_t="$SEEN" eng_p="$SEEN" env="$AUDIT" \
-        xchk="${c#*:}::graphs with an unhooked node read back (count_mismatch), the changes forwarded; records audited" \
+        xchk="${c#*:} and $AUDIT_OK::the graphs read back (or recorded) and the updates forwarded as the case expects; records audited" \
         attack="re-captured graphs with nodes of an unhooked call (${c%%:*})" -- adv_unhooked ${c%%:*}
 done
 adv name=r35/unhooked_outside eng_t="$PLACED" eng_p="$PLACED" \
