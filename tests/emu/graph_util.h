@@ -87,6 +87,18 @@ static inline int gu_all(CUdeviceptr p, uint32_t v)
     return 1;
 }
 
+/* Checks that g has n nodes and e edges, and puts its nodes in nodes (room
+ * for n). */
+static inline void gu_graph_shape(CUgraph g, size_t n, size_t e, CUgraphNode *nodes)
+{
+    size_t hn = 0, he = 0;
+    CHECK_CU(cuGraphGetNodes(g, NULL, &hn), CUDA_SUCCESS);
+    CHECK_CU(cuGraphGetEdges(g, NULL, NULL, NULL, &he), CUDA_SUCCESS);
+    CHECK_EQ(hn, n);
+    CHECK_EQ(he, e);
+    if (hn == n) CHECK_CU(cuGraphGetNodes(g, nodes, &hn), CUDA_SUCCESS);
+}
+
 /* Kernel arguments kept alive for a params struct. */
 typedef struct gu_args {
     CUdeviceptr p0, p1, p2;

@@ -188,18 +188,15 @@ MEMOP_EXPORTS(cuStreamWaitValue32, cuuint32_t, 4, 1)
 MEMOP_EXPORTS(cuStreamWriteValue64, cuuint64_t, 8, 0)
 MEMOP_EXPORTS(cuStreamWaitValue64, cuuint64_t, 8, 1)
 
-EMU_EXPORT CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
-                                       unsigned int flags)
-{ EMU_ENTRY_INIT(); return memops_submit(__func__, stream, 0, paramArray, count, flags, 0); }
-EMU_EXPORT CUresult cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count,
-                                            CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{ EMU_ENTRY_INIT(); return memops_submit(__func__, stream, 1, paramArray, count, flags, 0); }
-EMU_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
-                                          unsigned int flags)
-{ EMU_ENTRY_INIT(); return memops_submit(__func__, stream, 0, paramArray, count, flags, 1); }
-EMU_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
-                                               CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{ EMU_ENTRY_INIT(); return memops_submit(__func__, stream, 1, paramArray, count, flags, 1); }
+/* cuStreamBatchMemOp: the first version (no barriers), _v2, per-thread flavours. */
+#define BATCH_MEMOP_EXPORT(name, pt, v2)                                                        \
+    EMU_EXPORT CUresult name(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, \
+                             unsigned int flags)                                                \
+    { EMU_ENTRY_INIT(); return memops_submit(__func__, stream, pt, paramArray, count, flags, v2); }
+BATCH_MEMOP_EXPORT(cuStreamBatchMemOp, 0, 0)
+BATCH_MEMOP_EXPORT(cuStreamBatchMemOp_ptsz, 1, 0)
+BATCH_MEMOP_EXPORT(cuStreamBatchMemOp_v2, 0, 1)
+BATCH_MEMOP_EXPORT(cuStreamBatchMemOp_v2_ptsz, 1, 1)
 
 /* ------------------------------------------------------------------------
  * Copies
