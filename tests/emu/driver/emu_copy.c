@@ -154,7 +154,7 @@ static CUresult memops_submit(const char *call, CUstream h, int pt, const CUstre
     m->n = n;
     memcpy(m->ops, ops, n * sizeof *ops);
     emu_memops_touch(&m->w, ops, n);
-    emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, .memops = m->ops, .nmemops = n };
+    emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, .memops = ops, .nmemops = n };  /* not m->ops: a capture releases m first */
     return emu_stream_submit(call, s, 0, &op, &m->w);
 }
 
