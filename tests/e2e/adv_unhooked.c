@@ -45,11 +45,13 @@
  *              tmp: only the unhooked node's values change;
  *   writevalue as memop with cuStreamWriteValue32/64 (hooked; the recorder
  *              does not model them: the record is spoiled, unmodeled_call);
+ *   ptsz       zero_copy on the per-thread default stream, the batch through
+ *              cuMemcpyBatchAsync_v2_ptsz given NULL;
  *   outside    no capture: batches between placed buffers (cuMemAlloc'd,
  *              freed and allocated again each step), one source read during
  *              the call from a host buffer overwritten at once.
  * Usage: adv_unhooked operands|replace|zero_copy|zero_order|join|zero_alone|memop|
- *                     writevalue|outside
+ *                     writevalue|ptsz|outside
  */
 #include "adv_common.h"
 
@@ -61,14 +63,23 @@ static CUfunction f_fill, f_mad, f_add;
 static CUdeviceptr in[3], acc, out, dummy;
 static uint32_t hin[3][N];
 
+/* The per-thread flavour (cuda.h declares it only for its own build). */
+CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                                            size_t *, size_t, CUstream);
+
 /* One copy of `bytes` from src to dst, a batch of one (source in stream
- * order unless `now`: read during the call), counted at the caller's line. */
+ * order unless `now`: read during the call), counted at the caller's line;
+ * on the per-thread default stream through the _ptsz entry point, given
+ * NULL (as a program built with --default-stream per-thread calls it). */
 static CUresult batch_at(int line, CUdeviceptr dst, CUdeviceptr src, size_t bytes, int now, CUstream s)
 {
     CUmemcpyAttributes a;
     size_t idx = 0;
     memset(&a, 0, sizeof a);
     a.srcAccessOrder = now ? CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL : CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    if (s == CU_STREAM_PER_THREAD)
+        return adv_r(cuMemcpyBatchAsync_v2_ptsz(&dst, &src, &bytes, 1, &a, &idx, 1, NULL),
+                     "cuMemcpyBatchAsync_v2_ptsz(dst, src, bytes, 1, attr, idx, 1, NULL)", line);
     return adv_r(cuMemcpyBatchAsync_v2(&dst, &src, &bytes, 1, &a, &idx, 1, s),
                  "cuMemcpyBatchAsync_v2(dst, src, bytes, 1, attr, idx, 1, s)", line);
 }
@@ -139,8 +150,9 @@ static void case_captured(int which, CUstream s, CUstream s2)
         switch (which) {
         case 0:                                            /* operands */
         case 2:                                            /* zero_copy */
+        case 8:                                            /* ptsz */
             fill(s, acc, 5);
-            if (which == 2) R(cuMemcpyDtoDAsync(dummy, in[0], 0, s));
+            if (which != 0) R(cuMemcpyDtoDAsync(dummy, in[0], 0, s));
             BATCH(tmp, in[r % 3], BYTES, 0, s);
             mad(s, tmp, acc);
             src = hin[r % 3];
@@ -215,7 +227,7 @@ static void case_captured(int which, CUstream s, CUstream s2)
         }
         finish_step(s, &e, &prev);
         static const char *const names[] = { "operands", "replace", "zero_copy", "zero_order", "join",
-                                             "zero_alone", "memop", "writevalue" };
+                                             "zero_alone", "memop", "writevalue", "ptsz" };
         if (which <= 2 || which >= 5) {
             for (int i = 0; i < N; i++) want[i] = (5u + (uint32_t)i) * 3u + src[i];
             check_step(names[which], k, acc, want);
@@ -264,7 +276,7 @@ static void case_outside(CUstream s)
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "operands", "replace", "zero_copy", "zero_order", "join",
-                                         "zero_alone", "memop", "writevalue", "outside", NULL };
+                                         "zero_alone", "memop", "writevalue", "ptsz", "outside", NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
@@ -284,8 +296,8 @@ int main(int argc, char **argv)
     MUST(cuMemsetD32(acc, 0, N));
     MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     MUST(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-    if (which == 8) case_outside(s);
-    else case_captured(which, s, s2);
+    if (which == 9) case_outside(s);
+    else case_captured(which, which == 8 ? CU_STREAM_PER_THREAD : s, s2);
     MUST(cuStreamDestroy(s));
     MUST(cuStreamDestroy(s2));
     for (int j = 0; j < 3; j++) MUST(cuMemFree(in[j]));

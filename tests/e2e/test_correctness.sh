@@ -1280,8 +1280,9 @@ done
 # or its place (zero_order) were skipped (8 and 6 wrong checks); fixed in
 # core/cap_record.c (gb_empty). zero_alone: the zero-byte copy alone is
 # recorded as the driver made it; writevalue: the hooked cuStreamWriteValue
-# spoils the record (unmodeled_call); outside: batches between placed
-# buffers, no capture.
+# spoils the record (unmodeled_call); ptsz: zero_copy on the per-thread
+# default stream (cuMemcpyBatchAsync_v2_ptsz); outside: batches between
+# placed buffers, no capture.
 UNH_FWD() { echo "sum(e[\"forwarded_reasons\"][\"$1\"] for e in X) >= $2"; }
 UNH_RB() { echo "G[\"read_back\"][\"$1\"] >= $2 and G[\"recorded\"] == 0"; }
 for c in "operands:$(UNH_RB count_mismatch 12) and $(UNH_FWD memcpy_changed 7)" \
@@ -1291,7 +1292,8 @@ for c in "operands:$(UNH_RB count_mismatch 12) and $(UNH_FWD memcpy_changed 7)" 
          "join:$(UNH_RB count_mismatch 16) and $(UNH_FWD topology 4)" \
          "zero_alone:all(v == 0 for v in G[\"read_back\"].values()) and G[\"recorded\"] >= 12 and $(UNH_FWD memcpy_changed 7)" \
          "memop:$(UNH_RB count_mismatch 12) and $(UNH_FWD unsupported_node 11)" \
-         "writevalue:$(UNH_RB unmodeled_call 12) and $(UNH_FWD unsupported_node 11)"; do
+         "writevalue:$(UNH_RB unmodeled_call 12) and $(UNH_FWD unsupported_node 11)" \
+         "ptsz:$(UNH_RB count_mismatch 12) and $(UNH_FWD memcpy_changed 7)"; do
     adv name=r35/unhooked_${c%%:*} eng_t="$SEEN" eng_p="$SEEN" env="$AUDIT" \
         xchk="${c#*:} and $AUDIT_OK::the graphs read back (or recorded) and the updates forwarded as the case expects; records audited" \
         attack="re-captured graphs with nodes of an unhooked call (${c%%:*})" -- adv_unhooked ${c%%:*}
