@@ -6,7 +6,8 @@
  * DURING_API_CALL), the documented refusals (attribute indices, access
  * orders, the legacy NULL stream, a copy out of range named by failIdx), and
  * captured: one memcpy node per nonzero copy, all on the stream's last nodes
- * and together its new last nodes.
+ * and together its new last nodes; a source read during the call that the
+ * device may not read is a violation.
  *
  * Every case reads the device buffers back.
  */
@@ -182,11 +183,47 @@ TEST(batch_captured)
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+/* A source read during the call that the device may not read (a VMM
+ * mapping without access): the read would fault on a GPU; the emulator
+ * reports a violation instead of faulting itself, and the bytes read as
+ * zeros. */
+TEST(batch_now_inaccessible_source)
+{
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t gran = 0;
+    CHECK_CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+    CUdeviceptr va = 0, x = gu_alloc();
+    CUmemGenericAllocationHandle h = 0;
+    CHECK_CU(cuMemAddressReserve(&va, gran, 0, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemCreate(&h, gran, &prop, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemMap(va, gran, 0, h, 0), CUDA_SUCCESS);      /* no cuMemSetAccess */
+    CHECK_CU(cuMemsetD32(x, 7, N_ELEMS), CUDA_SUCCESS);
+    CUmemcpyAttributes now = attr_of(CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL);
+    size_t bytes = BYTES, i0 = 0;
+    emu_test_stderr_begin();
+    CHECK_CU(cuMemcpyBatchAsync_v2(&x, &va, &bytes, 1, &now, &i0, 1, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK_EQ(emu_test_violations(), 1);
+    CHECK(gu_all(x, 0));
+    CHECK_CU(cuMemUnmap(va, gran), CUDA_SUCCESS);
+    CHECK_CU(cuMemAddressFree(va, gran), CUDA_SUCCESS);
+    CHECK_CU(cuMemRelease(h), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(x), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     gu_setup();
     RUN(batch_on_stream);
     RUN(batch_refusals);
     RUN(batch_captured);
+    RUN(batch_now_inaccessible_source);
     return check_done();
 }

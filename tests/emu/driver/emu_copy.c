@@ -488,9 +488,11 @@ EMU_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstC
  * Out of capture the batch is one work on the stream; a source whose
  * attribute says DURING_API_CALL is read during the call ("all accesses
  * must be complete before the API call returns") into the work, so the
- * program may reuse it at once. During a capture each (nonzero) copy is one
- * memcpy node, all of them depending on the stream's last nodes and
- * together becoming its last nodes (no order within a batch); a batch with
+ * program may reuse it at once (device memory the stream's device may not
+ * read: a violation, the bytes read as zeros). During a capture each
+ * (nonzero) copy is one memcpy node, all of them depending on the stream's
+ * last nodes and together becoming its last nodes (no order within a
+ * batch); a batch with
  * a DURING_API_CALL source cannot be captured here
  * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, the capture invalidated: a graph
  * reads its sources at each launch, not during the call). */
@@ -576,7 +578,15 @@ static CUresult copy_batch(const char *call, const CUdeviceptr *dsts, const CUde
         CUDA_MEMCPY3D *c = &b->p[n];
         *c = p[n++];
         if (attrs[k].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) {
-            memcpy(at, (const void *)(uintptr_t)c->srcDevice, c->WidthInBytes);
+            emu_range rg;
+            if (emu_mem_find(c->srcDevice, &rg) && !emu_mem_accessible(c->srcDevice, c->WidthInBytes, s->device)) {
+                /* device memory the stream's device may not read: the read would fault */
+                emu_violation(call, "illegal address 0x%llx (%zu bytes not accessible to device %d)",
+                              (unsigned long long)c->srcDevice, c->WidthInBytes, s->device);
+                memset(at, 0, c->WidthInBytes);
+            } else {
+                memcpy(at, (const void *)(uintptr_t)c->srcDevice, c->WidthInBytes);
+            }
             c->srcMemoryType = CU_MEMORYTYPE_HOST;
             c->srcHost = at;
             at += c->WidthInBytes;
