@@ -101,13 +101,8 @@ typedef struct emu_nparams {
                                      * holds their instances: exec_node.sub) */
     struct emu_nparams *body;       /* CONDITIONAL in a launch snapshot: its bodies' nodes, each
                                      * body's in order, one body after the other (owned; nbody) */
-    CUgraphConditionalHandle cond;  /* CONDITIONAL: its handle (emu_cond.c); its body graph is
-                                     * `child` in a graph, exec_node.sub in an exec */
-    CUgraphConditionalNodeType cond_type; /* CONDITIONAL: IF or WHILE */
     CUstreamBatchMemOpParams *memops; /* BATCH_MEM_OP: its operations (owned), nmemops of them; */
     unsigned nmemops;               /* ctx: the context they run in */
-    struct emu_nparams *body;       /* CONDITIONAL in a launch snapshot: its body's nodes in
-                                     * order (owned; nbody of them) */
     size_t nbody;
     size_t *body_end;               /* ...body i is body[i ? body_end[i-1] : 0 .. body_end[i]) (owned;
                                      * cond_size entries) */

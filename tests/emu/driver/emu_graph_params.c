@@ -112,8 +112,6 @@ int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
     dst->body = NULL;               /* conditional node is never cloned ("The graph cannot be */
     dst->body_end = NULL;           /* cloned"): a copy keeps the handle, type, size, context */
     dst->nbody = 0;
-    dst->body = NULL;               /* a snapshot's body is never copied; a graph's conditional */
-    dst->nbody = 0;                 /* node is never cloned ("The graph cannot be cloned") */
     dst->memops = NULL;
     dst->nmemops = 0;
     if (src->event) emu_event_ref(src->event);
@@ -330,7 +328,6 @@ int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
         return a->event == b->event;
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
         return a->cond == b->cond && a->cond_type == b->cond_type && a->cond_size == b->cond_size;
-        return a->cond == b->cond && a->cond_type == b->cond_type;
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
         return a->nmemops == b->nmemops && memcmp(a->memops, b->memops, a->nmemops * sizeof *a->memops) == 0;
     default:
