@@ -90,10 +90,21 @@
  * (SEED + 1) on two threads, both capturing in thread-local mode (no
  * cuCtxSynchronize there).
  *
+ * Mode unhooked (round 35's finding, at random) captures as mode capture
+ * with calls the library does not hook beside calls that add no node: half
+ * the copies are cuMemcpyBatchAsync_v2 of the first 16 x grid words (a
+ * memcpy node; a change alters its size), half the memsets a
+ * cuStreamBatchMemOp writing v to aux's first word (a batch memory
+ * operation node; a change alters v), most of them with a kernel elsewhere
+ * in the program made a zero-byte copy or a memset of no element (no node:
+ * v even or odd), so that a record holding a node for those would hold as
+ * many nodes as the driver's graph while lacking the unhooked ones. Every update that changes an unhooked node must reach
+ * the driver.
+ *
  * Run with and without the library (test_correctness.sh), the output must
  * be the same; with STABLEGRAPH_AUDIT_RECORDS=1 no record may differ from
  * the driver's graph.
- * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate|threads|wild|extra|threads_tl]
+ * Usage: adv_recfuzz SEED [capture|explicit|temps|rotate|threads|wild|extra|threads_tl|unhooked]
  */
 #include "adv_common.h"
 
@@ -112,8 +123,11 @@
  * stream has (a no-op the recorder does not model). */
 /* GMEM, MEMSET2D (mode extra only): TEMP through graph memory allocated and
  * freed inside the capture; MEMSET as a 2D memset of two rows. */
+/* BCOPY, BWRITE, NOOP (mode unhooked only): COPY of 16 x grid words by
+ * cuMemcpyBatchAsync_v2; aux[0] = v by cuStreamBatchMemOp; a copy of zero
+ * bytes (v even) or a memset of zero elements (v odd). */
 enum { ADD, ADD_EX, ADD_COOP, ADD_AUX, MEMSET, COPY, FORK, CAPINFO, NKINDS, TEMP = NKINDS, HOSTFN, UPDDEPS,
-       GMEM, MEMSET2D };
+       GMEM, MEMSET2D, BCOPY, BWRITE, NOOP };
 
 typedef struct op {
     int kind, s, s2;          /* s2: the stream that waits (fork) */
@@ -149,7 +163,7 @@ static __thread CUdeviceptr *buf;          /* this step's buffers and their mode
 static __thread uint32_t (*model)[2 * N];
 static uint64_t nwords = N;
 static __thread unsigned long long inst_flags;
-static __thread int temps_mode, wild_mode, extra_mode, extra_threaded;
+static __thread int temps_mode, wild_mode, extra_mode, extra_threaded, unhooked_mode;
 static __thread uint64_t hostsum[NS], hostmodel[NS];
 static __thread struct hostarg { uint64_t *sum; uint32_t v; } hostargs[MAXOPS];
 static __thread CUstreamCaptureMode capture_mode;
@@ -188,6 +202,20 @@ static void generate(prog *p)
         if (o->kind == ADD_AUX && rnd(2)) o->kind = HOSTFN;
         else if (o->kind == CAPINFO && rnd(2)) o->kind = UPDDEPS;
     }
+    for (int i = 0; unhooked_mode && i < p->n; i++) {   /* unhooked calls, calls adding no node */
+        op *o = &p->ops[i];
+        if (o->kind == COPY && rnd(2)) o->kind = BCOPY;
+        else if (o->kind == MEMSET && rnd(2)) o->kind = BWRITE;
+        else continue;
+        /* mostly with a call adding no node elsewhere: the counts of a record
+         * that held a node for it would be the driver's */
+        if (rnd(8) == 0) continue;
+        for (int k = 0, j = (int)rnd((uint32_t)p->n); k < p->n; k++, j = (j + 1) % p->n)
+            if (p->ops[j].kind <= ADD_AUX) {
+                p->ops[j].kind = NOOP;
+                break;
+            }
+    }
     int gmem = extra_mode && rnd(2);                 /* half the programs hold graph memory */
     for (int i = 0; extra_mode && i < p->n; i++) {   /* graph memory, 2D memsets */
         op *o = &p->ops[i];
@@ -219,9 +247,10 @@ static int mutate(prog *p)
     op *o = &p->ops[i];
     if (r < 40) return SAME;
     if (r < 88) {                         /* one change, where the drawn operation has it */
-        if (r < 60 && (o->kind <= ADD_AUX || o->kind == TEMP || o->kind == HOSTFN || o->kind == GMEM))
+        if (r < 60 && (o->kind <= ADD_AUX || o->kind == TEMP || o->kind == HOSTFN || o->kind == GMEM ||
+                       o->kind == BWRITE || o->kind == NOOP))
             o->v += 1 + rnd(7);
-        else if (r < 68 && o->kind == ADD) o->grid = 1 + (o->grid % 3);
+        else if (r < 68 && (o->kind == ADD || o->kind == BCOPY)) o->grid = 1 + (o->grid % 3);
         else if (r < 76 && o->kind == ADD_EX) o->prio = o->prio ? 0 : -1;
         else if (o->kind == MEMSET || o->kind == MEMSET2D) o->v ^= 0x55;
         else return SAME;
@@ -335,6 +364,27 @@ static CUgraph capture(const prog *p, CUgraphNode *named)
         }
         case COPY:
             MUST(cuMemcpyDtoDAsync(data, aux, N * sizeof(uint32_t), st[o->s]));
+            break;
+        case BCOPY: {
+            CUmemcpyAttributes at;
+            size_t idx = 0, bytes = 16 * o->grid * sizeof(uint32_t);
+            memset(&at, 0, sizeof at);
+            at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+            MUST(cuMemcpyBatchAsync(&data, &aux, &bytes, 1, &at, &idx, 1, st[o->s]));
+            break;
+        }
+        case BWRITE: {
+            CUstreamBatchMemOpParams w;
+            memset(&w, 0, sizeof w);
+            w.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+            w.writeValue.address = aux;
+            w.writeValue.value = o->v;
+            MUST(cuStreamBatchMemOp(st[o->s], 1, &w, 0));
+            break;
+        }
+        case NOOP:
+            if (o->v % 2) MUST(cuMemsetD32Async(aux, o->v, 0, st[o->s]));
+            else MUST(cuMemcpyDtoDAsync(data, aux, 0, st[o->s]));
             break;
         case FORK:
             MUST(cuEventRecord(ev[o->s], st[o->s]));
@@ -571,6 +621,12 @@ static void model_run(const prog *p)
             case COPY:
                 data[w] = aux[w];
                 break;
+            case BCOPY:
+                if (w < 16 * (int)o->grid) data[w] = aux[w];
+                break;
+            case BWRITE:
+                if (w == 0) aux[w] = o->v;
+                break;
             default:
                 break;
             }
@@ -612,9 +668,9 @@ static void temps_free(const prog *p, unsigned long seed)
     }
 }
 
-enum { M_CAPTURE, M_EXPLICIT, M_TEMPS, M_ROTATE, M_THREADS, M_WILD, M_EXTRA, M_THREADS_TL };
+enum { M_CAPTURE, M_EXPLICIT, M_TEMPS, M_ROTATE, M_THREADS, M_WILD, M_EXTRA, M_THREADS_TL, M_UNHOOKED };
 static const char *const modes[] = { "capture", "explicit", "temps", "rotate", "threads", "wild", "extra",
-                                     "threads_tl", NULL };
+                                     "threads_tl", "unhooked", NULL };
 
 /* Mode extra: a set-up call outside the digest (its count depends on the
  * driver's choice of graph memory addresses), which must succeed. */
@@ -642,6 +698,7 @@ static void run(unsigned long seed, int mode, CUstreamCaptureMode cmode)
     temps_mode = mode == M_TEMPS;
     wild_mode = mode == M_WILD;
     extra_mode = mode == M_EXTRA;
+    unhooked_mode = mode == M_UNHOOKED;
     capture_mode = cmode;
     rng = 0x9e3779b97f4a7c15ull ^ (seed * 0x100000001b3ull);
     buf = sets[0];

@@ -6,7 +6,7 @@
  * stream (CU_STREAM_PER_THREAD): the recorder must tell the threads' default
  * streams apart (mode threads) and follow the per-thread entry points. Same
  * modes and output as adv_recfuzz.
- * Usage: adv_recfuzz_ptsz SEED [capture|explicit|temps|rotate|threads|wild]
+ * Usage: adv_recfuzz_ptsz SEED [capture|explicit|temps|rotate|threads|wild|extra|threads_tl|unhooked]
  */
 #define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
 #define ADV_RECFUZZ_PTDS 1

@@ -122,8 +122,9 @@ fi
 build=$SRC/build jobs=2 timeout=60 delay_every=10 out="" fenv=""
 policies="skip_temp skip_profiled always_update"
 gens="adv_recfuzz:capture adv_recfuzz:explicit adv_recfuzz:temps adv_recfuzz:rotate adv_recfuzz:threads
-adv_recfuzz:wild adv_recfuzz:extra adv_recfuzz:threads_tl adv_recfuzz_ptsz:capture adv_recfuzz_ptsz:temps
-adv_recfuzz_ptsz:threads adv_recfuzz_ptsz:extra adv_recfuzz_ptsz:threads_tl adv_memfuzz:sync adv_memfuzz:async
+adv_recfuzz:wild adv_recfuzz:extra adv_recfuzz:threads_tl adv_recfuzz:unhooked adv_recfuzz_ptsz:capture
+adv_recfuzz_ptsz:temps adv_recfuzz_ptsz:threads adv_recfuzz_ptsz:extra adv_recfuzz_ptsz:threads_tl
+adv_recfuzz_ptsz:unhooked adv_memfuzz:sync adv_memfuzz:async
 adv_memfuzz:capture adv_memfuzz:contexts adv_memfuzz:threads adv_memfuzz:mixed adv_memfuzz:events"
 while [ $# -gt 2 ]; do
     case $1 in

@@ -548,10 +548,17 @@ adv name=r3/record_capinfo eng_t='T["updates_skipped"] >= 1' eng_p='T["updates_s
 # captures into the program's graph, uploads, launches on other streams, exec
 # kernel setters between two launches and the other ways to wait; threads_tl
 # runs capture and extra on two threads in thread-local mode. (extra seeds
-# use few records: 2 uses 11, 1 and 3 fewer than the 10 asked below.)
+# use few records: 2 uses 11, 1 and 3 fewer than the 10 asked below.) Mode
+# unhooked (round 35's finding at random) puts cuMemcpyBatchAsync_v2 copies
+# and cuStreamBatchMemOp writes (unhooked) beside zero-byte copies and
+# memsets (no node): on 53cdcb3, whose records held a node for those, seeds
+# 4, 5 and 6 gave 20, 25 and 12 audit mismatches (records trusted on equal
+# counts while lacking the unhooked nodes); now 0.
+
 for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:1 explicit:2 explicit:3 \
          temps:1 temps:3 temps:5 temps:7 rotate:1 rotate:2 threads:1 threads:2 wild:1 wild:2 \
-         ptsz.capture:2 ptsz.temps:5 ptsz.threads:1 extra:2 threads_tl:1 ptsz.extra:2; do
+         ptsz.capture:2 ptsz.temps:5 ptsz.threads:1 extra:2 threads_tl:1 ptsz.extra:2 \
+         unhooked:4 unhooked:5 ptsz.unhooked:6; do
     seed=${c#*:} mode=${c%%:*} cfgs="temp prof" skips='T["updates_skipped"] >= 1' prog=adv_recfuzz tag=""
     # ptsz.MODE: built for the per-thread default stream (adv_recfuzz_ptsz.c)
     [[ $mode == ptsz.* ]] && prog=adv_recfuzz_ptsz tag=ptsz_ mode=${mode#ptsz.}
@@ -560,6 +567,8 @@ for c in capture:1 capture:2 capture:3 capture:7 capture:67 capture:98 explicit:
     [ "$mode" = rotate ] && cfgs="temp prof alias" skips=$SEEN
     # calls the recorder does not model: those graphs are read back
     [ "$mode" = wild ] && used='G["read_back"]["unmodeled_call"] >= 10'
+    # nodes of unhooked calls: those graphs' counts differ from the records'
+    [ "$mode" = unhooked ] && used='G["read_back"]["count_mismatch"] >= 10'
     adv name=r4/record_fuzz_$tag${mode}_$seed eng_t="$skips" eng_p='T["updates_skipped"] >= 1' \
         cfg="$cfgs" \
         xchk="$used and $AUDIT_OK::records used (or read back, wild) and every record the same as the driver's graph" \

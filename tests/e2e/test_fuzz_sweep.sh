@@ -10,12 +10,12 @@
 . "$(dirname "$0")/../lib.sh"
 tool=$SRC/tests/e2e/fuzz_sweep.sh
 b=$(basename "$BUILD")
-modes="capture explicit temps rotate threads wild extra threads_tl"
+modes="capture explicit temps rotate threads wild extra threads_tl unhooked"
 gens=$(for m in $modes; do printf 'adv_recfuzz:%s ' "$m"; done)
 out=$("$tool" --build "$BUILD" --gens "$gens" --policies skip_profiled --delay-every 0 --out "$TMP/a" 1 2 2>&1)
 rc=$?
 check_eq "adv_recfuzz, every mode, seeds 1-2 pass" "$rc:$(tail -1 <<<"$out" | sed 's/ in [0-9]* s,/,/')" \
-    "0:fuzz_sweep: seeds 1..2, 8 prog:modes, policies skip_profiled, $b: 32 runs, 0 failed; results in $TMP/a"
+    "0:fuzz_sweep: seeds 1..2, 9 prog:modes, policies skip_profiled, $b: 36 runs, 0 failed; results in $TMP/a"
 out=$("$tool" --build "$BUILD" --gens "adv_recfuzz_ptsz:threads adv_memfuzz:async" --policies "skip_temp skip_profiled" \
     --delay-every 1 --out "$TMP/b" 1 1 2>&1)
 check_eq "adv_recfuzz_ptsz threads and adv_memfuzz async, seed 1, two policies, delay 200, pass" \
