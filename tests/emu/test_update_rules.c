@@ -182,11 +182,62 @@ TEST(original_operand_freed_address_reused)
     CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
 }
 
+/* "hGraph has more exit nodes than [hGraphExec], in which case
+ * resultInfo->errorNode is set to one of the exit nodes in hGraph", checked
+ * before the dependencies: an exec of the chain A -> B -> C updated to A -> B,
+ * A -> C (the same node count and dependency counts; C's dependency
+ * differs, but the exit nodes come first): TOPOLOGY_CHANGED, errorNode B (the
+ * first exit node of hGraph whose exec node is not one), errorFromNode NULL
+ * (before round 36: C, with errorFromNode A). Fewer exit nodes (the chain
+ * updated from A -> B, A -> C's exec) is the dependency rule's: C, from B.
+ * The exec keeps its parameters. */
+TEST(more_exit_nodes_first)
+{
+    CUdeviceptr a = gu_alloc();
+    gu_args x[6];
+    CUgraph chain, fork;
+    CUgraphNode c[3], f[3];
+    CHECK_CU(cuGraphCreate(&chain, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphCreate(&fork, 0), CUDA_SUCCESS);
+    for (int i = 0; i < 3; i++) {
+        gu_kp_fill(&x[i], a, 1);
+        CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &x[i]);
+        CHECK_CU(cuGraphAddKernelNode(&c[i], chain, i ? &c[i - 1] : NULL, i ? 1 : 0, &kp), CUDA_SUCCESS);
+        gu_kp_fill(&x[3 + i], a, 2);
+        kp = gu_knode(k_fill, &x[3 + i]);
+        CHECK_CU(cuGraphAddKernelNode(&f[i], fork, i ? &f[0] : NULL, i ? 1 : 0, &kp), CUDA_SUCCESS);
+    }
+    CUgraphExec e, ef;
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, chain, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate_v2(e, fork, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    CHECK(info.errorNode == f[1]);
+    CHECK(info.errorFromNode == NULL);
+    CHECK_CU(cuGraphLaunch(e, 0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(0), CUDA_SUCCESS);
+    CHECK(gu_all(a, 1));                         /* not updated */
+
+    CHECK_CU(cuGraphInstantiateWithFlags(&ef, fork, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate_v2(ef, chain, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    CHECK(info.errorNode == c[2]);
+    CHECK(info.errorFromNode == c[1]);
+
+    CHECK_CU(cuGraphExecUpdate_v2(e, chain, &info), CUDA_SUCCESS);    /* control */
+    CHECK_CU(cuGraphExecDestroy(ef), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(fork), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(chain), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     gu_setup();
     RUN(device_updatable_nodes_refuse_update);
     RUN(operands_keep_their_context);
     RUN(original_operand_freed_address_reused);
+    RUN(more_exit_nodes_first);
     return check_done();
 }

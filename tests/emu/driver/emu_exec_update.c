@@ -226,6 +226,34 @@ static int device_updatable(const emu_nparams *p)
 /* An exec node and the graph node whose parameters an update gives it. */
 typedef struct upd_pair { exec_node *x; const emu_nparams *np; } upd_pair;
 
+/* "hGraph has more exit nodes than [hGraphExec], in which case
+ * resultInfo->errorNode is set to one of the exit nodes in hGraph" (checked
+ * after the node count, before the dependencies): that node (the first exit
+ * node of g, in node order, whose exec node is not one: there is one when g
+ * has more), or NULL when g has no more exit nodes than e. The nodes of g
+ * and e have the same count. An exit node is one no other node depends on. */
+static CUgraphNode more_exits(CUgraphExec e, CUgraph g)
+{
+    size_t n = g->n, ge = 0, ee = 0;
+    unsigned char *gd = calloc(n ? n : 1, 1), *ed = calloc(n ? n : 1, 1);
+    CUgraphNode out = NULL;
+    if (!gd || !ed) goto done;     /* (out of memory: the dependency checks decide) */
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < g->nodes[i]->ndeps; k++) gd[g->nodes[i]->deps[k]->index] = 1;
+        for (size_t k = 0; k < e->nodes[i].ndeps; k++) ed[e->nodes[i].deps[k]] = 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ge += !gd[i];
+        ee += !ed[i];
+    }
+    for (size_t i = 0; ge > ee && i < n && !out; i++)
+        if (!gd[i] && ed[i]) out = g->nodes[i];
+done:
+    free(gd);
+    free(ed);
+    return out;
+}
+
 /* Checks that g can update e (topology, node types, parameter changes), a
  * child graph node's instance against its embedded graph recursively ("The
  * topology of childGraph, as well as the node insertion order, must match";
@@ -238,6 +266,7 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphExe
 {
     info->errorNode = info->errorFromNode = NULL;
     if (g->n != e->n) return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    if ((info->errorNode = more_exits(e, g))) return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
     /* Topology first: dependency counts and endpoints, paired by edge order. */
     for (size_t i = 0; i < g->n; i++) {
         CUgraphNode nd = g->nodes[i];
