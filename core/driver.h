@@ -79,6 +79,7 @@
     X(cuGraphGetNodes, CUresult, (CUgraph, CUgraphNode *, size_t *))          \
     X(cuGraphGetEdges_v2, CUresult, (CUgraph, CUgraphNode *, CUgraphNode *, CUgraphEdgeData *, size_t *)) \
     X(cuGraphNodeGetType, CUresult, (CUgraphNode, CUgraphNodeType *))         \
+    X(cuGraphChildGraphNodeGetGraph, CUresult, (CUgraphNode, CUgraph *))       \
     X(cuGraphKernelNodeGetParams_v2, CUresult, (CUgraphNode, CUDA_KERNEL_NODE_PARAMS *)) \
     X(cuGraphKernelNodeSetParams_v2, CUresult, (CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)) \
     X(cuGraphKernelNodeGetAttribute, CUresult, (CUgraphNode, CUkernelNodeAttrID, CUkernelNodeAttrValue *)) \

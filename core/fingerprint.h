@@ -286,6 +286,17 @@ int sg_fp_node_compare(const sg_fp_node *old, const sg_fp_node *nw, int params_o
  * Zero-length operations are not supported." (cuda.h), even for identical
  * parameters. Such a call must go to the driver. */
 int sg_fp_setter_refused(const sg_fp_node *old, const sg_fp_node *nw);
+/* Whether cuGraphExecUpdate refuses to change exec node old (as it was
+ * instantiated or last updated) into nw of the same type for a documented
+ * rule of the parameters, whatever memory they name
+ * (CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED): a memcpy's source or
+ * destination memory type changed ("Changing either the source or
+ * destination memory type ... is not supported"), a 2D memset (before or
+ * after) whose width, height, pitch or element size changed ("For 2d
+ * memsets, only address and assigned value may be updated"). 0 where the
+ * driver accepts the change or may refuse it (a 1D memset's dimensions:
+ * "may fail"; a kernel's function: its context). */
+int sg_fp_update_refused(const sg_fp_node *old, const sg_fp_node *nw);
 
 /* Copies src's description into dst (payload into dst's buffer). Returns 0,
  * or -1 if out of memory (dst unchanged). */

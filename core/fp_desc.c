@@ -315,3 +315,24 @@ int sg_fp_setter_refused(const sg_fp_node *old, const sg_fp_node *nw)
 {
     return old->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && (!copy_1d(old) || !copy_1d(nw));
 }
+
+int sg_fp_update_refused(const sg_fp_node *old, const sg_fp_node *nw)
+{
+    if (old->k.type != nw->k.type) return 0;
+    if (old->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && old->len >= sizeof(CUDA_MEMCPY3D) &&
+        nw->len >= sizeof(CUDA_MEMCPY3D)) {
+        CUDA_MEMCPY3D a, b;
+        memcpy(&a, old->pay, sizeof a);
+        memcpy(&b, nw->pay, sizeof b);
+        return a.srcMemoryType != b.srcMemoryType || a.dstMemoryType != b.dstMemoryType;
+    }
+    if (old->k.type == CU_GRAPH_NODE_TYPE_MEMSET && old->len >= sizeof(CUDA_MEMSET_NODE_PARAMS) &&
+        nw->len >= sizeof(CUDA_MEMSET_NODE_PARAMS)) {
+        CUDA_MEMSET_NODE_PARAMS a, b;
+        memcpy(&a, old->pay, sizeof a);
+        memcpy(&b, nw->pay, sizeof b);
+        return (a.height > 1 || b.height > 1) &&
+               (a.width != b.width || a.height != b.height || a.pitch != b.pitch || a.elementSize != b.elementSize);
+    }
+    return 0;
+}

@@ -16,6 +16,7 @@
 #include "util.h"
 #include "vmm.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* `built` of a whole-graph update: 0 not described, 1 described in r->next,
@@ -69,6 +70,15 @@ static CUresult forward_update(sg_grec *r, const sg_call *c, sg_reason reason, l
     return rc;
 }
 
+/* An update the library refuses itself, as the driver would without it (a
+ * range over placed memory): counted with the skipped ones, the updates
+ * answered without the driver (docs/report.md). */
+static void count_refusal(const sg_call *c)
+{
+    SG_TOTAL_ADD(updates_skipped, 1);
+    sg_exec_update(exec_of(c), 0, SG_REASON_POLICY);
+}
+
 /* Answers an update without the driver, as the driver would have. */
 static CUresult answer_success(const sg_call *c, int counted_as_skip)
 {
@@ -109,6 +119,26 @@ static CUresult node_range_check(const sg_fp_node *n)
     return CUDA_SUCCESS;
 }
 
+/* The driver's range check of a per-node update's memset / memcpy
+ * parameters (described into *scratch), made whether or not the record
+ * knows the node or the exec: over placed memory the driver, seeing the
+ * reservation mapped, would accept a freed operand that it refuses without
+ * the library (CUDA_ERROR_INVALID_VALUE either way: a node the exec does not
+ * have, or of another type, is refused with the same code). Kernel
+ * parameters are not described here (the driver checks no range of them). */
+static CUresult setter_range_check(sg_fp_node *scratch, const sg_call *c)
+{
+    sg_node_params_kind k = c->u.node_update.kind;
+    const void *p = c->u.node_update.params;
+    if (!p || k == SG_NODE_KERNEL || k == SG_NODE_KERNEL_V1) return CUDA_SUCCESS;
+    if (k == SG_NODE_GENERIC) {
+        CUgraphNodeType t = ((const CUgraphNodeParams *)p)->type;
+        if (t != CU_GRAPH_NODE_TYPE_MEMSET && t != CU_GRAPH_NODE_TYPE_MEMCPY) return CUDA_SUCCESS;
+    }
+    if (sg_fp_params_desc(scratch, k, p, c->u.node_update.ctx, NULL) != 0) return CUDA_SUCCESS;
+    return node_range_check(scratch);
+}
+
 /* The first memset / memcpy node of fp with the delta d applied (d NULL:
  * fp itself) whose range the driver would refuse over placed memory, or -1. */
 static long bad_range_delta(const sg_fp *fp, const sg_fp_delta *d)
@@ -124,21 +154,106 @@ static long bad_range_delta(const sg_fp *fp, const sg_fp_delta *d)
 
 static long bad_range_node(const sg_fp *fp) { return bad_range_delta(fp, NULL); }
 
+static int child_range_bad(CUgraph cg, int depth);
+
+/* Whether graph node nd (of a child graph) is a memset / memcpy node whose
+ * range the driver would refuse over placed memory, or a child graph node
+ * whose graph holds one (read through the driver; 0 where it cannot say). */
+static int node_range_bad(CUgraphNode nd, int depth)
+{
+    CUgraphNodeType t;
+    if (SG_DRIVER_CALL(cuGraphNodeGetType, nd, &t) != CUDA_SUCCESS) return 0;
+    if (t == CU_GRAPH_NODE_TYPE_MEMSET) {
+        CUDA_MEMSET_NODE_PARAMS m;
+        return sg_drv.cuGraphMemsetNodeGetParams &&
+               SG_DRIVER_CALL(cuGraphMemsetNodeGetParams, nd, &m) == CUDA_SUCCESS &&
+               sg_mem_check_memset(&m) != CUDA_SUCCESS;
+    }
+    if (t == CU_GRAPH_NODE_TYPE_MEMCPY) {
+        CUDA_MEMCPY3D m;
+        return sg_drv.cuGraphMemcpyNodeGetParams &&
+               SG_DRIVER_CALL(cuGraphMemcpyNodeGetParams, nd, &m) == CUDA_SUCCESS &&
+               sg_mem_check_memcpy(&m) != CUDA_SUCCESS;
+    }
+    CUgraph cg;
+    return t == CU_GRAPH_NODE_TYPE_GRAPH && sg_drv.cuGraphChildGraphNodeGetGraph &&
+           SG_DRIVER_CALL(cuGraphChildGraphNodeGetGraph, nd, &cg) == CUDA_SUCCESS && child_range_bad(cg, depth + 1);
+}
+
+/* Whether child graph cg holds such a node (nested child graphs to a depth
+ * of 16; the driver checks a child graph's nodes as an update's, recursively). */
+static int child_range_bad(CUgraph cg, int depth)
+{
+    size_t n = 0;
+    if (depth > 16 || SG_DRIVER_CALL(cuGraphGetNodes, cg, NULL, &n) != CUDA_SUCCESS || !n) return 0;
+    CUgraphNode *v = malloc(n * sizeof *v);
+    int bad = 0;
+    if (v && SG_DRIVER_CALL(cuGraphGetNodes, cg, v, &n) == CUDA_SUCCESS)
+        for (size_t i = 0; i < n && !bad; i++) bad = node_range_bad(v[i], depth);
+    free(v);
+    return bad;
+}
+
+/* The first child graph node of g (described by r->next) before index
+ * `before` (-1: anywhere) whose graph holds a range the driver would refuse
+ * over placed memory, or -1. A record does not look into child graphs: g is
+ * read back for the handles (as bad_node does), only when r->next has a
+ * child graph node there (such an update is forwarded anyway: the exec, or
+ * the graph, holds a node type the library does not model). The driver
+ * names the child graph node for a refusal inside its graph. */
+static long bad_child_node(sg_grec *r, CUgraph g, long before)
+{
+    size_t end = before < 0 ? r->next.n : (size_t)before, k;
+    for (k = 0; k < end && r->next.nodes[k].k.type != CU_GRAPH_NODE_TYPE_GRAPH; k++) {}
+    if (k == end) return -1;
+    if (r->next.origin == SG_FP_RECORDED && sg_fp_build(&r->next, g, &r->scratch, NULL) != 0) return -1;
+    for (end = end < r->next.n ? end : r->next.n; k < end; k++)
+        if (r->next.nodes[k].k.type == CU_GRAPH_NODE_TYPE_GRAPH && node_range_bad(r->scratch.nodes[k], 0))
+            return (long)k;
+    return -1;
+}
+
 /* The handle, in graph g, of the node r->next describes at index bad: a
  * record does not know the handles of captured nodes, so g is read back
- * (this happens only for an update the driver refuses). NULL if unknown. */
+ * (this happens only for an update the driver refuses; a record and a
+ * read-back both order nodes by creation). NULL if unknown. */
 static CUgraphNode bad_node(sg_grec *r, CUgraph g, long bad)
 {
-    if (r->next.origin == SG_FP_RECORDED) {
-        if (sg_fp_build(&r->next, g, &r->scratch, NULL) != 0) return NULL;
-        bad = bad_range_node(&r->next);
-    }
+    if (r->next.origin == SG_FP_RECORDED && sg_fp_build(&r->next, g, &r->scratch, NULL) != 0) return NULL;
     return bad >= 0 && (size_t)bad < r->next.n ? r->scratch.nodes[bad] : NULL;
+}
+
+/* An update of r's exec to r->next (built) whose node `bad` names a range
+ * the driver would refuse over placed memory (where the driver, seeing the
+ * reservation mapped, would accept it): which node the driver's refusal
+ * names without the library. cuGraphExecUpdate checks the topology (node
+ * count, edges) before any node, then each node in order, its type before
+ * its parameters (the order the emulated driver follows; the docs list the
+ * topology conditions first and name one error node). Returns the index of
+ * the node to refuse (PARAMETERS_CHANGED), or -1 to forward: the topology
+ * or an earlier node's type changed, which the driver refuses alike with
+ * or without placement. Where the record does not describe what the exec
+ * holds (forced_reason), bad itself: the earlier nodes cannot be judged
+ * (docs/design.md "The outcome of an update"). */
+static int forced_reason(const sg_grec *r);
+
+static long refusal_at(sg_grec *r, long bad)
+{
+    if (forced_reason(r) >= 0) return bad;
+    const sg_fp *a = &r->fp, *b = &r->next;
+    if (a->n != b->n || a->nedges != b->nedges || !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return -1;
+    for (long j = 0; j < bad; j++) {
+        if (a->nodes[j].k.type != b->nodes[j].k.type) return -1;
+        if (sg_fp_update_refused(&a->nodes[j], &b->nodes[j])) return j;
+    }
+    return bad;
 }
 
 /* The driver's answer to an update with a parameter it refuses. */
 static CUresult refuse_update(const sg_call *c, CUgraphNode node)
 {
+    count_refusal(c);
     if (c->u.update.info) {
         c->u.update.info->result = CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         c->u.update.info->errorNode = node;
@@ -237,9 +352,12 @@ CUresult sg_graph_update(const sg_call *c)
         }
         if (reason < 0) reason = built ? sg_fp_compare(&r->fp, &r->next) : SG_REASON_NOT_COMPARABLE;
     }
-    /* the driver refuses a changed topology (node count, edges, types) before
-     * it looks at any node's parameters: so does the range refusal */
-    long bad = built == 1 && reason != SG_REASON_TOPOLOGY ? bad_range_node(&r->next) : -1;
+    /* a range the driver would refuse without the library, where no
+     * earlier refusal of the driver's comes first (refusal_at) */
+    long bad = built == 1 ? bad_range_node(&r->next) : -1;
+    long child = built == 1 ? bad_child_node(r, g, bad) : -1;
+    if (child >= 0) bad = child;
+    if (bad >= 0) bad = refusal_at(r, bad);
     CUresult rc = bad >= 0 ? refuse_update(c, bad_node(r, g, bad))
                            : decide(r, c, reason, -1,
                                     built > 1 ? built : built && !r->next.unsupported);
@@ -269,8 +387,10 @@ CUresult sg_graph_update_node(const sg_call *c)
     long i = sg_grec_node_index(r, c->u.node_update.node);
     if (i >= 0 && (size_t)i >= r->fp.n) i = -1;
     int desc = -1, reason = forced_reason(r);
-    CUresult rc = CUDA_SUCCESS;
-    if (reason < 0 && i < 0) {
+    CUresult rc = setter_range_check(&r->node, c);
+    if (rc != CUDA_SUCCESS) {
+        /* refused here, whatever the record knows (below) */
+    } else if (reason < 0 && i < 0) {
         /* a node the exec does not have (or whose graph is gone): the driver's verdict */
         reason = r->graph ? SG_REASON_NOT_COMPARABLE : SG_REASON_UNTRACKED_EXEC;
     } else if (reason < 0) {
@@ -288,6 +408,7 @@ CUresult sg_graph_update_node(const sg_call *c)
                                                          : sg_fp_node_compare(rec, &r->node, 1);
         }
     }
+    if (rc != CUDA_SUCCESS) count_refusal(c);
     if (rc == CUDA_SUCCESS) {
         int built = desc == 0 && i >= 0 && r->node.k.state == SG_FP_OK;
         rc = decide(r, c, reason, i, built);
