@@ -1309,6 +1309,19 @@ for c in "operands:$(UNH_RB count_mismatch 12) and $(UNH_FWD memcpy_changed 7)" 
 done
 adv name=r35/unhooked_outside eng_t="$PLACED" eng_p="$PLACED" \
     attack="unhooked batch copies between placed buffers, outside capture" -- adv_unhooked outside
+# Round 36: the outcome of every update call (adv_outcomes.c): every CUresult
+# and every result info field (nodes as their index in the program's list)
+# of updates accepted, skipped (placed temporaries, variants) and refused
+# (count, node type, memcpy memory type, 2D memset, exit nodes, a freed
+# operand, a refusal at an earlier node than the freed operand, NULL and
+# destroyed graphs, the legacy call), and exec setters the driver refuses
+# on an exec served by variants; each followed by a launch checked against
+# a host model of what the exec holds; under every policy.
+R36_ACCOUNTED='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]::every update is skipped or forwarded'
+for c in mixed setters freed; do
+    adv name=r36/outcomes_$c cfg="temp prof alias obs off" eng_t="$SEEN" eng_p="$SEEN" xchk="$R36_ACCOUNTED" \
+        attack="the outcome of every update call, answered or forwarded ($c)" -- adv_outcomes $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
