@@ -232,14 +232,16 @@ static CUgraphNode bad_node(sg_grec *r, CUgraph g, long bad)
  * topology conditions first and name one error node). Returns the index of
  * the node to refuse (PARAMETERS_CHANGED), or -1 to forward: the topology
  * or an earlier node's type changed, which the driver refuses alike with
- * or without placement. Where the record does not describe what the exec
- * holds (forced_reason), bad itself: the earlier nodes cannot be judged
- * (docs/design.md "The outcome of an update"). */
-static int forced_reason(const sg_grec *r);
-
+ * or without placement. What is compared holds in a current record
+ * whatever else made the exec's updates go to the driver (a node type the
+ * library does not model, device launch, an exec setter it does not model,
+ * a module unloaded): no update or setter the driver accepts changes a
+ * node count, an edge, a node type, a memcpy's memory types or a memset's
+ * dimensions between 1D and 2D. A stale record: bad itself, the earlier
+ * nodes cannot be judged (docs/design.md "The outcome of an update"). */
 static long refusal_at(sg_grec *r, long bad)
 {
-    if (forced_reason(r) >= 0) return bad;
+    if (r->state != REC_CURRENT) return bad;
     const sg_fp *a = &r->fp, *b = &r->next;
     if (a->n != b->n || a->nedges != b->nedges || !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
         return -1;
