@@ -53,7 +53,9 @@
  *            memory under the library), a plain chain and one whose memset
  *            is in a child graph: the exec's own graph again, a new graph,
  *            exec setters (memset, memcpy, generic) naming a freed buffer.
- * Usage: adv_outcomes mixed|setters|freed
+ *   mixed_devlaunch  mixed, the exec instantiated for device launch (the
+ *            library forwards its updates but for the freed operands).
+ * Usage: adv_outcomes mixed|setters|freed|mixed_devlaunch
  */
 #include "adv_common.h"
 
@@ -196,7 +198,7 @@ static int freed_kind(int kind)
            kind == K_LEGACY_NULL;
 }
 
-static void mixed(void)
+static void mixed(unsigned long long flags)
 {
     static const step seq[] = {
         /* rotating inputs (variants under skip_profiled), one repeat */
@@ -217,7 +219,7 @@ static void mixed(void)
     MUST(cuMemAlloc(&tcur, 2 * N * 4));
     CUgraph g0 = capture(seq[0], tcur, 0);
     CUgraphExec e;
-    MUST(cuGraphInstantiateWithFlags(&e, g0, 0));
+    MUST(cuGraphInstantiateWithFlags(&e, g0, flags));
     state es = { 0, 0, 5 };
     run_check(e, es, "instantiated");
     CUgraph keep[2 * 64];
@@ -560,7 +562,7 @@ static void freed(void)
 
 int main(int argc, char **argv)
 {
-    static const char *const cases[] = { "mixed", "setters", "freed", NULL };
+    static const char *const cases[] = { "mixed", "setters", "freed", "mixed_devlaunch", NULL };
     int which = adv_case(argc, argv, cases);
     adv_open(&ctx, &mod);
     mad = adv_fn(mod, "mad_u32");
@@ -574,9 +576,10 @@ int main(int argc, char **argv)
         MUST(cuMemcpyHtoD(in[k], hin[k], sizeof hin[k]));
     }
     MUST(cuMemAlloc(&out, N * 4));
-    if (which == 0) mixed();
+    if (which == 0) mixed(0);
     else if (which == 1) setters();
-    else freed();
+    else if (which == 2) freed();
+    else mixed(CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH);
     for (int k = 0; k < 3; k++) R(cuMemFree(in[k]));
     R(cuMemFree(out));
     R(cuMemFreeHost(hostbuf));

@@ -1318,7 +1318,7 @@ adv name=r35/unhooked_outside eng_t="$PLACED" eng_p="$PLACED" \
 # on an exec served by variants; each followed by a launch checked against
 # a host model of what the exec holds; under every policy.
 R36_ACCOUNTED='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]::every update is skipped or forwarded'
-for c in mixed setters freed; do
+for c in mixed setters freed mixed_devlaunch; do
     adv name=r36/outcomes_$c cfg="temp prof alias obs off" eng_t="$SEEN" eng_p="$SEEN" xchk="$R36_ACCOUNTED" \
         attack="the outcome of every update call, answered or forwarded ($c)" -- adv_outcomes $c
 done
