@@ -455,6 +455,18 @@ static CUgraph build_maybe_child(CUdeviceptr b, uint32_t v, int child, CUgraphNo
     return g;
 }
 
+/* An update from g, which names a freed buffer: printed; the exec, if
+ * the update was refused, launched and checked against es. */
+static void update_freed(CUgraphExec e, CUgraph g, state es, const char *what)
+{
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
+    print_info(what, r, &info);
+    if (r == CUDA_SUCCESS) printf("%s: accepted, the exec holds a freed buffer\n", what);
+    else run_check(e, es, what);
+}
+
 /* Operands freed while an exec or a graph holds them (every buffer here is
  * placed under the library: the driver, seeing the reservation mapped,
  * would accept them). For a plain chain and one whose memset is in a child
@@ -496,24 +508,15 @@ static void freed(void)
         CUgraph g3 = build_maybe_child(x, 7, child, xd);
         MUST(cuMemFree(x));
         snprintf(what, sizeof what, "child %d: new graph, operand freed", child);
-        r = R(cuGraphExecUpdate_v2(e, g3, &info));
-        print_info(what, r, &info);
-        if (r == CUDA_SUCCESS) {
-            printf("%s: accepted, the exec holds a freed buffer\n", what);
-        } else {
-            run_check(e, es, what);
-        }
+        update_freed(e, g3, es, what);
         /* only the memset (in the child graph) names a freed buffer */
         CUgraph g4 = build_maybe_child(b, 8, child, xd);
-        CUgraph c4 = NULL;
-        if (child) MUST(cuGraphChildGraphNodeGetGraph(xd[0], &c4));
-        CUgraphNode m4;
-        size_t one = 1;
-        MUST(cuGraphGetNodes(child ? c4 : g4, &m4, &one));
+        CUgraphNode m4 = xd[0];
         if (child) {
-            /* the root of g4 (the child node's memset is the root of c4) */
-        } else {
-            m4 = xd[0];
+            CUgraph c4;
+            size_t one = 1;
+            MUST(cuGraphChildGraphNodeGetGraph(xd[0], &c4));
+            MUST(cuGraphGetNodes(c4, &m4, &one));
         }
         MUST(cuMemAlloc(&x, N * 4));
         CUDA_MEMSET_NODE_PARAMS mx = { .dst = x, .pitch = N * 4, .value = 8, .elementSize = 4, .width = N,
@@ -521,13 +524,7 @@ static void freed(void)
         MUST(cuGraphMemsetNodeSetParams(m4, &mx));
         MUST(cuMemFree(x));
         snprintf(what, sizeof what, "child %d: only the memset's buffer freed", child);
-        r = R(cuGraphExecUpdate_v2(e, g4, &info));
-        print_info(what, r, &info);
-        if (r == CUDA_SUCCESS) {
-            printf("%s: accepted, the exec holds a freed buffer\n", what);
-        } else {
-            run_check(e, es, what);
-        }
+        update_freed(e, g4, es, what);
         /* exec setters naming a freed buffer (the top-level memset node,
          * or the kernel node where it is a child graph node) */
         MUST(cuMemAlloc(&x, N * 4));
