@@ -230,7 +230,11 @@ typedef struct sg_call {
             const void *params;
             CUcontext ctx;                        /* SG_NODE_MEMCPY / MEMSET */
         } node_update;
-        struct { CUgraphExec exec; CUgraphNode node; } exec;
+        struct {
+            CUgraphExec exec;
+            CUgraphNode node;
+            CUgraph child;                        /* cuGraphExecChildGraphNodeSetParams */
+        } exec;
     } u;
 } sg_call;
 

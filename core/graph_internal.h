@@ -141,5 +141,9 @@ void sg_grec_reset(void);
 /* UPDATE_GRAPH and UPDATE_NODE calls (graph_update.c). */
 CUresult sg_graph_update(const sg_call *c);
 CUresult sg_graph_update_node(const sg_call *c);
+/* Whether child graph g (nested ones included) holds a memset / memcpy
+ * node whose range the driver would refuse over placed memory
+ * (graph_update.c; read through the driver). */
+int sg_graph_child_range_bad(CUgraph g);
 
 #endif /* SG_GRAPH_INTERNAL_H */

@@ -119,21 +119,26 @@ static CUresult node_range_check(const sg_fp_node *n)
     return CUDA_SUCCESS;
 }
 
+static int child_range_bad(CUgraph cg, int depth);
+
 /* The driver's range check of a per-node update's memset / memcpy
  * parameters (described into *scratch), made whether or not the record
  * knows the node or the exec: over placed memory the driver, seeing the
  * reservation mapped, would accept a freed operand that it refuses without
  * the library (CUDA_ERROR_INVALID_VALUE either way: a node the exec does not
- * have, or of another type, is refused with the same code). Kernel
- * parameters are not described here (the driver checks no range of them). */
+ * have, or of another type, is refused with the same code); a child graph
+ * (the generic setter's) is read through the driver. Kernel parameters are
+ * not described here (the driver checks no range of them). */
 static CUresult setter_range_check(sg_fp_node *scratch, const sg_call *c)
 {
     sg_node_params_kind k = c->u.node_update.kind;
     const void *p = c->u.node_update.params;
     if (!p || k == SG_NODE_KERNEL || k == SG_NODE_KERNEL_V1) return CUDA_SUCCESS;
     if (k == SG_NODE_GENERIC) {
-        CUgraphNodeType t = ((const CUgraphNodeParams *)p)->type;
-        if (t != CU_GRAPH_NODE_TYPE_MEMSET && t != CU_GRAPH_NODE_TYPE_MEMCPY) return CUDA_SUCCESS;
+        const CUgraphNodeParams *g = p;
+        if (g->type == CU_GRAPH_NODE_TYPE_GRAPH)
+            return child_range_bad(g->graph.graph, 0) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+        if (g->type != CU_GRAPH_NODE_TYPE_MEMSET && g->type != CU_GRAPH_NODE_TYPE_MEMCPY) return CUDA_SUCCESS;
     }
     if (sg_fp_params_desc(scratch, k, p, c->u.node_update.ctx, NULL) != 0) return CUDA_SUCCESS;
     return node_range_check(scratch);
@@ -153,8 +158,6 @@ static long bad_range_delta(const sg_fp *fp, const sg_fp_delta *d)
 }
 
 static long bad_range_node(const sg_fp *fp) { return bad_range_delta(fp, NULL); }
-
-static int child_range_bad(CUgraph cg, int depth);
 
 /* Whether graph node nd (of a child graph) is a memset / memcpy node whose
  * range the driver would refuse over placed memory, or a child graph node
@@ -193,6 +196,8 @@ static int child_range_bad(CUgraph cg, int depth)
     free(v);
     return bad;
 }
+
+int sg_graph_child_range_bad(CUgraph g) { return child_range_bad(g, 0); }
 
 /* The first child graph node of g (described by r->next) before index
  * `before` (-1: anywhere) whose graph holds a range the driver would refuse

@@ -137,6 +137,9 @@ static CUresult instantiate(const sg_call *c)
  * call changes state no record describes. */
 static CUresult exec_fix(const sg_call *c)
 {
+    /* a child graph naming a range the driver would refuse without the
+     * library (cuGraphExecChildGraphNodeSetParams: CUDA_ERROR_INVALID_VALUE) */
+    if (c->u.exec.child && sg_graph_child_range_bad(c->u.exec.child)) return CUDA_ERROR_INVALID_VALUE;
     sg_grec *r = sg_grec_get(c->u.exec.exec, 0);
     if (!r) return c->forward(c->args);
     sg_lock_take(&r->lock);

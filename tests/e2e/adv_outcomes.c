@@ -52,7 +52,8 @@
  *   freed    operands freed while an exec or a graph holds them (placed
  *            memory under the library), a plain chain and one whose memset
  *            is in a child graph: the exec's own graph again, a new graph,
- *            exec setters (memset, memcpy, generic) naming a freed buffer.
+ *            exec setters (memset, memcpy, child graph, generic) naming a
+ *            freed buffer.
  *   mixed_devlaunch  mixed, the exec instantiated for device launch (the
  *            library forwards its updates but for the freed operands).
  * Usage: adv_outcomes mixed|setters|freed|mixed_devlaunch
@@ -531,11 +532,14 @@ static void freed(void)
         MUST(cuMemFree(x));
         CUDA_MEMSET_NODE_PARAMS m = { .dst = x, .pitch = N * 4, .value = 9, .elementSize = 4, .width = N,
                                       .height = 1 };
+        int took = 0;
         r = R(cuGraphExecMemsetNodeSetParams(e, nd[child], &m, ctx));
         printf("child %d: memset setter, freed buffer: %s\n", child, adv_err(r));
+        took += r == CUDA_SUCCESS;
         CUDA_MEMCPY3D cp = adv_copy_1d(out, x, N * 4);
         r = R(cuGraphExecMemcpyNodeSetParams(e, nd[2], &cp, ctx));
         printf("child %d: memcpy setter, freed source: %s\n", child, adv_err(r));
+        took += r == CUDA_SUCCESS;
         CUgraphNodeParams np;
         memset(&np, 0, sizeof np);
         np.type = CU_GRAPH_NODE_TYPE_MEMCPY;
@@ -543,11 +547,29 @@ static void freed(void)
         np.memcpy.copyParams = cp;
         r = R(cuGraphExecNodeSetParams(e, nd[2], &np));
         printf("child %d: generic memcpy setter, freed source: %s\n", child, adv_err(r));
-        if (r == CUDA_SUCCESS) {
-            printf("child %d: the exec copies from a freed buffer\n", child);
-        } else {
-            run_check(e, es, "after the setters naming a freed buffer");
-        }
+        took += r == CUDA_SUCCESS;
+        /* child graph setters (node 0: a memset node where child is 0) with
+         * a child graph whose memset names a freed buffer */
+        CUgraph cf;
+        CUgraphNode cfm;
+        MUST(cuGraphCreate(&cf, 0));
+        MUST(cuMemAlloc(&x, N * 4));
+        m.dst = x;
+        MUST(cuGraphAddMemsetNode(&cfm, cf, NULL, 0, &m, ctx));
+        MUST(cuMemFree(x));
+        reg_graph(cf);
+        r = R(cuGraphExecChildGraphNodeSetParams(e, nd[0], cf));
+        printf("child %d: child graph setter, freed buffer: %s\n", child, adv_err(r));
+        took += r == CUDA_SUCCESS;
+        memset(&np, 0, sizeof np);
+        np.type = CU_GRAPH_NODE_TYPE_GRAPH;
+        np.graph.graph = cf;
+        r = R(cuGraphExecNodeSetParams(e, nd[0], &np));
+        printf("child %d: generic child graph setter, freed buffer: %s\n", child, adv_err(r));
+        took += r == CUDA_SUCCESS;
+        R(cuGraphDestroy(cf));
+        if (took) printf("child %d: %d setters took a freed buffer\n", child, took);
+        else run_check(e, es, "after the setters naming a freed buffer");
         R(cuGraphExecDestroy(e));
         R(cuGraphDestroy(g));
         R(cuGraphDestroy(g2));
