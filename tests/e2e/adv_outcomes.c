@@ -56,7 +56,9 @@
  *            freed buffer.
  *   mixed_devlaunch  mixed, the exec instantiated for device launch (the
  *            library forwards its updates but for the freed operands).
- * Usage: adv_outcomes mixed|setters|freed|mixed_devlaunch
+ *   devices  a copy whose source rotates over three buffers, one on device 1
+ *            (CUDAEMU_DEVICES=2): the driver refuses every update to it.
+ * Usage: adv_outcomes mixed|setters|freed|mixed_devlaunch|devices
  */
 #include "adv_common.h"
 
@@ -579,9 +581,68 @@ static void freed(void)
     }
 }
 
+/* -------------------------------------------------------------- devices */
+
+/* A copy node out = src[k] whose source rotates over three buffers, the
+ * second on device 1 (peer access on): the driver refuses an update that
+ * moves a memcpy operand to another device ("The CUDA device(s) to which
+ * the operand(s) was allocated/mapped cannot change"), so the exec keeps
+ * the device 0 sources while every update to the device 1 one is refused,
+ * and neither variants nor a skip may accept it. Needs CUDAEMU_DEVICES=2. */
+static void devices(void)
+{
+    CUdevice d1;
+    CUcontext c1;
+    int n_dev = 0;
+    MUST(cuDeviceGetCount(&n_dev));
+    if (n_dev < 2) {
+        printf("needs two devices\n");
+        exit(2);
+    }
+    MUST(cuDeviceGet(&d1, 1));
+    MUST(cuDevicePrimaryCtxRetain(&c1, d1));
+    MUST(cuCtxSetCurrent(c1));
+    CUdeviceptr b1;
+    MUST(cuMemAlloc(&b1, N * 4));
+    uint32_t h1[N];
+    for (uint32_t i = 0; i < N; i++) h1[i] = 0x9000u + i;
+    MUST(cuMemcpyHtoD(b1, h1, sizeof h1));
+    MUST(cuCtxEnablePeerAccess(ctx, 0));
+    MUST(cuCtxSetCurrent(ctx));
+    MUST(cuCtxEnablePeerAccess(c1, 0));
+    CUdeviceptr src[3] = { in[0], b1, in[2] };
+    const uint32_t *hsrc[3] = { hin[0], h1, hin[2] };
+    CUgraphExec e = NULL;
+    int held = 0;
+    for (int step = 0; step < 30; step++) {
+        int k = step % 3;
+        CUgraph g;
+        MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        MUST(cuMemcpyDtoDAsync(out, src[k], N * 4, s));
+        MUST(cuStreamEndCapture(s, &g));
+        reg_graph(g);
+        char what[64];
+        snprintf(what, sizeof what, "step %d source %d", step, k);
+        if (!e) {
+            MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+        } else {
+            CUgraphExecUpdateResultInfo info = { .result = (CUgraphExecUpdateResult)99 };
+            CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
+            print_info(what, r, &info);
+            if (r == CUDA_SUCCESS) held = k;
+        }
+        R(cuGraphLaunch(e, s));
+        R(cuStreamSynchronize(s));
+        adv_check_words(what, out, hsrc[held], N);
+        R(cuGraphDestroy(g));
+    }
+    R(cuGraphExecDestroy(e));
+    R(cuMemFree(b1));
+}
+
 int main(int argc, char **argv)
 {
-    static const char *const cases[] = { "mixed", "setters", "freed", "mixed_devlaunch", NULL };
+    static const char *const cases[] = { "mixed", "setters", "freed", "mixed_devlaunch", "devices", NULL };
     int which = adv_case(argc, argv, cases);
     adv_open(&ctx, &mod);
     mad = adv_fn(mod, "mad_u32");
@@ -598,7 +659,8 @@ int main(int argc, char **argv)
     if (which == 0) mixed(0);
     else if (which == 1) setters();
     else if (which == 2) freed();
-    else mixed(CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH);
+    else if (which == 3) mixed(CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH);
+    else devices();
     for (int k = 0; k < 3; k++) R(cuMemFree(in[k]));
     R(cuMemFree(out));
     R(cuMemFreeHost(hostbuf));

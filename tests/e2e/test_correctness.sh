@@ -1316,10 +1316,17 @@ adv name=r35/unhooked_outside eng_t="$PLACED" eng_p="$PLACED" \
 # operand, a refusal at an earlier node than the freed operand, NULL and
 # destroyed graphs, the legacy call), and exec setters the driver refuses
 # on an exec served by variants; each followed by a launch checked against
-# a host model of what the exec holds; under every policy.
+# a host model of what the exec holds; under every policy. Found: freed
+# operands refused at the wrong node (an earlier refusal, a later type
+# change), never checked in child graphs nor in setters of execs whose
+# updates go to the driver, refusals not accounted for; the emulator did
+# not check the exit nodes. devices: a copy's source rotating onto device 1
+# (refused by the driver) must not be accepted by variants.
 R36_ACCOUNTED='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]::every update is skipped or forwarded'
-for c in mixed setters freed mixed_devlaunch; do
-    adv name=r36/outcomes_$c cfg="temp prof alias obs off" eng_t="$SEEN" eng_p="$SEEN" xchk="$R36_ACCOUNTED" \
+for c in mixed setters freed mixed_devlaunch devices; do
+    e=""
+    [ $c = devices ] && e="CUDAEMU_DEVICES=2"
+    adv name=r36/outcomes_$c cfg="temp prof alias obs off" env="$e" eng_t="$SEEN" eng_p="$SEEN" xchk="$R36_ACCOUNTED" \
         attack="the outcome of every update call, answered or forwarded ($c)" -- adv_outcomes $c
 done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
