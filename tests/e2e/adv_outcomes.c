@@ -36,7 +36,7 @@
  *            refuses node 0 first;
  *   null     an update with a NULL graph; gone: with a destroyed graph;
  *   legacy   freed0 by the legacy cuGraphExecUpdate; legacy_null: the same
- *            with a NULL hErrorNode_out.
+ *            with a NULL hErrorNode_out; legacy_ok: ok by the legacy call.
  * Cases:
  *   mixed    the step kinds above in a fixed sequence, twice;
  *   setters  an exec fed by rotating inputs by its kernel setter (variants
@@ -136,10 +136,10 @@ static void run_check(CUgraphExec e, state st, const char *what)
 /* ---------------------------------------------------------------- mixed */
 
 enum { K_OK, K_D16, K_EXTRA, K_TYPE0, K_HOSTCPY, K_TWOD, K_EXITS, K_FREED0, K_FREED0_TYPE2, K_TWOD_FREED2,
-       K_NULL, K_GONE, K_LEGACY, K_LEGACY_NULL };
+       K_NULL, K_GONE, K_LEGACY, K_LEGACY_NULL, K_LEGACY_OK };
 static const char *const kind_names[] = { "ok", "d16", "extra", "type0", "hostcpy", "twod", "exits", "freed0",
                                           "freed0_type2", "twod_freed2", "null", "gone", "legacy",
-                                          "legacy_null" };
+                                          "legacy_null", "legacy_ok" };
 
 typedef struct step { int kind, k; uint32_t v; } step;
 
@@ -216,6 +216,7 @@ static void mixed(unsigned long long flags)
         { K_OK, 0, 5 }, { K_TWOD_FREED2, 0, 5 }, { K_OK, 0, 5 }, { K_OK, 1, 5 }, { K_NULL, 0, 5 },
         { K_OK, 1, 5 }, { K_OK, 2, 6 }, { K_GONE, 1, 5 }, { K_OK, 2, 6 }, { K_OK, 0, 5 }, { K_LEGACY, 2, 5 },
         { K_OK, 0, 5 }, { K_OK, 1, 5 }, { K_LEGACY_NULL, 0, 5 }, { K_OK, 1, 5 }, { K_OK, 2, 5 },
+        { K_LEGACY_OK, 2, 5 }, { K_LEGACY_OK, 0, 5 },
     };
     const int nseq = (int)(sizeof seq / sizeof seq[0]);
     CUdeviceptr tcur;
@@ -238,7 +239,7 @@ static void mixed(unsigned long long flags)
             /* a step the driver accepts gives its temporary back first (the
              * exec is not launched until the update: the next one may reuse
              * the address); a refused one's is a second buffer */
-            int accepted = st.kind == K_OK || st.kind == K_D16;
+            int accepted = st.kind == K_OK || st.kind == K_D16 || st.kind == K_LEGACY_OK;
             if (accepted) MUST(cuMemFree(tcur));
             MUST(cuMemAlloc(&t, 2 * N * 4));
             if (freed_kind(st.kind)) MUST(cuMemAlloc(&f, 2 * N * 4));
@@ -252,13 +253,13 @@ static void mixed(unsigned long long flags)
                 r = R(cuGraphExecUpdate_v2(e, g, &info));
                 g = NULL;
                 print_info(what, r, &info);
-            } else if (st.kind == K_LEGACY || st.kind == K_LEGACY_NULL) {
+            } else if (st.kind == K_LEGACY || st.kind == K_LEGACY_NULL || st.kind == K_LEGACY_OK) {
                 CUgraphNode en = (CUgraphNode)(uintptr_t)1;
                 CUgraphExecUpdateResult ur = (CUgraphExecUpdateResult)99;
-                r = st.kind == K_LEGACY ? R(cuGraphExecUpdate(e, g, &en, &ur)) : R(cuGraphExecUpdate(e, g, NULL, &ur));
+                int outs = st.kind != K_LEGACY_NULL;
+                r = outs ? R(cuGraphExecUpdate(e, g, &en, &ur)) : R(cuGraphExecUpdate(e, g, NULL, &ur));
                 char a[16];
-                printf("%s: %s, result %d, errorNode %s\n", what, adv_err(r), (int)ur,
-                       st.kind == K_LEGACY ? nid(en, a) : "-");
+                printf("%s: %s, result %d, errorNode %s\n", what, adv_err(r), (int)ur, outs ? nid(en, a) : "-");
             } else {
                 r = R(cuGraphExecUpdate_v2(e, g, &info));
                 print_info(what, r, &info);
