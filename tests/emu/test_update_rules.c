@@ -186,10 +186,12 @@ TEST(original_operand_freed_address_reused)
  * resultInfo->errorNode is set to one of the exit nodes in hGraph", checked
  * before the dependencies: an exec of the chain A -> B -> C updated to A -> B,
  * A -> C (the same node count and dependency counts; C's dependency
- * differs, but the exit nodes come first): TOPOLOGY_CHANGED, errorNode B (the
- * first exit node of hGraph whose exec node is not one), errorFromNode NULL
- * (before round 36: C, with errorFromNode A). Fewer exit nodes (the chain
- * updated from A -> B, A -> C's exec) is the dependency rule's: C, from B.
+ * differs, but the exit nodes come first): TOPOLOGY_CHANGED, errorNode C (the
+ * exit nodes paired in node order, the first of hGraph's left over),
+ * errorFromNode NULL (before round 36: C, with errorFromNode A). Fewer exit
+ * nodes (the chain updated from A -> B, A -> C's exec) is the dependency
+ * rule's: C, from B. test_graph.c's fill -> affine updated to the two apart
+ * names the second exit node too (as before).
  * The exec keeps its parameters. */
 TEST(more_exit_nodes_first)
 {
@@ -212,7 +214,7 @@ TEST(more_exit_nodes_first)
     CHECK_CU(cuGraphInstantiateWithFlags(&e, chain, 0), CUDA_SUCCESS);
     CHECK_CU(cuGraphExecUpdate_v2(e, fork, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-    CHECK(info.errorNode == f[1]);
+    CHECK(info.errorNode == f[2]);
     CHECK(info.errorFromNode == NULL);
     CHECK_CU(cuGraphLaunch(e, 0), CUDA_SUCCESS);
     CHECK_CU(cuStreamSynchronize(0), CUDA_SUCCESS);

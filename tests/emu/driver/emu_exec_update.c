@@ -228,10 +228,11 @@ typedef struct upd_pair { exec_node *x; const emu_nparams *np; } upd_pair;
 
 /* "hGraph has more exit nodes than [hGraphExec], in which case
  * resultInfo->errorNode is set to one of the exit nodes in hGraph" (checked
- * after the node count, before the dependencies): that node (the first exit
- * node of g, in node order, whose exec node is not one: there is one when g
- * has more), or NULL when g has no more exit nodes than e. The nodes of g
- * and e have the same count. An exit node is one no other node depends on. */
+ * after the node count, before the dependencies): that node (the exit nodes
+ * of both paired in node order, the first of g's left over: the one after
+ * as many as e has), or NULL when g has no more exit nodes than e. The
+ * nodes of g and e have the same count. An exit node is one no other node
+ * depends on. */
 static CUgraphNode more_exits(CUgraphExec e, CUgraph g)
 {
     size_t n = g->n, ge = 0, ee = 0;
@@ -246,8 +247,8 @@ static CUgraphNode more_exits(CUgraphExec e, CUgraph g)
         ge += !gd[i];
         ee += !ed[i];
     }
-    for (size_t i = 0; ge > ee && i < n && !out; i++)
-        if (!gd[i] && ed[i]) out = g->nodes[i];
+    for (size_t i = 0, k = 0; ge > ee && i < n && !out; i++)
+        if (!gd[i] && k++ == ee) out = g->nodes[i];
 done:
     free(gd);
     free(ed);
