@@ -242,14 +242,17 @@ static CUgraphNode bad_node(sg_grec *r, CUgraph g, long bad)
  * library does not model, device launch, an exec setter it does not model,
  * a module unloaded): no update or setter the driver accepts changes a
  * node count, an edge, a node type, a memcpy's memory types or a memset's
- * dimensions between 1D and 2D. A stale record: bad itself, the earlier
- * nodes cannot be judged (docs/design.md "The outcome of an update"). */
+ * dimensions between 1D and 2D. A stale record, or edges listed otherwise
+ * by a record and a read-back: bad itself, the earlier nodes cannot be
+ * judged (docs/design.md "The outcome of an update"). */
 static long refusal_at(sg_grec *r, long bad)
 {
     if (r->state != REC_CURRENT) return bad;
     const sg_fp *a = &r->fp, *b = &r->next;
-    if (a->n != b->n || a->nedges != b->nedges || !sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
-        return -1;
+    if (a->n != b->n || a->nedges != b->nedges) return -1;
+    if (!sg_bytes_eq(a->edges, b->edges, a->nedges * sizeof *a->edges))
+        return a->origin == b->origin ? -1 : bad;   /* a record and a read-back may list edges
+                                                     * in other orders: not judged */
     for (long j = 0; j < bad; j++) {
         if (a->nodes[j].k.type != b->nodes[j].k.type) return -1;
         if (sg_fp_update_refused(&a->nodes[j], &b->nodes[j])) return j;
