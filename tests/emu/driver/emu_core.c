@@ -364,12 +364,14 @@ void emu_leaf_locks_fork(int phase)
 {
     if (phase == 0) {                     /* leaves: nothing is taken under them */
         emu_exec_tok_fork(0);
+        emu_uobj_fork(0);
         pthread_mutex_lock(&emu_handle_lock);
         emu_mem_fork(0);
         return;
     }
     emu_mem_fork(phase);
     pthread_mutex_unlock(&emu_handle_lock);
+    emu_uobj_fork(phase);
     emu_exec_tok_fork(phase);
 }
 
@@ -411,7 +413,7 @@ int emu_handle_ok(const void *h, emu_kind kind)
     static const char *const names[EMU_K_COUNT] = {
         [EMU_K_STREAM] = "stream", [EMU_K_EVENT] = "event", [EMU_K_MODULE] = "module",
         [EMU_K_FUNC] = "function", [EMU_K_EXEC] = "graph exec", [EMU_K_LIBRARY] = "library",
-        [EMU_K_KERNEL] = "kernel", [EMU_K_ARRAY] = "array",
+        [EMU_K_KERNEL] = "kernel", [EMU_K_ARRAY] = "array", [EMU_K_UOBJ] = "user object",
     };
     int st = handle_state(h, kind);
     if (st < 0)

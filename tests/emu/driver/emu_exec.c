@@ -86,6 +86,7 @@ static void exec_free(CUgraphExec e)
         free(e->nodes[i].sub);
     }
     token_put(e->last);
+    emu_urefs_drop(&e->urefs);      /* a launch still queued holds its own (launch_refs) */
     emu_charge_give(e->charge_dev, e->charge);   /* (nothing if none was taken) */
     pthread_mutex_destroy(&e->lock);
     free(e->nodes);
@@ -181,6 +182,9 @@ static CUresult exec_build(CUgraph g, CUgraphExec e, CUgraphNode *err_node, CUgr
     if (!e->nodes || !e->order) return CUDA_ERROR_OUT_OF_MEMORY;
     e->n = n;                       /* zeroed nodes free as nothing */
     e->graph_uid = g->uid;
+    /* "An instantiated cudaGraphExec_t retains a copy of every reference in
+     * the source cudaGraph_t" (a nested instance: its child graph's). */
+    emu_urefs_copy(&e->urefs, &g->urefs);
     int t = topo_order(g, e->order, err_node);
     if (t < 0) return CUDA_ERROR_OUT_OF_MEMORY;
     if (t == 0) {
@@ -311,6 +315,8 @@ typedef struct launch_work {
     emu_nparams *nodes;             /* in execution order; owned */
     CUgraphConditionalHandle *conds; /* the first segment: the conditional handles whose */
     size_t nconds, cap_conds;       /* defaults the launch applies first (owned) */
+    emu_urefs urefs;                /* the segment that finishes the launch: its exec's
+                                     * user-object references, held until it is retired */
 } launch_work;
 
 static void run_snapshot(const emu_nparams *v, size_t n, emu_stream *s, int dev, const char *what);
@@ -387,6 +393,7 @@ static void launch_release(emu_work *w)
     token_finish(lw->self);
     token_put(lw->self);
     token_put(lw->prev);
+    emu_urefs_drop(&lw->urefs);
     for (size_t i = 0; i < lw->n; i++) emu_nparams_free(&lw->nodes[i]);
     free(lw->nodes);
     free(lw->conds);
@@ -472,6 +479,18 @@ static CUresult launch_snap(CUgraphExec e, emu_nparams *v, size_t *n, emu_work *
         }
     }
     return CUDA_SUCCESS;
+}
+
+/* A launch holds a copy of the user-object references of e and its nested
+ * instances (the top-level exec's lock held): "When a cudaGraphExec_t is
+ * destroyed without being synchronized, the references are retained until
+ * the execution is completed", and an update's released ones "are held
+ * until the launches have finished executing". */
+static void launch_refs(CUgraphExec e, emu_urefs *r)
+{
+    emu_urefs_copy(r, &e->urefs);
+    for (size_t i = 0; i < e->n; i++)
+        if (e->nodes[i].sub) launch_refs(e->nodes[i].sub, r);
 }
 
 static int is_event_node(const emu_nparams *p)
@@ -563,7 +582,10 @@ static CUresult launch_chain(launch_work *lw, emu_stream *s, size_t k)
     }
     launch_work *last = (launch_work *)w[nw - 1];   /* a segment: the loop ends with one */
     last->self = lw->self;          /* the launch is done when its last segment is */
-    if (last != lw) lw->self = NULL;
+    if (last != lw) {
+        lw->self = NULL;
+        emu_urefs_move(&last->urefs, &lw->urefs);
+    }
     free(all);
     CUresult r = emu_event_enqueue_chain(s, w, nw);
     free(w);
@@ -620,6 +642,7 @@ static CUresult exec_launch(CUgraphExec e, CUstream h, int per_thread, int run_n
         launch_release(&lw->w);
         return r;
     }
+    launch_refs(e, &lw->urefs);
     tok->refs = 2;                  /* the exec's `last` and the work */
     lw->self = tok;
     lw->prev = e->last;             /* the exec's reference moves to the work */

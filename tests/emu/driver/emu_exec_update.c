@@ -318,6 +318,43 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphExe
     return CU_GRAPH_EXEC_UPDATE_SUCCESS;
 }
 
+/* The user-object references an update from g gives e and its nested
+ * instances ("the references in the new source graph are cloned and replace
+ * the references in the target graph"): staged before the exec's lock is
+ * taken, swapped in under it, the old ones released after it (a launch
+ * still queued holds its own: emu_exec.c, launch_refs). */
+typedef struct urefs_stage { CUgraphExec *x; emu_urefs *r; size_t n, cap; } urefs_stage;
+
+static void urefs_take(urefs_stage *st, CUgraphExec e, CUgraph g)
+{
+    if (!EMU_GROW(st->x, st->cap, st->n + 1) ||
+        !(st->r = realloc(st->r, st->cap * sizeof *st->r))) {
+        emu_log("out of host memory (user object references)");
+        abort();
+    }
+    st->x[st->n] = e;
+    memset(&st->r[st->n], 0, sizeof *st->r);
+    emu_urefs_copy(&st->r[st->n++], &g->urefs);
+    for (size_t i = 0; i < e->n && i < g->n; i++)   /* paired by index, as update_check */
+        if (e->nodes[i].sub) urefs_take(st, e->nodes[i].sub, g->nodes[i]->p.child);
+}
+
+static void urefs_swap(urefs_stage *st)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        emu_urefs t = st->x[i]->urefs;
+        st->x[i]->urefs = st->r[i];
+        st->r[i] = t;
+    }
+}
+
+static void urefs_stage_drop(urefs_stage *st)
+{
+    for (size_t i = 0; i < st->n; i++) emu_urefs_drop(&st->r[i]);
+    free(st->x);
+    free(st->r);
+}
+
 /* Updates e (top itself, or an instance of a child graph in top) from g if
  * update_check allows it: every paired exec node gets a copy of its graph
  * node's parameters, under top's lock; CUDA_ERROR_OUT_OF_MEMORY changes
@@ -341,6 +378,8 @@ static CUresult update_from(CUgraphExec top, CUgraphExec e, CUgraph g, CUgraphEx
             goto out;
         }
     unsigned long changed = 0;
+    urefs_stage st = { 0 };
+    urefs_take(&st, e, g);
     pthread_mutex_lock(&top->lock);
     for (size_t i = 0; i < n; i++) {
         emu_nparams old = v[i].x->p;
@@ -348,7 +387,9 @@ static CUresult update_from(CUgraphExec top, CUgraphExec e, CUgraph g, CUgraphEx
         v[i].x->p = fresh[i];
         fresh[i] = old;
     }
+    urefs_swap(&st);
     pthread_mutex_unlock(&top->lock);
+    urefs_stage_drop(&st);
     emu_stat_nodes(n, changed);
     for (size_t i = 0; i < n; i++) emu_nparams_free(&fresh[i]);
     r = CUDA_SUCCESS;

@@ -90,6 +90,7 @@ void emu_graph_free(CUgraph g)
         node_free(g, g->nodes[i]);
     }
     emu_handle_del(g);
+    emu_urefs_drop(&g->urefs);
     free(g->nodes);
     free(g->edges);
     free(g);
@@ -301,6 +302,9 @@ CUresult emu_graph_clone(CUgraph o, CUgraph *out)
     for (size_t i = 0; i < o->n; i++) g->nodes[i]->serial = o->nodes[i]->serial;
     g->next_serial = g->clone_serials = o->next_serial;
     g->clone_of = o->uid;
+    /* "A cloned cudaGraph_t retains a copy of every reference owned by the
+     * source cudaGraph_t, with the same multiplicity." */
+    emu_urefs_copy(&g->urefs, &o->urefs);
     *out = g;
     return CUDA_SUCCESS;
 }

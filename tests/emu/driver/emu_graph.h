@@ -64,6 +64,11 @@ static inline size_t emu_grow_size(size_t cap, size_t need)
     }                                                                       \
     ok_; })
 
+/* User-object references a graph, an exec or a launch holds (emu_uobj.c):
+ * one entry per object, with how many. */
+typedef struct emu_uref { CUuserObject o; unsigned long long n; } emu_uref;
+typedef struct emu_urefs { emu_uref *v; size_t n, cap; } emu_urefs;
+
 /* Kernel node attribute ids are below this (CU_LAUNCH_ATTRIBUTE_*). */
 #define EMU_NODE_ATTR_IDS 17
 
@@ -160,6 +165,7 @@ struct CUgraph_st {
     uint64_t clone_of;              /* cuGraphClone: the original graph's uid (0: none)... */
     uint64_t clone_serials;         /* ...whose nodes with serials below this it copied */
     CUgraphNode owner;              /* the child graph node it is embedded in (NULL: none) */
+    emu_urefs urefs;                /* the user-object references it owns (emu_uobj.c) */
 };
 
 typedef struct exec_node {
@@ -192,6 +198,8 @@ struct CUgraphExec_st {
     launch_token *last;             /* the latest launch, NULL if none */
     size_t charge;                  /* device memory its first launch or upload took */
     int charge_dev;                 /* (CUDAEMU_EXEC_BYTES; 0: none yet), until destroyed */
+    emu_urefs urefs;                /* its graph's user-object references (a nested instance:
+                                       its child graph's), guarded by the top-level exec's lock */
 };
 
 /* emu_capture.c: the capture registry's lock (see there). */
@@ -246,6 +254,14 @@ unsigned emu_cond_value(CUgraphConditionalHandle h);
 void emu_cond_launch_default(CUgraphConditionalHandle h);
 int emu_cond_pick(const emu_nparams *p, unsigned value);
 int emu_cond_collect(const emu_nparams *v, size_t n, CUgraphConditionalHandle **out, size_t *nout, size_t *cap);
+
+/* User-object references (emu_uobj.c). copy: dst gets (and counts) new
+ * references to every object of src, as many; drop: r's references are
+ * released (a count reaching zero queues the destructor), r emptied; move:
+ * src's references become dst's (dst must hold none), src emptied. */
+void emu_urefs_copy(emu_urefs *dst, const emu_urefs *src);
+void emu_urefs_drop(emu_urefs *r);
+void emu_urefs_move(emu_urefs *dst, emu_urefs *src);
 
 /* Capture (emu_capture.c) */
 int emu_capture_refuse(emu_stream *s);

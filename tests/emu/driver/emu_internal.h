@@ -186,7 +186,7 @@ unsigned long emu_violation_count(void);
 typedef enum emu_kind {
     EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
     EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL,
-    EMU_K_LIBRARY, EMU_K_KERNEL, EMU_K_ARRAY,
+    EMU_K_LIBRARY, EMU_K_KERNEL, EMU_K_ARRAY, EMU_K_UOBJ,
     EMU_K_COUNT                     /* keep last */
 } emu_kind;
 void emu_handle_add(const void *h, emu_kind kind);
@@ -428,8 +428,10 @@ CUresult emu_stream_legacy_check(emu_stream *s);
  * inherits one held by a thread it does not have. phase: 0 prepare (lock),
  * 1 parent (unlock), 2 child (unlock, condition variables made anew). */
 void emu_leaf_locks_fork(int phase);
-/* Its parts: the launch tokens' lock (emu_exec.c), device memory's (emu_mem.c). */
+/* Its parts: the launch tokens' lock (emu_exec.c), device memory's (emu_mem.c),
+ * the user objects' counts and destructor queue (emu_uobj.c). */
 void emu_exec_tok_fork(int phase);
+void emu_uobj_fork(int phase);
 void emu_mem_fork(int phase);
 
 /* Blocks until all work queued on s so far completed. */
