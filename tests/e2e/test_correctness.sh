@@ -1328,6 +1328,39 @@ for c in mixed setters freed mixed_devlaunch devices; do
     [ $c = devices ] && e="CUDAEMU_DEVICES=2"
     adv name=r36/outcomes_$c cfg="temp prof alias obs off" env="$e" eng_t="$SEEN" eng_p="$SEEN" xchk="$R36_ACCOUNTED" \
         attack="the outcome of every update call, answered or forwarded ($c)" -- adv_outcomes $c
+# Round 34: user objects (adv_userobj.c; emulated since round 34: graphs,
+# clones, execs and pending launches hold references, cuGraphExecUpdate
+# replaces an exec's, destructors run asynchronously). Each case checks what
+# the programming guide's rules guarantee: an object a handle or a pending
+# launch holds is not destroyed, one nothing holds is destroyed once (a
+# bounded wait). destroyed: an object moved into a capture's graph
+# (cuStreamGetCaptureInfo), the exec rotated, graph then exec destroyed;
+# recapture: each step re-captures the same work with a fresh object and
+# updates the exec (identical: skip_temp answered it); variants: variants
+# bought, then every fourth step an object moved into the graph, the exec
+# updated, the graph's reference released, and at the end the exec destroyed
+# while a launch is pending; pending: an object in the graph from the start,
+# variants bought by rotation, the pending end of variants; late: an object
+# moved into the graph after instantiation (the exec does not hold it), then
+# released from the graph while the exec lives. Found on 53cdcb3: recapture
+# (temp, prof: the skipped update kept the first object for the exec's life
+# and destroyed each new one with its graph), variants (prof: the update
+# answered by variants, the new object destroyed while the exec held it),
+# late (prof: the library's clone, taken after the retain, kept the object
+# alive). Fixed: graphs holding user-object references are marked
+# (core/graph_uobj.c); an exec made or updated from one forwards every
+# whole-graph update (user_objects) and gets no variants; no marked graph is
+# cloned.
+UOBJ_NOCOPY='L.get("cuGraphClone", 0) == 0 and L.get("cuGraphInstantiateWithFlags", 0) == 0::the library neither cloned nor instantiated a graph holding user objects'
+UOBJ_FWD='T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"] and sum(e["forwarded_reasons"]["user_objects"] for e in X) > 0::every update is skipped or forwarded, those of an exec holding user objects as user_objects'
+for c in destroyed recapture variants pending late; do
+    case $c in
+    recapture | variants) xchk=$UOBJ_FWD ;;
+    late) xchk='L.get("cuGraphClone", 0) == 0::the library did not clone the graph holding user objects' ;;
+    *) xchk=$UOBJ_NOCOPY ;;
+    esac
+    adv name=r34/userobj_$c eng_t="$SEEN" xchk="$xchk" \
+        attack="lifetimes of user objects tied to graphs and execs ($c)" -- adv_userobj $c
 done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
