@@ -51,6 +51,8 @@ typedef enum {
     SG_CALL_KERNEL,         /* u.kernel: a kernel launch (recorded when its stream captures) */
     SG_CALL_MODULE_UNLOAD,  /* cuModuleUnload, cuLibraryUnload: cached function facts die */
     SG_CALL_GRAPH_DESTROY,  /* u.graph */
+    SG_CALL_GRAPH_UOBJ,     /* u.graph: cuGraphRetainUserObject (graph_uobj.c) */
+    SG_CALL_GRAPH_CLONE,    /* u.clone: cuGraphClone (recorded too: gb) */
     SG_CALL_NODE_DESTROY,   /* u.node */
     SG_CALL_INSTANTIATE,    /* u.inst */
     SG_CALL_LAUNCH,         /* u.launch */
@@ -213,6 +215,7 @@ typedef struct sg_call {
         struct { CUcontext ctx; } ctx;
         struct { CUcontext *out; CUdevice dev; } primary;
         struct { CUgraph graph; } graph;
+        struct { CUgraph *out; CUgraph orig; } clone;
         struct { CUgraphNode node; } node;
         struct { CUgraphExec *out; CUgraph graph; } inst;
         struct { CUgraphExec exec; CUstream stream; } launch;

@@ -100,6 +100,8 @@ static CUresult route(const sg_call *c)
         rc = sg_graph_call(c);
         if (rc == CUDA_SUCCESS) sg_launch_filter_forget();
         return rc;
+    case SG_CALL_GRAPH_UOBJ:
+    case SG_CALL_GRAPH_CLONE:
     case SG_CALL_NODE_DESTROY:
     case SG_CALL_INSTANTIATE:
     case SG_CALL_LAUNCH:
@@ -139,6 +141,8 @@ static CUresult sticky_probe(const sg_call *c)
 {
     switch (c->kind) {
     case SG_CALL_FORWARD:           /* the driver answers these itself */
+    case SG_CALL_GRAPH_UOBJ:
+    case SG_CALL_GRAPH_CLONE:
     case SG_CALL_POOL_ATTR:         /* (forwarded first; a figure added on success only) */
     case SG_CALL_CTX_CREATE:
     case SG_CALL_CTX_DESTROY:

@@ -2,7 +2,7 @@
  * core/graph_internal.h: what the three graph files share: graph_records.c
  * (the record table and each record's life), graphs.c (instantiation,
  * launches, notifications, the router's entry) and graph_update.c (the
- * update decisions). Not for the rest of core/: graphs.h is the interface.
+ * update decisions); graph_uobj.c's marks are graphs.h's. Not for the rest of core/: graphs.h is the interface.
  * Locks: graph_records.c's header.
  */
 #ifndef SG_GRAPH_INTERNAL_H
@@ -36,6 +36,9 @@ typedef struct sg_grec {
     sg_reason stale_reason;
     int unsupported;             /* sticky */
     int fixed;                   /* sticky */
+    int uobj;                    /* instantiated or updated from a graph holding user-object
+                                  * references (graph_uobj.c): whole-graph updates forwarded,
+                                  * no observer shortcut; sticky */
     int logged;                  /* the unsupported line was logged */
     sg_fp fp;                    /* what the program asked the exec to hold (state current) */
     sg_fp next;                  /* the candidate of an update (buffers reused) */
@@ -96,7 +99,7 @@ static inline sg_exec_view sg_grec_view(const sg_grec *r)
     return (sg_exec_view){ .exec = r->exec, .ctx = r->ctx,
                            .L = r->state == REC_CURRENT ? &r->fp : NULL,
                            .nodes = r->graph ? r->nodes : NULL,
-                           .fixed = r->fixed || r->unsupported };
+                           .fixed = r->fixed || r->unsupported || r->uobj };
 }
 void sg_grec_make_stale(sg_grec *r, sg_reason why);
 /* Keeps v (n node handles of graph, in fp order; NULL entries: not known)
@@ -123,6 +126,11 @@ void sg_grec_take_next(sg_grec *r);
 /* Marks r unsupported if its fingerprint or the exec's flags say so, and
  * logs it once (r->lock held). */
 void sg_grec_check_supported(sg_grec *r);
+/* r's exec holds, or is about to hold, user-object references (r->lock
+ * held): the observer brings the program's exec to L and stays out for good
+ * (graph_records.c); sets r->uobj. CUDA_SUCCESS, or the error the program's call
+ * gets (nothing forwarded, r unchanged). */
+CUresult sg_grec_uobj_hold(sg_grec *r);
 
 /* Calls fn on every record, each locked in turn and referenced (the table
  * lock is not held during fn). */

@@ -361,6 +361,22 @@ void sg_grec_check_supported(sg_grec *r)
     }
 }
 
+CUresult sg_grec_uobj_hold(sg_grec *r)
+{
+    if (r->uobj) return CUDA_SUCCESS;
+    CUresult rc = CUDA_SUCCESS;
+    if (r->pol) {
+        sg_exec_view x = sg_grec_view(r);
+        rc = sg_graph_obs->fix(r->pol, &x, "the exec holds user-object references (their lifetimes "
+                                           "follow the exec's updates; no variant or clone may hold them)");
+    }
+    if (rc != CUDA_SUCCESS) return rc;
+    r->uobj = 1;
+    SG_INFO("graph exec %p holds user-object references: its whole-graph updates always go to the driver",
+            (void *)r->exec);
+    return CUDA_SUCCESS;
+}
+
 /* Calls fn on every record (each locked in turn, with a reference; the
  * table lock is not held during fn, unless out of memory: below). */
 void sg_grec_foreach(void (*fn)(sg_grec *r, void *u), void *u)

@@ -368,9 +368,19 @@ CUresult sg_graph_update(const sg_call *c)
     long child = built == 1 ? bad_child_node(r, g, bad) : -1;
     if (child >= 0) bad = child;
     if (bad >= 0) bad = refusal_at(r, bad);
-    CUresult rc = bad >= 0 ? refuse_update(c, bad_node(r, g, bad))
-                           : decide(r, c, reason, -1,
-                                    built > 1 ? built : built && !r->next.unsupported);
+    int desc = built > 1 ? built : built && !r->next.unsupported;
+    CUresult rc;
+    if (bad >= 0) {
+        rc = refuse_update(c, bad_node(r, g, bad));
+    } else if (r->uobj || sg_graph_uobj_held(g)) {
+        /* "the references in the new source graph are cloned and replace the
+         * references in the target graph": only the driver can, even for an
+         * update that changes nothing else (graph_uobj.c) */
+        rc = sg_grec_uobj_hold(r);
+        if (rc == CUDA_SUCCESS) rc = forward_update(r, c, SG_REASON_USER_OBJECTS, -1, desc);
+    } else {
+        rc = decide(r, c, reason, -1, desc);
+    }
     if (rc == CUDA_SUCCESS && built == 1 && r->next.unsupported) {
         /* forwarded: the exec now holds a node type the library does not model */
         r->fp.unsupported = 1;

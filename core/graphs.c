@@ -22,6 +22,11 @@
  *                disabled with cuGraphNodeSetEnabled, whose effect across
  *                updates the library does not model): every update is
  *                forwarded (exec_modified); sticky.
+ *   uobj         the exec was instantiated or updated from a graph holding
+ *                user-object references (graph_uobj.c): every whole-graph
+ *                update is forwarded (user_objects), for the driver to
+ *                replace the exec's references; the observer stays out
+ *                (variants and clones would hold references); sticky.
  *   stale        the exec's content is not known: changed by a call the
  *                library does not model (exec_modified), first seen at an
  *                update (untracked_exec), not describable (not_comparable),
@@ -125,6 +130,9 @@ static CUresult instantiate(const sg_call *c)
             sg_exec_view x = sg_grec_view(r);
             r->pol = sg_graph_obs->created(&x, graph);
         }
+        /* the exec holds the graph's user-object references (the observer,
+         * just made, has nothing to give up) */
+        if (sg_graph_uobj_held(graph)) (void)sg_grec_uobj_hold(r);
         sg_lock_drop(&r->lock);
         sg_grec_put(r);
     }
@@ -146,7 +154,7 @@ static CUresult exec_fix(const sg_call *c)
     CUresult rc = CUDA_SUCCESS;
     if (r->pol) {
         sg_exec_view x = sg_grec_view(r);
-        rc = sg_graph_obs->fix(r->pol, &x);
+        rc = sg_graph_obs->fix(r->pol, &x, NULL);
     }
     if (rc == CUDA_SUCCESS) rc = c->forward(c->args);
     if (rc == CUDA_SUCCESS) {
@@ -339,7 +347,18 @@ CUresult sg_graph_call(const sg_call *c)
         return exec_destroy(c);
     case SG_CALL_GRAPH_DESTROY:
         rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) sg_grec_forget_graph(c->u.graph.graph);
+        if (rc == CUDA_SUCCESS) {
+            sg_grec_forget_graph(c->u.graph.graph);
+            sg_graph_uobj_forget(c->u.graph.graph);
+        }
+        return rc;
+    case SG_CALL_GRAPH_UOBJ:
+        rc = c->forward(c->args);
+        if (rc == CUDA_SUCCESS) sg_graph_uobj_mark(c->u.graph.graph);
+        return rc;
+    case SG_CALL_GRAPH_CLONE:
+        rc = c->forward(c->args);
+        if (rc == CUDA_SUCCESS && c->u.clone.out) sg_graph_uobj_cloned(c->u.clone.orig, *c->u.clone.out);
         return rc;
     case SG_CALL_NODE_DESTROY:
         rc = c->forward(c->args);
@@ -373,6 +392,14 @@ void sg_graph_init(const sg_caps *cp, const sg_exec_observer *o)
     sg_ctx_on_teardown(SG_CTX_PART_GRAPHS, ctx_teardown);
 }
 
-void sg_graph_atfork(int phase) { sg_grec_atfork(phase); }
+void sg_graph_atfork(int phase)
+{
+    sg_grec_atfork(phase);
+    sg_graph_uobj_atfork(phase);
+}
 
-void sg_graph_reset(void) { sg_grec_reset(); }
+void sg_graph_reset(void)
+{
+    sg_grec_reset();
+    sg_graph_uobj_reset();
+}

@@ -75,11 +75,13 @@ typedef struct sg_exec_observer {
      * program gets. */
     CUresult (*upload)(void *st, const sg_exec_view *x, const sg_call *c);
     /* A call is about to change exec state no record describes
-     * (cuGraphNodeSetEnabled, a setter of a node type not modeled): the
+     * (cuGraphNodeSetEnabled, a setter of a node type not modeled), or the
+     * exec comes to hold user-object references (graph_uobj.c): the
      * program's exec must hold L first, and the exec stays out of the
-     * observer's shortcuts for good. CUDA_SUCCESS, or the error the call gets
-     * (nothing forwarded). */
-    CUresult (*fix)(void *st, const sg_exec_view *x);
+     * observer's shortcuts for good; why: the report's reason (NULL: the
+     * first kind). CUDA_SUCCESS, or the error the call gets (nothing
+     * forwarded). */
+    CUresult (*fix)(void *st, const sg_exec_view *x, const char *why);
     /* A stream is about to be destroyed (its handle may come back). */
     void (*stream_gone)(void *st, const sg_exec_view *x, sg_stream_id s);
     /* A module or library is about to be unloaded: function handles in x->L
@@ -109,6 +111,19 @@ CUresult sg_graph_launch(const sg_call *c);
 /* Stream s is about to be destroyed: the observer of every exec hears of it
  * (before the driver destroys it). */
 void sg_graph_stream_gone(CUstream s);
+
+/* Graphs that hold user-object references (graph_uobj.c): marked when the
+ * program retains references into one (cuGraphRetainUserObject) or clones
+ * a marked one, forgotten when it is destroyed. An exec instantiated or
+ * updated from a marked graph gets every whole-graph update forwarded
+ * (user_objects) and no observer shortcut; the library clones no marked
+ * graph (prof_restore.c). */
+void sg_graph_uobj_mark(CUgraph g);
+int sg_graph_uobj_held(CUgraph g);
+void sg_graph_uobj_cloned(CUgraph orig, CUgraph clone);
+void sg_graph_uobj_forget(CUgraph g);
+void sg_graph_uobj_atfork(int phase);
+void sg_graph_uobj_reset(void);
 
 /* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */
 void sg_graph_atfork(int phase);

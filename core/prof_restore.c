@@ -332,6 +332,11 @@ static int attrs_same(const sg_fp *a, const sg_fp *b)
 int sg_prof_clone_take(sg_prof *p, CUgraph g, const sg_fp *state)
 {
     if (p->clone) return 0;
+    /* A clone of a graph holding user-object references would hold them
+     * ("A cloned cudaGraph_t retains a copy of every reference"): an object
+     * the program's handles no longer hold would live on in it
+     * (graph_uobj.c). No clone, so no variants, until a graph without them. */
+    if (sg_graph_uobj_held(g)) return -1;
     if (!g || !sg_drv.cuGraphClone || !sg_drv.cuGraphDestroy || !p->clone_st.n ||
         state->origin != p->clone_st.origin || !attrs_same(&p->clone_st, state))
         return -1;
@@ -350,6 +355,7 @@ int sg_prof_clone_from_source(sg_prof *p, const sg_exec_view *x)
 {
     if (p->clone) return 0;
     if (!x->nodes || !p->src || !p->clone_st.n) return -1;   /* the source or a node of it is gone */
+    if (sg_graph_uobj_held(p->src)) return -1;               /* clone_take's refusal, before a read-back */
     sg_fp now = { 0 };
     sg_fp_scratch s = { 0 };
     int ok = p->clone_st.origin == SG_FP_RECORDED ? sg_rec_fetch(p->src, &now, NULL) == SG_READBACK_NONE

@@ -350,21 +350,22 @@ static CUresult upload(void *st, const sg_exec_view *x, const sg_call *c)
     return p->sim ? c->forward(c->args) : sg_prof_upload_ordered(p, c);
 }
 
-static CUresult fix(void *st, const sg_exec_view *x)
+static CUresult fix(void *st, const sg_exec_view *x, const char *why)
 {
     sg_prof *p = st;
     CUresult rc = CUDA_SUCCESS;
+    if (!why)
+        why = "the exec holds state no variant carries (a disabled node, or a setter of a node type "
+              "the library does not model)";
     if (p->state == SG_PROF_VARIANTS)
-        rc = sg_prof_leave(p, x, 1, "the exec holds state no variant carries (a disabled node, "
-                                    "or a setter of a node type the library does not model)");
+        rc = sg_prof_leave(p, x, 1, why);
     else if (p->x0_stale)
         rc = sg_prof_x0_recover(p, x);
     if (!p->final_plain) {          /* the report says why, decided or not */
         p->prof.decided = 1;
         p->prof.generations = 0;
         p->prof.renting = 0;
-        p->prof.why = "the exec holds state no variant carries (a disabled node, or a setter of "
-                      "a node type the library does not model)";
+        p->prof.why = why;
         sg_exec_set_profile(p->exec, &p->prof);
     }
     p->final_plain = 1;

@@ -45,6 +45,8 @@
  *                      instantiated for device launch
  *   exec_modified      the exec was changed by a call the library does not
  *                      model (cuGraphExecMemcpyNodeSetParams, ...)
+ *   user_objects       the exec or the new graph holds user-object references
+ *                      (the driver replaces the exec's: graph_uobj.c)
  *   untracked_exec     the exec was created before the library saw it
  *   not_comparable     the driver could not describe a node or its arguments
  *   policy             identical, but the policy (always_update) forwards */
@@ -60,6 +62,7 @@
     X(MEMSET_CHANGED, "memset_changed")                                       \
     X(UNSUPPORTED_NODE, "unsupported_node")                                   \
     X(EXEC_MODIFIED, "exec_modified")                                         \
+    X(USER_OBJECTS, "user_objects")                                           \
     X(UNTRACKED_EXEC, "untracked_exec")                                       \
     X(NOT_COMPARABLE, "not_comparable")                                       \
     X(POLICY, "policy")

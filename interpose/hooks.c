@@ -145,7 +145,9 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
     SG_GB_(.kind = SG_GB_SET_ATTR, .u.attr = { .node = (nd), .id = (id_), .value = (v) })
 #define SG_ADD_DEPS(g, f, t, ed, n_) .kind = SG_CALL_FORWARD, \
     SG_GB_(.kind = SG_GB_ADD_DEPS, .u.deps = { .graph = (g), .from = (f), .to = (t), .edata = (ed), .n = (n_) })
-#define SG_CLONE(o, g) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_CLONE, .u.clone = { .out = (o), .orig = (g) })
+#define SG_CLONE(o, g) .kind = SG_CALL_GRAPH_CLONE, .u.clone = { .out = (o), .orig = (g) }, \
+    SG_GB_(.kind = SG_GB_CLONE, .u.clone = { .out = (o), .orig = (g) })
+#define SG_GRAPH_UOBJ(g) .kind = SG_CALL_GRAPH_UOBJ, .u.graph = { .graph = (g) }
 #define SG_GRAPH_OTHER(g) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_GRAPH_OTHER, .u.graph = (g))
 #define SG_NODE_OTHER(nd) .kind = SG_CALL_FORWARD, SG_GB_(.kind = SG_GB_NODE_OTHER, .u.node = (nd))
 #define SG_MODULE_UNLOAD .kind = SG_CALL_MODULE_UNLOAD

@@ -28,7 +28,7 @@ UNIT_OBJS_slots       := arena arena_index arena_query capture config contexts d
                          rec_graph rec_marks slot_map slots stats streams util vmm
 # graphs.c reaches the profiled policy, and through it the rest of core/
 UNIT_OBJS_graphs      := arena arena_index arena_query cap_record capture config contexts core costs driver fp_build fp_compare fp_store fp_desc \
-                         fp_pinfo graph_records graph_update graphs ipc ipc_wire log mem_arena mem_lazy mem_query \
+                         fp_pinfo graph_records graph_uobj graph_update graphs ipc ipc_wire log mem_arena mem_lazy mem_query \
                          mem_registry memory pathtmpl policy prof_alias prof_observe prof_order prof_rent prof_restore \
                          prof_util prof_variants profiled rec_audit rec_graph rec_marks slot_map slots stats \
                          streams util vmm
