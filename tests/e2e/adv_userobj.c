@@ -188,14 +188,24 @@ static void case_recapture(void)
     if (prev >= 0) check_ran("recapture", 12, prev);
 }
 
+/* An explicit graph *g of one node *nd, mad(in[0], acc); object i's
+ * reference moved into it (i < 0: none); its exec. */
+static CUgraphExec mad_exec(CUgraph *g, CUgraphNode *nd, int i)
+{
+    void *args[] = { &in[0], &acc, &n };
+    CUgraphExec e;
+    MUST(cuGraphCreate(g, 0));
+    *nd = adv_add_kernel(*g, NULL, 0, mad, args);
+    if (i >= 0) MUST(cuGraphRetainUserObject(*g, uo_new(i), 1, CU_GRAPH_USER_OBJECT_MOVE));
+    MUST(cuGraphInstantiateWithFlags(&e, *g, 0));
+    return e;
+}
+
 static void case_variants(void)
 {
     CUgraph g;
-    MUST(cuGraphCreate(&g, 0));
-    void *args[] = { &in[0], &acc, &n };
-    CUgraphNode nd = adv_add_kernel(g, NULL, 0, mad, args);
-    CUgraphExec e;
-    MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+    CUgraphNode nd;
+    CUgraphExec e = mad_exec(&g, &nd, -1);
     int held = -1;
     for (int k = 0; k < STEPS; k++) {
         int b = k % 3;
@@ -229,12 +239,8 @@ static void case_variants(void)
 static void case_pending(void)
 {
     CUgraph g;
-    MUST(cuGraphCreate(&g, 0));
-    void *args[] = { &in[0], &acc, &n };
-    CUgraphNode nd = adv_add_kernel(g, NULL, 0, mad, args);
-    MUST(cuGraphRetainUserObject(g, uo_new(0), 1, CU_GRAPH_USER_OBJECT_MOVE));
-    CUgraphExec e;
-    MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+    CUgraphNode nd;
+    CUgraphExec e = mad_exec(&g, &nd, 0);
     for (int k = 0; k < STEPS; k++) {
         rotate_step(e, nd, k % 3);
         if (k % 8 == 7) check_acc("pending", k);
@@ -249,11 +255,8 @@ static void case_pending(void)
 static void case_late(void)
 {
     CUgraph g;
-    MUST(cuGraphCreate(&g, 0));
-    void *args[] = { &in[0], &acc, &n };
-    CUgraphNode nd = adv_add_kernel(g, NULL, 0, mad, args);
-    CUgraphExec e;
-    MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+    CUgraphNode nd;
+    CUgraphExec e = mad_exec(&g, &nd, -1);
     CUuserObject o = uo_new(0);
     R(cuGraphRetainUserObject(g, o, 1, CU_GRAPH_USER_OBJECT_MOVE));
     for (int k = 0; k < STEPS; k++) {
