@@ -2,7 +2,8 @@
  * core/graph_internal.h: what the three graph files share: graph_records.c
  * (the record table and each record's life), graphs.c (instantiation,
  * launches, notifications, the router's entry) and graph_update.c (the
- * update decisions); graph_uobj.c's marks are graphs.h's. Not for the rest of core/: graphs.h is the interface.
+ * update decisions); graph_uobj.c's marks are graphs.h's. Not for the rest
+ * of core/: graphs.h is the interface.
  * Locks: graph_records.c's header.
  */
 #ifndef SG_GRAPH_INTERNAL_H
