@@ -30,6 +30,8 @@
  *   emu_exec.c     graph execs: instantiate, launch, destroy.
  *   emu_exec_update.c   per-node exec changes and cuGraphExecUpdate
  *                  (emu_graph.h: what the graph files share).
+ *   emu_uobj.c     user objects: their references (graphs, execs, launches)
+ *                  and the destructor thread.
  *   emu_library.c  CUDA images (fat binaries, cubins, PTX) and CUDAEMU_MODULES,
  *                  libraries and kernels (cuLibrary*, cuKernel*), function
  *                  attributes, occupancy, the module loading mode.

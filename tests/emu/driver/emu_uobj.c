@@ -31,10 +31,12 @@
  *     handle after all references are released" is undefined: a violation,
  *     CUDA_ERROR_INVALID_VALUE).
  *
- * Locks: uobj_lock guards every count and every reference list's counts of
- * a graph or exec is the caller's to serialise (graphs are not thread-safe;
- * an exec's under its lock); dq_lock guards the destructor queue. Both are
- * leaves (emu_uobj_fork).
+ * Locks: uobj_lock guards every object's counts; a reference list (a
+ * graph's, an exec's, a launch's) is its owner's to serialise (graphs are
+ * not thread-safe; an exec's under its top-level exec's lock). dq_lock
+ * guards the destructor queue. Both are leaves, in that order at fork
+ * (emu_uobj_fork); a count that reaches zero ends its object with neither
+ * held.
  */
 #include "emu_graph.h"
 
