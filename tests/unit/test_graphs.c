@@ -4,7 +4,8 @@
  * cuGraphExecUpdate (v2 and legacy) and the per-node updates, how the result
  * info is filled, the reasons counted, the record replaced only after a
  * successful forward, exec_modified handling, unsupported and untracked
- * execs, and would_skip under always_update.
+ * execs, would_skip under always_update, and execs of graphs holding
+ * user-object references.
  */
 #include "check.h"
 #include "fake_graph.h"
@@ -385,6 +386,67 @@ TEST(unsupported_and_untracked_execs)
     simple_call(SG_CALL_EXEC_DESTROY, e);
 }
 
+/* A graph call (retain of user-object references, clone, destroy) the
+ * driver answers with `result`. */
+static void graph_call(sg_call_kind kind, fg *g, CUgraph *out, CUresult result)
+{
+    fwd f = { 0, result, NULL, NULL };
+    sg_call c = { .kind = kind, .forward = fake_forward, .args = &f };
+    if (kind == SG_CALL_GRAPH_CLONE) c.u.clone = (typeof(c.u.clone)){ .out = out, .orig = (CUgraph)g };
+    else c.u.graph.graph = (CUgraph)g;
+    CHECK_CU(sg_core_call(&c), result);
+    CHECK_EQ(f.calls, 1);
+}
+
+/* Graphs holding user-object references (core/graph_uobj.c): an exec made or
+ * updated from one forwards every whole-graph update, identical ones too
+ * (the driver replaces its references), for good; per-node updates are still
+ * compared; a clone of a marked graph is marked; a destroy unmarks; a retain
+ * the driver refused marks nothing. */
+TEST(user_object_graphs)
+{
+    set_policy(SG_POLICY_SKIP_TEMP);
+    fg a, b, k, d;
+    int calls;
+    CUgraphExecUpdateResultInfo info;
+    make_graph(&a, -1);
+    fg_copy(&b, &a);
+    fg_copy(&k, &a);
+    fg_copy(&d, &a);
+    CUgraphExec e = instantiate(&a, 0xe101);
+    graph_call(SG_CALL_GRAPH_UOBJ, &b, NULL, CUDA_SUCCESS);
+    CHECK_CU(update_v2(e, &b, &info, CUDA_SUCCESS, &calls), CUDA_SUCCESS);
+    CHECK_EQ(calls, 1);                   /* identical, but b holds references */
+    CHECK_CU(update_v2(e, &a, &info, CUDA_SUCCESS, &calls), CUDA_SUCCESS);
+    CHECK_EQ(calls, 1);                   /* the exec held b's: forwarded for good */
+    CHECK_CU(update_kernel(e, (CUgraphNode)&a.nodes[0], &a.nodes[0].kp, NULL, CUDA_ERROR_UNKNOWN, &calls),
+             CUDA_SUCCESS);
+    CHECK_EQ(calls, 0);                   /* a per-node update moves no reference */
+    CHECK_EQ(exec_info(1).reasons[SG_REASON_USER_OBJECTS], 2);
+    simple_call(SG_CALL_EXEC_DESTROY, e);
+
+    /* instantiated from a clone of b: marked from the start */
+    CUgraph out = (CUgraph)&k;
+    graph_call(SG_CALL_GRAPH_CLONE, &b, &out, CUDA_SUCCESS);
+    e = instantiate(&k, 0xe102);
+    CHECK_CU(update_v2(e, &a, &info, CUDA_SUCCESS, &calls), CUDA_SUCCESS);
+    CHECK_EQ(calls, 1);
+    CHECK_EQ(exec_info(2).reasons[SG_REASON_USER_OBJECTS], 1);
+    simple_call(SG_CALL_EXEC_DESTROY, e);
+
+    /* b and k destroyed: their handles are no longer marked; a retain the
+     * driver refused marks nothing */
+    graph_call(SG_CALL_GRAPH_DESTROY, &b, NULL, CUDA_SUCCESS);
+    graph_call(SG_CALL_GRAPH_DESTROY, &k, NULL, CUDA_SUCCESS);
+    graph_call(SG_CALL_GRAPH_UOBJ, &d, NULL, CUDA_ERROR_INVALID_VALUE);
+    e = instantiate(&k, 0xe103);
+    CHECK_CU(update_v2(e, &b, &info, CUDA_ERROR_UNKNOWN, &calls), CUDA_SUCCESS);
+    CHECK_EQ(calls, 0);
+    CHECK_CU(update_v2(e, &d, &info, CUDA_ERROR_UNKNOWN, &calls), CUDA_SUCCESS);
+    CHECK_EQ(calls, 0);
+    simple_call(SG_CALL_EXEC_DESTROY, e);
+}
+
 TEST(always_update_counts_would_skip)
 {
     set_policy(SG_POLICY_ALWAYS_UPDATE);
@@ -453,5 +515,6 @@ int main(void)
     RUN(exec_modified_then_rebuilt);
     RUN(unsupported_and_untracked_execs);
     RUN(always_update_counts_would_skip);
+    RUN(user_object_graphs);
     return check_done();
 }
