@@ -1328,6 +1328,7 @@ for c in mixed setters freed mixed_devlaunch devices; do
     [ $c = devices ] && e="CUDAEMU_DEVICES=2"
     adv name=r36/outcomes_$c cfg="temp prof alias obs off" env="$e" eng_t="$SEEN" eng_p="$SEEN" xchk="$R36_ACCOUNTED" \
         attack="the outcome of every update call, answered or forwarded ($c)" -- adv_outcomes $c
+done
 # Round 34: user objects (adv_userobj.c; emulated since round 34: graphs,
 # clones, execs and pending launches hold references, cuGraphExecUpdate
 # replaces an exec's, destructors run asynchronously). Each case checks what

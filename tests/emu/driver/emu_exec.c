@@ -490,7 +490,8 @@ static void launch_refs(CUgraphExec e, emu_urefs *r)
 {
     emu_urefs_copy(r, &e->urefs);
     for (size_t i = 0; i < e->n; i++)
-        if (e->nodes[i].sub) launch_refs(e->nodes[i].sub, r);
+        for (unsigned b = 0; b < e->nodes[i].nsub; b++)
+            if (e->nodes[i].sub[b]) launch_refs(e->nodes[i].sub[b], r);
 }
 
 static int is_event_node(const emu_nparams *p)

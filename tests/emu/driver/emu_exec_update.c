@@ -336,7 +336,14 @@ static void urefs_take(urefs_stage *st, CUgraphExec e, CUgraph g)
     memset(&st->r[st->n], 0, sizeof *st->r);
     emu_urefs_copy(&st->r[st->n++], &g->urefs);
     for (size_t i = 0; i < e->n && i < g->n; i++)   /* paired by index, as update_check */
-        if (e->nodes[i].sub) urefs_take(st, e->nodes[i].sub, g->nodes[i]->p.child);
+        for (unsigned b = 0; b < e->nodes[i].nsub; b++) {
+            /* a child graph's instance (sub[0]) or a conditional node's body b */
+            const emu_nparams *p = &g->nodes[i]->p;
+            CUgraph src = p->type == CU_GRAPH_NODE_TYPE_GRAPH ? p->child
+                          : p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < p->cond_size ? p->cond_body[b]
+                                                                                        : NULL;
+            if (e->nodes[i].sub[b] && src) urefs_take(st, e->nodes[i].sub[b], src);
+        }
 }
 
 static void urefs_swap(urefs_stage *st)
