@@ -246,6 +246,62 @@ TEST(capture)
     CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
 }
 
+/* A graph: an IF node with an ELSE body (default value 0: the ELSE body
+ * runs) whose ELSE body memsets p to v and holds o (moved in). */
+static CUgraph ifelse_graph(CUdeviceptr p, uint32_t v, CUuserObject o)
+{
+    CUgraph g, body[2];
+    CUgraphConditionalHandle h;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphConditionalHandleCreate(&h, g, g_ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT), CUDA_SUCCESS);
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    np.conditional.handle = h;
+    np.conditional.type = CU_GRAPH_COND_TYPE_IF;
+    np.conditional.size = 2;
+    np.conditional.phGraph_out = body;
+    np.conditional.ctx = g_ctx;
+    CUgraphNode cn, m;
+    CHECK_CU(cuGraphAddNode(&cn, g, NULL, NULL, 0, &np), CUDA_SUCCESS);
+    CUDA_MEMSET_NODE_PARAMS ms = gu_set_1d(p, v);
+    CHECK_CU(cuGraphAddMemsetNode(&m, body[1], NULL, 0, &ms, g_ctx), CUDA_SUCCESS);
+    CHECK_CU(cuGraphRetainUserObject(body[1], o, 1, CU_GRAPH_USER_OBJECT_MOVE), CUDA_SUCCESS);
+    return g;
+}
+
+/* A conditional node's body holds its references as a child graph does,
+ * and so does the exec's instance of that body; an update replaces the
+ * instance's with the new graph's body of the same index (round 37's bodies
+ * with round 34's references). */
+TEST(conditional_body)
+{
+    atomic_int c1 = 0, c2 = 0;
+    CUdeviceptr p = gu_alloc();
+    CUgraph g1 = ifelse_graph(p, 6, uobj(&c1, 1)), g2 = ifelse_graph(p, 7, uobj(&c2, 1));
+    CUgraphExec e;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g1, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g1), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(p, 6));
+    sleep_ms(50);
+    CHECK_EQ(atomic_load(&c1), 0);                  /* the exec's ELSE instance holds it */
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphExecUpdate(e, g2, &info), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);
+    CHECK_EQ(wait_count(&c1, 1), 1);                /* replaced by the update */
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(p, 7));
+    sleep_ms(50);
+    CHECK_EQ(atomic_load(&c2), 0);                  /* now the instance's */
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_EQ(wait_count(&c2, 1), 1);
+    CHECK_EQ(atomic_load(&c1), 1);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     gu_setup();
@@ -255,5 +311,6 @@ int main(void)
     RUN(update_replaces_references);
     RUN(child_graph);
     RUN(capture);
+    RUN(conditional_body);
     return check_done();
 }
