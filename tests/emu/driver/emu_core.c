@@ -414,6 +414,7 @@ int emu_handle_ok(const void *h, emu_kind kind)
         [EMU_K_STREAM] = "stream", [EMU_K_EVENT] = "event", [EMU_K_MODULE] = "module",
         [EMU_K_FUNC] = "function", [EMU_K_EXEC] = "graph exec", [EMU_K_LIBRARY] = "library",
         [EMU_K_KERNEL] = "kernel", [EMU_K_ARRAY] = "array", [EMU_K_UOBJ] = "user object",
+        [EMU_K_GREEN] = "green context", [EMU_K_RESDESC] = "resource descriptor",
     };
     int st = handle_state(h, kind);
     if (st < 0)
@@ -744,7 +745,14 @@ static struct {
 } emu_primary[8];        /* guarded by emu_ctx_lock */
 static CUcontext emu_dead_ctxs; /* destroyed created contexts; guarded by emu_ctx_lock */
 
-CUcontext emu_ctx_current(void) { return emu_ctx_depth ? emu_ctx_stack[emu_ctx_depth - 1] : NULL; }
+CUcontext emu_ctx_current_raw(void) { return emu_ctx_depth ? emu_ctx_stack[emu_ctx_depth - 1] : NULL; }
+
+/* A converted context stands for its owner, the primary context (cuCtxFromGreenCtx: "For
+ * APIs whose semantics are independent of green context resources, the operation is
+ * performed identically to how it would perform with a primary context"). */
+static CUcontext ctx_owner(CUcontext c) { return c && c->green ? c->owner : c; }
+
+CUcontext emu_ctx_current(void) { return ctx_owner(emu_ctx_current_raw()); }
 
 static void emu_ctx_set_current(CUcontext c)
 {
@@ -758,16 +766,18 @@ int emu_ctx_live(CUcontext c) { return c && emu_handle_ok(c, EMU_K_CTX) && !c->d
 CUresult emu_ctx_resolve(CUcontext *ctx)
 {
     if (!*ctx) return emu_ctx_require(ctx);
-    return emu_ctx_live(*ctx) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (!emu_ctx_live(*ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    *ctx = ctx_owner(*ctx);
+    return CUDA_SUCCESS;
 }
 
 CUresult emu_ctx_require(CUcontext *out)
 {
     if (!emu_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    CUcontext c = emu_ctx_current();
+    CUcontext c = emu_ctx_current_raw();
     if (!c) return CUDA_ERROR_INVALID_CONTEXT;
     if (!emu_ctx_live(c)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    *out = c;
+    *out = ctx_owner(c);
     return CUDA_SUCCESS;
 }
 
@@ -890,7 +900,7 @@ EMU_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
     EMU_ENTRY_INIT();
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    *pctx = emu_ctx_current();
+    *pctx = emu_ctx_current_raw();
     return CUDA_SUCCESS;
 }
 
@@ -1184,4 +1194,42 @@ EMU_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int fla
     if (emu_primary[dev].ctx) emu_primary[dev].ctx->flags = flags;
     pthread_mutex_unlock(&emu_ctx_lock);
     return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ green contexts' converted contexts */
+
+/* cuGreenCtxCreate: "This API will retain the primary context on device dev, which will is
+ * released when the green context is destroyed." The converted context is "a normal primary
+ * context but with the resources of the specified green context": is_primary (cuCtxDestroy
+ * refuses it), its owner the primary context. */
+CUresult emu_ctx_green_begin(CUdevice dev, struct CUgreenCtx_st *g)
+{
+    CUcontext primary;
+    CUresult r = emu_primary_get(&primary, dev, 1);
+    if (r != CUDA_SUCCESS) return r;
+    CUcontext c = &g->ctx;
+    c->device = dev;
+    c->flags = primary->flags;
+    c->is_primary = 1;
+    c->green = g;
+    c->owner = primary;
+    pthread_mutex_init(&c->lock, NULL);
+    emu_handle_add(c, EMU_K_CTX);
+    return CUDA_SUCCESS;
+}
+
+void emu_ctx_green_end(struct CUgreenCtx_st *g)
+{
+    CUcontext c = &g->ctx;
+    /* as cuCtxDestroy: popped where it is current to the calling thread, forgotten deeper in
+     * its stack; other threads that hold it get CUDA_ERROR_CONTEXT_IS_DESTROYED */
+    if (emu_ctx_depth && emu_ctx_stack[emu_ctx_depth - 1] == c) emu_ctx_depth--;
+    for (int i = 0; i < emu_ctx_depth; i++)
+        if (emu_ctx_stack[i] == c) emu_ctx_stack[i] = NULL;
+    pthread_mutex_lock(&c->lock);
+    c->legacy = NULL;
+    pthread_mutex_unlock(&c->lock);
+    c->destroyed = 1;
+    emu_handle_del(c);
+    (void)emu_primary_drop(c->device, 0);
 }

@@ -37,6 +37,8 @@
  *                  attributes, occupancy, the module loading mode.
  *   emu_runtime.c  cuGetExportTable: the CUDA runtime's private tables,
  *                  context-local storage.
+ *   emu_green.c    green contexts: SM resources, their split and
+ *                  descriptors, cuGreenCtx*, the converted context.
  *   emu_ipc.c      legacy IPC (cuIpcGetMemHandle, cuIpcOpenMemHandle,
  *                  cuIpcCloseMemHandle) between processes, and what lets
  *                  another process import an exported cuMemCreate descriptor.
@@ -188,7 +190,7 @@ unsigned long emu_violation_count(void);
 typedef enum emu_kind {
     EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
     EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL,
-    EMU_K_LIBRARY, EMU_K_KERNEL, EMU_K_ARRAY, EMU_K_UOBJ,
+    EMU_K_LIBRARY, EMU_K_KERNEL, EMU_K_ARRAY, EMU_K_UOBJ, EMU_K_GREEN, EMU_K_RESDESC,
     EMU_K_COUNT                     /* keep last */
 } emu_kind;
 void emu_handle_add(const void *h, emu_kind kind);
@@ -222,6 +224,7 @@ void emu_handle_mem_put(emu_kind kind, void *p);
  * emu_core.c: devices and contexts
  * ---------------------------------------------------------------------- */
 struct emu_stream;
+struct CUgreenCtx_st;
 struct CUctx_st {
     int device;                 /* ordinal */
     unsigned flags;
@@ -237,10 +240,30 @@ struct CUctx_st {
                                  * destroyed context's struct is kept: it stays small) */
     unsigned limits_set;        /* else the default */
     size_t limit_charge;        /* device memory the raised limits hold */
+    struct CUgreenCtx_st *green;/* a green context's converted context (cuCtxFromGreenCtx): the
+                                 * green context; NULL for any other (emu_green.c) */
+    struct CUctx_st *owner;     /* converted: the device's primary context, which owns what is
+                                 * made with it current (memory, modules, events, streams' work) */
 };
 
-/* The calling thread's current context; NULL if none. */
+/* A green context (emu_green.c): its converted context (ctx, is_primary,
+ * green and owner set), its SM count; destroyed: cuGreenCtxDestroy ran (its
+ * streams then answer CUDA_ERROR_CONTEXT_IS_DESTROYED). */
+struct CUgreenCtx_st {
+    unsigned sm_count;
+    unsigned long long id;
+    int destroyed;              /* atomic */
+    struct CUctx_st ctx;        /* not first: the two handles are registered apart */
+};
+
+/* The calling thread's current context; NULL if none. A green context's
+ * converted context counts as the device's primary context (its owner):
+ * emu_ctx_current, emu_ctx_require and emu_ctx_resolve give the owner, so
+ * memory, modules, events and graphs made with it current are the primary
+ * context's; emu_ctx_current_raw gives the handle the program set
+ * (cuCtxGetCurrent, default streams, stream creation). */
 CUcontext emu_ctx_current(void);
+CUcontext emu_ctx_current_raw(void);
 /* Current context or CUDA_ERROR_INVALID_CONTEXT (or NOT_INITIALIZED). */
 CUresult emu_ctx_require(CUcontext *out);
 /* 1 if c is a context that exists and was not destroyed. */
@@ -260,6 +283,22 @@ void emu_device_uuid(CUdevice dev, CUuuid *uuid);
 /* emu_runtime.c: runs and drops the CUDA runtime's context-local storage of
  * ctx (its destroy callbacks) at context teardown, before anything else. */
 void emu_cls_ctx_destroyed(CUcontext ctx);
+/* emu_core.c, for emu_green.c: retains dev's primary context and makes g's
+ * converted context (registered as a context); emu_ctx_green_end ends it
+ * (popped from the calling thread's stack as cuCtxDestroy does, other
+ * threads get CUDA_ERROR_CONTEXT_IS_DESTROYED) and drops the retain. */
+CUresult emu_ctx_green_begin(CUdevice dev, struct CUgreenCtx_st *g);
+void emu_ctx_green_end(struct CUgreenCtx_st *g);
+/* emu_stream.c, for emu_green.c: the streams of green context g, each
+ * referenced (release with emu_streams_release); emu_green_stream_create
+ * makes a user stream of g; emu_green_default is g's default stream (made
+ * at the first use); emu_green_detach waits for g's streams, ends
+ * their captures and retires g's default stream. */
+size_t emu_streams_of_green(struct CUgreenCtx_st *g, struct emu_stream ***out);
+void emu_streams_release(struct emu_stream **v, size_t n);
+CUresult emu_green_stream_create(struct CUgreenCtx_st *g, unsigned flags, int priority, CUstream *out);
+struct emu_stream *emu_green_default(struct CUgreenCtx_st *g);
+void emu_green_detach(struct CUgreenCtx_st *g);
 
 /* ------------------------------------------------------------------------
  * emu_mem.c: device ranges. A "device range" is any address range the

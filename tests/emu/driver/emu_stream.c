@@ -256,11 +256,13 @@ __attribute__((constructor)) static void stream_fork_handlers(void)
 }
 
 /* Creates a stream and its worker; the caller gets one reference. */
-static emu_stream *stream_new(CUcontext ctx, enum stream_kind kind, unsigned flags, int priority)
+static emu_stream *stream_new(CUcontext ctx, enum stream_kind kind, unsigned flags, int priority,
+                              struct CUgreenCtx_st *green)
 {
     pthread_once(&stream_once, stream_init_once);
     emu_stream *s = emu_xcalloc(1, sizeof *s);
     s->ctx = ctx;
+    s->green = green;
     s->device = ctx->device;
     s->kind = kind;
     s->flags = flags;
@@ -352,10 +354,12 @@ int emu_stream_done(emu_stream *s, uint64_t seq)
 /* ------------------------------------------------------------------------
  * Resolving stream handles
  * ---------------------------------------------------------------------- */
+/* ctx: as current to the thread (a converted context: its green context's default stream). */
 static emu_stream *legacy_of(CUcontext ctx)
 {
     pthread_mutex_lock(&ctx->lock);
-    if (!ctx->legacy) ctx->legacy = stream_new(ctx, S_LEGACY, 0, 0);
+    if (!ctx->legacy && ctx->green) ctx->legacy = stream_new(ctx->owner, S_LEGACY, 0, 0, ctx->green);
+    if (!ctx->legacy) ctx->legacy = stream_new(ctx, S_LEGACY, 0, 0, NULL);
     emu_stream *s = ctx->legacy;
     pthread_mutex_unlock(&ctx->lock);
     return s;
@@ -374,7 +378,7 @@ static emu_stream *per_thread_of(CUcontext ctx)
     }
     pthread_mutex_unlock(&streams_lock);
     /* Only this thread creates its own per-thread streams: no race here. */
-    return found ? found : stream_new(ctx, S_PER_THREAD, 0, 0);
+    return found ? found : stream_new(ctx, S_PER_THREAD, 0, 0, NULL);
 }
 
 CUresult emu_stream_get(CUstream h, int per_thread, emu_stream **out)
@@ -384,11 +388,21 @@ CUresult emu_stream_get(CUstream h, int per_thread, emu_stream **out)
         CUresult r = emu_ctx_require(&ctx);
         if (r != CUDA_SUCCESS) return r;
         int pt = h == CU_STREAM_PER_THREAD || (h == NULL && per_thread);
-        *out = pt ? per_thread_of(ctx) : legacy_of(ctx);
+        CUcontext raw = emu_ctx_current_raw();
+        /* a green context current: the NULL and legacy handles are its default stream; the
+         * per-thread stream is refused (cuStreamGetCtx_v2: "specifying CU_STREAM_PER_THREAD ...
+         * will return CUDA_ERROR_INVALID_HANDLE if a green context is current") */
+        if (raw->green && pt) return CUDA_ERROR_INVALID_HANDLE;
+        *out = pt ? per_thread_of(ctx) : legacy_of(raw);
         return CUDA_SUCCESS;
     }
     if (!emu_handle_ok(h, EMU_K_STREAM)) return CUDA_ERROR_INVALID_HANDLE;
-    *out = ((stream_slot *)(void *)h)->s;
+    emu_stream *s = ((stream_slot *)(void *)h)->s;
+    /* cuGreenCtxDestroy: "Once the green context is destroyed, any subsequent API calls
+     * involving these streams (including cuStreamDestroy) will return
+     * CUDA_ERROR_CONTEXT_IS_DESTROYED." */
+    if (s->green && __atomic_load_n(&s->green->destroyed, __ATOMIC_ACQUIRE)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    *out = s;
     return CUDA_SUCCESS;
 }
 
@@ -637,6 +651,55 @@ static size_t streams_of(CUcontext ctx, emu_stream ***out)
     return n;
 }
 
+emu_stream *emu_green_default(struct CUgreenCtx_st *g) { return legacy_of(&g->ctx); }
+
+size_t emu_streams_of_green(struct CUgreenCtx_st *g, emu_stream ***out)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&streams_lock);
+    for (emu_stream *t = all_streams; t; t = t->next) n += t->green == g;
+    emu_stream **v = emu_xcalloc(n ? n : 1, sizeof *v);
+    n = 0;
+    for (emu_stream *t = all_streams; t; t = t->next) {
+        if (t->green != g) continue;
+        pthread_mutex_lock(&t->lock);
+        int live = !t->exiting;
+        pthread_mutex_unlock(&t->lock);
+        if (!live) continue;
+        emu_stream_ref(t);
+        v[n++] = t;
+    }
+    pthread_mutex_unlock(&streams_lock);
+    *out = v;
+    return n;
+}
+
+void emu_streams_release(emu_stream **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) emu_stream_unref(v[i]);
+    free(v);
+}
+
+/* cuGreenCtxDestroy: the green context's streams finish what they were given (the
+ * emulator waits, as cuCtxDestroy does) and leave their captures (invalidated); its
+ * default stream retires; user streams stay (their handles answer
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED; the primary context's teardown ends them). */
+void emu_green_detach(struct CUgreenCtx_st *g)
+{
+    emu_stream **v;
+    size_t n = emu_streams_of_green(g, &v);
+    for (size_t i = 0; i < n; i++) {
+        if (emu_stream_capture(v[i])) emu_capture_invalidate(v[i]);
+        emu_stream_wait_idle(v[i]);
+    }
+    emu_streams_release(v, n);
+    pthread_mutex_lock(&g->ctx.lock);
+    emu_stream *legacy = g->ctx.legacy;
+    g->ctx.legacy = NULL;
+    pthread_mutex_unlock(&g->ctx.lock);
+    if (legacy) stream_retire(legacy);
+}
+
 void emu_streams_sync_all(CUcontext ctx)
 {
     emu_stream **v;
@@ -756,18 +819,34 @@ CUresult emu_stream_submit(const char *call, emu_stream *s, int sync, const emu_
  * creation as when set as an attribute. */
 static int priority_clamp(int p) { return p > 0 ? 0 : p < -5 ? -5 : p; }
 
+/* A user stream of ctx (a primary context) and, if green is not NULL, of that green context. */
+static void stream_make(CUstream *ph, CUcontext ctx, unsigned flags, int priority, struct CUgreenCtx_st *green)
+{
+    emu_stream *s = stream_new(ctx, S_USER, flags, priority_clamp(priority), green);
+    stream_slot *slot = emu_handle_mem_get(EMU_K_STREAM, sizeof *slot);
+    slot->s = s;
+    s->handle = slot;
+    emu_handle_add_ctx(slot, EMU_K_STREAM, ctx);
+    *ph = (CUstream)(void *)slot;
+}
+
+/* cuGreenCtxStreamCreate: "CU_STREAM_NON_BLOCKING: This must be specified." */
+CUresult emu_green_stream_create(struct CUgreenCtx_st *g, unsigned flags, int priority, CUstream *out)
+{
+    if (!out || flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+    stream_make(out, g->ctx.owner, flags, priority, g);
+    return CUDA_SUCCESS;
+}
+
 static CUresult stream_create(CUstream *ph, unsigned flags, int priority)
 {
     CUcontext ctx;
     if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = emu_ctx_require(&ctx);
     if (r != CUDA_SUCCESS) return r;
-    emu_stream *s = stream_new(ctx, S_USER, flags, priority_clamp(priority));
-    stream_slot *slot = emu_handle_mem_get(EMU_K_STREAM, sizeof *slot);
-    slot->s = s;
-    s->handle = slot;
-    emu_handle_add_ctx(slot, EMU_K_STREAM, ctx);
-    *ph = (CUstream)(void *)slot;
+    /* created with a green context's converted context current: a stream of that green
+     * context (cuStreamGetGreenCtx) */
+    stream_make(ph, ctx, flags, priority, emu_ctx_current_raw()->green);
     return CUDA_SUCCESS;
 }
 
@@ -800,8 +879,11 @@ static void stream_destroy(emu_stream *s, int del)
 EMU_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 {
     EMU_ENTRY_INIT();
-    if (!hStream || !emu_handle_ok(hStream, EMU_K_STREAM)) return CUDA_ERROR_INVALID_HANDLE;
-    stream_destroy(((stream_slot *)(void *)hStream)->s, 1);
+    emu_stream *s;
+    if (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = emu_stream_get(hStream, 0, &s);
+    if (r != CUDA_SUCCESS) return r;
+    stream_destroy(s, 1);
     return CUDA_SUCCESS;
 }
 
@@ -867,7 +949,47 @@ static CUresult stream_get_ctx(CUstream h, int pt, CUcontext *pctx)
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
-    *pctx = s->ctx;
+    /* "If the stream was created via the API cuGreenCtxStreamCreate, the returned context is
+     * equivalent to the one returned by cuCtxFromGreenCtx()" (so too a stream made with the
+     * converted context current, and its default stream) */
+    *pctx = s->green ? &s->green->ctx : s->ctx;
+    return CUDA_SUCCESS;
+}
+
+/* CUDA 12.5: "If the stream is associated with a green context, the API returns the green
+ * context in pGreenCtx and the primary context of the associated device in pCtx." */
+EMU_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+    EMU_ENTRY_INIT();
+    emu_stream *s;
+    if (!pCtx || !pGreenCtx) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_stream_get(hStream, 0, &s);
+    if (r != CUDA_SUCCESS) return r;
+    *pCtx = s->ctx;
+    *pGreenCtx = s->green;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+    EMU_ENTRY_INIT();
+    emu_stream *s;
+    if (!pCtx || !pGreenCtx) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_stream_get(hStream, 1, &s);
+    if (r != CUDA_SUCCESS) return r;
+    *pCtx = s->ctx;
+    *pGreenCtx = s->green;
+    return CUDA_SUCCESS;
+}
+
+EMU_EXPORT CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx)
+{
+    EMU_ENTRY_INIT();
+    emu_stream *s;
+    if (!phCtx) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_stream_get(hStream, 0, &s);
+    if (r != CUDA_SUCCESS) return r;
+    *phCtx = s->green;
     return CUDA_SUCCESS;
 }
 
