@@ -113,6 +113,23 @@ void sg_ctx_teardown(CUcontext ctx)
     sg_ctx_put(c);
 }
 
+CUcontext sg_ctx_owner(CUcontext ctx, CUstream s, int per_thread)
+{
+    int known = 0;
+    pthread_mutex_lock(&table_lock);
+    for (int d = 0; d < SG_CTX_MAX_DEVICES && !known; d++) known = ctx && primary[d] == ctx;
+    pthread_mutex_unlock(&table_lock);
+    if (!ctx || known) return ctx;
+    CUcontext owner = NULL;
+    CUgreenCtx green = NULL;
+    CUresult rc = per_thread ? (sg_drv.cuStreamGetCtx_v2_ptsz
+                                    ? SG_DRIVER_CALL(cuStreamGetCtx_v2_ptsz, s, &owner, &green)
+                                    : CUDA_ERROR_NOT_SUPPORTED)
+                             : (sg_drv.cuStreamGetCtx_v2 ? SG_DRIVER_CALL(cuStreamGetCtx_v2, s, &owner, &green)
+                                                         : CUDA_ERROR_NOT_SUPPORTED);
+    return rc == CUDA_SUCCESS && green && owner ? owner : ctx;
+}
+
 CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc)
 {
     CUdevice d = c->u.primary.dev;

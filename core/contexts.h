@@ -83,6 +83,17 @@ CUresult sg_ctx_call(const sg_call *c);
  * context is the device's primary one; returns rc. */
 CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc);
 
+/* The context that owns the memory allocated on stream s (CU_STREAM_LEGACY:
+ * with ctx current; per_thread: the _ptsz flavour), ctx being the context
+ * cuStreamGetCtx or cuCtxGetCurrent gave: ctx itself, except for a green
+ * context's converted context (cuCtxFromGreenCtx), which is "treated as if
+ * it were a primary context" for what does not depend on its resources:
+ * what is allocated with it is the device's primary context's, and outlives
+ * the green context. Found by cuStreamGetCtx_v2 (CUDA 12.5+; without it:
+ * ctx); no driver call where ctx is a primary context the library saw
+ * retained. */
+CUcontext sg_ctx_owner(CUcontext ctx, CUstream s, int per_thread);
+
 /* Tears ctx down as if the driver had destroyed it (tests). */
 void sg_ctx_teardown(CUcontext ctx);
 

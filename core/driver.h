@@ -40,6 +40,8 @@
     X(cuMemGetInfo_v2, CUresult, (size_t *, size_t *))                       \
     X(cuStreamGetCtx, CUresult, (CUstream, CUcontext *))                      \
     X(cuStreamGetCtx_ptsz, CUresult, (CUstream, CUcontext *))                 \
+    X(cuStreamGetCtx_v2, CUresult, (CUstream, CUcontext *, CUgreenCtx *))     \
+    X(cuStreamGetCtx_v2_ptsz, CUresult, (CUstream, CUcontext *, CUgreenCtx *))\
     X(cuStreamIsCapturing, CUresult, (CUstream, CUstreamCaptureStatus *))     \
     X(cuStreamIsCapturing_ptsz, CUresult, (CUstream, CUstreamCaptureStatus *))\
     X(cuStreamSynchronize, CUresult, (CUstream))                              \

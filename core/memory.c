@@ -231,6 +231,9 @@ static CUresult mem_alloc(const sg_call *c)
         return fwd_alloc(c);
     }
     if (!ctx) return fwd_alloc(c);
+    /* the arena (and the block's context) is the owner's: a green context's converted
+     * context allocates the primary context's memory (the stream key stays ctx's) */
+    ctx = sg_ctx_owner(ctx, c->u.alloc.async ? s : CU_STREAM_LEGACY, c->u.alloc.async && c->per_thread);
     mem_arena *ar = sg_marena_get(ctx);
     if (!ar) return fwd_alloc(c);
     if (c->u.alloc.async && pool_is_replaced(ar->vmm.dev)) {
