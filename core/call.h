@@ -44,7 +44,8 @@ typedef enum {
     SG_CALL_CTX_SWITCH,     /* cuCtxSetCurrent, cuCtxPushCurrent, cuCtxPopCurrent: the thread's
                              * launch filter starts again (memory.c) */
     SG_CALL_PRIMARY_RETAIN, /* u.primary: tells which context is a device's primary one */
-    SG_CALL_PRIMARY_DROP,   /* u.primary.dev: cuDevicePrimaryCtxRelease / Reset */
+    SG_CALL_PRIMARY_DROP,   /* u.primary.dev: cuDevicePrimaryCtxRelease / Reset; -1:
+                             * cuGreenCtxDestroy (releases its device's primary context) */
     /* captures and what they record (capture.c); graphs (graphs.c) */
     SG_CALL_CAPTURE_BEGIN,  /* u.capture */
     SG_CALL_CAPTURE_END,    /* u.capture */

@@ -141,22 +141,36 @@ CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc)
     return rc;
 }
 
-/* After cuDevicePrimaryCtxRelease / Reset: the primary context is gone if
- * the driver now says it is inactive. */
-static CUresult primary_drop(const sg_call *c)
+/* Device d's primary context is gone if the driver now says it is inactive. */
+static void drop_if_inactive(CUdevice d, int known_only)
 {
-    CUresult rc = c->forward(c->args);
-    CUdevice d = c->u.primary.dev;
-    if (rc != CUDA_SUCCESS || d < 0 || d >= SG_CTX_MAX_DEVICES) return rc;
+    pthread_mutex_lock(&table_lock);
+    CUcontext ctx = primary[d];
+    pthread_mutex_unlock(&table_lock);
+    if (known_only && !ctx) return;
     unsigned flags;
     int active = 1;
     if (!sg_drv.cuDevicePrimaryCtxGetState ||
         SG_DRIVER_CALL(cuDevicePrimaryCtxGetState, d, &flags, &active) != CUDA_SUCCESS || active)
-        return rc;
-    pthread_mutex_lock(&table_lock);
-    CUcontext ctx = primary[d];
-    pthread_mutex_unlock(&table_lock);
+        return;
     sg_ctx_teardown(ctx);
+}
+
+/* After cuDevicePrimaryCtxRelease / Reset of a device, or cuGreenCtxDestroy (dev -1),
+ * which releases the primary context its green context retained ("This API will retain
+ * the primary context on device dev, which will is released when the green context is
+ * destroyed"): the library is not told which device, so every primary context it saw
+ * retained is asked (a green context is destroyed seldom). Before, the end of a primary
+ * context by the destruction of the green context that held it last went unnoticed: its
+ * arena kept the memory the driver's teardown frees (round 38). */
+static CUresult primary_drop(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    CUdevice d = c->u.primary.dev;
+    if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
+    if (d >= 0) drop_if_inactive(d, 0);
+    else if (d == -1)
+        for (CUdevice x = 0; x < SG_CTX_MAX_DEVICES; x++) drop_if_inactive(x, 1);
     return rc;
 }
 

@@ -30,11 +30,16 @@
  *                alone, destroys it (the primary context goes inactive: its
  *                memory is freed), then retains the primary context again
  *                and runs the steps once more;
+ *   cycle        (a 256 MiB device) five lives of the primary context, each
+ *                ended by the destruction of a green context that held it
+ *                last: the program retains it, makes a green context,
+ *                releases it, allocates 80 MiB under the green context and
+ *                never frees them (the context's teardown does);
  *   churn        (a 256 MiB device) eight green contexts one after the other,
  *                each allocating 3 x 40 MiB under its converted context,
  *                freeing two while it lives and the third after its end (the
  *                primary context current), then 200 MiB at once.
- * Usage: adv_green alloc|capture|rotate|kernel|destroy|reverse|churn
+ * Usage: adv_green alloc|capture|rotate|kernel|destroy|reverse|cycle|churn
  */
 #include "adv_common.h"
 
@@ -44,6 +49,8 @@ static CUcontext primary;
 static CUmodule mod;
 static CUfunction f_fill, f_add, f_mad;
 static uint64_t n = N;
+
+static void load_kernels(void);
 
 /* A green context of 16 SMs of device 0; *cc its converted context. */
 static CUgreenCtx green_make(CUcontext *cc)
@@ -353,13 +360,7 @@ static void case_reverse(void)
     /* a new life of the primary context */
     MUST(cuDevicePrimaryCtxRetain(&primary, 0));
     MUST(cuCtxSetCurrent(primary));
-    mod = NULL;
-    char path[PATH_MAX + 64];
-    adv_path("adv_kernels.so", path, sizeof path);
-    MUST(cuModuleLoad(&mod, path));
-    f_fill = adv_fn(mod, "fill_u32");
-    f_add = adv_fn(mod, "add_u32");
-    f_mad = adv_fn(mod, "mad_u32");
+    load_kernels();
     CUstream ps;
     MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
     acc_init(&acc, model);
@@ -374,6 +375,55 @@ static void case_reverse(void)
     R(cuStreamDestroy(gs2));
     R(cuGreenCtxDestroy(g2));
     R(cuStreamDestroy(ps));
+}
+
+/* ------------------------------------------------------------ cycle */
+
+static void load_kernels(void)
+{
+    char path[PATH_MAX + 64];
+    adv_path("adv_kernels.so", path, sizeof path);
+    MUST(cuModuleLoad(&mod, path));
+    f_fill = adv_fn(mod, "fill_u32");
+    f_add = adv_fn(mod, "add_u32");
+    f_mad = adv_fn(mod, "mad_u32");
+}
+
+static void case_cycle(void)
+{
+    MUST(cuDevicePrimaryCtxRelease(0));     /* adv_open's: each life retains its own */
+    for (int life = 0; life < 5; life++) {
+        MUST(cuDevicePrimaryCtxRetain(&primary, 0));
+        MUST(cuCtxSetCurrent(primary));
+        load_kernels();
+        CUcontext cc;
+        CUgreenCtx g = green_make(&cc);
+        CUstream gs;
+        MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
+        MUST(cuDevicePrimaryCtxRelease(0));
+        MUST(cuCtxSetCurrent(cc));
+        CUdeviceptr big = 0, acc;
+        uint32_t model[N], v = (uint32_t)life;
+        acc_init(&acc, model);
+        if (R(cuMemAlloc(&big, 80u << 20)) == CUDA_SUCCESS) {
+            ADV_LAUNCH(f_fill, gs, &big, &v, &n);
+            ADV_LAUNCH(f_mad, gs, &big, &acc, &n);
+            for (uint32_t j = 0; j < N; j++) model[j] = model[j] * 3u + v + j;
+        }
+        R(cuStreamSynchronize(gs));
+        char name[64];
+        snprintf(name, sizeof name, "life %d accumulator", life);
+        adv_check_words(name, acc, model, N);
+        R(cuStreamDestroy(gs));
+        MUST(cuCtxSetCurrent(NULL));
+        R(cuGreenCtxDestroy(g));             /* the last hold: big and acc go with the context */
+        unsigned flags;
+        int active = -1;
+        R(cuDevicePrimaryCtxGetState(0, &flags, &active));
+        printf("life %d: primary active after the green context: %d\n", life, active);
+    }
+    MUST(cuDevicePrimaryCtxRetain(&primary, 0));
+    MUST(cuCtxSetCurrent(primary));
 }
 
 /* ------------------------------------------------------------ churn */
@@ -421,7 +471,7 @@ static void case_churn(void)
 
 int main(int argc, char **argv)
 {
-    static const char *const names[] = { "alloc", "capture", "rotate", "kernel", "destroy", "reverse", "churn", NULL };
+    static const char *const names[] = { "alloc", "capture", "rotate", "kernel", "destroy", "reverse", "cycle", "churn", NULL };
     int c = adv_case(argc, argv, names);
     adv_open(&primary, &mod);
     f_fill = adv_fn(mod, "fill_u32");
@@ -434,6 +484,7 @@ int main(int argc, char **argv)
     case 3: case_kernel(); break;
     case 4: case_destroy(); break;
     case 5: case_reverse(); break;
+    case 6: case_cycle(); break;
     default: case_churn(); break;
     }
     return adv_finish();
