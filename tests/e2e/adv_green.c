@@ -7,7 +7,10 @@
  *   alloc        temporaries allocated and freed each step with the green
  *                context's converted context current, used by kernels on a
  *                green stream; the last one freed with the primary context
- *                current (the memory is the primary context's);
+ *                current (the memory is the primary context's, and so is its
+ *                CU_POINTER_ATTRIBUTE_CONTEXT); then stream-ordered
+ *                temporaries on the green stream and the green context's
+ *                default stream, some freed on a primary stream;
  *   capture      each step allocates a temporary, re-captures on a green
  *                stream a graph joined by a stream of the primary context
  *                through events (fork and join), cuGraphExecUpdate + launch;
@@ -158,6 +161,38 @@ static void case_alloc(void)
         else R(cuMemFree(t2));
     }
     adv_check_words("green accumulator", acc, model, N);
+    /* stream-ordered: on the green stream, on the green context's default stream, and
+     * freed on a stream of the primary context after an event */
+    CUstream ps;
+    CUevent ev;
+    MUST(cuCtxSetCurrent(primary));
+    MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
+    MUST(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    MUST(cuCtxSetCurrent(cc));
+    for (int k = 0; k < 9; k++) {
+        CUdeviceptr t = 0;
+        uint32_t v = 50u + (uint32_t)k;
+        CUstream on = k % 3 == 1 ? NULL : gs;
+        if (on == NULL) R(cuStreamSynchronize(gs));     /* acc: the default stream after gs */
+        if (R(cuMemAllocAsync(&t, 2 * N * 4, on)) != CUDA_SUCCESS) continue;
+        ADV_LAUNCH(f_fill, on, &t, &v, &n);
+        ADV_LAUNCH(f_mad, on, &t, &acc, &n);
+        for (uint32_t i = 0; i < N; i++) model[i] = model[i] * 3u + v + i;
+        if (k % 3 == 2) {
+            R(cuEventRecord(ev, on));
+            R(cuStreamWaitEvent(ps, ev, 0));
+            R(cuMemFreeAsync(t, ps));
+            R(cuEventRecord(ev, ps));
+            R(cuStreamWaitEvent(gs, ev, 0));
+        } else {
+            R(cuMemFreeAsync(t, on));
+        }
+        if (on == NULL) R(cuStreamSynchronize(NULL));
+    }
+    R(cuStreamSynchronize(gs));
+    R(cuStreamSynchronize(ps));
+    adv_check_words("stream-ordered accumulator", acc, model, N);
+    R(cuEventDestroy(ev));
     CUcontext owner = NULL;
     R(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, last));
     printf("context of memory made under the green context: %s\n",
@@ -170,6 +205,7 @@ static void case_alloc(void)
     R(cuMemFree(last));
     R(cuMemFree(acc));
     R(cuStreamDestroy(gs));
+    R(cuStreamDestroy(ps));
     R(cuGreenCtxDestroy(g));
 }
 

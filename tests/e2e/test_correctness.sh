@@ -1363,6 +1363,34 @@ for c in destroyed recapture variants pending late; do
     adv name=r34/userobj_$c eng_t="$SEEN" xchk="$xchk" \
         attack="lifetimes of user objects tied to graphs and execs ($c)" -- adv_userobj $c
 done
+# Round 38: green contexts (adv_green.c; emulated since this round:
+# tests/emu/driver/emu_green.c): a green context's converted context is the
+# primary context for memory, another context for streams. alloc:
+# temporaries allocated and freed under the converted context, the last one
+# read and freed with the primary current (and its CU_POINTER_ATTRIBUTE_
+# CONTEXT); capture: re-captures on a green stream joined by a primary
+# stream through events, updated each step; rotate: one exec's input rotating
+# on a green stream, every fourth launch on a primary stream (variants and
+# their order event); kernel: a CUkernel launched and captured on a green
+# stream; destroy: the green context destroyed, the primary goes on (frees
+# what was made under the green one) and makes another; reverse, cycle: the
+# primary context held by a green context only, ended by its destruction,
+# then retained again; churn: eight green contexts one after the other on a
+# 256 MiB device, each allocating 120 MiB. Found on 53cdcb3: churn ran out of
+# memory (one arena per converted context, never given back), alloc answered
+# the converted context for the memory's context, cycle ran out of memory (a
+# primary context ended by cuGreenCtxDestroy kept its arena).
+GREEN_SKIPPED='T["updates_seen"] > 0 and T["updates_skipped"] > 0'
+for c in alloc capture rotate kernel destroy reverse cycle churn; do
+    et="$PLACED" ep="$PLACED" envs="" to=1
+    case $c in
+    capture | kernel | destroy | reverse) et="$PLACED and $GREEN_SKIPPED" ep="$et" ;;
+    rotate) et="$SEEN" ep="$BOUGHT" ;;
+    cycle | churn) envs=$MEM256 to=4 ;;
+    esac
+    adv name=r38/green_$c env="$envs" to=$to eng_t="$et" eng_p="$ep" \
+        attack="green contexts: the converted context in placement, streams and teardown ($c)" -- adv_green $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
