@@ -258,6 +258,26 @@ static void primary_retained(void)
     CHECK_EQ(active, 1);   /* emu_test_open's retain */
 }
 
+/* cuDevicePrimaryCtxReset while a green context lives and used its default stream: the
+ * reset ends that stream; the green context's next use of its default stream makes another. */
+static void reset_under_green(void)
+{
+    CUgreenCtx g = make_green(8, NULL);
+    CUcontext cc = NULL;
+    CHECK_CU(cuCtxFromGreenCtx(&cc, g), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(cc), CUDA_SUCCESS);
+    CUdeviceptr p = gu_alloc();
+    gu_args a;
+    gu_kp_fill(&a, p, 5);
+    CHECK_CU(gu_launch(k_fill, NULL, &a), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(p, 5));
+    CHECK_CU(cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);     /* p and the module go */
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);      /* a new default stream */
+    CHECK_CU(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+    CHECK_CU(cuGreenCtxDestroy(g), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     gu_setup();
@@ -266,5 +286,6 @@ int main(void)
     RUN(current_after_destroy);
     RUN(record_and_wait);
     RUN(primary_retained);
+    RUN(reset_under_green);       /* last: the reset ends the set-up's module */
     return check_done();
 }

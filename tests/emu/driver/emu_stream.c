@@ -725,6 +725,14 @@ void emu_streams_ctx_destroyed(CUcontext ctx)
         pthread_mutex_lock(&s->lock);
         int retired = s->exiting;
         pthread_mutex_unlock(&s->lock);
+        /* a live green context's default stream (cuDevicePrimaryCtxReset while it lives):
+         * the green context forgets it, and makes another at its next use */
+        if (!retired && s->kind == S_LEGACY && s->green) {
+            pthread_mutex_lock(&s->green->ctx.lock);
+            if (s->green->ctx.legacy == s) s->green->ctx.legacy = NULL;
+            else retired = 1;                   /* cuGreenCtxDestroy retired it */
+            pthread_mutex_unlock(&s->green->ctx.lock);
+        }
         /* The owner's reference: the handle for user streams, ctx->legacy for
          * the legacy stream, the owning thread for per-thread streams. */
         if (!retired && s->kind == S_USER) stream_destroy(s, 0);
