@@ -33,6 +33,13 @@
  *                alone, destroys it (the primary context goes inactive: its
  *                memory is freed), then retains the primary context again
  *                and runs the steps once more;
+ *   survive      an exec instantiated and launched on a green stream with its
+ *                input rotating (variants) outlives the green context: the
+ *                rotation goes on with launches on a primary stream;
+ *   threads      two green contexts, each driven by a thread of its own
+ *                (temporaries, re-capture, update, launch on its stream, then
+ *                stream-ordered temporaries on its default stream) while a
+ *                third does the same on the primary context;
  *   cycle        (a 256 MiB device) five lives of the primary context, each
  *                ended by the destruction of a green context that held it
  *                last: the program retains it, makes a green context,
@@ -42,7 +49,7 @@
  *                each allocating 3 x 40 MiB under its converted context,
  *                freeing two while it lives and the third after its end (the
  *                primary context current), then 200 MiB at once.
- * Usage: adv_green alloc|capture|rotate|kernel|destroy|reverse|cycle|churn
+ * Usage: adv_green alloc|capture|rotate|kernel|destroy|reverse|survive|threads|cycle|churn
  */
 #include "adv_common.h"
 
@@ -52,6 +59,9 @@ static CUcontext primary;
 static CUmodule mod;
 static CUfunction f_fill, f_add, f_mad;
 static uint64_t n = N;
+/* The captures' mode: thread-local where threads capture at once (a global capture forbids
+ * other threads' allocations). */
+static CUstreamCaptureMode cap_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 static void load_kernels(void);
 
@@ -102,7 +112,7 @@ static void steps_on(const char *label, CUstream s, CUstream join, int steps, CU
         CUdeviceptr tmp = 0;
         CUgraph g = NULL;
         MUST(cuMemAlloc(&tmp, N * 4));
-        MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        MUST(cuStreamBeginCapture(s, cap_mode));
         ADV_LAUNCH(f_fill, s, &tmp, &v, &n);
         if (join) {
             R(cuEventRecord(fork, s));
@@ -413,6 +423,103 @@ static void case_reverse(void)
     R(cuStreamDestroy(ps));
 }
 
+/* ------------------------------------------------------------ survive */
+
+static void case_survive(void)
+{
+    CUcontext cc;
+    CUgreenCtx g = green_make(&cc);
+    CUstream gs, ps;
+    MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
+    MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
+    MUST(cuCtxSetCurrent(cc));
+    CUdeviceptr in[3], acc;
+    uint32_t hin[3 * N], model[N];
+    adv_mad_buffers(N, in, hin, &acc, model);
+    CUgraph gr;
+    CUgraphNode node;
+    void *args[] = { &in[0], &acc, &n };
+    CUgraphExec exec = adv_one_node_exec(gs, f_mad, args, &gr, &node);
+    for (int k = 0; k < 40; k++) {
+        int b = k % 3;
+        void *a[] = { &in[b], &acc, &n };
+        if (k == 20) {           /* the green context ends; the rotation goes on */
+            R(cuStreamSynchronize(gs));
+            R(cuStreamDestroy(gs));
+            MUST(cuCtxSetCurrent(primary));
+            R(cuGreenCtxDestroy(g));
+        }
+        ADV_SET_KERNEL(exec, node, f_mad, a);
+        R(cuGraphLaunch(exec, k < 20 ? gs : ps));
+        for (uint32_t i = 0; i < N; i++) model[i] = model[i] * 3u + hin[b * N + i];
+    }
+    R(cuStreamSynchronize(ps));
+    adv_check_words("accumulator across the green context's end", acc, model, N);
+    R(cuGraphExecDestroy(exec));
+    R(cuGraphDestroy(gr));
+    for (int i = 0; i < 3; i++) R(cuMemFree(in[i]));
+    R(cuMemFree(acc));
+    R(cuStreamDestroy(ps));
+}
+
+/* ------------------------------------------------------------ threads */
+
+typedef struct partition {
+    CUgreenCtx g;        /* NULL: the primary context */
+    CUcontext ctx;
+    CUstream s;
+    CUdeviceptr acc;
+    uint32_t model[N];
+} partition;
+
+static void partition_run(void *arg)
+{
+    partition *p = arg;
+    steps_on("on its stream", p->s, NULL, 12, p->acc, p->model);
+    /* stream-ordered temporaries on its default stream (the green context's own, or the
+     * primary context's legacy stream) */
+    R(cuStreamSynchronize(p->s));
+    for (int k = 0; k < 8; k++) {
+        CUdeviceptr t = 0;
+        uint32_t v = 300u + (uint32_t)k;
+        if (R(cuMemAllocAsync(&t, 4 * N * 4, NULL)) != CUDA_SUCCESS) continue;
+        ADV_LAUNCH(f_fill, NULL, &t, &v, &n);
+        ADV_LAUNCH(f_mad, NULL, &t, &p->acc, &n);
+        R(cuMemFreeAsync(t, NULL));
+        for (uint32_t i = 0; i < N; i++) p->model[i] = p->model[i] * 3u + v + i;
+    }
+    R(cuStreamSynchronize(NULL));
+    adv_check_words("default stream accumulator", p->acc, p->model, N);
+}
+
+static void case_threads(void)
+{
+    partition part[3];
+    adv_thread t[3];
+    cap_mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 3; i++) {
+        partition *p = &part[i];
+        p->g = i < 2 ? green_make(&p->ctx) : NULL;
+        if (!p->g) p->ctx = primary;
+        MUST(cuCtxSetCurrent(p->ctx));
+        MUST(cuStreamCreate(&p->s, CU_STREAM_NON_BLOCKING));
+        acc_init(&p->acc, p->model);
+        t[i] = (adv_thread){ .fn = partition_run, .arg = p, .ctx = p->ctx };
+        snprintf(t[i].label, sizeof t[i].label, "partition %d (%s):", i, p->g ? "green" : "primary");
+    }
+    MUST(cuCtxSetCurrent(primary));
+    adv_threads(t, 3);
+    for (int i = 0; i < 3; i++) {
+        partition *p = &part[i];
+        MUST(cuCtxSetCurrent(p->ctx));
+        R(cuMemFree(p->acc));
+        R(cuStreamDestroy(p->s));
+        MUST(cuCtxSetCurrent(primary));
+        if (p->g) R(cuGreenCtxDestroy(p->g));
+    }
+}
+
 /* ------------------------------------------------------------ cycle */
 
 static void load_kernels(void)
@@ -507,7 +614,7 @@ static void case_churn(void)
 
 int main(int argc, char **argv)
 {
-    static const char *const names[] = { "alloc", "capture", "rotate", "kernel", "destroy", "reverse", "cycle", "churn", NULL };
+    static const char *const names[] = { "alloc", "capture", "rotate", "kernel", "destroy", "reverse", "survive", "threads", "cycle", "churn", NULL };
     int c = adv_case(argc, argv, names);
     adv_open(&primary, &mod);
     f_fill = adv_fn(mod, "fill_u32");
@@ -520,7 +627,9 @@ int main(int argc, char **argv)
     case 3: case_kernel(); break;
     case 4: case_destroy(); break;
     case 5: case_reverse(); break;
-    case 6: case_cycle(); break;
+    case 6: case_survive(); break;
+    case 7: case_threads(); break;
+    case 8: case_cycle(); break;
     default: case_churn(); break;
     }
     return adv_finish();

@@ -1373,7 +1373,9 @@ done
 # on a green stream, every fourth launch on a primary stream (variants and
 # their order event); kernel: a CUkernel launched and captured on a green
 # stream; destroy: the green context destroyed, the primary goes on (frees
-# what was made under the green one) and makes another; reverse, cycle: the
+# what was made under the green one) and makes another; survive: a rotating
+# exec (variants) outlives its green context; threads: two green contexts
+# and the primary one driven by three threads at once; reverse, cycle: the
 # primary context held by a green context only, ended by its destruction,
 # then retained again; churn: eight green contexts one after the other on a
 # 256 MiB device, each allocating 120 MiB. Found on 53cdcb3: churn ran out of
@@ -1381,11 +1383,11 @@ done
 # the converted context for the memory's context, cycle ran out of memory (a
 # primary context ended by cuGreenCtxDestroy kept its arena).
 GREEN_SKIPPED='T["updates_seen"] > 0 and T["updates_skipped"] > 0'
-for c in alloc capture rotate kernel destroy reverse cycle churn; do
+for c in alloc capture rotate kernel destroy reverse survive threads cycle churn; do
     et="$PLACED" ep="$PLACED" envs="" to=1
     case $c in
-    capture | kernel | destroy | reverse) et="$PLACED and $GREEN_SKIPPED" ep="$et" ;;
-    rotate) et="$SEEN" ep="$BOUGHT" ;;
+    capture | kernel | destroy | reverse | threads) et="$PLACED and $GREEN_SKIPPED" ep="$et" ;;
+    rotate | survive) et="$SEEN" ep="$BOUGHT" ;;
     cycle | churn) envs=$MEM256 to=4 ;;
     esac
     adv name=r38/green_$c env="$envs" to=$to eng_t="$et" eng_p="$ep" \
