@@ -65,8 +65,9 @@ static CUstreamCaptureMode cap_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 static void load_kernels(void);
 
-/* A green context of 16 SMs of device 0; *cc its converted context. */
-static CUgreenCtx green_make(CUcontext *cc)
+/* A green context of 16 SMs of device 0; *cc its converted context; *gs (if gs) a stream
+ * of it (cuGreenCtxStreamCreate). */
+static CUgreenCtx green_make(CUcontext *cc, CUstream *gs)
 {
     CUdevResource dev, grp[1];
     unsigned ng = 1;
@@ -77,6 +78,7 @@ static CUgreenCtx green_make(CUcontext *cc)
     MUST(cuDevResourceGenerateDesc(&desc, grp, 1));
     MUST(cuGreenCtxCreate(&g, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
     MUST(cuCtxFromGreenCtx(cc, g));
+    if (gs) MUST(cuGreenCtxStreamCreate(gs, g, CU_STREAM_NON_BLOCKING, 0));
     return g;
 }
 
@@ -146,9 +148,8 @@ static void steps_on(const char *label, CUstream s, CUstream join, int steps, CU
 static void case_alloc(void)
 {
     CUcontext cc;
-    CUgreenCtx g = green_make(&cc);
     CUstream gs;
-    MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
+    CUgreenCtx g = green_make(&cc, &gs);
     MUST(cuCtxSetCurrent(cc));
     CUdeviceptr acc;
     uint32_t model[N];
@@ -224,8 +225,8 @@ static void case_alloc(void)
 static void case_capture(void)
 {
     CUcontext cc;
-    CUgreenCtx g = green_make(&cc);
     CUstream gs, ps;
+    CUgreenCtx g = green_make(&cc, NULL);
     MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));      /* the primary context's */
     MUST(cuCtxSetCurrent(cc));
     MUST(cuStreamCreate(&gs, CU_STREAM_NON_BLOCKING));      /* the green context's */
@@ -244,50 +245,74 @@ static void case_capture(void)
 
 /* ------------------------------------------------------------ rotate */
 
-static void case_rotate(void)
-{
+/* One exec mad(in[b], acc) captured on a green stream, its input to rotate over in[3]. */
+typedef struct rot {
     CUcontext cc;
-    CUgreenCtx g = green_make(&cc);
-    CUstream gs, ps;
-    MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
-    MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
-    MUST(cuCtxSetCurrent(cc));
+    CUgreenCtx g;
+    CUstream gs, ps;     /* a stream of the green context, one of the primary context */
     CUdeviceptr in[3], acc;
     uint32_t hin[3 * N], model[N];
-    adv_mad_buffers(N, in, hin, &acc, model);
     CUgraph gr;
     CUgraphNode node;
-    void *args[] = { &in[0], &acc, &n };
-    CUgraphExec exec = adv_one_node_exec(gs, f_mad, args, &gr, &node);
+    CUgraphExec exec;
+} rot;
+
+static void rot_begin(rot *r)
+{
+    r->g = green_make(&r->cc, &r->gs);
+    MUST(cuStreamCreate(&r->ps, CU_STREAM_NON_BLOCKING));
+    MUST(cuCtxSetCurrent(r->cc));
+    adv_mad_buffers(N, r->in, r->hin, &r->acc, r->model);
+    void *args[] = { &r->in[0], &r->acc, &n };
+    r->exec = adv_one_node_exec(r->gs, f_mad, args, &r->gr, &r->node);
+}
+
+/* Step k: the input set to in[k % 3] and the exec launched on s. */
+static void rot_step(rot *r, int k, CUstream s)
+{
+    int b = k % 3;
+    void *a[] = { &r->in[b], &r->acc, &n };
+    ADV_SET_KERNEL(r->exec, r->node, f_mad, a);
+    R(cuGraphLaunch(r->exec, s));
+    for (uint32_t i = 0; i < N; i++) r->model[i] = r->model[i] * 3u + r->hin[b * N + i];
+}
+
+static void rot_end(rot *r, const char *what)
+{
+    adv_check_words(what, r->acc, r->model, N);
+    R(cuGraphExecDestroy(r->exec));
+    R(cuGraphDestroy(r->gr));
+    for (int i = 0; i < 3; i++) R(cuMemFree(r->in[i]));
+    R(cuMemFree(r->acc));
+    MUST(cuCtxSetCurrent(primary));
+    if (r->g) {
+        R(cuStreamDestroy(r->gs));
+        R(cuGreenCtxDestroy(r->g));
+    }
+    R(cuStreamDestroy(r->ps));
+}
+
+static void case_rotate(void)
+{
+    rot r;
+    rot_begin(&r);
     CUevent ev;
     MUST(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
     for (int k = 0; k < 30; k++) {
-        int b = k % 3;
-        void *a[] = { &in[b], &acc, &n };
-        ADV_SET_KERNEL(exec, node, f_mad, a);
         /* every fourth launch on the primary context's stream, ordered after the green
          * stream's by an event, and the green stream after it */
-        CUstream on = k % 4 == 3 ? ps : gs;
-        if (on == ps) {
-            R(cuEventRecord(ev, gs));
-            R(cuStreamWaitEvent(ps, ev, 0));
+        CUstream on = k % 4 == 3 ? r.ps : r.gs;
+        if (on == r.ps) {
+            R(cuEventRecord(ev, r.gs));
+            R(cuStreamWaitEvent(r.ps, ev, 0));
         }
-        R(cuGraphLaunch(exec, on));
-        if (on == ps) R(cuStreamSynchronize(ps));
-        for (uint32_t i = 0; i < N; i++) model[i] = model[i] * 3u + hin[b * N + i];
-        if (k % 5 == 4) R(cuStreamSynchronize(gs));
+        rot_step(&r, k, on);
+        if (on == r.ps) R(cuStreamSynchronize(r.ps));
+        if (k % 5 == 4) R(cuStreamSynchronize(r.gs));
     }
-    R(cuStreamSynchronize(gs));
-    adv_check_words("rotated accumulator", acc, model, N);
+    R(cuStreamSynchronize(r.gs));
     R(cuEventDestroy(ev));
-    R(cuGraphExecDestroy(exec));
-    R(cuGraphDestroy(gr));
-    for (int i = 0; i < 3; i++) R(cuMemFree(in[i]));
-    R(cuMemFree(acc));
-    MUST(cuCtxSetCurrent(primary));
-    R(cuStreamDestroy(gs));
-    R(cuStreamDestroy(ps));
-    R(cuGreenCtxDestroy(g));
+    rot_end(&r, "rotated accumulator");
 }
 
 /* ------------------------------------------------------------ kernel */
@@ -302,9 +327,8 @@ static void case_kernel(void)
     MUST(cuLibraryGetKernel(&kfill, lib, "fill_u32"));
     MUST(cuLibraryGetKernel(&kmad, lib, "mad_u32"));
     CUcontext cc;
-    CUgreenCtx g = green_make(&cc);
     CUstream gs;
-    MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
+    CUgreenCtx g = green_make(&cc, &gs);
     MUST(cuCtxSetCurrent(cc));
     CUdeviceptr acc;
     uint32_t model[N];
@@ -343,10 +367,9 @@ static void case_kernel(void)
 static void case_destroy(void)
 {
     CUcontext cc;
-    CUgreenCtx g = green_make(&cc);
     CUstream gs, ps;
+    CUgreenCtx g = green_make(&cc, &gs);
     MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
-    MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
     MUST(cuCtxSetCurrent(cc));
     CUdeviceptr acc, kept, held;
     uint32_t model[N], v = 77;
@@ -366,9 +389,8 @@ static void case_destroy(void)
     steps_on("primary after the green's end", ps, NULL, 9, acc, model);
     R(cuMemFree(kept));
     /* a second green context (its converted context may take the first one's value) */
-    CUgreenCtx g2 = green_make(&cc);
     CUstream gs2;
-    MUST(cuGreenCtxStreamCreate(&gs2, g2, CU_STREAM_NON_BLOCKING, 0));
+    CUgreenCtx g2 = green_make(&cc, &gs2);
     MUST(cuCtxSetCurrent(cc));
     steps_on("second green", gs2, ps, 9, acc, model);
     MUST(cuCtxSetCurrent(primary));
@@ -384,9 +406,8 @@ static void case_destroy(void)
 static void case_reverse(void)
 {
     CUcontext cc;
-    CUgreenCtx g = green_make(&cc);
     CUstream gs;
-    MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
+    CUgreenCtx g = green_make(&cc, &gs);
     /* the program lets its own retain go: the green context keeps the primary one */
     MUST(cuCtxSetCurrent(cc));
     MUST(cuDevicePrimaryCtxRelease(0));
@@ -411,9 +432,8 @@ static void case_reverse(void)
     MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
     acc_init(&acc, model);
     steps_on("primary, second life", ps, NULL, 9, acc, model);
-    CUgreenCtx g2 = green_make(&cc);
     CUstream gs2;
-    MUST(cuGreenCtxStreamCreate(&gs2, g2, CU_STREAM_NON_BLOCKING, 0));
+    CUgreenCtx g2 = green_make(&cc, &gs2);
     MUST(cuCtxSetCurrent(cc));
     steps_on("green, second life", gs2, ps, 9, acc, model);
     MUST(cuCtxSetCurrent(primary));
@@ -427,39 +447,20 @@ static void case_reverse(void)
 
 static void case_survive(void)
 {
-    CUcontext cc;
-    CUgreenCtx g = green_make(&cc);
-    CUstream gs, ps;
-    MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
-    MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
-    MUST(cuCtxSetCurrent(cc));
-    CUdeviceptr in[3], acc;
-    uint32_t hin[3 * N], model[N];
-    adv_mad_buffers(N, in, hin, &acc, model);
-    CUgraph gr;
-    CUgraphNode node;
-    void *args[] = { &in[0], &acc, &n };
-    CUgraphExec exec = adv_one_node_exec(gs, f_mad, args, &gr, &node);
+    rot r;
+    rot_begin(&r);
     for (int k = 0; k < 40; k++) {
-        int b = k % 3;
-        void *a[] = { &in[b], &acc, &n };
         if (k == 20) {           /* the green context ends; the rotation goes on */
-            R(cuStreamSynchronize(gs));
-            R(cuStreamDestroy(gs));
+            R(cuStreamSynchronize(r.gs));
+            R(cuStreamDestroy(r.gs));
             MUST(cuCtxSetCurrent(primary));
-            R(cuGreenCtxDestroy(g));
+            R(cuGreenCtxDestroy(r.g));
+            r.g = NULL;
         }
-        ADV_SET_KERNEL(exec, node, f_mad, a);
-        R(cuGraphLaunch(exec, k < 20 ? gs : ps));
-        for (uint32_t i = 0; i < N; i++) model[i] = model[i] * 3u + hin[b * N + i];
+        rot_step(&r, k, k < 20 ? r.gs : r.ps);
     }
-    R(cuStreamSynchronize(ps));
-    adv_check_words("accumulator across the green context's end", acc, model, N);
-    R(cuGraphExecDestroy(exec));
-    R(cuGraphDestroy(gr));
-    for (int i = 0; i < 3; i++) R(cuMemFree(in[i]));
-    R(cuMemFree(acc));
-    R(cuStreamDestroy(ps));
+    R(cuStreamSynchronize(r.ps));
+    rot_end(&r, "accumulator across the green context's end");
 }
 
 /* ------------------------------------------------------------ threads */
@@ -500,7 +501,7 @@ static void case_threads(void)
     memset(t, 0, sizeof t);
     for (int i = 0; i < 3; i++) {
         partition *p = &part[i];
-        p->g = i < 2 ? green_make(&p->ctx) : NULL;
+        p->g = i < 2 ? green_make(&p->ctx, NULL) : NULL;
         if (!p->g) p->ctx = primary;
         MUST(cuCtxSetCurrent(p->ctx));
         MUST(cuStreamCreate(&p->s, CU_STREAM_NON_BLOCKING));
@@ -540,9 +541,8 @@ static void case_cycle(void)
         MUST(cuCtxSetCurrent(primary));
         load_kernels();
         CUcontext cc;
-        CUgreenCtx g = green_make(&cc);
         CUstream gs;
-        MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
+        CUgreenCtx g = green_make(&cc, &gs);
         MUST(cuDevicePrimaryCtxRelease(0));
         MUST(cuCtxSetCurrent(cc));
         CUdeviceptr big = 0, acc;
@@ -579,9 +579,8 @@ static void case_churn(void)
     acc_init(&acc, model);
     for (int r = 0; r < 8; r++) {
         CUcontext cc;
-        CUgreenCtx g = green_make(&cc);
         CUstream gs;
-        MUST(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
+        CUgreenCtx g = green_make(&cc, &gs);
         MUST(cuCtxSetCurrent(cc));
         CUdeviceptr t[3] = { 0, 0, 0 };
         for (int i = 0; i < 3; i++) {

@@ -240,18 +240,30 @@ EMU_EXPORT CUresult cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long long *gre
     return CUDA_SUCCESS;
 }
 
-/* A capture on one of g's streams: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED if the specified
- * green context hCtx has a stream in the capture mode. In such a case, the call will
- * invalidate all the conflicting captures." */
-static int green_capturing(emu_stream **v, size_t n)
+/* The arguments of cuGreenCtxRecordEvent / cuGreenCtxWaitEvent: the green context (*g),
+ * its streams (*v, *n: referenced, for emu_streams_release). record: the event must be of
+ * g's primary context ("hEvent and hCtx must be from the same primary context otherwise
+ * CUDA_ERROR_INVALID_HANDLE"); a wait refuses an event recorded in a capture in progress.
+ * Both: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED if the specified green context hCtx has a
+ * stream in the capture mode. In such a case, the call will invalidate all the conflicting
+ * captures." */
+static CUresult green_event_args(CUgreenCtx hCtx, CUevent hEvent, int record, struct CUgreenCtx_st **g,
+                                 emu_stream ***v, size_t *n)
 {
-    int any = 0;
-    for (size_t i = 0; i < n; i++)
-        if (emu_stream_capture(v[i])) {
-            emu_capture_invalidate(v[i]);
+    CUresult r = green_of(hCtx, g);
+    if (r != CUDA_SUCCESS) return r;
+    if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT) || (record && emu_event_ctx(hEvent) != (*g)->ctx.owner))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *n = emu_streams_of_green(*g, v);
+    int any = !record && emu_capture_event_busy(hEvent);
+    for (size_t i = 0; i < *n; i++)
+        if (emu_stream_capture((*v)[i])) {
+            emu_capture_invalidate((*v)[i]);
             any = 1;
         }
-    return any;
+    if (!any) return CUDA_SUCCESS;
+    emu_streams_release(*v, *n);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
 /* "Captures in hEvent all the activities of the green context of hCtx at the time of this
@@ -262,16 +274,10 @@ EMU_EXPORT CUresult cuGreenCtxRecordEvent(CUgreenCtx hCtx, CUevent hEvent)
 {
     EMU_ENTRY_INIT();
     struct CUgreenCtx_st *g;
-    CUresult r = green_of(hCtx, &g);
-    if (r != CUDA_SUCCESS) return r;
-    if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT) || emu_event_ctx(hEvent) != g->ctx.owner)
-        return CUDA_ERROR_INVALID_HANDLE;
     emu_stream **v;
-    size_t n = emu_streams_of_green(g, &v);
-    if (green_capturing(v, n)) {
-        emu_streams_release(v, n);
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
+    size_t n;
+    CUresult r = green_event_args(hCtx, hEvent, 1, &g, &v, &n);
+    if (r != CUDA_SUCCESS) return r;
     emu_stream *def = emu_green_default(g);
     dep *deps = emu_xcalloc(n ? n : 1, sizeof *deps);
     size_t nd = 0;
@@ -299,16 +305,10 @@ EMU_EXPORT CUresult cuGreenCtxWaitEvent(CUgreenCtx hCtx, CUevent hEvent)
 {
     EMU_ENTRY_INIT();
     struct CUgreenCtx_st *g;
-    CUresult r = green_of(hCtx, &g);
-    if (r != CUDA_SUCCESS) return r;
-    if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     emu_stream **v;
-    size_t n = emu_streams_of_green(g, &v);
-    int busy = emu_capture_event_busy(hEvent);
-    if (green_capturing(v, n) || busy) {
-        emu_streams_release(v, n);
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
+    size_t n;
+    CUresult r = green_event_args(hCtx, hEvent, 0, &g, &v, &n);
+    if (r != CUDA_SUCCESS) return r;
     for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
         emu_work *w = emu_event_wait_work(hEvent, v[i], __func__);
         if (w) r = emu_stream_enqueue(v[i], w);

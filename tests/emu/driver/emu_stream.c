@@ -966,28 +966,27 @@ static CUresult stream_get_ctx(CUstream h, int pt, CUcontext *pctx)
 
 /* CUDA 12.5: "If the stream is associated with a green context, the API returns the green
  * context in pGreenCtx and the primary context of the associated device in pCtx." */
-EMU_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+static CUresult stream_get_ctx_v2(CUstream h, int pt, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
 {
-    EMU_ENTRY_INIT();
     emu_stream *s;
     if (!pCtx || !pGreenCtx) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = emu_stream_get(hStream, 0, &s);
+    CUresult r = emu_stream_get(h, pt, &s);
     if (r != CUDA_SUCCESS) return r;
     *pCtx = s->ctx;
     *pGreenCtx = s->green;
     return CUDA_SUCCESS;
 }
 
+EMU_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+    EMU_ENTRY_INIT();
+    return stream_get_ctx_v2(hStream, 0, pCtx, pGreenCtx);
+}
+
 EMU_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
 {
     EMU_ENTRY_INIT();
-    emu_stream *s;
-    if (!pCtx || !pGreenCtx) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = emu_stream_get(hStream, 1, &s);
-    if (r != CUDA_SUCCESS) return r;
-    *pCtx = s->ctx;
-    *pGreenCtx = s->green;
-    return CUDA_SUCCESS;
+    return stream_get_ctx_v2(hStream, 1, pCtx, pGreenCtx);
 }
 
 EMU_EXPORT CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx)
