@@ -43,6 +43,10 @@ struct CUdevResourceDesc_st { int device; unsigned sm_count; };
 #define SM_MIN_NOCOSCHED 2u
 
 static unsigned long long next_split = 1, next_green_id = 1;   /* atomic */
+/* Destroyed green contexts: kept (a thread may still hold the converted context current and
+ * must see CUDA_ERROR_CONTEXT_IS_DESTROYED), reachable from here. */
+static struct CUgreenCtx_st *dead_greens;
+static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void res_make(CUdevResource *r, int dev, unsigned sms, unsigned long long split)
 {
@@ -198,6 +202,10 @@ EMU_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
     __atomic_store_n(&g->destroyed, 1, __ATOMIC_RELEASE);
     emu_green_detach(g);
     emu_ctx_green_end(g);     /* drops its retain of the primary context */
+    pthread_mutex_lock(&dead_lock);
+    g->dead_next = dead_greens;
+    dead_greens = g;
+    pthread_mutex_unlock(&dead_lock);
     return CUDA_SUCCESS;
 }
 

@@ -253,6 +253,7 @@ struct CUgreenCtx_st {
     unsigned sm_count;
     unsigned long long id;
     int destroyed;              /* atomic */
+    struct CUgreenCtx_st *dead_next; /* destroyed ones are kept on a list (emu_green.c) */
     struct CUctx_st ctx;        /* not first: the two handles are registered apart */
 };
 
