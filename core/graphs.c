@@ -46,8 +46,8 @@
  */
 #include "graph_internal.h"
 
-#include "driver.h"
 #include "contexts.h"
+#include "driver.h"
 #include "log.h"
 #include "memory.h"
 #include "record.h"
@@ -104,7 +104,8 @@ static CUresult instantiate(const sg_call *c)
     size_t nodes = 0;
     if (r) {
         sg_lock_take(&r->lock);
-        if (sg_drv.cuCtxGetCurrent) SG_DRIVER_CALL(cuCtxGetCurrent, &r->ctx);
+        if (sg_drv.cuCtxGetCurrent && SG_DRIVER_CALL(cuCtxGetCurrent, &r->ctx) == CUDA_SUCCESS)
+            r->ctx = sg_ctx_owner(r->ctx, CU_STREAM_LEGACY, 0);   /* a converted context's: the primary */
         sg_fp_cache_enter();
         describe(r, graph);
         if (r->state == REC_CURRENT) {

@@ -11,16 +11,20 @@
 #include "prof.h"
 
 #include "capture.h"
+#include "contexts.h"
 #include "driver.h"
 #include "vmm.h"
 
 /* The context of stream s (a default stream: the current context, which
  * the callers made the stream's); the exec's context if the driver cannot
- * say. */
-static CUcontext stream_ctx(const sg_prof *p, CUstream s)
+ * say. A green context's stream: the primary context, which owns the events
+ * made with the green context's converted context current (contexts.h,
+ * sg_ctx_owner), so that the exec's teardown with the primary context knows
+ * the event went with it (round 38: it destroyed the stale handle). */
+static CUcontext stream_ctx(const sg_prof *p, CUstream s, int per_thread)
 {
     CUcontext c = sg_stream_ctx(s);
-    return c ? c : p->ctx;
+    return c ? sg_ctx_owner(c, s, per_thread) : p->ctx;
 }
 
 /* Records the order event on stream s (the _ptsz flavour if per_thread).
@@ -42,7 +46,7 @@ void sg_prof_order_record(sg_prof *p, CUstream s, int per_thread)
     /* (the named stream of the last record needs no query: the steady state
      * of launches on one stream pays nothing) */
     int named = !sg_default_stream(s);
-    CUcontext sc = p->order_ev && named && s == p->order_stream ? p->order_ctx : stream_ctx(p, s);
+    CUcontext sc = p->order_ev && named && s == p->order_stream ? p->order_ctx : stream_ctx(p, s, per_thread);
     p->order_stream = named ? s : NULL;
     if (p->order_ev && p->order_ctx != sc) {     /* made in another context: a new one */
         if (sg_drv.cuEventDestroy_v2) SG_DRIVER_CALL(cuEventDestroy_v2, p->order_ev);

@@ -40,6 +40,10 @@
  *                (temporaries, re-capture, update, launch on its stream, then
  *                stream-ordered temporaries on its default stream) while a
  *                third does the same on the primary context;
+ *   relife       three lives of the primary context, each ended by the
+ *                destruction of the green context that held it last while an
+ *                exec instantiated under the green context (its input
+ *                rotating: variants) is still alive: the teardown destroys it;
  *   cycle        (a 256 MiB device) five lives of the primary context, each
  *                ended by the destruction of a green context that held it
  *                last: the program retains it, makes a green context,
@@ -49,7 +53,7 @@
  *                each allocating 3 x 40 MiB under its converted context,
  *                freeing two while it lives and the third after its end (the
  *                primary context current), then 200 MiB at once.
- * Usage: adv_green alloc|capture|rotate|kernel|destroy|reverse|survive|threads|cycle|churn
+ * Usage: adv_green alloc|capture|rotate|kernel|destroy|reverse|survive|threads|relife|cycle|churn
  */
 #include "adv_common.h"
 
@@ -569,6 +573,33 @@ static void case_cycle(void)
     MUST(cuCtxSetCurrent(primary));
 }
 
+/* ------------------------------------------------------------ relife */
+
+static void case_relife(void)
+{
+    MUST(cuDevicePrimaryCtxRelease(0));     /* adv_open's: each life retains its own */
+    for (int life = 0; life < 3; life++) {
+        MUST(cuDevicePrimaryCtxRetain(&primary, 0));
+        MUST(cuCtxSetCurrent(primary));
+        load_kernels();
+        rot r;
+        rot_begin(&r);                       /* the exec instantiated under the green context */
+        MUST(cuDevicePrimaryCtxRelease(0));  /* the green context holds the primary one */
+        for (int k = 0; k < 12; k++) rot_step(&r, k, r.gs);
+        R(cuStreamSynchronize(r.gs));
+        char name[64];
+        snprintf(name, sizeof name, "life %d accumulator", life);
+        adv_check_words(name, r.acc, r.model, N);
+        R(cuStreamDestroy(r.gs));
+        R(cuStreamDestroy(r.ps));
+        MUST(cuCtxSetCurrent(NULL));
+        R(cuGreenCtxDestroy(r.g));           /* the last hold: the exec, its graph's memory go */
+        R(cuGraphDestroy(r.gr));             /* a graph is not a context's */
+    }
+    MUST(cuDevicePrimaryCtxRetain(&primary, 0));
+    MUST(cuCtxSetCurrent(primary));
+}
+
 /* ------------------------------------------------------------ churn */
 
 static void case_churn(void)
@@ -613,7 +644,7 @@ static void case_churn(void)
 
 int main(int argc, char **argv)
 {
-    static const char *const names[] = { "alloc", "capture", "rotate", "kernel", "destroy", "reverse", "survive", "threads", "cycle", "churn", NULL };
+    static const char *const names[] = { "alloc", "capture", "rotate", "kernel", "destroy", "reverse", "survive", "threads", "relife", "cycle", "churn", NULL };
     int c = adv_case(argc, argv, names);
     adv_open(&primary, &mod);
     f_fill = adv_fn(mod, "fill_u32");
@@ -628,7 +659,8 @@ int main(int argc, char **argv)
     case 5: case_reverse(); break;
     case 6: case_survive(); break;
     case 7: case_threads(); break;
-    case 8: case_cycle(); break;
+    case 8: case_relife(); break;
+    case 9: case_cycle(); break;
     default: case_churn(); break;
     }
     return adv_finish();

@@ -1383,14 +1383,17 @@ done
 # the converted context for the memory's context, cycle ran out of memory (a
 # primary context ended by cuGreenCtxDestroy kept its arena).
 GREEN_SKIPPED='T["updates_seen"] > 0 and T["updates_skipped"] > 0'
-for c in alloc capture rotate kernel destroy reverse survive threads cycle churn; do
+for c in alloc capture rotate kernel destroy reverse survive threads relife cycle churn; do
     et="$PLACED" ep="$PLACED" envs="" to=1
     case $c in
     capture | kernel | destroy | reverse | threads) et="$PLACED and $GREEN_SKIPPED" ep="$et" ;;
-    rotate | survive) et="$SEEN" ep="$BOUGHT" ;;
+    rotate | survive | relife) et="$SEEN" ep="$BOUGHT" ;;
     cycle | churn) envs=$MEM256 to=4 ;;
     esac
-    adv name=r38/green_$c env="$envs" to=$to eng_t="$et" eng_p="$ep" \
+    # relife: the execs the primary context's teardown destroyed are ended in the report too
+    xc=""
+    [ $c = relife ] && xc='len(X) == 3 and all(e["destroyed"] for e in X)::every exec ended with the primary context'
+    adv name=r38/green_$c env="$envs" to=$to eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="green contexts: the converted context in placement, streams and teardown ($c)" -- adv_green $c
 done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
