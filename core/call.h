@@ -45,7 +45,8 @@ typedef enum {
                              * launch filter starts again (memory.c) */
     SG_CALL_PRIMARY_RETAIN, /* u.primary: tells which context is a device's primary one */
     SG_CALL_PRIMARY_DROP,   /* u.primary.dev: cuDevicePrimaryCtxRelease / Reset; -1:
-                             * cuGreenCtxDestroy (releases its device's primary context) */
+                             * cuGreenCtxDestroy of u.primary.green (which releases its device's
+                             * primary context) */
     /* captures and what they record (capture.c); graphs (graphs.c) */
     SG_CALL_CAPTURE_BEGIN,  /* u.capture */
     SG_CALL_CAPTURE_END,    /* u.capture */
@@ -214,7 +215,7 @@ typedef struct sg_call {
             unsigned nattrs;
         } kernel;
         struct { CUcontext ctx; } ctx;
-        struct { CUcontext *out; CUdevice dev; } primary;
+        struct { CUcontext *out; CUdevice dev; CUgreenCtx green; } primary;   /* green: PRIMARY_DROP -1 */
         struct { CUgraph graph; } graph;
         struct { CUgraph *out; CUgraph orig; } clone;
         struct { CUgraphNode node; } node;

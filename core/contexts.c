@@ -165,9 +165,22 @@ static void drop_if_inactive(CUdevice d, int known_only)
  * arena kept the memory the driver's teardown frees (round 38). */
 static CUresult primary_drop(const sg_call *c)
 {
-    CUresult rc = c->forward(c->args);
     CUdevice d = c->u.primary.dev;
+    /* cuGreenCtxDestroy: the captures its streams began end with it (the driver's streams
+     * of a destroyed green context answer CUDA_ERROR_CONTEXT_IS_DESTROYED, even
+     * cuStreamEndCapture): forgotten as a context teardown forgets its captures, so that
+     * they no longer count as in progress. Nothing else is torn down for the converted
+     * context: what was made with it current is the primary context's. */
+    CUcontext converted = NULL;
+    if (d == -1 && c->u.primary.green && sg_drv.cuCtxFromGreenCtx &&
+        SG_DRIVER_CALL(cuCtxFromGreenCtx, &converted, c->u.primary.green) != CUDA_SUCCESS)
+        converted = NULL;
+    CUresult rc = c->forward(c->args);
     if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
+    if (converted && teardown_fn[SG_CTX_PART_CAPTURES]) {
+        sg_ctx tmp = { .ctx = converted, .dead = 1 };
+        teardown_fn[SG_CTX_PART_CAPTURES](&tmp);
+    }
     if (d >= 0) drop_if_inactive(d, 0);
     else if (d == -1)
         for (CUdevice x = 0; x < SG_CTX_MAX_DEVICES; x++) drop_if_inactive(x, 1);

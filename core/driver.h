@@ -41,6 +41,7 @@
     X(cuStreamGetCtx, CUresult, (CUstream, CUcontext *))                      \
     X(cuStreamGetCtx_ptsz, CUresult, (CUstream, CUcontext *))                 \
     X(cuStreamGetCtx_v2, CUresult, (CUstream, CUcontext *, CUgreenCtx *))     \
+    X(cuCtxFromGreenCtx, CUresult, (CUcontext *, CUgreenCtx))                 \
     X(cuStreamGetCtx_v2_ptsz, CUresult, (CUstream, CUcontext *, CUgreenCtx *))\
     X(cuStreamIsCapturing, CUresult, (CUstream, CUstreamCaptureStatus *))     \
     X(cuStreamIsCapturing_ptsz, CUresult, (CUstream, CUstreamCaptureStatus *))\

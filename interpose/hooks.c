@@ -67,6 +67,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_CTX_SWITCH .kind = SG_CALL_CTX_SWITCH
 #define SG_PRIMARY_RETAIN(o, d) .kind = SG_CALL_PRIMARY_RETAIN, .u.primary = { .out = (o), .dev = (d) }
 #define SG_PRIMARY_DROP(d) .kind = SG_CALL_PRIMARY_DROP, .u.primary = { .dev = (d) }
+#define SG_GREEN_DESTROY(g) .kind = SG_CALL_PRIMARY_DROP, .u.primary = { .dev = -1, .green = (g) }
 #define SG_CAPTURE_BEGIN(s) .kind = SG_CALL_CAPTURE_BEGIN, .u.capture = { .stream = (s) }
 #define SG_CAPTURE_TO_GRAPH(s, g) .kind = SG_CALL_CAPTURE_BEGIN, \
     .u.capture = { .stream = (s), .to_graph = 1, .graph = (g) }

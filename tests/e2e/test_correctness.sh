@@ -1375,7 +1375,9 @@ done
 # stream; destroy: the green context destroyed, the primary goes on (frees
 # what was made under the green one) and makes another; survive: a rotating
 # exec (variants) outlives its green context; threads: two green contexts
-# and the primary one driven by three threads at once; reverse, cycle: the
+# and the primary one driven by three threads at once; relife: execs made
+# under a green context ended with the primary context; capend: a green
+# context destroyed while its stream captures; reverse, cycle: the
 # primary context held by a green context only, ended by its destruction,
 # then retained again; churn: eight green contexts one after the other on a
 # 256 MiB device, each allocating 120 MiB. Found on 53cdcb3: churn ran out of
@@ -1383,16 +1385,18 @@ done
 # the converted context for the memory's context, cycle ran out of memory (a
 # primary context ended by cuGreenCtxDestroy kept its arena).
 GREEN_SKIPPED='T["updates_seen"] > 0 and T["updates_skipped"] > 0'
-for c in alloc capture rotate kernel destroy reverse survive threads relife cycle churn; do
+for c in alloc capture rotate kernel destroy reverse survive threads relife capend cycle churn; do
     et="$PLACED" ep="$PLACED" envs="" to=1
     case $c in
-    capture | kernel | destroy | reverse | threads) et="$PLACED and $GREEN_SKIPPED" ep="$et" ;;
+    capture | kernel | destroy | reverse | threads | capend) et="$PLACED and $GREEN_SKIPPED" ep="$et" ;;
     rotate | survive | relife) et="$SEEN" ep="$BOUGHT" ;;
     cycle | churn) envs=$MEM256 to=4 ;;
     esac
     # relife: the execs the primary context's teardown destroyed are ended in the report too
     xc=""
     [ $c = relife ] && xc='len(X) == 3 and all(e["destroyed"] for e in X)::every exec ended with the primary context'
+    # capend: the 6 MiB allocated after the green context's end are placed
+    [ $c = capend ] && xc='T["bytes_mapped"] >= 6 << 20::memory is placed after the capture ended with its green context'
     adv name=r38/green_$c env="$envs" to=$to eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="green contexts: the converted context in placement, streams and teardown ($c)" -- adv_green $c
 done

@@ -681,7 +681,9 @@ void emu_streams_release(emu_stream **v, size_t n)
 }
 
 /* cuGreenCtxDestroy: the green context's streams finish what they were given (the
- * emulator waits, as cuCtxDestroy does) and leave their captures (invalidated); its
+ * emulator waits, as cuCtxDestroy does) and leave their captures as a destroyed stream does
+ * (a capture one began ends, its graph destroyed; one it joined is invalidated: "the API
+ * will invalidate all active captures on these streams", CUDA 13.1); its
  * default stream retires; user streams stay (their handles answer
  * CUDA_ERROR_CONTEXT_IS_DESTROYED; the primary context's teardown ends them). */
 void emu_green_detach(struct CUgreenCtx_st *g)
@@ -689,7 +691,7 @@ void emu_green_detach(struct CUgreenCtx_st *g)
     emu_stream **v;
     size_t n = emu_streams_of_green(g, &v);
     for (size_t i = 0; i < n; i++) {
-        if (emu_stream_capture(v[i])) emu_capture_invalidate(v[i]);
+        emu_capture_stream_gone(v[i]);   /* as its destruction: a capture it began ends */
         emu_stream_wait_idle(v[i]);
     }
     emu_streams_release(v, n);
