@@ -258,6 +258,29 @@ static void primary_retained(void)
     CHECK_EQ(active, 1);   /* emu_test_open's retain */
 }
 
+/* A capture begun on a green stream ends with the green context: the calling thread, whose
+ * thread-local capture forbade allocations, may allocate again. */
+static void capture_ends_with_green(void)
+{
+    CUgreenCtx g = make_green(8, NULL);
+    CUstream s = NULL;
+    CHECK_CU(cuGreenCtxStreamCreate(&s, g, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+    CUdeviceptr p = 0;
+    CHECK_CU(cuMemAlloc(&p, 4096), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);   /* invalidates it */
+    CHECK_CU(cuGreenCtxDestroy(g), CUDA_SUCCESS);
+    CUgraph graph = NULL;
+    CHECK_CU(cuStreamEndCapture(s, &graph), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_CU(cuMemAlloc(&p, 4096), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    g = make_green(8, NULL);
+    CHECK_CU(cuGreenCtxStreamCreate(&s, g, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+    CHECK_CU(cuGreenCtxDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&p, 4096), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+}
+
 /* cuDevicePrimaryCtxReset while a green context lives and used its default stream: the
  * reset ends that stream; the green context's next use of its default stream makes another. */
 static void reset_under_green(void)
@@ -286,6 +309,7 @@ int main(void)
     RUN(current_after_destroy);
     RUN(record_and_wait);
     RUN(primary_retained);
+    RUN(capture_ends_with_green);
     RUN(reset_under_green);       /* last: the reset ends the set-up's module */
     return check_done();
 }
