@@ -46,8 +46,8 @@
  */
 #include "graph_internal.h"
 
-#include "contexts.h"
 #include "driver.h"
+#include "contexts.h"
 #include "log.h"
 #include "memory.h"
 #include "record.h"
