@@ -16,6 +16,30 @@ static sg_ctx *table;                              /* live records */
 static CUcontext primary[SG_CTX_MAX_DEVICES];      /* a device's primary context, once retained */
 static void (*teardown_fn[SG_CTX_PARTS])(sg_ctx *c);
 
+/* What sg_ctx_owner learned from the driver. A context's owner does not
+ * change while the context lives (a green context's converted context has
+ * its device's primary context, any other context itself), so each is asked
+ * once: before, every placed allocation and instantiation under a context
+ * the library had not seen retained as a primary one (cuCtxCreate's) made a
+ * cuStreamGetCtx_v2 call. An entry goes with the teardown of its context or
+ * of its owner and with the destruction of the green context it was
+ * converted from (a handle value may come back for another context);
+ * owners_gen counts those, so that an answer the driver gave before one is
+ * not kept. More than OWNERS such contexts at once: the others are asked
+ * each time. table_lock guards all three. */
+#define OWNERS 32
+static struct { CUcontext ctx, owner; } owners[OWNERS];
+static int nowners;
+static unsigned long owners_gen;
+
+static void owners_forget_locked(CUcontext ctx)
+{
+    owners_gen++;
+    for (int i = 0; i < nowners;)
+        if (owners[i].ctx == ctx || owners[i].owner == ctx) owners[i] = owners[--nowners];
+        else i++;
+}
+
 static sg_ctx *find_locked(CUcontext ctx)
 {
     sg_ctx *c = table;
@@ -99,6 +123,7 @@ void sg_ctx_teardown(CUcontext ctx)
     if (c) *pp = c->next;          /* the table's reference now belongs to us */
     for (int d = 0; d < SG_CTX_MAX_DEVICES; d++)
         if (primary[d] == ctx) primary[d] = NULL;
+    owners_forget_locked(ctx);
     pthread_mutex_unlock(&table_lock);
     if (!c) {
         /* no record, but captures and graph records may still name the context */
@@ -115,11 +140,16 @@ void sg_ctx_teardown(CUcontext ctx)
 
 CUcontext sg_ctx_owner(CUcontext ctx, CUstream s, int per_thread)
 {
-    int known = 0;
+    if (!ctx) return ctx;
+    CUcontext found = NULL;
     pthread_mutex_lock(&table_lock);
-    for (int d = 0; d < SG_CTX_MAX_DEVICES && !known; d++) known = ctx && primary[d] == ctx;
+    for (int i = 0; i < nowners && !found; i++)
+        if (owners[i].ctx == ctx) found = owners[i].owner;
+    for (int d = 0; d < SG_CTX_MAX_DEVICES && !found; d++)
+        if (primary[d] == ctx) found = ctx;
+    unsigned long gen = owners_gen;
     pthread_mutex_unlock(&table_lock);
-    if (!ctx || known) return ctx;
+    if (found) return found;
     CUcontext owner = NULL;
     CUgreenCtx green = NULL;
     CUresult rc = per_thread ? (sg_drv.cuStreamGetCtx_v2_ptsz
@@ -127,7 +157,17 @@ CUcontext sg_ctx_owner(CUcontext ctx, CUstream s, int per_thread)
                                     : CUDA_ERROR_NOT_SUPPORTED)
                              : (sg_drv.cuStreamGetCtx_v2 ? SG_DRIVER_CALL(cuStreamGetCtx_v2, s, &owner, &green)
                                                          : CUDA_ERROR_NOT_SUPPORTED);
-    return rc == CUDA_SUCCESS && green && owner ? owner : ctx;
+    if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_SUPPORTED) return ctx;   /* not kept: asked again */
+    found = rc == CUDA_SUCCESS && green && owner ? owner : ctx;
+    pthread_mutex_lock(&table_lock);
+    int have = 0;
+    for (int i = 0; i < nowners && !have; i++) have = owners[i].ctx == ctx;
+    if (!have && gen == owners_gen && nowners < OWNERS) {
+        owners[nowners].ctx = ctx;
+        owners[nowners++].owner = found;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return found;
 }
 
 CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc)
@@ -177,6 +217,12 @@ static CUresult primary_drop(const sg_call *c)
         converted = NULL;
     CUresult rc = c->forward(c->args);
     if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
+    if (d == -1) {                 /* (rare) every owner asked again: the converted handle goes */
+        pthread_mutex_lock(&table_lock);
+        nowners = 0;
+        owners_gen++;
+        pthread_mutex_unlock(&table_lock);
+    }
     if (converted && teardown_fn[SG_CTX_PART_CAPTURES]) {
         sg_ctx tmp = { .ctx = converted, .dead = 1 };
         teardown_fn[SG_CTX_PART_CAPTURES](&tmp);
@@ -219,5 +265,7 @@ void sg_ctx_reset(void)
     }
     pthread_mutex_lock(&table_lock);
     for (int d = 0; d < SG_CTX_MAX_DEVICES; d++) primary[d] = NULL;
+    nowners = 0;
+    owners_gen++;
     pthread_mutex_unlock(&table_lock);
 }

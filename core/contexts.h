@@ -90,8 +90,8 @@ CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc);
  * it were a primary context" for what does not depend on its resources:
  * what is allocated with it is the device's primary context's, and outlives
  * the green context. Found by cuStreamGetCtx_v2 (CUDA 12.5+; without it:
- * ctx); no driver call where ctx is a primary context the library saw
- * retained. */
+ * ctx); asked once per context (cached until its teardown), never for a
+ * primary context the library saw retained. */
 CUcontext sg_ctx_owner(CUcontext ctx, CUstream s, int per_thread);
 
 /* Tears ctx down as if the driver had destroyed it (tests). */

@@ -1397,6 +1397,8 @@ for c in alloc capture rotate kernel destroy reverse survive threads relife cape
     [ $c = relife ] && xc='len(X) == 3 and all(e["destroyed"] for e in X)::every exec ended with the primary context'
     # capend: the 6 MiB allocated after the green context's end are placed
     [ $c = capend ] && xc='T["bytes_mapped"] >= 6 << 20::memory is placed after the capture ended with its green context'
+    # alloc: the blocks placed under the converted context ask its owner once (cached per context)
+    [ $c = alloc ] && xc='L.get("cuStreamGetCtx_v2", 0) + L.get("cuStreamGetCtx_v2_ptsz", 0) == 1::the owner of the converted context asked once'
     adv name=r38/green_$c env="$envs" to=$to eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="green contexts: the converted context in placement, streams and teardown ($c)" -- adv_green $c
 done
