@@ -13,7 +13,11 @@
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static sg_ctx *table;                              /* live records */
-static CUcontext primary[SG_CTX_MAX_DEVICES];      /* a device's primary context, once retained */
+/* A device's primary context, once retained: written under table_lock, read
+ * without it by sg_ctx_owner (every placed allocation), which looks at the
+ * devices below primary_top only (atomic: the highest device retained + 1). */
+static CUcontext primary[SG_CTX_MAX_DEVICES];
+static int primary_top;
 static void (*teardown_fn[SG_CTX_PARTS])(sg_ctx *c);
 
 /* What sg_ctx_owner learned from the driver. A context's owner does not
@@ -122,7 +126,7 @@ void sg_ctx_teardown(CUcontext ctx)
     sg_ctx *c = *pp;
     if (c) *pp = c->next;          /* the table's reference now belongs to us */
     for (int d = 0; d < SG_CTX_MAX_DEVICES; d++)
-        if (primary[d] == ctx) primary[d] = NULL;
+        if (primary[d] == ctx) __atomic_store_n(&primary[d], NULL, __ATOMIC_RELAXED);
     owners_forget_locked(ctx);
     pthread_mutex_unlock(&table_lock);
     if (!c) {
@@ -141,12 +145,14 @@ void sg_ctx_teardown(CUcontext ctx)
 CUcontext sg_ctx_owner(CUcontext ctx, CUstream s, int per_thread)
 {
     if (!ctx) return ctx;
+    /* a primary context (the common case) without the lock: a stale read
+     * can only be of a context being torn down, whose owner it is anyway */
+    for (int d = 0, top = __atomic_load_n(&primary_top, __ATOMIC_ACQUIRE); d < top; d++)
+        if (__atomic_load_n(&primary[d], __ATOMIC_RELAXED) == ctx) return ctx;
     CUcontext found = NULL;
     pthread_mutex_lock(&table_lock);
     for (int i = 0; i < nowners && !found; i++)
         if (owners[i].ctx == ctx) found = owners[i].owner;
-    for (int d = 0; d < SG_CTX_MAX_DEVICES && !found; d++)
-        if (primary[d] == ctx) found = ctx;
     unsigned long gen = owners_gen;
     pthread_mutex_unlock(&table_lock);
     if (found) return found;
@@ -175,7 +181,8 @@ CUresult sg_ctx_primary_retained(const sg_call *c, CUresult rc)
     CUdevice d = c->u.primary.dev;
     if (rc == CUDA_SUCCESS && c->u.primary.out && d >= 0 && d < SG_CTX_MAX_DEVICES) {
         pthread_mutex_lock(&table_lock);
-        primary[d] = *c->u.primary.out;
+        __atomic_store_n(&primary[d], *c->u.primary.out, __ATOMIC_RELAXED);
+        if (d >= primary_top) __atomic_store_n(&primary_top, d + 1, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&table_lock);
     }
     return rc;
@@ -264,7 +271,7 @@ void sg_ctx_reset(void)
         sg_ctx_teardown(ctx);
     }
     pthread_mutex_lock(&table_lock);
-    for (int d = 0; d < SG_CTX_MAX_DEVICES; d++) primary[d] = NULL;
+    for (int d = 0; d < SG_CTX_MAX_DEVICES; d++) __atomic_store_n(&primary[d], NULL, __ATOMIC_RELAXED);
     nowners = 0;
     owners_gen++;
     pthread_mutex_unlock(&table_lock);
