@@ -181,12 +181,16 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
  * to record, nothing else to do. The exported wrapper holds only that test
  * and two tail calls (the real function, or the general path in
  * sg_hook_<name>), so that it touches no argument but reads f: a few
- * instructions (`make bench` counts them). */
+ * instructions (`make bench` counts them). The filter's byte is an atomic
+ * (relaxed): another thread's sg_launch_filter_forget clears it (a context
+ * destroyed, cuGreenCtxDestroy included, while this thread launches; a
+ * plain read was a data race, ThreadSanitizer: adv_threads2 green). A stale
+ * 1 sends one launch direct, as a launch just before the clear would go. */
 static inline int sg_launch_direct(int have_real, CUfunction f)
 {
     return __atomic_load_n(&sg_ready, __ATOMIC_ACQUIRE) &&
            !__atomic_load_n(&sg_captures_active, __ATOMIC_RELAXED) && have_real &&
-           sg_launch_known[SG_LAUNCH_SLOT(f)];
+           __atomic_load_n(&sg_launch_known[SG_LAUNCH_SLOT(f)], __ATOMIC_RELAXED);
 }
 
 /* The direct path of a kernel launch. GCC moves the stack-passed arguments
