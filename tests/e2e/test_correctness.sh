@@ -1402,6 +1402,30 @@ for c in alloc capture rotate kernel destroy reverse survive threads relife cape
     adv name=r38/green_$c env="$envs" to=$to eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="green contexts: the converted context in placement, streams and teardown ($c)" -- adv_green $c
 done
+# Round 39: the shared state of rounds 34-38 under several threads
+# (adv_threads2.c; run under ThreadSanitizer too). uobj: four threads, each
+# its own exec: updates from fresh graphs each holding a fresh user object
+# (objects), objects on odd steps only (mixed), identical updates from
+# graphs holding none (skip: answered by the library), exec setters rotating
+# inputs (variants); uchurn: new execs updated from graphs holding an
+# object while another thread makes, clones and destroys graphs holding
+# objects; green: two threads allocating under their green contexts'
+# converted contexts, one under the primary, while a fourth makes and
+# destroys six green contexts; refuse: two threads updating their execs from
+# graphs naming a freed buffer (one through a child graph), refused, while a
+# third allocates and frees blocks.
+UOBJ_FWD39='sum(e["forwarded_reasons"]["user_objects"] for e in X) > 0::updates of execs holding user objects forwarded as user_objects'
+for c in uobj uchurn green refuse; do
+    et="$SEEN" ep="len(P) > 0" xc=""
+    case $c in
+    uobj) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$BOUGHT" xc=$UOBJ_FWD39 ;;
+    uchurn) xc=$UOBJ_FWD39 ;;
+    green) et="$PLACED" ep="$PLACED" ;;
+    refuse) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et" ;;
+    esac
+    adv name=r39/threads2_$c to=2 eng_t="$et" eng_p="$ep" xchk="$xc" \
+        attack="the shared state of rounds 34-38 under several threads ($c)" -- adv_threads2 $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
