@@ -13,7 +13,8 @@
  * through its handle from cuStreamGetCaptureInfo) or that it is a clone of
  * such a graph (cuGraphClone). A graph marked once stays marked until it is
  * destroyed (cuGraphReleaseUserObject may leave it holding none: the mark
- * only costs savings). A child graph node or conditional body that holds
+ * only costs savings); the mark goes before the driver's cuGraphDestroy,
+ * which frees the handle value for another thread's next graph (graphs.c). A child graph node or conditional body that holds
  * them makes its parent's execs unsupported anyway (graphs.c: every update
  * forwarded, no observer), so a parent is not marked.
  *
@@ -75,9 +76,9 @@ void sg_graph_uobj_cloned(CUgraph orig, CUgraph clone)
     if (sg_graph_uobj_held(orig)) sg_graph_uobj_mark(clone);
 }
 
-void sg_graph_uobj_forget(CUgraph g)
+int sg_graph_uobj_forget(CUgraph g)
 {
-    if (!g || !__atomic_load_n(&uo_any, __ATOMIC_ACQUIRE)) return;
+    if (!g || !__atomic_load_n(&uo_any, __ATOMIC_ACQUIRE)) return 0;
     pthread_mutex_lock(&uo_lock);
     uo_graph *e;
     HASH_FIND_PTR(uo_set, &g, e);
@@ -86,6 +87,7 @@ void sg_graph_uobj_forget(CUgraph g)
         free(e);
     }
     pthread_mutex_unlock(&uo_lock);
+    return e != NULL;
 }
 
 void sg_graph_uobj_atfork(int phase)

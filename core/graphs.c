@@ -346,13 +346,21 @@ CUresult sg_graph_call(const sg_call *c)
         return exec_fix(c);
     case SG_CALL_EXEC_DESTROY:
         return exec_destroy(c);
-    case SG_CALL_GRAPH_DESTROY:
+    case SG_CALL_GRAPH_DESTROY: {
+        /* Forgotten before the driver frees the handle: once it has, another
+         * thread's cuGraphCreate may get the same value and mark it
+         * (cuGraphRetainUserObject) or instantiate from it, and a forget
+         * made after would take that graph's mark (its execs' updates then
+         * answered by the library: user objects kept or dropped wrongly)
+         * or its records' graph. A refused destroy (a graph being captured)
+         * gets its mark back; its records only lose their graph (node
+         * handles learned no more: a cost). */
+        int marked = sg_graph_uobj_forget(c->u.graph.graph);
+        sg_grec_forget_graph(c->u.graph.graph);
         rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) {
-            sg_grec_forget_graph(c->u.graph.graph);
-            sg_graph_uobj_forget(c->u.graph.graph);
-        }
+        if (rc != CUDA_SUCCESS && marked) sg_graph_uobj_mark(c->u.graph.graph);
         return rc;
+    }
     case SG_CALL_GRAPH_UOBJ:
         rc = c->forward(c->args);
         if (rc == CUDA_SUCCESS) sg_graph_uobj_mark(c->u.graph.graph);

@@ -114,14 +114,16 @@ void sg_graph_stream_gone(CUstream s);
 
 /* Graphs that hold user-object references (graph_uobj.c): marked when the
  * program retains references into one (cuGraphRetainUserObject) or clones
- * a marked one, forgotten when it is destroyed. An exec instantiated or
+ * a marked one, forgotten as it is destroyed (before the driver frees the
+ * handle, which another thread may get at once; sg_graph_uobj_forget says
+ * whether it was marked). An exec instantiated or
  * updated from a marked graph gets every whole-graph update forwarded
  * (user_objects) and no observer shortcut; the library clones no marked
  * graph (prof_restore.c). */
 void sg_graph_uobj_mark(CUgraph g);
 int sg_graph_uobj_held(CUgraph g);
 void sg_graph_uobj_cloned(CUgraph orig, CUgraph clone);
-void sg_graph_uobj_forget(CUgraph g);
+int sg_graph_uobj_forget(CUgraph g);
 void sg_graph_uobj_atfork(int phase);
 void sg_graph_uobj_reset(void);
 
