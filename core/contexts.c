@@ -30,11 +30,18 @@ static void (*teardown_fn[SG_CTX_PARTS])(sg_ctx *c);
  * converted from (a handle value may come back for another context);
  * owners_gen counts those, so that an answer the driver gave before one is
  * not kept. More than OWNERS such contexts at once: the others are asked
- * each time. table_lock guards all three. */
+ * each time. The driver frees a handle before its destroy call returns, and
+ * another thread may get the value for a new context at once: so
+ * cuCtxDestroy and cuGreenCtxDestroy forget before they forward too, and
+ * while one is in flight (owners_busy) no answer is kept (else an entry
+ * for the dying context, learned or kept until the forget after the call,
+ * would answer for the new one: a cuCtxCreate context taken for a green
+ * one's converted context, or the reverse). table_lock guards all four. */
 #define OWNERS 32
 static struct { CUcontext ctx, owner; } owners[OWNERS];
 static int nowners;
 static unsigned long owners_gen;
+static int owners_busy;
 
 static void owners_forget_locked(CUcontext ctx)
 {
@@ -42,6 +49,35 @@ static void owners_forget_locked(CUcontext ctx)
     for (int i = 0; i < nowners;)
         if (owners[i].ctx == ctx || owners[i].owner == ctx) owners[i] = owners[--nowners];
         else i++;
+}
+
+/* Around the forward of cuCtxDestroy (ctx) or cuGreenCtxDestroy (ctx NULL:
+ * the converted context's handle is not asked for, every owner goes):
+ * begin forgets and holds the cache shut, end opens it (owners_busy). */
+static void owners_destroy_begin(CUcontext ctx)
+{
+    pthread_mutex_lock(&table_lock);
+    if (ctx) {
+        owners_forget_locked(ctx);
+    } else {
+        nowners = 0;
+        owners_gen++;
+    }
+    owners_busy++;
+    pthread_mutex_unlock(&table_lock);
+}
+
+static void owners_destroy_end(CUcontext ctx)
+{
+    pthread_mutex_lock(&table_lock);
+    owners_busy--;
+    if (ctx) {
+        owners_forget_locked(ctx);
+    } else {
+        nowners = 0;
+        owners_gen++;
+    }
+    pthread_mutex_unlock(&table_lock);
 }
 
 static sg_ctx *find_locked(CUcontext ctx)
@@ -168,7 +204,7 @@ CUcontext sg_ctx_owner(CUcontext ctx, CUstream s, int per_thread)
     pthread_mutex_lock(&table_lock);
     int have = 0;
     for (int i = 0; i < nowners && !have; i++) have = owners[i].ctx == ctx;
-    if (!have && gen == owners_gen && nowners < OWNERS) {
+    if (!have && gen == owners_gen && !owners_busy && nowners < OWNERS) {
         owners[nowners].ctx = ctx;
         owners[nowners++].owner = found;
     }
@@ -222,14 +258,10 @@ static CUresult primary_drop(const sg_call *c)
     if (d == -1 && c->u.primary.green && sg_drv.cuCtxFromGreenCtx &&
         SG_DRIVER_CALL(cuCtxFromGreenCtx, &converted, c->u.primary.green) != CUDA_SUCCESS)
         converted = NULL;
+    if (d == -1) owners_destroy_begin(NULL);   /* (rare) every owner asked again: the converted handle goes */
     CUresult rc = c->forward(c->args);
+    if (d == -1) owners_destroy_end(NULL);
     if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
-    if (d == -1) {                 /* (rare) every owner asked again: the converted handle goes */
-        pthread_mutex_lock(&table_lock);
-        nowners = 0;
-        owners_gen++;
-        pthread_mutex_unlock(&table_lock);
-    }
     if (converted && teardown_fn[SG_CTX_PART_CAPTURES]) {
         sg_ctx tmp = { .ctx = converted, .dead = 1 };
         teardown_fn[SG_CTX_PART_CAPTURES](&tmp);
@@ -245,7 +277,9 @@ CUresult sg_ctx_call(const sg_call *c)
     CUresult rc;
     switch (c->kind) {
     case SG_CALL_CTX_DESTROY:
+        owners_destroy_begin(c->u.ctx.ctx);
         rc = c->forward(c->args);
+        owners_destroy_end(c->u.ctx.ctx);
         if (rc == CUDA_SUCCESS) sg_ctx_teardown(c->u.ctx.ctx);
         return rc;
     case SG_CALL_PRIMARY_DROP:
