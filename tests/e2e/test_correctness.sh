@@ -1411,9 +1411,13 @@ done
 # object while another thread makes, clones and destroys graphs holding
 # objects; green: two threads allocating under their green contexts'
 # converted contexts, one under the primary, while a fourth makes and
-# destroys six green contexts; refuse: two threads updating their execs from
+# destroys six green contexts (host flags put three of them between the
+# launching threads' steps); refuse: two threads updating their execs from
 # graphs naming a freed buffer (one through a child graph), refused, while a
-# third allocates and frees blocks.
+# third allocates and frees blocks. Found on 66b5b95 under ThreadSanitizer:
+# green (5 runs in 6): the direct kernel launch read the launch filter's byte
+# plainly while cuGreenCtxDestroy's sg_launch_filter_forget cleared it on
+# another thread (a data race; now a relaxed atomic load, interpose/hooks.c).
 UOBJ_FWD39='sum(e["forwarded_reasons"]["user_objects"] for e in X) > 0::updates of execs holding user objects forwarded as user_objects'
 for c in uobj uchurn green refuse; do
     et="$SEEN" ep="len(P) > 0" xc=""
