@@ -498,6 +498,23 @@ static inline void adv_threads(adv_thread *t, int n)
     }
 }
 
+/* (adv_green.c, adv_threads2.c) A green context of 16 SMs of device 0; *cc its converted context; *gs (if gs) a stream
+ * of it (cuGreenCtxStreamCreate). */
+static inline CUgreenCtx adv_green_make(CUcontext *cc, CUstream *gs)
+{
+    CUdevResource dev, grp[1];
+    unsigned ng = 1;
+    CUdevResourceDesc desc;
+    CUgreenCtx g;
+    MUST(cuDeviceGetDevResource(0, &dev, CU_DEV_RESOURCE_TYPE_SM));
+    MUST(cuDevSmResourceSplitByCount(grp, &ng, &dev, NULL, 0, 16));
+    MUST(cuDevResourceGenerateDesc(&desc, grp, 1));
+    MUST(cuGreenCtxCreate(&g, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    MUST(cuCtxFromGreenCtx(cc, g));
+    if (gs) MUST(cuGreenCtxStreamCreate(gs, g, CU_STREAM_NON_BLOCKING, 0));
+    return g;
+}
+
 /* Steps that re-capture a graph (adv_records.c, adv_multidev.c): the step
  * whose graph step k captures again (every third step repeats the one before
  * it: nothing changes, an update may be skipped), and a step's value, which

@@ -73,23 +73,6 @@ static CUstreamCaptureMode cap_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 static void load_kernels(void);
 
-/* A green context of 16 SMs of device 0; *cc its converted context; *gs (if gs) a stream
- * of it (cuGreenCtxStreamCreate). */
-static CUgreenCtx green_make(CUcontext *cc, CUstream *gs)
-{
-    CUdevResource dev, grp[1];
-    unsigned ng = 1;
-    CUdevResourceDesc desc;
-    CUgreenCtx g;
-    MUST(cuDeviceGetDevResource(0, &dev, CU_DEV_RESOURCE_TYPE_SM));
-    MUST(cuDevSmResourceSplitByCount(grp, &ng, &dev, NULL, 0, 16));
-    MUST(cuDevResourceGenerateDesc(&desc, grp, 1));
-    MUST(cuGreenCtxCreate(&g, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
-    MUST(cuCtxFromGreenCtx(cc, g));
-    if (gs) MUST(cuGreenCtxStreamCreate(gs, g, CU_STREAM_NON_BLOCKING, 0));
-    return g;
-}
-
 /* acc (device, n words) and its host model, set to i. */
 static void acc_init(CUdeviceptr *acc, uint32_t *model)
 {
@@ -157,7 +140,7 @@ static void case_alloc(void)
 {
     CUcontext cc;
     CUstream gs;
-    CUgreenCtx g = green_make(&cc, &gs);
+    CUgreenCtx g = adv_green_make(&cc, &gs);
     MUST(cuCtxSetCurrent(cc));
     CUdeviceptr acc;
     uint32_t model[N];
@@ -234,7 +217,7 @@ static void case_capture(void)
 {
     CUcontext cc;
     CUstream gs, ps;
-    CUgreenCtx g = green_make(&cc, NULL);
+    CUgreenCtx g = adv_green_make(&cc, NULL);
     MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));      /* the primary context's */
     MUST(cuCtxSetCurrent(cc));
     MUST(cuStreamCreate(&gs, CU_STREAM_NON_BLOCKING));      /* the green context's */
@@ -267,7 +250,7 @@ typedef struct rot {
 
 static void rot_begin(rot *r)
 {
-    r->g = green_make(&r->cc, &r->gs);
+    r->g = adv_green_make(&r->cc, &r->gs);
     MUST(cuStreamCreate(&r->ps, CU_STREAM_NON_BLOCKING));
     MUST(cuCtxSetCurrent(r->cc));
     adv_mad_buffers(N, r->in, r->hin, &r->acc, r->model);
@@ -336,7 +319,7 @@ static void case_kernel(void)
     MUST(cuLibraryGetKernel(&kmad, lib, "mad_u32"));
     CUcontext cc;
     CUstream gs;
-    CUgreenCtx g = green_make(&cc, &gs);
+    CUgreenCtx g = adv_green_make(&cc, &gs);
     MUST(cuCtxSetCurrent(cc));
     CUdeviceptr acc;
     uint32_t model[N];
@@ -376,7 +359,7 @@ static void case_destroy(void)
 {
     CUcontext cc;
     CUstream gs, ps;
-    CUgreenCtx g = green_make(&cc, &gs);
+    CUgreenCtx g = adv_green_make(&cc, &gs);
     MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
     MUST(cuCtxSetCurrent(cc));
     CUdeviceptr acc, kept, held;
@@ -398,7 +381,7 @@ static void case_destroy(void)
     R(cuMemFree(kept));
     /* a second green context (its converted context may take the first one's value) */
     CUstream gs2;
-    CUgreenCtx g2 = green_make(&cc, &gs2);
+    CUgreenCtx g2 = adv_green_make(&cc, &gs2);
     MUST(cuCtxSetCurrent(cc));
     steps_on("second green", gs2, ps, 9, acc, model);
     MUST(cuCtxSetCurrent(primary));
@@ -415,7 +398,7 @@ static void case_reverse(void)
 {
     CUcontext cc;
     CUstream gs;
-    CUgreenCtx g = green_make(&cc, &gs);
+    CUgreenCtx g = adv_green_make(&cc, &gs);
     /* the program lets its own retain go: the green context keeps the primary one */
     MUST(cuCtxSetCurrent(cc));
     MUST(cuDevicePrimaryCtxRelease(0));
@@ -441,7 +424,7 @@ static void case_reverse(void)
     acc_init(&acc, model);
     steps_on("primary, second life", ps, NULL, 9, acc, model);
     CUstream gs2;
-    CUgreenCtx g2 = green_make(&cc, &gs2);
+    CUgreenCtx g2 = adv_green_make(&cc, &gs2);
     MUST(cuCtxSetCurrent(cc));
     steps_on("green, second life", gs2, ps, 9, acc, model);
     MUST(cuCtxSetCurrent(primary));
@@ -509,7 +492,7 @@ static void case_threads(void)
     memset(t, 0, sizeof t);
     for (int i = 0; i < 3; i++) {
         partition *p = &part[i];
-        p->g = i < 2 ? green_make(&p->ctx, NULL) : NULL;
+        p->g = i < 2 ? adv_green_make(&p->ctx, NULL) : NULL;
         if (!p->g) p->ctx = primary;
         MUST(cuCtxSetCurrent(p->ctx));
         MUST(cuStreamCreate(&p->s, CU_STREAM_NON_BLOCKING));
@@ -535,7 +518,7 @@ static void case_capend(void)
 {
     CUcontext cc;
     CUstream gs, ps;
-    CUgreenCtx g = green_make(&cc, &gs);
+    CUgreenCtx g = adv_green_make(&cc, &gs);
     MUST(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
     CUdeviceptr acc;
     uint32_t model[N];
@@ -588,7 +571,7 @@ static void case_cycle(void)
         load_kernels();
         CUcontext cc;
         CUstream gs;
-        CUgreenCtx g = green_make(&cc, &gs);
+        CUgreenCtx g = adv_green_make(&cc, &gs);
         MUST(cuDevicePrimaryCtxRelease(0));
         MUST(cuCtxSetCurrent(cc));
         CUdeviceptr big = 0, acc;
@@ -653,7 +636,7 @@ static void case_churn(void)
     for (int r = 0; r < 8; r++) {
         CUcontext cc;
         CUstream gs;
-        CUgreenCtx g = green_make(&cc, &gs);
+        CUgreenCtx g = adv_green_make(&cc, &gs);
         MUST(cuCtxSetCurrent(cc));
         CUdeviceptr t[3] = { 0, 0, 0 };
         for (int i = 0; i < 3; i++) {

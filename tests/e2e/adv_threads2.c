@@ -279,22 +279,6 @@ static void case_uchurn(void)
 
 /* ------------------------------------------------------------ green */
 
-/* A green context of 16 SMs of device 0; *cc its converted context; *gs a stream of it. */
-static CUgreenCtx green_make(CUcontext *cc, CUstream *gs)
-{
-    CUdevResource dev, grp[1];
-    unsigned ng = 1;
-    CUdevResourceDesc desc;
-    CUgreenCtx g;
-    MUST(cuDeviceGetDevResource(0, &dev, CU_DEV_RESOURCE_TYPE_SM));
-    MUST(cuDevSmResourceSplitByCount(grp, &ng, &dev, NULL, 0, 16));
-    MUST(cuDevResourceGenerateDesc(&desc, grp, 1));
-    MUST(cuGreenCtxCreate(&g, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
-    MUST(cuCtxFromGreenCtx(cc, g));
-    MUST(cuGreenCtxStreamCreate(gs, g, CU_STREAM_NON_BLOCKING, 0));
-    return g;
-}
-
 typedef struct gthr {
     CUgreenCtx g;                /* NULL: the primary context */
     CUcontext ctx;
@@ -354,7 +338,7 @@ static void green_cycles(void *arg)
     for (int c = 0; c < 6; c++) {
         CUcontext cc;
         CUstream gs;
-        CUgreenCtx g = green_make(&cc, &gs);
+        CUgreenCtx g = adv_green_make(&cc, &gs);
         MUST(cuCtxSetCurrent(cc));
         CUdeviceptr t;
         uint32_t v = 7000u + (uint32_t)c, want[N];
@@ -382,7 +366,7 @@ static void case_green(void)
         gthr *q = &p[i];
         q->seed = (uint32_t)i + 1;
         if (i < 2) {
-            q->g = green_make(&q->ctx, &q->s);
+            q->g = adv_green_make(&q->ctx, &q->s);
         } else {
             q->g = NULL;
             q->ctx = primary;
