@@ -251,6 +251,27 @@ static inline int sg_launch_direct(int have_real, CUfunction f)
     } while (0)
 #endif
 
+/* Sets every member of c.u.kernel from a kernel call's initializer, one by
+ * one: a copy of the member (or the initializer itself) would build the
+ * whole union first, zeroed. */
+#define SG_KERNEL_SET_(c, ...)                                                \
+    do {                                                                      \
+        c.u.kernel.f = (sg_call){ __VA_ARGS__ }.u.kernel.f;                   \
+        c.u.kernel.grid[0] = (sg_call){ __VA_ARGS__ }.u.kernel.grid[0];       \
+        c.u.kernel.grid[1] = (sg_call){ __VA_ARGS__ }.u.kernel.grid[1];       \
+        c.u.kernel.grid[2] = (sg_call){ __VA_ARGS__ }.u.kernel.grid[2];       \
+        c.u.kernel.block[0] = (sg_call){ __VA_ARGS__ }.u.kernel.block[0];     \
+        c.u.kernel.block[1] = (sg_call){ __VA_ARGS__ }.u.kernel.block[1];     \
+        c.u.kernel.block[2] = (sg_call){ __VA_ARGS__ }.u.kernel.block[2];     \
+        c.u.kernel.shmem = (sg_call){ __VA_ARGS__ }.u.kernel.shmem;           \
+        c.u.kernel.stream = (sg_call){ __VA_ARGS__ }.u.kernel.stream;         \
+        c.u.kernel.params = (sg_call){ __VA_ARGS__ }.u.kernel.params;         \
+        c.u.kernel.extra = (sg_call){ __VA_ARGS__ }.u.kernel.extra;           \
+        c.u.kernel.cooperative = (sg_call){ __VA_ARGS__ }.u.kernel.cooperative; \
+        c.u.kernel.attrs = (sg_call){ __VA_ARGS__ }.u.kernel.attrs;           \
+        c.u.kernel.nattrs = (sg_call){ __VA_ARGS__ }.u.kernel.nattrs;         \
+    } while (0)
+
 /* Runs core/ with the reentrancy guard set. */
 static __attribute__((noinline)) CUresult sg_dispatch(const sg_call *c)
 {
@@ -296,6 +317,19 @@ static __attribute__((noinline)) CUresult sg_dispatch(const sg_call *c)
             l_.gb = NULL;                                                     \
             l_.u.launch = (sg_call){ call }.u.launch;                         \
             return sg_dispatch(&l_);                                          \
+        }                                                                     \
+        if ((sg_call){ call }.kind == SG_CALL_KERNEL) {                       \
+            /* a captured launch, once per node: the same, without zeroing */ \
+            /* the union (the kernel member is set whole) */                  \
+            sg_call k_;                                                       \
+            k_.hook = SG_ID_##name;                                           \
+            k_.kind = SG_CALL_KERNEL;                                         \
+            k_.forward = sg_fwd_##name;                                       \
+            k_.args = &a_;                                                    \
+            k_.per_thread = (stream) == SG_STREAM_PTSZ;                       \
+            k_.gb = (sg_call){ call }.gb;                                     \
+            SG_KERNEL_SET_(k_, call);                                         \
+            return sg_dispatch(&k_);                                          \
         }                                                                     \
         sg_call c_ = { .hook = SG_ID_##name, .forward = sg_fwd_##name,        \
                        .args = &a_, .per_thread = (stream) == SG_STREAM_PTSZ, \
