@@ -119,6 +119,14 @@ static inline int kernel_args(sg_fp_node *n, const sg_fp_pinfo *pi, void *const 
     return SG_FP_OK;
 }
 
+/* kernel_args from kernelParams, out of line: sg_fp_launch_desc's general
+ * case (a layout not made of 4- and 8-byte words, a payload to grow). */
+static __attribute__((noinline)) int kernel_args_each(sg_fp_node *n, const sg_fp_pinfo *pi,
+                                                      void *const *kp)
+{
+    return kernel_args(n, pi, kp, NULL);
+}
+
 int sg_fp_launch_desc(sg_fp_node *n, CUfunction f, const unsigned grid[3], const unsigned block[3],
                       unsigned shmem, void *const *kp, const sg_fp_pinfo *pi)
 {
@@ -127,7 +135,28 @@ int sg_fp_launch_desc(sg_fp_node *n, CUfunction f, const unsigned grid[3], const
     n->pi = pi;
     /* "no parameters" with an argument array: sg_fp_kernel_desc's rule */
     if (!pi->n) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
-    return kernel_args(n, pi, kp, NULL);
+    uint32_t words = pi->words_n, total = pi->total;
+    if (__builtin_expect(!words || total > n->cap, 0)) return kernel_args_each(n, pi, kp);
+    /* The usual layout (pointers and 4-byte scalars back to back): the
+     * bytes pack_args writes, in its order (padding first, then argument by
+     * argument, stopping at a NULL one), with no call and no look-up of the
+     * arguments' offsets and sizes. */
+    unsigned char *d = n->pay;
+    sg_fp_pay_pad(d, total);
+    uint64_t w8 = pi->words8;
+    for (void *const *end = kp + words; kp < end; kp++, w8 >>= 1) {
+        const unsigned char *src = *kp;
+        if (__builtin_expect(!src, 0)) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
+        if (w8 & 1) {
+            memcpy(d, src, 8);
+            d += 8;
+        } else {
+            memcpy(d, src, 4);
+            d += 4;
+        }
+    }
+    n->len = total;
+    return SG_FP_OK;
 }
 
 /* cuKernelGetFunction with ctx current, the thread's context restored (as

@@ -31,6 +31,10 @@ struct sg_fp_pinfo {
                                       * and the first at 0 (the canonical form is the arguments
                                       * back to back, no gaps); else 0 */
     uint32_t n, total;               /* arguments; bytes of the canonical form */
+    uint32_t words_n;                /* n if the layout is dense (as dense_n), n <= 64 and every
+                                      * argument is 4 or 8 bytes long (packed with no lookup of
+                                      * arg: sg_fp_launch_desc); else 0 */
+    uint64_t words8;                 /* words_n: bit i set if argument i is 8 bytes long */
     sg_fp_parg *arg;                 /* n of them, in the same allocation */
     uint64_t *off64;                 /* n: arg[i].off as 64 bits (the dense check) */
 };

@@ -131,6 +131,13 @@ static pinfo_entry *pinfo_probe(int is_kern, const void *h)
     }
     e->gaps = covered != e->total;   /* overlapping arguments also count as gaps */
     e->dense_n = dense && !e->gaps ? (e->n < 9 ? e->n : 9) : 0;
+    int words = e->dense_n && n <= 64;
+    for (size_t i = 0; words && i < n; i++) {
+        if (e->arg[i].size == 8) e->words8 |= (uint64_t)1 << i;
+        else if (e->arg[i].size != 4) words = 0;
+    }
+    e->words_n = words ? e->n : 0;
+    if (!words) e->words8 = 0;
     free(tmp);
     return ent;
 }
