@@ -93,17 +93,31 @@ __attribute__((noinline)) int sg_fp_pack_args_each(sg_fp_node *n, const sg_fp_pi
     return pack_args(n, pi, kp, NULL);
 }
 
-/* Starts a kernel node's description: its key with the dimensions, no
- * function, no attributes. */
-static inline void kernel_key(sg_fp_node *n, const unsigned grid[3], const unsigned block[3],
-                              unsigned shmem)
+/* Starts a kernel node's description: its key with the function (0 if
+ * not known yet) and the dimensions, no attributes. */
+static inline void kernel_key(sg_fp_node *n, uintptr_t func, const unsigned grid[3],
+                              const unsigned block[3], unsigned shmem)
 {
-    /* every member, zero where not named (the key has no padding): inline
-     * stores, not a call to memset */
-    n->k = (sg_fp_key){ .type = CU_GRAPH_NODE_TYPE_KERNEL,
-                        .grid = { grid[0], grid[1], grid[2] },
-                        .block = { block[0], block[1], block[2] },
-                        .shmem = shmem };
+    /* every member, zero where not named (the key has no padding), member
+     * by member and the attributes in 16-byte stores: a whole-key
+     * initializer is a string store of 18 words, then the named members */
+    sg_fp_key *k = &n->k;
+    k->func = func;
+    k->kern = 0;
+    k->ctx = 0;
+    k->type = CU_GRAPH_NODE_TYPE_KERNEL;
+    k->state = SG_FP_OK;
+    k->grid[0] = grid[0];
+    k->grid[1] = grid[1];
+    k->grid[2] = grid[2];
+    k->block[0] = block[0];
+    k->block[1] = block[1];
+    k->block[2] = block[2];
+    k->shmem = shmem;
+    k->attr_mask = 0;
+    _Static_assert(sizeof k->attrs % 16 == 0 && offsetof(sg_fp_key, attrs) + sizeof k->attrs == sizeof *k,
+                   "the attributes end the key, in whole 16-byte chunks");
+    for (size_t i = 0; i < sizeof k->attrs; i += 16) st16(k->attrs + i, (sg_v16){ 0, 0 });
     n->len = 0;
     n->pi = NULL;
 }
@@ -130,8 +144,7 @@ static __attribute__((noinline)) int kernel_args_each(sg_fp_node *n, const sg_fp
 int sg_fp_launch_desc(sg_fp_node *n, CUfunction f, const unsigned grid[3], const unsigned block[3],
                       unsigned shmem, void *const *kp, const sg_fp_pinfo *pi)
 {
-    kernel_key(n, grid, block, shmem);
-    n->k.func = (uintptr_t)f;
+    kernel_key(n, (uintptr_t)f, grid, block, shmem);
     n->pi = pi;
     /* "no parameters" with an argument array: sg_fp_kernel_desc's rule */
     if (!pi->n) return kernel_fail(n, SG_FP_NOT_COMPARABLE);
@@ -176,7 +189,7 @@ CUfunction sg_fp_kern_function(CUkernel kern, CUcontext ctx)
 
 int sg_fp_kernel_desc(sg_fp_node *n, const sg_fp_kin *k, const sg_fp_pinfo *hint)
 {
-    kernel_key(n, k->grid, k->block, k->shmem);
+    kernel_key(n, 0, k->grid, k->block, k->shmem);
     int is_kern = !k->func;
     const void *h;
     if (!is_kern) {
