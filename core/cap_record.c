@@ -135,7 +135,7 @@ static void add_node(sstate *s, const sg_call *call)
 {
     sg_grecord *r = s->c->rec;
     if (!r || r->why != SG_READBACK_NONE) return;
-    sg_fp_node *n = sg_grecord_add(r, NULL);
+    sg_fp_node *n = sg_grecord_add_captured(r);
     if (!n) return;
     uint32_t idx = (uint32_t)(r->fp.n - 1);
     if (call->kind == SG_CALL_KERNEL) kernel_desc(s, r, n, call);

@@ -52,6 +52,24 @@ void sg_grecord_forget_locked(CUgraph g);
 /* Appends a node (handle NULL if not known); its description is the
  * caller's to write. NULL if out of memory (r is then spoiled). */
 sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle);
+/* sg_grecord_add(r, NULL), inline while r has room for the node and its
+ * handle and the node's slot already has a payload buffer (a record's
+ * entries are reused from one capture to the next): every captured node
+ * comes this way. */
+static inline sg_fp_node *sg_grecord_add_captured(sg_grecord *r)
+{
+    size_t i = r->fp.n;
+    if (__builtin_expect(i >= r->handles_cap || i >= r->fp.nodes_cap || i >= UINT32_MAX ||
+                         !r->fp.nodes[i].pay, 0))
+        return sg_grecord_add(r, NULL);
+    sg_fp_node *n = &r->fp.nodes[i];
+    r->fp.n = i + 1;
+    n->len = 0;
+    n->pi = NULL;
+    r->handles[i] = NULL;
+    r->unknown++;
+    return n;
+}
 /* Node i of r, captured, has this handle (the driver named it as the only
  * last node of the stream that added it): setters naming it change r, and
  * execs of r's graph know it. A handle that contradicts one already known
