@@ -83,17 +83,14 @@ extern __thread struct sg_cap_last sg_cap_last
     __attribute__((tls_model("initial-exec")));          /* one load, no __tls_get_addr */
 
 /* The entry of a stream taking part in a capture, or NULL (rec_lock held;
- * every captured operation asks: inline). */
+ * every captured operation asks: the thread's last answer inline, the
+ * table's search out of line, capture.c). */
+sstate *sg_cap_stream_search(sg_stream_id key);
 static inline sstate *sg_cap_stream_find(sg_stream_id key)
 {
-    sstate *s;
     if (sg_cap_last.gen == sg_cap_streams_gen && sg_stream_id_eq(sg_cap_last.key, key))
         return sg_cap_last.s;
-    HASH_FIND(hh, sg_cap_streams, &key, sizeof key, s);
-    sg_cap_last.key = key;
-    sg_cap_last.gen = sg_cap_streams_gen;
-    sg_cap_last.s = s;
-    return s;
+    return sg_cap_stream_search(key);
 }
 
 /* capture.c (rec_lock held): a stream joins capture c (NULL if out of

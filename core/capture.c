@@ -63,6 +63,16 @@ static void sstate_free(sstate *s)
     }
 }
 
+sstate *sg_cap_stream_search(sg_stream_id key)
+{
+    sstate *s;
+    HASH_FIND(hh, sg_cap_streams, &key, sizeof key, s);
+    sg_cap_last.key = key;
+    sg_cap_last.gen = sg_cap_streams_gen;
+    sg_cap_last.s = s;
+    return s;
+}
+
 sstate *sg_cap_stream_add(sg_stream_id key, cap *c)
 {
     sstate *s = nspare_streams ? spare_streams[--nspare_streams] : calloc(1, sizeof *s);
