@@ -164,19 +164,13 @@ static void range_keep(dev_ranges *dr, CUdeviceptr start, size_t size)
     dr->n++;
 }
 
-/* Whether v is an address inside a live allocation: one the library placed
- * (sg_mem_find) or one the driver knows (its allocation range). The ranges
- * found are kept for the rest of the comparison (a graph's pointers are
- * mostly into a few buffers), and looked at first. */
-static int is_device_ptr(uint64_t v, dev_ranges *dr)
+/* is_device_ptr past the kept ranges, out of line: the registry, then the
+ * driver. */
+static __attribute__((noinline)) int device_ptr_search(uint64_t v, dev_ranges *dr)
 {
     sg_alloc_info ai;
     CUdeviceptr start;
     size_t size;
-    if (!v) return 0;
-    unsigned kept = dr->n < RANGES_KEPT ? dr->n : RANGES_KEPT;
-    for (unsigned i = 0; i < kept; i++)
-        if (v >= dr->start[i] && v - dr->start[i] < dr->size[i]) return 1;
     if (sg_mem_find((CUdeviceptr)v, &ai)) {
         range_keep(dr, ai.base, ai.size);
         return 1;
@@ -189,6 +183,19 @@ static int is_device_ptr(uint64_t v, dev_ranges *dr)
                        (CUdeviceptr)v) == CUDA_SUCCESS)
         range_keep(dr, start, size);
     return 1;
+}
+
+/* Whether v is an address inside a live allocation: one the library placed
+ * (sg_mem_find) or one the driver knows (its allocation range). The ranges
+ * found are kept for the rest of the comparison (a graph's pointers are
+ * mostly into a few buffers), and looked at first, inline. */
+static inline int is_device_ptr(uint64_t v, dev_ranges *dr)
+{
+    if (!v) return 0;
+    unsigned kept = dr->n < RANGES_KEPT ? dr->n : RANGES_KEPT;
+    for (unsigned i = 0; i < kept; i++)
+        if (v >= dr->start[i] && v - dr->start[i] < dr->size[i]) return 1;
+    return device_ptr_search(v, dr);
 }
 
 /* Why two argument blocks of the same layout differ: scalar_changed unless
