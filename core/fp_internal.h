@@ -100,6 +100,19 @@ static inline void sg_fp_copy_block(unsigned char *dst, const unsigned char *src
         memcpy(dst, src, len);
     }
 }
+/* Copies a padded payload: room bytes, a multiple of 32 (SG_FP_PAD32),
+ * padding included; the usual one or two chunks without a call. */
+static inline void sg_fp_copy_padded(unsigned char *dst, const unsigned char *src, uint32_t room)
+{
+    if (__builtin_expect(room > 64, 0)) {
+        memcpy(dst, src, room);
+        return;
+    }
+    for (uint32_t i = 0; i < room; i += 32) {
+        st16(dst + i, ld16(src + i));
+        st16(dst + i + 16, ld16(src + i + 16));
+    }
+}
 /* Makes d a copy of s whose payload lies in slot (SG_FP_PAD32(s->len)
  * bytes, lent to d; none when s has no payload) (fp_store.c: copies and
  * deltas fill their slabs with it). */

@@ -21,7 +21,7 @@ void sg_fp_copy_into_slot(sg_fp_node *d, const sg_fp_node *s, unsigned char *slo
 {
     uint32_t room = SG_FP_PAD32(s->len);
     if (room) {
-        memcpy(slot, s->pay, room);      /* the padding too */
+        sg_fp_copy_padded(slot, s->pay, room);   /* the padding too */
         if (!d->lent) free(d->pay);
         d->pay = slot;
         d->cap = room;
@@ -101,8 +101,8 @@ static void slab_unlend(sg_fp *fp)
 
 int sg_fp_node_copy(sg_fp_node *dst, const sg_fp_node *src)
 {
-    if (sg_fp_pay_reserve(dst, src->len)) return -1;
-    if (src->len) memcpy(dst->pay, src->pay, SG_FP_PAD32(src->len));   /* the padding too */
+    if (src->len > dst->cap && sg_fp_pay_reserve(dst, src->len)) return -1;
+    if (src->len) sg_fp_copy_padded(dst->pay, src->pay, SG_FP_PAD32(src->len));   /* the padding too */
     dst->k = src->k;
     dst->len = src->len;
     dst->pi = src->pi;
