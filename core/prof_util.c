@@ -181,8 +181,15 @@ uint64_t sg_prof_cnode_hash(const cnode *c)
         h ^= h >> 29;
     }
     if (i < c->len) {
-        uint64_t w = 0;
-        memcpy(&w, b + i, c->len - i);
+        /* the last 1 to 7 bytes, as memcpy(&w, b + i, t) would place them
+         * (the rest zero), in fixed-size moves: no call */
+        unsigned char tail[8] = { 0 };
+        size_t t = c->len - i, o = 0;
+        if (t & 4) { memcpy(tail, b + i, 4); o = 4; }
+        if (t & 2) { memcpy(tail + o, b + i + o, 2); o += 2; }
+        if (t & 1) tail[o] = b[i + o];
+        uint64_t w;
+        memcpy(&w, tail, 8);
         h = (h ^ w) * mul;
         h ^= h >> 29;
     }
