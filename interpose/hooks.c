@@ -305,31 +305,23 @@ static __attribute__((noinline)) CUresult sg_dispatch(const sg_call *c)
             sg_launch_known = sg_launch_all;   /* off: every launch direct */ \
         if (sg_passthrough_all || sg_in_hook) return sg_real.name(SG_ARGS(params)); \
         struct sg_args_##name a_ = { SG_ARGS(params) };                       \
-        if ((sg_call){ call }.kind == SG_CALL_LAUNCH) {                       \
-            /* the hottest hook: only what a launch reads is set (an */        \
+        if ((sg_call){ call }.kind == SG_CALL_LAUNCH ||                       \
+            (sg_call){ call }.kind == SG_CALL_KERNEL) {                       \
+            /* the hottest hooks (a graph launch every step, a kernel */      \
+            /* launch per captured node): only what they read is set (an */   \
             /* initialiser would zero the whole union, ~90 bytes) */          \
             sg_call l_;                                                       \
             l_.hook = SG_ID_##name;                                           \
-            l_.kind = SG_CALL_LAUNCH;                                         \
+            l_.kind = (sg_call){ call }.kind;                                 \
             l_.forward = sg_fwd_##name;                                       \
             l_.args = &a_;                                                    \
             l_.per_thread = (stream) == SG_STREAM_PTSZ;                       \
-            l_.gb = NULL;                                                     \
-            l_.u.launch = (sg_call){ call }.u.launch;                         \
+            l_.gb = (sg_call){ call }.gb;                                     \
+            if ((sg_call){ call }.kind == SG_CALL_LAUNCH)                     \
+                l_.u.launch = (sg_call){ call }.u.launch;                     \
+            else                                                              \
+                SG_KERNEL_SET_(l_, call);                                     \
             return sg_dispatch(&l_);                                          \
-        }                                                                     \
-        if ((sg_call){ call }.kind == SG_CALL_KERNEL) {                       \
-            /* a captured launch, once per node: the same, without zeroing */ \
-            /* the union (the kernel member is set whole) */                  \
-            sg_call k_;                                                       \
-            k_.hook = SG_ID_##name;                                           \
-            k_.kind = SG_CALL_KERNEL;                                         \
-            k_.forward = sg_fwd_##name;                                       \
-            k_.args = &a_;                                                    \
-            k_.per_thread = (stream) == SG_STREAM_PTSZ;                       \
-            k_.gb = (sg_call){ call }.gb;                                     \
-            SG_KERNEL_SET_(k_, call);                                         \
-            return sg_dispatch(&k_);                                          \
         }                                                                     \
         sg_call c_ = { .hook = SG_ID_##name, .forward = sg_fwd_##name,        \
                        .args = &a_, .per_thread = (stream) == SG_STREAM_PTSZ, \
