@@ -12,10 +12,12 @@
  * carve shares its pend). Adjacent ranges with the same mapped state and
  * compatible tags are coalesced. An unmapped granule is always wholly free
  * and available (blocks only live on mapped granules; trim only unmaps what
- * is available). A free merges with its neighbours only; a carve moves the
- * array's tail; the first-fit scan is a pass over one segment's ranges that
- * skips, by arena_index.c's index, whole blocks of ranges too small for the
- * block (every change below calls ix_touch).
+ * is available). The free ranges are kept in blocks of at most SG_FR_BLOCK
+ * (arena_index.c), so that an insertion or removal moves the ranges of one
+ * block. A free merges with its neighbours only; the first-fit scan is a
+ * pass over one segment's ranges that skips, by arena_index.c's index,
+ * whole blocks of ranges too small for the block (every change below
+ * marks the figures of its block stale: sg_fr_touch).
  * Pending frees also wait in a chain per freeing stream (reap). The
  * structures are in arena_internal.h; what only reads them, in arena_query.c.
  *
@@ -109,32 +111,58 @@ static void absorb(sg_arena *a, frange *m, const frange *r)
     m->size += r->size;
 }
 
-/* Merges the mergeable neighbours among s's ranges lo..hi (indices, hi
- * inclusive; the ranges outside them were coalesced and stay so). */
-static void coalesce_span(sg_arena *a, seg *s, size_t lo, size_t hi)
+/* Merges the mergeable neighbours among the ranges from the one before the
+ * first that ends above lo up to the first whose base is above hi (the
+ * ranges outside them were coalesced and stay so). */
+static void coalesce_around(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi)
 {
-    if (hi >= s->nfr) hi = s->nfr ? s->nfr - 1 : 0;
-    if (lo >= hi) return;
-    size_t out = lo + 1;
-    for (size_t i = lo + 1; i <= hi; i++) {
-        if (mergeable(&s->fr[out - 1], &s->fr[i])) {
-            ix_touch(s, out - 1);   /* it grows; the later ones move */
-            absorb(a, &s->fr[out - 1], &s->fr[i]);
-        } else {
-            s->fr[out++] = s->fr[i];
+    if (!s->nfr) return;
+    frpos p = sg_fr_find(s, lo);
+    if (p.b || p.o) p = fr_prev(s, p);
+    for (;;) {
+        frpos q = fr_next(s, p);
+        if (q.b >= s->nbk) return;
+        frange *x = fr_at(s, p);
+        if (x->base > hi) return;
+        if (!mergeable(x, fr_at(s, q))) {
+            p = q;
+            continue;
         }
+        CUdeviceptr xb = x->base;
+        absorb(a, x, fr_at(s, q));
+        sg_fr_touch(s, p);
+        sg_fr_remove(s, q);       /* blocks may merge: find x again */
+        p = sg_fr_find(s, xb);
     }
-    memmove(&s->fr[out], &s->fr[hi + 1], (s->nfr - hi - 1) * sizeof *s->fr);
-    s->nfr -= hi + 1 - out;
 }
 
-static void coalesce(sg_arena *a, seg *s) { coalesce_span(a, s, 0, s->nfr); }
-
-/* After a range was inserted at i into coalesced ranges: only it and its
- * neighbours may have become mergeable (a whole pass per free, and per
- * newly mapped granule, made 10,000 frees quadratic: tests/e2e/adv_pools.c
- * many_pending). */
-static void coalesce_at(sg_arena *a, seg *s, size_t i) { coalesce_span(a, s, i ? i - 1 : 0, i + 1); }
+/* Merges every mergeable pair of neighbours of s, in place (each block
+ * keeps its place; those emptied go). */
+static void coalesce(sg_arena *a, seg *s)
+{
+    frange *prev = NULL;           /* the last range kept so far */
+    size_t prevb = 0;
+    for (size_t b = 0; b < s->nbk; b++) {
+        frblk *k = s->bk[b];
+        size_t out = 0;
+        for (size_t i = 0; i < k->n; i++) {
+            if (prev && mergeable(prev, &k->r[i])) {
+                absorb(a, prev, &k->r[i]);
+                sg_fr_touch_block(s, prevb);
+                continue;
+            }
+            k->r[out] = k->r[i];
+            prev = &k->r[out++];
+            prevb = b;
+        }
+        if (out != k->n) {
+            sg_fr_touch_block(s, b);
+            s->nfr -= k->n - out;
+            k->n = out;
+        }
+    }
+    sg_fr_drop_empty(s);
+}
 
 /* Pending ranges whose event completed become available. Each stream's
  * chain is asked from its oldest pend, and once one is not complete its
@@ -161,41 +189,31 @@ static void reap(sg_arena *a)
     if (!any) return;
     for (size_t k = 0; k < a->nsegs; k++) {
         seg *s = &a->segs[k];
-        for (size_t i = 0; i < s->nfr; i++) {
-            pend *p = s->fr[i].p;
-            if (p && p->done) {
-                s->fr[i].p = NULL;
-                pend_unref(a, p);
+        for (size_t b = 0; b < s->nbk; b++)
+            for (size_t i = 0; i < s->bk[b]->n; i++) {
+                frange *r = &s->bk[b]->r[i];
+                if (r->p && r->p->done) {
+                    pend_unref(a, r->p);
+                    r->p = NULL;
+                }
             }
-        }
         coalesce(a, s);
     }
-}
-
-/* Index of the first free range whose end is > addr. */
-static size_t fr_index(const seg *s, CUdeviceptr addr)
-{
-    size_t lo = 0, hi = s->nfr;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (s->fr[mid].base + s->fr[mid].size <= addr) lo = mid + 1; else hi = mid;
-    }
-    return lo;
 }
 
 /* Makes sure no free range straddles addr. 0, or -1 if out of memory. */
 static int split_at(seg *s, CUdeviceptr addr)
 {
-    size_t i = fr_index(s, addr);
-    if (i == s->nfr || s->fr[i].base >= addr) return 0;
-    if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
-    ix_touch(s, i);
-    frange r = s->fr[i];
-    memmove(&s->fr[i + 1], &s->fr[i], (s->nfr - i) * sizeof *s->fr);
-    s->nfr++;
-    s->fr[i].size = (size_t)(addr - r.base);
-    s->fr[i + 1] = (frange){ addr, r.size - s->fr[i].size, r.p, r.mapped };
-    if (r.p) r.p->refs++;
+    frpos p = sg_fr_find(s, addr);
+    if (p.b == s->nbk || fr_at(s, p)->base >= addr) return 0;
+    if (sg_fr_reserve(s) != 0) return -1;
+    frange *r = fr_at(s, p), hi = *r;
+    r->size = (size_t)(addr - r->base);
+    sg_fr_touch(s, p);
+    hi.size -= r->size;
+    hi.base = addr;
+    if (hi.p) hi.p->refs++;
+    sg_fr_insert(s, fr_next(s, p), hi);
     return 0;
 }
 
@@ -204,56 +222,51 @@ static int split_at(seg *s, CUdeviceptr addr)
 static int set_mapped(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi, int mapped)
 {
     if (split_at(s, lo) != 0 || split_at(s, hi) != 0) return -1;
-    size_t first = fr_index(s, lo), i = first;
-    for (; i < s->nfr && s->fr[i].base < hi; i++) {
+    for (frpos p = sg_fr_find(s, lo); p.b < s->nbk && fr_at(s, p)->base < hi; p = fr_next(s, p)) {
         /* only a range that changes: a block placed among many holes of
          * one granule would otherwise make the index rebuild them all */
-        if (s->fr[i].mapped != mapped) ix_touch(s, i);
-        s->fr[i].mapped = mapped;
+        if (fr_at(s, p)->mapped != mapped) sg_fr_touch(s, p);
+        fr_at(s, p)->mapped = mapped;
     }
-    coalesce_span(a, s, first ? first - 1 : 0, i);   /* the marked ranges and a neighbour each side */
+    coalesce_around(a, s, lo, hi);   /* the marked ranges and a neighbour each side */
     return 0;
 }
+
+/* Inserts a free range in address order (no coalescing; room reserved). */
+static void insert_reserved(seg *s, frange r) { sg_fr_insert(s, sg_fr_find(s, r.base), r); }
 
 /* Removes [addr, addr+len) from s's free ranges; every range it touches is
  * free and usable (the scan found it so). Remnants keep their tags.
  * 0, or -1 if out of memory (nothing changed). */
 static int carve(sg_arena *a, seg *s, CUdeviceptr addr, size_t len)
 {
-    if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
+    if (sg_fr_reserve(s) != 0) return -1;
     CUdeviceptr end = addr + len;
-    size_t i = fr_index(s, addr);
-    size_t j = i;
-    while (j < s->nfr && s->fr[j].base < end) j++;
+    frpos p = sg_fr_find(s, addr), q = p, last = p;
+    for (; q.b < s->nbk && fr_at(s, q)->base < end; q = fr_next(s, q)) last = q;
+    const frange *f = fr_at(s, p), *l = fr_at(s, last);
     frange rem[2];
     size_t nrem = 0;
-    if (s->fr[i].base < addr)
-        rem[nrem++] = (frange){ s->fr[i].base, (size_t)(addr - s->fr[i].base), s->fr[i].p,
-                                s->fr[i].mapped };
-    frange *last = &s->fr[j - 1];
-    if (last->base + last->size > end)
-        rem[nrem++] = (frange){ end, (size_t)(last->base + last->size - end), last->p, last->mapped };
+    if (f->base < addr) rem[nrem++] = (frange){ f->base, (size_t)(addr - f->base), f->p, f->mapped };
+    if (l->base + l->size > end)
+        rem[nrem++] = (frange){ end, (size_t)(l->base + l->size - end), l->p, l->mapped };
     for (size_t k = 0; k < nrem; k++)
         if (rem[k].p) rem[k].p->refs++;
-    for (size_t k = i; k < j; k++) pend_unref(a, s->fr[k].p);
-    ix_touch(s, i);
-    memmove(&s->fr[i + nrem], &s->fr[j], (s->nfr - j) * sizeof *s->fr);
-    memcpy(&s->fr[i], rem, nrem * sizeof *rem);
-    s->nfr = s->nfr - (j - i) + nrem;
+    while ((p = sg_fr_find(s, addr)).b < s->nbk && fr_at(s, p)->base < end) {
+        pend_unref(a, fr_at(s, p)->p);
+        sg_fr_remove(s, p);
+    }
+    for (size_t k = 0; k < nrem; k++) insert_reserved(s, rem[k]);
     return 0;
 }
 
-/* Inserts a free range in address order (no coalescing): its index, or -1
- * if out of memory. */
-static long insert_range(seg *s, frange r)
+/* Inserts a free range in address order (no coalescing): 0, or -1 if out
+ * of memory. */
+static int insert_range(seg *s, frange r)
 {
-    if (sg_grow((void **)&s->fr, &s->capfr, s->nfr + 1, sizeof *s->fr) != 0) return -1;
-    size_t i = fr_index(s, r.base);
-    ix_touch(s, i);
-    memmove(&s->fr[i + 1], &s->fr[i], (s->nfr - i) * sizeof *s->fr);
-    s->fr[i] = r;
-    s->nfr++;
-    return (long)i;
+    if (sg_fr_reserve(s) != 0) return -1;
+    insert_reserved(s, r);
+    return 0;
 }
 
 /* The lowest address x (a multiple of align) where `need` bytes fit in a run
@@ -263,19 +276,23 @@ static long insert_range(seg *s, frange r)
 static CUdeviceptr scan_seg(const sg_arena *a, seg *s, size_t need, size_t align,
                             sg_arena_key key, int mapped_only, int claim)
 {
-    size_t i = 0;
-    while ((i = a->linear ? i : sg_arena_ix_skip(s, i, need, mapped_only)) < s->nfr) {
-        if (!(claim || usable(&s->fr[i], key)) || (mapped_only && !s->fr[i].mapped)) { i++; continue; }
-        CUdeviceptr rs = s->fr[i].base, re = rs + s->fr[i].size;
-        size_t j = i + 1;
-        while (j < s->nfr && s->fr[j].base == re && (claim || usable(&s->fr[j], key)) &&
-               (!mapped_only || s->fr[j].mapped)) {
-            re += s->fr[j].size;
-            j++;
+    frpos p = { 0, 0 };
+    while ((p = a->linear ? p : sg_arena_ix_skip(s, p, need, mapped_only)).b < s->nbk) {
+        const frange *r = fr_at(s, p);
+        if (!(claim || usable(r, key)) || (mapped_only && !r->mapped)) {
+            p = fr_next(s, p);
+            continue;
+        }
+        CUdeviceptr rs = r->base, re = rs + r->size;
+        frpos q = fr_next(s, p);
+        for (; q.b < s->nbk; q = fr_next(s, q)) {
+            const frange *n = fr_at(s, q);
+            if (n->base != re || !(claim || usable(n, key)) || (mapped_only && !n->mapped)) break;
+            re += n->size;
         }
         CUdeviceptr x = (rs + align - 1) / align * align;
         if (x >= rs && x + need <= re && x + need > x) return x;
-        i = j;
+        p = q;
     }
     return 0;
 }
@@ -356,7 +373,8 @@ static sg_arena_fail new_seg(sg_arena *a, size_t need, CUresult *rc)
         return SG_ARENA_FAIL_RESERVE;
     seg *s = &a->segs[a->nsegs];
     *s = (seg){ .base = base, .size = rsize };
-    if (insert_range(s, (frange){ base, rsize, NULL, 0 }) < 0) {
+    if (insert_range(s, (frange){ base, rsize, NULL, 0 }) != 0) {
+        sg_fr_free(s);
         a->ops.unreserve(a->ops.user, base, rsize);
         return SG_ARENA_FAIL_NOMEM;
     }
@@ -369,9 +387,7 @@ static void drop_last_seg(sg_arena *a)
     seg *s = &a->segs[--a->nsegs];
     a->ops.unreserve(a->ops.user, s->base, s->size);
     free(s->ch);
-    free(s->fr);
-    free(s->ix);
-    free(s->ixg);
+    sg_fr_free(s);
 }
 
 sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t resv_size)
@@ -395,9 +411,7 @@ void sg_arena_destroy(sg_arena *a, int put_events)
         }
         a->ops.unreserve(a->ops.user, s->base, s->size);
         free(s->ch);
-        free(s->fr);
-        free(s->ix);
-        free(s->ixg);
+        sg_fr_free(s);
     }
     while (a->chains) {
         chain *c = a->chains;
@@ -469,8 +483,9 @@ sg_arena_fail sg_arena_alloc_claiming(sg_arena *a, size_t size, int own, sg_aren
          * harmless); a wait refused leaves waits behind, for frees that
          * complete anyway, and nothing else */
         const pend *last = NULL;
-        for (size_t i = fr_index(s, at); i < s->nfr && s->fr[i].base < at + need; i++) {
-            const frange *r = &s->fr[i];
+        for (frpos p = sg_fr_find(s, at); p.b < s->nbk && fr_at(s, p)->base < at + need;
+             p = fr_next(s, p)) {
+            const frange *r = fr_at(s, p);
             if (!r->p || usable(r, key) || r->p == last) continue;
             if (wait(arg, r->p->event) != 0) return SG_ARENA_FAIL_NOMEM;
             last = r->p;
@@ -496,12 +511,11 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
             return -1;
         }
     }
-    long i = insert_range(s, (frange){ addr, placed, p, 1 });
-    if (i < 0) {
+    if (insert_range(s, (frange){ addr, placed, p, 1 }) != 0) {
         if (p) pend_unref(a, p);   /* puts the event back */
         return -1;
     }
-    coalesce_at(a, s, (size_t)i);
+    coalesce_around(a, s, addr, addr);
     return 0;
 }
 
@@ -512,9 +526,10 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
  * back, and all of the mapped memory a new block of any size can count on. */
 static int chunk_unused(const seg *s, const sg_arena_chunk *c)
 {
-    size_t fi = fr_index(s, c->va);
-    return fi < s->nfr && !s->fr[fi].p && s->fr[fi].base <= c->va &&
-           s->fr[fi].base + s->fr[fi].size >= c->va + c->size;
+    frpos p = sg_fr_find(s, c->va);
+    if (p.b == s->nbk) return 0;
+    const frange *r = fr_at(s, p);
+    return !r->p && r->base <= c->va && r->base + r->size >= c->va + c->size;
 }
 
 size_t sg_arena_trim(sg_arena *a, size_t at_most)

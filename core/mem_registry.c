@@ -57,8 +57,20 @@ static unsigned long live_lookups;
 int sg_mem_placing;                /* set once by sg_mem_init */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static sg_block **blocks;          /* sorted by base */
-static size_t nblocks, capblocks;
+/* The live placed blocks, sorted by base, in chunks of at most REG_CHUNK
+ * (none empty): an insertion or removal moves the entries of one chunk, so
+ * that placing or freeing a block far below the highest one costs the same
+ * as near it (a flat array moved every entry above it: 100,000 live blocks
+ * below a loop that takes and gives back the lowest hole, scale_prog
+ * lowhole). A full chunk splits in two; one left empty goes, and one that
+ * fits with a neighbour in half a chunk merges with it. */
+#define REG_CHUNK 256
+typedef struct reg_chunk {
+    size_t n;
+    sg_block *v[REG_CHUNK];
+} reg_chunk;
+static reg_chunk **chunks;
+static size_t nchunks, capchunks, nblocks;
 static struct span { CUdeviceptr base; size_t size; } *spans;
 static size_t nspans, capspans;
 static CUdeviceptr span_lo = UINTPTR_MAX, span_hi;   /* atomics: every span is inside */
@@ -143,24 +155,57 @@ int sg_mem_maybe_ours(CUdeviceptr p)
            p < __atomic_load_n(&span_hi, __ATOMIC_ACQUIRE);
 }
 
-/* Index of the first block whose base is > p (reg_lock held). */
-static size_t reg_upper(CUdeviceptr p)
+/* A place in the registry: chunk c, entry i; the end is (nchunks, 0). */
+typedef struct reg_pos {
+    size_t c, i;
+} reg_pos;
+
+/* The first block whose base is > p (reg_lock held). */
+static reg_pos reg_upper(CUdeviceptr p)
 {
-    size_t lo = 0, hi = nblocks;
-    while (lo < hi) {
+    size_t lo = 0, hi = nchunks;
+    while (lo < hi) {   /* the first chunk whose last block's base is > p */
         size_t mid = (lo + hi) / 2;
-        if (blocks[mid]->base <= p) lo = mid + 1; else hi = mid;
+        if (chunks[mid]->v[chunks[mid]->n - 1]->base <= p) lo = mid + 1; else hi = mid;
     }
-    return lo;
+    if (lo == nchunks) return (reg_pos){ nchunks, 0 };
+    const reg_chunk *k = chunks[lo];
+    size_t a = 0, z = k->n - 1;
+    while (a < z) {
+        size_t mid = (a + z) / 2;
+        if (k->v[mid]->base <= p) a = mid + 1; else z = mid;
+    }
+    return (reg_pos){ lo, a };
+}
+
+/* The place of the block before q (q not the first). */
+static reg_pos reg_prev(reg_pos q)
+{
+    return q.i ? (reg_pos){ q.c, q.i - 1 } : (reg_pos){ q.c - 1, chunks[q.c - 1]->n - 1 };
+}
+
+/* The place of the live block containing p, or the end (reg_lock held). */
+static reg_pos reg_containing_at(CUdeviceptr p)
+{
+    reg_pos q = reg_upper(p);
+    if (q.c == 0 && q.i == 0) return (reg_pos){ nchunks, 0 };
+    q = reg_prev(q);
+    const sg_block *b = chunks[q.c]->v[q.i];
+    return p - b->base < b->size ? q : (reg_pos){ nchunks, 0 };
 }
 
 /* The live block containing p, or NULL (reg_lock held). */
 static sg_block *reg_containing(CUdeviceptr p)
 {
-    size_t i = reg_upper(p);
-    if (i == 0) return NULL;
-    sg_block *b = blocks[i - 1];
-    return p - b->base < b->size ? b : NULL;
+    reg_pos q = reg_containing_at(p);
+    return q.c < nchunks ? chunks[q.c]->v[q.i] : NULL;
+}
+
+static void chunk_remove(size_t c)
+{
+    free(chunks[c]);
+    memmove(&chunks[c], &chunks[c + 1], (nchunks - c - 1) * sizeof *chunks);
+    nchunks--;
 }
 
 /* 1 if p lies in one of the library's reservations (reg_lock held). */
@@ -174,33 +219,74 @@ static int reg_in_spans(CUdeviceptr p)
 int sg_mem_reg_insert(sg_block *b)
 {
     pthread_mutex_lock(&reg_lock);
-    int ok = sg_grow((void **)&blocks, &capblocks, nblocks + 1, sizeof *blocks) == 0;
+    reg_chunk *fresh = NULL;
+    reg_pos q = reg_upper(b->base);
+    if (q.c == nchunks && nchunks) q = (reg_pos){ nchunks - 1, chunks[nchunks - 1]->n };   /* appended */
+    int need = !nchunks || chunks[q.c]->n == REG_CHUNK;   /* a new chunk */
+    int ok = !need || (sg_grow((void **)&chunks, &capchunks, nchunks + 1, sizeof *chunks) == 0 &&
+                       (fresh = malloc(sizeof *fresh)) != NULL);
     if (ok) {
-        size_t i = reg_upper(b->base);
-        memmove(&blocks[i + 1], &blocks[i], (nblocks - i) * sizeof *blocks);
-        blocks[i] = b;
+        if (fresh && !nchunks) {
+            fresh->n = 0;
+            chunks[nchunks++] = fresh;
+        } else if (fresh) {   /* split: the upper half to the new chunk */
+            reg_chunk *k = chunks[q.c];
+            fresh->n = REG_CHUNK / 2;
+            memcpy(fresh->v, &k->v[REG_CHUNK / 2], fresh->n * sizeof *fresh->v);
+            k->n = REG_CHUNK / 2;
+            memmove(&chunks[q.c + 2], &chunks[q.c + 1], (nchunks - q.c - 1) * sizeof *chunks);
+            chunks[q.c + 1] = fresh;
+            nchunks++;
+            if (q.i > k->n) q = (reg_pos){ q.c + 1, q.i - k->n };
+        }
+        reg_chunk *k = chunks[q.c];
+        memmove(&k->v[q.i + 1], &k->v[q.i], (k->n - q.i) * sizeof *k->v);
+        k->v[q.i] = b;
+        k->n++;
         nblocks++;
         view_dirty = 1;
         pool_account_locked(b, 1);
+    } else {
+        free(fresh);
     }
     pthread_mutex_unlock(&reg_lock);
     return ok ? 0 : -1;
 }
 
-/* Removes blocks[i] (reg_lock held). */
-static void reg_remove_at(size_t i)
+/* Removes the block at q (reg_lock held); a later place may then name
+ * another block. */
+static void reg_remove_at(reg_pos q)
 {
-    pool_account_locked(blocks[i], 0);
-    memmove(&blocks[i], &blocks[i + 1], (nblocks - i - 1) * sizeof *blocks);
+    reg_chunk *k = chunks[q.c];
+    pool_account_locked(k->v[q.i], 0);
+    memmove(&k->v[q.i], &k->v[q.i + 1], (k->n - q.i - 1) * sizeof *k->v);
+    k->n--;
     nblocks--;
     view_dirty = 1;
+    size_t c = q.c;
+    if (!k->n) {
+        chunk_remove(c);
+        return;
+    }
+    if (c + 1 < nchunks && k->n + chunks[c + 1]->n <= REG_CHUNK / 2) {
+        /* c absorbs c + 1 */
+    } else if (c > 0 && chunks[c - 1]->n + k->n <= REG_CHUNK / 2) {
+        c--;
+    } else {
+        return;
+    }
+    reg_chunk *x = chunks[c], *y = chunks[c + 1];
+    memcpy(&x->v[x->n], y->v, y->n * sizeof *y->v);
+    x->n += y->n;
+    chunk_remove(c + 1);
 }
 
 sg_block *sg_mem_reg_take(CUdeviceptr p)
 {
     pthread_mutex_lock(&reg_lock);
-    sg_block *b = reg_containing(p);
-    if (b && b->base == p) reg_remove_at(reg_upper(p) - 1);
+    reg_pos q = reg_containing_at(p);
+    sg_block *b = q.c < nchunks ? chunks[q.c]->v[q.i] : NULL;
+    if (b && b->base == p) reg_remove_at(q);
     else b = NULL;
     pthread_mutex_unlock(&reg_lock);
     return b;
@@ -310,7 +396,9 @@ const sg_mem_view *sg_mem_view_acquire(void)
         v->live = 0;
         v->n = n;
         if (sg_mem_placing) {
-            for (size_t i = 0; i < n; i++) info_of(blocks[i], &v->v[i]);
+            size_t i = 0;
+            for (size_t c = 0; c < nchunks; c++)
+                for (size_t j = 0; j < chunks[c]->n; j++) info_of(chunks[c]->v[j], &v->v[i++]);
         } else {
             fwd_infos(v->v);
         }
@@ -434,17 +522,26 @@ size_t sg_mem_reg_drop_owner(const mem_arena *owner, int keep_ordered, size_t *k
 {
     size_t freed = 0, left = 0;
     pthread_mutex_lock(&reg_lock);
-    for (size_t i = nblocks; i-- > 0;) {
-        if (blocks[i]->owner != owner) continue;
-        if (keep_ordered && blocks[i]->stream_ordered) {
-            left++;
-            continue;
+    for (size_t c = 0; c < nchunks; c++) {   /* each chunk in place; the emptied ones go */
+        reg_chunk *k = chunks[c];
+        size_t out = 0;
+        for (size_t j = 0; j < k->n; j++) {
+            sg_block *b = k->v[j];
+            if (b->owner != owner || (keep_ordered && b->stream_ordered)) {
+                left += b->owner == owner;
+                k->v[out++] = b;
+                continue;
+            }
+            freed += b->size;
+            pool_account_locked(b, 0);
+            free(b);
+            nblocks--;
+            view_dirty = 1;
         }
-        sg_block *gone = blocks[i];
-        freed += gone->size;
-        reg_remove_at(i);
-        free(gone);
+        k->n = out;
     }
+    for (size_t c = nchunks; c-- > 0;)
+        if (!chunks[c]->n) chunk_remove(c);
     pthread_mutex_unlock(&reg_lock);
     if (kept) *kept = left;
     return freed;
@@ -454,7 +551,8 @@ size_t sg_mem_reg_owned(const mem_arena *owner)
 {
     size_t n = 0;
     pthread_mutex_lock(&reg_lock);
-    for (size_t i = 0; i < nblocks; i++) n += blocks[i]->owner == owner;
+    for (size_t c = 0; c < nchunks; c++)
+        for (size_t j = 0; j < chunks[c]->n; j++) n += chunks[c]->v[j]->owner == owner;
     pthread_mutex_unlock(&reg_lock);
     return n;
 }
@@ -524,8 +622,11 @@ void sg_mem_reg_reset(void)
         HASH_DEL(fwd_live, e);
         free(e);
     }
-    for (size_t i = 0; i < nblocks; i++) free(blocks[i]);
-    nblocks = 0;
+    for (size_t c = 0; c < nchunks; c++) {
+        for (size_t j = 0; j < chunks[c]->n; j++) free(chunks[c]->v[j]);
+        free(chunks[c]);
+    }
+    nchunks = nblocks = 0;
     view_unref_locked(view_cur);
     view_cur = NULL;
     view_dirty = 1;
