@@ -595,3 +595,25 @@ size_t sg_arena_mapped_free(sg_arena *a)
     }
     return n;
 }
+
+size_t sg_arena_fr_bad(const sg_arena *a)
+{
+    size_t bad = 0;
+    for (size_t k = 0; k < a->nsegs; k++) {
+        const seg *s = &a->segs[k];
+        const frange *prev = NULL;
+        size_t n = 0;
+        for (size_t b = 0; b < s->nbk; b++) {
+            const frblk *x = s->bk[b];
+            bad += x->n == 0 || x->n > SG_FR_BLOCK;
+            for (size_t i = 0; i < x->n; i++, n++) {
+                const frange *r = &x->r[i];
+                bad += r->size == 0 || r->base < s->base || r->base + r->size > s->base + s->size;
+                if (prev) bad += prev->base + prev->size > r->base || mergeable(prev, r);
+                prev = r;
+            }
+        }
+        bad += n != s->nfr;
+    }
+    return bad;
+}

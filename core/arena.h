@@ -169,5 +169,11 @@ void sg_arena_set_linear(sg_arena *a, int on);
 /* Tests: how many blocks of the index hold figures other than their free
  * ranges give now (0: arena_index.c's invariant holds). */
 size_t sg_arena_ix_stale(const sg_arena *a);
+/* Tests: how many rules the free ranges break (0: every block of them holds
+ * 1 to SG_ARENA_FR_BLOCK ranges, the ranges lie inside their reservation in
+ * address order without overlap, the count is right, and no two adjacent
+ * ones could have merged). */
+#define SG_ARENA_FR_BLOCK 64   /* free ranges per block of arena_index.c, at most */
+size_t sg_arena_fr_bad(const sg_arena *a);
 
 #endif /* SG_ARENA_H */

@@ -53,7 +53,7 @@ typedef struct frange {
  * The index's figures for a block (arena_index.c): the largest bytes of
  * adjacent ranges inside the block, over all of them and over the mapped
  * ones; SIZE_MAX when its last range touches the next block's first. */
-#define SG_FR_BLOCK 64
+#define SG_FR_BLOCK SG_ARENA_FR_BLOCK
 #define SG_IX_GROUP 64   /* blocks per group, the index's second level */
 typedef struct ixblk {
     size_t any, mapped;

@@ -351,6 +351,7 @@ static void compare_counts(run *r, long step)
     SAME(r, step, "events put", r->f[0].puts, r->f[1].puts);
     SAME(r, step, "waits", r->f[0].waited, r->f[1].waited);
     SAME(r, step, "stale index blocks", sg_arena_ix_stale(r->a[0]), 0);
+    SAME(r, step, "free range rules broken", sg_arena_fr_bad(r->a[0]), 0);
 }
 
 /* A run: steps random operations from seed on arenas of granule gran and
@@ -510,11 +511,142 @@ TEST(trim_of_a_lone_granule_reaches_the_index)
     sg_arena_destroy(a, 1);
 }
 
+/* Blocks of 256 bytes x[0..n) between two live guards, in a fresh arena;
+ * the guards are g[0] below and g[1] above. */
+static void row(sg_arena *a, CUdeviceptr *x, int n, CUdeviceptr g[2])
+{
+    size_t placed;
+    CUresult rc;
+    CHECK_EQ(sg_arena_alloc(a, 256, 0, SYNC, &g[0], &placed, &rc), SG_ARENA_OK);
+    for (int i = 0; i < n; i++) CHECK_EQ(sg_arena_alloc(a, 256, 0, SYNC, &x[i], &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(sg_arena_alloc(a, 256, 0, SYNC, &g[1], &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(x[0], g[0] + 256);
+    CHECK_EQ(g[1], x[n - 1] + 256);
+}
+
+/* Holes filled from the lowest up and given back, at the counts that fill a
+ * block of free ranges exactly, split one, and split it again: every
+ * address is the first fit, and the blocks keep their rules (full blocks
+ * split, emptied ones go, nearly empty neighbours merge). */
+TEST(blocks_split_and_merge_at_their_bounds)
+{
+    enum { K = SG_ARENA_FR_BLOCK };
+    static const int counts[] = { K - 1, K, K + 1, 2 * K, 2 * K + 1, 5 * K + 3 };
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+        int n = counts[c];
+        fake f;
+        sg_arena *a = one_arena(&f);
+        static CUdeviceptr x[2 * 5 * K + 8];
+        CUdeviceptr g[2], p;
+        size_t placed;
+        CUresult rc;
+        row(a, x, 2 * n, g);
+        for (int i = 1; i < 2 * n; i += 2) CHECK_EQ(sg_arena_free(a, x[i], 256, SYNC, NULL), 0);
+        CHECK_EQ(sg_arena_free_ranges(a), (size_t)n + 2);   /* the holes, the free top: mapped and not */
+        CHECK_EQ(sg_arena_fr_bad(a), 0);
+        for (int i = 1; i < 2 * n; i += 2) {   /* the lowest hole each time */
+            CHECK_EQ(sg_arena_alloc(a, 256, 0, SYNC, &p, &placed, &rc), SG_ARENA_OK);
+            CHECK_EQ(p, x[i]);
+            CHECK_EQ(sg_arena_fr_bad(a), 0);
+            CHECK_EQ(sg_arena_ix_stale(a), 0);
+        }
+        CHECK_EQ(sg_arena_free_ranges(a), 2);
+        for (int i = 2 * n - 1; i > 0; i -= 2) {   /* holes again, from the top down */
+            CHECK_EQ(sg_arena_free(a, x[i], 256, SYNC, NULL), 0);
+            CHECK_EQ(sg_arena_fr_bad(a), 0);
+        }
+        CHECK_EQ(sg_arena_free_ranges(a), (size_t)n + 2);
+        for (int i = 0; i < 2 * n; i += 2) {   /* the rest: each merges two holes with it */
+            CHECK_EQ(sg_arena_free(a, x[i], 256, SYNC, NULL), 0);
+            CHECK_EQ(sg_arena_fr_bad(a), 0);
+            CHECK_EQ(sg_arena_alloc(a, 512, 0, SYNC, &p, &placed, &rc), SG_ARENA_OK);
+            CHECK_EQ(p, x[0]);                  /* the run from x[0] on, whatever blocks it spans */
+            CHECK_EQ(sg_arena_free(a, p, 512, SYNC, NULL), 0);
+            CHECK_EQ(sg_arena_ix_stale(a), 0);
+        }
+        CHECK_EQ(sg_arena_free_ranges(a), 3);   /* x[0..2n), and the top */
+        sg_arena_destroy(a, 1);
+    }
+}
+
+/* Adjacent free ranges that cannot merge (pending for stream KEYS[0], and
+ * available, in turn) make one cluster across several blocks: the index
+ * must count it whole, the scan must take a run across the blocks, and once
+ * the events complete the ranges merge across the blocks' bounds. */
+TEST(a_cluster_spans_blocks)
+{
+    enum { N = 5 * SG_ARENA_FR_BLOCK + 7 };
+    fake f;
+    sg_arena *a = one_arena(&f);
+    static CUdeviceptr x[N];
+    CUdeviceptr g[2], p, q;
+    size_t placed;
+    CUresult rc;
+    row(a, x, N, g);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(sg_arena_free(a, x[i], 256, i % 2 ? KEYS[0] : SYNC, i % 2 ? (void *)(uintptr_t)(i + 1) : NULL), 0);
+    CHECK_EQ(sg_arena_free_ranges(a), (size_t)N + 2);   /* none merged; the top: mapped and not */
+    CHECK_EQ(sg_arena_fr_bad(a), 0);
+    /* others see lone ranges of 256 bytes: 512 goes above g[1] */
+    CHECK_EQ(sg_arena_alloc(a, 512, 0, SYNC, &p, &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(p, g[1] + 256);
+    CHECK_EQ(sg_arena_ix_stale(a), 0);
+    /* the freeing stream: the whole run, from the lowest range */
+    CHECK_EQ(sg_arena_alloc(a, (size_t)N * 256, 0, KEYS[0], &q, &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(q, x[0]);
+    CHECK_EQ(sg_arena_fr_bad(a), 0);
+    CHECK_EQ(sg_arena_free(a, q, (size_t)N * 256, KEYS[0], (void *)(uintptr_t)(N + 10)), 0);
+    CHECK_EQ(sg_arena_free_ranges(a), 3);   /* x's, pending; the top above p (2) */
+    /* the same cluster, its pending parts now of one later free, and
+     * everything in between available: one more time across the blocks */
+    CHECK_EQ(sg_arena_alloc(a, (size_t)(N - 2) * 256, 0, KEYS[0], &q, &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(q, x[0]);
+    CHECK_EQ(sg_arena_free(a, q, (size_t)(N - 2) * 256, SYNC, NULL), 0);
+    CHECK_EQ(sg_arena_fr_bad(a), 0);
+    CHECK_EQ(sg_arena_free_ranges(a), 4);   /* x[0..N-2) available, the rest pending, the top */
+    done[N + 10] = 1;                       /* the event completes: all merges */
+    CHECK_EQ(sg_arena_pending(a), 0);
+    CHECK_EQ(sg_arena_free_ranges(a), 3);
+    CHECK_EQ(sg_arena_fr_bad(a), 0);
+    CHECK_EQ(sg_arena_alloc(a, (size_t)N * 256, 0, SYNC, &q, &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(q, x[0]);
+    CHECK_EQ(sg_arena_ix_stale(a), 0);
+    sg_arena_destroy(a, 1);
+}
+
+/* The same cluster, its pending ranges completing in the middle of it: the
+ * reap merges across every block bound at once. */
+TEST(completed_frees_merge_across_blocks)
+{
+    enum { N = 4 * SG_ARENA_FR_BLOCK + 1 };
+    fake f;
+    sg_arena *a = one_arena(&f);
+    static CUdeviceptr x[N];
+    CUdeviceptr g[2], q;
+    size_t placed;
+    CUresult rc;
+    row(a, x, N, g);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(sg_arena_free(a, x[i], 256, i % 2 ? KEYS[1] : SYNC, i % 2 ? (void *)(uintptr_t)(i + 1) : NULL), 0);
+    CHECK_EQ(sg_arena_free_ranges(a), (size_t)N + 2);
+    for (int i = 1; i < N / 2; i += 2) done[i + 1] = 1;   /* the lower half's events */
+    CHECK_EQ(sg_arena_pending(a), (size_t)(N / 2 - N / 4));
+    CHECK_EQ(sg_arena_fr_bad(a), 0);
+    CHECK_EQ(sg_arena_free_ranges(a), (size_t)1 + (N - N / 2 - 1) + 2);   /* x[0..N/2], x[N/2+1..N), the top */
+    CHECK_EQ(sg_arena_alloc(a, (size_t)(N / 2) * 256, 0, SYNC, &q, &placed, &rc), SG_ARENA_OK);
+    CHECK_EQ(q, x[0]);
+    CHECK_EQ(sg_arena_ix_stale(a), 0);
+    sg_arena_destroy(a, 1);
+}
+
 int main(void)
 {
     RUN(index_matches_model_synchronous);
     RUN(index_matches_linear_scan_stream_ordered);
     RUN(holes_are_skipped_and_found);
     RUN(trim_of_a_lone_granule_reaches_the_index);
+    RUN(blocks_split_and_merge_at_their_bounds);
+    RUN(a_cluster_spans_blocks);
+    RUN(completed_frees_merge_across_blocks);
     return check_done();
 }
