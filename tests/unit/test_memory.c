@@ -496,6 +496,57 @@ TEST(registry_and_views)
     CHECK(sg_mem_find(c, &info) && info.id > id_a + 1); /* new id */
 }
 
+/* Many live blocks (the registry keeps them in chunks of 256): blocks freed
+ * and placed in a scrambled order, low and high, and every lookup (a
+ * block's first and last byte, the padding after it, a snapshot and a
+ * live view) agrees with the list kept here; a context destroyed with a
+ * thousand of them leaves none. */
+TEST(registry_of_many_blocks)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    enum { N = 1500 };
+    static CUdeviceptr p[N];
+    static int live[N];
+    for (int i = 0; i < N; i++) {
+        CHECK_CU(alloc(&p[i], 300), CUDA_SUCCESS);
+        live[i] = 1;
+    }
+    uint64_t x = 88172645463325252ull;
+    for (int step = 0; step < 6000; step++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int i = (int)(x % N);
+        if (live[i]) {
+            CHECK_CU(mfree(p[i]), CUDA_SUCCESS);
+        } else {
+            CUdeviceptr q;
+            CHECK_CU(alloc(&q, 300), CUDA_SUCCESS);
+            int k = 0;   /* first fit: the lowest free slot of the row */
+            while (k < N && (live[k] || p[k] < q)) k++;
+            CHECK(k < N && p[k] == q);
+            if (k < N && p[k] == q) i = k;
+        }
+        live[i] = !live[i];
+        if (step % 500) continue;
+        const sg_mem_view *v = sg_mem_view_acquire();
+        for (int j = 0; j < N; j++) {
+            sg_alloc_info info;
+            int f = sg_mem_find(p[j] + 299, &info);
+            CHECK_EQ(f, live[j]);
+            if (f) CHECK_EQ(info.base, p[j]);
+            CHECK_EQ(sg_mem_find(p[j], NULL), live[j]);
+            CHECK(!sg_mem_find(p[j] + 300, NULL));   /* the padding */
+            CHECK_EQ(sg_mem_view_find(v, p[j] + 1, NULL), live[j]);
+            CHECK_EQ(sg_mem_view_find_end(v, p[j] + 300, NULL), live[j]);
+        }
+        sg_mem_view_release(v);
+    }
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_DESTROY, .u.ctx = { .ctx = CTX1 } }), CUDA_SUCCESS);
+    for (int j = 0; j < N; j++) CHECK(!sg_mem_find(p[j], NULL));
+    check_released();
+}
+
 TEST(what_the_program_observes)
 {
     setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
@@ -1256,6 +1307,7 @@ int main(void)
     RUN(views_hold_forwarded_allocations_when_nothing_is_placed);
     RUN(skip_temp_places_deterministically);
     RUN(registry_and_views);
+    RUN(registry_of_many_blocks);
     RUN(what_the_program_observes);
     RUN(free_asks_the_driver);
     RUN(vmm_failures_fall_back);
