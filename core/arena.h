@@ -171,8 +171,8 @@ void sg_arena_set_linear(sg_arena *a, int on);
 size_t sg_arena_ix_stale(const sg_arena *a);
 /* Tests: how many rules the free ranges break (0: every block of them holds
  * 1 to SG_ARENA_FR_BLOCK ranges, the ranges lie inside their reservation in
- * address order without overlap, the count is right, and no two adjacent
- * ones could have merged). */
+ * address order without overlap, the count is right, no two adjacent
+ * ones could have merged, and no chunk lies under an unmapped one). */
 #define SG_ARENA_FR_BLOCK 64   /* free ranges per block of arena_index.c, at most */
 size_t sg_arena_fr_bad(const sg_arena *a);
 
