@@ -13,8 +13,10 @@
  *
  * Sizes are mostly a few hundred bytes with a 64 KiB granule, so that a
  * reservation holds hundreds of free ranges (many blocks of the index) with
- * mapped and unmapped ones between them. About 0.5 s (2.6 s under
- * address,undefined).
+ * mapped and unmapped ones between them. Every step also checks the rules
+ * of the blocks the free ranges are kept in (sg_arena_fr_bad); directed
+ * cases fill, split and merge those blocks at their bounds, and place runs
+ * of adjacent ranges across them. About 1 s (5 s under address,undefined).
  */
 #include "check.h"
 #include "core/arena.h"
