@@ -571,6 +571,17 @@ TEST(blocks_split_and_merge_at_their_bounds)
     }
 }
 
+/* row(), then x[i] freed for everyone (i even) or pending for key, with
+ * event i + 1 (i odd): adjacent free ranges none of which merge. */
+static void striped(sg_arena *a, CUdeviceptr *x, int n, sg_arena_key key, CUdeviceptr g[2])
+{
+    row(a, x, n, g);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(sg_arena_free(a, x[i], 256, i % 2 ? key : SYNC, i % 2 ? (void *)(uintptr_t)(i + 1) : NULL), 0);
+    CHECK_EQ(sg_arena_free_ranges(a), (size_t)n + 2);   /* none merged; the top: mapped and not */
+    CHECK_EQ(sg_arena_fr_bad(a), 0);
+}
+
 /* Adjacent free ranges that cannot merge (pending for stream KEYS[0], and
  * available, in turn) make one cluster across several blocks: the index
  * must count it whole, the scan must take a run across the blocks, and once
@@ -584,11 +595,7 @@ TEST(a_cluster_spans_blocks)
     CUdeviceptr g[2], p, q;
     size_t placed;
     CUresult rc;
-    row(a, x, N, g);
-    for (int i = 0; i < N; i++)
-        CHECK_EQ(sg_arena_free(a, x[i], 256, i % 2 ? KEYS[0] : SYNC, i % 2 ? (void *)(uintptr_t)(i + 1) : NULL), 0);
-    CHECK_EQ(sg_arena_free_ranges(a), (size_t)N + 2);   /* none merged; the top: mapped and not */
-    CHECK_EQ(sg_arena_fr_bad(a), 0);
+    striped(a, x, N, KEYS[0], g);
     /* others see lone ranges of 256 bytes: 512 goes above g[1] */
     CHECK_EQ(sg_arena_alloc(a, 512, 0, SYNC, &p, &placed, &rc), SG_ARENA_OK);
     CHECK_EQ(p, g[1] + 256);
@@ -627,10 +634,7 @@ TEST(completed_frees_merge_across_blocks)
     CUdeviceptr g[2], q;
     size_t placed;
     CUresult rc;
-    row(a, x, N, g);
-    for (int i = 0; i < N; i++)
-        CHECK_EQ(sg_arena_free(a, x[i], 256, i % 2 ? KEYS[1] : SYNC, i % 2 ? (void *)(uintptr_t)(i + 1) : NULL), 0);
-    CHECK_EQ(sg_arena_free_ranges(a), (size_t)N + 2);
+    striped(a, x, N, KEYS[1], g);
     for (int i = 1; i < N / 2; i += 2) done[i + 1] = 1;   /* the lower half's events */
     CHECK_EQ(sg_arena_pending(a), (size_t)(N / 2 - N / 4));
     CHECK_EQ(sg_arena_fr_bad(a), 0);
