@@ -377,7 +377,7 @@ static void clone_graph(const sg_gb *gb)
         grecord_free(r);
         return;
     }
-    memset(r->handles, 0, src->fp.n * sizeof *r->handles);
+    if (src->fp.n) memset(r->handles, 0, src->fp.n * sizeof *r->handles);   /* (none for an empty graph) */
     r->unknown = src->fp.n;
     insert_locked(r, *gb->u.clone.out);
 }
