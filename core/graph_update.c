@@ -208,6 +208,10 @@ int sg_graph_child_range_bad(CUgraph g) { return child_range_bad(g, 0); }
  * names the child graph node for a refusal inside its graph. */
 static long bad_child_node(sg_grec *r, CUgraph g, long before)
 {
+    /* a child graph node is a node type the library does not model: every
+     * description that holds one says so (unsupported), and the common
+     * update, which holds none, scans no node here */
+    if (!r->next.unsupported) return -1;
     size_t end = before < 0 ? r->next.n : (size_t)before, k;
     for (k = 0; k < end && r->next.nodes[k].k.type != CU_GRAPH_NODE_TYPE_GRAPH; k++) {}
     if (k == end) return -1;
