@@ -43,9 +43,11 @@ static int nowners;
 static unsigned long owners_gen;
 static int owners_busy;
 
+/* Forgets ctx's entry and those it owns; ctx NULL: every entry. */
 static void owners_forget_locked(CUcontext ctx)
 {
     owners_gen++;
+    if (!ctx) nowners = 0;
     for (int i = 0; i < nowners;)
         if (owners[i].ctx == ctx || owners[i].owner == ctx) owners[i] = owners[--nowners];
         else i++;
@@ -54,31 +56,15 @@ static void owners_forget_locked(CUcontext ctx)
 /* Around the forward of cuCtxDestroy (ctx) or cuGreenCtxDestroy (ctx NULL:
  * the converted context's handle is not asked for, every owner goes):
  * begin forgets and holds the cache shut, end opens it (owners_busy). */
-static void owners_destroy_begin(CUcontext ctx)
+static void owners_destroy_around(CUcontext ctx, int busy)
 {
     pthread_mutex_lock(&table_lock);
-    if (ctx) {
-        owners_forget_locked(ctx);
-    } else {
-        nowners = 0;
-        owners_gen++;
-    }
-    owners_busy++;
+    owners_forget_locked(ctx);
+    owners_busy += busy;
     pthread_mutex_unlock(&table_lock);
 }
-
-static void owners_destroy_end(CUcontext ctx)
-{
-    pthread_mutex_lock(&table_lock);
-    owners_busy--;
-    if (ctx) {
-        owners_forget_locked(ctx);
-    } else {
-        nowners = 0;
-        owners_gen++;
-    }
-    pthread_mutex_unlock(&table_lock);
-}
+static void owners_destroy_begin(CUcontext ctx) { owners_destroy_around(ctx, 1); }
+static void owners_destroy_end(CUcontext ctx) { owners_destroy_around(ctx, -1); }
 
 static sg_ctx *find_locked(CUcontext ctx)
 {
@@ -306,7 +292,6 @@ void sg_ctx_reset(void)
     }
     pthread_mutex_lock(&table_lock);
     for (int d = 0; d < SG_CTX_MAX_DEVICES; d++) __atomic_store_n(&primary[d], NULL, __ATOMIC_RELAXED);
-    nowners = 0;
-    owners_gen++;
+    owners_forget_locked(NULL);
     pthread_mutex_unlock(&table_lock);
 }

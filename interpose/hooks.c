@@ -170,8 +170,8 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_UPDATE_MEMCPY(e, n, p, c) SG_UPDATE_NODE_(e, n, SG_NODE_MEMCPY, p, c)
 #define SG_UPDATE_MEMSET(e, n, p, c) SG_UPDATE_NODE_(e, n, SG_NODE_MEMSET, p, c)
 #define SG_EXEC_ENABLE(e, n) .kind = SG_CALL_EXEC_ENABLE, .u.exec = { .exec = (e), .node = (n) }
-#define SG_EXEC_DIRTY(e, n) .kind = SG_CALL_EXEC_DIRTY, .u.exec = { .exec = (e), .node = (n) }
 #define SG_EXEC_CHILD(e, n, g) .kind = SG_CALL_EXEC_DIRTY, .u.exec = { .exec = (e), .node = (n), .child = (g) }
+#define SG_EXEC_DIRTY(e, n) SG_EXEC_CHILD(e, n, NULL)
 #define SG_EXEC_DESTROY(e) .kind = SG_CALL_EXEC_DESTROY, .u.exec = { .exec = (e) }
 
 /* A kernel launch goes straight to the driver once start-up is done, while
