@@ -116,12 +116,12 @@ static void absorb(sg_arena *a, frange *m, const frange *r)
  * ranges outside them were coalesced and stay so). */
 static void coalesce_around(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi)
 {
-    if (!s->nfr) return;
+    if (!sg_blocked_count(&s->fr)) return;
     frpos p = sg_fr_find(s, lo);
-    if (p.b || p.o) p = fr_prev(s, p);
+    if (!sg_blocked_is_first(p)) p = fr_prev(s, p);
     for (;;) {
         frpos q = fr_next(s, p);
-        if (q.b >= s->nbk) return;
+        if (fr_end(s, q)) return;
         frange *x = fr_at(s, p);
         if (x->base > hi) return;
         if (!mergeable(x, fr_at(s, q))) {
@@ -142,26 +142,22 @@ static void coalesce(sg_arena *a, seg *s)
 {
     frange *prev = NULL;           /* the last range kept so far */
     size_t prevb = 0;
-    for (size_t b = 0; b < s->nbk; b++) {
-        frblk *k = s->bk[b];
-        size_t out = 0;
-        for (size_t i = 0; i < k->n; i++) {
-            if (prev && mergeable(prev, &k->r[i])) {
-                absorb(a, prev, &k->r[i]);
-                sg_fr_touch_block(s, prevb);
+    for (size_t b = 0; b < s->fr.nbk; b++) {
+        size_t n, out = 0;
+        frange *k = sg_blocked_block(&s->fr, b, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (prev && mergeable(prev, &k[i])) {
+                absorb(a, prev, &k[i]);
+                sg_blocked_touch(&s->fr, prevb);
                 continue;
             }
-            k->r[out] = k->r[i];
-            prev = &k->r[out++];
+            k[out] = k[i];
+            prev = &k[out++];
             prevb = b;
         }
-        if (out != k->n) {
-            sg_fr_touch_block(s, b);
-            s->nfr -= k->n - out;
-            k->n = out;
-        }
+        sg_blocked_set_count(&s->fr, b, out);
     }
-    sg_fr_drop_empty(s);
+    sg_blocked_drop_empty(&s->fr);
 }
 
 /* Pending ranges whose event completed become available. Each stream's
@@ -189,14 +185,17 @@ static void reap(sg_arena *a)
     if (!any) return;
     for (size_t k = 0; k < a->nsegs; k++) {
         seg *s = &a->segs[k];
-        for (size_t b = 0; b < s->nbk; b++)
-            for (size_t i = 0; i < s->bk[b]->n; i++) {
-                frange *r = &s->bk[b]->r[i];
+        for (size_t b = 0; b < s->fr.nbk; b++) {
+            size_t n;
+            frange *k = sg_blocked_block(&s->fr, b, &n);
+            for (size_t i = 0; i < n; i++) {
+                frange *r = &k[i];
                 if (r->p && r->p->done) {
                     pend_unref(a, r->p);
                     r->p = NULL;
                 }
             }
+        }
         coalesce(a, s);
     }
 }
@@ -205,7 +204,7 @@ static void reap(sg_arena *a)
 static int split_at(seg *s, CUdeviceptr addr)
 {
     frpos p = sg_fr_find(s, addr);
-    if (p.b == s->nbk || fr_at(s, p)->base >= addr) return 0;
+    if (fr_end(s, p) || fr_at(s, p)->base >= addr) return 0;
     if (sg_fr_reserve(s) != 0) return -1;
     frange *r = fr_at(s, p), hi = *r;
     r->size = (size_t)(addr - r->base);
@@ -222,7 +221,7 @@ static int split_at(seg *s, CUdeviceptr addr)
 static int set_mapped(sg_arena *a, seg *s, CUdeviceptr lo, CUdeviceptr hi, int mapped)
 {
     if (split_at(s, lo) != 0 || split_at(s, hi) != 0) return -1;
-    for (frpos p = sg_fr_find(s, lo); p.b < s->nbk && fr_at(s, p)->base < hi; p = fr_next(s, p)) {
+    for (frpos p = sg_fr_find(s, lo); !fr_end(s, p) && fr_at(s, p)->base < hi; p = fr_next(s, p)) {
         /* only a range that changes: a block placed among many holes of
          * one granule would otherwise make the index rebuild them all */
         if (fr_at(s, p)->mapped != mapped) sg_fr_touch(s, p);
@@ -243,7 +242,7 @@ static int carve(sg_arena *a, seg *s, CUdeviceptr addr, size_t len)
     if (sg_fr_reserve(s) != 0) return -1;
     CUdeviceptr end = addr + len;
     frpos p = sg_fr_find(s, addr), q = p, last = p;
-    for (; q.b < s->nbk && fr_at(s, q)->base < end; q = fr_next(s, q)) last = q;
+    for (; !fr_end(s, q) && fr_at(s, q)->base < end; q = fr_next(s, q)) last = q;
     const frange *f = fr_at(s, p), *l = fr_at(s, last);
     frange rem[2];
     size_t nrem = 0;
@@ -252,7 +251,7 @@ static int carve(sg_arena *a, seg *s, CUdeviceptr addr, size_t len)
         rem[nrem++] = (frange){ end, (size_t)(l->base + l->size - end), l->p, l->mapped };
     for (size_t k = 0; k < nrem; k++)
         if (rem[k].p) rem[k].p->refs++;
-    while ((p = sg_fr_find(s, addr)).b < s->nbk && fr_at(s, p)->base < end) {
+    while (!fr_end(s, p = sg_fr_find(s, addr)) && fr_at(s, p)->base < end) {
         pend_unref(a, fr_at(s, p)->p);
         sg_fr_remove(s, p);
     }
@@ -277,7 +276,7 @@ static CUdeviceptr scan_seg(const sg_arena *a, seg *s, size_t need, size_t align
                             sg_arena_key key, int mapped_only, int claim)
 {
     frpos p = { 0, 0 };
-    while ((p = a->linear ? p : sg_arena_ix_skip(s, p, need, mapped_only)).b < s->nbk) {
+    while (!fr_end(s, p = a->linear ? p : sg_arena_ix_skip(s, p, need, mapped_only))) {
         const frange *r = fr_at(s, p);
         if (!(claim || usable(r, key)) || (mapped_only && !r->mapped)) {
             p = fr_next(s, p);
@@ -285,7 +284,7 @@ static CUdeviceptr scan_seg(const sg_arena *a, seg *s, size_t need, size_t align
         }
         CUdeviceptr rs = r->base, re = rs + r->size;
         frpos q = fr_next(s, p);
-        for (; q.b < s->nbk; q = fr_next(s, q)) {
+        for (; !fr_end(s, q); q = fr_next(s, q)) {
             const frange *n = fr_at(s, q);
             if (n->base != re || !(claim || usable(n, key)) || (mapped_only && !n->mapped)) break;
             re += n->size;
@@ -377,6 +376,7 @@ static sg_arena_fail new_seg(sg_arena *a, size_t need, CUresult *rc)
         return SG_ARENA_FAIL_RESERVE;
     seg *s = &a->segs[a->nsegs];
     *s = (seg){ .base = base, .size = rsize };
+    sg_fr_init(s);
     if (insert_range(s, (frange){ base, rsize, NULL, 0 }) != 0) {
         sg_fr_free(s);
         a->ops.unreserve(a->ops.user, base, rsize);
@@ -487,7 +487,7 @@ sg_arena_fail sg_arena_alloc_claiming(sg_arena *a, size_t size, int own, sg_aren
          * harmless); a wait refused leaves waits behind, for frees that
          * complete anyway, and nothing else */
         const pend *last = NULL;
-        for (frpos p = sg_fr_find(s, at); p.b < s->nbk && fr_at(s, p)->base < at + need;
+        for (frpos p = sg_fr_find(s, at); !fr_end(s, p) && fr_at(s, p)->base < at + need;
              p = fr_next(s, p)) {
             const frange *r = fr_at(s, p);
             if (!r->p || usable(r, key) || r->p == last) continue;
@@ -531,7 +531,7 @@ int sg_arena_free(sg_arena *a, CUdeviceptr addr, size_t placed, sg_arena_key key
 static int chunk_unused(const seg *s, const sg_arena_chunk *c)
 {
     frpos p = sg_fr_find(s, c->va);
-    if (p.b == s->nbk) return 0;
+    if (fr_end(s, p)) return 0;
     const frange *r = fr_at(s, p);
     return !r->p && r->base <= c->va && r->base + r->size >= c->va + c->size;
 }
@@ -606,12 +606,12 @@ size_t sg_arena_fr_bad(const sg_arena *a)
     for (size_t k = 0; k < a->nsegs; k++) {
         const seg *s = &a->segs[k];
         const frange *prev = NULL;
-        size_t n = 0;
-        for (size_t b = 0; b < s->nbk; b++) {
-            const frblk *x = s->bk[b];
-            bad += x->n == 0 || x->n > SG_FR_BLOCK;
-            for (size_t i = 0; i < x->n; i++, n++) {
-                const frange *r = &x->r[i];
+        bad += sg_blocked_bad(&s->fr);   /* blocks, order, count */
+        for (size_t b = 0; b < s->fr.nbk; b++) {
+            size_t n;
+            const frange *x = sg_blocked_block(&s->fr, b, &n);
+            for (size_t i = 0; i < n && i < SG_FR_BLOCK; i++) {
+                const frange *r = &x[i];
                 bad += r->size == 0 || r->base < s->base || r->base + r->size > s->base + s->size;
                 if (prev) bad += prev->base + prev->size > r->base || mergeable(prev, r);
                 if (!r->mapped) {   /* no chunk under an unmapped range (map_granules) */
@@ -621,7 +621,6 @@ size_t sg_arena_fr_bad(const sg_arena *a)
                 prev = r;
             }
         }
-        bad += n != s->nfr;
     }
     return bad;
 }

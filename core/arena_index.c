@@ -41,156 +41,71 @@
 
 #include "util.h"
 
+#include <stddef.h>
 #include <stdlib.h>
-#include <string.h>
 
 static int touches(const frange *x, const frange *y) { return x->base + x->size == y->base; }
 
-/* ---- the blocks ---- */
+/* ---- the blocks (blocked.h), their figures marked stale on each change ---- */
+
+static seg *seg_of_fr(sg_blocked *c) { return (seg *)((char *)c - offsetof(seg, fr)); }
+static ixhead *head(const seg *s, size_t b) { return sg_blocked_head(&s->fr, b); }
 
 static void group_stale_from(seg *s, size_t b)
 {
-    for (size_t g = b / SG_IX_GROUP; g * SG_IX_GROUP < s->nbk; g++) s->ixg[g].stale = 1;
+    for (size_t g = b / SG_IX_GROUP; g * SG_IX_GROUP < s->fr.nbk; g++) s->ixg[g].stale = 1;
 }
 
 static void block_stale(seg *s, size_t b)
 {
-    s->bk[b]->stale = 1;
+    head(s, b)->stale = 1;
     s->ixg[b / SG_IX_GROUP].stale = 1;
 }
 
-void sg_fr_touch_block(seg *s, size_t b)
+/* Block b's ranges changed (their count too): its figures and those of the
+ * block before (whose last range may touch its first) are stale. */
+static void touch_block(seg *s, size_t b)
 {
     block_stale(s, b);
     if (b) block_stale(s, b - 1);
 }
 
-void sg_fr_touch(seg *s, frpos p) { sg_fr_touch_block(s, p.b); }
-
-frpos sg_fr_find(const seg *s, CUdeviceptr addr)
+static void fr_note(sg_blocked *c, int what, size_t b)
 {
-    size_t lo = 0, hi = s->nbk;
-    while (lo < hi) {   /* the first block whose last range ends above addr */
-        size_t mid = (lo + hi) / 2;
-        const frange *l = &s->bk[mid]->r[s->bk[mid]->n - 1];
-        if (l->base + l->size <= addr) lo = mid + 1; else hi = mid;
+    seg *s = seg_of_fr(c);
+    switch (what) {
+    case SG_BLK_CHANGED:
+        touch_block(s, b);
+        break;
+    case SG_BLK_ADDED:   /* the blocks from b on renumbered */
+        s->ixg[(s->fr.nbk - 1) / SG_IX_GROUP].stale = 1;   /* a group may have begun */
+        group_stale_from(s, b);
+        touch_block(s, b);
+        break;
+    case SG_BLK_REMOVED:
+        group_stale_from(s, b);
+        if (b) block_stale(s, b - 1);   /* its next block is another */
+        break;
     }
-    if (lo == s->nbk) return (frpos){ s->nbk, 0 };
-    const frblk *k = s->bk[lo];
-    size_t a = 0, z = k->n - 1;
-    while (a < z) {
-        size_t mid = (a + z) / 2;
-        if (k->r[mid].base + k->r[mid].size <= addr) a = mid + 1; else z = mid;
-    }
-    return (frpos){ lo, a };
 }
+
+static const sg_blocked_kind sg_fr_kind = {
+    .esize = sizeof(frange), .cap = SG_FR_BLOCK, .hsize = sizeof(ixhead), .key = sg_fr_key,
+    .note = fr_note,
+};
+
+void sg_fr_init(seg *s) { sg_blocked_init(&s->fr, &sg_fr_kind); }
 
 int sg_fr_reserve(seg *s)
 {
-    if (sg_grow((void **)&s->bk, &s->capbk, s->nbk + 2, sizeof *s->bk) != 0 ||
-        sg_grow((void **)&s->ixg, &s->capixg, (s->nbk + 2) / SG_IX_GROUP + 1, sizeof *s->ixg) != 0)
-        return -1;
-    for (int k = 0; k < 2; k++)
-        if (!s->spare[k] && !(s->spare[k] = malloc(sizeof *s->spare[k]))) return -1;
-    return 0;
-}
-
-static frblk *take_spare(seg *s)
-{
-    frblk *k = s->spare[0] ? s->spare[0] : s->spare[1];
-    if (k == s->spare[0]) s->spare[0] = NULL; else s->spare[1] = NULL;
-    k->n = 0;
-    k->stale = 1;
-    return k;
-}
-
-static void give_spare(seg *s, frblk *k)
-{
-    if (!s->spare[0]) s->spare[0] = k;
-    else if (!s->spare[1]) s->spare[1] = k;
-    else free(k);
-}
-
-/* A new block k at b (the blocks from b on move up). */
-static void block_insert(seg *s, size_t b, frblk *k)
-{
-    memmove(&s->bk[b + 1], &s->bk[b], (s->nbk - b) * sizeof *s->bk);
-    s->bk[b] = k;
-    s->nbk++;
-    s->ixg[(s->nbk - 1) / SG_IX_GROUP].stale = 1;   /* a group may have begun */
-    group_stale_from(s, b);
-    sg_fr_touch_block(s, b);
-}
-
-static void block_remove(seg *s, size_t b)
-{
-    give_spare(s, s->bk[b]);
-    memmove(&s->bk[b], &s->bk[b + 1], (s->nbk - b - 1) * sizeof *s->bk);
-    s->nbk--;
-    group_stale_from(s, b);
-    if (b) block_stale(s, b - 1);   /* its next block is another */
-}
-
-void sg_fr_insert(seg *s, frpos p, frange r)
-{
-    if (s->nbk == 0) block_insert(s, 0, take_spare(s));
-    if (p.b == s->nbk) p = (frpos){ s->nbk - 1, s->bk[s->nbk - 1]->n };   /* appended */
-    frblk *k = s->bk[p.b];
-    if (k->n == SG_FR_BLOCK) {   /* split: the upper half to a new block */
-        frblk *u = take_spare(s);
-        u->n = SG_FR_BLOCK / 2;
-        memcpy(u->r, &k->r[SG_FR_BLOCK / 2], u->n * sizeof *u->r);
-        k->n = SG_FR_BLOCK / 2;
-        block_insert(s, p.b + 1, u);
-        if (p.o > k->n) p = (frpos){ p.b + 1, p.o - k->n };
-        k = s->bk[p.b];
-    }
-    memmove(&k->r[p.o + 1], &k->r[p.o], (k->n - p.o) * sizeof *k->r);
-    k->r[p.o] = r;
-    k->n++;
-    s->nfr++;
-    sg_fr_touch(s, p);
-}
-
-void sg_fr_remove(seg *s, frpos p)
-{
-    frblk *k = s->bk[p.b];
-    memmove(&k->r[p.o], &k->r[p.o + 1], (k->n - p.o - 1) * sizeof *k->r);
-    k->n--;
-    s->nfr--;
-    sg_fr_touch(s, p);
-    if (!k->n) {
-        block_remove(s, p.b);
-        return;
-    }
-    /* merge with a neighbour when both together fill at most half a block */
-    size_t b = p.b;
-    if (b + 1 < s->nbk && k->n + s->bk[b + 1]->n <= SG_FR_BLOCK / 2) {
-        /* b absorbs b + 1 */
-    } else if (b > 0 && s->bk[b - 1]->n + k->n <= SG_FR_BLOCK / 2) {
-        b--;
-    } else {
-        return;
-    }
-    frblk *x = s->bk[b], *y = s->bk[b + 1];
-    memcpy(&x->r[x->n], y->r, y->n * sizeof *y->r);
-    x->n += y->n;
-    block_remove(s, b + 1);
-    sg_fr_touch_block(s, b);
-}
-
-void sg_fr_drop_empty(seg *s)
-{
-    for (size_t b = s->nbk; b-- > 0;)
-        if (!s->bk[b]->n) block_remove(s, b);
+    return sg_blocked_reserve(&s->fr, 2) != 0 ||
+           sg_grow((void **)&s->ixg, &s->capixg, (s->fr.nbk + 2) / SG_IX_GROUP + 1, sizeof *s->ixg) != 0
+               ? -1 : 0;
 }
 
 void sg_fr_free(seg *s)
 {
-    for (size_t b = 0; b < s->nbk; b++) free(s->bk[b]);
-    free(s->bk);
-    free(s->spare[0]);
-    free(s->spare[1]);
+    sg_blocked_free(&s->fr);
     free(s->ixg);
 }
 
@@ -199,23 +114,24 @@ void sg_fr_free(seg *s)
 /* The figures of block b of s, from its ranges. */
 static ixblk ix_figures(const seg *s, size_t b)
 {
-    const frblk *k = s->bk[b];
+    size_t n;
+    const frange *k = sg_blocked_block(&s->fr, b, &n);
     size_t any = 0, mapped = 0, run = 0, mrun = 0;   /* the clusters ending at i */
-    for (size_t i = 0; i < k->n; i++) {
-        const frange *r = &k->r[i];
-        int joined = i > 0 && touches(&k->r[i - 1], r);
+    for (size_t i = 0; i < n; i++) {
+        const frange *r = &k[i];
+        int joined = i > 0 && touches(&k[i - 1], r);
         run = (joined ? run : 0) + r->size;
         mrun = r->mapped ? (joined ? mrun : 0) + r->size : 0;   /* 0 after an unmapped one */
         if (run > any) any = run;
         if (mrun > mapped) mapped = mrun;
     }
-    if (b + 1 < s->nbk && touches(&k->r[k->n - 1], &s->bk[b + 1]->r[0])) any = mapped = SIZE_MAX;
+    if (b + 1 < s->fr.nbk && touches(&k[n - 1], fr_at(s, (frpos){ b + 1, 0 }))) any = mapped = SIZE_MAX;
     return (ixblk){ any, mapped };
 }
 
 static const ixblk *block_fig(seg *s, size_t b)
 {
-    frblk *k = s->bk[b];
+    ixhead *k = head(s, b);
     if (k->stale) {
         k->fig = ix_figures(s, b);
         k->stale = 0;
@@ -239,9 +155,9 @@ static size_t figure(const ixblk *x, int mapped_only) { return mapped_only ? x->
 
 frpos sg_arena_ix_skip(seg *s, frpos p, size_t need, int mapped_only)
 {
-    while (p.b < s->nbk && p.o == 0) {
+    while (p.b < s->fr.nbk && p.o == 0) {
         size_t b = p.b, g = b / SG_IX_GROUP;
-        if (b % SG_IX_GROUP == 0 && b + SG_IX_GROUP <= s->nbk) {
+        if (b % SG_IX_GROUP == 0 && b + SG_IX_GROUP <= s->fr.nbk) {
             if (s->ixg[g].stale) {
                 s->ixg[g].fig = group_figures(s, g, 1);
                 s->ixg[g].stale = 0;
@@ -264,12 +180,12 @@ size_t sg_arena_ix_stale(const sg_arena *a)
     size_t n = 0;
     for (size_t k = 0; k < a->nsegs; k++) {
         seg *s = &a->segs[k];
-        for (size_t b = 0; b < s->nbk; b++) {
+        for (size_t b = 0; b < s->fr.nbk; b++) {
             ixblk now = ix_figures(s, b);
-            const frblk *x = s->bk[b];
+            const ixhead *x = head(s, b);
             n += !x->stale && (now.any != x->fig.any || now.mapped != x->fig.mapped);
         }
-        for (size_t g = 0; (g + 1) * SG_IX_GROUP <= s->nbk; g++) {
+        for (size_t g = 0; (g + 1) * SG_IX_GROUP <= s->fr.nbk; g++) {
             ixblk now = group_figures(s, g, 0);
             n += !s->ixg[g].stale && (now.any != s->ixg[g].fig.any || now.mapped != s->ixg[g].fig.mapped);
         }

@@ -7,6 +7,7 @@
 #define SG_ARENA_INTERNAL_H
 
 #include "arena.h"
+#include "blocked.h"
 
 #include <stdint.h>
 
@@ -39,50 +40,44 @@ typedef struct frange {
     int mapped;
 } frange;
 
-/* A segment's free ranges, in address order, are kept in blocks of at
- * most SG_FR_BLOCK ranges each (arena_index.c): an insertion or removal
- * moves the ranges of its block only, a full block splits in two, and a
- * block left empty or nearly so goes or merges with a neighbour, so that a
- * change far below the top of the used memory costs the same as one near
- * it (a flat array moved every range above the change, and the index
- * rebuilt its figures above it: 2,000 steps that took and gave back the
- * lowest of 100,000 holes took 1,092 ms against the driver's 49 ms,
+/* A segment's free ranges, in address order, are kept in a blocked sorted
+ * array (blocked.h) of at most SG_FR_BLOCK ranges per block, keyed by
+ * their end: an insertion or removal moves the ranges of its block only,
+ * so that a change far below the top of the used memory costs the same as
+ * one near it (a flat array moved every range above the change, and the
+ * index rebuilt its figures above it: 2,000 steps that took and gave back
+ * the lowest of 100,000 holes took 1,092 ms against the driver's 49 ms,
  * tests/stress/scale_prog lowhole, docs/design.md). A position is a block
  * and an offset in it; the end is (nbk, 0).
  *
- * The index's figures for a block (arena_index.c): the largest bytes of
- * adjacent ranges inside the block, over all of them and over the mapped
- * ones; SIZE_MAX when its last range touches the next block's first. */
+ * The index's figures for a block (arena_index.c), in the block's header:
+ * the largest bytes of adjacent ranges inside the block, over all of them
+ * and over the mapped ones; SIZE_MAX when its last range touches the next
+ * block's first. */
 #define SG_FR_BLOCK SG_ARENA_FR_BLOCK
 #define SG_IX_GROUP 64   /* blocks per group, the index's second level */
 typedef struct ixblk {
     size_t any, mapped;
 } ixblk;
 
-typedef struct frblk {
-    size_t n;
+typedef struct ixhead {   /* a block's header */
     int stale;             /* fig is not current */
     ixblk fig;
-    frange r[SG_FR_BLOCK];
-} frblk;
+} ixhead;
 
 typedef struct ixgrp {
     ixblk fig;             /* the largest of its blocks' figures, when not stale */
     int stale;
 } ixgrp;
 
-typedef struct frpos {
-    size_t b, o;
-} frpos;
+typedef sg_bpos frpos;
 
 typedef struct seg {
     CUdeviceptr base;
     size_t size;
     sg_arena_chunk *ch;    /* sorted by va, one granule each */
     size_t nch, capch;
-    frblk **bk;            /* the free ranges' blocks, in address order, none empty */
-    size_t nbk, capbk, nfr;
-    frblk *spare[2];       /* for the splits of the next two insertions (fr_reserve) */
+    sg_blocked fr;         /* the free ranges (sg_fr_kind; sg_fr_init) */
     ixgrp *ixg;            /* per group of SG_IX_GROUP blocks */
     size_t capixg;
 } seg;
@@ -117,35 +112,37 @@ static inline size_t ch_index(const seg *s, CUdeviceptr va)
     return lo;
 }
 
-static inline frange *fr_at(const seg *s, frpos p) { return &s->bk[p.b]->r[p.o]; }
-
-static inline frpos fr_next(const seg *s, frpos p)
+/* The key of a free range: its end (the ranges do not overlap). */
+static inline uint64_t sg_fr_key(const void *e)
 {
-    return p.o + 1 < s->bk[p.b]->n ? (frpos){ p.b, p.o + 1 } : (frpos){ p.b + 1, 0 };
+    const frange *r = e;
+    return r->base + r->size;
 }
 
+static inline frange *fr_at(const seg *s, frpos p) { return sg_blocked_at(&s->fr, p); }
+static inline frpos fr_next(const seg *s, frpos p) { return sg_blocked_next(&s->fr, p); }
 /* The position before p (p not the first), or the last one for the end. */
-static inline frpos fr_prev(const seg *s, frpos p)
-{
-    return p.o ? (frpos){ p.b, p.o - 1 } : (frpos){ p.b - 1, s->bk[p.b - 1]->n - 1 };
-}
+static inline frpos fr_prev(const seg *s, frpos p) { return sg_blocked_prev(&s->fr, p); }
+static inline int fr_end(const seg *s, frpos p) { return sg_blocked_is_end(&s->fr, p); }
 
 /* The first free range whose end is > addr, or the end. */
-frpos sg_fr_find(const seg *s, CUdeviceptr addr);
+static inline frpos sg_fr_find(const seg *s, CUdeviceptr addr)
+{
+    return sg_blocked_upper_by(&s->fr, addr, sg_fr_key);
+}
+
+/* s's free ranges, empty (a new segment). */
+void sg_fr_init(seg *s);
 /* Makes sure the next two sg_fr_insert calls need no memory. 0, or -1. */
 int sg_fr_reserve(seg *s);
 /* Inserts r at p (the ranges from p on follow it); sg_fr_reserve first. */
-void sg_fr_insert(seg *s, frpos p, frange r);
+static inline void sg_fr_insert(seg *s, frpos p, frange r) { sg_blocked_insert_reserved(&s->fr, p, &r); }
 /* Removes the range at p (a later position may then name another range). */
-void sg_fr_remove(seg *s, frpos p);
+static inline void sg_fr_remove(seg *s, frpos p) { sg_blocked_erase(&s->fr, p); }
 /* The range at p changed its size or mapped state: the index's figures of
  * its block, and of the block before (whose last range may touch it), are
  * stale. Tags (pending or not) are not in the figures. */
-void sg_fr_touch(seg *s, frpos p);
-/* Block b's ranges changed (their count too): as sg_fr_touch. */
-void sg_fr_touch_block(seg *s, size_t b);
-/* Removes the empty blocks (after a pass that merged ranges in place). */
-void sg_fr_drop_empty(seg *s);
+static inline void sg_fr_touch(seg *s, frpos p) { sg_blocked_touch(&s->fr, p.b); }
 /* Frees the blocks and the index. */
 void sg_fr_free(seg *s);
 

@@ -38,6 +38,6 @@ size_t sg_arena_segments(const sg_arena *a) { return a->nsegs; }
 size_t sg_arena_free_ranges(const sg_arena *a)
 {
     size_t n = 0;
-    for (size_t k = 0; k < a->nsegs; k++) n += a->segs[k].nfr;
+    for (size_t k = 0; k < a->nsegs; k++) n += sg_blocked_count(&a->segs[k].fr);
     return n;
 }

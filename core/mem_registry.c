@@ -12,6 +12,7 @@
  */
 #include "mem_internal.h"
 
+#include "blocked.h"
 #include "stats.h"
 #include "util.h"
 
@@ -57,20 +58,17 @@ static unsigned long live_lookups;
 int sg_mem_placing;                /* set once by sg_mem_init */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The live placed blocks, sorted by base, in chunks of at most REG_CHUNK
- * (none empty): an insertion or removal moves the entries of one chunk, so
- * that placing or freeing a block far below the highest one costs the same
- * as near it (a flat array moved every entry above it: 100,000 live blocks
- * below a loop that takes and gives back the lowest hole, scale_prog
- * lowhole). A full chunk splits in two; one left empty goes, and one that
- * fits with a neighbour in half a chunk merges with it. */
+/* The live placed blocks (pointers), sorted by base, in a blocked sorted
+ * array (blocked.h) of at most REG_CHUNK per block: an insertion or removal
+ * moves the entries of one block, so that placing or freeing a block far
+ * below the highest one costs the same as near it (a flat array moved every
+ * entry above it: 100,000 live blocks below a loop that takes and gives
+ * back the lowest hole, scale_prog lowhole). An insertion that needs memory
+ * it cannot get is refused (sg_mem_reg_insert: -1). */
 #define REG_CHUNK 256
-typedef struct reg_chunk {
-    size_t n;
-    sg_block *v[REG_CHUNK];
-} reg_chunk;
-static reg_chunk **chunks;
-static size_t nchunks, capchunks, nblocks;
+static uint64_t reg_key(const void *e) { return (*(sg_block *const *)e)->base; }
+static const sg_blocked_kind reg_kind = { .esize = sizeof(sg_block *), .cap = REG_CHUNK, .key = reg_key };
+static sg_blocked reg = { .k = &reg_kind };
 static struct span { CUdeviceptr base; size_t size; } *spans;
 static size_t nspans, capspans;
 static CUdeviceptr span_lo = UINTPTR_MAX, span_hi;   /* atomics: every span is inside */
@@ -155,57 +153,27 @@ int sg_mem_maybe_ours(CUdeviceptr p)
            p < __atomic_load_n(&span_hi, __ATOMIC_ACQUIRE);
 }
 
-/* A place in the registry: chunk c, entry i; the end is (nchunks, 0). */
-typedef struct reg_pos {
-    size_t c, i;
-} reg_pos;
+/* The block at q (not the end). */
+static sg_block *reg_at(sg_bpos q) { return *(sg_block **)sg_blocked_at(&reg, q); }
 
 /* The first block whose base is > p (reg_lock held). */
-static reg_pos reg_upper(CUdeviceptr p)
-{
-    size_t lo = 0, hi = nchunks;
-    while (lo < hi) {   /* the first chunk whose last block's base is > p */
-        size_t mid = (lo + hi) / 2;
-        if (chunks[mid]->v[chunks[mid]->n - 1]->base <= p) lo = mid + 1; else hi = mid;
-    }
-    if (lo == nchunks) return (reg_pos){ nchunks, 0 };
-    const reg_chunk *k = chunks[lo];
-    size_t a = 0, z = k->n - 1;
-    while (a < z) {
-        size_t mid = (a + z) / 2;
-        if (k->v[mid]->base <= p) a = mid + 1; else z = mid;
-    }
-    return (reg_pos){ lo, a };
-}
-
-/* The place of the block before q (q not the first). */
-static reg_pos reg_prev(reg_pos q)
-{
-    return q.i ? (reg_pos){ q.c, q.i - 1 } : (reg_pos){ q.c - 1, chunks[q.c - 1]->n - 1 };
-}
+static sg_bpos reg_upper(CUdeviceptr p) { return sg_blocked_upper_by(&reg, p, reg_key); }
 
 /* The place of the live block containing p, or the end (reg_lock held). */
-static reg_pos reg_containing_at(CUdeviceptr p)
+static sg_bpos reg_containing_at(CUdeviceptr p)
 {
-    reg_pos q = reg_upper(p);
-    if (q.c == 0 && q.i == 0) return (reg_pos){ nchunks, 0 };
-    q = reg_prev(q);
-    const sg_block *b = chunks[q.c]->v[q.i];
-    return p - b->base < b->size ? q : (reg_pos){ nchunks, 0 };
+    sg_bpos q = reg_upper(p);
+    if (sg_blocked_is_first(q)) return sg_blocked_end(&reg);
+    q = sg_blocked_prev(&reg, q);
+    const sg_block *b = reg_at(q);
+    return p - b->base < b->size ? q : sg_blocked_end(&reg);
 }
 
 /* The live block containing p, or NULL (reg_lock held). */
 static sg_block *reg_containing(CUdeviceptr p)
 {
-    reg_pos q = reg_containing_at(p);
-    return q.c < nchunks ? chunks[q.c]->v[q.i] : NULL;
-}
-
-static void chunk_remove(size_t c)
-{
-    free(chunks[c]);
-    memmove(&chunks[c], &chunks[c + 1], (nchunks - c - 1) * sizeof *chunks);
-    nchunks--;
+    sg_bpos q = reg_containing_at(p);
+    return sg_blocked_is_end(&reg, q) ? NULL : reg_at(q);
 }
 
 /* 1 if p lies in one of the library's reservations (reg_lock held). */
@@ -219,75 +187,27 @@ static int reg_in_spans(CUdeviceptr p)
 int sg_mem_reg_insert(sg_block *b)
 {
     pthread_mutex_lock(&reg_lock);
-    reg_chunk *fresh = NULL;
-    reg_pos q = reg_upper(b->base);
-    if (q.c == nchunks && nchunks) q = (reg_pos){ nchunks - 1, chunks[nchunks - 1]->n };   /* appended */
-    int need = !nchunks || chunks[q.c]->n == REG_CHUNK;   /* a new chunk */
-    int ok = !need || (sg_grow((void **)&chunks, &capchunks, nchunks + 1, sizeof *chunks) == 0 &&
-                       (fresh = malloc(sizeof *fresh)) != NULL);
+    int ok = sg_blocked_insert(&reg, reg_upper(b->base), &b) == 0;
     if (ok) {
-        if (fresh && !nchunks) {
-            fresh->n = 0;
-            chunks[nchunks++] = fresh;
-        } else if (fresh) {   /* split: the upper half to the new chunk */
-            reg_chunk *k = chunks[q.c];
-            fresh->n = REG_CHUNK / 2;
-            memcpy(fresh->v, &k->v[REG_CHUNK / 2], fresh->n * sizeof *fresh->v);
-            k->n = REG_CHUNK / 2;
-            memmove(&chunks[q.c + 2], &chunks[q.c + 1], (nchunks - q.c - 1) * sizeof *chunks);
-            chunks[q.c + 1] = fresh;
-            nchunks++;
-            if (q.i > k->n) q = (reg_pos){ q.c + 1, q.i - k->n };
-        }
-        reg_chunk *k = chunks[q.c];
-        memmove(&k->v[q.i + 1], &k->v[q.i], (k->n - q.i) * sizeof *k->v);
-        k->v[q.i] = b;
-        k->n++;
-        nblocks++;
         view_dirty = 1;
         pool_account_locked(b, 1);
-    } else {
-        free(fresh);
     }
     pthread_mutex_unlock(&reg_lock);
     return ok ? 0 : -1;
 }
 
-/* Removes the block at q (reg_lock held); a later place may then name
- * another block. */
-static void reg_remove_at(reg_pos q)
-{
-    reg_chunk *k = chunks[q.c];
-    pool_account_locked(k->v[q.i], 0);
-    memmove(&k->v[q.i], &k->v[q.i + 1], (k->n - q.i - 1) * sizeof *k->v);
-    k->n--;
-    nblocks--;
-    view_dirty = 1;
-    size_t c = q.c;
-    if (!k->n) {
-        chunk_remove(c);
-        return;
-    }
-    if (c + 1 < nchunks && k->n + chunks[c + 1]->n <= REG_CHUNK / 2) {
-        /* c absorbs c + 1 */
-    } else if (c > 0 && chunks[c - 1]->n + k->n <= REG_CHUNK / 2) {
-        c--;
-    } else {
-        return;
-    }
-    reg_chunk *x = chunks[c], *y = chunks[c + 1];
-    memcpy(&x->v[x->n], y->v, y->n * sizeof *y->v);
-    x->n += y->n;
-    chunk_remove(c + 1);
-}
-
 sg_block *sg_mem_reg_take(CUdeviceptr p)
 {
     pthread_mutex_lock(&reg_lock);
-    reg_pos q = reg_containing_at(p);
-    sg_block *b = q.c < nchunks ? chunks[q.c]->v[q.i] : NULL;
-    if (b && b->base == p) reg_remove_at(q);
-    else b = NULL;
+    sg_bpos q = reg_containing_at(p);
+    sg_block *b = sg_blocked_is_end(&reg, q) ? NULL : reg_at(q);
+    if (b && b->base == p) {
+        pool_account_locked(b, 0);
+        sg_blocked_erase(&reg, q);
+        view_dirty = 1;
+    } else {
+        b = NULL;
+    }
     pthread_mutex_unlock(&reg_lock);
     return b;
 }
@@ -380,6 +300,7 @@ static void fwd_infos(sg_alloc_info *out)
 const sg_mem_view *sg_mem_view_acquire(void)
 {
     pthread_mutex_lock(&reg_lock);
+    size_t nblocks = sg_blocked_count(&reg);
     if ((view_dirty || !view_cur) && sg_mem_placing && nblocks > VIEW_LIVE_MIN &&
         __atomic_load_n(&live_lookups, __ATOMIC_RELAXED) < nblocks / VIEW_LIVE_RATIO) {
         pthread_mutex_unlock(&reg_lock);
@@ -397,8 +318,11 @@ const sg_mem_view *sg_mem_view_acquire(void)
         v->n = n;
         if (sg_mem_placing) {
             size_t i = 0;
-            for (size_t c = 0; c < nchunks; c++)
-                for (size_t j = 0; j < chunks[c]->n; j++) info_of(chunks[c]->v[j], &v->v[i++]);
+            for (size_t c = 0; c < reg.nbk; c++) {
+                size_t n;
+                sg_block **k = sg_blocked_block(&reg, c, &n);
+                for (size_t j = 0; j < n; j++) info_of(k[j], &v->v[i++]);
+            }
         } else {
             fwd_infos(v->v);
         }
@@ -522,26 +446,24 @@ size_t sg_mem_reg_drop_owner(const mem_arena *owner, int keep_ordered, size_t *k
 {
     size_t freed = 0, left = 0;
     pthread_mutex_lock(&reg_lock);
-    for (size_t c = 0; c < nchunks; c++) {   /* each chunk in place; the emptied ones go */
-        reg_chunk *k = chunks[c];
-        size_t out = 0;
-        for (size_t j = 0; j < k->n; j++) {
-            sg_block *b = k->v[j];
+    for (size_t c = 0; c < reg.nbk; c++) {   /* each block of entries in place; the emptied ones go */
+        size_t n, out = 0;
+        sg_block **k = sg_blocked_block(&reg, c, &n);
+        for (size_t j = 0; j < n; j++) {
+            sg_block *b = k[j];
             if (b->owner != owner || (keep_ordered && b->stream_ordered)) {
                 left += b->owner == owner;
-                k->v[out++] = b;
+                k[out++] = b;
                 continue;
             }
             freed += b->size;
             pool_account_locked(b, 0);
             free(b);
-            nblocks--;
             view_dirty = 1;
         }
-        k->n = out;
+        sg_blocked_set_count(&reg, c, out);
     }
-    for (size_t c = nchunks; c-- > 0;)
-        if (!chunks[c]->n) chunk_remove(c);
+    sg_blocked_drop_empty(&reg);
     pthread_mutex_unlock(&reg_lock);
     if (kept) *kept = left;
     return freed;
@@ -551,8 +473,11 @@ size_t sg_mem_reg_owned(const mem_arena *owner)
 {
     size_t n = 0;
     pthread_mutex_lock(&reg_lock);
-    for (size_t c = 0; c < nchunks; c++)
-        for (size_t j = 0; j < chunks[c]->n; j++) n += chunks[c]->v[j]->owner == owner;
+    for (size_t c = 0; c < reg.nbk; c++) {
+        size_t nk;
+        sg_block **k = sg_blocked_block(&reg, c, &nk);
+        for (size_t j = 0; j < nk; j++) n += k[j]->owner == owner;
+    }
     pthread_mutex_unlock(&reg_lock);
     return n;
 }
@@ -622,11 +547,12 @@ void sg_mem_reg_reset(void)
         HASH_DEL(fwd_live, e);
         free(e);
     }
-    for (size_t c = 0; c < nchunks; c++) {
-        for (size_t j = 0; j < chunks[c]->n; j++) free(chunks[c]->v[j]);
-        free(chunks[c]);
+    for (size_t c = 0; c < reg.nbk; c++) {
+        size_t n;
+        sg_block **k = sg_blocked_block(&reg, c, &n);
+        for (size_t j = 0; j < n; j++) free(k[j]);
     }
-    nchunks = nblocks = 0;
+    sg_blocked_free(&reg);
     view_unref_locked(view_cur);
     view_cur = NULL;
     view_dirty = 1;

@@ -14,20 +14,21 @@
 # error here. When a core/ file is split or added, the link or that test
 # says which lists change.
 
-UNIT_OBJS_arena       := arena arena_index arena_query util
-UNIT_OBJS_arena_index := arena arena_index arena_query util
+UNIT_OBJS_arena       := arena arena_index arena_query blocked util
+UNIT_OBJS_arena_index := arena arena_index arena_query blocked util
+UNIT_OBJS_blocked     := blocked util
 UNIT_OBJS_config      := config pathtmpl
 UNIT_OBJS_costs       := costs
-UNIT_OBJS_fingerprint := driver fp_build fp_compare fp_store fp_desc fp_pinfo mem_registry stats util
+UNIT_OBJS_fingerprint := blocked driver fp_build fp_compare fp_store fp_desc fp_pinfo mem_registry stats util
 # captures record their graphs (rec_graph.c), which describes their nodes
-UNIT_OBJS_memory      := arena arena_index arena_query cap_record capture config contexts driver fp_build fp_compare fp_store fp_desc fp_pinfo \
+UNIT_OBJS_memory      := arena arena_index arena_query blocked cap_record capture config contexts driver fp_build fp_compare fp_store fp_desc fp_pinfo \
                          ipc ipc_wire log mem_arena mem_lazy mem_query mem_registry memory pathtmpl policy \
                          rec_audit rec_graph rec_marks stats streams util vmm
-UNIT_OBJS_slots       := arena arena_index arena_query capture config contexts driver fp_build fp_compare fp_store fp_desc fp_pinfo \
+UNIT_OBJS_slots       := arena arena_index arena_query blocked capture config contexts driver fp_build fp_compare fp_store fp_desc fp_pinfo \
                          ipc ipc_wire log mem_arena mem_lazy mem_registry memory pathtmpl policy rec_audit \
                          rec_graph rec_marks slot_map slots stats streams util vmm
 # graphs.c reaches the profiled policy, and through it the rest of core/
-UNIT_OBJS_graphs      := arena arena_index arena_query cap_record capture config contexts core costs driver fp_build fp_compare fp_store fp_desc \
+UNIT_OBJS_graphs      := arena arena_index arena_query blocked cap_record capture config contexts core costs driver fp_build fp_compare fp_store fp_desc \
                          fp_pinfo graph_records graph_uobj graph_update graphs ipc ipc_wire log mem_arena mem_lazy mem_query \
                          mem_registry memory pathtmpl policy prof_alias prof_observe prof_order prof_rent prof_restore \
                          prof_util prof_variants profiled rec_audit rec_graph rec_marks slot_map slots stats \
