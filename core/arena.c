@@ -12,9 +12,9 @@
  * carve shares its pend). Adjacent ranges with the same mapped state and
  * compatible tags are coalesced. An unmapped granule is always wholly free
  * and available (blocks only live on mapped granules; trim only unmaps what
- * is available). The free ranges are kept in blocks of at most SG_FR_BLOCK
- * (arena_index.c), so that an insertion or removal moves the ranges of one
- * block. A free merges with its neighbours only; the first-fit scan is a
+ * is available). The free ranges are kept in a blocked sorted array of at
+ * most SG_FR_BLOCK per block (blocked.h, arena_index.c), so that an
+ * insertion or removal moves the ranges of one block. A free merges with its neighbours only; the first-fit scan is a
  * pass over one segment's ranges that skips, by arena_index.c's index,
  * whole blocks of ranges too small for the block (every change below
  * marks the figures of its block stale: sg_fr_touch).

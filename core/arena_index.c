@@ -1,6 +1,7 @@
 /*
- * core/arena_index.c: a segment's free ranges in blocks (arena_internal.h:
- * find, insert, remove), and what lets arena.c's first-fit scan skip whole
+ * core/arena_index.c: a segment's free ranges as a blocked sorted array
+ * (blocked.h, the kind sg_fr_kind: reserved before each change, so that no
+ * change fails midway), and what lets arena.c's first-fit scan skip whole
  * blocks of free ranges that cannot hold the block it places, so that a
  * placement costs about the same with 100,000 holes between live blocks as
  * with 1,000 (a pass over every range made 2,000 allocations there take
@@ -26,14 +27,14 @@
  * included; a block with a large range pending for another stream is only
  * visited in vain.
  *
- * Kept lazily: a change in a block marks it and the block before stale
- * (sg_fr_touch), with their groups; a split or removal of a block, which
- * renumbers the blocks after it, marks the groups from there on stale
- * (their blocks' figures stay). The scan rebuilds a stale group, and in it
+ * Kept lazily (the container's notes, fr_note): a change in a block marks
+ * it and the block before stale (sg_fr_touch), with their groups; a split
+ * or removal of a block, which renumbers the blocks after it, marks the
+ * groups from there on stale (their blocks' figures stay). The scan rebuilds a stale group, and in it
  * the stale blocks, when it reaches one, so a step that frees or fills a
  * hole far below the top rebuilds a block or two and a group's 64
- * figures, whatever lies above. Memory: 16 bytes per block of 64 ranges
- * (of 32 bytes each), and 24 per group.
+ * figures, whatever lies above. Memory: a header of 32 bytes per block of
+ * 64 ranges (of 32 bytes each), and 24 per group.
  *
  * No locking here: the caller serialises every call on one arena (arena.h).
  */

@@ -119,7 +119,7 @@ static inline uint64_t sg_fr_key(const void *e)
     return r->base + r->size;
 }
 
-static inline frange *fr_at(const seg *s, frpos p) { return sg_blocked_at(&s->fr, p); }
+static inline frange *fr_at(const seg *s, frpos p) { return (frange *)sg_blocked_elems(&s->fr, p.b) + p.o; }
 static inline frpos fr_next(const seg *s, frpos p) { return sg_blocked_next(&s->fr, p); }
 /* The position before p (p not the first), or the last one for the end. */
 static inline frpos fr_prev(const seg *s, frpos p) { return sg_blocked_prev(&s->fr, p); }
@@ -128,7 +128,7 @@ static inline int fr_end(const seg *s, frpos p) { return sg_blocked_is_end(&s->f
 /* The first free range whose end is > addr, or the end. */
 static inline frpos sg_fr_find(const seg *s, CUdeviceptr addr)
 {
-    return sg_blocked_upper_by(&s->fr, addr, sg_fr_key);
+    return sg_blocked_upper_by(&s->fr, addr, sg_fr_key, sizeof(frange));
 }
 
 /* s's free ranges, empty (a new segment). */

@@ -15,7 +15,9 @@
 static void setup(sg_blocked *c)
 {
     c->esize = c->k->esize;
-    c->eoff = (c->k->hsize + 15) / 16 * 16;
+    c->cap = c->k->cap;
+    c->note = c->k->note;
+    c->hoff = (c->k->cap * c->esize + 15) / 16 * 16;
 }
 
 void sg_blocked_init(sg_blocked *c, const sg_blocked_kind *k)
@@ -27,58 +29,47 @@ void sg_blocked_init(sg_blocked *c, const sg_blocked_kind *k)
 void sg_blocked_free(sg_blocked *c)
 {
     for (size_t b = 0; b < c->nbk; b++) free(c->bk[b]);
-    for (int s = 0; s < SG_BLOCKED_SPARES; s++) free(c->spare[s]);
+    for (size_t s = 0; s < c->nspare; s++) free(c->spare[s]);
     free(c->bk);
     sg_blocked_init(c, c->k);
 }
 
 static void note(sg_blocked *c, int what, size_t b)
 {
-    if (c->k->note) c->k->note(c, what, b);
+    if (c->note) c->note(c, what, b);
 }
 
 void sg_blocked_touch(sg_blocked *c, size_t b) { note(c, SG_BLK_CHANGED, b); }
 
 sg_bpos sg_blocked_upper(const sg_blocked *c, uint64_t x)
 {
-    return sg_blocked_upper_by(c, x, c->k->key);
+    return sg_blocked_upper_by(c, x, c->k->key, c->esize);
 }
 
-int sg_blocked_reserve(sg_blocked *c, size_t k)
+int sg_blocked_reserve_slow(sg_blocked *c, size_t k)
 {
     if (!c->esize) setup(c);
     if (sg_grow((void **)&c->bk, &c->capbk, c->nbk + k, sizeof *c->bk) != 0) return -1;
-    size_t have = 0;
-    for (int s = 0; s < SG_BLOCKED_SPARES; s++) have += c->spare[s] != NULL;
-    for (int s = 0; s < SG_BLOCKED_SPARES && have < k; s++)
-        if (!c->spare[s]) {
-            if (!(c->spare[s] = malloc(sizeof(sg_bblk) + c->eoff + c->k->cap * c->esize))) return -1;
-            have++;
-        }
+    while (c->nspare < k && c->nspare < SG_BLOCKED_SPARES) {
+        sg_bblk *b = malloc(sizeof(sg_bblk) + c->hoff + c->k->hsize);
+        if (!b) return -1;
+        c->spare[c->nspare++] = b;
+    }
     return 0;
 }
 
 static sg_bblk *take_spare(sg_blocked *c)
 {
-    for (int s = 0; s < SG_BLOCKED_SPARES; s++) {
-        sg_bblk *k = c->spare[s];
-        if (k) {
-            c->spare[s] = NULL;
-            k->n = 0;
-            return k;
-        }
-    }
-    abort();   /* an insertion without sg_blocked_reserve: a bug of the user */
+    if (!c->nspare) abort();   /* an insertion without sg_blocked_reserve: a bug of the user */
+    sg_bblk *k = c->spare[--c->nspare];
+    k->n = 0;
+    return k;
 }
 
 static void give_spare(sg_blocked *c, sg_bblk *k)
 {
-    for (int s = 0; s < SG_BLOCKED_SPARES; s++)
-        if (!c->spare[s]) {
-            c->spare[s] = k;
-            return;
-        }
-    free(k);
+    if (c->nspare < SG_BLOCKED_SPARES) c->spare[c->nspare++] = k;
+    else free(k);
 }
 
 /* A new block k at b (the blocks from b on move up). */
@@ -100,12 +91,23 @@ static void block_remove(sg_blocked *c, size_t b)
 
 static unsigned char *elem(const sg_blocked *c, sg_bblk *k, size_t i)
 {
-    return k->d + c->eoff + i * c->esize;
+    return k->d + i * c->esize;
+}
+
+/* One element's bytes (inline for the users' sizes: no call). */
+static void elem_copy(unsigned char *d, const void *e, size_t es)
+{
+    switch (es) {
+    case 8: memcpy(d, e, 8); break;
+    case 16: memcpy(d, e, 16); break;
+    case 32: memcpy(d, e, 32); break;
+    default: memcpy(d, e, es); break;
+    }
 }
 
 void sg_blocked_insert_reserved(sg_blocked *c, sg_bpos p, const void *e)
 {
-    size_t cap = c->k->cap, es = c->esize;
+    size_t cap = c->cap, es = c->esize;
     if (c->nbk == 0) block_insert(c, 0, take_spare(c));
     if (p.b == c->nbk) p = (sg_bpos){ c->nbk - 1, c->bk[c->nbk - 1]->n };   /* appended */
     sg_bblk *k = c->bk[p.b];
@@ -119,7 +121,7 @@ void sg_blocked_insert_reserved(sg_blocked *c, sg_bpos p, const void *e)
         k = c->bk[p.b];
     }
     memmove(elem(c, k, p.o + 1), elem(c, k, p.o), (k->n - p.o) * es);
-    memcpy(elem(c, k, p.o), e, es);
+    elem_copy(elem(c, k, p.o), e, es);
     k->n++;
     c->n++;
     note(c, SG_BLK_CHANGED, p.b);
@@ -129,14 +131,14 @@ int sg_blocked_insert(sg_blocked *c, sg_bpos p, const void *e)
 {
     /* a new block: the first one, or a split of the full block at p */
     size_t b = p.b < c->nbk ? p.b : c->nbk - 1;
-    if ((!c->nbk || c->bk[b]->n == c->k->cap) && sg_blocked_reserve(c, 1) != 0) return -1;
+    if ((!c->nbk || c->bk[b]->n == c->cap) && sg_blocked_reserve(c, 1) != 0) return -1;
     sg_blocked_insert_reserved(c, p, e);
     return 0;
 }
 
 void sg_blocked_erase(sg_blocked *c, sg_bpos p)
 {
-    size_t half = c->k->cap / 2;
+    size_t half = c->cap / 2;
     sg_bblk *k = c->bk[p.b];
     memmove(elem(c, k, p.o), elem(c, k, p.o + 1), (k->n - p.o - 1) * c->esize);
     k->n--;

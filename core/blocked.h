@@ -61,15 +61,17 @@ typedef struct sg_blocked_kind {
 
 typedef struct sg_bblk {
     size_t n;
-    _Alignas(16) unsigned char d[];   /* the user's header (hsize, rounded up to 16), elements */
+    _Alignas(16) unsigned char d[];   /* the elements (cap of them), then the user's header */
 } sg_bblk;
 
 typedef struct sg_blocked {
     const sg_blocked_kind *k;
-    size_t esize, eoff;            /* kind's esize; offset of the elements in d */
+    size_t esize, cap, hoff;       /* kind's esize and cap; offset of the user's header in d */
+    void (*note)(struct sg_blocked *c, int what, size_t b);   /* kind's */
     sg_bblk **bk;                  /* the blocks, in order, none empty */
     size_t nbk, capbk, n;          /* blocks, their array's capacity, elements */
     sg_bblk *spare[SG_BLOCKED_SPARES];
+    size_t nspare;                 /* spare[0 .. nspare - 1] */
 } sg_blocked;
 
 /* A position: block b, element o in it; the end is (nbk, 0). */
@@ -89,18 +91,20 @@ static inline sg_bpos sg_blocked_end(const sg_blocked *c) { return (sg_bpos){ c-
 static inline int sg_blocked_is_end(const sg_blocked *c, sg_bpos p) { return p.b >= c->nbk; }
 static inline int sg_blocked_is_first(sg_bpos p) { return !p.b && !p.o; }
 
-/* Block b's elements (n of them: *n) and its user header. */
+/* Block b's elements (n of them: *n; an array of the user's type) and its
+ * user header. */
 static inline void *sg_blocked_block(const sg_blocked *c, size_t b, size_t *n)
 {
     *n = c->bk[b]->n;
-    return c->bk[b]->d + c->eoff;
+    return c->bk[b]->d;
 }
-static inline void *sg_blocked_head(const sg_blocked *c, size_t b) { return c->bk[b]->d; }
+static inline void *sg_blocked_elems(const sg_blocked *c, size_t b) { return c->bk[b]->d; }
+static inline void *sg_blocked_head(const sg_blocked *c, size_t b) { return c->bk[b]->d + c->hoff; }
 
 /* The element at p (not the end). */
 static inline void *sg_blocked_at(const sg_blocked *c, sg_bpos p)
 {
-    return c->bk[p.b]->d + c->eoff + p.o * c->esize;
+    return c->bk[p.b]->d + p.o * c->esize;
 }
 
 static inline sg_bpos sg_blocked_next(const sg_blocked *c, sg_bpos p)
@@ -114,23 +118,24 @@ static inline sg_bpos sg_blocked_prev(const sg_blocked *c, sg_bpos p)
     return p.o ? (sg_bpos){ p.b, p.o - 1 } : (sg_bpos){ p.b - 1, c->bk[p.b - 1]->n - 1 };
 }
 
-/* The first element whose key is > x, or the end. key is c's kind's key,
- * passed here so that a caller naming its own function has it inlined. */
+/* The first element whose key is > x, or the end. key and es are c's
+ * kind's key and esize, passed here so that a caller naming its own has
+ * them inlined (sg_blocked_upper: the kind's, called). */
 static inline sg_bpos sg_blocked_upper_by(const sg_blocked *c, uint64_t x,
-                                          uint64_t (*key)(const void *e))
+                                          uint64_t (*key)(const void *e), size_t es)
 {
-    size_t lo = 0, hi = c->nbk, es = c->esize, eo = c->eoff;
+    size_t lo = 0, hi = c->nbk;
     while (lo < hi) {   /* the first block whose last element's key is > x */
         size_t mid = (lo + hi) / 2;
         const sg_bblk *k = c->bk[mid];
-        if (key(k->d + eo + (k->n - 1) * es) <= x) lo = mid + 1; else hi = mid;
+        if (key(k->d + (k->n - 1) * es) <= x) lo = mid + 1; else hi = mid;
     }
     if (lo == c->nbk) return (sg_bpos){ c->nbk, 0 };
     const sg_bblk *k = c->bk[lo];
     size_t a = 0, z = k->n - 1;
     while (a < z) {
         size_t mid = (a + z) / 2;
-        if (key(k->d + eo + mid * es) <= x) a = mid + 1; else z = mid;
+        if (key(k->d + mid * es) <= x) a = mid + 1; else z = mid;
     }
     return (sg_bpos){ lo, a };
 }
@@ -139,7 +144,11 @@ sg_bpos sg_blocked_upper(const sg_blocked *c, uint64_t x);
 
 /* Makes sure the next k (at most SG_BLOCKED_SPARES) insertions need no
  * memory. 0, or -1 (the elements unchanged). */
-int sg_blocked_reserve(sg_blocked *c, size_t k);
+int sg_blocked_reserve_slow(sg_blocked *c, size_t k);
+static inline int sg_blocked_reserve(sg_blocked *c, size_t k)
+{
+    return c->nspare >= k && c->nbk + k <= c->capbk ? 0 : sg_blocked_reserve_slow(c, k);
+}
 /* Inserts the element e at p (those from p on follow it); reserved. */
 void sg_blocked_insert_reserved(sg_blocked *c, sg_bpos p, const void *e);
 /* Inserts e at p, allocating what it needs: 0, or -1 (nothing inserted). */

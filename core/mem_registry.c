@@ -154,10 +154,10 @@ int sg_mem_maybe_ours(CUdeviceptr p)
 }
 
 /* The block at q (not the end). */
-static sg_block *reg_at(sg_bpos q) { return *(sg_block **)sg_blocked_at(&reg, q); }
+static sg_block *reg_at(sg_bpos q) { return ((sg_block **)sg_blocked_elems(&reg, q.b))[q.o]; }
 
 /* The first block whose base is > p (reg_lock held). */
-static sg_bpos reg_upper(CUdeviceptr p) { return sg_blocked_upper_by(&reg, p, reg_key); }
+static sg_bpos reg_upper(CUdeviceptr p) { return sg_blocked_upper_by(&reg, p, reg_key, sizeof(sg_block *)); }
 
 /* The place of the live block containing p, or the end (reg_lock held). */
 static sg_bpos reg_containing_at(CUdeviceptr p)

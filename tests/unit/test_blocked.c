@@ -127,7 +127,7 @@ static void random_ops(const sg_blocked_kind *k, int steps, uint64_t keys)
             nmodel++;
         } else if (op < 14 && nmodel) {   /* erase one, found by its key */
             size_t i = rnd() % nmodel;
-            sg_bpos p = sg_blocked_upper_by(&c, model[i].key - 1, el_key);
+            sg_bpos p = sg_blocked_upper_by(&c, model[i].key - 1, el_key, sizeof(el));
             CHECK_EQ(((el *)sg_blocked_at(&c, p))->key, model[i].key);
             sg_blocked_erase(&c, p);
             memmove(&model[i], &model[i + 1], (nmodel - i - 1) * sizeof *model);
