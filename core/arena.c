@@ -14,10 +14,11 @@
  * and available (blocks only live on mapped granules; trim only unmaps what
  * is available). The free ranges are kept in a blocked sorted array of at
  * most SG_FR_BLOCK per block (blocked.h, arena_index.c), so that an
- * insertion or removal moves the ranges of one block. A free merges with its neighbours only; the first-fit scan is a
- * pass over one segment's ranges that skips, by arena_index.c's index,
- * whole blocks of ranges too small for the block (every change below
- * marks the figures of its block stale: sg_fr_touch).
+ * insertion or removal moves the ranges of one block. A free merges with
+ * its neighbours only; the first-fit scan is a pass over one segment's
+ * ranges that skips, by arena_index.c's index, whole blocks of ranges too
+ * small for the block (every change below marks the figures of its block
+ * stale: sg_fr_touch, and the container's notes).
  * Pending frees also wait in a chain per freeing stream (reap). The
  * structures are in arena_internal.h; what only reads them, in arena_query.c.
  *
