@@ -6,8 +6,8 @@
  * when full and merge at half, exactly at those bounds, with the user told
  * of each change (notes); the two failure rules: an insertion whose memory
  * is refused leaves the container as it was, and one reserved beforehand
- * needs no memory at all. The test's malloc and realloc (below) refuse
- * while `refuse` is set.
+ * needs no memory at all. The container's malloc and realloc (below)
+ * refuse while `refuse` is set.
  */
 #include "check.h"
 #include "core/blocked.h"
@@ -15,27 +15,32 @@
 #include <stdint.h>
 #include <string.h>
 
-extern void *__libc_malloc(size_t n);
-extern void *__libc_realloc(void *p, size_t n);
+/* The core objects' malloc and realloc come here (linked with
+ * -Wl,--wrap=malloc,--wrap=realloc: tests/unit/unit.mk), the test's and the
+ * C library's own do not; a sanitizer's allocator stays behind them. */
+void *__real_malloc(size_t n);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_realloc(void *p, size_t n);
 static int refuse;       /* the next allocations fail */
 static int refused;      /* allocations refused so far */
 
-void *malloc(size_t n)
+void *__wrap_malloc(size_t n)
 {
     if (refuse) {
         refused++;
         return NULL;
     }
-    return __libc_malloc(n);
+    return __real_malloc(n);
 }
 
-void *realloc(void *p, size_t n)
+void *__wrap_realloc(void *p, size_t n)
 {
     if (refuse) {
         refused++;
         return NULL;
     }
-    return __libc_realloc(p, n);
+    return __real_realloc(p, n);
 }
 
 typedef struct el {

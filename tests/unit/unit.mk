@@ -49,6 +49,8 @@ $(foreach t,$(UNIT_NAMES),$(if $(UNIT_OBJS_$(t)),,\
 
 # The test's own object (generic rule), with the tests' include paths.
 $(BUILD)/obj/tests/unit/%.o: ALL_CFLAGS += -Itests -I.
+# test_blocked refuses the container's allocations on demand
+$(BUILD)/tests/unit/test_blocked: ALL_LDFLAGS += -Wl,--wrap=malloc,--wrap=realloc
 # test_costs reads the shipped core/costs.tsv
 $(BUILD)/obj/tests/unit/test_costs.o: ALL_CFLAGS += -DSG_SRC_DIR='"$(CURDIR)"'
 
