@@ -3,7 +3,7 @@
  * arena's free ranges (arena_index.c, blocks of 64) and the registry of
  * placed blocks (mem_registry.c, blocks of 256).
  *
- * The elements, of a fixed size, lie in address order in blocks of at most
+ * The elements, of a fixed size, lie in key order in blocks of at most
  * `cap` each (none empty): an insertion or removal moves the elements of
  * one block only, so that a change far below the last element costs the
  * same as one near it. A full block splits in two (the upper half to a new
@@ -31,10 +31,10 @@
  * of every change, with the container (the user finds its own structure
  * around it: it may move, as an element of a growing array):
  *   SG_BLK_CHANGED b   block b's elements changed (their count too);
- *   SG_BLK_ADDED b     a new block at b (count already raised; the blocks
+ *   SG_BLK_ADDED b     a new block at b (nbk already raised; the blocks
  *                      from b on were renumbered; its header is the user's
  *                      to set);
- *   SG_BLK_REMOVED b   the block at b went (count already lowered; the
+ *   SG_BLK_REMOVED b   the block at b went (nbk already lowered; the
  *                      blocks from b on were renumbered).
  *
  * No locking: the user serialises every call on one container.
