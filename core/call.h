@@ -29,6 +29,8 @@ typedef enum {
     SG_CALL_IPC_HANDLE,     /* u.ipc */
     SG_CALL_IPC_OPEN,       /* u.ipc_open: cuIpcOpenMemHandle(_v2) (ipc.c) */
     SG_CALL_IPC_CLOSE,      /* u.ipc_close: cuIpcCloseMemHandle (ipc.c) */
+    SG_CALL_FOREIGN_FREE,   /* cuMemFreeHost, cuMemHostUnregister, cuMemUnmap: memory the library
+                             * did not place may end (sg_mem_foreign_gone) */
     SG_CALL_RETAIN_HANDLE,  /* u.retain: cuMemRetainAllocationHandle */
     SG_CALL_MEM_ACCESS,     /* u.access: cuMemGetAccess */
     SG_CALL_MEM_INFO,       /* u.info: cuMemGetInfo */

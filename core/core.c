@@ -77,13 +77,22 @@ static CUresult route(const sg_call *c)
         return rc;
     }
     case SG_CALL_IPC_OPEN:
-    case SG_CALL_IPC_CLOSE:
         return sg_ipc_call(c);
+    case SG_CALL_IPC_CLOSE:
+        rc = sg_ipc_call(c);
+        sg_mem_foreign_gone(0);
+        return rc;
+    case SG_CALL_FOREIGN_FREE:
+        rc = c->forward(c->args);
+        sg_mem_foreign_gone(0);
+        return rc;
     case SG_CALL_CTX_DESTROY:
     case SG_CALL_PRIMARY_DROP:
         sg_rec_ctx_may_go();
         sg_launch_filter_forget();
-        return sg_ctx_call(c);
+        rc = sg_ctx_call(c);
+        sg_mem_foreign_gone(0);    /* the context's memory went with it */
+        return rc;
     case SG_CALL_PRIMARY_RETAIN:
         /* the first retain activates the context, which takes device memory:
          * on CUDA_ERROR_OUT_OF_MEMORY (documented) the arenas give back what
@@ -141,6 +150,7 @@ static CUresult sticky_probe(const sg_call *c)
 {
     switch (c->kind) {
     case SG_CALL_FORWARD:           /* the driver answers these itself */
+    case SG_CALL_FOREIGN_FREE:
     case SG_CALL_GRAPH_UOBJ:
     case SG_CALL_GRAPH_CLONE:
     case SG_CALL_POOL_ATTR:         /* (forwarded first; a figure added on success only) */

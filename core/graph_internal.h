@@ -41,6 +41,8 @@ typedef struct sg_grec {
                                   * references (graph_uobj.c): whole-graph updates forwarded,
                                   * no observer shortcut; sticky */
     int logged;                  /* the unsupported line was logged */
+    uint64_t fgen;               /* sg_mem_foreign_gen() + 1 when the driver last accepted, or
+                                  * the library last checked, fp's foreign operands; 0: never */
     sg_fp fp;                    /* what the program asked the exec to hold (state current) */
     sg_fp next;                  /* the candidate of an update (buffers reused) */
     sg_fp_delta delta;           /* or its nodes that differ from fp (buffers reused) */

@@ -109,14 +109,29 @@ static int outs_ok(const sg_call *c)
     return c->u.update.info || (c->u.update.error_node && c->u.update.result);
 }
 
-/* The driver's range check of a memset / memcpy node (a per-node update's, or a graph's). */
-static CUresult node_range_check(const sg_fp_node *n)
+/* The driver's range check of a memset / memcpy node (a per-node update's,
+ * or a graph's): CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE for a range over
+ * placed memory the driver would refuse without the library, or (with
+ * `ask`) SG_FOREIGN_UNSURE for an operand in memory the library did not
+ * place that the driver does not show whole (memory.h). */
+static CUresult node_range_check(const sg_fp_node *n, int ask)
 {
     if (n->k.type == CU_GRAPH_NODE_TYPE_MEMSET && n->len >= sizeof(CUDA_MEMSET_NODE_PARAMS))
-        return sg_mem_check_memset((const CUDA_MEMSET_NODE_PARAMS *)(const void *)n->pay);
+        return sg_mem_check_memset((const CUDA_MEMSET_NODE_PARAMS *)(const void *)n->pay, ask);
     if (n->k.type == CU_GRAPH_NODE_TYPE_MEMCPY && n->len >= sizeof(CUDA_MEMCPY3D))
-        return sg_mem_check_memcpy((const CUDA_MEMCPY3D *)(const void *)n->pay);
+        return sg_mem_check_memcpy((const CUDA_MEMCPY3D *)(const void *)n->pay, ask);
     return CUDA_SUCCESS;
+}
+
+/* Whether an answer about the foreign operands (memory the library did not
+ * place) of r's exec must be asked of the driver: some foreign memory ended
+ * (sg_mem_foreign_gen, memory.h) since the driver last accepted, or the
+ * library last checked, what the exec holds (r->fgen: that generation + 1;
+ * 0: never). Without an end, an operand the driver accepted once is still
+ * whole. */
+static int foreign_ask(const sg_grec *r, uint64_t gen)
+{
+    return gen != 0 && (gen == SG_FOREIGN_ALWAYS || r->fgen != gen + 1);
 }
 
 static int child_range_bad(CUgraph cg, int depth);
@@ -129,7 +144,7 @@ static int child_range_bad(CUgraph cg, int depth);
  * have, or of another type, is refused with the same code); a child graph
  * (the generic setter's) is read through the driver. Kernel parameters are
  * not described here (the driver checks no range of them). */
-static CUresult setter_range_check(sg_fp_node *scratch, const sg_call *c)
+static CUresult setter_range_check(sg_fp_node *scratch, const sg_call *c, int ask)
 {
     sg_node_params_kind k = c->u.node_update.kind;
     const void *p = c->u.node_update.params;
@@ -141,23 +156,28 @@ static CUresult setter_range_check(sg_fp_node *scratch, const sg_call *c)
         if (g->type != CU_GRAPH_NODE_TYPE_MEMSET && g->type != CU_GRAPH_NODE_TYPE_MEMCPY) return CUDA_SUCCESS;
     }
     if (sg_fp_params_desc(scratch, k, p, c->u.node_update.ctx, NULL) != 0) return CUDA_SUCCESS;
-    return node_range_check(scratch);
+    return node_range_check(scratch, ask);
 }
 
 /* The first memset / memcpy node of fp with the delta d applied (d NULL:
- * fp itself) whose range the driver would refuse over placed memory, or -1. */
-static long bad_range_delta(const sg_fp *fp, const sg_fp_delta *d)
+ * fp itself) whose range the driver would refuse over placed memory, or
+ * (with `ask`) whose foreign operand the driver does not show whole
+ * (*foreign set then), or -1. */
+static long bad_range_delta(const sg_fp *fp, const sg_fp_delta *d, int ask, int *foreign)
 {
     size_t k = 0, nd = d ? d->n : 0;
+    *foreign = 0;
     for (size_t i = 0; i < fp->n; i++) {
         const sg_fp_node *n = &fp->nodes[i];
         if (k < nd && d->idx[k] == i) n = &d->nodes[k++];
-        if (n->k.state == SG_FP_OK && node_range_check(n) != CUDA_SUCCESS) return (long)i;
+        CUresult rc = n->k.state == SG_FP_OK ? node_range_check(n, ask) : CUDA_SUCCESS;
+        if (rc != CUDA_SUCCESS) {
+            *foreign = rc == SG_FOREIGN_UNSURE;
+            return (long)i;
+        }
     }
     return -1;
 }
-
-static long bad_range_node(const sg_fp *fp) { return bad_range_delta(fp, NULL); }
 
 /* Whether graph node nd (of a child graph) is a memset / memcpy node whose
  * range the driver would refuse over placed memory, or a child graph node
@@ -170,13 +190,13 @@ static int node_range_bad(CUgraphNode nd, int depth)
         CUDA_MEMSET_NODE_PARAMS m;
         return sg_drv.cuGraphMemsetNodeGetParams &&
                SG_DRIVER_CALL(cuGraphMemsetNodeGetParams, nd, &m) == CUDA_SUCCESS &&
-               sg_mem_check_memset(&m) != CUDA_SUCCESS;
+               sg_mem_check_memset(&m, 0) != CUDA_SUCCESS;
     }
     if (t == CU_GRAPH_NODE_TYPE_MEMCPY) {
         CUDA_MEMCPY3D m;
         return sg_drv.cuGraphMemcpyNodeGetParams &&
                SG_DRIVER_CALL(cuGraphMemcpyNodeGetParams, nd, &m) == CUDA_SUCCESS &&
-               sg_mem_check_memcpy(&m) != CUDA_SUCCESS;
+               sg_mem_check_memcpy(&m, 0) != CUDA_SUCCESS;
     }
     CUgraph cg;
     return t == CU_GRAPH_NODE_TYPE_GRAPH && sg_drv.cuGraphChildGraphNodeGetGraph &&
@@ -313,7 +333,7 @@ static CUresult decide(sg_grec *r, const sg_call *c, int reason, long node, int 
         return forward_update(r, c, sg_graph_caps.skip_identical ? SG_REASON_NOT_COMPARABLE : SG_REASON_POLICY,
                               node, built);
     }
-    if (r->pol && built && outs_ok(c)) {
+    if (r->pol && built && outs_ok(c) && reason != SG_REASON_FOREIGN_MEMORY) {
         sg_exec_view x = sg_grec_view(r);
         sg_update u = update_of(r, c, node, built);
         int a = sg_graph_obs->accept(r->pol, &x, &u);
@@ -348,13 +368,17 @@ CUresult sg_graph_update(const sg_call *c)
     sg_lock_take(&r->lock);
     sg_fp_cache_enter();
     CUgraph g = c->u.update.graph;
-    int reason = forced_reason(r), built = 0, rreason = -1;
+    int reason = forced_reason(r), built = 0, rreason = -1, foreign = 0;
+    /* taken before any driver call: an end of foreign memory after it makes
+     * the next update ask again */
+    uint64_t fgen = sg_mem_foreign_gen();
+    int ask = foreign_ask(r, fgen);
     /* The common case, a record to compare with what the exec holds: one
      * pass finds the nodes that differ (none: identical), and only those
      * are copied. Anything else (a memset / memcpy range the driver would
      * now refuse included) takes the general path below. */
     if (reason < 0 && sg_rec_delta(g, &r->fp, &r->delta, &rreason) == SG_READBACK_NONE &&
-        r->delta.valid && bad_range_delta(&r->fp, &r->delta) < 0) {
+        r->delta.valid && bad_range_delta(&r->fp, &r->delta, ask, &foreign) < 0) {
         built = r->delta.n ? BUILT_DELTA : BUILT_SAME;
         reason = rreason;
     } else {
@@ -367,10 +391,17 @@ CUresult sg_graph_update(const sg_call *c)
         if (reason < 0) reason = built ? sg_fp_compare(&r->fp, &r->next) : SG_REASON_NOT_COMPARABLE;
     }
     /* a range the driver would refuse without the library, where no
-     * earlier refusal of the driver's comes first (refusal_at) */
-    long bad = built == 1 ? bad_range_node(&r->next) : -1;
+     * earlier refusal of the driver's comes first (refusal_at); the first
+     * such node a foreign operand the driver does not show whole: the
+     * driver judges it, and the placed operands after it, which it would
+     * refuse first (round 41) */
+    long bad = built == 1 ? bad_range_delta(&r->next, NULL, ask, &foreign) : -1;
     long child = built == 1 ? bad_child_node(r, g, bad) : -1;
-    if (child >= 0) bad = child;
+    if (child >= 0) bad = child, foreign = 0;
+    if (bad >= 0 && foreign) {
+        bad = -1;
+        reason = SG_REASON_FOREIGN_MEMORY;
+    }
     if (bad >= 0) bad = refusal_at(r, bad);
     int desc = built > 1 ? built : built && !r->next.unsupported;
     CUresult rc;
@@ -389,6 +420,9 @@ CUresult sg_graph_update(const sg_call *c)
         /* forwarded: the exec now holds a node type the library does not model */
         r->fp.unsupported = 1;
     }
+    /* accepted by the driver, or answered here with every foreign operand
+     * whole (asked, or no end since it last was): true as of fgen */
+    if (rc == CUDA_SUCCESS && fgen != SG_FOREIGN_ALWAYS) r->fgen = fgen + 1;
     if (rc == CUDA_SUCCESS) sg_grec_check_supported(r);
     sg_fp_cache_leave();
     sg_lock_drop(&r->lock);
@@ -411,7 +445,11 @@ CUresult sg_graph_update_node(const sg_call *c)
     long i = sg_grec_node_index(r, c->u.node_update.node);
     if (i >= 0 && (size_t)i >= r->fp.n) i = -1;
     int desc = -1, reason = forced_reason(r);
-    CUresult rc = setter_range_check(&r->node, c);
+    /* a setter's foreign operands are asked of the driver once any foreign
+     * memory ended (the driver checks the setter's node alone) */
+    CUresult rc = setter_range_check(&r->node, c, sg_mem_foreign_gen() != 0);
+    int unsure = rc == SG_FOREIGN_UNSURE;
+    if (unsure) rc = CUDA_SUCCESS;
     if (rc != CUDA_SUCCESS) {
         /* refused here, whatever the record knows (below) */
     } else if (reason < 0 && i < 0) {
@@ -423,7 +461,7 @@ CUresult sg_graph_update_node(const sg_call *c)
                                  c->u.node_update.ctx, rec->pi);
         if (desc == 1) reason = SG_REASON_UNSUPPORTED_NODE;
         else if (desc < 0) reason = SG_REASON_NOT_COMPARABLE;
-        else if ((rc = node_range_check(&r->node)) == CUDA_SUCCESS) {
+        else if ((rc = node_range_check(&r->node, 0)) == CUDA_SUCCESS) {
             /* a per-node update leaves the attributes (and what they made of the node) alone */
             r->node.k.attr_mask = rec->k.attr_mask;
             memcpy(r->node.k.attrs, rec->k.attrs, sizeof rec->k.attrs);
@@ -432,6 +470,9 @@ CUresult sg_graph_update_node(const sg_call *c)
                                                          : sg_fp_node_compare(rec, &r->node, 1);
         }
     }
+    /* a foreign operand the driver does not show whole: the driver's verdict
+     * (round 41), the record kept current where the node is described */
+    if (unsure && rc == CUDA_SUCCESS && (reason < 0 || desc == 0)) reason = SG_REASON_FOREIGN_MEMORY;
     if (rc != CUDA_SUCCESS) count_refusal(c);
     if (rc == CUDA_SUCCESS) {
         int built = desc == 0 && i >= 0 && r->node.k.state == SG_FP_OK;

@@ -284,6 +284,49 @@ static int device_operand(CUmemorytype t, CUdeviceptr p)
     return t == CU_MEMORYTYPE_DEVICE || (t == CU_MEMORYTYPE_UNIFIED && sg_mem_maybe_ours(p));
 }
 
+/* ------------------------------------------------- memory not the library's */
+
+/* The driver's range check of a foreign operand [p, p + len) of memory type
+ * t: CUDA_SUCCESS where the driver shows an allocation holding it all (a
+ * unified address it knows nothing of is host memory, which it does not
+ * check), SG_FOREIGN_UNSURE otherwise (freed, past its end, or a range the
+ * library cannot judge, such as VMM mappings side by side: the driver
+ * decides). */
+static CUresult foreign_check(CUmemorytype t, CUdeviceptr p, size_t len)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (!len) return CUDA_SUCCESS;
+    if (!sg_drv.cuMemGetAddressRange_v2) return SG_FOREIGN_UNSURE;
+    CUresult rc = SG_DRIVER_CALL(cuMemGetAddressRange_v2, &base, &size, p);
+    if (rc != CUDA_SUCCESS)
+        return t == CU_MEMORYTYPE_UNIFIED && (rc == CUDA_ERROR_NOT_FOUND || rc == CUDA_ERROR_INVALID_VALUE)
+                   ? CUDA_SUCCESS : SG_FOREIGN_UNSURE;
+    return p >= base && len <= size && p - base <= size - len ? CUDA_SUCCESS : SG_FOREIGN_UNSURE;
+}
+
+/* One operand of a node: the library's memory as check_range, foreign
+ * memory asked of the driver where `ask`. */
+static CUresult node_operand(CUmemorytype t, CUdeviceptr p, size_t len, int ask)
+{
+    sg_alloc_info b;
+    if (t != CU_MEMORYTYPE_DEVICE && t != CU_MEMORYTYPE_UNIFIED) return CUDA_SUCCESS;
+    if (sg_mem_maybe_ours(p) || (len && sg_ipc_lookup(p, &b) >= 0)) return check_range(p, len);
+    return ask ? foreign_check(t, p, len) : CUDA_SUCCESS;
+}
+
+static CUresult check_copy3d_as(const CUDA_MEMCPY3D *p, int ask)
+{
+    CUresult rc = node_operand(p->srcMemoryType, p->srcDevice,
+                               extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight,
+                                        p->WidthInBytes, p->Height, p->Depth), ask);
+    if (rc == CUDA_SUCCESS)
+        rc = node_operand(p->dstMemoryType, p->dstDevice,
+                          extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight,
+                                   p->WidthInBytes, p->Height, p->Depth), ask);
+    return rc;
+}
+
 static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
 {
     CUresult rc = CUDA_SUCCESS;
@@ -346,11 +389,16 @@ static CUresult check_op(const sg_call *c)
     return CUDA_SUCCESS;
 }
 
-CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p) { return p ? check_copy3d(p) : CUDA_SUCCESS; }
-
-CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m)
+CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p, int ask)
 {
-    return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height) : CUDA_SUCCESS;
+    return p ? check_copy3d_as(p, ask) : CUDA_SUCCESS;
+}
+
+CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m, int ask)
+{
+    if (!m) return CUDA_SUCCESS;
+    return node_operand(CU_MEMORYTYPE_DEVICE, m->dst,
+                        m->height ? (m->height - 1) * m->pitch + m->width * m->elementSize : 0, ask);
 }
 
 static CUresult mem_op(const sg_call *c)

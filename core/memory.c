@@ -166,10 +166,36 @@ static CUresult fwd_alloc(const sg_call *c)
     return rc;
 }
 
+/* Memory the library did not place (foreign: managed, pinned and registered
+ * host memory, the program's own VMM mappings, unplaced cuMemAlloc and pool
+ * blocks, imported memory) is range-checked by the driver whenever it sees
+ * an update; an update the library answers itself must be one the driver
+ * would accept, so a foreign operand that may have ended since the driver
+ * last saw it is asked of the driver. foreign_gen counts the calls that may
+ * end foreign memory (each bumped after the driver's call returned, so a
+ * query made before it is not trusted afterwards); foreign_async is set
+ * for good by the first stream-ordered free of foreign memory, which ends
+ * it when the stream reaches it, at no call the library sees. */
+static uint64_t foreign_gen;         /* atomic */
+static int foreign_async;             /* atomic */
+
+void sg_mem_foreign_gone(int async)
+{
+    if (async) __atomic_store_n(&foreign_async, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&foreign_gen, 1, __ATOMIC_ACQ_REL);
+}
+
+uint64_t sg_mem_foreign_gen(void)
+{
+    if (__atomic_load_n(&foreign_async, __ATOMIC_ACQUIRE)) return SG_FOREIGN_ALWAYS;
+    return __atomic_load_n(&foreign_gen, __ATOMIC_ACQUIRE);
+}
+
 static CUresult fwd_free(const sg_call *c)
 {
     CUresult rc = c->forward(c->args);
     if (rc == CUDA_SUCCESS) sg_mem_fwd_untrack(c->u.free.ptr);
+    sg_mem_foreign_gone(c->u.free.async);
     return rc;
 }
 

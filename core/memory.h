@@ -81,9 +81,24 @@ void sg_mem_view_release(const sg_mem_view *v);
 CUresult sg_mem_check_range(CUdeviceptr p, size_t len);
 
 /* The same checks for a memcpy or memset node's parameters (graph
- * updates). */
-CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p);
-CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m);
+ * updates). With `ask`, a device operand (or a unified one the driver knows
+ * as device memory) that is not the library's is asked of the driver
+ * (cuMemGetAddressRange): one it does not show allocated over the whole
+ * range gives SG_FOREIGN_UNSURE, for the driver to judge. */
+#define SG_FOREIGN_UNSURE CUDA_ERROR_NOT_FOUND
+CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p, int ask);
+CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m, int ask);
+
+/* Memory the library did not place ("foreign") may have ended: called after
+ * each call that may end some (cuMemFree / cuMemFreeAsync of an unplaced
+ * block, cuMemFreeHost, cuMemHostUnregister, cuMemUnmap, cuIpcCloseMemHandle,
+ * a context's teardown; async: a stream-ordered free, which ends it later).
+ * sg_mem_foreign_gen: how many such calls were made (0: none), or
+ * SG_FOREIGN_ALWAYS once a stream-ordered one was (no answer about foreign
+ * memory can be kept from then on). Lock-free. */
+#define SG_FOREIGN_ALWAYS UINT64_MAX
+void sg_mem_foreign_gone(int async);
+uint64_t sg_mem_foreign_gen(void);
 
 /* One physical handle backing (part of) a placed allocation. */
 typedef struct sg_mem_handle {

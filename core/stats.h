@@ -47,6 +47,9 @@
  *                      model (cuGraphExecMemcpyNodeSetParams, ...)
  *   user_objects       the exec or the new graph holds user-object references
  *                      (the driver replaces the exec's: graph_uobj.c)
+ *   foreign_memory     a memset / memcpy operand in memory the library did not
+ *                      place may have ended since the driver last saw it, and
+ *                      the driver does not show it whole (round 41)
  *   untracked_exec     the exec was created before the library saw it
  *   not_comparable     the driver could not describe a node or its arguments
  *   policy             identical, but the policy (always_update) forwards */
@@ -63,6 +66,7 @@
     X(UNSUPPORTED_NODE, "unsupported_node")                                   \
     X(EXEC_MODIFIED, "exec_modified")                                         \
     X(USER_OBJECTS, "user_objects")                                           \
+    X(FOREIGN_MEMORY, "foreign_memory")                                       \
     X(UNTRACKED_EXEC, "untracked_exec")                                       \
     X(NOT_COMPARABLE, "not_comparable")                                       \
     X(POLICY, "policy")

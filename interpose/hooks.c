@@ -29,6 +29,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_CTX_CREATE .kind = SG_CALL_CTX_CREATE
 #define SG_KERNEL_LOOKUP(o) .kind = SG_CALL_KERNEL_LOOKUP, .u.lookup = { .out = (o) }
 #define SG_FREE(p) .kind = SG_CALL_FREE, .u.free = { .ptr = (p) }
+#define SG_FOREIGN_FREE .kind = SG_CALL_FOREIGN_FREE
 #define SG_POOL_SET_DEV(d, p) .kind = SG_CALL_POOL_SET, .u.pool = { .dev = (d), .pool = (p) }
 #define SG_POOL_SET_LOC(l, t, p) .kind = SG_CALL_POOL_SET, \
     .u.pool = { .loc = (l), .type = (t), .pool = (p), .by_location = 1 }

@@ -1430,6 +1430,38 @@ for c in uobj uchurn green refuse; do
     adv name=r39/threads2_$c to=2 eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="the shared state of rounds 34-38 under several threads ($c)" -- adv_threads2 $c
 done
+# Round 41: memory the library did not allocate, inside captured graphs
+# (adv_foreign.c): managed memory, pinned and registered host memory (its
+# device pointer, and a host pointer under unified addressing), the
+# program's own VMM mappings, a cuMemAlloc block above
+# STABLEGRAPH_PLACE_MAX_BYTES and a block of the default pool
+# (cuMemAllocFromPoolAsync, never placed), beside placed temporaries.
+# freed_<kind>: an exec updated from its own graph, and exec setters with
+# the parameters it holds, after the foreign operand of its memset / memcpy
+# was freed (the driver refuses them), then a new buffer (accepted);
+# rotate: re-captured each step, pointers changing only in foreign memory,
+# managed sources freed and allocated again; remap: a VMM range unmapped
+# and mapped again between launches (new memory at the same address:
+# accepted; a mapping too short for the memset: refused; two mappings side
+# by side: accepted); async: the pool block freed by cuMemFreeAsync. Found
+# on 7cc8058 (every freed_ case, remap and async, under temp and prof): the
+# library answered the identical update (and, on a graph built node by
+# node, the setters) with CUDA_SUCCESS where the driver refuses the freed
+# operand, since it range-checked only its own blocks. Fixed
+# (core/graph_update.c, sg_mem_foreign_gen in core/memory.c): after any call
+# that may end foreign memory, an answer the library would give itself asks
+# the driver (cuMemGetAddressRange) about the foreign operands, and forwards
+# (foreign_memory) where they are not whole.
+R41_ACCOUNTED='T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]::every update is skipped or forwarded'
+R41_FOREIGN='T["updates_skipped"] > 0 and sum(e["forwarded_reasons"]["foreign_memory"] for e in X) > 0'
+for c in freed_managed freed_hostalloc freed_allochost freed_hostreg freed_unified freed_vmm freed_big \
+         rotate remap async; do
+    et="$R41_FOREIGN"
+    [ $c = rotate ] && et='T["updates_seen"] > 0 and sum(e["forwarded_reasons"]["memcpy_changed"] for e in X) > 0'
+    adv name=r41/foreign_$c cfg="temp prof alias obs" env="STABLEGRAPH_PLACE_MAX_BYTES=4M" \
+        eng_t="$PLACED and $et" eng_p="$PLACED and $et" xchk="$R41_ACCOUNTED" \
+        attack="memory the library did not allocate in captured graphs ($c)" -- adv_foreign $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

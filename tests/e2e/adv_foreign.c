@@ -1,0 +1,495 @@
+/*
+ * adv_foreign.c: memory the library did not allocate, inside captured
+ * graphs (round 41, tests/e2e/test_correctness.sh). Managed memory, pinned
+ * and registered host memory (through its device pointer, and a host
+ * pointer under unified addressing), the program's own VMM mappings, and a
+ * cuMemAlloc block too large to be placed (STABLEGRAPH_PLACE_MAX_BYTES),
+ * beside the placed temporaries of each step. Every result is checked on
+ * the host; every CUresult and result info is printed.
+ *
+ * Cases:
+ *   freed_<kind>  kind: managed, hostalloc, allochost, hostreg, unified,
+ *                 vmm, big. A chain memset(f) -> mad(in, t) -> copy(out =
+ *                 f) over the foreign buffer f and a placed temporary t,
+ *                 instantiated and launched; then f is freed (cuMemFree,
+ *                 cuMemFreeHost, cuMemHostUnregister, cuMemUnmap) and the
+ *                 exec updated from its own graph (identical: skippable,
+ *                 were it not for the freed operand; the driver refuses
+ *                 it), an exec memset setter naming f with the parameters
+ *                 the exec holds (the driver refuses it), then a new f
+ *                 allocated, a graph over it built, the exec updated and
+ *                 launched (accepted).
+ *   rotate        re-captured each step: the chain's pointers change only
+ *                 in foreign memory (three managed inputs in turn, a pinned
+ *                 output), beside a placed temporary; updated and launched.
+ *   remap         a VMM range remapped between launches: the same address
+ *                 backed by another physical allocation (identical
+ *                 updates: skippable), then by a mapping half the size
+ *                 (the driver refuses the memset running past it), then
+ *                 mapped whole again.
+ *
+ * Usage: adv_foreign CASE
+ */
+#include "adv_common.h"
+
+#define N 256u                  /* words per buffer */
+
+static CUcontext ctx;
+static CUmodule mod;
+static CUfunction mad;
+static CUstream st;
+static CUdeviceptr in, out;
+static uint32_t hin[N];
+
+typedef enum { K_MANAGED, K_HOSTALLOC, K_ALLOCHOST, K_HOSTREG, K_UNIFIED, K_VMM, K_BIG, K_NKINDS } kind;
+static const char *const kind_names[] = { "managed", "hostalloc", "allochost", "hostreg", "unified", "vmm",
+                                          "big" };
+
+/* A foreign buffer: its device address and what frees it. */
+typedef struct foreign {
+    kind k;
+    CUdeviceptr d;
+    void *host;                 /* host side (host kinds) */
+    CUdeviceptr resv;           /* K_VMM: the reservation */
+    CUmemGenericAllocationHandle h;
+    size_t bytes;
+} foreign;
+
+static size_t granularity(void)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t g = 0;
+    MUST(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    return g;
+}
+
+/* A physical allocation of `bytes` mapped read-write at va. */
+static CUmemGenericAllocationHandle vmm_map(CUdeviceptr va, size_t bytes)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle h;
+    MUST(cuMemCreate(&h, bytes, &prop, 0));
+    MUST(cuMemMap(va, bytes, 0, h, 0));
+    CUmemAccessDesc a = { .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 },
+                          .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    MUST(cuMemSetAccess(va, bytes, &a, 1));
+    return h;
+}
+
+#define BIG_BYTES (8u << 20)    /* above the PLACE_MAX_BYTES the case sets */
+
+static foreign foreign_alloc(kind k)
+{
+    foreign f = { .k = k, .bytes = N * 4 };
+    switch (k) {
+    case K_MANAGED:
+        MUST(cuMemAllocManaged(&f.d, f.bytes, CU_MEM_ATTACH_GLOBAL));
+        break;
+    case K_HOSTALLOC:
+        MUST(cuMemHostAlloc(&f.host, f.bytes, CU_MEMHOSTALLOC_DEVICEMAP));
+        MUST(cuMemHostGetDevicePointer(&f.d, f.host, 0));
+        break;
+    case K_ALLOCHOST:
+        MUST(cuMemAllocHost(&f.host, f.bytes));
+        MUST(cuMemHostGetDevicePointer(&f.d, f.host, 0));
+        break;
+    case K_HOSTREG:
+    case K_UNIFIED:
+        f.host = aligned_alloc(4096, 4096);
+        if (!f.host) exit(2);
+        MUST(cuMemHostRegister(f.host, 4096, CU_MEMHOSTREGISTER_DEVICEMAP));
+        if (k == K_HOSTREG) MUST(cuMemHostGetDevicePointer(&f.d, f.host, 0));
+        else f.d = (CUdeviceptr)(uintptr_t)f.host;      /* unified addressing */
+        break;
+    case K_VMM:
+        f.bytes = granularity();
+        MUST(cuMemAddressReserve(&f.resv, f.bytes, 0, 0, 0));
+        f.h = vmm_map(f.resv, f.bytes);
+        f.d = f.resv;
+        break;
+    case K_BIG:
+        f.bytes = BIG_BYTES;
+        MUST(cuMemAlloc(&f.d, f.bytes));
+        break;
+    default:
+        exit(4);
+    }
+    return f;
+}
+
+static void foreign_free(foreign *f)
+{
+    switch (f->k) {
+    case K_MANAGED:
+    case K_BIG:
+        MUST(cuMemFree(f->d));
+        break;
+    case K_HOSTALLOC:
+    case K_ALLOCHOST:
+        MUST(cuMemFreeHost(f->host));
+        break;
+    case K_HOSTREG:
+    case K_UNIFIED:
+        MUST(cuMemHostUnregister(f->host));
+        free(f->host);
+        break;
+    case K_VMM:
+        MUST(cuMemUnmap(f->resv, f->bytes));
+        MUST(cuMemRelease(f->h));
+        MUST(cuMemAddressFree(f->resv, f->bytes));
+        break;
+    default:
+        exit(4);
+    }
+}
+
+/* The memset node's parameters: N words of v at d. */
+static CUDA_MEMSET_NODE_PARAMS memset_of(CUdeviceptr d, uint32_t v)
+{
+    CUDA_MEMSET_NODE_PARAMS m = { .dst = d, .pitch = N * 4, .value = v, .elementSize = 4, .width = N,
+                                  .height = 1 };
+    return m;
+}
+
+/* The copy node's parameters (out = N words at src), src as a device
+ * pointer, or as a host pointer under unified addressing where unified. */
+static CUDA_MEMCPY3D copy_from(CUdeviceptr src, int unified)
+{
+    CUDA_MEMCPY3D c = adv_copy_1d(out, src, N * 4);
+    if (unified) c.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+    return c;
+}
+
+/* Captures memset(f = v) -> mad(in, t) -> copy(out = f) on st; *nodes its
+ * nodes (chain order). */
+static CUgraph capture_chain(CUdeviceptr f, int unified, CUdeviceptr t, uint32_t v, CUgraphNode *nodes)
+{
+    CUgraph g;
+    uint64_t n = N;
+    MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    MUST(cuMemsetD32Async(f, v, N, st));
+    void *args[] = { &in, &t, &n };
+    MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, st, args, NULL));
+    if (unified) MUST(cuMemcpyAsync(out, f, N * 4, st));
+    else MUST(cuMemcpyDtoDAsync(out, f, N * 4, st));
+    MUST(cuStreamEndCapture(st, &g));
+    if (nodes) adv_chain_nodes(g, nodes, 3);
+    return g;
+}
+
+/* The same chain built node by node (the library knows every handle, so
+ * its exec setters are compared on the record). */
+static CUgraph build_chain(CUdeviceptr f, int unified, CUdeviceptr t, uint32_t v, CUgraphNode *nodes)
+{
+    CUgraph g;
+    uint64_t n = N;
+    MUST(cuGraphCreate(&g, 0));
+    CUDA_MEMSET_NODE_PARAMS m = memset_of(f, v);
+    MUST(cuGraphAddMemsetNode(&nodes[0], g, NULL, 0, &m, ctx));
+    void *args[] = { &in, &t, &n };
+    nodes[1] = adv_add_kernel(g, &nodes[0], 1, mad, args);
+    CUDA_MEMCPY3D c = copy_from(f, unified);
+    MUST(cuGraphAddMemcpyNode(&nodes[2], g, &nodes[1], 1, &c, ctx));
+    return g;
+}
+
+/* Launches e and checks out == v everywhere. */
+static void run_check(CUgraphExec e, uint32_t v, const char *what)
+{
+    if (R(cuGraphLaunch(e, st)) != CUDA_SUCCESS) return;
+    MUST(cuStreamSynchronize(st));
+    uint32_t want[N];
+    for (unsigned i = 0; i < N; i++) want[i] = v;
+    char name[96];
+    snprintf(name, sizeof name, "%s out", what);
+    adv_check_words(name, out, want, N);
+}
+
+static void print_info(const char *what, CUresult r, const CUgraphExecUpdateResultInfo *info,
+                       const CUgraphNode *nodes)
+{
+    int en = -1, ef = -1;
+    for (int i = 0; i < 3; i++) {
+        if (info->errorNode == nodes[i]) en = i;
+        if (info->errorFromNode == nodes[i]) ef = i;
+    }
+    printf("%s: %s result %d errorNode %d errorFromNode %d\n", what, adv_err(r), (int)info->result,
+           info->errorNode ? en : -9, info->errorFromNode ? ef : -9);
+}
+
+/* ---------------------------------------------------------------- freed */
+
+static void freed(kind k)
+{
+    int unified = k == K_UNIFIED;
+    for (int round = 0; round < 3; round++) {
+        CUdeviceptr t;
+        CUgraphNode nd[3];
+        char what[96];
+        CUgraphExecUpdateResultInfo info;
+        foreign f = foreign_alloc(k);
+        MUST(cuMemAlloc(&t, N * 4));                      /* placed */
+        /* rounds 0 and 1 captured, round 2 built node by node */
+        CUgraph g = round < 2 ? capture_chain(f.d, unified, t, 5 + round, nd)
+                              : build_chain(f.d, unified, t, 5 + round, nd);
+        CUgraphExec e;
+        MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+        snprintf(what, sizeof what, "%s round %d: instantiated", kind_names[k], round);
+        run_check(e, 5 + round, what);
+        /* an identical update first (skippable: f is live) */
+        memset(&info, 0, sizeof info);
+        CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
+        snprintf(what, sizeof what, "%s round %d: identical, live", kind_names[k], round);
+        print_info(what, r, &info, nd);
+        run_check(e, 5 + round, what);
+        /* f freed: the exec's own graph again, then a setter with what the
+         * exec holds (round 1 only), both naming the freed operand */
+        foreign_free(&f);
+        memset(&info, 0, sizeof info);
+        r = R(cuGraphExecUpdate_v2(e, g, &info));
+        snprintf(what, sizeof what, "%s round %d: identical, operand freed", kind_names[k], round);
+        print_info(what, r, &info, nd);
+        if (round >= 1) {
+            CUDA_MEMSET_NODE_PARAMS m = memset_of(f.d, 5 + round);
+            r = R(cuGraphExecMemsetNodeSetParams(e, nd[0], &m, ctx));
+            printf("%s round %d: memset setter, freed operand: %s\n", kind_names[k], round, adv_err(r));
+            CUDA_MEMCPY3D c = copy_from(f.d, unified);
+            r = R(cuGraphExecMemcpyNodeSetParams(e, nd[2], &c, ctx));
+            printf("%s round %d: memcpy setter, freed operand: %s\n", kind_names[k], round, adv_err(r));
+        }
+        /* a live buffer again: a new graph over it, accepted */
+        foreign f2 = foreign_alloc(k);
+        CUgraphNode nd2[3];
+        CUgraph g2 = round < 2 ? capture_chain(f2.d, unified, t, 9 + round, NULL)
+                               : build_chain(f2.d, unified, t, 9 + round, nd2);
+        memset(&info, 0, sizeof info);
+        r = R(cuGraphExecUpdate_v2(e, g2, &info));
+        snprintf(what, sizeof what, "%s round %d: new buffer", kind_names[k], round);
+        print_info(what, r, &info, nd);
+        run_check(e, 9 + round, what);
+        MUST(cuGraphExecDestroy(e));
+        MUST(cuGraphDestroy(g));
+        MUST(cuGraphDestroy(g2));
+        foreign_free(&f2);
+        MUST(cuMemFree(t));
+    }
+}
+
+/* --------------------------------------------------------------- rotate */
+
+/* Re-captured each step: copy t <- src[k % 3] (managed), mad(in, t), copy
+ * out <- t, and a copy of t to pinned host memory (through its device
+ * pointer on odd steps, as a host pointer under unified addressing on even
+ * ones); the pointers change between steps only in foreign memory. Every
+ * fourth step one managed source is freed and allocated again (the driver
+ * may give the same address: an update naming it is then accepted). */
+static void rotate(void)
+{
+    CUdeviceptr src[3], t, hd;
+    uint32_t hsrc[3][N];
+    void *host;
+    MUST(cuMemHostAlloc(&host, N * 4, CU_MEMHOSTALLOC_DEVICEMAP));
+    MUST(cuMemHostGetDevicePointer(&hd, host, 0));
+    for (int j = 0; j < 3; j++) {
+        MUST(cuMemAllocManaged(&src[j], N * 4, CU_MEM_ATTACH_GLOBAL));
+        for (unsigned i = 0; i < N; i++) hsrc[j][i] = (uint32_t)(j * 1000 + i);
+        memcpy((void *)(uintptr_t)src[j], hsrc[j], N * 4);      /* managed: host-accessible */
+    }
+    CUgraphExec e = NULL;
+    uint64_t n = N;
+    for (int k = 0; k < 24; k++) {
+        int j = k % 3;
+        if (k % 4 == 3) {
+            int r = (k / 4) % 3;
+            MUST(cuMemFree(src[r]));
+            MUST(cuMemAllocManaged(&src[r], N * 4, CU_MEM_ATTACH_GLOBAL));
+            for (unsigned i = 0; i < N; i++) hsrc[r][i] = (uint32_t)(r * 1000 + i + k);
+            memcpy((void *)(uintptr_t)src[r], hsrc[r], N * 4);
+        }
+        MUST(cuMemAlloc(&t, N * 4));                      /* placed */
+        CUgraph g;
+        MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        MUST(cuMemcpyDtoDAsync(t, src[j], N * 4, st));
+        void *args[] = { &in, &t, &n };
+        MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, st, args, NULL));
+        MUST(cuMemcpyDtoDAsync(out, t, N * 4, st));
+        if (k % 2) MUST(cuMemcpyDtoDAsync(hd, t, N * 4, st));
+        else MUST(cuMemcpyAsync((CUdeviceptr)(uintptr_t)host, t, N * 4, st));
+        MUST(cuStreamEndCapture(st, &g));
+        if (!e) {
+            MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+        } else {
+            CUgraphExecUpdateResultInfo info;
+            if (R(cuGraphExecUpdate_v2(e, g, &info)) != CUDA_SUCCESS) {
+                printf("step %d: update refused, result %d\n", k, (int)info.result);
+                MUST(cuGraphExecDestroy(e));
+                MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+            }
+        }
+        MUST(cuGraphDestroy(g));
+        MUST(cuGraphLaunch(e, st));
+        MUST(cuStreamSynchronize(st));
+        uint32_t want[N];
+        for (unsigned i = 0; i < N; i++) want[i] = hsrc[j][i] * 3u + hin[i];
+        char name[64];
+        snprintf(name, sizeof name, "rotate step %d out", k);
+        adv_check_words(name, out, want, N);
+        snprintf(name, sizeof name, "rotate step %d pinned", k);
+        adv_check(name, memcmp(host, want, N * 4) == 0, "%u words", N);
+        MUST(cuMemFree(t));
+    }
+    MUST(cuGraphExecDestroy(e));
+    for (int j = 0; j < 3; j++) MUST(cuMemFree(src[j]));
+    MUST(cuMemFreeHost(host));
+}
+
+/* ---------------------------------------------------------------- remap */
+
+/* A VMM range of two granules, the chain's operand 512 bytes before their
+ * boundary (its 1 KiB memset spans both). Between launches the range is
+ * unmapped and mapped again, as expandable segments do: one allocation of
+ * two granules, another of two (new physical memory at the same address:
+ * the identical update is accepted), one granule only (the memset runs
+ * past the mapping: refused), then a second granule mapped beside it (two
+ * mappings side by side are one buffer to the driver: accepted). */
+static void remap(void)
+{
+    size_t gr = granularity();
+    CUdeviceptr va, t;
+    MUST(cuMemAddressReserve(&va, 2 * gr, 0, 0, 0));
+    CUdeviceptr f = va + gr - 512;
+    MUST(cuMemAlloc(&t, N * 4));                          /* placed */
+    CUmemGenericAllocationHandle h[2] = { vmm_map(va, 2 * gr), 0 };
+    CUgraphNode nd[3];
+    CUgraph g = capture_chain(f, 0, t, 3, nd);
+    CUgraphExec e;
+    MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+    run_check(e, 3, "remap mapped");
+    int layout = 0;
+    for (int phase = 0; phase < 4; phase++) {
+        /* unmap (the launch above was synchronized), then map anew;
+         * layout: 0 one mapping of two granules, 1 one of a granule, 2 two
+         * of a granule side by side */
+        MUST(cuMemUnmap(va, layout ? gr : 2 * gr));
+        if (layout == 2) MUST(cuMemUnmap(va + gr, gr));
+        MUST(cuMemRelease(h[0]));
+        if (layout == 2) MUST(cuMemRelease(h[1]));
+        layout = phase == 2 ? 1 : phase == 3 ? 2 : 0;
+        h[0] = vmm_map(va, layout ? gr : 2 * gr);
+        if (layout == 2) h[1] = vmm_map(va + gr, gr);
+        /* the same graph, and a graph captured again over the same address
+         * (not in phase 2: the capture of a memset past the mapping fails) */
+        for (int again = 0; again < (phase == 2 ? 1 : 2); again++) {
+            CUgraphExecUpdateResultInfo info;
+            memset(&info, 0, sizeof info);
+            CUgraph g2 = again ? capture_chain(f, 0, t, 3, NULL) : g;
+            CUresult r = R(cuGraphExecUpdate_v2(e, g2, &info));
+            char what[64];
+            snprintf(what, sizeof what, "remap phase %d%s", phase, again ? " recaptured" : "");
+            print_info(what, r, &info, nd);
+            if (again) MUST(cuGraphDestroy(g2));
+            if (phase != 2) run_check(e, 3, what);
+        }
+    }
+    MUST(cuGraphExecDestroy(e));
+    MUST(cuGraphDestroy(g));
+    MUST(cuMemUnmap(va, gr));
+    MUST(cuMemUnmap(va + gr, gr));
+    MUST(cuMemRelease(h[0]));
+    MUST(cuMemRelease(h[1]));
+    MUST(cuMemAddressFree(va, 2 * gr));
+    MUST(cuMemFree(t));
+}
+
+/* ---------------------------------------------------------------- async */
+
+/* A block from the device's default pool by cuMemAllocFromPoolAsync (never
+ * placed) as the chain's operand, freed by cuMemFreeAsync (it ends when the
+ * stream reaches the free, at no call the library sees), then the exec
+ * updated from its own graph (refused), then from a graph over a new
+ * block (accepted). */
+static void async(void)
+{
+    CUmemoryPool pool;
+    CUdevice dev;
+    MUST(cuCtxGetDevice(&dev));
+    MUST(cuDeviceGetDefaultMemPool(&pool, dev));
+    CUdeviceptr t, f, f2;
+    MUST(cuMemAlloc(&t, N * 4));
+    MUST(cuMemAllocFromPoolAsync(&f, N * 4, pool, st));
+    CUgraphNode nd[3];
+    CUgraph g = capture_chain(f, 0, t, 4, nd);
+    CUgraphExec e;
+    MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+    run_check(e, 4, "async live");
+    for (int k = 0; k < 3; k++) {
+        CUgraphExecUpdateResultInfo info;
+        memset(&info, 0, sizeof info);
+        CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
+        char what[64];
+        snprintf(what, sizeof what, "async %d: identical, live", k);
+        print_info(what, r, &info, nd);
+        MUST(cuMemFreeAsync(f, st));
+        MUST(cuStreamSynchronize(st));
+        memset(&info, 0, sizeof info);
+        r = R(cuGraphExecUpdate_v2(e, g, &info));
+        snprintf(what, sizeof what, "async %d: identical, freed", k);
+        print_info(what, r, &info, nd);
+        MUST(cuMemAllocFromPoolAsync(&f2, N * 4, pool, st));
+        CUgraph g2 = capture_chain(f2, 0, t, 5 + k, NULL);
+        memset(&info, 0, sizeof info);
+        r = R(cuGraphExecUpdate_v2(e, g2, &info));
+        snprintf(what, sizeof what, "async %d: new block", k);
+        print_info(what, r, &info, nd);
+        run_check(e, 5 + k, what);
+        MUST(cuGraphDestroy(g));
+        g = g2;
+        f = f2;
+    }
+    MUST(cuGraphExecDestroy(e));
+    MUST(cuGraphDestroy(g));
+    MUST(cuMemFreeAsync(f, st));
+    MUST(cuStreamSynchronize(st));
+    MUST(cuMemFree(t));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: adv_foreign CASE\n");
+        return 4;
+    }
+    adv_open(&ctx, &mod);
+    mad = adv_fn(mod, "mad_u32");
+    MUST(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    MUST(cuMemAlloc(&in, N * 4));
+    MUST(cuMemAlloc(&out, N * 4));
+    for (unsigned i = 0; i < N; i++) hin[i] = i * 3 + 1;
+    MUST(cuMemcpyHtoD(in, hin, N * 4));
+    const char *c = argv[1];
+    if (!strncmp(c, "freed_", 6)) {
+        int k = 0;
+        while (k < K_NKINDS && strcmp(c + 6, kind_names[k])) k++;
+        if (k == K_NKINDS) return 4;
+        freed((kind)k);
+    } else if (!strcmp(c, "rotate")) {
+        rotate();
+    } else if (!strcmp(c, "remap")) {
+        remap();
+    } else if (!strcmp(c, "async")) {
+        async();
+    } else {
+        fprintf(stderr, "unknown case %s\n", c);
+        return 4;
+    }
+    MUST(cuStreamDestroy(st));
+    return adv_finish();
+}
