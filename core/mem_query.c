@@ -286,22 +286,21 @@ static int device_operand(CUmemorytype t, CUdeviceptr p)
 
 /* ------------------------------------------------- memory not the library's */
 
-/* The driver's range check of a foreign operand [p, p + len) of memory type
- * t: CUDA_SUCCESS where the driver shows an allocation holding it all (a
- * unified address it knows nothing of is host memory, which it does not
- * check), SG_FOREIGN_UNSURE otherwise (freed, past its end, or a range the
- * library cannot judge, such as VMM mappings side by side: the driver
- * decides). */
-static CUresult foreign_check(CUmemorytype t, CUdeviceptr p, size_t len)
+/* The driver's range check of a foreign operand [p, p + len):
+ * CUDA_SUCCESS where cuMemGetAddressRange shows an allocation holding it
+ * all, SG_FOREIGN_UNSURE otherwise, for the driver to judge: freed, past its
+ * end, or what the library cannot judge (pinned or registered host memory,
+ * which the query may not show; a unified address it does not know, host
+ * memory or nothing; VMM mappings side by side, which the driver takes for
+ * one buffer). */
+static CUresult foreign_check(CUdeviceptr p, size_t len)
 {
     CUdeviceptr base = 0;
     size_t size = 0;
     if (!len) return CUDA_SUCCESS;
-    if (!sg_drv.cuMemGetAddressRange_v2) return SG_FOREIGN_UNSURE;
-    CUresult rc = SG_DRIVER_CALL(cuMemGetAddressRange_v2, &base, &size, p);
-    if (rc != CUDA_SUCCESS)
-        return t == CU_MEMORYTYPE_UNIFIED && (rc == CUDA_ERROR_NOT_FOUND || rc == CUDA_ERROR_INVALID_VALUE)
-                   ? CUDA_SUCCESS : SG_FOREIGN_UNSURE;
+    if (!sg_drv.cuMemGetAddressRange_v2 ||
+        SG_DRIVER_CALL(cuMemGetAddressRange_v2, &base, &size, p) != CUDA_SUCCESS)
+        return SG_FOREIGN_UNSURE;
     return p >= base && len <= size && p - base <= size - len ? CUDA_SUCCESS : SG_FOREIGN_UNSURE;
 }
 
@@ -312,7 +311,7 @@ static CUresult node_operand(CUmemorytype t, CUdeviceptr p, size_t len, int ask)
     sg_alloc_info b;
     if (t != CU_MEMORYTYPE_DEVICE && t != CU_MEMORYTYPE_UNIFIED) return CUDA_SUCCESS;
     if (sg_mem_maybe_ours(p) || (len && sg_ipc_lookup(p, &b) >= 0)) return check_range(p, len);
-    return ask ? foreign_check(t, p, len) : CUDA_SUCCESS;
+    return ask ? foreign_check(p, len) : CUDA_SUCCESS;
 }
 
 static CUresult check_copy3d_as(const CUDA_MEMCPY3D *p, int ask)

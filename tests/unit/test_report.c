@@ -176,6 +176,7 @@ TEST(core_accounting_and_json)
                     "\"scalar_changed\": 0, \"pointer_changed\": 0, \"pointer_not_aliased\": 0, "
                     "\"memcpy_changed\": 0, "
                     "\"memset_changed\": 0, \"unsupported_node\": 0, \"exec_modified\": 0, \"user_objects\": 0, "
+                    "\"foreign_memory\": 0, "
                     "\"untracked_exec\": 1, \"not_comparable\": 0, \"policy\": 0}}") != NULL);
 
     /* The same handle instantiated again after destroy is a new exec. */
