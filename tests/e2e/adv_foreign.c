@@ -22,11 +22,18 @@
  *   rotate        re-captured each step: the chain's pointers change only
  *                 in foreign memory (three managed inputs in turn, a pinned
  *                 output), beside a placed temporary; updated and launched.
- *   remap         a VMM range remapped between launches: the same address
- *                 backed by another physical allocation (identical
- *                 updates: skippable), then by a mapping half the size
- *                 (the driver refuses the memset running past it), then
- *                 mapped whole again.
+ *   remap         a VMM range of two granules remapped between launches (as
+ *                 expandable segments do): new physical memory at the same
+ *                 address (identical updates: accepted), a mapping one
+ *                 granule long (the memset across the boundary runs past
+ *                 it: refused), two mappings side by side (one buffer to
+ *                 the driver: accepted).
+ *   async         a block of the default pool (cuMemAllocFromPoolAsync, never
+ *                 placed) freed by cuMemFreeAsync, the exec updated from its
+ *                 own graph (refused), then over a new block (accepted).
+ *   hints         managed memory with cuMemAdvise, cuStreamAttachMemAsync and
+ *                 cuMemPrefetchAsync around re-captured graphs; the same
+ *                 hints on placed memory and during a capture.
  *
  * Usage: adv_foreign CASE
  */
@@ -461,6 +468,62 @@ static void async(void)
     MUST(cuMemFree(t));
 }
 
+/* ---------------------------------------------------------------- hints */
+
+/* Managed memory with its hints around re-captured graphs: advice on the
+ * inputs, stream attachment, prefetches to the device before each launch
+ * and to the host after; each step captures copy t <- m[k % 2] (managed),
+ * mad(in, t), copy m[2] <- t (managed), with t placed; the host reads m[2]
+ * directly. The same hints on placed memory and on a capturing stream get
+ * what the driver answers without the library. */
+static void hints(void)
+{
+    CUdeviceptr m[3], t;
+    CUmemLocation dev0 = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 };
+    CUmemLocation host = { .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 };
+    for (int j = 0; j < 3; j++) {
+        MUST(cuMemAllocManaged(&m[j], N * 4, CU_MEM_ATTACH_GLOBAL));
+        uint32_t *h = (uint32_t *)(uintptr_t)m[j];
+        for (unsigned i = 0; i < N; i++) h[i] = (uint32_t)(j * 77 + i);
+        MUST(cuMemAdvise(m[j], N * 4, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev0));
+        MUST(cuStreamAttachMemAsync(st, m[j], 0, CU_MEM_ATTACH_SINGLE));
+    }
+    MUST(cuMemAdvise(m[0], N * 4, CU_MEM_ADVISE_SET_READ_MOSTLY, dev0));
+    CUgraphExec e = NULL;
+    uint64_t n = N;
+    for (int k = 0; k < 12; k++) {
+        MUST(cuMemAlloc(&t, N * 4));                      /* placed */
+        /* hints on placed memory: not managed memory, to the driver as to the library */
+        R(cuMemPrefetchAsync(t, N * 4, dev0, 0, st));
+        R(cuMemAdvise(t, N * 4, CU_MEM_ADVISE_SET_ACCESSED_BY, dev0));
+        R(cuStreamAttachMemAsync(st, t, 0, CU_MEM_ATTACH_GLOBAL));
+        MUST(cuMemPrefetchAsync(m[k % 2], N * 4, dev0, 0, st));
+        CUgraph g;
+        MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        MUST(cuMemcpyDtoDAsync(t, m[k % 2], N * 4, st));
+        if (k % 4 == 1) R(cuMemPrefetchAsync(m[2], N * 4, dev0, 0, st));   /* during the capture */
+        void *args[] = { &in, &t, &n };
+        MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, st, args, NULL));
+        MUST(cuMemcpyDtoDAsync(m[2], t, N * 4, st));
+        MUST(cuStreamEndCapture(st, &g));
+        if (!e) MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+        else adv_update(e, g);
+        MUST(cuGraphDestroy(g));
+        MUST(cuGraphLaunch(e, st));
+        MUST(cuMemPrefetchAsync(m[2], N * 4, host, 0, st));
+        MUST(cuStreamSynchronize(st));
+        const uint32_t *src = (const uint32_t *)(uintptr_t)m[k % 2], *got = (const uint32_t *)(uintptr_t)m[2];
+        unsigned bad = 0;
+        for (unsigned i = 0; i < N; i++) bad += got[i] != src[i] * 3u + hin[i];
+        char name[64];
+        snprintf(name, sizeof name, "hints step %d", k);
+        adv_check(name, bad == 0, "%u of %u words wrong", bad, N);
+        MUST(cuMemFree(t));
+    }
+    MUST(cuGraphExecDestroy(e));
+    for (int j = 0; j < 3; j++) MUST(cuMemFree(m[j]));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -484,6 +547,8 @@ int main(int argc, char **argv)
         rotate();
     } else if (!strcmp(c, "remap")) {
         remap();
+    } else if (!strcmp(c, "hints")) {
+        hints();
     } else if (!strcmp(c, "async")) {
         async();
     } else {

@@ -1455,9 +1455,9 @@ done
 R41_ACCOUNTED='T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]::every update is skipped or forwarded'
 R41_FOREIGN='T["updates_skipped"] > 0 and sum(e["forwarded_reasons"]["foreign_memory"] for e in X) > 0'
 for c in freed_managed freed_hostalloc freed_allochost freed_hostreg freed_unified freed_vmm freed_big \
-         rotate remap async; do
+         rotate remap async hints; do
     et="$R41_FOREIGN"
-    [ $c = rotate ] && et='T["updates_seen"] > 0 and sum(e["forwarded_reasons"]["memcpy_changed"] for e in X) > 0'
+    [ $c = rotate ] || [ $c = hints ] && et='T["updates_seen"] > 0 and sum(e["forwarded_reasons"]["memcpy_changed"] for e in X) > 0'
     adv name=r41/foreign_$c cfg="temp prof alias obs" env="STABLEGRAPH_PLACE_MAX_BYTES=4M" \
         eng_t="$PLACED and $et" eng_p="$PLACED and $et" xchk="$R41_ACCOUNTED" \
         attack="memory the library did not allocate in captured graphs ($c)" -- adv_foreign $c

@@ -395,6 +395,94 @@ TEST(managed_memory)
     CHECK_CU(cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
 }
 
+/* The managed-memory hints (emu_managed.c): cuMemPrefetchAsync,
+ * cuMemAdvise, cuStreamAttachMemAsync accept managed memory only, check
+ * their flags, locations and lengths as cuda.h says, keep stream order
+ * (a kernel-free check: the hint is queued behind a host function that
+ * has not run yet), move nothing, and on a capturing stream return
+ * CUDA_ERROR_NOT_SUPPORTED, leaving the capture as it was. */
+static volatile int hint_gate;
+static void CUDA_CB hint_wait(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&hint_gate, __ATOMIC_ACQUIRE)) usleep(100);
+}
+
+TEST(managed_hints)
+{
+    CUdeviceptr p, d;
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuMemAllocManaged(&p, 10000, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&d, 4096), CUDA_SUCCESS);
+    memset((void *)(uintptr_t)p, 0x5a, 10000);
+    CUmemLocation dev0 = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 };
+    CUmemLocation dev9 = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 9 };
+    CUmemLocation host = { .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 };
+    CUmemLocation bad = { .type = CU_MEM_LOCATION_TYPE_INVALID, .id = 0 };
+    /* prefetch: managed memory only, the whole range in it (its pages), flags 0 */
+    CHECK_CU(cuMemPrefetchAsync(p, 10000, dev0, 0, s), CUDA_SUCCESS);
+    CHECK_CU(cuMemPrefetchAsync(p + 100, 12188, host, 0, s), CUDA_SUCCESS);  /* to the end of its last page */
+    CHECK_CU(cuMemPrefetchAsync(p, 12289, dev0, 0, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemPrefetchAsync(p, 0, dev0, 0, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemPrefetchAsync(p, 4096, dev0, 1, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemPrefetchAsync(d, 4096, dev0, 0, s), CUDA_ERROR_INVALID_VALUE);   /* cuMemAlloc memory */
+    CHECK_CU(cuMemPrefetchAsync(p, 4096, dev9, 0, s), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_CU(cuMemPrefetchAsync(p, 4096, bad, 0, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemPrefetchAsync(p, 4096, dev0, 0, NULL), CUDA_SUCCESS);            /* legacy stream */
+    /* the legacy form (a CUdevice, CU_DEVICE_CPU the host) */
+    CUresult (*pf1)(CUdeviceptr, size_t, CUdevice, CUstream) = NULL;
+    CUdriverProcAddressQueryResult q;
+    CHECK_CU(cuGetProcAddress("cuMemPrefetchAsync", (void **)&pf1, 8000, CU_GET_PROC_ADDRESS_DEFAULT, &q),
+             CUDA_SUCCESS);
+    CHECK(pf1 != NULL);
+    CHECK_CU(pf1(p, 4096, CU_DEVICE_CPU, s), CUDA_SUCCESS);
+    CHECK_CU(pf1(p, 4096, 3, s), CUDA_ERROR_INVALID_DEVICE);
+    /* advise: the six advices; the location checked but for READ_MOSTLY */
+    CHECK_CU(cuMemAdvise(p, 10000, CU_MEM_ADVISE_SET_READ_MOSTLY, bad), CUDA_SUCCESS);
+    CHECK_CU(cuMemAdvise(p, 10000, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev0), CUDA_SUCCESS);
+    CHECK_CU(cuMemAdvise(p, 10000, CU_MEM_ADVISE_SET_ACCESSED_BY, host), CUDA_SUCCESS);
+    CHECK_CU(cuMemAdvise(p, 10000, CU_MEM_ADVISE_SET_ACCESSED_BY, dev9), CUDA_ERROR_INVALID_DEVICE);
+    CHECK_CU(cuMemAdvise(p, 10000, (CUmem_advise)7, dev0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuMemAdvise(d, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, dev0), CUDA_ERROR_INVALID_VALUE);
+    /* attach: the whole allocation (0 or its size) from its start, one of the three flags,
+     * SINGLE never to the NULL stream */
+    CHECK_CU(cuStreamAttachMemAsync(s, p, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+    CHECK_CU(cuStreamAttachMemAsync(s, p, 10000, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+    CHECK_CU(cuStreamAttachMemAsync(s, p, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamAttachMemAsync(s, p + 8, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamAttachMemAsync(s, p, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamAttachMemAsync(NULL, p, 0, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamAttachMemAsync(NULL, p, 0, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamAttachMemAsync(s, d, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+    /* stream order: behind a host function that waits, the hints are queued, not done */
+    CHECK_CU(cuLaunchHostFunc(s, hint_wait, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuMemPrefetchAsync(p, 10000, dev0, 0, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamAttachMemAsync(s, p, 0, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+    __atomic_store_n(&hint_gate, 1, __ATOMIC_RELEASE);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK_EQ(((unsigned char *)(uintptr_t)p)[9999], 0x5a);                       /* nothing moved */
+    /* during a capture: not emulated, the capture goes on */
+    CUgraph g;
+    CUstreamCaptureStatus cs;
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    CHECK_CU(cuMemPrefetchAsync(p, 10000, dev0, 0, s), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuStreamAttachMemAsync(s, p, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuStreamIsCapturing(s, &cs), CUDA_SUCCESS);
+    CHECK_EQ(cs, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CHECK_CU(cuMemsetD8Async(p, 1, 16, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    size_t n = 0;
+    CHECK_CU(cuGraphGetNodes(g, NULL, &n), CUDA_SUCCESS);
+    CHECK_EQ(n, 1);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuMemPrefetchAsync(p, 4096, dev0, 0, s), CUDA_ERROR_INVALID_VALUE);  /* freed */
+    CHECK_CU(cuMemFree(d), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
 /* Large memsets (the executor prefaults ranges of 1 MiB and more, on huge
  * pages where they cover whole 2 MiB blocks, emu_copy.c): every element of
  * the span holds the value and nothing around it changes, for a start that is
@@ -466,6 +554,7 @@ int main(int argc, char **argv)
     RUN(host_memory);
     RUN(ipc_handles);
     RUN(managed_memory);
+    RUN(managed_hints);
     RUN(large_memsets);
     return check_done();
 }

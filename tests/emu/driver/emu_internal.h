@@ -14,6 +14,9 @@
  *                  IPC, graph allocations, the device-range registry used to
  *                  find what work touches.
  *   emu_vmm.c      the virtual memory management API.
+ *   emu_managed.c  the managed-memory hints: cuMemPrefetchAsync,
+ *                  cuMemAdvise, cuStreamAttachMemAsync (argument checks,
+ *                  stream order; memory is coherent, so no data moves).
  *   emu_array.c    CUDA arrays: descriptors and their charge to the device
  *                  (emu_mem.h: the memory state the three share).
  *   emu_stream.c   streams and their worker threads, the in-flight work
@@ -325,6 +328,10 @@ int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);
  * memory, the run of adjacent mappings that starts with the one holding p);
  * 0 if p is in no device range or the range runs past that end. */
 int emu_mem_extent_ok(CUdeviceptr p, size_t n);
+/* 1 and the allocation in *out if [p, p+n) lies in one cuMemAllocManaged
+ * allocation (its whole pages: the managed-memory calls round their range
+ * to pages); 0 otherwise. */
+int emu_mem_managed_find(CUdeviceptr p, size_t n, emu_range *out);
 /* Context teardown: frees every cuMemAlloc and pinned host allocation the
  * context made and drops its host registrations, as the driver does; VMM and
  * stream-ordered memory is not tied to a context and stays. Called after the

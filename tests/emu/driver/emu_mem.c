@@ -429,6 +429,18 @@ int emu_mem_extent_ok(CUdeviceptr p, size_t n)
     return (r || g) && end <= reach;
 }
 
+int emu_mem_managed_find(CUdeviceptr p, size_t n, emu_range *out)
+{
+    CUdeviceptr end = p + n;
+    if (end < p) return 0;
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(p);
+    int ok = r && r->kind == RK_MANAGED && end <= r->s.base + emu_round_up(r->s.size, emu_page_size());
+    if (ok && out) *out = (emu_range){ r->s.base, r->s.size };
+    pthread_mutex_unlock(&emu_mem_lock);
+    return ok;
+}
+
 void emu_mem_copy(void *dst, const void *src, size_t n)
 {
     if (n) memmove(dst, src, n);

@@ -1,7 +1,8 @@
 /*
  * emu_stream.h: what the stream files of the emulated driver share (private
- * to emu_stream.c, emu_event.c, emu_copy.c, emu_pool.c and emu_module.c; the
- * rest of the driver sees streams through emu_internal.h only).
+ * to emu_stream.c, emu_event.c, emu_copy.c, emu_pool.c, emu_module.c and
+ * emu_managed.c; the rest of the driver sees streams through emu_internal.h
+ * only).
  *
  * A stream (struct emu_stream) is owned by emu_stream.c: its fields are
  * guarded as stated there (streams_lock for the list of streams, s->lock for
