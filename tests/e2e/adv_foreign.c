@@ -31,6 +31,11 @@
  *   async         a block of the default pool (cuMemAllocFromPoolAsync, never
  *                 placed) freed by cuMemFreeAsync, the exec updated from its
  *                 own graph (refused), then over a new block (accepted).
+ *   variants      an exec fed by three placed inputs in turn (exec variants
+ *                 under skip_profiled) whose memset and copy name managed
+ *                 memory, freed at step 34 under the step's graph.
+ *   ctxgone       the foreign operand is managed or pinned memory of another
+ *                 context, destroyed (with its memory) while the exec lives.
  *   hints         managed memory with cuMemAdvise, cuStreamAttachMemAsync and
  *                 cuMemPrefetchAsync around re-captured graphs; the same
  *                 hints on placed memory and during a capture.
@@ -524,6 +529,120 @@ static void hints(void)
     for (int j = 0; j < 3; j++) MUST(cuMemFree(m[j]));
 }
 
+/* --------------------------------------------------------------- ctxgone */
+
+/* The chain's foreign operand is managed memory (round 0) or pinned host
+ * memory (round 1) of another context, which is destroyed, freeing it,
+ * while the exec (of the primary context) lives: the exec updated from its
+ * own graph (refused), then over a live VMM buffer (accepted). */
+static void ctxgone(void)
+{
+    CUdevice dev;
+    MUST(cuCtxGetDevice(&dev));
+    CUdeviceptr t;
+    MUST(cuMemAlloc(&t, N * 4));                          /* placed */
+    for (int round = 0; round < 2; round++) {
+        CUcontext c2;
+        CUdeviceptr f;
+        void *host = NULL;
+        MUST(cuCtxCreate(&c2, NULL, 0, dev));
+        if (round == 0) {
+            MUST(cuMemAllocManaged(&f, N * 4, CU_MEM_ATTACH_GLOBAL));
+        } else {
+            MUST(cuMemHostAlloc(&host, N * 4, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+            MUST(cuMemHostGetDevicePointer(&f, host, 0));
+        }
+        MUST(cuCtxSetCurrent(ctx));
+        CUgraphNode nd[3];
+        CUgraph g = capture_chain(f, 0, t, 21 + round, nd);
+        CUgraphExec e;
+        MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+        char what[64];
+        snprintf(what, sizeof what, "ctxgone %d: live", round);
+        run_check(e, 21 + round, what);
+        CUgraphExecUpdateResultInfo info;
+        memset(&info, 0, sizeof info);
+        CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
+        print_info(what, r, &info, nd);
+        MUST(cuCtxDestroy(c2));                           /* its memory goes with it */
+        MUST(cuCtxSetCurrent(ctx));
+        memset(&info, 0, sizeof info);
+        r = R(cuGraphExecUpdate_v2(e, g, &info));
+        snprintf(what, sizeof what, "ctxgone %d: context destroyed", round);
+        print_info(what, r, &info, nd);
+        /* (a VMM mapping: the memory of no context, which an update may
+         * name in place of another context's memory) */
+        foreign f2 = foreign_alloc(K_VMM);
+        CUgraph g2 = capture_chain(f2.d, 0, t, 23 + round, NULL);
+        memset(&info, 0, sizeof info);
+        r = R(cuGraphExecUpdate_v2(e, g2, &info));
+        snprintf(what, sizeof what, "ctxgone %d: new buffer", round);
+        print_info(what, r, &info, nd);
+        run_check(e, 23 + round, what);
+        MUST(cuGraphExecDestroy(e));
+        MUST(cuGraphDestroy(g));
+        MUST(cuGraphDestroy(g2));
+        foreign_free(&f2);
+    }
+    MUST(cuMemFree(t));
+}
+
+/* ------------------------------------------------------------- variants */
+
+/* An exec fed by three placed inputs in turn (re-captured each step: exec
+ * variants under skip_profiled) whose chain also sets and copies out a
+ * managed buffer f: memset(f = k) -> mad(x[k % 3], t) -> copy(out = f).
+ * At step 34 f is freed: the step's graph, captured before the free, names
+ * it (refused: the exec keeps what it held); a new f follows and the
+ * rotation goes on. */
+static void variants(void)
+{
+    CUdeviceptr x[3], t, f;
+    uint64_t n = N;
+    for (int j = 0; j < 3; j++) {
+        MUST(cuMemAlloc(&x[j], N * 4));
+        MUST(cuMemsetD32(x[j], (unsigned)j + 1, N));
+    }
+    MUST(cuMemAlloc(&t, N * 4));
+    MUST(cuMemAllocManaged(&f, N * 4, CU_MEM_ATTACH_GLOBAL));
+    CUgraphExec e = NULL;
+    uint32_t held = 0;                  /* the value the exec's memset holds */
+    for (int k = 0; k < 40; k++) {
+        uint32_t v = k <= 34 ? 7 : 9;
+        CUgraph g;
+        MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        MUST(cuMemsetD32Async(f, v, N, st));
+        void *args[] = { &x[k % 3], &t, &n };
+        MUST(cuLaunchKernel(mad, 1, 1, 1, 1, 1, 1, 0, st, args, NULL));
+        MUST(cuMemcpyDtoDAsync(out, f, N * 4, st));
+        MUST(cuStreamEndCapture(st, &g));
+        if (k == 34) {
+            CUdeviceptr old = f;
+            MUST(cuMemAllocManaged(&f, N * 4, CU_MEM_ATTACH_GLOBAL));       /* elsewhere */
+            MUST(cuMemFree(old));
+        }
+        if (!e) {
+            MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+            held = v;
+        } else {
+            CUgraphExecUpdateResultInfo info;
+            memset(&info, 0, sizeof info);
+            CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
+            if (r == CUDA_SUCCESS) held = v;
+            else printf("variants step %d: %s result %d\n", k, adv_err(r), (int)info.result);
+        }
+        MUST(cuGraphDestroy(g));
+        if (k == 34) continue;          /* the exec holds the freed block: not launched */
+        char what[48];
+        snprintf(what, sizeof what, "variants step %d", k);
+        run_check(e, held, what);
+    }
+    MUST(cuGraphExecDestroy(e));
+    for (int j = 0; j < 3; j++) MUST(cuMemFree(x[j]));
+    MUST(cuMemFree(t));
+    MUST(cuMemFree(f));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -547,6 +666,10 @@ int main(int argc, char **argv)
         rotate();
     } else if (!strcmp(c, "remap")) {
         remap();
+    } else if (!strcmp(c, "variants")) {
+        variants();
+    } else if (!strcmp(c, "ctxgone")) {
+        ctxgone();
     } else if (!strcmp(c, "hints")) {
         hints();
     } else if (!strcmp(c, "async")) {

@@ -1443,11 +1443,16 @@ done
 # managed sources freed and allocated again; remap: a VMM range unmapped
 # and mapped again between launches (new memory at the same address:
 # accepted; a mapping too short for the memset: refused; two mappings side
-# by side: accepted); async: the pool block freed by cuMemFreeAsync. Found
-# on 7cc8058 (every freed_ case, remap and async, under temp and prof): the
-# library answered the identical update (and, on a graph built node by
-# node, the setters) with CUDA_SUCCESS where the driver refuses the freed
-# operand, since it range-checked only its own blocks. Fixed
+# by side: accepted); async: the pool block freed by cuMemFreeAsync;
+# hints: cuMemAdvise, cuStreamAttachMemAsync, cuMemPrefetchAsync around
+# re-captures (emulated since this round), on placed memory and during a
+# capture too; ctxgone: the operand is memory of another context, destroyed;
+# variants: placed inputs rotating (variants), the managed operand freed
+# under the step's graph. Found on 7cc8058 (every freed_ case, remap and
+# async under temp and prof, variants under prof): the library answered
+# the identical update (on a graph built node by node, the setters too; under
+# prof, an update its variants serve) with CUDA_SUCCESS where the driver
+# refuses the freed operand, since it range-checked only its own blocks. Fixed
 # (core/graph_update.c, sg_mem_foreign_gen in core/memory.c): after any call
 # that may end foreign memory, an answer the library would give itself asks
 # the driver (cuMemGetAddressRange) about the foreign operands, and forwards
@@ -1455,11 +1460,12 @@ done
 R41_ACCOUNTED='T["updates_seen"] == T["updates_forwarded"] + T["updates_skipped"]::every update is skipped or forwarded'
 R41_FOREIGN='T["updates_skipped"] > 0 and sum(e["forwarded_reasons"]["foreign_memory"] for e in X) > 0'
 for c in freed_managed freed_hostalloc freed_allochost freed_hostreg freed_unified freed_vmm freed_big \
-         rotate remap async hints; do
-    et="$R41_FOREIGN"
+         rotate remap async hints ctxgone variants; do
+    et="$R41_FOREIGN" ep=""
     [ $c = rotate ] || [ $c = hints ] && et='T["updates_seen"] > 0 and sum(e["forwarded_reasons"]["memcpy_changed"] for e in X) > 0'
+    [ $c = variants ] && et="$SEEN" ep="$BOUGHT and $R41_FOREIGN"
     adv name=r41/foreign_$c cfg="temp prof alias obs" env="STABLEGRAPH_PLACE_MAX_BYTES=4M" \
-        eng_t="$PLACED and $et" eng_p="$PLACED and $et" xchk="$R41_ACCOUNTED" \
+        eng_t="$PLACED and $et" eng_p="$PLACED and ${ep:-$et}" xchk="$R41_ACCOUNTED" \
         attack="memory the library did not allocate in captured graphs ($c)" -- adv_foreign $c
 done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
