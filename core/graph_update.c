@@ -445,9 +445,11 @@ CUresult sg_graph_update_node(const sg_call *c)
     long i = sg_grec_node_index(r, c->u.node_update.node);
     if (i >= 0 && (size_t)i >= r->fp.n) i = -1;
     int desc = -1, reason = forced_reason(r);
-    /* a setter's foreign operands are asked of the driver once any foreign
-     * memory ended (the driver checks the setter's node alone) */
-    CUresult rc = setter_range_check(&r->node, c, sg_mem_foreign_gen() != 0);
+    /* a setter's foreign operands are asked of the driver as an update's
+     * are: a setter the library answers (identical, or changing only
+     * pointers into its memory) names the foreign operands the exec's node
+     * holds, whole when r->fgen is current */
+    CUresult rc = setter_range_check(&r->node, c, foreign_ask(r, sg_mem_foreign_gen()));
     int unsure = rc == SG_FOREIGN_UNSURE;
     if (unsure) rc = CUDA_SUCCESS;
     if (rc != CUDA_SUCCESS) {
