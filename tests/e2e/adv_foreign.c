@@ -34,6 +34,9 @@
  *   variants      an exec fed by three placed inputs in turn (exec variants
  *                 under skip_profiled) whose memset and copy name managed
  *                 memory, freed at step 34 under the step's graph.
+ *   oom           (CUDAEMU_DEVICE_MEMORY=256M) 160 MiB of placed blocks freed,
+ *                 then 200 MiB the library does not place: managed, the
+ *                 program's VMM, the default pool, a large cuMemAlloc.
  *   ctxgone       the foreign operand is managed or pinned memory of another
  *                 context, destroyed (with its memory) while the exec lives.
  *   hints         managed memory with cuMemAdvise, cuStreamAttachMemAsync and
@@ -643,6 +646,77 @@ static void variants(void)
     MUST(cuMemFree(f));
 }
 
+/* ------------------------------------------------------------------ oom */
+
+/* Run with CUDAEMU_DEVICE_MEMORY=256M. 160 MiB of placed blocks used by a
+ * captured graph and freed (the library may keep their chunks mapped);
+ * then memory the library does not place, 200 MiB each, in turn: managed,
+ * a VMM allocation mapped by the program, a block of the default pool, a
+ * cuMemAlloc block above STABLEGRAPH_PLACE_MAX_BYTES; each used by a
+ * captured memset and copy, checked, and freed; the placed blocks
+ * allocated again between them. The driver alone has room for each. */
+static void oom(void)
+{
+    enum { NB = 40 };
+    const size_t blk = 4u << 20, big = 200u << 20;
+    CUdeviceptr b[NB];
+    CUmemoryPool pool;
+    CUdevice dev;
+    MUST(cuCtxGetDevice(&dev));
+    MUST(cuDeviceGetDefaultMemPool(&pool, dev));
+    for (int kind = 0; kind < 4; kind++) {
+        for (int i = 0; i < NB; i++) MUST(cuMemAlloc(&b[i], blk - 4096));       /* placed */
+        CUgraph g;
+        CUgraphExec e;
+        MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        for (int i = 0; i < NB; i++) MUST(cuMemsetD32Async(b[i], (unsigned)i, N, st));
+        MUST(cuMemcpyDtoDAsync(out, b[NB - 1], N * 4, st));
+        MUST(cuStreamEndCapture(st, &g));
+        MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+        run_check(e, NB - 1, "oom placed");
+        MUST(cuGraphExecDestroy(e));
+        MUST(cuGraphDestroy(g));
+        for (int i = 0; i < NB; i++) MUST(cuMemFree(b[i]));
+        CUdeviceptr f = 0, va = 0;
+        CUmemGenericAllocationHandle h = 0;
+        switch (kind) {
+        case 0: MUST(cuMemAllocManaged(&f, big, CU_MEM_ATTACH_GLOBAL)); break;
+        case 1:
+            MUST(cuMemAddressReserve(&va, big, 0, 0, 0));
+            h = vmm_map(va, big);
+            f = va;
+            break;
+        case 2:
+            MUST(cuMemAllocFromPoolAsync(&f, big, pool, st));
+            break;
+        default: MUST(cuMemAlloc(&f, big)); break;
+        }
+        MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        MUST(cuMemsetD32Async(f + big - N * 4, 31u + (unsigned)kind, N, st));
+        MUST(cuMemcpyDtoDAsync(out, f + big - N * 4, N * 4, st));
+        MUST(cuStreamEndCapture(st, &g));
+        MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+        char what[32];
+        snprintf(what, sizeof what, "oom kind %d", kind);
+        run_check(e, 31u + (unsigned)kind, what);
+        MUST(cuGraphExecDestroy(e));
+        MUST(cuGraphDestroy(g));
+        switch (kind) {
+        case 1:
+            MUST(cuMemUnmap(va, big));
+            MUST(cuMemRelease(h));
+            MUST(cuMemAddressFree(va, big));
+            break;
+        case 2:
+            MUST(cuMemFreeAsync(f, st));
+            MUST(cuStreamSynchronize(st));
+            MUST(cuMemPoolTrimTo(pool, 0));
+            break;
+        default: MUST(cuMemFree(f)); break;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -666,6 +740,8 @@ int main(int argc, char **argv)
         rotate();
     } else if (!strcmp(c, "remap")) {
         remap();
+    } else if (!strcmp(c, "oom")) {
+        oom();
     } else if (!strcmp(c, "variants")) {
         variants();
     } else if (!strcmp(c, "ctxgone")) {
