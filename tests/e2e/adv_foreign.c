@@ -240,6 +240,39 @@ static void print_info(const char *what, CUresult r, const CUgraphExecUpdateResu
            info->errorNode ? en : -9, info->errorFromNode ? ef : -9);
 }
 
+/* cuGraphExecUpdate_v2(e, g), its CUresult and result info printed under
+ * the name fmt makes, also left in what (WHAT bytes; nodes as indices in
+ * nd). Returns the CUresult. */
+#define WHAT 96
+static CUresult __attribute__((format(printf, 5, 6)))
+update_as(CUgraphExec e, CUgraph g, const CUgraphNode *nd, char *what, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, WHAT, fmt, ap);
+    va_end(ap);
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
+    print_info(what, r, &info, nd);
+    return r;
+}
+
+/* The end of a round: e updated from g2, a graph over the live foreign
+ * buffer f2 (accepted), launched and checked against v; then e, g, g2 and
+ * f2 go. */
+static void new_buffer_end(CUgraphExec e, CUgraph g, CUgraph g2, foreign *f2, uint32_t v,
+                           const CUgraphNode *nd, const char *name)
+{
+    char what[WHAT];
+    update_as(e, g2, nd, what, "%s: new buffer", name);
+    run_check(e, v, what);
+    MUST(cuGraphExecDestroy(e));
+    MUST(cuGraphDestroy(g));
+    MUST(cuGraphDestroy(g2));
+    foreign_free(f2);
+}
+
 /* ---------------------------------------------------------------- freed */
 
 static void freed(kind k)
@@ -248,8 +281,7 @@ static void freed(kind k)
     for (int round = 0; round < 3; round++) {
         CUdeviceptr t;
         CUgraphNode nd[3];
-        char what[96];
-        CUgraphExecUpdateResultInfo info;
+        char what[WHAT];
         foreign f = foreign_alloc(k);
         MUST(cuMemAlloc(&t, N * 4));                      /* placed */
         /* rounds 0 and 1 captured, round 2 built node by node */
@@ -260,21 +292,15 @@ static void freed(kind k)
         snprintf(what, sizeof what, "%s round %d: instantiated", kind_names[k], round);
         run_check(e, 5 + round, what);
         /* an identical update first (skippable: f is live) */
-        memset(&info, 0, sizeof info);
-        CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
-        snprintf(what, sizeof what, "%s round %d: identical, live", kind_names[k], round);
-        print_info(what, r, &info, nd);
+        update_as(e, g, nd, what, "%s round %d: identical, live", kind_names[k], round);
         run_check(e, 5 + round, what);
         /* f freed: the exec's own graph again, then a setter with what the
          * exec holds (round 1 only), both naming the freed operand */
         foreign_free(&f);
-        memset(&info, 0, sizeof info);
-        r = R(cuGraphExecUpdate_v2(e, g, &info));
-        snprintf(what, sizeof what, "%s round %d: identical, operand freed", kind_names[k], round);
-        print_info(what, r, &info, nd);
+        update_as(e, g, nd, what, "%s round %d: identical, operand freed", kind_names[k], round);
         if (round >= 1) {
             CUDA_MEMSET_NODE_PARAMS m = memset_of(f.d, 5 + round);
-            r = R(cuGraphExecMemsetNodeSetParams(e, nd[0], &m, ctx));
+            CUresult r = R(cuGraphExecMemsetNodeSetParams(e, nd[0], &m, ctx));
             printf("%s round %d: memset setter, freed operand: %s\n", kind_names[k], round, adv_err(r));
             CUDA_MEMCPY3D c = copy_from(f.d, unified);
             r = R(cuGraphExecMemcpyNodeSetParams(e, nd[2], &c, ctx));
@@ -285,15 +311,8 @@ static void freed(kind k)
         CUgraphNode nd2[3];
         CUgraph g2 = round < 2 ? capture_chain(f2.d, unified, t, 9 + round, NULL)
                                : build_chain(f2.d, unified, t, 9 + round, nd2);
-        memset(&info, 0, sizeof info);
-        r = R(cuGraphExecUpdate_v2(e, g2, &info));
-        snprintf(what, sizeof what, "%s round %d: new buffer", kind_names[k], round);
-        print_info(what, r, &info, nd);
-        run_check(e, 9 + round, what);
-        MUST(cuGraphExecDestroy(e));
-        MUST(cuGraphDestroy(g));
-        MUST(cuGraphDestroy(g2));
-        foreign_free(&f2);
+        snprintf(what, sizeof what, "%s round %d", kind_names[k], round);
+        new_buffer_end(e, g, g2, &f2, 9 + round, nd, what);
         MUST(cuMemFree(t));
     }
 }
@@ -403,13 +422,9 @@ static void remap(void)
         /* the same graph, and a graph captured again over the same address
          * (not in phase 2: the capture of a memset past the mapping fails) */
         for (int again = 0; again < (phase == 2 ? 1 : 2); again++) {
-            CUgraphExecUpdateResultInfo info;
-            memset(&info, 0, sizeof info);
             CUgraph g2 = again ? capture_chain(f, 0, t, 3, NULL) : g;
-            CUresult r = R(cuGraphExecUpdate_v2(e, g2, &info));
-            char what[64];
-            snprintf(what, sizeof what, "remap phase %d%s", phase, again ? " recaptured" : "");
-            print_info(what, r, &info, nd);
+            char what[WHAT];
+            update_as(e, g2, nd, what, "remap phase %d%s", phase, again ? " recaptured" : "");
             if (again) MUST(cuGraphDestroy(g2));
             if (phase != 2) run_check(e, 3, what);
         }
@@ -446,24 +461,14 @@ static void async(void)
     MUST(cuGraphInstantiateWithFlags(&e, g, 0));
     run_check(e, 4, "async live");
     for (int k = 0; k < 3; k++) {
-        CUgraphExecUpdateResultInfo info;
-        memset(&info, 0, sizeof info);
-        CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
-        char what[64];
-        snprintf(what, sizeof what, "async %d: identical, live", k);
-        print_info(what, r, &info, nd);
+        char what[WHAT];
+        update_as(e, g, nd, what, "async %d: identical, live", k);
         MUST(cuMemFreeAsync(f, st));
         MUST(cuStreamSynchronize(st));
-        memset(&info, 0, sizeof info);
-        r = R(cuGraphExecUpdate_v2(e, g, &info));
-        snprintf(what, sizeof what, "async %d: identical, freed", k);
-        print_info(what, r, &info, nd);
+        update_as(e, g, nd, what, "async %d: identical, freed", k);
         MUST(cuMemAllocFromPoolAsync(&f2, N * 4, pool, st));
         CUgraph g2 = capture_chain(f2, 0, t, 5 + k, NULL);
-        memset(&info, 0, sizeof info);
-        r = R(cuGraphExecUpdate_v2(e, g2, &info));
-        snprintf(what, sizeof what, "async %d: new block", k);
-        print_info(what, r, &info, nd);
+        update_as(e, g2, nd, what, "async %d: new block", k);
         run_check(e, 5 + k, what);
         MUST(cuGraphDestroy(g));
         g = g2;
@@ -560,32 +565,19 @@ static void ctxgone(void)
         CUgraph g = capture_chain(f, 0, t, 21 + round, nd);
         CUgraphExec e;
         MUST(cuGraphInstantiateWithFlags(&e, g, 0));
-        char what[64];
+        char what[WHAT];
         snprintf(what, sizeof what, "ctxgone %d: live", round);
         run_check(e, 21 + round, what);
-        CUgraphExecUpdateResultInfo info;
-        memset(&info, 0, sizeof info);
-        CUresult r = R(cuGraphExecUpdate_v2(e, g, &info));
-        print_info(what, r, &info, nd);
+        update_as(e, g, nd, what, "ctxgone %d: live", round);
         MUST(cuCtxDestroy(c2));                           /* its memory goes with it */
         MUST(cuCtxSetCurrent(ctx));
-        memset(&info, 0, sizeof info);
-        r = R(cuGraphExecUpdate_v2(e, g, &info));
-        snprintf(what, sizeof what, "ctxgone %d: context destroyed", round);
-        print_info(what, r, &info, nd);
+        update_as(e, g, nd, what, "ctxgone %d: context destroyed", round);
         /* (a VMM mapping: the memory of no context, which an update may
          * name in place of another context's memory) */
         foreign f2 = foreign_alloc(K_VMM);
         CUgraph g2 = capture_chain(f2.d, 0, t, 23 + round, NULL);
-        memset(&info, 0, sizeof info);
-        r = R(cuGraphExecUpdate_v2(e, g2, &info));
-        snprintf(what, sizeof what, "ctxgone %d: new buffer", round);
-        print_info(what, r, &info, nd);
-        run_check(e, 23 + round, what);
-        MUST(cuGraphExecDestroy(e));
-        MUST(cuGraphDestroy(g));
-        MUST(cuGraphDestroy(g2));
-        foreign_free(&f2);
+        snprintf(what, sizeof what, "ctxgone %d", round);
+        new_buffer_end(e, g, g2, &f2, 23 + round, nd, what);
     }
     MUST(cuMemFree(t));
 }
@@ -594,7 +586,7 @@ static void ctxgone(void)
 
 /* An exec fed by three placed inputs in turn (re-captured each step: exec
  * variants under skip_profiled) whose chain also sets and copies out a
- * managed buffer f: memset(f = k) -> mad(x[k % 3], t) -> copy(out = f).
+ * managed buffer f: memset(f = 7) -> mad(x[k % 3], t) -> copy(out = f).
  * At step 34 f is freed: the step's graph, captured before the free, names
  * it (refused: the exec keeps what it held); a new f follows and the
  * rotation goes on. */
@@ -736,23 +728,18 @@ int main(int argc, char **argv)
         while (k < K_NKINDS && strcmp(c + 6, kind_names[k])) k++;
         if (k == K_NKINDS) return 4;
         freed((kind)k);
-    } else if (!strcmp(c, "rotate")) {
-        rotate();
-    } else if (!strcmp(c, "remap")) {
-        remap();
-    } else if (!strcmp(c, "oom")) {
-        oom();
-    } else if (!strcmp(c, "variants")) {
-        variants();
-    } else if (!strcmp(c, "ctxgone")) {
-        ctxgone();
-    } else if (!strcmp(c, "hints")) {
-        hints();
-    } else if (!strcmp(c, "async")) {
-        async();
     } else {
-        fprintf(stderr, "unknown case %s\n", c);
-        return 4;
+        static const struct { const char *name; void (*run)(void); } cases[] = {
+            { "rotate", rotate }, { "remap", remap },     { "async", async }, { "hints", hints },
+            { "ctxgone", ctxgone }, { "variants", variants }, { "oom", oom },
+        };
+        size_t i = 0, n = sizeof cases / sizeof cases[0];
+        while (i < n && strcmp(c, cases[i].name)) i++;
+        if (i == n) {
+            fprintf(stderr, "unknown case %s\n", c);
+            return 4;
+        }
+        cases[i].run();
     }
     MUST(cuStreamDestroy(st));
     return adv_finish();
