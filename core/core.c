@@ -41,6 +41,16 @@ sg_caps sg_core_init(const sg_config *cfg)
     return caps;
 }
 
+/* A call that may end memory the library did not place (an IPC close: memory
+ * opened from a process without the library; a context's teardown: its
+ * memory), counted after it returned (memory.h, sg_mem_foreign_gone). */
+static CUresult ending(const sg_call *c, CUresult (*call)(const sg_call *))
+{
+    CUresult rc = call(c);
+    sg_mem_foreign_gone(0);
+    return rc;
+}
+
 /* What a call does without the recorder. */
 static CUresult route(const sg_call *c)
 {
@@ -53,6 +63,7 @@ static CUresult route(const sg_call *c)
     case SG_CALL_POOL_SET:
     case SG_CALL_KERNEL_LOOKUP:
     case SG_CALL_CTX_SWITCH:
+    case SG_CALL_FOREIGN_FREE:
         return sg_mem_call(c);
     case SG_CALL_KERNEL:
         /* an uncaptured launch the launch filter sent here (memory.h); a
@@ -79,20 +90,12 @@ static CUresult route(const sg_call *c)
     case SG_CALL_IPC_OPEN:
         return sg_ipc_call(c);
     case SG_CALL_IPC_CLOSE:
-        rc = sg_ipc_call(c);
-        sg_mem_foreign_gone(0);
-        return rc;
-    case SG_CALL_FOREIGN_FREE:
-        rc = c->forward(c->args);
-        sg_mem_foreign_gone(0);
-        return rc;
+        return ending(c, sg_ipc_call);
     case SG_CALL_CTX_DESTROY:
     case SG_CALL_PRIMARY_DROP:
         sg_rec_ctx_may_go();
         sg_launch_filter_forget();
-        rc = sg_ctx_call(c);
-        sg_mem_foreign_gone(0);    /* the context's memory went with it */
-        return rc;
+        return ending(c, sg_ctx_call);
     case SG_CALL_PRIMARY_RETAIN:
         /* the first retain activates the context, which takes device memory:
          * on CUDA_ERROR_OUT_OF_MEMORY (documented) the arenas give back what

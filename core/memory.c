@@ -580,6 +580,11 @@ CUresult sg_mem_call(const sg_call *c)
         return sg_mem_placing ? forward_retry(c) : c->forward(c->args);
     case SG_CALL_FREE:
         return mem_free(c);
+    case SG_CALL_FOREIGN_FREE: {
+        CUresult rc = c->forward(c->args);
+        sg_mem_foreign_gone(0);
+        return rc;
+    }
     case SG_CALL_STREAM_DESTROY:
         return mem_stream_destroy(c);
     case SG_CALL_POOL_SET:
