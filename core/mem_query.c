@@ -304,13 +304,18 @@ static CUresult foreign_check(CUdeviceptr p, size_t len)
     return p >= base && len <= size && p - base <= size - len ? CUDA_SUCCESS : SG_FOREIGN_UNSURE;
 }
 
-/* One operand of a node: the library's memory as check_range, foreign
- * memory asked of the driver where `ask`. */
+/* One operand of a node: the library's memory (a placed block or a freed
+ * one in a live reservation, a block opened from another process's handle)
+ * as check_range, foreign memory asked of the driver where `ask`. Which is
+ * which is looked up exactly: sg_mem_maybe_ours is only a hint, whose
+ * bounds still cover reservations given back, where the system may put the
+ * program's own memory (round 41, `hole`). */
 static CUresult node_operand(CUmemorytype t, CUdeviceptr p, size_t len, int ask)
 {
     sg_alloc_info b;
     if (t != CU_MEMORYTYPE_DEVICE && t != CU_MEMORYTYPE_UNIFIED) return CUDA_SUCCESS;
-    if (sg_mem_maybe_ours(p) || (len && sg_ipc_lookup(p, &b) >= 0)) return check_range(p, len);
+    if (!len) return CUDA_SUCCESS;
+    if (sg_ipc_lookup(p, &b) >= 0 || (sg_mem_placing && sg_mem_lookup(p, &b) >= 0)) return check_range(p, len);
     return ask ? foreign_check(p, len) : CUDA_SUCCESS;
 }
 

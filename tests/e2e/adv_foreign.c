@@ -37,6 +37,9 @@
  *   oom           (CUDAEMU_DEVICE_MEMORY=256M) 160 MiB of placed blocks freed,
  *                 then 200 MiB the library does not place: managed, the
  *                 program's VMM, the default pool, a large cuMemAlloc.
+ *   hole          two created contexts' placed blocks end with them (their
+ *                 reservations given back), then freed_<kind> for every kind:
+ *                 the program's memory may lie where a reservation was.
  *   ctxgone       the foreign operand is managed or pinned memory of another
  *                 context, destroyed (with its memory) while the exec lives.
  *   hints         managed memory with cuMemAdvise, cuStreamAttachMemAsync and
@@ -709,6 +712,29 @@ static void oom(void)
     }
 }
 
+/* ----------------------------------------------------------------- hole */
+
+/* Memory the library does not place at addresses where it once had a
+ * reservation: a created context's placed blocks (its own reservation)
+ * end with the context, then each kind of foreign memory is taken (the
+ * system may hand out the released addresses) and freed_<kind>'s rounds
+ * run over it. */
+static void freed(kind k);
+static void hole(void)
+{
+    CUdevice dev;
+    MUST(cuCtxGetDevice(&dev));
+    for (int i = 0; i < 2; i++) {
+        CUcontext c2;
+        CUdeviceptr p[4];
+        MUST(cuCtxCreate(&c2, NULL, 0, dev));
+        for (int j = 0; j < 4; j++) MUST(cuMemAlloc(&p[j], (size_t)(j + 1) << 20));   /* placed in c2 */
+        MUST(cuCtxDestroy(c2));
+        MUST(cuCtxSetCurrent(ctx));
+    }
+    for (int k = 0; k < K_NKINDS; k++) freed((kind)k);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -732,6 +758,7 @@ int main(int argc, char **argv)
         static const struct { const char *name; void (*run)(void); } cases[] = {
             { "rotate", rotate }, { "remap", remap },     { "async", async }, { "hints", hints },
             { "ctxgone", ctxgone }, { "variants", variants }, { "oom", oom },
+            { "hole", hole },
         };
         size_t i = 0, n = sizeof cases / sizeof cases[0];
         while (i < n && strcmp(c, cases[i].name)) i++;
