@@ -453,6 +453,8 @@ TEST(managed_hints)
     CHECK_CU(cuStreamAttachMemAsync(s, p + 8, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuStreamAttachMemAsync(s, p, 0, 0), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuStreamAttachMemAsync(NULL, p, 0, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamAttachMemAsync(CU_STREAM_LEGACY, p, 0, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamAttachMemAsync(CU_STREAM_PER_THREAD, p, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
     CHECK_CU(cuStreamAttachMemAsync(NULL, p, 0, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
     CHECK_CU(cuStreamAttachMemAsync(s, d, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
     /* stream order: behind a host function that waits, the hints are queued, not done */

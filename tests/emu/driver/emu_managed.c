@@ -30,12 +30,15 @@ static void nothing_run(emu_work *w, emu_stream *s)
 }
 
 /* Queues on h (per_thread: the per-thread default stream for NULL) a work
- * item in stream order that touches [p, p + n) and does nothing. */
-static CUresult stream_hint(const char *call, CUstream h, int per_thread, CUdeviceptr p, size_t n)
+ * item in stream order that touches [p, p + n) and does nothing; not_legacy:
+ * the legacy default stream is refused (CUDA_ERROR_INVALID_VALUE). */
+static CUresult stream_hint(const char *call, CUstream h, int per_thread, CUdeviceptr p, size_t n,
+                            int not_legacy)
 {
     emu_stream *s;
     CUresult rc = emu_stream_get(h, per_thread, &s);
     if (rc != CUDA_SUCCESS) return rc;
+    if (not_legacy && s->kind == S_LEGACY) return CUDA_ERROR_INVALID_VALUE;
     if (emu_stream_capture(s)) return CUDA_ERROR_NOT_SUPPORTED;
     emu_work *w = emu_work_new(sizeof *w, call, nothing_run);
     emu_work_touch_range(w, p, n);
@@ -80,7 +83,7 @@ static CUresult prefetch(const char *call, CUdeviceptr p, size_t n, CUmemLocatio
     if (rc != CUDA_SUCCESS) return rc;
     if (flags != 0 || n == 0 || !emu_mem_managed_find(p, n, NULL)) return CUDA_ERROR_INVALID_VALUE;
     if ((rc = location_check(loc)) != CUDA_SUCCESS) return rc;
-    return stream_hint(call, h, per_thread, p, n);
+    return stream_hint(call, h, per_thread, p, n, 0);
 }
 
 EMU_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
@@ -146,7 +149,9 @@ EMU_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advis
  * ... An error will be returned in this case." The documentation lists no
  * code for a bad argument; CUDA_ERROR_INVALID_VALUE here (the code every
  * other argument check of the memory calls returns). dptr must be the
- * allocation's start (the whole allocation is attached). */
+ * allocation's start (the whole allocation is attached). "The NULL stream"
+ * is the legacy default stream (NULL or CU_STREAM_LEGACY in the plain call);
+ * a per-thread default stream is a stream of its own thread. */
 static CUresult attach(const char *call, CUstream h, int per_thread, CUdeviceptr p, size_t n, unsigned flags)
 {
     emu_range r;
@@ -155,10 +160,8 @@ static CUresult attach(const char *call, CUstream h, int per_thread, CUdeviceptr
     if (rc != CUDA_SUCCESS) return rc;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE)
         return CUDA_ERROR_INVALID_VALUE;
-    if (flags == CU_MEM_ATTACH_SINGLE && (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD))
-        return CUDA_ERROR_INVALID_VALUE;
     if (!emu_mem_managed_find(p, 1, &r) || r.base != p || (n != 0 && n != r.size)) return CUDA_ERROR_INVALID_VALUE;
-    return stream_hint(call, h, per_thread, r.base, r.size);
+    return stream_hint(call, h, per_thread, r.base, r.size, flags == CU_MEM_ATTACH_SINGLE);
 }
 
 EMU_EXPORT CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags)
