@@ -11,11 +11,24 @@
  *   - the value of a destroyed stream is the next cuStreamCreate's, while
  *     the destroyed stream's queued work still runs to completion;
  *   - the value of a destroyed event is the next cuEventCreate's;
- *   - several freed values come back last-freed first.
+ *   - several freed values come back last-freed first;
+ *   - graph, node and exec values: a destroyed graph's, node's and exec's
+ *     value is the next one's; an exec keeps naming the nodes it was made
+ *     from by graph and creation number, so a new node that got an old
+ *     node's value is not one of its nodes;
+ *   - a created context's value is the next cuCtxCreate's, while the primary
+ *     context keeps its value across release, reset and retain;
+ *   - a green context's values (it and its converted context) are the next
+ *     green context's; the destroyed one's streams still answer
+ *     CONTEXT_IS_DESTROYED;
+ *   - a user object's value, once its destructor ran, and a released
+ *     allocation handle's value are the next ones'.
  */
 #include "graph_util.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static CUmodule load(const char *name)
 {
@@ -208,6 +221,186 @@ TEST(last_freed_first)
     }
 }
 
+/* A kernel node filling a with v, added to g. */
+static CUgraphNode add_fill(CUgraph g, CUdeviceptr a, uint32_t v, gu_args *args)
+{
+    gu_kp_fill(args, a, v);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, args);
+    CUgraphNode n;
+    CHECK_CU(cuGraphAddKernelNode(&n, g, NULL, 0, &kp), CUDA_SUCCESS);
+    return n;
+}
+
+TEST(graph_node_exec_values_reused)
+{
+    CUdeviceptr a = gu_alloc();
+    gu_args args;
+    CUgraph g, g2;
+    CUgraphExec e, e2;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUgraphNode n = add_fill(g, a, 1, &args);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphCreate(&g2, 0), CUDA_SUCCESS);
+    CHECK(g2 == g);
+    size_t count = 9;
+    CHECK_CU(cuGraphGetNodes(g2, NULL, &count), CUDA_SUCCESS);
+    CHECK_EQ(count, 0);                             /* a new, empty graph */
+    CUgraphNode n2 = add_fill(g2, a, 2, &args);
+    CHECK(n2 == n);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e2, g2, 0), CUDA_SUCCESS);
+    CHECK(e2 == e);
+    CHECK_CU(cuGraphLaunch(e2, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(a, 2));
+    CHECK_CU(cuGraphExecDestroy(e2), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
+/* An exec names its nodes by their graph and creation number: a node that got
+ * the value of one of them (its graph destroyed, or the node itself) is not
+ * one of the exec's nodes, and setting its parameters in the exec fails. */
+TEST(exec_does_not_take_a_reused_node_for_its_own)
+{
+    CUdeviceptr a = gu_alloc();
+    gu_args args;
+    CUgraph g, g2;
+    CUgraphExec e;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUgraphNode n = add_fill(g, a, 1, &args);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    /* the node destroyed, a new one in the same graph gets its value */
+    CHECK_CU(cuGraphDestroyNode(n), CUDA_SUCCESS);
+    CUgraphNode n2 = add_fill(g, a, 2, &args);
+    CHECK(n2 == n);
+    gu_kp_fill(&args, a, 3);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &args);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, n2, &kp), CUDA_ERROR_INVALID_VALUE);
+    /* the graph destroyed, a new graph and node get the values */
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphCreate(&g2, 0), CUDA_SUCCESS);
+    CHECK(g2 == g);
+    CUgraphNode n3 = add_fill(g2, a, 4, &args);
+    CHECK(n3 == n);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, n3, &kp), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);  /* the exec still runs its own node */
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(a, 1));
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
+TEST(context_values)
+{
+    CUcontext c, c2, p, p2, cur;
+    CUdevice dev;
+    CHECK_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+    CHECK_CU(cuCtxCreate(&c, NULL, 0, dev), CUDA_SUCCESS);
+    CUdeviceptr a;
+    CHECK_CU(cuMemAlloc(&a, 4096), CUDA_SUCCESS);
+    size_t st;
+    CHECK_CU(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096), CUDA_SUCCESS);
+    CHECK_CU(cuCtxDestroy(c), CUDA_SUCCESS);
+    CHECK_CU(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+    CHECK(cur == g_ctx);                            /* popped */
+    CHECK_CU(cuCtxCreate(&c2, NULL, CU_CTX_SCHED_YIELD, dev), CUDA_SUCCESS);
+    CHECK(c2 == c);
+    /* a new context: its own flags, default limits, none of the old memory */
+    unsigned flags;
+    CHECK_CU(cuCtxGetFlags(&flags), CUDA_SUCCESS);
+    CHECK_EQ(flags & CU_CTX_SCHED_MASK, CU_CTX_SCHED_YIELD);
+    CHECK_CU(cuCtxGetLimit(&st, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+    CHECK(st != 4096);
+    CHECK_CU(cuMemFree(a), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuCtxDestroy(c2), CUDA_SUCCESS);
+    /* The primary context keeps its value: released to zero, reset, retained. */
+    CHECK_CU(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+    CHECK_CU(cuDevicePrimaryCtxRelease(dev), CUDA_SUCCESS);   /* gu_setup's retain */
+    CHECK_CU(cuDevicePrimaryCtxReset(dev), CUDA_SUCCESS);
+    CHECK_CU(cuDevicePrimaryCtxRetain(&p, dev), CUDA_SUCCESS);
+    CHECK(p == g_ctx);
+    CHECK_CU(cuDevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
+    CHECK_CU(cuDevicePrimaryCtxRetain(&p2, dev), CUDA_SUCCESS);
+    CHECK(p2 == p);
+    CHECK_CU(cuCtxSetCurrent(p2), CUDA_SUCCESS);
+    gu_setup();                                     /* the reset unloaded the module */
+}
+
+static CUgreenCtx make_green(void)
+{
+    CUdevResource dev, grp;
+    unsigned n = 1;
+    CUdevResourceDesc desc = NULL;
+    CUgreenCtx g = NULL;
+    CHECK_CU(cuDeviceGetDevResource(0, &dev, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+    CHECK_CU(cuDevSmResourceSplitByCount(&grp, &n, &dev, NULL, 0, 8), CUDA_SUCCESS);
+    CHECK_CU(cuDevResourceGenerateDesc(&desc, &grp, 1), CUDA_SUCCESS);
+    CHECK_CU(cuGreenCtxCreate(&g, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_SUCCESS);
+    return g;
+}
+
+TEST(green_context_values)
+{
+    CUgreenCtx g = make_green(), g2;
+    CUcontext cc, cc2;
+    CUstream s, s2;
+    unsigned long long id, id2;
+    CHECK_CU(cuCtxFromGreenCtx(&cc, g), CUDA_SUCCESS);
+    CHECK_CU(cuGreenCtxGetId(g, &id), CUDA_SUCCESS);
+    CHECK_CU(cuGreenCtxStreamCreate(&s, g, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGreenCtxDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamQuery(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    g2 = make_green();
+    CHECK(g2 == g);
+    CHECK_CU(cuCtxFromGreenCtx(&cc2, g2), CUDA_SUCCESS);
+    CHECK(cc2 == cc);
+    CHECK_CU(cuGreenCtxGetId(g2, &id2), CUDA_SUCCESS);
+    CHECK(id2 != id);                               /* a new green context */
+    /* the old green context's stream is still its, not the new one's */
+    CHECK_CU(cuStreamQuery(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_CU(cuGreenCtxStreamCreate(&s2, g2, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+    CHECK_CU(cuStreamQuery(s2), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s2), CUDA_SUCCESS);
+    CHECK_CU(cuGreenCtxDestroy(g2), CUDA_SUCCESS);
+}
+
+static atomic_int dtors;
+static void count_dtor(void *p) { (void)p; atomic_fetch_add(&dtors, 1); }
+
+TEST(user_object_and_allocation_handle_values)
+{
+    CUuserObject o, o2;
+    CHECK_CU(cuUserObjectCreate(&o, NULL, count_dtor, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC), CUDA_SUCCESS);
+    CHECK_CU(cuUserObjectRelease(o, 1), CUDA_SUCCESS);
+    for (int i = 0; i < 2000 && atomic_load(&dtors) == 0; i++) usleep(1000);
+    CHECK_EQ(atomic_load(&dtors), 1);
+    usleep(20000);                  /* the destructor thread gives the value back after the call */
+    CHECK_CU(cuUserObjectCreate(&o2, NULL, count_dtor, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC), CUDA_SUCCESS);
+    CHECK(o2 == o);
+    CHECK_CU(cuUserObjectRelease(o2, 1), CUDA_SUCCESS);
+
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t gran;
+    CHECK_CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h, h2, h3;
+    CHECK_CU(cuMemCreate(&h, gran, &prop, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemCreate(&h2, gran, &prop, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemRelease(h), CUDA_SUCCESS);
+    CHECK_CU(cuMemCreate(&h3, 2 * gran, &prop, 0), CUDA_SUCCESS);
+    CHECK(h3 == h);
+    CUmemAllocationProp got;
+    CHECK_CU(cuMemGetAllocationPropertiesFromHandle(&got, h3), CUDA_SUCCESS);
+    CHECK_CU(cuMemRelease(h3), CUDA_SUCCESS);
+    CHECK_CU(cuMemRelease(h2), CUDA_SUCCESS);
+    CHECK_CU(cuMemRelease(h3), CUDA_ERROR_INVALID_VALUE);   /* released: unknown again */
+}
+
 int main(void)
 {
     gu_setup();
@@ -217,5 +410,10 @@ int main(void)
     RUN(stream_value_reused_while_old_work_runs);
     RUN(event_value_reused);
     RUN(last_freed_first);
+    RUN(graph_node_exec_values_reused);
+    RUN(exec_does_not_take_a_reused_node_for_its_own);
+    RUN(context_values);
+    RUN(green_context_values);
+    RUN(user_object_and_allocation_handle_values);
     return check_done();
 }

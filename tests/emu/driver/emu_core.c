@@ -16,8 +16,7 @@
  *     is thread-local.
  *   - emu_handle_lock guards the handle registry (emu_handles).
  *   - emu_pool_lock guards the handle memory pools (emu_pools); a leaf lock.
- *   - emu_ctx_lock guards the primary-context table (emu_primary[]) and the
- *     list of destroyed contexts (emu_dead_ctxs).
+ *   - emu_ctx_lock guards the primary-context table (emu_primary[]).
  *     Never held while calling into streams (emu_streams_*), which may block.
  *   Current contexts are thread-local and need no lock.
  */
@@ -743,7 +742,6 @@ static struct {
     int refs;            /* retains minus releases */
     unsigned flags;
 } emu_primary[8];        /* guarded by emu_ctx_lock */
-static CUcontext emu_dead_ctxs; /* destroyed created contexts; guarded by emu_ctx_lock */
 
 CUcontext emu_ctx_current_raw(void) { return emu_ctx_depth ? emu_ctx_stack[emu_ctx_depth - 1] : NULL; }
 
@@ -781,9 +779,12 @@ CUresult emu_ctx_require(CUcontext *out)
     return CUDA_SUCCESS;
 }
 
+/* A primary context's struct is made once and kept (its value is the
+ * device's for good); a created one comes from the handle pool, so the value
+ * of a destroyed context is the next cuCtxCreate's. */
 static CUcontext emu_ctx_new(int dev, unsigned flags, int primary)
 {
-    CUcontext c = calloc(1, sizeof *c);
+    CUcontext c = primary ? calloc(1, sizeof *c) : emu_handle_mem_get(EMU_K_CTX, sizeof *c);
     if (!c) return NULL;
     c->device = dev;
     c->flags = flags;
@@ -825,13 +826,11 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
             if (emu_ctx_stack[i] == c) emu_ctx_stack[i] = NULL;
         c->destroyed = 1;
         emu_handle_del(c);
-        /* The struct is kept (not freed): other threads may still hold it as
-         * their current context and must see CONTEXT_IS_DESTROYED, not freed
-         * memory. The list keeps it reachable (it is not a leak). */
-        pthread_mutex_lock(&emu_ctx_lock);
-        c->dead_next = emu_dead_ctxs;
-        emu_dead_ctxs = c;
-        pthread_mutex_unlock(&emu_ctx_lock);
+        /* The struct goes back to the handle pool, never to the system: another
+         * thread that still holds it current sees CONTEXT_IS_DESTROYED until
+         * the next cuCtxCreate takes the value, then the new context (as with
+         * a real driver, which hands the value out again). */
+        emu_handle_mem_put(EMU_K_CTX, c);
     }
 }
 

@@ -91,7 +91,7 @@ static void exec_free(CUgraphExec e)
     pthread_mutex_destroy(&e->lock);
     free(e->nodes);
     free(e->order);
-    free(e);
+    emu_handle_mem_put(EMU_K_EXEC, e);   /* the next exec (or nested exec) gets the value */
 }
 
 /* Kahn's algorithm, lowest index first. Returns 0 on a cycle and sets
@@ -162,8 +162,7 @@ static CUgraphInstantiateResult device_launch_check(CUgraph g, CUgraphNode *err)
 
 static CUgraphExec exec_alloc(cuuint64_t flags)
 {
-    CUgraphExec e = calloc(1, sizeof *e);
-    if (!e) return NULL;
+    CUgraphExec e = emu_handle_mem_get(EMU_K_EXEC, sizeof *e);
     pthread_mutex_init(&e->lock, NULL);
     e->flags = flags;
     return e;

@@ -67,8 +67,7 @@ static int graph_capturing(CUgraph g)
 
 CUgraph emu_graph_new(void)
 {
-    CUgraph g = calloc(1, sizeof *g);
-    if (!g) return NULL;
+    CUgraph g = emu_handle_mem_get(EMU_K_GRAPH, sizeof *g);   /* a destroyed graph's value */
     g->uid = atomic_fetch_add(&graph_uids, 1) + 1;
     emu_handle_add(g, EMU_K_GRAPH);
     return g;
@@ -80,7 +79,7 @@ static void node_free(CUgraph g, CUgraphNode nd)
     if (nd->p.type == CU_GRAPH_NODE_TYPE_MEM_FREE) emu_gmem_set_freed_in(nd->p.mem_ptr, g->uid, 0);
     emu_nparams_free(&nd->p);
     free(nd->deps);
-    free(nd);
+    emu_handle_mem_put(EMU_K_NODE, nd);
 }
 
 void emu_graph_free(CUgraph g)
@@ -93,7 +92,7 @@ void emu_graph_free(CUgraph g)
     emu_urefs_drop(&g->urefs);
     free(g->nodes);
     free(g->edges);
-    free(g);
+    emu_handle_mem_put(EMU_K_GRAPH, g);
 }
 
 static int node_has_dep(CUgraphNode to, CUgraphNode from)
@@ -149,12 +148,12 @@ CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdg
      * added to the returned graph. Attempting to do so will return an error." */
     if (g->owner && (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || p->type == CU_GRAPH_NODE_TYPE_MEM_FREE))
         return CUDA_ERROR_INVALID_VALUE;
-    CUgraphNode nd = calloc(1, sizeof *nd);
-    if (!nd || !EMU_GROW(g->nodes, g->cap, g->n + 1) ||
+    CUgraphNode nd = emu_handle_mem_get(EMU_K_NODE, sizeof *nd);  /* a destroyed node's value */
+    if (!EMU_GROW(g->nodes, g->cap, g->n + 1) ||
         !EMU_GROW(g->edges, g->cap_edges, g->nedges + n) ||
         !EMU_GROW(nd->deps, nd->cap_deps, n)) {
-        if (nd) free(nd->deps);
-        free(nd);
+        free(nd->deps);
+        emu_handle_mem_put(EMU_K_NODE, nd);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     nd->graph = g;

@@ -19,9 +19,13 @@
  *     cuStreamGetCtx answers the converted context, cuStreamGetCtx_v2 the
  *     primary one and the green context; after cuGreenCtxDestroy they answer
  *     CUDA_ERROR_CONTEXT_IS_DESTROYED.
- * A green context's memory (the struct, with its converted context) is never
- * given back: a thread that still holds the converted context current gets
- * CUDA_ERROR_CONTEXT_IS_DESTROYED, and handle values are not reused.
+ * A green context's struct (with its converted context) comes from the
+ * handle pool: cuGreenCtxDestroy gives both values to the next
+ * cuGreenCtxCreate. Until then a thread that still holds the converted
+ * context current gets CUDA_ERROR_CONTEXT_IS_DESTROYED; afterwards it holds
+ * the new green context's (as with a real driver). The destroyed green
+ * context's streams keep answering CONTEXT_IS_DESTROYED: each stream knows
+ * the id of its green context, which a reused struct does not have.
  */
 #include "emu_internal.h"
 #include "emu_stream.h"
@@ -45,8 +49,6 @@ struct CUdevResourceDesc_st { int device; unsigned sm_count; };
 static unsigned long long next_split = 1, next_green_id = 1;   /* atomic */
 /* Destroyed green contexts: kept (a thread may still hold the converted context current and
  * must see CUDA_ERROR_CONTEXT_IS_DESTROYED), reachable from here. */
-static struct CUgreenCtx_st *dead_greens;
-static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void res_make(CUdevResource *r, int dev, unsigned sms, unsigned long long split)
 {
@@ -179,14 +181,14 @@ EMU_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, 
     if (!phCtx || !desc || !emu_handle_ok(desc, EMU_K_RESDESC) || flags != CU_GREEN_CTX_DEFAULT_STREAM)
         return CUDA_ERROR_INVALID_VALUE;
     if (desc->device != dev) return CUDA_ERROR_INVALID_VALUE;
-    struct CUgreenCtx_st *g = emu_xcalloc(1, sizeof *g);
+    struct CUgreenCtx_st *g = emu_handle_mem_get(EMU_K_GREEN, sizeof *g);
+    __atomic_store_n(&g->id, __atomic_fetch_add(&next_green_id, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     CUresult r = emu_ctx_green_begin(dev, g);
     if (r != CUDA_SUCCESS) {
-        free(g);
+        emu_handle_mem_put(EMU_K_GREEN, g);
         return r;
     }
     g->sm_count = desc->sm_count;
-    g->id = __atomic_fetch_add(&next_green_id, 1, __ATOMIC_RELAXED);
     emu_handle_add(g, EMU_K_GREEN);
     *phCtx = g;
     return CUDA_SUCCESS;
@@ -202,10 +204,7 @@ EMU_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
     __atomic_store_n(&g->destroyed, 1, __ATOMIC_RELEASE);
     emu_green_detach(g);
     emu_ctx_green_end(g);     /* drops its retain of the primary context */
-    pthread_mutex_lock(&dead_lock);
-    g->dead_next = dead_greens;
-    dead_greens = g;
-    pthread_mutex_unlock(&dead_lock);
+    emu_handle_mem_put(EMU_K_GREEN, g);   /* the next green context gets both values */
     return CUDA_SUCCESS;
 }
 

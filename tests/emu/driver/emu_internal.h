@@ -235,7 +235,6 @@ struct CUctx_st {
     int destroyed;
     struct emu_stream *legacy;  /* the legacy default stream (emu_stream.c creates it lazily) */
     pthread_mutex_t lock;       /* guards legacy creation */
-    struct CUctx_st *dead_next; /* destroyed contexts are kept on a list (emu_core.c) */
     int sticky;                 /* atomic: the CUresult a faulted kernel left (emu_sticky_set) */
     size_t charge;              /* device memory the context itself holds (CUDAEMU_CTX_BYTES) */
     size_t *limits;             /* cuCtxSetLimit (emu_core.c): CU_LIMIT_MAX values, where limits_set
@@ -256,7 +255,6 @@ struct CUgreenCtx_st {
     unsigned sm_count;
     unsigned long long id;
     int destroyed;              /* atomic */
-    struct CUgreenCtx_st *dead_next; /* destroyed ones are kept on a list (emu_green.c) */
     struct CUctx_st ctx;        /* not first: the two handles are registered apart */
 };
 

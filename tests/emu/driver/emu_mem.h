@@ -118,6 +118,9 @@ typedef struct mem_state {      /* all guarded by emu_mem_lock */
     pool_state pools[MEM_MAX_DEVICES];
     unsigned long long next_buffer_id;
     unsigned long long next_handle_id;
+    unsigned long long *free_ids;   /* released handle ids, the last released on top: the
+                                     * next handle takes it (emu_vmm.c handle_id_take) */
+    size_t nfree_ids, cap_free_ids;
 } mem_state;
 
 /* emu_mem.c */

@@ -255,6 +255,14 @@ __attribute__((constructor)) static void stream_fork_handlers(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
+/* 1 if s belongs to a green context that was destroyed (its struct may hold
+ * a newer green context now: then its id differs). */
+static int stream_green_gone(const emu_stream *s)
+{
+    return s->green && (__atomic_load_n(&s->green->destroyed, __ATOMIC_ACQUIRE) ||
+                        __atomic_load_n(&s->green->id, __ATOMIC_RELAXED) != s->green_id);
+}
+
 /* Creates a stream and its worker; the caller gets one reference. */
 static emu_stream *stream_new(CUcontext ctx, enum stream_kind kind, unsigned flags, int priority,
                               struct CUgreenCtx_st *green)
@@ -263,6 +271,7 @@ static emu_stream *stream_new(CUcontext ctx, enum stream_kind kind, unsigned fla
     emu_stream *s = emu_xcalloc(1, sizeof *s);
     s->ctx = ctx;
     s->green = green;
+    s->green_id = green ? green->id : 0;
     s->device = ctx->device;
     s->kind = kind;
     s->flags = flags;
@@ -401,7 +410,7 @@ CUresult emu_stream_get(CUstream h, int per_thread, emu_stream **out)
     /* cuGreenCtxDestroy: "Once the green context is destroyed, any subsequent API calls
      * involving these streams (including cuStreamDestroy) will return
      * CUDA_ERROR_CONTEXT_IS_DESTROYED." */
-    if (s->green && __atomic_load_n(&s->green->destroyed, __ATOMIC_ACQUIRE)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (stream_green_gone(s)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     *out = s;
     return CUDA_SUCCESS;
 }
@@ -657,11 +666,11 @@ size_t emu_streams_of_green(struct CUgreenCtx_st *g, emu_stream ***out)
 {
     size_t n = 0;
     pthread_mutex_lock(&streams_lock);
-    for (emu_stream *t = all_streams; t; t = t->next) n += t->green == g;
+    for (emu_stream *t = all_streams; t; t = t->next) n += t->green == g && t->green_id == g->id;
     emu_stream **v = emu_xcalloc(n ? n : 1, sizeof *v);
     n = 0;
     for (emu_stream *t = all_streams; t; t = t->next) {
-        if (t->green != g) continue;
+        if (t->green != g || t->green_id != g->id) continue;
         pthread_mutex_lock(&t->lock);
         int live = !t->exiting;
         pthread_mutex_unlock(&t->lock);

@@ -26,6 +26,8 @@ enum stream_kind { S_USER, S_LEGACY, S_PER_THREAD };
 struct emu_stream {
     CUcontext ctx;                  /* a green context's stream: the primary context (its owner) */
     struct CUgreenCtx_st *green;    /* the green context it belongs to (NULL: none) */
+    unsigned long long green_id;    /* its id: the struct of a destroyed green context is
+                                     * reused by the next one (emu_stream_green_gone) */
     int device;
     enum stream_kind kind;
     unsigned flags;                 /* CU_STREAM_* given at creation */

@@ -61,10 +61,27 @@ static mem_handle *handle_get(CUmemGenericAllocationHandle id)
 }
 
 /* Frees h once nothing refers to it any more (emu_mem_lock held). */
+/* A new handle's id: the one released last, as a driver gives a released
+ * handle's value to the next allocation (emu_mem_lock held). */
+static unsigned long long handle_id_take(void)
+{
+    if (emu_memory.nfree_ids) return emu_memory.free_ids[--emu_memory.nfree_ids];
+    return emu_memory.next_handle_id++;
+}
+
 static void handle_maybe_destroy(mem_handle *h)
 {
     if (h->refs || h->maps) return;
     HASH_DEL(emu_memory.handles, h);
+    if (emu_memory.nfree_ids == emu_memory.cap_free_ids) {
+        size_t cap = emu_memory.cap_free_ids ? 2 * emu_memory.cap_free_ids : 16;
+        unsigned long long *v = realloc(emu_memory.free_ids, cap * sizeof *v);
+        if (v) {                /* else the id is not reused: harmless */
+            emu_memory.free_ids = v;
+            emu_memory.cap_free_ids = cap;
+        }
+    }
+    if (emu_memory.nfree_ids < emu_memory.cap_free_ids) emu_memory.free_ids[emu_memory.nfree_ids++] = h->id;
     if (!h->imported) emu_memory.used[h->prop.location.id] -= h->size;
     close(h->fd);
     free(h);
@@ -194,7 +211,7 @@ EMU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         h->size = size;
         h->prop = *prop;
         h->refs = 1;
-        h->id = emu_memory.next_handle_id++;
+        h->id = handle_id_take();
         h->block_id = emu_memory.next_buffer_id++;
         emu_mem_hash_oom = 0;
         HASH_ADD(hh, emu_memory.handles, id, sizeof h->id, h);
@@ -476,7 +493,7 @@ EMU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
         rc = n->fd < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
     }
     if (rc == CUDA_SUCCESS) {
-        n->id = emu_memory.next_handle_id++;
+        n->id = handle_id_take();
         emu_mem_hash_oom = 0;
         HASH_ADD(hh, emu_memory.handles, id, sizeof n->id, n);
         rc = emu_mem_hash_oom ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
