@@ -87,7 +87,16 @@ static void describe(sg_grec *r, CUgraph graph)
     sg_rec_count_readback(why);
     if (sg_fp_build(&r->fp, graph, &r->scratch, NULL) == 0) {
         r->state = REC_CURRENT;
-        (void)sg_grec_set_nodes(r, graph, r->scratch.nodes, r->fp.n);
+        /* The exec's node handles are kept only for a graph the library saw
+         * made (cuGraphCreate, a capture, cuGraphClone: it has a record,
+         * spoiled or not), whose end it sees (cuGraphDestroy forgets them).
+         * A graph without one may be a child graph node's embedded graph
+         * (cuGraphChildGraphNodeGetGraph), which dies with its parent, no
+         * call naming it: the driver then gives its value and its nodes' to
+         * new graphs and nodes, and a handle kept here would take a new node
+         * for one of the exec's (a setter answered for a node the exec does
+         * not have, round 40). Its per-node updates go to the driver. */
+        if (why != SG_READBACK_NOT_RECORDED) (void)sg_grec_set_nodes(r, graph, r->scratch.nodes, r->fp.n);
     } else {
         sg_grec_make_stale(r, SG_REASON_NOT_COMPARABLE);
     }

@@ -1477,6 +1477,27 @@ for c in freed_managed freed_hostalloc freed_allochost freed_hostreg freed_unifi
         eng_t="$PLACED and $et" eng_p="$PLACED and ${ep:-$et}" xchk="$R41_ACCOUNTED" \
         attack="memory the library did not allocate in captured graphs ($c)" -- adv_foreign $c
 done
+# Round 40: handle values the driver gives out again (adv_reuse.c; the
+# emulator reuses graph, node, exec, context and green context values, last
+# freed first). cycle: explicit graphs, nodes, execs made and destroyed five
+# times, each new exec first updated to the graph the old one ended on;
+# ctxend: the same in created contexts, each exec ended by cuCtxDestroy;
+# childexec: an exec of a child node's embedded graph, whose graph and node
+# die with the parent and whose values a new graph and node get (the exec's
+# setter must refuse that node); childuobj: an embedded graph holding a user
+# object dies with its parent, a new graph holding none gets its value, its
+# exec's identical updates may be skipped; green: green contexts one after
+# another on the same values, allocating, capturing and updating.
+UOBJ_NONE40='sum(e["forwarded_reasons"]["user_objects"] for e in X) == 0::no update forwarded for user objects the graph does not hold'
+for c in cycle ctxend childexec childuobj green; do
+    et='T["updates_seen"] > 0' ep="$et" xc=""
+    case $c in
+    childuobj) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et" xc=$UOBJ_NONE40 ;;
+    ctxend | green) et="$PLACED and T['updates_seen'] > 0" ep="$et" ;;
+    esac
+    adv name=r40/reuse_$c eng_t="$et" eng_p="$ep" xchk="$xc" \
+        attack="handle values reused by the driver ($c)" -- adv_reuse $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the

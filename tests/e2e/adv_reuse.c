@@ -1,0 +1,314 @@
+/*
+ * tests/e2e/adv_reuse.c: round 40, handle values a driver gives out again.
+ * A real driver's handles are addresses of its objects (or recycled ids), so
+ * the value of a destroyed object is commonly the next object's; the
+ * emulator does the same, last freed first (docs/emulator.md, "Reuse of
+ * freed handle values"). Each case destroys an object and makes one that
+ * gets its value (checked: without the library the program fails to set up,
+ * status 2, if the value is not reused; with it, the library may hold values
+ * of its own, so a value not reused there is only noted on stderr), then
+ * uses the new object so that any state the library kept for the old one
+ * would give a wrong result, a wrong update decision or an error:
+ *   cycle      explicit graph, exec and update graph made, used and
+ *              destroyed five times; each time the graphs, their nodes and
+ *              the exec get the last time's values, and the new exec's first
+ *              update is the very graph the old exec was last updated to
+ *              (an update the library would skip if it took the new exec for
+ *              the old one) while the new exec holds another value;
+ *   ctxend     the same in created contexts: each context (and its exec,
+ *              never destroyed by the program) ended by cuCtxDestroy; the
+ *              next cuCtxCreate gets the context's value, its exec the
+ *              exec's, its buffers are new;
+ *   childexec  an exec instantiated from a child graph node's embedded graph
+ *              (cuGraphChildGraphNodeGetGraph), a node of it set in the exec;
+ *              the parent destroyed (the embedded graph and its node die with
+ *              it, no cuGraphDestroy), a new graph and node get their values:
+ *              the driver refuses that node in the exec's setter (it is not
+ *              one of the exec's nodes); the exec is then updated from the
+ *              new graph and launched;
+ *   childuobj  a user object retained by a child graph node's embedded
+ *              graph; the parent destroyed; a new graph (cuGraphCreate) gets
+ *              the embedded graph's value, holds no user object, and its
+ *              exec is updated from identical graphs (updates the library may
+ *              answer itself: none is a graph holding user objects);
+ *   green      green contexts made one after another, each getting the last
+ *              one's value (and its converted context's): memory allocated
+ *              under the converted context, a capture on a green stream,
+ *              instantiate, launch, update; the exec outlives nothing.
+ * Usage: adv_reuse cycle|ctxend|childexec|childuobj|green
+ */
+#include <cuda.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "adv_common.h"
+
+#define N 16
+
+static CUfunction k_fill;
+
+/* The value `now` must be the value `was` had: the case's premise. */
+static void reused(const void *now, const void *was, const char *what)
+{
+    if (now == was) return;
+    if (!getenv("LD_PRELOAD")) {
+        printf("set-up failed: the %s's value was not reused (%p, was %p)\n", what, now, was);
+        exit(2);
+    }
+    fprintf(stderr, "adv_reuse: the %s's value was not reused under the library\n", what);
+}
+
+/* A graph of one node fill_u32(buf, v, N); *node its node. */
+static CUgraph fill_graph(CUdeviceptr buf, uint32_t v, CUgraphNode *node)
+{
+    CUgraph g;
+    MUST(cuGraphCreate(&g, 0));
+    CUgraphNode n = adv_add_kernel3(g, NULL, 0, k_fill, &buf, &v, N);
+    if (node) *node = n;
+    return g;
+}
+
+static void want_fill(const char *name, CUdeviceptr buf, uint32_t v)
+{
+    uint32_t w[N];
+    for (uint32_t i = 0; i < N; i++) w[i] = v + i;
+    R(cuCtxSynchronize());
+    adv_check_words(name, buf, w, N);
+}
+
+/* One life: graph g (fill v0), exec e, launched; updated to u (fill v1),
+ * launched. Returns with everything destroyed but what keep_exec keeps. */
+static void life(int k, CUdeviceptr buf, uint32_t v0, uint32_t v1, CUgraph *g, CUgraphNode *n, CUgraph *u,
+                 CUgraphExec *e, int destroy_exec)
+{
+    char name[64];
+    *g = fill_graph(buf, v0, n);
+    MUST(cuGraphInstantiateWithFlags(e, *g, 0));
+    R(cuGraphLaunch(*e, NULL));
+    snprintf(name, sizeof name, "life%d_first", k);
+    want_fill(name, buf, v0);
+    *u = fill_graph(buf, v1, NULL);
+    adv_update(*e, *u);
+    R(cuGraphLaunch(*e, NULL));
+    snprintf(name, sizeof name, "life%d_updated", k);
+    want_fill(name, buf, v1);
+    R(cuGraphDestroy(*u));
+    if (destroy_exec) R(cuGraphExecDestroy(*e));
+    R(cuGraphDestroy(*g));      /* last: the next graph gets its value */
+}
+
+/* Each life's first update is the graph the last life's exec was updated to
+ * (v1 of life k is v1 of life k-1 on odd lives), its instantiation another. */
+static uint32_t v0_of(int k) { return 1000u + 100u * (uint32_t)k; }
+static uint32_t v1_of(int k) { return 7u + 100u * (uint32_t)(k / 2); }
+
+static void case_cycle(void)
+{
+    CUdeviceptr buf;
+    MUST(cuMemAlloc(&buf, N * 4));
+    CUgraph g = NULL, u = NULL, pg = NULL, pu = NULL;
+    CUgraphNode n = NULL, pn = NULL;
+    CUgraphExec e = NULL, pe = NULL;
+    for (int k = 0; k < 5; k++) {
+        life(k, buf, v0_of(k), v1_of(k), &g, &n, &u, &e, 1);
+        if (k) {
+            reused(g, pg, "graph");
+            reused(u, pu, "update graph");
+            reused(n, pn, "node");
+            reused(e, pe, "exec");
+        }
+        pg = g, pu = u, pn = n, pe = e;
+    }
+    R(cuMemFree(buf));
+}
+
+static void case_ctxend(void)
+{
+    CUcontext prim, c = NULL, pc = NULL, cur;
+    CUdevice dev;
+    MUST(cuCtxGetCurrent(&prim));
+    MUST(cuDeviceGet(&dev, 0));
+    CUgraph g, u;
+    CUgraphNode n;
+    CUgraphExec e = NULL, pe = NULL;
+    for (int k = 0; k < 5; k++) {
+        MUST(cuCtxCreate(&c, NULL, 0, dev));
+        if (k) reused(c, pc, "context");
+        CUmodule mod;
+        char path[PATH_MAX + 64];
+        adv_path("adv_kernels.so", path, sizeof path);
+        MUST(cuModuleLoad(&mod, path));
+        k_fill = adv_fn(mod, "fill_u32");
+        CUdeviceptr buf, tmp;
+        MUST(cuMemAlloc(&tmp, 1 << 20));             /* a temporary: placed by the library */
+        MUST(cuMemAlloc(&buf, N * 4));
+        R(cuMemFree(tmp));
+        life(k, buf, v0_of(k), v1_of(k), &g, &n, &u, &e, 0);   /* the exec is left to the context */
+        if (k) reused(e, pe, "exec");
+        pc = c, pe = e;
+        MUST(cuCtxDestroy(c));
+        MUST(cuCtxGetCurrent(&cur));
+        if (cur != prim) MUST(cuCtxSetCurrent(prim));
+    }
+}
+
+static void case_childexec(CUdeviceptr buf)
+{
+    CUgraph c0, p, child, g2, g3;
+    CUgraphNode cn, n, n2, n3;
+    c0 = fill_graph(buf, 1, NULL);
+    MUST(cuGraphCreate(&p, 0));
+    MUST(cuGraphAddChildGraphNode(&cn, p, NULL, 0, c0));
+    R(cuGraphDestroy(c0));
+    MUST(cuGraphChildGraphNodeGetGraph(cn, &child));
+    size_t one = 1;
+    MUST(cuGraphGetNodes(child, &n, &one));
+    CUgraphExec e;
+    MUST(cuGraphInstantiateWithFlags(&e, child, 0));
+    R(cuGraphLaunch(e, NULL));
+    want_fill("child_exec_first", buf, 1);
+    uint32_t v = 2;
+    uint64_t cnt = N;
+    void *args[] = { &buf, &v, &cnt };
+    ADV_SET_KERNEL(e, n, k_fill, args);
+    R(cuGraphLaunch(e, NULL));
+    want_fill("child_exec_set", buf, 2);
+    /* the parent goes, and with it the embedded graph and its node */
+    R(cuGraphDestroy(p));
+    g2 = fill_graph(buf, 5, &n2);          /* the parent's value, the child node's */
+    g3 = fill_graph(buf, 2, &n3);          /* the embedded graph's, its node's */
+    reused(g3, child, "embedded graph");
+    reused(n3, n, "embedded graph's node");
+    /* n3 is not a node of the graph e was instantiated from: refused */
+    v = 3;
+    ADV_SET_KERNEL(e, n3, k_fill, args);
+    v = 2;
+    ADV_SET_KERNEL(e, n3, k_fill, args);   /* the value the exec holds: refused all the same */
+    R(cuGraphLaunch(e, NULL));
+    want_fill("child_exec_after_refusal", buf, 2);
+    /* an update from the new graph (the same shape) is valid */
+    R(cuGraphDestroy(g3));
+    g3 = fill_graph(buf, 9, NULL);
+    adv_update(e, g3);
+    R(cuGraphLaunch(e, NULL));
+    want_fill("child_exec_updated", buf, 9);
+    R(cuGraphExecDestroy(e));
+    R(cuGraphDestroy(g3));
+    R(cuGraphDestroy(g2));
+}
+
+static atomic_int dtors;
+static void CUDA_CB count_dtor(void *p)
+{
+    (void)p;
+    atomic_fetch_add(&dtors, 1);
+}
+
+static void case_childuobj(CUdeviceptr buf)
+{
+    CUgraph c0, p, child, g2, g3;
+    CUgraphNode cn;
+    c0 = fill_graph(buf, 1, NULL);
+    MUST(cuGraphCreate(&p, 0));
+    MUST(cuGraphAddChildGraphNode(&cn, p, NULL, 0, c0));
+    R(cuGraphDestroy(c0));
+    MUST(cuGraphChildGraphNodeGetGraph(cn, &child));
+    CUuserObject o;
+    MUST(cuUserObjectCreate(&o, NULL, count_dtor, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    MUST(cuGraphRetainUserObject(child, o, 1, CU_GRAPH_USER_OBJECT_MOVE));
+    R(cuGraphDestroy(p));                  /* the embedded graph and its reference go */
+    MUST(cuGraphCreate(&g2, 0));           /* the parent's value */
+    g3 = fill_graph(buf, 3, NULL);         /* the embedded graph's: no user object */
+    reused(g3, child, "embedded graph");
+    CUgraphExec e;
+    MUST(cuGraphInstantiateWithFlags(&e, g3, 0));
+    for (int k = 0; k < 6; k++) {
+        CUgraph u = fill_graph(buf, 3 + (uint32_t)(k / 3), NULL);   /* changes once */
+        adv_update(e, u);
+        R(cuGraphDestroy(u));
+        R(cuGraphLaunch(e, NULL));
+        char name[32];
+        snprintf(name, sizeof name, "uobj_free_step%d", k);
+        want_fill(name, buf, 3 + (uint32_t)(k / 3));
+    }
+    R(cuGraphExecDestroy(e));
+    R(cuGraphDestroy(g3));
+    R(cuGraphDestroy(g2));
+    for (int i = 0; i < 2000 && atomic_load(&dtors) == 0; i++) adv_sleep_us(1000);
+    adv_check("user_object_destroyed", atomic_load(&dtors) == 1, "%d destructor calls", atomic_load(&dtors));
+}
+
+static void case_green(void)
+{
+    CUgreenCtx g = NULL, pg = NULL;
+    CUcontext cc = NULL, pcc = NULL, prim;
+    MUST(cuCtxGetCurrent(&prim));
+    for (int k = 0; k < 4; k++) {
+        CUstream gs;
+        g = adv_green_make(&cc, &gs);
+        if (k) {
+            reused(g, pg, "green context");
+            reused(cc, pcc, "converted context");
+        }
+        MUST(cuCtxSetCurrent(cc));
+        CUdeviceptr buf, tmp;
+        MUST(cuMemAlloc(&tmp, (size_t)(k + 1) << 20));
+        MUST(cuMemAlloc(&buf, N * 4));
+        CUgraph cg, ug;
+        CUgraphExec e;
+        uint32_t v = v0_of(k);
+        uint64_t cnt = N;
+        MUST(cuStreamBeginCapture(gs, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        ADV_LAUNCH(k_fill, gs, &tmp, &v, &cnt);
+        ADV_LAUNCH(k_fill, gs, &buf, &v, &cnt);
+        MUST(cuStreamEndCapture(gs, &cg));
+        MUST(cuGraphInstantiateWithFlags(&e, cg, 0));
+        R(cuGraphLaunch(e, gs));
+        R(cuStreamSynchronize(gs));
+        want_fill("green_first", buf, v);
+        v = v1_of(k);
+        MUST(cuStreamBeginCapture(gs, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        ADV_LAUNCH(k_fill, gs, &tmp, &v, &cnt);
+        ADV_LAUNCH(k_fill, gs, &buf, &v, &cnt);
+        MUST(cuStreamEndCapture(gs, &ug));
+        adv_update(e, ug);
+        R(cuGraphLaunch(e, gs));
+        R(cuStreamSynchronize(gs));
+        want_fill("green_updated", buf, v);
+        R(cuGraphExecDestroy(e));
+        R(cuGraphDestroy(ug));
+        R(cuGraphDestroy(cg));
+        R(cuMemFree(tmp));
+        R(cuMemFree(buf));
+        R(cuStreamDestroy(gs));
+        MUST(cuCtxSetCurrent(prim));
+        pg = g, pcc = cc;
+        MUST(cuGreenCtxDestroy(g));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const names[] = { "cycle", "ctxend", "childexec", "childuobj", "green", NULL };
+    int which = adv_case(argc, argv, names);
+    CUcontext ctx;
+    CUmodule mod;
+    adv_open(&ctx, &mod);
+    k_fill = adv_fn(mod, "fill_u32");
+    CUdeviceptr buf;
+    MUST(cuMemAlloc(&buf, N * 4));
+    switch (which) {
+    case 0: case_cycle(); break;
+    case 1: case_ctxend(); break;
+    case 2: case_childexec(buf); break;
+    case 3: case_childuobj(buf); break;
+    case 4: case_green(); break;
+    }
+    return adv_finish();
+}
