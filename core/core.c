@@ -184,6 +184,13 @@ static __attribute__((noinline)) CUresult core_call_other(const sg_call *c)
     case SG_CALL_KERNEL:
         return sg_cu_note(sg_rec_call(c, route));
     default:
+        if (c->gb && c->gb->kind == SG_GB_GRAPH_CREATE) {
+            /* a new graph: a user-object mark its value holds is a dead
+             * embedded graph's (graph_uobj.c) */
+            CUresult rc = sg_rec_call(c, route);
+            if (rc == CUDA_SUCCESS) sg_graph_uobj_born(*c->gb->u.graph_out);
+            return sg_cu_note(rc);
+        }
         return sg_cu_note(c->gb ? sg_rec_call(c, route) : route(c));
     }
 }

@@ -14,7 +14,15 @@
  * such a graph (cuGraphClone). A graph marked once stays marked until it is
  * destroyed (cuGraphReleaseUserObject may leave it holding none: the mark
  * only costs savings); the mark goes before the driver's cuGraphDestroy,
- * which frees the handle value for another thread's next graph (graphs.c). A child graph node or conditional body that holds
+ * which frees the handle value for another thread's next graph (graphs.c).
+ * A child graph node's embedded graph (cuGraphChildGraphNodeGetGraph) may
+ * be marked too, and dies with its parent, no call naming it: its mark then
+ * stays on a value the driver gives to a new graph, so a graph the program
+ * gets from cuGraphCreate or cuGraphClone starts unmarked (or as its
+ * original) whatever its value held (sg_graph_uobj_born; round 40). A
+ * captured graph exists from cuStreamBeginCapture on and may be marked
+ * during its capture through its handle, so it keeps what its value holds
+ * (a stale mark there only costs savings). A child graph node or conditional body that holds
  * them makes its parent's execs unsupported anyway (graphs.c: every update
  * forwarded, no observer), so a parent is not marked.
  *
@@ -74,7 +82,10 @@ int sg_graph_uobj_held(CUgraph g)
 void sg_graph_uobj_cloned(CUgraph orig, CUgraph clone)
 {
     if (sg_graph_uobj_held(orig)) sg_graph_uobj_mark(clone);
+    else sg_graph_uobj_born(clone);
 }
+
+void sg_graph_uobj_born(CUgraph g) { (void)sg_graph_uobj_forget(g); }
 
 int sg_graph_uobj_forget(CUgraph g)
 {

@@ -124,6 +124,9 @@ void sg_graph_uobj_mark(CUgraph g);
 int sg_graph_uobj_held(CUgraph g);
 void sg_graph_uobj_cloned(CUgraph orig, CUgraph clone);
 int sg_graph_uobj_forget(CUgraph g);
+/* g was just made (cuGraphCreate, cuGraphClone): a mark its value holds is
+ * an older graph's, which died unseen (an embedded graph): forgotten. */
+void sg_graph_uobj_born(CUgraph g);
 void sg_graph_uobj_atfork(int phase);
 void sg_graph_uobj_reset(void);
 
