@@ -58,6 +58,9 @@ typedef struct cap {
     int per_thread;
     CUcontext ctx;                  /* its context (capture.c: sg_cap_ctx) */
     int ctx_known;
+    int into_unknown;               /* into a graph without a record (cuStreamBeginCaptureToGraph
+                                     * of one the library did not see made: an embedded graph,
+                                     * which dies unseen): its record is dropped at the end */
     /* handles launched, the function each names, its layout; for a CUkernel
      * (f != h) also the context it was resolved in: the same CUkernel names
      * another function on a stream of another context (cap_record.c) */

@@ -138,7 +138,7 @@ static void cap_end(cap *c, CUgraph g)
         if (s->c == c) stream_del(s);
     events_forget(c);
     if (c->rec) {
-        if (g) sg_grecord_finish(c->rec, g);
+        if (g && !c->into_unknown) sg_grecord_finish(c->rec, g);
         else sg_grecord_drop(c->rec);
     }
     if (spare_cap) free(c);
@@ -185,10 +185,16 @@ CUresult sg_cap_begin(const sg_call *c, CUresult (*route)(const sg_call *))
     }
     /* a capture into an existing graph adds nodes to it now, whether or not
      * it ends well (an invalidated one leaves them): its record goes, and the
-     * graph is read back until a capture or a build records it again */
+     * graph is read back until a capture or a build records it again. A
+     * graph without a record stays without one: it may be an embedded graph
+     * (cuGraphChildGraphNodeGetGraph), which dies with its parent unseen, and
+     * a record would outlive it (its execs would keep node handles the
+     * driver gives to new nodes: graphs.c describe, round 40) */
+    int into_unknown = c->u.capture.to_graph && !sg_grecord_known_locked(c->u.capture.graph);
     if (c->u.capture.to_graph) sg_grecord_forget_locked(c->u.capture.graph);
     cap *cp = cap_new();
     if (cp) {
+        cp->into_unknown = into_unknown;
         sg_fp_cache_enter();               /* layouts handed out stay valid until the end */
         cp->origin = key;
         cp->origin_handle = hs;

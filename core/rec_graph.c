@@ -131,6 +131,8 @@ static sg_grecord *find_locked(CUgraph g)
     return r;
 }
 
+int sg_grecord_known_locked(CUgraph g) { return find_locked(g) != NULL; }
+
 sg_grecord *sg_grecord_building(void)
 {
     sg_grecord *r = grecord_new();

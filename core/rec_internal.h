@@ -49,6 +49,9 @@ void sg_grecord_drop(sg_grecord *r);
 /* Forgets g's record, if any (rec_lock held): g is read back until it is
  * recorded again. */
 void sg_grecord_forget_locked(CUgraph g);
+/* 1 if g has a record, spoiled or not (rec_lock held): the library saw it
+ * made (cuGraphCreate, a capture, cuGraphClone) and sees its end. */
+int sg_grecord_known_locked(CUgraph g);
 /* Appends a node (handle NULL if not known); its description is the
  * caller's to write. NULL if out of memory (r is then spoiled). */
 sg_fp_node *sg_grecord_add(sg_grecord *r, CUgraphNode handle);

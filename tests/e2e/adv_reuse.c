@@ -31,11 +31,19 @@
  *              the embedded graph's value, holds no user object, and its
  *              exec is updated from identical graphs (updates the library may
  *              answer itself: none is a graph holding user objects);
+ *   childclone as childuobj, the new graph a clone (cuGraphClone) of a graph
+ *              holding no user object;
+ *   capchild   as childexec, the embedded graph filled by a capture into it
+ *              (cuStreamBeginCaptureToGraph) rather than by its node;
+ *   nodereuse  a node of an instantiated graph destroyed (cuGraphDestroyNode)
+ *              and a new node of the same graph given its value: the exec's
+ *              setter must refuse the new node, and an update from the graph
+ *              applies the new node;
  *   green      green contexts made one after another, each getting the last
  *              one's value (and its converted context's): memory allocated
  *              under the converted context, a capture on a green stream,
  *              instantiate, launch, update; the exec outlives nothing.
- * Usage: adv_reuse cycle|ctxend|childexec|childuobj|green
+ * Usage: adv_reuse cycle|ctxend|childexec|childuobj|childclone|capchild|nodereuse|green
  */
 #include <cuda.h>
 #include <libgen.h>
@@ -158,15 +166,34 @@ static void case_ctxend(void)
     }
 }
 
-static void case_childexec(CUdeviceptr buf)
+static void case_childexec(CUdeviceptr buf, int capture)
 {
     CUgraph c0, p, child, g2, g3;
     CUgraphNode cn, n, n2, n3;
-    c0 = fill_graph(buf, 1, NULL);
+    if (capture) {
+        MUST(cuGraphCreate(&c0, 0));               /* an empty child, filled by a capture */
+    } else {
+        c0 = fill_graph(buf, 1, NULL);
+    }
     MUST(cuGraphCreate(&p, 0));
     MUST(cuGraphAddChildGraphNode(&cn, p, NULL, 0, c0));
     R(cuGraphDestroy(c0));
     MUST(cuGraphChildGraphNodeGetGraph(cn, &child));
+    if (capture) {
+        CUstream st;
+        uint32_t one_v = 1;
+        uint64_t cnt = N;
+        MUST(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+        MUST(cuStreamBeginCaptureToGraph(st, child, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        ADV_LAUNCH(k_fill, st, &buf, &one_v, &cnt);
+        CUgraph out;
+        MUST(cuStreamEndCapture(st, &out));
+        if (out != child) {
+            printf("set-up failed: the capture ended in another graph\n");
+            exit(2);
+        }
+        R(cuStreamDestroy(st));
+    }
     size_t one = 1;
     MUST(cuGraphGetNodes(child, &n, &one));
     CUgraphExec e;
@@ -203,6 +230,40 @@ static void case_childexec(CUdeviceptr buf)
     R(cuGraphDestroy(g2));
 }
 
+static void case_nodereuse(CUdeviceptr buf)
+{
+    CUgraphNode n, n2, m;
+    CUgraph g = fill_graph(buf, 1, &n);
+    uint32_t v = 40;
+    uint64_t cnt = N;
+    m = adv_add_kernel3(g, &n, 1, k_fill, &buf, &v, N);     /* fill 40 after fill 1 */
+    CUgraphExec e;
+    MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+    R(cuGraphLaunch(e, NULL));
+    want_fill("node_first", buf, 40);
+    void *args[] = { &buf, &v, &cnt };
+    v = 41;
+    ADV_SET_KERNEL(e, m, k_fill, args);     /* the library learns m */
+    R(cuGraphLaunch(e, NULL));
+    want_fill("node_set", buf, 41);
+    R(cuGraphDestroyNode(m));
+    n2 = adv_add_kernel3(g, &n, 1, k_fill, &buf, &(uint32_t){ 41 }, N);
+    reused(n2, m, "node");
+    /* not the exec's node: refused, even with the parameters it holds */
+    ADV_SET_KERNEL(e, n2, k_fill, args);
+    R(cuGraphLaunch(e, NULL));
+    want_fill("node_after_refusal", buf, 41);
+    v = 42;
+    R(cuGraphDestroyNode(n2));
+    n2 = adv_add_kernel3(g, &n, 1, k_fill, &buf, &v, N);
+    reused(n2, m, "node");
+    adv_update(e, g);                       /* the same shape: valid, applies 42 */
+    R(cuGraphLaunch(e, NULL));
+    want_fill("node_updated", buf, 42);
+    R(cuGraphExecDestroy(e));
+    R(cuGraphDestroy(g));
+}
+
 static atomic_int dtors;
 static void CUDA_CB count_dtor(void *p)
 {
@@ -210,10 +271,11 @@ static void CUDA_CB count_dtor(void *p)
     atomic_fetch_add(&dtors, 1);
 }
 
-static void case_childuobj(CUdeviceptr buf)
+static void case_childuobj(CUdeviceptr buf, int clone)
 {
-    CUgraph c0, p, child, g2, g3;
+    CUgraph c0, p, child, g2, g3, orig = NULL;
     CUgraphNode cn;
+    if (clone) orig = fill_graph(buf, 3, NULL);   /* made first: its value is not the one to reuse */
     c0 = fill_graph(buf, 1, NULL);
     MUST(cuGraphCreate(&p, 0));
     MUST(cuGraphAddChildGraphNode(&cn, p, NULL, 0, c0));
@@ -224,7 +286,12 @@ static void case_childuobj(CUdeviceptr buf)
     MUST(cuGraphRetainUserObject(child, o, 1, CU_GRAPH_USER_OBJECT_MOVE));
     R(cuGraphDestroy(p));                  /* the embedded graph and its reference go */
     MUST(cuGraphCreate(&g2, 0));           /* the parent's value */
-    g3 = fill_graph(buf, 3, NULL);         /* the embedded graph's: no user object */
+    if (clone) {                           /* the embedded graph's value, a clone of a graph of none */
+        MUST(cuGraphClone(&g3, orig));
+        R(cuGraphDestroy(orig));
+    } else {
+        g3 = fill_graph(buf, 3, NULL);     /* the embedded graph's: no user object */
+    }
     reused(g3, child, "embedded graph");
     CUgraphExec e;
     MUST(cuGraphInstantiateWithFlags(&e, g3, 0));
@@ -295,7 +362,8 @@ static void case_green(void)
 
 int main(int argc, char **argv)
 {
-    static const char *const names[] = { "cycle", "ctxend", "childexec", "childuobj", "green", NULL };
+    static const char *const names[] = { "cycle",      "ctxend",   "childexec", "childuobj",
+                                         "childclone", "capchild", "nodereuse", "green", NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
@@ -306,9 +374,12 @@ int main(int argc, char **argv)
     switch (which) {
     case 0: case_cycle(); break;
     case 1: case_ctxend(); break;
-    case 2: case_childexec(buf); break;
-    case 3: case_childuobj(buf); break;
-    case 4: case_green(); break;
+    case 2: case_childexec(buf, 0); break;
+    case 3: case_childuobj(buf, 0); break;
+    case 4: case_childuobj(buf, 1); break;
+    case 5: case_childexec(buf, 1); break;
+    case 6: case_nodereuse(buf); break;
+    case 7: case_green(); break;
     }
     return adv_finish();
 }

@@ -1486,13 +1486,17 @@ done
 # die with the parent and whose values a new graph and node get (the exec's
 # setter must refuse that node); childuobj: an embedded graph holding a user
 # object dies with its parent, a new graph holding none gets its value, its
-# exec's identical updates may be skipped; green: green contexts one after
-# another on the same values, allocating, capturing and updating.
+# exec's identical updates may be skipped; childclone: the same, the new
+# graph a clone; capchild: childexec with the embedded graph filled by a
+# capture into it; nodereuse: a node destroyed and its value given to a new
+# node of the same graph (the exec's setter must refuse it); green: green
+# contexts one after another on the same values, allocating, capturing and
+# updating.
 UOBJ_NONE40='sum(e["forwarded_reasons"]["user_objects"] for e in X) == 0::no update forwarded for user objects the graph does not hold'
-for c in cycle ctxend childexec childuobj green; do
+for c in cycle ctxend childexec childuobj childclone capchild nodereuse green; do
     et='T["updates_seen"] > 0' ep="$et" xc=""
     case $c in
-    childuobj) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et" xc=$UOBJ_NONE40 ;;
+    childuobj | childclone) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et" xc=$UOBJ_NONE40 ;;
     ctxend | green) et="$PLACED and T['updates_seen'] > 0" ep="$et" ;;
     esac
     adv name=r40/reuse_$c eng_t="$et" eng_p="$ep" xchk="$xc" \
