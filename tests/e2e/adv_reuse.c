@@ -18,7 +18,10 @@
  *   ctxend     the same in created contexts: each context (and its exec,
  *              never destroyed by the program) ended by cuCtxDestroy; the
  *              next cuCtxCreate gets the context's value, its exec the
- *              exec's, its buffers are new;
+ *              exec's, its buffers are new; each context also allocates
+ *              stream-ordered memory on a stream of its own, eagerly and in a
+ *              capture (allocation and free nodes), and leaves that stream
+ *              and exec to its end every other time;
  *   childexec  an exec instantiated from a child graph node's embedded graph
  *              (cuGraphChildGraphNodeGetGraph), a node of it set in the exec;
  *              the parent destroyed (the embedded graph and its node die with
@@ -43,7 +46,12 @@
  *              one's value (and its converted context's): memory allocated
  *              under the converted context, a capture on a green stream,
  *              instantiate, launch, update; the exec outlives nothing.
- * Usage: adv_reuse cycle|ctxend|childexec|childuobj|childclone|capchild|nodereuse|green
+ *   ctxkinds   contexts of both kinds on one value: a green context's
+ *              converted context destroyed and its value given to a created
+ *              context, and back, four times; each allocates (blocks report
+ *              their context: the primary one for memory made under a
+ *              converted context), captures and launches.
+ * Usage: adv_reuse cycle|ctxend|childexec|childuobj|childclone|capchild|nodereuse|green|ctxkinds
  */
 #include <cuda.h>
 #include <libgen.h>
@@ -59,7 +67,7 @@
 
 #define N 16
 
-static CUfunction k_fill;
+static CUfunction k_fill, k_prim;   /* k_prim: the primary context's */
 
 /* The value `now` must be the value `was` had: the case's premise. */
 static void reused(const void *now, const void *was, const char *what)
@@ -144,7 +152,7 @@ static void case_ctxend(void)
     MUST(cuDeviceGet(&dev, 0));
     CUgraph g, u;
     CUgraphNode n;
-    CUgraphExec e = NULL, pe = NULL;
+    CUgraphExec e = NULL, pe = NULL, pe2 = NULL;
     for (int k = 0; k < 5; k++) {
         MUST(cuCtxCreate(&c, NULL, 0, dev));
         if (k) reused(c, pc, "context");
@@ -158,8 +166,41 @@ static void case_ctxend(void)
         MUST(cuMemAlloc(&buf, N * 4));
         R(cuMemFree(tmp));
         life(k, buf, v0_of(k), v1_of(k), &g, &n, &u, &e, 0);   /* the exec is left to the context */
-        if (k) reused(e, pe, "exec");
-        pc = c, pe = e;
+        if (k) reused(pe2 && e == pe2 ? pe : e, pe, "exec");   /* (a teardown frees both, in any order) */
+        /* stream-ordered memory on a stream of the context, eager and captured (allocation and
+         * free nodes); the stream is destroyed on even lives, left to the context on odd ones,
+         * and so is the second exec */
+        CUstream st;
+        MUST(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+        CUdeviceptr a;
+        uint32_t v = 300u + (uint32_t)k;
+        uint64_t cnt = N;
+        MUST(cuMemAllocAsync(&a, (size_t)(k + 1) << 20, st));
+        ADV_LAUNCH(k_fill, st, &a, &v, &cnt);
+        R(cuMemcpyDtoDAsync(buf, a, N * 4, st));
+        R(cuMemFreeAsync(a, st));
+        R(cuStreamSynchronize(st));
+        want_fill("ctx_async", buf, v);
+        CUgraph cg;
+        CUgraphExec e2;
+        v = 400u + (uint32_t)k;
+        MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        MUST(cuMemAllocAsync(&a, 1 << 20, st));
+        ADV_LAUNCH(k_fill, st, &a, &v, &cnt);
+        R(cuMemcpyDtoDAsync(buf, a, N * 4, st));
+        R(cuMemFreeAsync(a, st));
+        MUST(cuStreamEndCapture(st, &cg));
+        MUST(cuGraphInstantiateWithFlags(&e2, cg, 0));
+        R(cuGraphLaunch(e2, st));
+        R(cuStreamSynchronize(st));
+        want_fill("ctx_captured", buf, v);
+        R(cuGraphDestroy(cg));
+        if (k % 2 == 0) {
+            R(cuGraphExecDestroy(e2));
+            R(cuStreamDestroy(st));
+            e2 = NULL;
+        }
+        pc = c, pe = e, pe2 = e2;
         MUST(cuCtxDestroy(c));
         MUST(cuCtxGetCurrent(&cur));
         if (cur != prim) MUST(cuCtxSetCurrent(prim));
@@ -360,15 +401,90 @@ static void case_green(void)
     }
 }
 
+/* The context a block reports (CU_POINTER_ATTRIBUTE_CONTEXT) is `want`. */
+static void want_ctx(const char *name, CUdeviceptr p, CUcontext want)
+{
+    CUcontext got = NULL;
+    R(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_CONTEXT, p));
+    adv_check(name, got == want, "%s", got == want ? "its context" : "another context");
+}
+
+/* Contexts of both kinds on one value: a green context's converted context
+ * (whose memory is the primary context's) destroyed, a created context gets
+ * its value, then the other way round. Memory made under each, used by a
+ * captured graph; each block reports its own context. */
+static void case_ctxkinds(void)
+{
+    CUcontext prim, cc = NULL, c = NULL;
+    CUdevice dev;
+    MUST(cuCtxGetCurrent(&prim));
+    MUST(cuDeviceGet(&dev, 0));
+    for (int k = 0; k < 4; k++) {
+        int green = k % 2 == 0;
+        CUcontext was = green ? c : cc;
+        CUgreenCtx g = NULL;
+        CUstream st;
+        if (green) {
+            g = adv_green_make(&cc, &st);
+            if (k) reused(cc, was, "context (as a converted one)");
+            MUST(cuCtxSetCurrent(cc));
+        } else {
+            MUST(cuCtxCreate(&c, NULL, 0, dev));
+            reused(c, was, "context (as a created one)");
+            MUST(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+        }
+        CUcontext cur = green ? cc : c, owner = green ? prim : c;
+        CUmodule mod = NULL;
+        k_fill = k_prim;                       /* the primary context's module serves a converted one */
+        if (!green) {
+            char path[PATH_MAX + 64];
+            adv_path("adv_kernels.so", path, sizeof path);
+            MUST(cuModuleLoad(&mod, path));
+            k_fill = adv_fn(mod, "fill_u32");
+        }
+        CUdeviceptr tmp, buf;
+        MUST(cuMemAlloc(&tmp, (size_t)(k + 1) << 20));
+        MUST(cuMemAlloc(&buf, N * 4));
+        want_ctx("ctxkinds_tmp", tmp, owner);
+        want_ctx("ctxkinds_buf", buf, owner);
+        uint32_t v = 500u + (uint32_t)k;
+        uint64_t cnt = N;
+        CUgraph cg;
+        CUgraphExec e;
+        MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        ADV_LAUNCH(k_fill, st, &tmp, &v, &cnt);
+        R(cuMemcpyDtoDAsync(buf, tmp, N * 4, st));
+        MUST(cuStreamEndCapture(st, &cg));
+        MUST(cuGraphInstantiateWithFlags(&e, cg, 0));
+        R(cuGraphLaunch(e, st));
+        R(cuStreamSynchronize(st));
+        want_fill("ctxkinds_graph", buf, v);
+        R(cuGraphExecDestroy(e));
+        R(cuGraphDestroy(cg));
+        R(cuMemFree(tmp));
+        R(cuStreamDestroy(st));
+        if (green) {
+            MUST(cuCtxSetCurrent(prim));
+            R(cuMemFree(buf));                 /* the primary context's memory */
+            MUST(cuGreenCtxDestroy(g));
+        } else {
+            R(cuMemFree(buf));
+            MUST(cuCtxDestroy(cur));
+            MUST(cuCtxSetCurrent(prim));
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "cycle",      "ctxend",   "childexec", "childuobj",
-                                         "childclone", "capchild", "nodereuse", "green", NULL };
+                                         "childclone", "capchild", "nodereuse", "green",
+                                         "ctxkinds",   NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
     adv_open(&ctx, &mod);
-    k_fill = adv_fn(mod, "fill_u32");
+    k_prim = k_fill = adv_fn(mod, "fill_u32");
     CUdeviceptr buf;
     MUST(cuMemAlloc(&buf, N * 4));
     switch (which) {
@@ -380,6 +496,7 @@ int main(int argc, char **argv)
     case 5: case_childexec(buf, 1); break;
     case 6: case_nodereuse(buf); break;
     case 7: case_green(); break;
+    case 8: case_ctxkinds(); break;
     }
     return adv_finish();
 }

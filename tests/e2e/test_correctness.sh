@@ -1491,13 +1491,17 @@ done
 # capture into it; nodereuse: a node destroyed and its value given to a new
 # node of the same graph (the exec's setter must refuse it); green: green
 # contexts one after another on the same values, allocating, capturing and
-# updating.
+# updating; ctxkinds: a green context's converted context and a created
+# context taking turns on one value (the emulator's contexts of both kinds
+# share a pool), each allocating (blocks report their context), capturing
+# and launching.
 UOBJ_NONE40='sum(e["forwarded_reasons"]["user_objects"] for e in X) == 0::no update forwarded for user objects the graph does not hold'
-for c in cycle ctxend childexec childuobj childclone capchild nodereuse green; do
+for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ctxkinds; do
     et='T["updates_seen"] > 0' ep="$et" xc=""
     case $c in
     childuobj | childclone) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et" xc=$UOBJ_NONE40 ;;
     ctxend | green) et="$PLACED and T['updates_seen'] > 0" ep="$et" ;;
+    ctxkinds) et="$PLACED" ep="$PLACED" ;;
     esac
     adv name=r40/reuse_$c eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="handle values reused by the driver ($c)" -- adv_reuse $c

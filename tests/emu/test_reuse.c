@@ -20,7 +20,8 @@
  *     context keeps its value across release, reset and retain;
  *   - a green context's values (it and its converted context) are the next
  *     green context's; the destroyed one's streams still answer
- *     CONTEXT_IS_DESTROYED;
+ *     CONTEXT_IS_DESTROYED; a converted context's value may go to a created
+ *     context (one pool for both kinds);
  *   - a user object's value, once its destructor ran, and a released
  *     allocation handle's value are the next ones'.
  */
@@ -365,6 +366,16 @@ TEST(green_context_values)
     CHECK_CU(cuStreamQuery(s2), CUDA_SUCCESS);
     CHECK_CU(cuStreamDestroy(s2), CUDA_SUCCESS);
     CHECK_CU(cuGreenCtxDestroy(g2), CUDA_SUCCESS);
+    /* contexts of both kinds share values: the converted context's goes to a
+     * created context, which is a created context (cuCtxDestroy takes it) */
+    CUcontext c;
+    CUdevice dev;
+    CHECK_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+    CHECK_CU(cuCtxCreate(&c, NULL, 0, dev), CUDA_SUCCESS);
+    CHECK(c == cc);
+    CHECK_CU(cuGreenCtxGetId(NULL, &id2), CUDA_ERROR_INVALID_CONTEXT);   /* not a green one */
+    CHECK_CU(cuCtxDestroy(c), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
 }
 
 static atomic_int dtors;

@@ -1206,7 +1206,7 @@ CUresult emu_ctx_green_begin(CUdevice dev, struct CUgreenCtx_st *g)
     CUcontext primary;
     CUresult r = emu_primary_get(&primary, dev, 1);
     if (r != CUDA_SUCCESS) return r;
-    CUcontext c = &g->ctx;
+    CUcontext c = g->ctx = emu_handle_mem_get(EMU_K_CTX, sizeof *c);   /* a destroyed context's value */
     c->device = dev;
     c->flags = primary->flags;
     c->is_primary = 1;
@@ -1219,7 +1219,7 @@ CUresult emu_ctx_green_begin(CUdevice dev, struct CUgreenCtx_st *g)
 
 void emu_ctx_green_end(struct CUgreenCtx_st *g)
 {
-    CUcontext c = &g->ctx;
+    CUcontext c = g->ctx;
     /* as cuCtxDestroy: popped where it is current to the calling thread, forgotten deeper in
      * its stack; other threads that hold it get CUDA_ERROR_CONTEXT_IS_DESTROYED */
     if (emu_ctx_depth && emu_ctx_stack[emu_ctx_depth - 1] == c) emu_ctx_depth--;
@@ -1231,4 +1231,5 @@ void emu_ctx_green_end(struct CUgreenCtx_st *g)
     c->destroyed = 1;
     emu_handle_del(c);
     (void)emu_primary_drop(c->device, 0);
+    emu_handle_mem_put(EMU_K_CTX, c);   /* the next cuCtxCreate or green context gets the value */
 }

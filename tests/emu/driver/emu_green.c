@@ -19,9 +19,10 @@
  *     cuStreamGetCtx answers the converted context, cuStreamGetCtx_v2 the
  *     primary one and the green context; after cuGreenCtxDestroy they answer
  *     CUDA_ERROR_CONTEXT_IS_DESTROYED.
- * A green context's struct (with its converted context) comes from the
- * handle pool: cuGreenCtxDestroy gives both values to the next
- * cuGreenCtxCreate. Until then a thread that still holds the converted
+ * A green context's struct and its converted context come from the handle
+ * pools (the converted one from the contexts' pool, shared with
+ * cuCtxCreate): cuGreenCtxDestroy gives both values to the next
+ * cuGreenCtxCreate (or the context's to the next cuCtxCreate). Until then a thread that still holds the converted
  * context current gets CUDA_ERROR_CONTEXT_IS_DESTROYED; afterwards it holds
  * the new green context's (as with a real driver). The destroyed green
  * context's streams keep answering CONTEXT_IS_DESTROYED: each stream knows
@@ -108,7 +109,7 @@ EMU_EXPORT CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *res
     if (r != CUDA_SUCCESS) return r;
     if (!resource) return CUDA_ERROR_INVALID_VALUE;
     if (type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
-    res_make(resource, g->ctx.device, g->sm_count, 0);
+    res_make(resource, g->ctx->device, g->sm_count, 0);
     return CUDA_SUCCESS;
 }
 
@@ -215,7 +216,7 @@ EMU_EXPORT CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
     CUresult r = green_of(hCtx, &g);
     if (r != CUDA_SUCCESS) return r;
     if (!pContext) return CUDA_ERROR_INVALID_VALUE;
-    *pContext = &g->ctx;
+    *pContext = g->ctx;
     return CUDA_SUCCESS;
 }
 
@@ -259,7 +260,7 @@ static CUresult green_event_args(CUgreenCtx hCtx, CUevent hEvent, int record, st
 {
     CUresult r = green_of(hCtx, g);
     if (r != CUDA_SUCCESS) return r;
-    if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT) || (record && emu_event_ctx(hEvent) != (*g)->ctx.owner))
+    if (!hEvent || !emu_handle_ok(hEvent, EMU_K_EVENT) || (record && emu_event_ctx(hEvent) != (*g)->ctx->owner))
         return CUDA_ERROR_INVALID_HANDLE;
     *n = emu_streams_of_green(*g, v);
     int any = !record && emu_capture_event_busy(hEvent);

@@ -255,7 +255,9 @@ struct CUgreenCtx_st {
     unsigned sm_count;
     unsigned long long id;
     int destroyed;              /* atomic */
-    struct CUctx_st ctx;        /* not first: the two handles are registered apart */
+    struct CUctx_st *ctx;       /* its converted context, from the contexts' handle pool (a
+                                 * destroyed one's value goes to the next cuCtxCreate or green
+                                 * context, as a driver's would) */
 };
 
 /* The calling thread's current context; NULL if none. A green context's

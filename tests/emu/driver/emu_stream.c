@@ -660,7 +660,7 @@ static size_t streams_of(CUcontext ctx, emu_stream ***out)
     return n;
 }
 
-emu_stream *emu_green_default(struct CUgreenCtx_st *g) { return legacy_of(&g->ctx); }
+emu_stream *emu_green_default(struct CUgreenCtx_st *g) { return legacy_of(g->ctx); }
 
 size_t emu_streams_of_green(struct CUgreenCtx_st *g, emu_stream ***out)
 {
@@ -704,10 +704,10 @@ void emu_green_detach(struct CUgreenCtx_st *g)
         emu_stream_wait_idle(v[i]);
     }
     emu_streams_release(v, n);
-    pthread_mutex_lock(&g->ctx.lock);
-    emu_stream *legacy = g->ctx.legacy;
-    g->ctx.legacy = NULL;
-    pthread_mutex_unlock(&g->ctx.lock);
+    pthread_mutex_lock(&g->ctx->lock);
+    emu_stream *legacy = g->ctx->legacy;
+    g->ctx->legacy = NULL;
+    pthread_mutex_unlock(&g->ctx->lock);
     if (legacy) stream_retire(legacy);
 }
 
@@ -739,10 +739,10 @@ void emu_streams_ctx_destroyed(CUcontext ctx)
         /* a live green context's default stream (cuDevicePrimaryCtxReset while it lives):
          * the green context forgets it, and makes another at its next use */
         if (!retired && s->kind == S_LEGACY && s->green) {
-            pthread_mutex_lock(&s->green->ctx.lock);
-            if (s->green->ctx.legacy == s) s->green->ctx.legacy = NULL;
+            pthread_mutex_lock(&s->green->ctx->lock);
+            if (s->green->ctx->legacy == s) s->green->ctx->legacy = NULL;
             else retired = 1;                   /* cuGreenCtxDestroy retired it */
-            pthread_mutex_unlock(&s->green->ctx.lock);
+            pthread_mutex_unlock(&s->green->ctx->lock);
         }
         /* The owner's reference: the handle for user streams, ctx->legacy for
          * the legacy stream, the owning thread for per-thread streams. */
@@ -853,7 +853,7 @@ static void stream_make(CUstream *ph, CUcontext ctx, unsigned flags, int priorit
 CUresult emu_green_stream_create(struct CUgreenCtx_st *g, unsigned flags, int priority, CUstream *out)
 {
     if (!out || flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
-    stream_make(out, g->ctx.owner, flags, priority, g);
+    stream_make(out, g->ctx->owner, flags, priority, g);
     return CUDA_SUCCESS;
 }
 
@@ -971,7 +971,7 @@ static CUresult stream_get_ctx(CUstream h, int pt, CUcontext *pctx)
     /* "If the stream was created via the API cuGreenCtxStreamCreate, the returned context is
      * equivalent to the one returned by cuCtxFromGreenCtx()" (so too a stream made with the
      * converted context current, and its default stream) */
-    *pctx = s->green ? &s->green->ctx : s->ctx;
+    *pctx = s->green ? s->green->ctx : s->ctx;
     return CUDA_SUCCESS;
 }
 
