@@ -51,7 +51,21 @@
  *              context, and back, four times; each allocates (blocks report
  *              their context: the primary one for memory made under a
  *              converted context), captures and launches.
- * Usage: adv_reuse cycle|ctxend|childexec|childuobj|childclone|capchild|nodereuse|green|ctxkinds
+ *   window     (CUDAEMU_DESTROY_DELAY_US: the emulator's cuGraphDestroy
+ *              returns late) one thread destroys a graph while another makes
+ *              one on its value and retains a user object into it; the
+ *              second's exec is then updated from a graph holding none, which
+ *              must move the object's reference away (the driver's update).
+ *   windowrec  the same with no user object: the second thread's exec is
+ *              updated from identical graphs (the graph's record, made by its
+ *              cuGraphCreate, must survive the other thread's destroy).
+ *   windownode one thread destroys a node of a graph (cuGraphDestroyNode
+ *              returning late) while another adds a node (which gets its
+ *              value) to another graph; the first graph, a node fewer, is
+ *              instantiated and its exec updated from a graph of its two old
+ *              nodes: a topology change the driver refuses.
+ * Usage: adv_reuse cycle|ctxend|childexec|childuobj|childclone|capchild|nodereuse|green|ctxkinds|
+ *        window|windowrec|windownode
  */
 #include <cuda.h>
 #include <libgen.h>
@@ -401,6 +415,155 @@ static void case_green(void)
     }
 }
 
+/* window: run with CUDAEMU_DESTROY_DELAY_US (the emulator's cuGraphDestroy
+ * sleeps after it gave the value back). Thread A destroys a graph; thread B,
+ * while A's call is in flight, makes a graph (it gets the value) and
+ * retains a user object into it; once A returned, B instantiates an exec from
+ * it and updates the exec from an identical graph holding no object and back
+ * from the graph, three times: each update moves the exec's reference (the
+ * driver's), so after the graph is destroyed the exec holds the object,
+ * until it is destroyed. Anything A's destroy did to the value's state
+ * after the driver returned (a mark forgotten) would fall on B's graph: its
+ * exec's updates answered by the library, the object released early. */
+static atomic_int win_destroying, win_destroyed;
+static CUgraph win_ga;
+
+static void win_a(void *arg)
+{
+    (void)arg;
+    atomic_store(&win_destroying, 1);
+    R(cuGraphDestroy(win_ga));
+    atomic_store(&win_destroyed, 1);
+}
+
+static int win_obj;                        /* window (1) or windowrec (0) */
+
+static void win_b(void *arg)
+{
+    CUdeviceptr buf = *(CUdeviceptr *)arg;
+    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
+    adv_sleep_us(20000);                   /* A's value is free, A's call not back */
+    CUgraph g = fill_graph(buf, 60, NULL);
+    reused(g, win_ga, "destroyed graph");
+    if (!win_obj) {
+        /* no object: the graph's record (made by its cuGraphCreate) must
+         * survive A's destroy, so that identical updates compare with it */
+        adv_check("window_open", !atomic_load(&win_destroyed), "made while the destroy was in flight");
+        while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+        CUgraphExec e;
+        MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+        for (int k = 0; k < 6; k++) {
+            CUgraph u = fill_graph(buf, 60 + (uint32_t)(k / 3), NULL);
+            adv_update(e, u);
+            R(cuGraphDestroy(u));
+            R(cuGraphLaunch(e, NULL));
+            want_fill(k < 3 ? "windowrec_launch_a" : "windowrec_launch_b", buf, 60 + (uint32_t)(k / 3));
+        }
+        R(cuGraphExecDestroy(e));
+        R(cuGraphDestroy(g));
+        return;
+    }
+    CUuserObject o;
+    MUST(cuUserObjectCreate(&o, NULL, count_dtor, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    MUST(cuGraphRetainUserObject(g, o, 1, CU_GRAPH_USER_OBJECT_MOVE));
+    adv_check("window_open", !atomic_load(&win_destroyed), "made and marked while the destroy was in flight");
+    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+    CUgraphExec e;
+    MUST(cuGraphInstantiateWithFlags(&e, g, 0));
+    for (int k = 0; k < 3; k++) {          /* away, back, away, ...: each moves the reference */
+        CUgraph u = fill_graph(buf, 60, NULL);
+        adv_update(e, u);
+        R(cuGraphDestroy(u));
+        adv_update(e, g);
+    }
+    R(cuGraphLaunch(e, NULL));
+    want_fill("window_launch", buf, 60);
+    R(cuGraphDestroy(g));                  /* the exec holds the object now */
+    adv_sleep_us(50000);
+    adv_check("window_object_held", atomic_load(&dtors) == 0,
+              "the last update gave the exec the graph's reference: %d destructor calls", atomic_load(&dtors));
+    R(cuGraphExecDestroy(e));              /* its last reference */
+    for (int i = 0; i < 2000 && atomic_load(&dtors) == 0; i++) adv_sleep_us(1000);
+    adv_check("window_object_released", atomic_load(&dtors) == 1, "%d destructor calls", atomic_load(&dtors));
+}
+
+/* windownode: thread A destroys a node of graph GA (cuGraphDestroyNode,
+ * returning late); thread B, meanwhile, adds a node to another graph (it gets
+ * the node's value). GA, one node fewer, is then instantiated and its exec
+ * updated from a graph of GA's old two nodes: a change of topology the
+ * driver refuses (CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED). */
+static CUgraphNode win_na;
+static CUdeviceptr win_buf2;
+
+static void winnode_a(void *arg)
+{
+    (void)arg;
+    atomic_store(&win_destroying, 1);
+    R(cuGraphDestroyNode(win_na));
+    atomic_store(&win_destroyed, 1);
+}
+
+static void winnode_b(void *arg)
+{
+    CUdeviceptr buf = *(CUdeviceptr *)arg;
+    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
+    adv_sleep_us(20000);
+    CUgraphNode nb;
+    CUgraph g = fill_graph(buf, 80, &nb);
+    reused(nb, win_na, "destroyed node");
+    adv_check("window_open", !atomic_load(&win_destroyed), "added while the destroy was in flight");
+    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+    R(cuGraphDestroy(g));
+}
+
+static void case_windownode(CUcontext ctx, CUdeviceptr buf)
+{
+    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
+        printf("set-up failed: windownode needs CUDAEMU_DESTROY_DELAY_US\n");
+        exit(2);
+    }
+    MUST(cuMemAlloc(&win_buf2, N * 4));
+    R(cuMemsetD32(win_buf2, 0, N));
+    CUgraph ga = fill_graph(buf, 10, NULL);
+    win_na = adv_add_kernel3(ga, NULL, 0, k_fill, &win_buf2, &(uint32_t){ 20 }, N);
+    CUgraphExec e0;                                        /* GA instantiated once before */
+    MUST(cuGraphInstantiateWithFlags(&e0, ga, 0));
+    R(cuGraphExecDestroy(e0));
+    adv_thread t[2] = { { .fn = winnode_a, .ctx = ctx }, { .fn = winnode_b, .arg = &buf, .ctx = ctx } };
+    snprintf(t[0].label, sizeof t[0].label, "thread A (destroys a node):");
+    snprintf(t[1].label, sizeof t[1].label, "thread B (adds one):");
+    adv_threads(t, 2);
+    CUgraphExec e;
+    MUST(cuGraphInstantiateWithFlags(&e, ga, 0));
+    R(cuGraphLaunch(e, NULL));
+    want_fill("windownode_one_node", buf, 10);
+    CUgraph u = fill_graph(buf, 10, NULL);                 /* GA as it was: two nodes */
+    adv_add_kernel3(u, NULL, 0, k_fill, &win_buf2, &(uint32_t){ 20 }, N);
+    adv_update(e, u);                                      /* refused: topology changed */
+    R(cuGraphLaunch(e, NULL));
+    R(cuCtxSynchronize());
+    uint32_t zero[N] = { 0 };
+    adv_check_words("windownode_second_untouched", win_buf2, zero, N);
+    R(cuGraphExecDestroy(e));
+    R(cuGraphDestroy(u));
+    R(cuGraphDestroy(ga));
+    R(cuMemFree(win_buf2));
+}
+
+static void case_window(CUcontext ctx, CUdeviceptr buf, int obj)
+{
+    win_obj = obj;
+    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
+        printf("set-up failed: window needs CUDAEMU_DESTROY_DELAY_US\n");
+        exit(2);
+    }
+    win_ga = fill_graph(buf, 1, NULL);
+    adv_thread t[2] = { { .fn = win_a, .ctx = ctx }, { .fn = win_b, .arg = &buf, .ctx = ctx } };
+    snprintf(t[0].label, sizeof t[0].label, "thread A (destroys):");
+    snprintf(t[1].label, sizeof t[1].label, "thread B (makes):");
+    adv_threads(t, 2);
+}
+
 /* The context a block reports (CU_POINTER_ATTRIBUTE_CONTEXT) is `want`. */
 static void want_ctx(const char *name, CUdeviceptr p, CUcontext want)
 {
@@ -479,7 +642,7 @@ int main(int argc, char **argv)
 {
     static const char *const names[] = { "cycle",      "ctxend",   "childexec", "childuobj",
                                          "childclone", "capchild", "nodereuse", "green",
-                                         "ctxkinds",   NULL };
+                                         "ctxkinds",   "window",   "windowrec", "windownode", NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
@@ -497,6 +660,9 @@ int main(int argc, char **argv)
     case 6: case_nodereuse(buf); break;
     case 7: case_green(); break;
     case 8: case_ctxkinds(); break;
+    case 9: case_window(ctx, buf, 1); break;
+    case 10: case_window(ctx, buf, 0); break;
+    case 11: case_windownode(ctx, buf); break;
     }
     return adv_finish();
 }

@@ -1494,16 +1494,32 @@ done
 # updating; ctxkinds: a green context's converted context and a created
 # context taking turns on one value (the emulator's contexts of both kinds
 # share a pool), each allocating (blocks report their context), capturing
-# and launching.
+# and launching; window: with the emulator's cuGraphDestroy returning 200 ms
+# late (CUDAEMU_DESTROY_DELAY_US), another thread makes a graph on the value
+# being destroyed and marks it (a user object), then updates its exec from a
+# graph holding none: round 34's order (the mark forgotten before the
+# destroy is forwarded) is what keeps that mark; windowrec: the same with no
+# user object, the exec updated from identical graphs. Found on 8417883:
+# windowrec, the recorder forgot the destroyed graph's record after the
+# driver returned (core.c, sg_rec_graph_gone), which took the record the
+# other thread's cuGraphCreate had made meanwhile: every update of its exec
+# forwarded as not_comparable (a read-back against records), none skipped.
 UOBJ_NONE40='sum(e["forwarded_reasons"]["user_objects"] for e in X) == 0::no update forwarded for user objects the graph does not hold'
-for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ctxkinds; do
-    et='T["updates_seen"] > 0' ep="$et" xc=""
+for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ctxkinds window windowrec \
+    windownode; do
+    et='T["updates_seen"] > 0' ep="$et" xc="" envs=""
     case $c in
+    window) envs="CUDAEMU_DESTROY_DELAY_US=200000"
+        xc='sum(e["forwarded_reasons"]["user_objects"] for e in X) > 0::the update of the exec of a graph marked while another graph of its value was being destroyed forwarded as user_objects' ;;
+    windownode) envs="CUDAEMU_DESTROY_DELAY_US=200000" ;;
+    windowrec) envs="CUDAEMU_DESTROY_DELAY_US=200000"
+        et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et"
+        xc='sum(e["forwarded_reasons"]["not_comparable"] for e in X) == 0::no update not comparable (the graph made while another of its value was being destroyed kept its record)' ;;
     childuobj | childclone) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et" xc=$UOBJ_NONE40 ;;
     ctxend | green) et="$PLACED and T['updates_seen'] > 0" ep="$et" ;;
     ctxkinds) et="$PLACED" ep="$PLACED" ;;
     esac
-    adv name=r40/reuse_$c eng_t="$et" eng_p="$ep" xchk="$xc" \
+    adv name=r40/reuse_$c env="$envs" eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="handle values reused by the driver ($c)" -- adv_reuse $c
 done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,

@@ -201,6 +201,9 @@ static void emu_boot(void)
     if (g % (unsigned long long)sysconf(_SC_PAGESIZE))
         emu_bad_knob("CUDAEMU_GRANULARITY", getenv("CUDAEMU_GRANULARITY"), "a multiple of the page size");
     emu_knob_ull("CUDAEMU_KERNEL_DELAY_US", 0, 10000000, &delay, "microseconds, 0..10000000");
+    unsigned long long ddelay = 0;
+    emu_knob_ull("CUDAEMU_DESTROY_DELAY_US", 0, 10000000, &ddelay, "microseconds, 0..10000000");
+    emu_cfg.destroy_delay_us = (unsigned)ddelay;
     emu_knob_ull("CUDAEMU_DEVICES", 0, 8, &devs, "a device count, 0..8");
     emu_knob_ull("CUDAEMU_NO_VMM", 0, 1, &novmm, "0 or 1");
     emu_knob_parse("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem,
@@ -478,6 +481,11 @@ void *emu_handle_mem_get(emu_kind kind, size_t size)
     if (p) memset(p, 0, size);
     else if (!(p = calloc(1, size))) { emu_log("out of host memory"); abort(); }
     return p;
+}
+
+void emu_destroy_delay(void)
+{
+    if (emu_cfg.destroy_delay_us) usleep(emu_cfg.destroy_delay_us);
 }
 
 void emu_handle_mem_put(emu_kind kind, void *p)
@@ -884,6 +892,7 @@ EMU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     if (!emu_ctx_live(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
     if (ctx->is_primary) return CUDA_ERROR_INVALID_CONTEXT;  /* use cuDevicePrimaryCtxRelease */
     emu_ctx_teardown(ctx, 1);
+    emu_destroy_delay();
     return CUDA_SUCCESS;
 }
 

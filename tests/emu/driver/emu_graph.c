@@ -239,6 +239,7 @@ EMU_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
         return CUDA_ERROR_INVALID_VALUE;
     }
     emu_graph_free(hGraph);
+    emu_destroy_delay();
     return CUDA_SUCCESS;
 }
 
@@ -274,6 +275,7 @@ EMU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
     g->n--;
     emu_handle_del(hNode);
     node_free(g, hNode);
+    emu_destroy_delay();
     return CUDA_SUCCESS;
 }
 

@@ -206,6 +206,7 @@ EMU_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
     emu_green_detach(g);
     emu_ctx_green_end(g);     /* drops its retain of the primary context */
     emu_handle_mem_put(EMU_K_GREEN, g);   /* the next green context gets both values */
+    emu_destroy_delay();
     return CUDA_SUCCESS;
 }
 

@@ -159,6 +159,7 @@ void emu_charge_give(int dev, size_t bytes);
 typedef struct emu_config {
     size_t granularity;        /* CUDAEMU_GRANULARITY, default 2 MiB, power of two >= page */
     unsigned kernel_delay_us;  /* CUDAEMU_KERNEL_DELAY_US, default 0 */
+    unsigned destroy_delay_us; /* CUDAEMU_DESTROY_DELAY_US, default 0 (emu_destroy_delay) */
     int devices;               /* CUDAEMU_DEVICES, default 1, 1..8 */
     int no_vmm;                /* CUDAEMU_NO_VMM=1 */
     size_t device_memory;      /* CUDAEMU_DEVICE_MEMORY, bytes per device, default 16 GiB */
@@ -222,6 +223,12 @@ void emu_handles_end_ctx(CUcontext ctx, emu_kind kind, void (*release)(void *h))
  * memory). Thread-safe. */
 void *emu_handle_mem_get(emu_kind kind, size_t size);
 void emu_handle_mem_put(emu_kind kind, void *p);
+/* CUDAEMU_DESTROY_DELAY_US: a destroy that gave a handle value back
+ * (cuGraphDestroy, cuGraphDestroyNode, cuCtxDestroy, cuGreenCtxDestroy) sleeps that long before
+ * it returns, so that another thread's create gets the value while the
+ * destroying call is still in flight (a caller's bookkeeping done after the
+ * call returns then comes late). */
+void emu_destroy_delay(void);
 
 /* ------------------------------------------------------------------------
  * emu_core.c: devices and contexts
