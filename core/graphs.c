@@ -379,9 +379,11 @@ CUresult sg_graph_call(const sg_call *c)
         if (rc == CUDA_SUCCESS && c->u.clone.out) sg_graph_uobj_cloned(c->u.clone.orig, *c->u.clone.out);
         return rc;
     case SG_CALL_NODE_DESTROY:
-        rc = c->forward(c->args);
-        if (rc == CUDA_SUCCESS) sg_grec_foreach(forget_node, (void *)&c->u.node.node);
-        return rc;
+        /* before the driver frees the handle for another thread's next node
+         * (which an exec's map would then take for the destroyed one); a
+         * refused destroy only costs the maps */
+        sg_grec_foreach(forget_node, (void *)&c->u.node.node);
+        return c->forward(c->args);
     case SG_CALL_MODULE_UNLOAD:
         if (sg_graph_obs && sg_graph_obs->content_lost) sg_grec_foreach(content_lost_one, NULL);
         rc = c->forward(c->args);

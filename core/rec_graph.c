@@ -386,8 +386,24 @@ static void clone_graph(const sg_gb *gb)
 
 CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
 {
-    CUresult rc = route(c);
     const sg_gb *gb = c->gb;
+    if (c->kind == SG_CALL_NODE_DESTROY && sg_rec_on) {
+        /* Before the driver frees the handle: once it has, another thread's
+         * next node may get the value and be named in the node table, and
+         * this destroy would then spoil that node's record and forget its
+         * name, leaving the destroyed node in its own record, whose counts
+         * were checked already (round 40, windownode: an update the driver
+         * refuses for the topology answered SUCCESS). A refused destroy only
+         * spoils the record (the graph is read back). */
+        uint32_t i;
+        sg_lock_take(&sg_rec_lock);
+        sg_grecord *r = node_of(gb->u.node, &i);
+        if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+        forget_node(gb->u.node, NULL);
+        sg_lock_drop(&sg_rec_lock);
+        return route(c);
+    }
+    CUresult rc = route(c);
     if (rc != CUDA_SUCCESS || !sg_rec_on) return rc;
     sg_lock_take(&sg_rec_lock);
     switch (gb->kind) {
@@ -420,7 +436,6 @@ CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
         uint32_t i;
         sg_grecord *r = node_of(gb->u.node, &i);
         if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
-        if (c->kind == SG_CALL_NODE_DESTROY) forget_node(gb->u.node, NULL);   /* its handle may come back */
         break;
     }
     default:
