@@ -139,14 +139,33 @@ void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u)
     free(v);
 }
 
+/* Unlinks ctx's record from the table and returns it (the table's
+ * reference now belongs to the caller); NULL if none (table_lock held). */
+static sg_ctx *take_locked(CUcontext ctx)
+{
+    sg_ctx **pp = &table;
+    while (*pp && (*pp)->ctx != ctx) pp = &(*pp)->next;
+    sg_ctx *c = *pp;
+    if (c) *pp = c->next;
+    return c;
+}
+
+/* Tears down c, the record of ctx already taken from the table (NULL: none
+ * was). */
+static void teardown_taken(CUcontext ctx, sg_ctx *c);
+
 void sg_ctx_teardown(CUcontext ctx)
 {
     if (!ctx) return;
     pthread_mutex_lock(&table_lock);
-    sg_ctx **pp = &table;
-    while (*pp && (*pp)->ctx != ctx) pp = &(*pp)->next;
-    sg_ctx *c = *pp;
-    if (c) *pp = c->next;          /* the table's reference now belongs to us */
+    sg_ctx *c = take_locked(ctx);
+    pthread_mutex_unlock(&table_lock);
+    teardown_taken(ctx, c);
+}
+
+static void teardown_taken(CUcontext ctx, sg_ctx *c)
+{
+    pthread_mutex_lock(&table_lock);
     for (int d = 0; d < SG_CTX_MAX_DEVICES; d++)
         if (primary[d] == ctx) __atomic_store_n(&primary[d], NULL, __ATOMIC_RELAXED);
     owners_forget_locked(ctx);
@@ -262,12 +281,33 @@ CUresult sg_ctx_call(const sg_call *c)
 {
     CUresult rc;
     switch (c->kind) {
-    case SG_CALL_CTX_DESTROY:
-        owners_destroy_begin(c->u.ctx.ctx);
+    case SG_CALL_CTX_DESTROY: {
+        /* The record is taken from the table before the driver frees the
+         * handle, and that record is torn down after: once the driver has
+         * freed it, another thread's cuCtxCreate may get the value and place
+         * memory in a record made for it, which a teardown by value would
+         * take (its blocks unmapped under its kernels; round 40, windowctx).
+         * Not a primary context's (cuCtxDestroy refuses one); a destroy
+         * refused otherwise gives the record back. */
+        CUcontext ctx = c->u.ctx.ctx;
+        owners_destroy_begin(ctx);
+        pthread_mutex_lock(&table_lock);
+        int prim = 0;
+        for (int d = 0; d < SG_CTX_MAX_DEVICES; d++) prim |= primary[d] == ctx;
+        sg_ctx *taken = ctx && !prim ? take_locked(ctx) : NULL;
+        pthread_mutex_unlock(&table_lock);
         rc = c->forward(c->args);
-        owners_destroy_end(c->u.ctx.ctx);
-        if (rc == CUDA_SUCCESS) sg_ctx_teardown(c->u.ctx.ctx);
+        owners_destroy_end(ctx);
+        if (rc == CUDA_SUCCESS) {
+            teardown_taken(ctx, taken);
+        } else if (taken) {
+            pthread_mutex_lock(&table_lock);
+            taken->next = table;        /* ahead of one made meanwhile, if any */
+            table = taken;
+            pthread_mutex_unlock(&table_lock);
+        }
         return rc;
+    }
     case SG_CALL_PRIMARY_DROP:
         return primary_drop(c);
     default:

@@ -264,14 +264,18 @@ static CUresult upload(const sg_call *c)
 }
 
 /* Destroys the exec; the observer's state (variants) goes with the record. */
+/* The exec's record and statistics go before the driver frees the handle:
+ * once it has, another thread's instantiation may get the value and its
+ * record and statistics, which a removal made after would take (its updates
+ * then forwarded as untracked_exec, its report entry ended; round 40,
+ * windowexec). The driver refuses no destroy of a live exec; one it refuses
+ * (a handle that is no exec) has no record. */
 static CUresult exec_destroy(const sg_call *c)
 {
-    CUresult rc = c->forward(c->args);
-    if (rc != CUDA_SUCCESS) return rc;
     sg_exec_destroyed(c->u.exec.exec);
     sg_grec_remove(c->u.exec.exec);
     sg_vmm_unrelax();
-    return rc;
+    return c->forward(c->args);
 }
 
 /* A node was destroyed (r->lock held). One of the exec's named nodes: its

@@ -64,8 +64,16 @@
  *              value) to another graph; the first graph, a node fewer, is
  *              instantiated and its exec updated from a graph of its two old
  *              nodes: a topology change the driver refuses.
+ *   windowexec one thread destroys an exec (cuGraphExecDestroy returning
+ *              late) while another instantiates a graph (its exec gets the
+ *              value), then updates its exec from graphs like the first
+ *              exec's and its own.
+ *   windowctx  one thread destroys a created context that placed memory
+ *              (cuCtxDestroy returning late) while another creates a context
+ *              (which gets the value) and allocates in it; the second then
+ *              runs a kernel on its memory and reads it back.
  * Usage: adv_reuse cycle|ctxend|childexec|childuobj|childclone|capchild|nodereuse|green|ctxkinds|
- *        window|windowrec|windownode
+ *        window|windowrec|windownode|windowexec|windowctx
  */
 #include <cuda.h>
 #include <libgen.h>
@@ -550,6 +558,136 @@ static void case_windownode(CUcontext ctx, CUdeviceptr buf)
     R(cuMemFree(win_buf2));
 }
 
+/* windowexec: thread A destroys an exec (cuGraphExecDestroy returning late);
+ * thread B, meanwhile, instantiates another graph (its exec gets the value),
+ * then, once A returned, updates its exec from a graph like A's exec's. */
+static CUgraphExec win_ea;
+
+static void winexec_a(void *arg)
+{
+    (void)arg;
+    atomic_store(&win_destroying, 1);
+    R(cuGraphExecDestroy(win_ea));
+    atomic_store(&win_destroyed, 1);
+}
+
+static void winexec_b(void *arg)
+{
+    CUdeviceptr buf = *(CUdeviceptr *)arg;
+    CUgraph gb = fill_graph(buf, 60, NULL);
+    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
+    adv_sleep_us(20000);
+    CUgraphExec eb;
+    MUST(cuGraphInstantiateWithFlags(&eb, gb, 0));
+    reused(eb, win_ea, "destroyed exec");
+    adv_check("window_open", !atomic_load(&win_destroyed), "instantiated while the destroy was in flight");
+    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+    R(cuGraphLaunch(eb, NULL));
+    want_fill("windowexec_own", buf, 60);
+    for (int k = 0; k < 4; k++) {          /* A's exec's graph, then B's own, twice each */
+        uint32_t v = k < 2 ? 10 : 60;
+        CUgraph u = fill_graph(buf, v, NULL);
+        adv_update(eb, u);
+        R(cuGraphDestroy(u));
+        R(cuGraphLaunch(eb, NULL));
+        want_fill(k < 2 ? "windowexec_as_a" : "windowexec_as_b", buf, v);
+    }
+    R(cuGraphExecDestroy(eb));
+    R(cuGraphDestroy(gb));
+}
+
+static void case_windowexec(CUcontext ctx, CUdeviceptr buf)
+{
+    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
+        printf("set-up failed: windowexec needs CUDAEMU_DESTROY_DELAY_US\n");
+        exit(2);
+    }
+    CUgraph ga = fill_graph(buf, 10, NULL);
+    MUST(cuGraphInstantiateWithFlags(&win_ea, ga, 0));
+    R(cuGraphLaunch(win_ea, NULL));
+    want_fill("windowexec_a", buf, 10);
+    adv_thread t[2] = { { .fn = winexec_a, .ctx = ctx }, { .fn = winexec_b, .arg = &buf, .ctx = ctx } };
+    snprintf(t[0].label, sizeof t[0].label, "thread A (destroys an exec):");
+    snprintf(t[1].label, sizeof t[1].label, "thread B (instantiates):");
+    adv_threads(t, 2);
+    R(cuGraphDestroy(ga));
+}
+
+/* windowctx: thread A destroys a created context that placed memory
+ * (cuCtxDestroy returning late); thread B, meanwhile, creates a context (it
+ * gets the value), allocates in it and, once A returned, runs a kernel on
+ * that memory and reads it back. */
+static CUcontext win_ca;
+
+/* A created context with the kernels loaded; *fill its fill_u32. */
+static CUcontext ctx_with_kernels(CUfunction *fill)
+{
+    CUcontext c;
+    CUdevice dev;
+    char path[PATH_MAX + 64];
+    CUmodule mod;
+    MUST(cuDeviceGet(&dev, 0));
+    MUST(cuCtxCreate(&c, NULL, 0, dev));
+    adv_path("adv_kernels.so", path, sizeof path);
+    MUST(cuModuleLoad(&mod, path));
+    *fill = adv_fn(mod, "fill_u32");
+    return c;
+}
+
+static void winctx_a(void *arg)
+{
+    (void)arg;
+    atomic_store(&win_destroying, 1);
+    R(cuCtxDestroy(win_ca));
+    atomic_store(&win_destroyed, 1);
+}
+
+static void winctx_b(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
+    adv_sleep_us(20000);
+    CUfunction fill;
+    CUcontext cb = ctx_with_kernels(&fill);
+    reused(cb, win_ca, "destroyed context");
+    CUdeviceptr tmp, buf;
+    MUST(cuMemAlloc(&tmp, 3 << 20));
+    MUST(cuMemAlloc(&buf, N * 4));
+    adv_check("window_open", !atomic_load(&win_destroyed), "allocated while the destroy was in flight");
+    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+    uint32_t v = 70;
+    uint64_t cnt = N;
+    ADV_LAUNCH(fill, NULL, &tmp, &v, &cnt);
+    R(cuMemcpyDtoD(buf, tmp, N * 4));
+    want_fill("windowctx_memory", buf, 70);
+    R(cuMemFree(tmp));
+    R(cuMemFree(buf));
+    MUST(cuCtxDestroy(cb));
+}
+
+static void case_windowctx(CUcontext ctx)
+{
+    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
+        printf("set-up failed: windowctx needs CUDAEMU_DESTROY_DELAY_US\n");
+        exit(2);
+    }
+    CUfunction fill;
+    win_ca = ctx_with_kernels(&fill);
+    CUdeviceptr a, b;
+    MUST(cuMemAlloc(&a, 3 << 20));             /* placed: the context's arena */
+    MUST(cuMemAlloc(&b, 1 << 20));
+    uint32_t v = 5;
+    uint64_t cnt = N;
+    ADV_LAUNCH(fill, NULL, &a, &v, &cnt);
+    R(cuMemFree(b));                           /* a is left to the context's end */
+    R(cuCtxSynchronize());
+    MUST(cuCtxPopCurrent(NULL));
+    adv_thread t[2] = { { .fn = winctx_a, .ctx = ctx }, { .fn = winctx_b, .ctx = ctx } };
+    snprintf(t[0].label, sizeof t[0].label, "thread A (destroys a context):");
+    snprintf(t[1].label, sizeof t[1].label, "thread B (creates one):");
+    adv_threads(t, 2);
+}
+
 static void case_window(CUcontext ctx, CUdeviceptr buf, int obj)
 {
     win_obj = obj;
@@ -642,7 +780,8 @@ int main(int argc, char **argv)
 {
     static const char *const names[] = { "cycle",      "ctxend",   "childexec", "childuobj",
                                          "childclone", "capchild", "nodereuse", "green",
-                                         "ctxkinds",   "window",   "windowrec", "windownode", NULL };
+                                         "ctxkinds",   "window",   "windowrec", "windownode",
+                                         "windowexec", "windowctx", NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
@@ -663,6 +802,8 @@ int main(int argc, char **argv)
     case 9: case_window(ctx, buf, 1); break;
     case 10: case_window(ctx, buf, 0); break;
     case 11: case_windownode(ctx, buf); break;
+    case 12: case_windowexec(ctx, buf); break;
+    case 13: case_windowctx(ctx); break;
     }
     return adv_finish();
 }

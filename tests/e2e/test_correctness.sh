@@ -1506,12 +1506,16 @@ done
 # forwarded as not_comparable (a read-back against records), none skipped.
 UOBJ_NONE40='sum(e["forwarded_reasons"]["user_objects"] for e in X) == 0::no update forwarded for user objects the graph does not hold'
 for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ctxkinds window windowrec \
-    windownode; do
+    windownode windowexec windowctx; do
     et='T["updates_seen"] > 0' ep="$et" xc="" envs=""
     case $c in
     window) envs="CUDAEMU_DESTROY_DELAY_US=200000"
         xc='sum(e["forwarded_reasons"]["user_objects"] for e in X) > 0::the update of the exec of a graph marked while another graph of its value was being destroyed forwarded as user_objects' ;;
     windownode) envs="CUDAEMU_DESTROY_DELAY_US=200000" ;;
+    windowctx) envs="CUDAEMU_DESTROY_DELAY_US=200000" et="$PLACED" ep="$PLACED" ;;
+    windowexec) envs="CUDAEMU_DESTROY_DELAY_US=200000"
+        et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et"
+        xc='sum(e["forwarded_reasons"]["untracked_exec"] for e in X) == 0::no update of an untracked exec (the exec instantiated while another of its value was being destroyed kept its record)' ;;
     windowrec) envs="CUDAEMU_DESTROY_DELAY_US=200000"
         et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et"
         xc='sum(e["forwarded_reasons"]["not_comparable"] for e in X) == 0::no update not comparable (the graph made while another of its value was being destroyed kept its record)' ;;

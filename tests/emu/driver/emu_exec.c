@@ -735,6 +735,7 @@ EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
     if (!emu_exec_ok(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
     emu_handle_del(hGraphExec);
     exec_free(hGraphExec);          /* queued launches run from their own snapshots */
+    emu_destroy_delay();
     return CUDA_SUCCESS;
 }
 

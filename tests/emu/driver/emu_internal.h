@@ -224,7 +224,8 @@ void emu_handles_end_ctx(CUcontext ctx, emu_kind kind, void (*release)(void *h))
 void *emu_handle_mem_get(emu_kind kind, size_t size);
 void emu_handle_mem_put(emu_kind kind, void *p);
 /* CUDAEMU_DESTROY_DELAY_US: a destroy that gave a handle value back
- * (cuGraphDestroy, cuGraphDestroyNode, cuCtxDestroy, cuGreenCtxDestroy) sleeps that long before
+ * (cuGraphDestroy, cuGraphDestroyNode, cuGraphExecDestroy, cuCtxDestroy,
+ * cuGreenCtxDestroy) sleeps that long before
  * it returns, so that another thread's create gets the value while the
  * destroying call is still in flight (a caller's bookkeeping done after the
  * call returns then comes late). */
