@@ -252,6 +252,30 @@ static inline void fg_install(void)
     sg_driver_set(&d);
 }
 
+static inline CUresult fg_made_forward(const void *args)
+{
+    (void)args;
+    return CUDA_SUCCESS;
+}
+
+/* g made by the program (a cuGraphCreate through core/, answering g): the
+ * library keeps an exec's node handles only for a graph it saw made (its
+ * record, which the fake's counts then spoil: read back). */
+static inline void fg_made(fg *g)
+{
+    CUgraph out = (CUgraph)g;
+    sg_gb gb;
+    memset(&gb, 0, sizeof gb);
+    gb.kind = SG_GB_GRAPH_CREATE;
+    gb.u.graph_out = &out;
+    sg_call c;
+    memset(&c, 0, sizeof c);
+    c.kind = SG_CALL_FORWARD;
+    c.forward = fg_made_forward;
+    c.gb = &gb;
+    (void)sg_core_call(&c);
+}
+
 /* ff with the emulator's ABI layout for the given sizes. */
 static inline ff ff_make(int n, const size_t *sizes)
 {

@@ -54,8 +54,11 @@ static void set_policy(sg_policy p)
     fg_install();
 }
 
-static CUgraphExec instantiate(fg *g, uintptr_t handle)
+/* made: g is first made by a cuGraphCreate through core/ (fg_made); 0 for a
+ * graph already made (a clone). */
+static CUgraphExec instantiate_made(fg *g, uintptr_t handle, int made)
 {
+    if (made) fg_made(g);
     CUgraphExec got = NULL;
     fwd f = { 0, CUDA_SUCCESS, (CUgraphExec)handle, &got };
     sg_call c = { .kind = SG_CALL_INSTANTIATE, .forward = fake_forward, .args = &f,
@@ -64,6 +67,8 @@ static CUgraphExec instantiate(fg *g, uintptr_t handle)
     CHECK_EQ(f.calls, 1);
     return got;
 }
+
+static CUgraphExec instantiate(fg *g, uintptr_t handle) { return instantiate_made(g, handle, 1); }
 
 /* cuGraphExecUpdate_v2(exec, g, info) with the driver answering `result`;
  * returns what the program got, *calls = whether the driver was called. */
@@ -428,7 +433,7 @@ TEST(user_object_graphs)
     /* instantiated from a clone of b: marked from the start */
     CUgraph out = (CUgraph)&k;
     graph_call(SG_CALL_GRAPH_CLONE, &b, &out, CUDA_SUCCESS);
-    e = instantiate(&k, 0xe102);
+    e = instantiate_made(&k, 0xe102, 0);
     CHECK_CU(update_v2(e, &a, &info, CUDA_SUCCESS, &calls), CUDA_SUCCESS);
     CHECK_EQ(calls, 1);
     CHECK_EQ(exec_info(2).reasons[SG_REASON_USER_OBJECTS], 1);

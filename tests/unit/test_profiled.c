@@ -238,6 +238,7 @@ static CUresult fake_forward(const void *p)
 #define EXEC ((CUgraphExec)(uintptr_t)0xe001)
 static void instantiate(void)
 {
+    fg_made(&graph);
     CUgraphExec got = NULL;
     fwd f = { 0, &got, EXEC };
     sg_call c = { .kind = SG_CALL_INSTANTIATE, .forward = fake_forward, .args = &f,
