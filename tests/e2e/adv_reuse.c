@@ -423,42 +423,72 @@ static void case_green(void)
     }
 }
 
-/* window: run with CUDAEMU_DESTROY_DELAY_US (the emulator's cuGraphDestroy
- * sleeps after it gave the value back). Thread A destroys a graph; thread B,
- * while A's call is in flight, makes a graph (it gets the value) and
- * retains a user object into it; once A returned, B instantiates an exec from
- * it and updates the exec from an identical graph holding no object and back
- * from the graph, three times: each update moves the exec's reference (the
- * driver's), so after the graph is destroyed the exec holds the object,
- * until it is destroyed. Anything A's destroy did to the value's state
- * after the driver returned (a mark forgotten) would fall on B's graph: its
- * exec's updates answered by the library, the object released early. */
+/* The windows (run with CUDAEMU_DESTROY_DELAY_US: the emulator's destroys
+ * return late once they gave the value back). Thread A runs win_destroy;
+ * thread B waits until A's call is in flight (win_open), makes an object on
+ * the value A's destroy freed, and waits for A's return (win_closed) before
+ * it uses the object: anything A's destroy did to the value's state after
+ * the driver returned falls on B's object. */
 static atomic_int win_destroying, win_destroyed;
-static CUgraph win_ga;
+static void (*win_destroy)(void);
 
 static void win_a(void *arg)
 {
     (void)arg;
     atomic_store(&win_destroying, 1);
-    R(cuGraphDestroy(win_ga));
+    win_destroy();
     atomic_store(&win_destroyed, 1);
 }
 
+static void win_open(void)
+{
+    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
+    adv_sleep_us(20000);                   /* A's value is free, A's call not back */
+}
+
+static void win_closed(const char *what)
+{
+    adv_check("window_open", !atomic_load(&win_destroyed), "%s while the destroy was in flight", what);
+    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+}
+
+/* Runs A (destroy) and B (b(barg)) as two threads with ctx current. */
+static void win_run(const char *name, CUcontext ctx, void (*destroy)(void), void (*b)(void *), void *barg)
+{
+    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
+        printf("set-up failed: %s needs CUDAEMU_DESTROY_DELAY_US\n", name);
+        exit(2);
+    }
+    win_destroy = destroy;
+    adv_thread t[2] = { { .fn = win_a, .ctx = ctx }, { .fn = b, .arg = barg, .ctx = ctx } };
+    snprintf(t[0].label, sizeof t[0].label, "%s: thread A (destroys):", name);
+    snprintf(t[1].label, sizeof t[1].label, "%s: thread B (makes):", name);
+    adv_threads(t, 2);
+}
+
+/* window, windowrec: A destroys a graph; B makes a graph on its value.
+ * window: B retains a user object into it, instantiates an exec from it and
+ * updates the exec from an identical graph holding no object and back from
+ * the graph, three times: each update moves the exec's reference (the
+ * driver's), so after the graph is destroyed the exec holds the object until
+ * it is destroyed (a mark A's destroy forgot after the forward: the updates
+ * answered by the library, the object released early). windowrec: no object;
+ * the exec is updated from identical graphs, which compare with the graph's
+ * record (made by its cuGraphCreate) if A's destroy left it. */
+static CUgraph win_ga;
 static int win_obj;                        /* window (1) or windowrec (0) */
+
+static void win_graph_destroy(void) { R(cuGraphDestroy(win_ga)); }
 
 static void win_b(void *arg)
 {
     CUdeviceptr buf = *(CUdeviceptr *)arg;
-    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
-    adv_sleep_us(20000);                   /* A's value is free, A's call not back */
+    win_open();
     CUgraph g = fill_graph(buf, 60, NULL);
     reused(g, win_ga, "destroyed graph");
+    CUgraphExec e;
     if (!win_obj) {
-        /* no object: the graph's record (made by its cuGraphCreate) must
-         * survive A's destroy, so that identical updates compare with it */
-        adv_check("window_open", !atomic_load(&win_destroyed), "made while the destroy was in flight");
-        while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
-        CUgraphExec e;
+        win_closed("made");
         MUST(cuGraphInstantiateWithFlags(&e, g, 0));
         for (int k = 0; k < 6; k++) {
             CUgraph u = fill_graph(buf, 60 + (uint32_t)(k / 3), NULL);
@@ -474,9 +504,7 @@ static void win_b(void *arg)
     CUuserObject o;
     MUST(cuUserObjectCreate(&o, NULL, count_dtor, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
     MUST(cuGraphRetainUserObject(g, o, 1, CU_GRAPH_USER_OBJECT_MOVE));
-    adv_check("window_open", !atomic_load(&win_destroyed), "made and marked while the destroy was in flight");
-    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
-    CUgraphExec e;
+    win_closed("made and marked");
     MUST(cuGraphInstantiateWithFlags(&e, g, 0));
     for (int k = 0; k < 3; k++) {          /* away, back, away, ...: each moves the reference */
         CUgraph u = fill_graph(buf, 60, NULL);
@@ -495,52 +523,44 @@ static void win_b(void *arg)
     adv_check("window_object_released", atomic_load(&dtors) == 1, "%d destructor calls", atomic_load(&dtors));
 }
 
-/* windownode: thread A destroys a node of graph GA (cuGraphDestroyNode,
- * returning late); thread B, meanwhile, adds a node to another graph (it gets
- * the node's value). GA, one node fewer, is then instantiated and its exec
+static void case_window(CUcontext ctx, CUdeviceptr buf, int obj)
+{
+    win_obj = obj;
+    win_ga = fill_graph(buf, 1, NULL);
+    win_run(obj ? "window" : "windowrec", ctx, win_graph_destroy, win_b, &buf);
+}
+
+/* windownode: A destroys a node of graph GA (instantiated once before: its
+ * record's counts were checked); B adds a node to another graph (it gets the
+ * node's value). GA, one node fewer, is then instantiated and its exec
  * updated from a graph of GA's old two nodes: a change of topology the
  * driver refuses (CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED). */
 static CUgraphNode win_na;
 static CUdeviceptr win_buf2;
 
-static void winnode_a(void *arg)
-{
-    (void)arg;
-    atomic_store(&win_destroying, 1);
-    R(cuGraphDestroyNode(win_na));
-    atomic_store(&win_destroyed, 1);
-}
+static void win_node_destroy(void) { R(cuGraphDestroyNode(win_na)); }
 
 static void winnode_b(void *arg)
 {
     CUdeviceptr buf = *(CUdeviceptr *)arg;
-    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
-    adv_sleep_us(20000);
+    win_open();
     CUgraphNode nb;
     CUgraph g = fill_graph(buf, 80, &nb);
     reused(nb, win_na, "destroyed node");
-    adv_check("window_open", !atomic_load(&win_destroyed), "added while the destroy was in flight");
-    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+    win_closed("added");
     R(cuGraphDestroy(g));
 }
 
 static void case_windownode(CUcontext ctx, CUdeviceptr buf)
 {
-    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
-        printf("set-up failed: windownode needs CUDAEMU_DESTROY_DELAY_US\n");
-        exit(2);
-    }
     MUST(cuMemAlloc(&win_buf2, N * 4));
     R(cuMemsetD32(win_buf2, 0, N));
     CUgraph ga = fill_graph(buf, 10, NULL);
     win_na = adv_add_kernel3(ga, NULL, 0, k_fill, &win_buf2, &(uint32_t){ 20 }, N);
-    CUgraphExec e0;                                        /* GA instantiated once before */
+    CUgraphExec e0;
     MUST(cuGraphInstantiateWithFlags(&e0, ga, 0));
     R(cuGraphExecDestroy(e0));
-    adv_thread t[2] = { { .fn = winnode_a, .ctx = ctx }, { .fn = winnode_b, .arg = &buf, .ctx = ctx } };
-    snprintf(t[0].label, sizeof t[0].label, "thread A (destroys a node):");
-    snprintf(t[1].label, sizeof t[1].label, "thread B (adds one):");
-    adv_threads(t, 2);
+    win_run("windownode", ctx, win_node_destroy, winnode_b, &buf);
     CUgraphExec e;
     MUST(cuGraphInstantiateWithFlags(&e, ga, 0));
     R(cuGraphLaunch(e, NULL));
@@ -558,30 +578,22 @@ static void case_windownode(CUcontext ctx, CUdeviceptr buf)
     R(cuMemFree(win_buf2));
 }
 
-/* windowexec: thread A destroys an exec (cuGraphExecDestroy returning late);
- * thread B, meanwhile, instantiates another graph (its exec gets the value),
- * then, once A returned, updates its exec from a graph like A's exec's. */
+/* windowexec: A destroys an exec; B instantiates another graph (its exec
+ * gets the value), then updates its exec from graphs like A's exec's and
+ * its own. */
 static CUgraphExec win_ea;
 
-static void winexec_a(void *arg)
-{
-    (void)arg;
-    atomic_store(&win_destroying, 1);
-    R(cuGraphExecDestroy(win_ea));
-    atomic_store(&win_destroyed, 1);
-}
+static void win_exec_destroy(void) { R(cuGraphExecDestroy(win_ea)); }
 
 static void winexec_b(void *arg)
 {
     CUdeviceptr buf = *(CUdeviceptr *)arg;
     CUgraph gb = fill_graph(buf, 60, NULL);
-    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
-    adv_sleep_us(20000);
+    win_open();
     CUgraphExec eb;
     MUST(cuGraphInstantiateWithFlags(&eb, gb, 0));
     reused(eb, win_ea, "destroyed exec");
-    adv_check("window_open", !atomic_load(&win_destroyed), "instantiated while the destroy was in flight");
-    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+    win_closed("instantiated");
     R(cuGraphLaunch(eb, NULL));
     want_fill("windowexec_own", buf, 60);
     for (int k = 0; k < 4; k++) {          /* A's exec's graph, then B's own, twice each */
@@ -598,25 +610,17 @@ static void winexec_b(void *arg)
 
 static void case_windowexec(CUcontext ctx, CUdeviceptr buf)
 {
-    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
-        printf("set-up failed: windowexec needs CUDAEMU_DESTROY_DELAY_US\n");
-        exit(2);
-    }
     CUgraph ga = fill_graph(buf, 10, NULL);
     MUST(cuGraphInstantiateWithFlags(&win_ea, ga, 0));
     R(cuGraphLaunch(win_ea, NULL));
     want_fill("windowexec_a", buf, 10);
-    adv_thread t[2] = { { .fn = winexec_a, .ctx = ctx }, { .fn = winexec_b, .arg = &buf, .ctx = ctx } };
-    snprintf(t[0].label, sizeof t[0].label, "thread A (destroys an exec):");
-    snprintf(t[1].label, sizeof t[1].label, "thread B (instantiates):");
-    adv_threads(t, 2);
+    win_run("windowexec", ctx, win_exec_destroy, winexec_b, &buf);
     R(cuGraphDestroy(ga));
 }
 
-/* windowctx: thread A destroys a created context that placed memory
- * (cuCtxDestroy returning late); thread B, meanwhile, creates a context (it
- * gets the value), allocates in it and, once A returned, runs a kernel on
- * that memory and reads it back. */
+/* windowctx: A destroys a created context that placed memory; B creates a
+ * context (it gets the value), allocates in it and, once A returned, runs a
+ * kernel on that memory and reads it back. */
 static CUcontext win_ca;
 
 /* A created context with the kernels loaded; *fill its fill_u32. */
@@ -634,27 +638,19 @@ static CUcontext ctx_with_kernels(CUfunction *fill)
     return c;
 }
 
-static void winctx_a(void *arg)
-{
-    (void)arg;
-    atomic_store(&win_destroying, 1);
-    R(cuCtxDestroy(win_ca));
-    atomic_store(&win_destroyed, 1);
-}
+static void win_ctx_destroy(void) { R(cuCtxDestroy(win_ca)); }
 
 static void winctx_b(void *arg)
 {
     (void)arg;
-    while (!atomic_load(&win_destroying)) adv_sleep_us(100);
-    adv_sleep_us(20000);
+    win_open();
     CUfunction fill;
     CUcontext cb = ctx_with_kernels(&fill);
     reused(cb, win_ca, "destroyed context");
     CUdeviceptr tmp, buf;
     MUST(cuMemAlloc(&tmp, 3 << 20));
     MUST(cuMemAlloc(&buf, N * 4));
-    adv_check("window_open", !atomic_load(&win_destroyed), "allocated while the destroy was in flight");
-    while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
+    win_closed("allocated");
     uint32_t v = 70;
     uint64_t cnt = N;
     ADV_LAUNCH(fill, NULL, &tmp, &v, &cnt);
@@ -667,10 +663,6 @@ static void winctx_b(void *arg)
 
 static void case_windowctx(CUcontext ctx)
 {
-    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
-        printf("set-up failed: windowctx needs CUDAEMU_DESTROY_DELAY_US\n");
-        exit(2);
-    }
     CUfunction fill;
     win_ca = ctx_with_kernels(&fill);
     CUdeviceptr a, b;
@@ -682,24 +674,7 @@ static void case_windowctx(CUcontext ctx)
     R(cuMemFree(b));                           /* a is left to the context's end */
     R(cuCtxSynchronize());
     MUST(cuCtxPopCurrent(NULL));
-    adv_thread t[2] = { { .fn = winctx_a, .ctx = ctx }, { .fn = winctx_b, .ctx = ctx } };
-    snprintf(t[0].label, sizeof t[0].label, "thread A (destroys a context):");
-    snprintf(t[1].label, sizeof t[1].label, "thread B (creates one):");
-    adv_threads(t, 2);
-}
-
-static void case_window(CUcontext ctx, CUdeviceptr buf, int obj)
-{
-    win_obj = obj;
-    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
-        printf("set-up failed: window needs CUDAEMU_DESTROY_DELAY_US\n");
-        exit(2);
-    }
-    win_ga = fill_graph(buf, 1, NULL);
-    adv_thread t[2] = { { .fn = win_a, .ctx = ctx }, { .fn = win_b, .arg = &buf, .ctx = ctx } };
-    snprintf(t[0].label, sizeof t[0].label, "thread A (destroys):");
-    snprintf(t[1].label, sizeof t[1].label, "thread B (makes):");
-    adv_threads(t, 2);
+    win_run("windowctx", ctx, win_ctx_destroy, winctx_b, NULL);
 }
 
 /* The context a block reports (CU_POINTER_ATTRIBUTE_CONTEXT) is `want`. */
