@@ -103,13 +103,7 @@ static CUresult route(const sg_call *c)
          * context inactive; round 21) */
         return sg_ctx_primary_retained(c, sg_mem_retry(c, c->forward(c->args)));
     case SG_CALL_GRAPH_DESTROY:
-        /* The record goes before the driver frees the handle: once it has,
-         * another thread's cuGraphCreate may get the value and record its
-         * graph, which a forget made after would take (its updates then read
-         * back and not comparable with records; round 40, windowrec). A
-         * refused destroy (a graph being captured) loses its record: the
-         * graph is read back until a capture or a build records it again. */
-        sg_rec_graph_gone(c->u.graph.graph);
+        sg_rec_graph_gone(c->u.graph.graph);   /* before the driver frees the value (record.h) */
         return sg_graph_call(c);
     case SG_CALL_MODULE_UNLOAD:
         /* its kernels' handle values may come back for kernels never loaded

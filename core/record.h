@@ -77,7 +77,12 @@ extern const char *const sg_readback_names[SG_READBACK_COUNT];
  * recorder (the router's own handling) and is called exactly once. */
 CUresult sg_rec_call(const sg_call *c, CUresult (*route)(const sg_call *));
 
-/* The graph is gone (after a successful cuGraphDestroy). */
+/* The graph goes: called before cuGraphDestroy is forwarded. Once the
+ * driver frees the handle, another thread's cuGraphCreate may get the value
+ * and record its graph, which a forget made after would take (its execs'
+ * updates then read back, not comparable with records; round 40,
+ * windowrec). A refused destroy (a graph being captured) loses its record:
+ * the graph is read back until a capture or a build records it again. */
 void sg_rec_graph_gone(CUgraph g);
 /* A stream is being destroyed (before the driver destroys it): 1 if a
  * capture in progress began on it (its record is dropped), else 0. */
