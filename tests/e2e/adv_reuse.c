@@ -72,8 +72,12 @@
  *              (cuCtxDestroy returning late) while another creates a context
  *              (which gets the value) and allocates in it; the second then
  *              runs a kernel on its memory and reads it back.
+ *   variants   an exec whose input rotates over three buffers (skip_profiled
+ *              buys variants for it) destroyed with its graph, five times:
+ *              each new graph and exec get the last ones' values and rotate
+ *              inputs of their own, of another kernel every other time.
  * Usage: adv_reuse cycle|ctxend|childexec|childuobj|childclone|capchild|nodereuse|green|ctxkinds|
- *        window|windowrec|windownode|windowexec|windowctx
+ *        window|windowrec|windownode|windowexec|windowctx|variants
  */
 #include <cuda.h>
 #include <libgen.h>
@@ -90,6 +94,9 @@
 #define N 16
 
 static CUfunction k_fill, k_prim;   /* k_prim: the primary context's */
+static CUmodule m_prim;
+
+static CUfunction adv_fn_of_prim(const char *name) { return adv_fn(m_prim, name); }
 
 /* The value `now` must be the value `was` had: the case's premise. */
 static void reused(const void *now, const void *was, const char *what)
@@ -677,6 +684,54 @@ static void case_windowctx(CUcontext ctx)
     win_run("windowctx", ctx, win_ctx_destroy, winctx_b, NULL);
 }
 
+/* variants: an exec whose input rotates over three buffers (per-node
+ * setters: skip_profiled buys variants for it), destroyed with its graph;
+ * the next graph and exec get their values and rotate inputs of their own
+ * into another accumulator, five times. Each life's accumulator is checked
+ * against the host. */
+static void case_variants(void)
+{
+    CUfunction mad = adv_fn_of_prim("mad_u32"), add = adv_fn_of_prim("add_u32");
+    CUstream s;
+    MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraph pg = NULL;
+    CUgraphExec pe = NULL;
+    for (int life = 0; life < 5; life++) {
+        CUdeviceptr in[3], acc;
+        uint32_t hin[3 * N], model[N];
+        adv_mad_buffers(N, in, hin, &acc, model);
+        uint64_t n = N;
+        void *args[] = { &in[0], &acc, &n };
+        /* odd lives: add_u32(acc, v, n) with v rotating, another kernel on the same values */
+        int odd = life % 2;
+        uint32_t vs[3] = { 5u + (uint32_t)life, 50u, 500u };
+        void *oargs[] = { &acc, &vs[0], &n };
+        CUgraph g;
+        CUgraphNode node;
+        CUgraphExec e = adv_one_node_exec(s, odd ? add : mad, odd ? oargs : args, &g, &node);
+        if (life) {
+            reused(g, pg, "graph");
+            reused(e, pe, "exec");
+        }
+        for (int k = 0; k < 12 + life; k++) {
+            int b = (k + life) % 3;
+            void *a[] = { &in[b], &acc, &n };
+            void *oa[] = { &acc, &vs[b], &n };
+            ADV_SET_KERNEL(e, node, odd ? add : mad, odd ? oa : a);
+            R(cuGraphLaunch(e, s));
+            for (uint32_t i = 0; i < N; i++) model[i] = odd ? model[i] + vs[b] : model[i] * 3u + hin[b * N + i];
+        }
+        R(cuStreamSynchronize(s));
+        adv_check_words("variants_accumulator", acc, model, N);
+        R(cuGraphExecDestroy(e));
+        R(cuGraphDestroy(g));
+        for (int i = 0; i < 3; i++) R(cuMemFree(in[i]));
+        R(cuMemFree(acc));
+        pg = g, pe = e;
+    }
+    R(cuStreamDestroy(s));
+}
+
 /* The context a block reports (CU_POINTER_ATTRIBUTE_CONTEXT) is `want`. */
 static void want_ctx(const char *name, CUdeviceptr p, CUcontext want)
 {
@@ -756,12 +811,13 @@ int main(int argc, char **argv)
     static const char *const names[] = { "cycle",      "ctxend",   "childexec", "childuobj",
                                          "childclone", "capchild", "nodereuse", "green",
                                          "ctxkinds",   "window",   "windowrec", "windownode",
-                                         "windowexec", "windowctx", NULL };
+                                         "windowexec", "windowctx", "variants",  NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
     adv_open(&ctx, &mod);
     k_prim = k_fill = adv_fn(mod, "fill_u32");
+    m_prim = mod;
     CUdeviceptr buf;
     MUST(cuMemAlloc(&buf, N * 4));
     switch (which) {
@@ -779,6 +835,7 @@ int main(int argc, char **argv)
     case 11: case_windownode(ctx, buf); break;
     case 12: case_windowexec(ctx, buf); break;
     case 13: case_windowctx(ctx); break;
+    case 14: case_variants(); break;
     }
     return adv_finish();
 }

@@ -1494,7 +1494,9 @@ done
 # updating; ctxkinds: a green context's converted context and a created
 # context taking turns on one value (the emulator's contexts of both kinds
 # share a pool), each allocating (blocks report their context), capturing
-# and launching; window: with the emulator's cuGraphDestroy returning 200 ms
+# and launching; variants: an exec whose input rotates (skip_profiled buys
+# variants) destroyed with its graph five times, each new graph and exec on
+# the last ones' values; window: with the emulator's cuGraphDestroy returning 200 ms
 # late (CUDAEMU_DESTROY_DELAY_US), another thread makes a graph on the value
 # being destroyed and marks it (a user object), then updates its exec from a
 # graph holding none: round 34's order (the mark forgotten before the
@@ -1506,7 +1508,7 @@ done
 # forwarded as not_comparable (a read-back against records), none skipped.
 UOBJ_NONE40='sum(e["forwarded_reasons"]["user_objects"] for e in X) == 0::no update forwarded for user objects the graph does not hold'
 for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ctxkinds window windowrec \
-    windownode windowexec windowctx; do
+    windownode windowexec windowctx variants; do
     et='T["updates_seen"] > 0' ep="$et" xc="" envs=""
     case $c in
     window) envs="CUDAEMU_DESTROY_DELAY_US=200000"
@@ -1522,6 +1524,7 @@ for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ct
     childuobj | childclone) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et" xc=$UOBJ_NONE40 ;;
     ctxend | green) et="$PLACED and T['updates_seen'] > 0" ep="$et" ;;
     ctxkinds) et="$PLACED" ep="$PLACED" ;;
+    variants) et="$SEEN" ep="$BOUGHT" ;;
     esac
     adv name=r40/reuse_$c env="$envs" eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="handle values reused by the driver ($c)" -- adv_reuse $c
