@@ -21,6 +21,7 @@
  *   Current contexts are thread-local and need no lock.
  */
 #include "emu_internal.h"
+#include "emu_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -297,6 +298,37 @@ void emu_stat_nodes(unsigned long nodes, unsigned long changed)
     atomic_fetch_add((_Atomic unsigned long *)&st->changed, changed);
 }
 
+/* What is alive in the driver now (cuemuLive, the stats file's "live"): the
+ * registered handles of each kind that no teardown ended, then the device
+ * ranges (allocations and mappings), VMM reservations, VMM physical handles
+ * and the bytes charged to the devices. */
+enum { EMU_LIVE_MEM = EMU_K_COUNT - 1, EMU_LIVE_COUNT = EMU_LIVE_MEM + 4 };
+static const char *const emu_live_names[EMU_LIVE_COUNT] = {
+    "contexts", "streams", "events", "modules", "functions", "graphs", "nodes", "execs",
+    "memhandles", "pools", "libraries", "kernels", "arrays", "user_objects", "green_contexts",
+    "resource_descriptors",
+    "device_ranges", "vmm_reservations", "vmm_handles", "device_bytes",
+};
+_Static_assert(EMU_K_RESDESC == EMU_K_COUNT - 1, "emu_live_names lists every handle kind");
+static pthread_mutex_t emu_handle_lock;
+static void emu_live_counts(unsigned long long out[EMU_LIVE_COUNT]);
+
+/* cuemuLive: an export of the emulator only (not a CUDA entry point): *n =
+ * the live objects of the kind named (emu_live_names). A program or test reads
+ * it through dlsym; CUDA_ERROR_INVALID_VALUE for an unknown name. */
+EMU_EXPORT CUresult cuemuLive(const char *what, unsigned long long *n)
+{
+    if (!what || !n) return CUDA_ERROR_INVALID_VALUE;
+    for (int k = 0; k < EMU_LIVE_COUNT; k++) {
+        if (strcmp(what, emu_live_names[k]) != 0) continue;
+        unsigned long long live[EMU_LIVE_COUNT];
+        emu_live_counts(live);
+        *n = live[k];
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
 /* Writes the CUDAEMU_STATS file: {"calls": {...}, "nodes": {name: {"nodes": n,
  * "changed": n}, ...} (entries that covered graph nodes only), "violations":
  * n}, through a temporary file renamed into place so readers never see half a
@@ -323,6 +355,11 @@ static void emu_write_stats(void)
                 atomic_load((_Atomic unsigned long *)&s->changed));
         first = 0;
     }
+    fprintf(f, "\n}, \"live\": {");
+    unsigned long long live[EMU_LIVE_COUNT];
+    emu_live_counts(live);
+    for (int k = 0; k < EMU_LIVE_COUNT; k++)
+        fprintf(f, "%s\n  \"%s\": %llu", k ? "," : "", emu_live_names[k], live[k]);
     fprintf(f, "\n}, \"violations\": %lu}\n", emu_violation_count());
     if (fclose(f) != 0 || rename(tmp, emu_cfg.stats_path) != 0) {
         emu_log("cannot write %s: %s", emu_cfg.stats_path, strerror(errno));
@@ -344,6 +381,16 @@ typedef struct emu_handle {
 } emu_handle;
 static emu_handle *emu_handles;                       /* guarded by emu_handle_lock */
 static pthread_mutex_t emu_handle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void emu_live_counts(unsigned long long out[EMU_LIVE_COUNT])
+{
+    memset(out, 0, EMU_LIVE_COUNT * sizeof *out);
+    pthread_mutex_lock(&emu_handle_lock);
+    for (emu_handle *e = emu_handles; e; e = e->hh.next)
+        if (!e->ended && e->kind >= 1 && e->kind < EMU_K_COUNT) out[e->kind - 1]++;
+    pthread_mutex_unlock(&emu_handle_lock);
+    emu_mem_live(out + EMU_LIVE_MEM);
+}
 
 void emu_handle_add_ctx(const void *h, emu_kind kind, CUcontext owner)
 {

@@ -1253,3 +1253,17 @@ void emu_gmem_graph_attr(int dev, int current, int high, uint64_t *out_current, 
     if (high == 2) emu_memory.graph_high[dev] = emu_memory.graph_used[dev];   /* reset */
     pthread_mutex_unlock(&emu_mem_lock);
 }
+
+/* The live device objects for cuemuLive and the CUDAEMU_STATS file: device
+ * ranges (allocations and mappings), VMM reservations, VMM physical handles,
+ * and the bytes charged to every device together. */
+void emu_mem_live(unsigned long long out[4])
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    out[0] = emu_memory.ranges.n;
+    out[1] = emu_memory.resvs.n;
+    out[2] = HASH_COUNT(emu_memory.handles);
+    out[3] = 0;
+    for (int d = 0; d < MEM_MAX_DEVICES; d++) out[3] += emu_memory.used[d];
+    pthread_mutex_unlock(&emu_mem_lock);
+}

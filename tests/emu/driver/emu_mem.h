@@ -137,6 +137,7 @@ int emu_span_insert(span_vec *sv, span *s);
 void emu_span_remove(span_vec *sv, span *s);
 mem_range *emu_range_find(CUdeviceptr p);
 int emu_usage_take(int dev, size_t bytes);
+void emu_mem_live(unsigned long long out[4]);
 
 /* emu_vmm.c: reserves `size` bytes of PROT_NONE address space aligned to
  * `align`, at `hint` if that is free and aligned; NULL if the address space
