@@ -19,6 +19,8 @@
 #     VMM handles and reservations included), device bytes charged within one
 #     2 MiB chunk over what the run without the library grew (if it grew);
 #   - the report lists at most 64 execs beyond the live ones (report.md).
+# SOAK_ONLY=REGEX runs the cases whose name matches; SOAK_VERBOSE=1 prints
+# each run's last figures.
 # Sanitizer builds run the cases 10 times shorter and skip the heap and RSS
 # figures (their allocators keep freed memory on purpose).
 . "$(dirname "$0")/../lib.sh"
