@@ -121,6 +121,15 @@ int sg_ctx_vmm_locked(sg_ctx *c)
 
 void sg_ctx_on_teardown(sg_ctx_part part, void (*fn)(sg_ctx *c)) { teardown_fn[part] = fn; }
 
+static void (*gone_fn)(CUcontext ctx, sg_ctx_gone phase);
+void sg_ctx_on_gone(void (*fn)(CUcontext ctx, sg_ctx_gone phase)) { gone_fn = fn; }
+
+/* Tells gone_fn about ctx's end (phase), if both are set. */
+static void gone(CUcontext ctx, sg_ctx_gone phase)
+{
+    if (ctx && gone_fn) gone_fn(ctx, phase);
+}
+
 void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u)
 {
     size_t n = 0, cap = 0;
@@ -264,8 +273,10 @@ static CUresult primary_drop(const sg_call *c)
         SG_DRIVER_CALL(cuCtxFromGreenCtx, &converted, c->u.primary.green) != CUDA_SUCCESS)
         converted = NULL;
     if (d == -1) owners_destroy_begin(NULL);   /* (rare) every owner asked again: the converted handle goes */
+    gone(converted, SG_CTX_GOING);
     CUresult rc = c->forward(c->args);
     if (d == -1) owners_destroy_end(NULL);
+    gone(converted, rc == CUDA_SUCCESS ? SG_CTX_GONE : SG_CTX_KEPT);
     if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
     if (converted && teardown_fn[SG_CTX_PART_CAPTURES]) {
         sg_ctx tmp = { .ctx = converted, .dead = 1 };
@@ -296,8 +307,10 @@ CUresult sg_ctx_call(const sg_call *c)
         for (int d = 0; d < SG_CTX_MAX_DEVICES; d++) prim |= primary[d] == ctx;
         sg_ctx *taken = ctx && !prim ? take_locked(ctx) : NULL;
         pthread_mutex_unlock(&table_lock);
+        if (!prim) gone(ctx, SG_CTX_GOING);
         rc = c->forward(c->args);
         owners_destroy_end(ctx);
+        if (!prim) gone(ctx, rc == CUDA_SUCCESS ? SG_CTX_GONE : SG_CTX_KEPT);
         if (rc == CUDA_SUCCESS) {
             teardown_taken(ctx, taken);
         } else if (taken) {

@@ -71,6 +71,19 @@ int sg_ctx_vmm_locked(sg_ctx *c);
 /* Registers the teardown of one part (at start-up, before any hook). */
 void sg_ctx_on_teardown(sg_ctx_part part, void (*fn)(sg_ctx *c));
 
+/* Registers fn, told of every context that ends for good (cuCtxDestroy of
+ * a created context; a green context's converted one with cuGreenCtxDestroy),
+ * whether or not it had a record; for what is kept per handle outside the
+ * records (mem_lazy.c's launch filter). In phases, as the records are
+ * (design.md, "Handle values the driver gives out again"): SG_CTX_GOING
+ * before the destroy is forwarded (the driver may give the value to another
+ * thread's new context as soon as it frees it, and what is kept for the
+ * value must then be the new context's), then SG_CTX_GONE once the driver
+ * destroyed it or SG_CTX_KEPT if it refused. Not a primary context that
+ * became inactive: it keeps its handle, and a thread that has it current
+ * may launch in it again once it is retained. */
+typedef enum { SG_CTX_GOING, SG_CTX_GONE, SG_CTX_KEPT } sg_ctx_gone;
+void sg_ctx_on_gone(void (*fn)(CUcontext ctx, sg_ctx_gone phase));
 /* Calls fn(c, u) for every live record (each held by a reference, no lock
  * held during the call). */
 void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u);

@@ -15,6 +15,7 @@
 #include "mem_internal.h"
 
 #include "capture.h"
+#include "contexts.h"
 #include "driver.h"
 #include "streams.h"
 
@@ -51,12 +52,25 @@ static const unsigned char launch_none[SG_LAUNCH_TABLE];   /* every launch: gene
 const unsigned char sg_launch_all[SG_LAUNCH_TABLE] = { [0 ... SG_LAUNCH_TABLE - 1] = 1 };
 __thread const unsigned char *sg_launch_known = launch_none;
 
+/* One table per live context launched in. Tables are never freed (a thread
+ * may still point at one); the table of a context that ended goes back to
+ * the list without an owner (ctx NULL) and serves the next context that
+ * needs one, so the list is as long as the most contexts alive at once
+ * (before round 42 a table stayed with each ended context's handle: 4 KiB
+ * for each context ever launched in, tests/e2e/test_soak.sh contexts). A
+ * thread that still points at it has the ended context current (a switch,
+ * a cuCtxCreate or its own cuCtxDestroy points it back at launch_none), in
+ * which every launch fails, through either path. A primary context's table
+ * stays with it (one per device): a primary context released and retained
+ * again keeps its handle, and a thread that had it current launches in it
+ * again. */
 typedef struct launch_table {
-    CUcontext ctx;
+    CUcontext ctx;                /* its context; NULL: free; LAUNCH_DYING: dying's, being destroyed */
+    CUcontext dying;
     unsigned char *bytes;
     struct launch_table *next;
 } launch_table;
-static launch_table *launch_tables;     /* never freed: a thread may still point at one */
+static launch_table *launch_tables;
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ctx's table, made if it has none; NULL if out of memory (the launch is
@@ -64,9 +78,13 @@ static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char *launch_table_of(CUcontext ctx)
 {
     pthread_mutex_lock(&launch_lock);
-    launch_table *t = launch_tables;
-    while (t && t->ctx != ctx) t = t->next;
-    if (!t && (t = calloc(1, sizeof *t))) {
+    launch_table *t = launch_tables, *spare = NULL;
+    for (; t && t->ctx != ctx; t = t->next)
+        if (!t->ctx && !spare) spare = t;
+    if (!t && spare) {
+        t = spare;               /* cleared when its context ended */
+        t->ctx = ctx;
+    } else if (!t && (t = calloc(1, sizeof *t))) {
         if ((t->bytes = calloc(1, SG_LAUNCH_TABLE))) {
             t->ctx = ctx;
             t->next = launch_tables;
@@ -81,6 +99,36 @@ static unsigned char *launch_table_of(CUcontext ctx)
 }
 
 void sg_launch_filter_switched(void) { sg_launch_known = launch_none; }
+
+/* Context ctx ends (contexts.h, sg_ctx_on_gone). Before the destroy is
+ * forwarded its tables leave it (marked dying): once the driver has freed
+ * the handle another thread's new context may get the value, and must find
+ * no table holding the old context's launches (nor have one it made taken
+ * away afterwards, while its threads point at it). Once destroyed, the
+ * dying tables, cleared, go back for the next context; a refused destroy
+ * gives them back to ctx. */
+static const char dying_mark;
+#define LAUNCH_DYING ((CUcontext)(uintptr_t)&dying_mark)
+
+static void launch_ctx_gone(CUcontext ctx, sg_ctx_gone phase)
+{
+    pthread_mutex_lock(&launch_lock);
+    for (launch_table *t = launch_tables; t; t = t->next) {
+        if (phase == SG_CTX_GOING) {
+            if (t->ctx != ctx) continue;
+            t->ctx = LAUNCH_DYING;
+            t->dying = ctx;
+        } else if (t->ctx == LAUNCH_DYING && t->dying == ctx) {
+            if (phase == SG_CTX_GONE)
+                for (size_t i = 0; i < SG_LAUNCH_TABLE; i++) __atomic_store_n(&t->bytes[i], 0, __ATOMIC_RELAXED);
+            t->ctx = phase == SG_CTX_GONE ? NULL : ctx;
+            t->dying = NULL;
+        }
+    }
+    pthread_mutex_unlock(&launch_lock);
+}
+
+void sg_launch_filter_init(void) { sg_ctx_on_gone(launch_ctx_gone); }
 
 /* A context destroyed or reset: what its kernels had loaded is gone (and a
  * primary context keeps its handle); a module or library unloaded: the

@@ -566,6 +566,7 @@ void sg_mem_init(const sg_caps *caps)
     place_max = caps->place_max_bytes;
     own_min = caps->own_handles_min;
     sg_marena_init(caps->headroom_bytes);
+    sg_launch_filter_init();
 }
 
 CUresult sg_mem_call(const sg_call *c)

@@ -164,6 +164,8 @@ extern const unsigned char sg_launch_all[SG_LAUNCH_TABLE];
 void sg_launch_filter_forget(void);
 /* The calling thread switched contexts: its filter starts again. */
 void sg_launch_filter_switched(void);
+/* At start-up (sg_mem_init): an ended context's table goes back for reuse. */
+void sg_launch_filter_init(void);
 
 /* Fork: 0 prepare (lock), 1 parent, 2 child (unlock). */
 void sg_mem_atfork(int phase);

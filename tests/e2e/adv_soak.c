@@ -21,7 +21,7 @@
  *               the module unloaded
  *     contexts  a context created each step, the module loaded, a block of a
  *               new size, a graph captured, instantiated, updated, launched,
- *               a stream with a priority and a stream-ordered block freed on
+ *               a kernel launched directly, a stream with a priority and a stream-ordered block freed on
  *               it; the context destroyed with everything in it
  *     sizes     blocks of ever-new sizes (1 B .. 1 MiB), 8 alive at a time,
  *               each filled and read back
@@ -31,6 +31,8 @@
  *               (stream-ordered), a capture on its own stream, launch,
  *               destroy; the thread exits
  *     ipc       a block of a new size each step, its IPC handle taken, freed
+ *     green     a green context each step, its converted context current, a
+ *               block, a kernel launched directly on its stream; destroyed
  *
  * stdout (compared with the run without the library): the checks of the
  * results and the digest of every call's CUresult (adv_common.h). stderr: a
@@ -48,7 +50,7 @@
 #include <stdatomic.h>
 
 static const char *const cases[] = { "graphs", "execs", "streams", "modules", "contexts",
-                                     "sizes", "uobj", "threads", "ipc", NULL };
+                                     "sizes", "uobj", "threads", "ipc", "green", NULL };
 static const char *const live_names[] = { "contexts", "streams", "events", "modules", "functions",
                                           "graphs", "nodes", "execs", "user_objects",
                                           "device_ranges", "vmm_reservations", "vmm_handles",
@@ -287,6 +289,15 @@ static int step_contexts(long i)
     R(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     R(cuMemAlloc(&d, 4 * n));
     int ok = module_graph(i, m, s, d, n);
+    /* a kernel launched directly (not in a graph): its first launch in the
+     * context, which the launch filter notes */
+    CUfunction fa;
+    uint32_t two = 2;
+    uint64_t n64 = n;
+    R(cuModuleGetFunction(&fa, m, "add_u32"));
+    ADV_LAUNCH(fa, s, &d, &two, &n64);
+    R(cuStreamSynchronize(s));
+    ok &= words_ok(i, d, 1, 11);
     /* a stream with a priority and a stream-ordered block freed on it, both
      * left to the context's destruction */
     CUstream sp;
@@ -387,6 +398,26 @@ static int step_threads(long i)
     return a.ok;
 }
 
+static int step_green(long i)
+{
+    CUcontext cc;
+    CUstream gs;
+    CUdeviceptr d;
+    uint64_t n = 1 + new_words(i) % 1024;
+    uint32_t v = (uint32_t)i;
+    CUgreenCtx g = adv_green_make(&cc, &gs);
+    R(cuCtxSetCurrent(cc));
+    R(cuMemAlloc(&d, 4 * n));
+    ADV_LAUNCH(fill, gs, &d, &v, &n);
+    R(cuStreamSynchronize(gs));
+    int ok = words_ok(i, d, 1, v);
+    R(cuMemFree(d));
+    R(cuStreamDestroy(gs));
+    R(cuCtxSetCurrent(ctx));
+    R(cuGreenCtxDestroy(g));
+    return ok;
+}
+
 static int step_ipc(long i)
 {
     CUdeviceptr d;
@@ -424,7 +455,7 @@ int main(int argc, char **argv)
         MUST(cuMemsetD32(uo_buf, 0, 1));
     }
     int (*const steps[])(long) = { step_graphs, step_execs, step_streams, step_modules, step_contexts,
-                                   step_sizes, step_uobj, step_threads, step_ipc };
+                                   step_sizes, step_uobj, step_threads, step_ipc, step_green };
     long bad = 0;
     for (long i = 0; i < n; i++) {
         bad += !steps[c](i);

@@ -3,9 +3,9 @@
 # (docs/testing-correctness.md, "Round 42"). Each case of tests/e2e/adv_soak.c
 # churns short-lived objects (graphs, execs and their variants, streams and
 # events, modules, contexts, blocks of new sizes, user objects, threads, IPC
-# handles) while the program holds a bounded amount, and prints its figures
-# at each quarter of the run (heap in use, RssAnon, the emulated driver's live
-# objects per kind: cuemuLive). It runs without the library and under
+# handles, green contexts) while the program holds a bounded amount, and
+# prints its figures at each quarter of the run (heap in use, RssAnon, the
+# emulated driver's live objects per kind: cuemuLive). It runs without the library and under
 # skip_temp, skip_profiled (variants bought at the decision: the cost table in
 # which they are free) and, for graphs and execs, skip_profiled with aliasing.
 # Per case and configuration:
@@ -115,7 +115,7 @@ PY
 }
 
 for c in graphs:4000 execs:8000 streams:4000 modules:4000 contexts:1000 sizes:3000 uobj:8000 \
-         threads:2000 ipc:4000; do
+         threads:2000 ipc:4000 green:2000; do
     name=${c%:*} n=$((${c#*:} / scale))
     [[ $name =~ ${SOAK_ONLY:-.} ]] || continue
     cfgs="temp prof"
