@@ -28,8 +28,13 @@
  *     uobj      a user object per step moved into a graph, the graph
  *               instantiated, cloned, launched, updated; all destroyed
  *     threads   a thread per step: a block on the per-thread default stream
- *               (stream-ordered), a capture on its own stream, launch,
- *               destroy; the thread exits
+ *               (stream-ordered; the thread exits with its free queued), a
+ *               capture on its own stream, launch, destroy
+ *     libraries the kernels as a library each step: CUkernel handles looked up,
+ *               launched directly and captured, the exec updated; unloaded
+ *     odd       paths that end early: a capture invalidated, an update
+ *               refused, a stream destroyed with its free queued, a graph
+ *               with memory nodes (captured cuMemAllocAsync/cuMemFreeAsync)
  *     ipc       a block of a new size each step, its IPC handle taken, freed
  *     green     a green context each step, its converted context current, a
  *               block, a kernel launched directly on its stream; destroyed
@@ -50,7 +55,7 @@
 #include <stdatomic.h>
 
 static const char *const cases[] = { "graphs", "execs", "streams", "modules", "contexts",
-                                     "sizes", "uobj", "threads", "ipc", "green", NULL };
+                                     "sizes", "uobj", "threads", "ipc", "green", "odd", "libraries", NULL };
 static const char *const live_names[] = { "contexts", "streams", "events", "modules", "functions",
                                           "graphs", "nodes", "execs", "user_objects",
                                           "device_ranges", "vmm_reservations", "vmm_handles",
@@ -370,9 +375,15 @@ static void *soak_thread(void *p)
         ADV_LAUNCH(fill, CU_STREAM_PER_THREAD, &d, &v, &n);
         R(cuMemcpyDtoDAsync(keep, d, 4 * n, CU_STREAM_PER_THREAD));
         R(cuMemFreeAsync(d, CU_STREAM_PER_THREAD));
-        R(cuStreamSynchronize(CU_STREAM_PER_THREAD));
     }
     R(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    /* the per-thread stream's copy must be done before the graph adds: the
+     * block's free is left queued when the thread exits */
+    CUevent e;
+    R(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    R(cuEventRecord(e, CU_STREAM_PER_THREAD));
+    R(cuStreamWaitEvent(s, e, 0));
+    R(cuEventDestroy(e));
     CUgraph g = capture_adds(s, keep, 3, n, 2);
     CUgraphExec x;
     R(cuGraphInstantiateWithFlags(&x, g, 0));
@@ -418,6 +429,98 @@ static int step_green(long i)
     return ok;
 }
 
+/* Paths that end early: a capture invalidated by a synchronous copy (its end
+ * fails), an update refused for a changed topology, a stream destroyed with
+ * its stream-ordered free still queued, a graph that allocates and frees
+ * (captured cuMemAllocAsync / cuMemFreeAsync: memory nodes). */
+static int step_odd(long i)
+{
+    CUgraph g = NULL, g2 = NULL;
+    CUgraphExec x;
+    CUgraphExecUpdateResultInfo info;
+    CUstream s;
+    CUdeviceptr d, keep;
+    uint32_t host = 0, v = (uint32_t)i;
+    uint64_t n = 1 + new_words(i) % 512;
+    R(cuMemAlloc(&keep, 4 * (n + 2)));   /* words 1 and 2 take the copies */
+    R(cuMemsetD32(keep, 0, n + 2));
+    R(cuStreamBeginCapture(main_s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    ADV_LAUNCH(add, main_s, &keep, &v, &n);
+    R(cuMemcpyDtoH(&host, keep, 4));      /* not allowed while capturing: invalidates */
+    R(cuStreamEndCapture(main_s, &g));
+    if (g) R(cuGraphDestroy(g));
+    g = capture_adds(main_s, keep, 1, n, 1);
+    g2 = capture_adds(main_s, keep, 1, n, 2);
+    R(cuGraphInstantiateWithFlags(&x, g, 0));
+    R(cuGraphExecUpdate(x, g2, &info));   /* topology changed: refused */
+    R(cuGraphLaunch(x, main_s));
+    R(cuStreamSynchronize(main_s));
+    R(cuGraphExecDestroy(x));
+    R(cuGraphDestroy(g));
+    R(cuGraphDestroy(g2));
+    R(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    if (R(cuMemAllocAsync(&d, 4 * n, s)) == CUDA_SUCCESS) {
+        ADV_LAUNCH(fill, s, &d, &v, &n);
+        R(cuMemcpyDtoDAsync(keep + 4, d, 4, s));
+        R(cuMemFreeAsync(d, s));
+    }
+    R(cuStreamDestroy(s));                /* the free still queued */
+    R(cuStreamBeginCapture(main_s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    if (R(cuMemAllocAsync(&d, 4 * n, main_s)) == CUDA_SUCCESS) {
+        ADV_LAUNCH(fill, main_s, &d, &v, &n);
+        R(cuMemcpyDtoDAsync(keep + 8, d, 4, main_s));
+        R(cuMemFreeAsync(d, main_s));
+    }
+    R(cuStreamEndCapture(main_s, &g));
+    R(cuGraphInstantiateWithFlags(&x, g, 0));
+    R(cuGraphLaunch(x, main_s));
+    R(cuStreamSynchronize(main_s));
+    R(cuCtxSynchronize());
+    uint32_t w[3];
+    R(cuMemcpyDtoH(w, keep, sizeof w));
+    R(cuGraphExecDestroy(x));
+    R(cuGraphDestroy(g));
+    R(cuMemFree(keep));
+    if (w[0] == 1 && w[1] == v && w[2] == v) return 1;
+    char name[64];
+    snprintf(name, sizeof name, "odd_step%ld", i);
+    adv_check(name, 0, "words %u %u %u, want %u %u %u", w[0], w[1], w[2], 1u, v, v);
+    return 0;
+}
+
+/* The kernels as a library (CUkernel handles): loaded, looked up, captured
+ * and launched directly, unloaded. */
+static int step_libraries(long i)
+{
+    CUlibrary lib;
+    CUkernel ka, kf;
+    CUdeviceptr d;
+    uint64_t n = 1 + new_words(i) % 256;
+    uint32_t v = (uint32_t)i, one = 1;
+    if (R(cuLibraryLoadFromFile(&lib, mod_path, NULL, NULL, 0, NULL, NULL, 0)) != CUDA_SUCCESS) return 0;
+    R(cuLibraryGetKernel(&ka, lib, "add_u32"));
+    R(cuLibraryGetKernel(&kf, lib, "fill_u32"));
+    R(cuMemAlloc(&d, 4 * n));
+    ADV_LAUNCH((CUfunction)kf, main_s, &d, &v, &n);
+    CUgraph g = NULL;
+    CUgraphExec x;
+    CUgraphExecUpdateResultInfo info;
+    R(cuStreamBeginCapture(main_s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    ADV_LAUNCH((CUfunction)ka, main_s, &d, &one, &n);
+    R(cuStreamEndCapture(main_s, &g));
+    R(cuGraphInstantiateWithFlags(&x, g, 0));
+    R(cuGraphLaunch(x, main_s));
+    R(cuGraphExecUpdate(x, g, &info));
+    R(cuGraphLaunch(x, main_s));
+    R(cuStreamSynchronize(main_s));
+    int ok = words_ok(i, d, 1, v + 2);
+    R(cuGraphExecDestroy(x));
+    R(cuGraphDestroy(g));
+    R(cuMemFree(d));
+    R(cuLibraryUnload(lib));
+    return ok;
+}
+
 static int step_ipc(long i)
 {
     CUdeviceptr d;
@@ -455,7 +558,7 @@ int main(int argc, char **argv)
         MUST(cuMemsetD32(uo_buf, 0, 1));
     }
     int (*const steps[])(long) = { step_graphs, step_execs, step_streams, step_modules, step_contexts,
-                                   step_sizes, step_uobj, step_threads, step_ipc, step_green };
+                                   step_sizes, step_uobj, step_threads, step_ipc, step_green, step_odd, step_libraries };
     long bad = 0;
     for (long i = 0; i < n; i++) {
         bad += !steps[c](i);
