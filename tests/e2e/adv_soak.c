@@ -32,6 +32,8 @@
  *               capture on its own stream, launch, destroy
  *     libraries the kernels as a library each step: CUkernel handles looked up,
  *               launched directly and captured, the exec updated; unloaded
+ *     longexec  one exec for the whole run, updated every step from a graph
+ *               captured on blocks of new sizes (three alive, in turn)
  *     odd       paths that end early: a capture invalidated, an update
  *               refused, a stream destroyed with its free queued, a graph
  *               with memory nodes (captured cuMemAllocAsync/cuMemFreeAsync)
@@ -55,7 +57,7 @@
 #include <stdatomic.h>
 
 static const char *const cases[] = { "graphs", "execs", "streams", "modules", "contexts",
-                                     "sizes", "uobj", "threads", "ipc", "green", "odd", "libraries", NULL };
+                                     "sizes", "uobj", "threads", "ipc", "green", "odd", "libraries", "longexec", NULL };
 static const char *const live_names[] = { "contexts", "streams", "events", "modules", "functions",
                                           "graphs", "nodes", "execs", "user_objects",
                                           "device_ranges", "vmm_reservations", "vmm_handles",
@@ -521,6 +523,33 @@ static int step_libraries(long i)
     return ok;
 }
 
+/* One exec for the whole run, updated every step from a graph captured on
+ * blocks of new sizes (new addresses; three alive at a time, used in turn). */
+#define LX_LIVE 3
+static CUgraphExec lx_exec;
+static CUdeviceptr lx_d[LX_LIVE];
+
+static int step_longexec(long i)
+{
+    int slot = (int)(i % LX_LIVE);
+    uint64_t n = 1 + new_words(i) % 4096;
+    uint32_t v = (uint32_t)i;
+    CUgraphExecUpdateResultInfo info;
+    if (lx_d[slot]) R(cuMemFree(lx_d[slot]));
+    lx_d[slot] = 0;
+    if (R(cuMemAlloc(&lx_d[slot], 4 * n)) != CUDA_SUCCESS) return 0;
+    CUgraph g = NULL;
+    R(cuStreamBeginCapture(main_s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    ADV_LAUNCH(fill, main_s, &lx_d[slot], &v, &n);
+    R(cuStreamEndCapture(main_s, &g));
+    if (!lx_exec) R(cuGraphInstantiateWithFlags(&lx_exec, g, 0));
+    else R(cuGraphExecUpdate(lx_exec, g, &info));
+    R(cuGraphLaunch(lx_exec, main_s));
+    R(cuStreamSynchronize(main_s));
+    R(cuGraphDestroy(g));
+    return words_ok(i, lx_d[slot], 1, v);
+}
+
 static int step_ipc(long i)
 {
     CUdeviceptr d;
@@ -558,7 +587,7 @@ int main(int argc, char **argv)
         MUST(cuMemsetD32(uo_buf, 0, 1));
     }
     int (*const steps[])(long) = { step_graphs, step_execs, step_streams, step_modules, step_contexts,
-                                   step_sizes, step_uobj, step_threads, step_ipc, step_green, step_odd, step_libraries };
+                                   step_sizes, step_uobj, step_threads, step_ipc, step_green, step_odd, step_libraries, step_longexec };
     long bad = 0;
     for (long i = 0; i < n; i++) {
         bad += !steps[c](i);
