@@ -38,6 +38,8 @@
  *               refused, a stream destroyed with its free queued, a graph
  *               with memory nodes (captured cuMemAllocAsync/cuMemFreeAsync)
  *     ipc       a block of a new size each step, its IPC handle taken, freed
+ *     ipcopen   the same, each handle opened, read and closed by a child
+ *               process (this program as "ipcchild N"), which samples
  *     green     a green context each step, its converted context current, a
  *               block, a kernel launched directly on its stream; destroyed
  *
@@ -55,9 +57,10 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 
 static const char *const cases[] = { "graphs", "execs", "streams", "modules", "contexts",
-                                     "sizes", "uobj", "threads", "ipc", "green", "odd", "libraries", "longexec", NULL };
+                                     "sizes", "uobj", "threads", "ipc", "green", "odd", "libraries", "longexec", "ipcopen", "ipcchild", NULL };
 static const char *const live_names[] = { "contexts", "streams", "events", "modules", "functions",
                                           "graphs", "nodes", "execs", "user_objects",
                                           "device_ranges", "vmm_reservations", "vmm_handles",
@@ -550,6 +553,83 @@ static int step_longexec(long i)
     return words_ok(i, lx_d[slot], 1, v);
 }
 
+/* ipcopen: the parent exports a block of a new size each step; a child
+ * (this program as "ipcchild N", its fds 3 and 4 two pipes) opens each
+ * handle, reads the block's first word, closes it and answers the word. The
+ * child samples (the importer's tables are what this case attacks). */
+static int ipc_to = -1, ipc_from = -1;
+static pid_t ipc_pid;
+
+static void ipc_spawn(long n)
+{
+    int a[2], b[2];
+    char exe[PATH_MAX], count[32], stats[PATH_MAX + 16];
+    if (pipe(a) || pipe(b)) { printf("pipe failed\n"); exit(2); }
+    adv_path("adv_soak", exe, sizeof exe);
+    snprintf(count, sizeof count, "%ld", n);
+    const char *st = getenv("CUDAEMU_STATS");
+    if (st) snprintf(stats, sizeof stats, "%s.child", st);
+    fflush(NULL);
+    ipc_pid = fork();
+    if (ipc_pid < 0) { printf("fork failed\n"); exit(2); }
+    if (ipc_pid == 0) {
+        if (dup2(a[0], 3) < 0 || dup2(b[1], 4) < 0) _exit(2);
+        if (st) setenv("CUDAEMU_STATS", stats, 1);
+        unsetenv("STABLEGRAPH_REPORT");   /* the parent's report is the one judged */
+        char *argv[] = { exe, "ipcchild", count, NULL };
+        execv(exe, argv);
+        _exit(2);
+    }
+    close(a[0]);
+    close(b[1]);
+    ipc_to = a[1];
+    ipc_from = b[0];
+}
+
+static int step_ipcopen(long i)
+{
+    CUdeviceptr d;
+    CUipcMemHandle h;
+    size_t n = new_words(i) % 65536 + 1;
+    uint32_t v = (uint32_t)i * 7u + 1u, got = 0;
+    if (R(cuMemAlloc(&d, 4 * n)) != CUDA_SUCCESS) return 0;
+    R(cuMemsetD32(d, v, n));
+    R(cuCtxSynchronize());
+    if (R(cuIpcGetMemHandle(&h, d)) != CUDA_SUCCESS) memset(&h, 0, sizeof h);
+    int ok = write(ipc_to, &h, sizeof h) == (ssize_t)sizeof h && read(ipc_from, &got, sizeof got) == (ssize_t)sizeof got;
+    R(cuMemFree(d));
+    if (ok && got == v) return 1;
+    char name[64];
+    snprintf(name, sizeof name, "ipcopen_step%ld", i);
+    adv_check(name, 0, "the child read %u, want %u", got, v);
+    return 0;
+}
+
+/* The child of ipcopen: n handles opened, read and closed. */
+static int ipc_child(long n)
+{
+    case_name = "ipcopen";
+    adv_open(&ctx, NULL);
+    long bad = 0;
+    for (long i = 0; i < n; i++) {
+        CUipcMemHandle h;
+        CUdeviceptr p = 0;
+        uint32_t w = 0xffffffffu;
+        if (read(3, &h, sizeof h) != (ssize_t)sizeof h) { bad++; break; }
+        if (R(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) == CUDA_SUCCESS) {
+            R(cuMemcpyDtoH(&w, p, 4));
+            R(cuIpcCloseMemHandle(p));
+        } else {
+            bad++;
+        }
+        if (write(4, &w, sizeof w) != (ssize_t)sizeof w) { bad++; break; }
+        for (int q = 1; q <= 4; q++)
+            if (i + 1 == n * q / 4) sample(q);
+    }
+    adv_check("ipcchild", bad == 0, "%ld handles, %ld failed", n, bad);
+    return adv_finish();
+}
+
 static int step_ipc(long i)
 {
     CUdeviceptr d;
@@ -569,6 +649,7 @@ int main(int argc, char **argv)
     case_name = cases[c];
     long n = argc > 2 ? atol(argv[2]) : 1000;
     if (n < 4) n = 4;
+    if (strcmp(case_name, "ipcchild") == 0) return ipc_child(n);
     adv_open(&ctx, &mod);
     adv_path("adv_kernels.so", mod_path, sizeof mod_path);
     add = adv_fn(mod, "add_u32");
@@ -587,12 +668,30 @@ int main(int argc, char **argv)
         MUST(cuMemsetD32(uo_buf, 0, 1));
     }
     int (*const steps[])(long) = { step_graphs, step_execs, step_streams, step_modules, step_contexts,
-                                   step_sizes, step_uobj, step_threads, step_ipc, step_green, step_odd, step_libraries, step_longexec };
+                                   step_sizes, step_uobj, step_threads, step_ipc, step_green, step_odd, step_libraries, step_longexec, step_ipcopen };
+    int ipcopen = strcmp(case_name, "ipcopen") == 0;
+    if (ipcopen) ipc_spawn(n);
     long bad = 0;
     for (long i = 0; i < n; i++) {
         bad += !steps[c](i);
-        for (int q = 1; q <= 4; q++)
+        for (int q = 1; !ipcopen && q <= 4; q++)
             if (i + 1 == n * q / 4) sample(q);
+    }
+    if (ipcopen) {
+        int status = 0;
+        close(ipc_to);
+        fflush(stdout);
+        waitpid(ipc_pid, &status, 0);
+        adv_check("ipcchild_exit", WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+        const char *st = getenv("CUDAEMU_STATS");
+        char path[PATH_MAX + 16], buf[1 << 16];
+        snprintf(path, sizeof path, "%s.child", st ? st : "");
+        FILE *f = st ? fopen(path, "r") : NULL;
+        size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[len] = 0;
+        const char *vs = strstr(buf, "\"violations\":");
+        if (st) adv_check("ipcchild_violations", vs && strtol(vs + 14, NULL, 10) == 0, "%s", vs ? "read" : "none");
     }
     if (c == 1)
         for (int b = 0; b < 3; b++) words_ok(n, ex_buf[b], EX_WORDS, ex_host[b]);

@@ -117,7 +117,7 @@ PY
 }
 
 for c in graphs:4000 execs:8000 streams:4000 modules:4000 contexts:1000 sizes:3000 uobj:8000 \
-         threads:2000 ipc:4000 green:2000 odd:2000 libraries:4000 longexec:8000; do
+         threads:2000 ipc:4000 green:2000 odd:2000 libraries:4000 longexec:8000 ipcopen:2000; do
     name=${c%:*} n=$((${c#*:} / scale))
     [[ $name =~ ${SOAK_ONLY:-.} ]] || continue
     cfgs="temp prof"
