@@ -674,8 +674,18 @@ int main(int argc, char **argv)
     long bad = 0;
     for (long i = 0; i < n; i++) {
         bad += !steps[c](i);
-        for (int q = 1; !ipcopen && q <= 4; q++)
-            if (i + 1 == n * q / 4) sample(q);
+        for (int q = 1; !ipcopen && q <= 4; q++) {
+            if (i + 1 != n * q / 4) continue;
+            /* the user objects' destructors run asynchronously (and so are
+             * destroyed late): every one released so far is waited for, so
+             * that the live count sampled does not depend on that thread's
+             * timing (seen: one object more or less, either run) */
+            if (c == 6) {
+                for (int k = 0; k < 400 && atomic_load(&uobj_runs) < i + 1; k++) adv_sleep_us(5000);
+                adv_sleep_us(5000);   /* the handle goes just after its destructor returns */
+            }
+            sample(q);
+        }
     }
     if (ipcopen) {
         int status = 0;
