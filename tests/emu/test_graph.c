@@ -877,7 +877,7 @@ TEST(unemulated_node_kinds)
 /* cuLaunchKernelEx and cuLaunchCooperativeKernel: they run as cuLaunchKernel
  * does; captured, the node keeps the launch's attributes (over the stream's);
  * attributes the emulation does not run are refused (clusters of more than
- * one block, programmatic launches: CUDA_ERROR_NOT_SUPPORTED; the
+ * one block, programmatic and completion events: CUDA_ERROR_NOT_SUPPORTED; the
  * stream-only synchronization policy: CUDA_ERROR_INVALID_VALUE). A node
  * cannot be updated from cooperative to not (ATTRIBUTES_CHANGED). */
 TEST(launch_ex_and_cooperative)
@@ -911,8 +911,9 @@ TEST(launch_ex_and_cooperative)
     bad.value.clusterDim.x = 2; bad.value.clusterDim.y = 1; bad.value.clusterDim.z = 1;
     CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_ERROR_NOT_SUPPORTED);
     memset(&bad, 0, sizeof bad);
-    bad.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    bad.value.programmaticStreamSerializationAllowed = 1;
+    bad.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    bad.id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
     CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_ERROR_NOT_SUPPORTED);
     memset(&bad, 0, sizeof bad);
     bad.id = CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY;
@@ -944,6 +945,139 @@ TEST(launch_ex_and_cooperative)
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(gc), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
+/* The one edge of a two-node graph: its data. */
+static CUgraphEdgeData only_edge(CUgraph g)
+{
+    CUgraphNode f, t;
+    CUgraphEdgeData d;
+    size_t n = 1;
+    memset(&d, 0xff, sizeof d);
+    CHECK_CU(cuGraphGetEdges_v2(g, &f, &t, &d, &n), CUDA_SUCCESS);
+    CHECK_EQ(n, 1);
+    return d;
+}
+
+/* Programmatic dependent launch and edge data. cuLaunchKernelEx with
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION runs (serialized,
+ * which the overlap it allows includes); captured, the new node's edges from
+ * kernel nodes are programmatic (port PROGRAMMATIC, type PROGRAMMATIC), from
+ * other nodes full; the node keeps no attribute for it. CUgraphEdgeData's
+ * rules: non-zero ports from kernel nodes only, a programmatic edge between
+ * kernel nodes only and from a PROGRAMMATIC or LAUNCH_ORDER port, the
+ * PROGRAMMATIC port with a programmatic edge only. cuGraphExecUpdate: an
+ * edge whose data changed is a changed topology (errorNode its downstream
+ * end, errorFromNode its upstream end). */
+TEST(programmatic_edges)
+{
+    CUdeviceptr a = gu_alloc();
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    gu_args fa, xa;
+    gu_kp_fill(&fa, a, 3);
+    gu_kp_affine(&xa, a, 10, 1);
+    CUlaunchAttribute pss;
+    memset(&pss, 0, sizeof pss);
+    pss.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    pss.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = s;
+    cfg.attrs = &pss;
+    cfg.numAttrs = 1;
+    /* eager: runs after the previous kernel */
+    CHECK_CU(gu_launch(k_fill, s, &fa), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_affine, xa.kp, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 31));
+    /* captured with and without it */
+    CUgraph gp, g0, gz, gm;
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(gu_launch(k_fill, s, &fa), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_affine, xa.kp, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &gp), CUDA_SUCCESS);
+    CUgraphEdgeData d = only_edge(gp);
+    CHECK(d.from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC && d.to_port == 0 &&
+          d.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC);
+    size_t ne = 1;
+    CUgraphNode f1[1], t1[1];
+    CHECK_CU(cuGraphGetEdges_v2(gp, f1, t1, NULL, &ne), CUDA_ERROR_LOSSY_QUERY);   /* data asked for */
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(gu_launch(k_fill, s, &fa), CUDA_SUCCESS);
+    CHECK_CU(gu_launch(k_affine, s, &xa), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &g0), CUDA_SUCCESS);
+    d = only_edge(g0);
+    CHECK(d.from_port == 0 && d.type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT);
+    pss.value.programmaticStreamSerializationAllowed = 0;          /* 0: an ordinary launch */
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(gu_launch(k_fill, s, &fa), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_affine, xa.kp, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &gz), CUDA_SUCCESS);
+    d = only_edge(gz);
+    CHECK(d.from_port == 0 && d.type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT);
+    pss.value.programmaticStreamSerializationAllowed = 1;          /* after a memset: a full edge */
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32Async(a, 3, N_ELEMS, s), CUDA_SUCCESS);
+    CHECK_CU(cuLaunchKernelEx(&cfg, k_affine, xa.kp, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &gm), CUDA_SUCCESS);
+    d = only_edge(gm);
+    CHECK(d.from_port == 0 && d.type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT);
+    /* the graph runs; an update changing only the edge's data is refused */
+    CUgraphExec e;
+    CUgraphExecUpdateResultInfo info;
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, gp, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(a, 0, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 31));
+    CHECK_CU(cuGraphExecUpdate_v2(e, g0, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    CUgraphNode gn[2];
+    size_t nn = 2;
+    CHECK_CU(cuGraphGetNodes(g0, gn, &nn), CUDA_SUCCESS);
+    CHECK(info.errorNode == gn[1] && info.errorFromNode == gn[0]);
+    CHECK_CU(cuGraphExecUpdate_v2(e, gp, &info), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecUpdate_v2(e, gp, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    CHECK_CU(cuGraphExecUpdate_v2(e, gz, &info), CUDA_SUCCESS);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    /* edge data rules, explicit graphs */
+    CUgraph g;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CUgraphNode k1 = add_fill(g, NULL, 0, a, 1), k2 = add_fill(g, NULL, 0, a, 2), en, x;
+    CHECK_CU(cuGraphAddEmptyNode(&en, g, NULL, 0), CUDA_SUCCESS);
+    CUgraphEdgeData ed;
+    memset(&ed, 0, sizeof ed);
+    ed.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;                 /* DEFAULT port */
+    CHECK_CU(cuGraphAddDependencies_v2(g, &k1, &k2, &ed, 1), CUDA_ERROR_INVALID_VALUE);
+    ed.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+    CHECK_CU(cuGraphAddDependencies_v2(g, &en, &k2, &ed, 1), CUDA_ERROR_INVALID_VALUE);  /* from an empty node */
+    CHECK_CU(cuGraphAddDependencies_v2(g, &k1, &en, &ed, 1), CUDA_ERROR_INVALID_VALUE);  /* to one */
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    CHECK_CU(cuGraphAddNode_v2(&x, g, &k1, &ed, 1, &np), CUDA_ERROR_INVALID_VALUE);
+    ed.type = CU_GRAPH_DEPENDENCY_TYPE_DEFAULT;                      /* PROGRAMMATIC port, full edge */
+    CHECK_CU(cuGraphAddDependencies_v2(g, &k1, &k2, &ed, 1), CUDA_ERROR_INVALID_VALUE);
+    ed.from_port = 3;
+    CHECK_CU(cuGraphAddDependencies_v2(g, &k1, &k2, &ed, 1), CUDA_ERROR_INVALID_VALUE);
+    ed.from_port = CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER;           /* allowed: full or programmatic */
+    CHECK_CU(cuGraphAddDependencies_v2(g, &k1, &en, &ed, 1), CUDA_SUCCESS);
+    ed.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+    CHECK_CU(cuGraphAddDependencies_v2(g, &k1, &k2, &ed, 1), CUDA_SUCCESS);
+    CHECK_CU(cuGraphGetEdges_v2(g, NULL, NULL, NULL, &ne), CUDA_SUCCESS);
+    CHECK_EQ(ne, 2);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(gp), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(gz), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(gm), CUDA_SUCCESS);
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
@@ -1154,6 +1288,7 @@ int main(void)
     RUN(remove_dependencies_and_copy_attributes);
     RUN(unemulated_node_kinds);
     RUN(launch_ex_and_cooperative);
+    RUN(programmatic_edges);
     RUN(node_enable);
     RUN(destroy_node);
     RUN(fork_right_after_a_launch);

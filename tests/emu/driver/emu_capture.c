@@ -325,8 +325,30 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
     default:                        r = CUDA_ERROR_NOT_SUPPORTED; break;
     }
     if (r != CUDA_SUCCESS) goto out;
+    /* A programmatic launch (emu_launch_programmatic): its edges from kernel
+     * nodes are programmatic ones (CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
+     * CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC), the others full ones. */
+    const CUgraphEdgeData *edata = cs->edata;
+    CUgraphEdgeData *pdata = NULL;
+    if (op->type == CU_GRAPH_NODE_TYPE_KERNEL && emu_launch_programmatic(op->attrs, op->nattrs) && cs->n) {
+        if (!(pdata = malloc(cs->n * sizeof *pdata))) {
+            emu_nparams_free(&np);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+            goto out;
+        }
+        for (size_t i = 0; i < cs->n; i++) {
+            pdata[i] = cs->edata[i];
+            if (cs->deps[i]->p.type == CU_GRAPH_NODE_TYPE_KERNEL) {
+                pdata[i].from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+                pdata[i].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+            }
+        }
+        edata = pdata;
+    }
     CUgraphNode nd;
-    if ((r = emu_graph_node_add(c->graph, cs->deps, cs->edata, cs->n, &np, &nd)) != CUDA_SUCCESS) {
+    r = emu_graph_node_add(c->graph, cs->deps, edata, cs->n, &np, &nd);
+    free(pdata);
+    if (r != CUDA_SUCCESS) {
         emu_nparams_free(&np);
         goto out;
     }

@@ -81,6 +81,7 @@ static void exec_free(CUgraphExec e)
     for (size_t i = 0; i < e->n; i++) {
         emu_nparams_free(&e->nodes[i].p);
         free(e->nodes[i].deps);
+        free(e->nodes[i].edata);
         for (unsigned b = 0; b < e->nodes[i].nsub; b++)
             if (e->nodes[i].sub[b]) exec_free(e->nodes[i].sub[b]);
         free(e->nodes[i].sub);
@@ -196,7 +197,8 @@ static CUresult exec_build(CUgraph g, CUgraphExec e, CUgraphNode *err_node, CUgr
         x->orig = nd;
         x->serial = nd->serial;
         x->deps = malloc((nd->ndeps ? nd->ndeps : 1) * sizeof *x->deps);
-        if (!x->deps) return CUDA_ERROR_OUT_OF_MEMORY;
+        x->edata = calloc(nd->ndeps ? nd->ndeps : 1, sizeof *x->edata);
+        if (!x->deps || !x->edata) return CUDA_ERROR_OUT_OF_MEMORY;
         x->ndeps = nd->ndeps;
         for (size_t k = 0; k < nd->ndeps; k++) x->deps[k] = nd->deps[k]->index;
         if (nd->p.type == CU_GRAPH_NODE_TYPE_GRAPH || nd->p.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
@@ -215,6 +217,11 @@ static CUresult exec_build(CUgraph g, CUgraphExec e, CUgraphNode *err_node, CUgr
         } else if (!emu_nparams_copy(&x->p, &nd->p)) {
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
+    }
+    /* each edge's data, kept for cuGraphExecUpdate's topology check */
+    for (size_t i = 0; i < g->nedges; i++) {
+        const emu_edge *ed = &g->edges[i];
+        e->nodes[ed->to->index].edata[emu_node_dep_pos(ed->to, ed->from)] = ed->data;
     }
     return CUDA_SUCCESS;
 }

@@ -280,6 +280,19 @@ static CUgraphExecUpdateResult update_check(CUgraphExec e, CUgraph g, CUgraphExe
                 return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
             }
     }
+    /* Then the edges' data (ports, type): the docs ask for a "topologically
+     * identical graph" and name no rule of their own for edge data; the
+     * strict reading: an edge whose data changed (a programmatic edge made
+     * a full one, or the reverse) changes the topology, named by its ends. */
+    for (size_t i = 0; i < g->nedges; i++) {
+        const emu_edge *ed = &g->edges[i];
+        const exec_node *x = &e->nodes[ed->to->index];
+        if (memcmp(&x->edata[emu_node_dep_pos(ed->to, ed->from)], &ed->data, sizeof ed->data) != 0) {
+            info->errorNode = ed->to;
+            info->errorFromNode = ed->from;
+            return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        }
+    }
     for (size_t i = 0; i < g->n; i++) {
         const emu_nparams *np = &g->nodes[i]->p, *old = &e->nodes[i].p;
         CUgraphExecUpdateResult res;

@@ -117,6 +117,33 @@ static int edge_add(CUgraph g, CUgraphNode from, CUgraphNode to, const CUgraphEd
     return 1;
 }
 
+size_t emu_node_dep_pos(CUgraphNode to, CUgraphNode from)
+{
+    size_t k = 0;
+    while (k + 1 < to->ndeps && to->deps[k] != from) k++;
+    return k;
+}
+
+/* The upstream end's rules of CUgraphEdgeData: "Only kernel nodes define
+ * non-zero ports" (DEFAULT, PROGRAMMATIC, LAUNCH_ORDER); a programmatic
+ * edge "may only be used between kernel nodes, and must be used with either
+ * the CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC or
+ * CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER outgoing port"; the PROGRAMMATIC
+ * port "must be used with edge type CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC".
+ * The downstream end: emu_edge_to_ok. */
+int emu_edge_from_ok(CUgraphNode from, const CUgraphEdgeData *e)
+{
+    if (!e->from_port && e->type == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT) return 1;
+    if (from->p.type != CU_GRAPH_NODE_TYPE_KERNEL || e->from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER) return 0;
+    if (e->type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) return e->from_port != CU_GRAPH_KERNEL_NODE_PORT_DEFAULT;
+    return e->from_port != CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+}
+
+int emu_edge_to_ok(CUgraphNodeType to, const CUgraphEdgeData *e)
+{
+    return e->type != CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC || to == CU_GRAPH_NODE_TYPE_KERNEL;
+}
+
 /* Validates a dependency list for a new node of g: live nodes of g, no
  * duplicates, edge data with zeroed reserved bytes and to_port. */
 CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n)
@@ -132,6 +159,7 @@ CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphE
                 if (e->reserved[k]) return CUDA_ERROR_INVALID_VALUE;
             if (e->to_port || e->type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC)
                 return CUDA_ERROR_INVALID_VALUE;
+            if (!emu_edge_from_ok(deps[i], e)) return CUDA_ERROR_INVALID_VALUE;
         }
     }
     return CUDA_SUCCESS;
@@ -148,6 +176,8 @@ CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdg
      * added to the returned graph. Attempting to do so will return an error." */
     if (g->owner && (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || p->type == CU_GRAPH_NODE_TYPE_MEM_FREE))
         return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; data && i < n; i++)
+        if (!emu_edge_to_ok(p->type, &data[i])) return CUDA_ERROR_INVALID_VALUE;
     CUgraphNode nd = emu_handle_mem_get(EMU_K_NODE, sizeof *nd);  /* a destroyed node's value */
     if (!EMU_GROW(g->nodes, g->cap, g->n + 1) ||
         !EMU_GROW(g->edges, g->cap_edges, g->nedges + n) ||
@@ -930,7 +960,9 @@ static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *
             return CUDA_ERROR_INVALID_VALUE;
         for (size_t j = 0; j < i; j++)
             if (from[j] == from[i] && to[j] == to[i]) return CUDA_ERROR_INVALID_VALUE;
-        if (data && emu_graph_deps_check(g, &from[i], &data[i], 1) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+        if (data && (emu_graph_deps_check(g, &from[i], &data[i], 1) != CUDA_SUCCESS ||
+                     !emu_edge_to_ok(to[i]->p.type, &data[i])))
+            return CUDA_ERROR_INVALID_VALUE;
     }
     if (!EMU_GROW(g->edges, g->cap_edges, g->nedges + n)) return CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; i < n; i++)

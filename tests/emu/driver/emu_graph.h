@@ -175,6 +175,7 @@ typedef struct exec_node {
     emu_nparams p;
     size_t ndeps;
     size_t *deps;                   /* indices of its dependencies, in edge order */
+    CUgraphEdgeData *edata;         /* the data of those edges, parallel to deps */
     int disabled;                   /* cuGraphNodeSetEnabled(…, 0); guarded by the exec's lock */
     struct CUgraphExec_st **sub;    /* GRAPH: the instance of its child graph (sub[0]); CONDITIONAL:
                                        those of its bodies, in body order (the array and the
@@ -240,6 +241,12 @@ CUgraph emu_graph_new(void);
 void emu_graph_free(CUgraph g);
 /* A deep copy of o (child graphs cloned too), its nodes keeping their serials. */
 CUresult emu_graph_clone(CUgraph o, CUgraph *out);
+/* CUgraphEdgeData's rules for the upstream node of an edge, and for its
+ * downstream node's type (emu_graph.c). */
+int emu_edge_from_ok(CUgraphNode from, const CUgraphEdgeData *e);
+int emu_edge_to_ok(CUgraphNodeType to, const CUgraphEdgeData *e);
+/* Where `from` is among the dependencies of `to` (an edge from -> to exists). */
+size_t emu_node_dep_pos(CUgraphNode to, CUgraphNode from);
 CUresult emu_graph_deps_check(CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n);
 /* The node of g with `serial`, NULL if none (destroyed, or never made). */
 CUgraphNode emu_graph_node_by_serial(CUgraph g, uint64_t serial);

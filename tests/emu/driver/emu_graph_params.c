@@ -51,6 +51,7 @@ CUresult emu_launch_attrs_check(const CUlaunchAttribute *a, unsigned n)
         CUlaunchAttributeID id = a[i].id;
         if (id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
         if (id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY) return CUDA_ERROR_INVALID_VALUE; /* streams only */
+        if (id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) continue;   /* emu_launch_programmatic */
         if (!emu_node_attr_valid(id)) return CUDA_ERROR_NOT_SUPPORTED;
         const CUlaunchAttributeValue *v = &a[i].value;
         if ((id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION || id == CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION) &&
@@ -65,7 +66,23 @@ CUresult emu_launch_attrs_check(const CUlaunchAttribute *a, unsigned n)
 void emu_launch_attrs_apply(CUkernelNodeAttrValue *attr, const CUlaunchAttribute *a, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
-        if (a[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE) attr[a[i].id] = a[i].value;
+        if (a[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE && emu_node_attr_valid(a[i].id)) attr[a[i].id] = a[i].value;
+}
+
+/* Whether a launch with attributes a asks for programmatic stream
+ * serialization (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+ * non-zero, the last one given): the kernel may start before the previous
+ * kernel on its stream has finished. Not a node attribute: a capture makes
+ * the new node's edges from kernel nodes programmatic ones instead
+ * (emu_capture.c). Run here as a full serialization, which the overlap it
+ * allows includes. */
+int emu_launch_programmatic(const CUlaunchAttribute *a, unsigned n)
+{
+    int on = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (a[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            on = a[i].value.programmaticStreamSerializationAllowed != 0;
+    return on;
 }
 
 CUcontext emu_nparams_func_ctx(CUfunction f, CUcontext fallback)

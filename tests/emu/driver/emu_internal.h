@@ -624,12 +624,14 @@ void emu_memops_exec(const CUstreamBatchMemOpParams *ops, unsigned n, int dev, c
 CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op);
 /* The launch attributes of cuLaunchKernelEx (emu_graph_params.c): those valid
  * for graph nodes are accepted (kept by a captured kernel's node; no effect on
- * how the kernel runs) and IGNORE; clusters of more than one block and the
- * other ids (programmatic launches and events, completion events) are not
- * emulated: CUDA_ERROR_NOT_SUPPORTED; the stream-only synchronization policy:
- * CUDA_ERROR_INVALID_VALUE. apply: writes them into attr (by id). */
+ * how the kernel runs), IGNORE and programmatic stream serialization
+ * (emu_launch_programmatic); clusters of more than one block and the other ids
+ * (programmatic events, completion events) are not emulated:
+ * CUDA_ERROR_NOT_SUPPORTED; the stream-only synchronization policy:
+ * CUDA_ERROR_INVALID_VALUE. apply: writes the node attributes into attr (by id). */
 CUresult emu_launch_attrs_check(const CUlaunchAttribute *a, unsigned n);
 void emu_launch_attrs_apply(CUkernelNodeAttrValue *attr, const CUlaunchAttribute *a, unsigned n);
+int emu_launch_programmatic(const CUlaunchAttribute *a, unsigned n);
 /* Event record / wait while capturing (fork-join across streams). */
 CUresult emu_capture_event_record(emu_stream *s, CUevent ev);
 /* Returns 1 if ev was recorded in a capture and s now joins it (handled). */
