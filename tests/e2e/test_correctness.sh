@@ -1529,6 +1529,31 @@ for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ct
     adv name=r40/reuse_$c env="$envs" eng_t="$et" eng_p="$ep" xchk="$xc" \
         attack="handle values reused by the driver ($c)" -- adv_reuse $c
 done
+# Round 43: launch state outside the captured call, and edge data
+# (adv_launchstate.c; the emulator makes programmatic edges for a captured
+# cuLaunchKernelEx with PROGRAMMATIC_STREAM_SERIALIZATION, checks
+# CUgraphEdgeData's port and type rules, and refuses an update that changes
+# only an edge's data: TOPOLOGY_CHANGED). Two consecutive graphs differ, every
+# two steps, only in: pdl / pdl_fork, the attribute (a programmatic edge or a
+# full one; on one stream, or on a second joined by events); edges, addnode:
+# edge data given to cuGraphAddDependencies_v2 / cuGraphAddNode_v2 (recorded:
+# every record audited against the graph read back); capgraph, updeps: edge
+# data given to cuStreamBeginCaptureToGraph / cuStreamUpdateCaptureDependencies_v2;
+# prio_mid, copy_mid: the stream's priority set or copied after the capture
+# began, the exec instantiated with USE_NODE_PRIORITY. Every refusal
+# (TOPOLOGY_CHANGED, ATTRIBUTES_CHANGED) must come as without the library,
+# and identical steps may still be skipped. Found nothing on fb28a5a: the
+# recorder reads back what it does not model (unmodeled_call for the
+# programmatic launch and the dependency update, capture_to_graph,
+# stream_attributes) and compares edge data byte for byte.
+for c in pdl:unmodeled_call pdl_fork:unmodeled_call updeps:unmodeled_call capgraph:capture_to_graph \
+         prio_mid:stream_attributes copy_mid:stream_attributes edges: addnode:; do
+    why=${c#*:} c=${c%%:*}
+    xc="G[\"read_back\"][\"$why\"] >= 11::the graphs are read back ($why)"
+    [ -z "$why" ] && xc="$RB_NONE::every graph recorded with its edge data, each record audited"
+    adv name=r43/launchstate_$c env="$AUDIT" eng_t='T["updates_skipped"] > 0' eng_p='T["updates_skipped"] > 0' \
+        xchk="$xc" attack="launch state outside the captured call, edge data ($c)" -- adv_launchstate $c
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
