@@ -10,6 +10,7 @@
  *   edges:    an explicit graph, the edge added by cuGraphAddDependencies_v2
  *             with programmatic edge data or with none;
  *   addnode:  the add node made by cuGraphAddNode_v2 with that edge data;
+ *   clone:    the edges graph cloned (cuGraphClone), the clone updating;
  *   capgraph: the add captured by cuStreamBeginCaptureToGraph into a graph
  *             holding the fill, the dependency given with that edge data;
  *   updeps:   the capture's dependency set replaced by
@@ -18,7 +19,11 @@
  *             capture began (the add takes it), the exec instantiated with
  *             CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
  *   copy_mid: the same by cuStreamCopyAttributes from a stream created with
- *             priority -1 or from one created without.
+ *             priority -1 or from one created without;
+ *   funcattr: an explicit graph whose fill asks for more dynamic shared
+ *             memory than the default, the function's maximum
+ *             (cuFuncSetAttribute) raised or lowered after the update, before
+ *             the launch (which the driver then refuses).
  * The fill's value changes every third step. The exec is updated to each
  * step's graph (cuGraphExecUpdate_v2); a refusal is printed with its result
  * and the exec instantiated again. A library that trusted a record missing
@@ -26,7 +31,8 @@
  * an edge's data, ATTRIBUTES_CHANGED for a priority), and leave the exec
  * with the other edge or priority.
  *
- * Checks: the buffer after each step's launch; the edges of each step's
+ * Checks: the buffer after each step's launch (untouched where the launch was
+ * refused); the edges of each step's
  * graph that are programmatic, as the driver reports them.
  * Usage: adv_launchstate CASE [STEPS]  (default 12)
  */
@@ -34,12 +40,13 @@
 
 #define N 256u
 
-enum { C_PDL, C_PDL_FORK, C_EDGES, C_ADDNODE, C_CAPGRAPH, C_UPDEPS, C_PRIO_MID, C_COPY_MID };
+enum { C_PDL, C_PDL_FORK, C_EDGES, C_ADDNODE, C_CAPGRAPH, C_UPDEPS, C_PRIO_MID, C_COPY_MID, C_FUNCATTR, C_CLONE };
 
 static CUfunction k_fill, k_add;
 static CUdeviceptr a;
 static uint32_t fill_v, add_v = 7;
 static uint64_t n_elems = N;
+static int shmem_dflt;                  /* the fill's default maximum of dynamic shared memory */
 static void *fill_args[] = { &a, &fill_v, &n_elems };
 static void *add_args[] = { &a, &add_v, &n_elems };
 
@@ -100,11 +107,20 @@ static CUgraph build(int which, int on, CUstream s, CUstream side, CUstream hi, 
         R(cuStreamWaitEvent(s, ev[1], 0));
         R(cuStreamEndCapture(s, &g));
         break;
+    case C_FUNCATTR:
+        fp.sharedMemBytes = (unsigned)shmem_dflt + 1024;
+        /* fall through */
     case C_EDGES:
+    case C_CLONE:
         R(cuGraphCreate(&g, 0));
         R(cuGraphAddKernelNode(&f, g, NULL, 0, &fp));
         R(cuGraphAddKernelNode(&k, g, NULL, 0, &ap));
-        R(cuGraphAddDependencies_v2(g, &f, &k, on ? &d : NULL, 1));
+        R(cuGraphAddDependencies_v2(g, &f, &k, on && which != C_FUNCATTR ? &d : NULL, 1));
+        if (which == C_CLONE) {
+            CUgraph o = g;
+            R(cuGraphClone(&g, o));
+            R(cuGraphDestroy(o));
+        }
         break;
     case C_ADDNODE: {
         R(cuGraphCreate(&g, 0));
@@ -174,7 +190,7 @@ static int programmatic_edges(CUgraph g)
 int main(int argc, char **argv)
 {
     static const char *const cases[] = { "pdl", "pdl_fork", "edges", "addnode", "capgraph", "updeps",
-                                         "prio_mid", "copy_mid", NULL };
+                                         "prio_mid", "copy_mid", "funcattr", "clone", NULL };
     int which = adv_case(argc, argv, cases);
     int steps = argc > 2 ? atoi(argv[2]) : 12;
     CUcontext ctx;
@@ -191,6 +207,7 @@ int main(int argc, char **argv)
     MUST(cuEventCreate(&ev[0], CU_EVENT_DISABLE_TIMING));
     MUST(cuEventCreate(&ev[1], CU_EVENT_DISABLE_TIMING));
     MUST(cuMemAlloc(&a, N * sizeof(uint32_t)));
+    MUST(cuFuncGetAttribute(&shmem_dflt, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k_fill));
     cuuint64_t iflags = which == C_PRIO_MID || which == C_COPY_MID ? CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY : 0;
     CUgraphExec exec = NULL;
     int good = 0, edges_ok = 0, refused = 0;
@@ -200,7 +217,8 @@ int main(int argc, char **argv)
         CUgraph g = build(which, on, s, side, hi, lo, ev);
         if (!g) continue;
         int pe = programmatic_edges(g);
-        edges_ok += pe == (which >= C_PRIO_MID ? 0 : on);
+        edges_ok += pe == (which >= C_PRIO_MID && which != C_CLONE ? 0 : on);
+        int ran = 1;
         if (exec) {
             CUgraphExecUpdateResultInfo info;
             memset(&info, 0, sizeof info);
@@ -212,13 +230,16 @@ int main(int argc, char **argv)
             }
         }
         if (!exec && R(cuGraphInstantiateWithFlags(&exec, g, iflags)) != CUDA_SUCCESS) exec = NULL;
+        if (which == C_FUNCATTR)
+            R(cuFuncSetAttribute(k_fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 on ? shmem_dflt : shmem_dflt + 1024));
         R(cuMemsetD32(a, 0, N));
-        if (exec) R(cuGraphLaunch(exec, s));
+        if (exec) ran = R(cuGraphLaunch(exec, s)) == CUDA_SUCCESS;
         R(cuStreamSynchronize(s));
         uint32_t h[N];
         R(cuMemcpyDtoH(h, a, sizeof h));
         int ok = 1;
-        for (uint32_t i = 0; i < N; i++) ok &= h[i] == fill_v + i + add_v;
+        for (uint32_t i = 0; i < N; i++) ok &= h[i] == (ran ? fill_v + i + add_v : 0);
         good += ok;
         R(cuGraphDestroy(g));
     }

@@ -1537,17 +1537,23 @@ done
 # two steps, only in: pdl / pdl_fork, the attribute (a programmatic edge or a
 # full one; on one stream, or on a second joined by events); edges, addnode:
 # edge data given to cuGraphAddDependencies_v2 / cuGraphAddNode_v2 (recorded:
-# every record audited against the graph read back); capgraph, updeps: edge
+# every record audited against the graph read back; clone: the edges graph
+# cloned, the clone updating); capgraph, updeps: edge
 # data given to cuStreamBeginCaptureToGraph / cuStreamUpdateCaptureDependencies_v2;
 # prio_mid, copy_mid: the stream's priority set or copied after the capture
-# began, the exec instantiated with USE_NODE_PRIORITY. Every refusal
-# (TOPOLOGY_CHANGED, ATTRIBUTES_CHANGED) must come as without the library,
+# began, the exec instantiated with USE_NODE_PRIORITY; funcattr: the fill's
+# maximum dynamic shared memory (cuFuncSetAttribute) lowered or raised between
+# the update and the launch (the emulator checks a kernel node's shared memory
+# against it at each graph launch). Every refusal
+# (TOPOLOGY_CHANGED, ATTRIBUTES_CHANGED, a launch's INVALID_VALUE) must come as
+# without the library,
 # and identical steps may still be skipped. Found nothing on fb28a5a: the
 # recorder reads back what it does not model (unmodeled_call for the
 # programmatic launch and the dependency update, capture_to_graph,
 # stream_attributes) and compares edge data byte for byte.
 for c in pdl:unmodeled_call pdl_fork:unmodeled_call updeps:unmodeled_call capgraph:capture_to_graph \
-         prio_mid:stream_attributes copy_mid:stream_attributes edges: addnode:; do
+         prio_mid:stream_attributes copy_mid:stream_attributes edges: addnode: clone: \
+         funcattr:; do
     why=${c#*:} c=${c%%:*}
     xc="G[\"read_back\"][\"$why\"] >= 11::the graphs are read back ($why)"
     [ -z "$why" ] && xc="$RB_NONE::every graph recorded with its edge data, each record audited"

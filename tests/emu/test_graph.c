@@ -1082,6 +1082,57 @@ TEST(programmatic_edges)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
+/* cudaFuncAttributes.maxDynamicSharedSizeBytes: "Any launch must have a
+ * dynamic shared memory size smaller than this value", a kernel node's launch
+ * too: checked against the function's attribute when the graph is launched
+ * (CUDA_ERROR_INVALID_VALUE, nothing runs), not when the node is added, the
+ * graph instantiated or the exec updated; a disabled node is not launched. */
+TEST(func_attr_at_graph_launch)
+{
+    CUdeviceptr a = gu_alloc();
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    int dflt = 0;
+    CHECK_CU(cuFuncGetAttribute(&dflt, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k_fill), CUDA_SUCCESS);
+    const unsigned big = (unsigned)dflt + 4096;
+    gu_args fa;
+    gu_kp_fill(&fa, a, 5);
+    CUDA_KERNEL_NODE_PARAMS kp = gu_knode(k_fill, &fa);
+    kp.sharedMemBytes = big;
+    CUgraph g;
+    CUgraphNode nd;
+    CUgraphExec e;
+    CHECK_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuGraphAddKernelNode(&nd, g, NULL, 0, &kp), CUDA_SUCCESS);     /* not checked here */
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);          /* nor here */
+    CHECK_CU(cuMemsetD32(a, 0, N_ELEMS), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 0));                                                      /* nothing ran */
+    CHECK_CU(cuFuncSetAttribute(k_fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)big), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 5));
+    /* lowered after instantiation: the next launch is refused, a disabled
+     * node is not launched, a node updated to less shared memory runs */
+    CHECK_CU(cuFuncSetAttribute(k_fill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dflt), CUDA_SUCCESS);
+    CHECK_CU(cuGraphLaunch(e, s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphNodeSetEnabled(e, nd, 0), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK_CU(cuGraphNodeSetEnabled(e, nd, 1), CUDA_SUCCESS);
+    gu_kp_fill(&fa, a, 6);
+    kp = gu_knode(k_fill, &fa);
+    CHECK_CU(cuGraphExecKernelNodeSetParams(e, nd, &kp), CUDA_SUCCESS);
+    CHECK_CU(run_exec(e, s), CUDA_SUCCESS);
+    CHECK(gu_all(a, 6));
+    /* cuKernelSetAttribute-style per-function state is the function's: a
+     * stream launch is refused the same way */
+    CHECK_CU(cuLaunchKernel(k_fill, 1, 1, 1, 1, 1, 1, big, s, fa.kp, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+}
+
 /* cuGraphDestroyNode: "Removes hNode from its graph. This operation also
  * severs any dependencies of other nodes on hNode and vice versa. Nodes which
  * belong to a graph which contains allocation or free nodes cannot be
@@ -1289,6 +1340,7 @@ int main(void)
     RUN(unemulated_node_kinds);
     RUN(launch_ex_and_cooperative);
     RUN(programmatic_edges);
+    RUN(func_attr_at_graph_launch);
     RUN(node_enable);
     RUN(destroy_node);
     RUN(fork_right_after_a_launch);

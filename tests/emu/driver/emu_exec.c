@@ -457,6 +457,15 @@ static CUresult launch_snap(CUgraphExec e, emu_nparams *v, size_t *n, emu_work *
             (*n)++;
             continue;
         }
+        /* cudaFuncAttributes.maxDynamicSharedSizeBytes: "Any launch must have a
+         * dynamic shared memory size smaller than this value": a kernel node's
+         * too, against the function's attribute when the graph is launched
+         * (the reference does not say whether a node, an instantiation or an
+         * update takes it: the strict reading, docs/emulator.md "Programmatic
+         * dependent launch and edge data"); refused as a stream launch is. */
+        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && emu_handle_ok(p->args->func, EMU_K_FUNC) &&
+            p->launch.shared_bytes > (unsigned)emu_func_attr(p->args->func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES))
+            return CUDA_ERROR_INVALID_VALUE;
         if (!emu_nparams_copy(s, p)) {
             emu_nparams_free(s);
             memset(s, 0, sizeof *s);
