@@ -332,7 +332,8 @@ static CUresult capture_info(const sg_call *c, CUresult (*route)(const sg_call *
     return rc;
 }
 
-/* cuStreamCreateWithPriority: a stream whose kernels take its priority. */
+/* cuStreamCreateWithPriority, cuGreenCtxStreamCreate: a stream whose
+ * kernels take its priority. */
 static CUresult stream_create(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     CUresult rc = route(c);

@@ -1,8 +1,8 @@
 /*
  * core/rec_marks.c: the streams whose captured kernels take launch attributes
  * the recorder does not model: created with a priority
- * (cuStreamCreateWithPriority), or given attributes (cuStreamSetAttribute,
- * cuStreamCopyAttributes). capture.c marks them and spoils the record of a
+ * (cuStreamCreateWithPriority, cuGreenCtxStreamCreate), or given attributes
+ * (cuStreamSetAttribute, cuStreamCopyAttributes). capture.c marks them and spoils the record of a
  * capture on, or joined by, a marked stream (the decision then reads the
  * graph back and sees the attributes). A mark goes when its stream is
  * destroyed (a later stream may reuse the handle).

@@ -20,6 +20,12 @@
  *             CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
  *   copy_mid: the same by cuStreamCopyAttributes from a stream created with
  *             priority -1 or from one created without;
+ *   prio_side: the priority of the second stream of pdl_fork's capture set
+ *             (cuStreamSetAttribute) before the capture; USE_NODE_PRIORITY;
+ *   prio_ptds: the priority of the per-thread default stream
+ *             (CU_STREAM_PER_THREAD) set before a capture on it;
+ *   green:    captured on one of two streams of a green context made by
+ *             cuGreenCtxStreamCreate, with priority -1 or 0; USE_NODE_PRIORITY;
  *   funcattr: an explicit graph whose fill asks for more dynamic shared
  *             memory than the default, the function's maximum
  *             (cuFuncSetAttribute) raised or lowered after the update, before
@@ -40,7 +46,8 @@
 
 #define N 256u
 
-enum { C_PDL, C_PDL_FORK, C_EDGES, C_ADDNODE, C_CAPGRAPH, C_UPDEPS, C_PRIO_MID, C_COPY_MID, C_FUNCATTR, C_CLONE };
+enum { C_PDL, C_PDL_FORK, C_EDGES, C_ADDNODE, C_CAPGRAPH, C_UPDEPS, C_PRIO_MID, C_COPY_MID, C_FUNCATTR, C_CLONE, C_PRIO_SIDE, C_PRIO_PTDS, C_GREEN };
+static CUstream green_hi, green_lo;     /* C_GREEN: priority -1 and 0 */
 
 static CUfunction k_fill, k_add;
 static CUdeviceptr a;
@@ -83,6 +90,15 @@ static void launch(CUfunction f, CUstream s, void **args)
     R(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
 }
 
+/* Priority -1 (high) or 0 for the kernels launched on s from now on. */
+static void set_priority(CUstream s, int high)
+{
+    CUstreamAttrValue v;
+    memset(&v, 0, sizeof v);
+    v.priority = high ? -1 : 0;
+    R(cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v));
+}
+
 /* This step's graph. */
 static CUgraph build(int which, int on, CUstream s, CUstream side, CUstream hi, CUstream lo, CUevent ev[2])
 {
@@ -98,11 +114,14 @@ static CUgraph build(int which, int on, CUstream s, CUstream side, CUstream hi, 
         R(cuStreamEndCapture(s, &g));
         break;
     case C_PDL_FORK:
+    case C_PRIO_SIDE:
+        if (which == C_PRIO_SIDE) set_priority(side, on);
         R(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
         launch(k_fill, s, fill_args);
         R(cuEventRecord(ev[0], s));
         R(cuStreamWaitEvent(side, ev[0], 0));
-        launch_add(side, on);
+        if (which == C_PDL_FORK) launch_add(side, on);
+        else launch(k_add, side, add_args);
         R(cuEventRecord(ev[1], side));
         R(cuStreamWaitEvent(s, ev[1], 0));
         R(cuStreamEndCapture(s, &g));
@@ -155,15 +174,27 @@ static CUgraph build(int which, int on, CUstream s, CUstream side, CUstream hi, 
         R(cuStreamEndCapture(s, &g));
         break;
     }
+    case C_PRIO_PTDS:
+        set_priority(CU_STREAM_PER_THREAD, on);
+        R(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        launch(k_fill, CU_STREAM_PER_THREAD, fill_args);
+        launch(k_add, CU_STREAM_PER_THREAD, add_args);
+        R(cuStreamEndCapture(CU_STREAM_PER_THREAD, &g));
+        break;
+    case C_GREEN: {
+        CUstream gs = on ? green_hi : green_lo;
+        R(cuStreamBeginCapture(gs, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        launch(k_fill, gs, fill_args);
+        launch(k_add, gs, add_args);
+        R(cuStreamEndCapture(gs, &g));
+        break;
+    }
     case C_PRIO_MID:
     case C_COPY_MID: {
         R(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
         launch(k_fill, s, fill_args);
         if (which == C_PRIO_MID) {
-            CUstreamAttrValue v;
-            memset(&v, 0, sizeof v);
-            v.priority = on ? -1 : 0;
-            R(cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v));
+            set_priority(s, on);
         } else {
             R(cuStreamCopyAttributes(s, on ? hi : lo));
         }
@@ -190,7 +221,8 @@ static int programmatic_edges(CUgraph g)
 int main(int argc, char **argv)
 {
     static const char *const cases[] = { "pdl", "pdl_fork", "edges", "addnode", "capgraph", "updeps",
-                                         "prio_mid", "copy_mid", "funcattr", "clone", NULL };
+                                         "prio_mid", "copy_mid", "funcattr", "clone", "prio_side",
+                                         "prio_ptds", "green", NULL };
     int which = adv_case(argc, argv, cases);
     int steps = argc > 2 ? atoi(argv[2]) : 12;
     CUcontext ctx;
@@ -208,7 +240,15 @@ int main(int argc, char **argv)
     MUST(cuEventCreate(&ev[1], CU_EVENT_DISABLE_TIMING));
     MUST(cuMemAlloc(&a, N * sizeof(uint32_t)));
     MUST(cuFuncGetAttribute(&shmem_dflt, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k_fill));
-    cuuint64_t iflags = which == C_PRIO_MID || which == C_COPY_MID ? CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY : 0;
+    int prio = which == C_PRIO_MID || which == C_COPY_MID || which == C_PRIO_SIDE || which == C_PRIO_PTDS ||
+               which == C_GREEN;
+    CUgreenCtx green = NULL;
+    if (which == C_GREEN) {
+        CUcontext cc;
+        green = adv_green_make(&cc, &green_lo);
+        MUST(cuGreenCtxStreamCreate(&green_hi, green, CU_STREAM_NON_BLOCKING, -1));
+    }
+    cuuint64_t iflags = prio ? CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY : 0;
     CUgraphExec exec = NULL;
     int good = 0, edges_ok = 0, refused = 0;
     for (int st = 0; st < steps; st++) {
@@ -254,5 +294,10 @@ int main(int argc, char **argv)
     R(cuStreamDestroy(side));
     R(cuStreamDestroy(hi));
     R(cuStreamDestroy(lo));
+    if (green) {
+        R(cuStreamDestroy(green_hi));
+        R(cuStreamDestroy(green_lo));
+        R(cuGreenCtxDestroy(green));
+    }
     return adv_finish();
 }

@@ -1541,21 +1541,32 @@ done
 # cloned, the clone updating); capgraph, updeps: edge
 # data given to cuStreamBeginCaptureToGraph / cuStreamUpdateCaptureDependencies_v2;
 # prio_mid, copy_mid: the stream's priority set or copied after the capture
-# began, the exec instantiated with USE_NODE_PRIORITY; funcattr: the fill's
+# began, the exec instantiated with USE_NODE_PRIORITY; prio_side: the priority
+# of the second stream of pdl_fork's capture (joined by an event) set before
+# the capture; prio_ptds: that of the per-thread default stream; green: the
+# capture made on one of two streams of a green context made by
+# cuGreenCtxStreamCreate with priority -1 or 0; funcattr: the fill's
 # maximum dynamic shared memory (cuFuncSetAttribute) lowered or raised between
 # the update and the launch (the emulator checks a kernel node's shared memory
 # against it at each graph launch). Every refusal
 # (TOPOLOGY_CHANGED, ATTRIBUTES_CHANGED, a launch's INVALID_VALUE) must come as
 # without the library,
-# and identical steps may still be skipped. Found nothing on fb28a5a: the
-# recorder reads back what it does not model (unmodeled_call for the
-# programmatic launch and the dependency update, capture_to_graph,
-# stream_attributes) and compares edge data byte for byte.
+# and identical steps may still be skipped. Found on fb28a5a (green, every
+# configuration): cuGreenCtxStreamCreate was not hooked, so a green stream's
+# priority went unseen, its graphs were recorded with the default priority,
+# the update from the priority 0 graph to the -1 one was skipped where the
+# driver refuses it (ATTRIBUTES_CHANGED) and the audit found the records
+# wrong. Fixed: the call is hooked and marks its stream as
+# cuStreamCreateWithPriority does (read back: stream_priority). The rest
+# passed on fb28a5a: the recorder reads back what it does not model
+# (unmodeled_call for the programmatic launch and the dependency update,
+# capture_to_graph, stream_attributes) and compares edge data byte for byte.
 for c in pdl:unmodeled_call pdl_fork:unmodeled_call updeps:unmodeled_call capgraph:capture_to_graph \
-         prio_mid:stream_attributes copy_mid:stream_attributes edges: addnode: clone: \
-         funcattr:; do
-    why=${c#*:} c=${c%%:*}
-    xc="G[\"read_back\"][\"$why\"] >= 11::the graphs are read back ($why)"
+         prio_mid:stream_attributes copy_mid:stream_attributes prio_side:stream_attributes \
+         prio_ptds:stream_attributes green:stream_priority edges: addnode: clone: funcattr:; do
+    why=${c#*:} c=${c%%:*} min=11
+    [ $c = green ] && min=5     # the graphs captured on the stream of priority 0 are recorded
+    xc="G[\"read_back\"][\"$why\"] >= $min and $AUDIT_OK::the graphs are read back ($why)"
     [ -z "$why" ] && xc="$RB_NONE::every graph recorded with its edge data, each record audited"
     adv name=r43/launchstate_$c env="$AUDIT" eng_t='T["updates_skipped"] > 0' eng_p='T["updates_skipped"] > 0' \
         xchk="$xc" attack="launch state outside the captured call, edge data ($c)" -- adv_launchstate $c
