@@ -14,7 +14,7 @@ ADV_PROGS := $(patsubst tests/e2e/%.c,$(ADV_DIR)/%,\
                $(filter-out tests/e2e/adv_kernels.c,$(wildcard tests/e2e/adv_*.c)))
 ADV_MODS  := $(ADV_DIR)/adv_kernels.so $(ADV_DIR)/adv_ver1.so $(ADV_DIR)/adv_ver2.so
 
-$(ADV_PROGS): $(ADV_DIR)/%: tests/e2e/%.c tests/e2e/adv_common.h
+$(ADV_PROGS): $(ADV_DIR)/%: tests/e2e/%.c tests/e2e/adv_common.h tests/launch_util.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS)
 

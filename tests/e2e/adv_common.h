@@ -41,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../launch_util.h"
+
 static pthread_mutex_t adv_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t adv_digest;
 static unsigned long adv_ncalls;

@@ -75,13 +75,7 @@ static void launch_add(CUstream s, int programmatic)
     memset(&at, 0, sizeof at);
     at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     at.value.programmaticStreamSerializationAllowed = (unsigned)programmatic;
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.hStream = s;
-    cfg.attrs = &at;
-    cfg.numAttrs = 1;
+    CUlaunchConfig cfg = launch_config_1x1(s, &at, 1);
     R(cuLaunchKernelEx(&cfg, k_add, add_args, NULL));
 }
 

@@ -118,13 +118,7 @@ static void capture_launch_ex(CUstream s, int step)
             memset(&at, 0, sizeof at);
             at.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
             at.value.priority = step >= 4 && step < 8 ? -1 : 0;
-            CUlaunchConfig cfg;
-            memset(&cfg, 0, sizeof cfg);
-            cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
-            cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
-            cfg.hStream = s;
-            cfg.attrs = &at;
-            cfg.numAttrs = 1;
+            CUlaunchConfig cfg = launch_config_1x1(s, &at, 1);
             MUST(cuLaunchKernelEx(&cfg, f_add, args, NULL));
         } else if (k == 5) {
             MUST(cuLaunchCooperativeKernel(f_add, 1, 1, 1, 1, 1, 1, 0, s, args));

@@ -36,7 +36,7 @@ $(EMU_LIB): $(EMU_OBJS) $(EMU_DIR)/emu.map
 	    -Wl,-Bsymbolic -Wl,-z,defs $(ALL_LDFLAGS) -ldl -lrt
 	ln -sf libcuda.so.1 $(BUILD)/emu/libcuda.so
 
-$(BUILD)/tests/emu/test_%: tests/emu/test_%.c tests/check.h $(wildcard tests/emu/*.h) $(EMU_LIB) $(EMU_MODS)
+$(BUILD)/tests/emu/test_%: tests/emu/test_%.c tests/check.h tests/launch_util.h $(wildcard tests/emu/*.h) $(EMU_LIB) $(EMU_MODS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/emu -o $@ $< $(STUB_LIBCUDA) $(ALL_LDFLAGS) -ldl
 

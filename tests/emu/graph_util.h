@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "emu_test.h"
+#include "launch_util.h"
 
 static CUcontext g_ctx;
 static CUfunction k_fill, k_affine, k_add, k_slow;

@@ -892,13 +892,7 @@ TEST(launch_ex_and_cooperative)
     at[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
     at[0].value.priority = -3;
     at[1].id = CU_LAUNCH_ATTRIBUTE_IGNORE;
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.hStream = s;
-    cfg.attrs = at;
-    cfg.numAttrs = 2;
+    CUlaunchConfig cfg = launch_config_1x1(s, at, 2);
     CHECK_CU(cuLaunchKernelEx(&cfg, k_fill, args.kp, NULL), CUDA_SUCCESS);
     CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
     CHECK(gu_all(a, 11));
@@ -983,13 +977,7 @@ TEST(programmatic_edges)
     memset(&pss, 0, sizeof pss);
     pss.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     pss.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.hStream = s;
-    cfg.attrs = &pss;
-    cfg.numAttrs = 1;
+    CUlaunchConfig cfg = launch_config_1x1(s, &pss, 1);
     /* eager: runs after the previous kernel */
     CHECK_CU(gu_launch(k_fill, s, &fa), CUDA_SUCCESS);
     CHECK_CU(cuLaunchKernelEx(&cfg, k_affine, xa.kp, NULL), CUDA_SUCCESS);
