@@ -1538,25 +1538,24 @@ done
 # full one; on one stream, or on a second joined by events); edges, addnode:
 # edge data given to cuGraphAddDependencies_v2 / cuGraphAddNode_v2 (recorded:
 # every record audited against the graph read back; clone: the edges graph
-# cloned, the clone updating); capgraph, updeps: edge
-# data given to cuStreamBeginCaptureToGraph / cuStreamUpdateCaptureDependencies_v2;
+# cloned, the clone updating); capgraph, updeps: edge data given to
+# cuStreamBeginCaptureToGraph / cuStreamUpdateCaptureDependencies_v2;
 # prio_mid, copy_mid: the stream's priority set or copied after the capture
 # began, the exec instantiated with USE_NODE_PRIORITY; prio_side: the priority
 # of the second stream of pdl_fork's capture (joined by an event) set before
 # the capture; prio_ptds: that of the per-thread default stream; green: the
 # capture made on one of two streams of a green context made by
-# cuGreenCtxStreamCreate with priority -1 or 0; funcattr: the fill's
-# maximum dynamic shared memory (cuFuncSetAttribute) lowered or raised between
-# the update and the launch (the emulator checks a kernel node's shared memory
-# against it at each graph launch). Every refusal
-# (TOPOLOGY_CHANGED, ATTRIBUTES_CHANGED, a launch's INVALID_VALUE) must come as
-# without the library,
-# and identical steps may still be skipped. Found on fb28a5a (green, every
-# configuration): cuGreenCtxStreamCreate was not hooked, so a green stream's
-# priority went unseen, its graphs were recorded with the default priority,
-# the update from the priority 0 graph to the -1 one was skipped where the
-# driver refuses it (ATTRIBUTES_CHANGED) and the audit found the records
-# wrong. Fixed: the call is hooked and marks its stream as
+# cuGreenCtxStreamCreate with priority -1 or 0; funcattr: the fill's maximum
+# dynamic shared memory (cuFuncSetAttribute) lowered or raised between the
+# update and the launch (the emulator checks a kernel node's shared memory
+# against it at each graph launch). Every refusal (TOPOLOGY_CHANGED,
+# ATTRIBUTES_CHANGED, a launch's INVALID_VALUE) must come as without the
+# library, and identical steps may still be skipped. Found on fb28a5a (green,
+# every configuration): cuGreenCtxStreamCreate was not hooked, so a green
+# stream's priority went unseen, its graphs were recorded with the default
+# priority, the update from the priority 0 graph to the -1 one was skipped
+# where the driver refuses it (ATTRIBUTES_CHANGED) and the audit found the
+# records wrong. Fixed: the call is hooked and marks its stream as
 # cuStreamCreateWithPriority does (read back: stream_priority). The rest
 # passed on fb28a5a: the recorder reads back what it does not model
 # (unmodeled_call for the programmatic launch and the dependency update,
