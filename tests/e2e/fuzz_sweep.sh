@@ -3,7 +3,7 @@
 # 22; make test runs only tests/e2e/test_fuzz_sweep.sh, which tests this
 # tool on a few seeds: a sweep takes minutes to hours; test_correctness.sh
 # runs fixed seeds). Every generator (adv_recfuzz, adv_recfuzz_ptsz,
-# adv_memfuzz) and every mode of each by default, or those --gens names;
+# adv_memfuzz, adv_lifefuzz) and every mode of each by default, or those --gens names;
 # each program once without the library (the baseline) and once under each
 # policy; every run that is not as the baseline is reported.
 #
@@ -125,7 +125,8 @@ gens="adv_recfuzz:capture adv_recfuzz:explicit adv_recfuzz:temps adv_recfuzz:rot
 adv_recfuzz:wild adv_recfuzz:extra adv_recfuzz:threads_tl adv_recfuzz:unhooked adv_recfuzz_ptsz:capture
 adv_recfuzz_ptsz:temps adv_recfuzz_ptsz:threads adv_recfuzz_ptsz:extra adv_recfuzz_ptsz:threads_tl
 adv_recfuzz_ptsz:unhooked adv_memfuzz:sync adv_memfuzz:async
-adv_memfuzz:capture adv_memfuzz:contexts adv_memfuzz:threads adv_memfuzz:mixed adv_memfuzz:events"
+adv_memfuzz:capture adv_memfuzz:contexts adv_memfuzz:threads adv_memfuzz:mixed adv_memfuzz:events
+adv_lifefuzz:one adv_lifefuzz:threads"
 while [ $# -gt 2 ]; do
     case $1 in
     --build) build=$(cd "$2" && pwd) || exit 2; shift 2 ;;
