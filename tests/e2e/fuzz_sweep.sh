@@ -27,6 +27,14 @@
 # ordering show), the rest 0. Do not rebuild DIR during a sweep: a unit's
 # runs must use the same binary (the digest hashes source line numbers).
 #
+# adv_lifefuzz (round 44) draws object lifecycles: graphs, nodes, execs,
+# streams, events, a created context, the module and foreign memory
+# (managed, cuMemHostAlloc, cuMemAllocHost, a VMM mapping) destroyed and
+# made again between and within steps, so that handle values and addresses
+# come back; mode one is a program, mode threads two at once (with
+# --env CUDAEMU_DESTROY_DELAY_US=N one thread's destroys stay in flight while
+# the other makes objects of their values).
+#
 # Usage: tests/e2e/fuzz_sweep.sh [options] FROM COUNT
 #   --build DIR       build directory (default build/); a sanitizer build
 #                     (san.cfg names address) preloads libasan first

@@ -1570,6 +1570,22 @@ for c in pdl:unmodeled_call pdl_fork:unmodeled_call updeps:unmodeled_call capgra
     adv name=r43/launchstate_$c env="$AUDIT" eng_t='T["updates_skipped"] > 0' eng_p='T["updates_skipped"] > 0' \
         xchk="$xc" attack="launch state outside the captured call, edge data ($c)" -- adv_launchstate $c
 done
+# Round 44: random object lifecycles (adv_lifefuzz.c): graphs made by
+# capture, by the graph API or by cuGraphClone and destroyed, nodes destroyed
+# and added, execs instantiated, updated, set node by node (also with nodes
+# they do not have, on values of their dead graph's nodes) and destroyed,
+# streams destroyed with their work queued, events destroyed with their waits
+# queued, a created context made, used and destroyed with what it left, the
+# module unloaded and loaded again, foreign memory (managed, cuMemHostAlloc,
+# cuMemAllocHost, a VMM mapping) freed and allocated again between updates
+# naming it; one program (one) or two on threads (threads, the second with
+# the emulator's destroys returning late).
+for c in one:1 one:2 one:5 threads:1 threads:4; do
+    seed=${c#*:} mode=${c%%:*} envs=""
+    [ "$mode:$seed" = threads:4 ] && envs="CUDAEMU_DESTROY_DELAY_US=2000"
+    adv name=r44/lifefuzz_${mode}_$seed env="$envs" eng_t='T["updates_seen"] > 0' eng_p='T["updates_seen"] > 0' \
+        attack="random object lifecycles: handle values and foreign memory reused ($mode)" -- adv_lifefuzz $seed $mode
+done
 # Round 6: the interpose layer and the process life cycle (adv_interpose.c,
 # which reaches the driver through dlopen and dlsym only, as JAX and the CUDA
 # runtime do): fork() while another thread captures (before: a hang, the
