@@ -110,6 +110,19 @@ static inline int adv_check(const char *name, int ok, const char *fmt, ...)
     return ok;
 }
 
+/* One line (fmt, then a newline) on this thread's output, under adv_lock. */
+static inline void adv_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void adv_line(const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&adv_lock);
+    va_start(ap, fmt);
+    vfprintf(ADV_OUT, fmt, ap);
+    va_end(ap);
+    fputc('\n', ADV_OUT);
+    pthread_mutex_unlock(&adv_lock);
+}
+
 /* The last lines; the exit status for main. */
 static inline int adv_finish(void)
 {

@@ -147,18 +147,6 @@ static uint32_t rnd(uint32_t n)
     return (uint32_t)(rng % n);
 }
 
-static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void line(const char *fmt, ...)
-{
-    va_list ap;
-    pthread_mutex_lock(&adv_lock);
-    va_start(ap, fmt);
-    vfprintf(ADV_OUT, fmt, ap);
-    va_end(ap);
-    fputc('\n', ADV_OUT);
-    pthread_mutex_unlock(&adv_lock);
-}
-
 /* ---- memory ---- */
 
 static void mem_upload(int i)
@@ -414,13 +402,13 @@ static void act_graph(int step)
                                                   : CU_STREAM_CAPTURE_MODE_GLOBAL));
         for (int k = 0; k < ng.nops; k++) capture_op(s, &ng.ops[k]);
         if (R(cuStreamEndCapture(s, &ng.g)) != CUDA_SUCCESS || !ng.g) {
-            line("step %d: capture failed", step);
+            adv_line("step %d: capture failed", step);
             return;
         }
         size_t n = 0;
         MUST(cuGraphGetNodes(ng.g, NULL, &n));
         if (n != (size_t)ng.nops) {             /* a refused operation made no node */
-            line("step %d: capture of %d operations made %zu nodes", step, ng.nops, n);
+            adv_line("step %d: capture of %d operations made %zu nodes", step, ng.nops, n);
             MUST(cuGraphDestroy(ng.g));
             return;
         }
@@ -429,7 +417,7 @@ static void act_graph(int step)
         MUST(cuGraphCreate(&ng.g, 0));
         for (int k = 0; k < ng.nops; k++)
             if (add_node(ng.g, k ? &ng.nodes[k - 1] : NULL, &ng.nodes[k], &ng.ops[k]) != CUDA_SUCCESS) {
-                line("step %d: graph of %d nodes stops at %d (kind %d, slots %d %d, %s %s)", step, ng.nops, k,
+                adv_line("step %d: graph of %d nodes stops at %d (kind %d, slots %d %d, %s %s)", step, ng.nops, k,
                      ng.ops[k].kind, ng.ops[k].d, ng.ops[k].s, mems[ng.ops[k].d].live ? "live" : "freed",
                      mems[ng.ops[k].s].live ? "live" : "freed");
                 ng.nops = k;
@@ -464,7 +452,7 @@ static void act_inst(int step)
     if (!graph_usable(&gs[j])) return;
     exec *x = &xs[i];
     if (R(cuGraphInstantiateWithFlags(&x->x, gs[j].g, 0)) != CUDA_SUCCESS) {
-        line("step %d: exec %d not instantiated from graph %d", step, i, j);
+        adv_line("step %d: exec %d not instantiated from graph %d", step, i, j);
         return;
     }
     x->live = 1;
@@ -481,7 +469,7 @@ static void act_update(int step)
     if (!x->live || !kernels_ok(x->ops, x->nops, x->modgen) || !graph_usable(&gs[j])) return;
     CUgraphExecUpdateResultInfo info;
     if (R(cuGraphExecUpdate_v2(x->x, gs[j].g, &info)) != CUDA_SUCCESS) {
-        line("step %d: exec %d to graph %d refused, result %d", step, i, j, (int)info.result);
+        adv_line("step %d: exec %d to graph %d refused, result %d", step, i, j, (int)info.result);
         exec_destroy(i);
         return;
     }
@@ -536,7 +524,7 @@ static void act_setter(int step)
     }
     if (set_node(x->x, g->nodes[k], &o) != CUDA_SUCCESS) return;
     if (e < 0) {
-        line("step %d: exec %d took a node it does not have (graph %d node %d)", step, i, j, k);
+        adv_line("step %d: exec %d took a node it does not have (graph %d node %d)", step, i, j, k);
         exec_destroy(i);                        /* its contents unknown */
         return;
     }
@@ -559,7 +547,7 @@ static void act_node(int step)
         draw_op(&o);
         if (o.kind == O_ADD) g->modgen = modgen;
         if (add_node(g->g, &g->nodes[g->nops - 1], &g->nodes[g->nops], &o) != CUDA_SUCCESS) {
-            line("step %d: node refused in graph %d", step, j);
+            adv_line("step %d: node refused in graph %d", step, j);
             return;
         }
         g->ops[g->nops] = o;
@@ -572,7 +560,7 @@ static void act_memory(int step)
     int i = ND + (int)rnd(NF);
     if (mems[i].live) foreign_free(i);
     else foreign_alloc(i);
-    line("step %d: %s %s", step, fname[i - ND], mems[i].live ? "allocated" : "freed");
+    adv_line("step %d: %s %s", step, fname[i - ND], mems[i].live ? "allocated" : "freed");
     /* graphs of a generation that will not come back: destroyed now and then */
     for (int j = 0; j < NG; j++)
         if (gs[j].live && !current(gs[j].ops, gs[j].nops) && rnd(2)) graph_destroy(j);
@@ -587,7 +575,7 @@ static void act_module(int step)
     f_add = adv_fn(mod, "add_u32");
     modgen++;
     alloc_epoch++;                            /* a module may take device memory */
-    line("step %d: module loaded again", step);
+    adv_line("step %d: module loaded again", step);
     for (int j = 0; j < NG; j++)
         if (gs[j].live && !kernels_ok(gs[j].ops, gs[j].nops, gs[j].modgen) && rnd(2)) graph_destroy(j);
     for (int j = 0; j < NX; j++)
@@ -601,7 +589,7 @@ static void act_context(int step)
         MUST(cuCtxDestroy(cx.c));
         cx.live = 0;
         MUST(cuCtxSetCurrent(ctx0));
-        line("step %d: context destroyed", step);
+        adv_line("step %d: context destroyed", step);
         return;
     }
     if (!cx.live) MUST(cuCtxCreate(&cx.c, NULL, 0, 0));

@@ -185,18 +185,6 @@ static void use_ctx(const mbuf *b)
     cur_ctx = b->ctx;
 }
 
-static void print_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void print_line(const char *fmt, ...)
-{
-    va_list ap;
-    pthread_mutex_lock(&adv_lock);
-    va_start(ap, fmt);
-    vfprintf(ADV_OUT, fmt, ap);
-    va_end(ap);
-    fputc('\n', ADV_OUT);
-    pthread_mutex_unlock(&adv_lock);
-}
-
 static void fill(mbuf *b, size_t off, size_t n, int async)
 {
     uint8_t v = (uint8_t)rnd(256);
@@ -230,7 +218,7 @@ static void op_alloc(int step)
         r = R(cuMemAllocPitch(&b.p, &b.pitch, w, h, (unsigned)e));
         b.height = h;
         bytes = b.pitch * h;
-        if (r == CUDA_SUCCESS) print_line("step %d: pitch of %zu x %zu (element %zu): %zu", step, w, h, e, b.pitch);
+        if (r == CUDA_SUCCESS) adv_line("step %d: pitch of %zu x %zu (element %zu): %zu", step, w, h, e, b.pitch);
     } else if (k == K_ASYNC) {
         r = R(cuMemAllocAsync(&b.p, bytes, st[b.home]));
     } else if (k == K_POOL) {
@@ -250,7 +238,7 @@ static void op_alloc(int step)
         printf("set-up failed: malloc\n");
         exit(2);
     }
-    if (b.p % 256) print_line("step %d: %s of %zu bytes is not 256-byte aligned", step, kind_name[k], bytes);
+    if (b.p % 256) adv_line("step %d: %s of %zu bytes is not 256-byte aligned", step, kind_name[k], bytes);
     next_id++;
     bufs[nbufs++] = b;
     live += bytes;
@@ -302,7 +290,7 @@ static void op_free(int step)
     }
     int host = b->kind == K_HOST;
     if ((host ? R(cuMemFreeHost((void *)(uintptr_t)p)) : R(cuMemFree(p))) != CUDA_SUCCESS) {
-        print_line("step %d: buffer %d stays", step, b->id);
+        adv_line("step %d: buffer %d stays", step, b->id);
         return;
     }
     drop(i);
@@ -553,7 +541,7 @@ static void op_query(int step)
     for (int k = 0; k < nbufs; k++)
         dup += &bufs[k] != b && id && attr_u64(CU_POINTER_ATTRIBUTE_BUFFER_ID, bufs[k].p) == id;
     snprintf(line + len, sizeof line - len, " id shared %d", dup);
-    print_line("%s", line);
+    adv_line("%s", line);
 }
 
 static void op_move(void)
@@ -573,7 +561,7 @@ static void op_context(int step)
     if (r < 7 || (r < 9 && !ctxs[1])) {
         if (!ctxs[1]) {
             MUST(cuCtxCreate(&ctxs[1], NULL, 0, 0));
-            print_line("step %d: context 2 created", step);
+            adv_line("step %d: context 2 created", step);
             cur_ctx = 1;
         } else {
             cur_ctx = (int)rnd(2);
@@ -594,7 +582,7 @@ static void op_context(int step)
     ctxs[1] = NULL;
     cur_ctx = 0;
     MUST(cuCtxSetCurrent(ctxs[0]));
-    print_line("step %d: context 2 destroyed with %d buffers", step, ngone);
+    adv_line("step %d: context 2 destroyed with %d buffers", step, ngone);
     if (gone) {
         CUdeviceptr base;
         size_t size;
@@ -635,7 +623,7 @@ static void op_capture(int step, CUgraphExec *exec)
                 int j = (int)rnd((uint32_t)nbufs);
                 if (nops || used[j] || (bufs[j].kind != K_ALLOC && bufs[j].kind != K_PITCH)) continue;
                 if (R(cuMemFree(bufs[j].p)) == CUDA_SUCCESS) {
-                    print_line("step %d: buffer %d freed during the capture", step, bufs[j].id);
+                    adv_line("step %d: buffer %d freed during the capture", step, bufs[j].id);
                     drop(j);
                     used[j] = used[nbufs];
                 }
@@ -668,7 +656,7 @@ static void op_capture(int step, CUgraphExec *exec)
     }
     CUgraph g = NULL;
     if (R(cuStreamEndCapture(st[0], &g)) != CUDA_SUCCESS || !g) {
-        print_line("step %d: capture (mode %d) failed: %d operations not run", step, cm, nops);
+        adv_line("step %d: capture (mode %d) failed: %d operations not run", step, cm, nops);
         return;
     }
     if (*exec) {
