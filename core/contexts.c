@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define SG_CTX_MAX_DEVICES 64
 
@@ -19,6 +20,8 @@ static sg_ctx *table;                              /* live records */
 static CUcontext primary[SG_CTX_MAX_DEVICES];
 static int primary_top;
 static void (*teardown_fn[SG_CTX_PARTS])(sg_ctx *c);
+static void *(*take_fn[SG_CTX_PARTS])(CUcontext ctx);
+static void (*give_back_fn[SG_CTX_PARTS])(void *taken);
 
 /* What sg_ctx_owner learned from the driver. A context's owner does not
  * change while the context lives (a green context's converted context has
@@ -130,6 +133,12 @@ static void gone(CUcontext ctx, sg_ctx_gone phase)
     if (ctx && gone_fn) gone_fn(ctx, phase);
 }
 
+void sg_ctx_on_take(sg_ctx_part part, void *(*take)(CUcontext ctx), void (*give_back)(void *taken))
+{
+    take_fn[part] = take;
+    give_back_fn[part] = give_back;
+}
+
 void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u)
 {
     size_t n = 0, cap = 0;
@@ -160,8 +169,8 @@ static sg_ctx *take_locked(CUcontext ctx)
 }
 
 /* Tears down c, the record of ctx already taken from the table (NULL: none
- * was). */
-static void teardown_taken(CUcontext ctx, sg_ctx *c);
+ * was); early: what the parts took before the destroy (NULL: nothing). */
+static void teardown_taken(CUcontext ctx, sg_ctx *c, void *const *early);
 
 void sg_ctx_teardown(CUcontext ctx)
 {
@@ -169,10 +178,10 @@ void sg_ctx_teardown(CUcontext ctx)
     pthread_mutex_lock(&table_lock);
     sg_ctx *c = take_locked(ctx);
     pthread_mutex_unlock(&table_lock);
-    teardown_taken(ctx, c);
+    teardown_taken(ctx, c, NULL);
 }
 
-static void teardown_taken(CUcontext ctx, sg_ctx *c)
+static void teardown_taken(CUcontext ctx, sg_ctx *c, void *const *early)
 {
     pthread_mutex_lock(&table_lock);
     for (int d = 0; d < SG_CTX_MAX_DEVICES; d++)
@@ -182,11 +191,13 @@ static void teardown_taken(CUcontext ctx, sg_ctx *c)
     if (!c) {
         /* no record, but captures and graph records may still name the context */
         sg_ctx tmp = { .ctx = ctx, .dead = 1 };
+        if (early) memcpy(tmp.early, early, sizeof tmp.early);
         if (teardown_fn[SG_CTX_PART_CAPTURES]) teardown_fn[SG_CTX_PART_CAPTURES](&tmp);
         if (teardown_fn[SG_CTX_PART_GRAPHS]) teardown_fn[SG_CTX_PART_GRAPHS](&tmp);
         return;
     }
     __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE);
+    if (early) memcpy(c->early, early, sizeof c->early);
     for (int p = 0; p < SG_CTX_PARTS; p++)
         if (teardown_fn[p]) teardown_fn[p](c);
     sg_ctx_put(c);
@@ -308,12 +319,19 @@ CUresult sg_ctx_call(const sg_call *c)
         sg_ctx *taken = ctx && !prim ? take_locked(ctx) : NULL;
         pthread_mutex_unlock(&table_lock);
         if (!prim) gone(ctx, SG_CTX_GOING);
+        void *early[SG_CTX_PARTS] = { 0 };
+        for (int p = 0; p < SG_CTX_PARTS && ctx && !prim; p++)
+            if (take_fn[p]) early[p] = take_fn[p](ctx);
         rc = c->forward(c->args);
         owners_destroy_end(ctx);
         if (!prim) gone(ctx, rc == CUDA_SUCCESS ? SG_CTX_GONE : SG_CTX_KEPT);
         if (rc == CUDA_SUCCESS) {
-            teardown_taken(ctx, taken);
-        } else if (taken) {
+            teardown_taken(ctx, taken, early);
+            return rc;
+        }
+        for (int p = 0; p < SG_CTX_PARTS; p++)
+            if (early[p] && give_back_fn[p]) give_back_fn[p](early[p]);
+        if (taken) {
             pthread_mutex_lock(&table_lock);
             taken->next = table;        /* ahead of one made meanwhile, if any */
             table = taken;

@@ -54,6 +54,8 @@ typedef struct sg_ctx {
     int vmm_state;               /* 0 not set up, 1 usable, -1 no VMM (forward everything) */
     sg_vmm_dev vmm;              /* when vmm_state == 1 */
     void *part[SG_CTX_PARTS];    /* owned by the parts */
+    void *early[SG_CTX_PARTS];   /* during a cuCtxDestroy's teardown: what each part's
+                                  * sg_ctx_on_take took before the driver's destroy */
     struct sg_ctx *next;         /* table (table_lock) */
 } sg_ctx;
 
@@ -70,6 +72,16 @@ int sg_ctx_vmm_locked(sg_ctx *c);
 
 /* Registers the teardown of one part (at start-up, before any hook). */
 void sg_ctx_on_teardown(sg_ctx_part part, void (*fn)(sg_ctx *c));
+/* Registers what a part takes out of its tables before cuCtxDestroy is
+ * forwarded (take: NULL for nothing), once the driver may give the
+ * context's handle values to another thread's objects: the part's
+ * teardown then finds it in c->early[part]; a destroy the driver refuses
+ * hands it to give_back. (Round 44: the exec records were taken by context
+ * after the driver returned, which took those of another thread's context
+ * made on the value meanwhile, and let an instantiation on the value of one
+ * of the dead context's execs recycle that exec's record as if its context
+ * lived.) */
+void sg_ctx_on_take(sg_ctx_part part, void *(*take)(CUcontext ctx), void (*give_back)(void *taken));
 
 /* Registers fn, told of every context that ends for good (cuCtxDestroy of
  * a created context; a green context's converted one with cuGreenCtxDestroy),

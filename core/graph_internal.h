@@ -146,6 +146,9 @@ void sg_grec_remove(CUgraphExec exec);
 /* Takes every record of ctx out of the table: a malloc'd array (*n records,
  * the table's references move to the caller). */
 sg_grec **sg_grec_take_ctx(CUcontext ctx, size_t *n);
+/* Puts records sg_grec_take_ctx took back in the table (a cuCtxDestroy the
+ * driver refused); one whose exec got a record meanwhile is dropped. */
+void sg_grec_give_back(sg_grec **v, size_t n);
 void sg_grec_atfork(int phase);
 void sg_grec_reset(void);
 

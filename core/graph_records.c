@@ -436,6 +436,21 @@ void sg_grec_remove(CUgraphExec exec)
     pthread_mutex_unlock(&table_lock);
 }
 
+void sg_grec_give_back(sg_grec **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sg_grec *r = v[i], *cur;
+        pthread_mutex_lock(&table_lock);
+        HASH_FIND_PTR(table, &r->exec, cur);
+        sg_graph_table_oom = 0;
+        if (!cur) HASH_ADD_PTR(table, exec, r);
+        int back = !cur && !sg_graph_table_oom;
+        if (back) __atomic_store_n(&r->live, 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&table_lock);
+        if (!back) sg_grec_put(r);              /* the table's reference, not taken back */
+    }
+}
+
 sg_grec **sg_grec_take_ctx(CUcontext ctx, size_t *n)
 {
     sg_grec *r, *tmp;

@@ -320,6 +320,35 @@ static void stream_gone_one(sg_grec *r, void *u)
     sg_graph_obs->stream_gone(r->pol, &x, *(sg_stream_id *)u);
 }
 
+/* The exec records of a context cuCtxDestroy is about to end (contexts.h,
+ * sg_ctx_on_take): taken out of the table before the driver frees the
+ * handles, so that neither another thread's instantiation on the value of
+ * one of its execs (which would recycle the record as a live context's:
+ * the observer then destroys its variants and order event in the dead
+ * context, values another thread's objects may hold by then) nor this
+ * teardown (taking by context value the records of a context made
+ * meanwhile on that value) confuses the two. */
+typedef struct ctx_recs {
+    sg_grec **v;
+    size_t n;
+} ctx_recs;
+
+static void *ctx_take(CUcontext ctx)
+{
+    ctx_recs *t = calloc(1, sizeof *t);
+    if (!t) return NULL;                   /* taken by value afterwards, as before */
+    t->v = sg_grec_take_ctx(ctx, &t->n);
+    return t;
+}
+
+static void ctx_give_back(void *taken)
+{
+    ctx_recs *t = taken;
+    sg_grec_give_back(t->v, t->n);
+    free(t->v);
+    free(t);
+}
+
 /* A context is gone (contexts.h, step 2): the driver destroyed its execs,
  * and unloaded its modules as cuModuleUnload would: their function handles
  * may be handed out again, so the layouts cached for them go. */
@@ -327,7 +356,14 @@ static void ctx_teardown(sg_ctx *cx)
 {
     sg_fp_cache_epoch_bump();
     size_t n = 0;
-    sg_grec **gone = sg_grec_take_ctx(cx->ctx, &n);
+    sg_grec **gone;
+    ctx_recs *early = cx->early[SG_CTX_PART_GRAPHS];
+    if (early) {
+        gone = early->v, n = early->n;
+        free(early);
+    } else {
+        gone = sg_grec_take_ctx(cx->ctx, &n);
+    }
     for (size_t i = 0; i < n; i++) {
         sg_grec *r = gone[i];
         sg_exec_destroyed(r->exec);
@@ -414,6 +450,7 @@ void sg_graph_init(const sg_caps *cp, const sg_exec_observer *o)
     sg_graph_caps = *cp;
     sg_graph_obs = o;
     sg_ctx_on_teardown(SG_CTX_PART_GRAPHS, ctx_teardown);
+    sg_ctx_on_take(SG_CTX_PART_GRAPHS, ctx_take, ctx_give_back);
 }
 
 void sg_graph_atfork(int phase)

@@ -77,7 +77,11 @@
  *              each new graph and exec get the last ones' values and rotate
  *              inputs of their own, of another kernel every other time.
  * Usage: adv_reuse cycle|ctxend|childexec|childuobj|childclone|capchild|nodereuse|green|ctxkinds|
- *        window|windowrec|windownode|windowexec|windowctx|variants
+ *   windowctxexec (round 44) one thread destroys a created context holding an
+ *              exec (left to the context's end) while another creates a
+ *              context and instantiates an exec in it (both get the values),
+ *              then updates it from identical graphs.
+ *        window|windowrec|windownode|windowexec|windowctx|variants|windowctxexec
  */
 #include <cuda.h>
 #include <libgen.h>
@@ -684,6 +688,77 @@ static void case_windowctx(CUcontext ctx)
     win_run("windowctx", ctx, win_ctx_destroy, winctx_b, NULL);
 }
 
+/* windowctxexec (round 44, found by adv_lifefuzz threads 1068): A destroys a
+ * created context holding an exec it launched (left to the context's end);
+ * B, while A's cuCtxDestroy is in flight, creates a context (it gets the
+ * value) and instantiates four execs in it (one gets the exec's value, the
+ * others those of its variants under skip_profiled), then, once A returned,
+ * updates them from identical graphs and launches them:
+ * updates the library may skip, if A's teardown left B's exec its record. */
+static CUgraphExec win_cx_exec;
+
+static CUgraph fill_graph_f(CUfunction f, CUdeviceptr buf, uint32_t v)
+{
+    CUgraph g;
+    MUST(cuGraphCreate(&g, 0));
+    adv_add_kernel3(g, NULL, 0, f, &buf, &v, N);
+    return g;
+}
+
+static void winctxexec_b(void *arg)
+{
+    (void)arg;
+    win_open();
+    CUfunction fill;
+    CUcontext cb = ctx_with_kernels(&fill);
+    reused(cb, win_ca, "destroyed context");
+    CUdeviceptr buf;
+    MUST(cuMemAlloc(&buf, N * 4));
+    CUgraph g = fill_graph_f(fill, buf, 80);
+    CUgraphExec eb[4];                          /* the values of A's exec and its variants */
+    int found = 0;
+    for (int i = 0; i < 4; i++) {
+        MUST(cuGraphInstantiateWithFlags(&eb[i], g, 0));
+        found |= eb[i] == win_cx_exec;
+    }
+    reused(found ? win_cx_exec : eb[0], win_cx_exec, "exec the context's end destroyed");
+    win_closed("instantiated");
+    for (int k = 0; k < 8; k++) {
+        adv_update(eb[k % 4], g);
+        R(cuGraphLaunch(eb[k % 4], NULL));
+        want_fill("windowctxexec_b", buf, 80);
+    }
+    for (int i = 0; i < 4; i++) R(cuGraphExecDestroy(eb[i]));
+    R(cuGraphDestroy(g));
+    R(cuMemFree(buf));
+    MUST(cuCtxDestroy(cb));
+}
+
+static void case_windowctxexec(CUcontext ctx)
+{
+    CUfunction fill;
+    win_ca = ctx_with_kernels(&fill);
+    CUdeviceptr b[3];
+    CUstream s[2];
+    for (int k = 0; k < 3; k++) MUST(cuMemAlloc(&b[k], N * 4));
+    for (int k = 0; k < 2; k++) MUST(cuStreamCreate(&s[k], CU_STREAM_NON_BLOCKING));
+    CUgraph g;
+    uint32_t v = 90;
+    uint64_t n = N;
+    MUST(cuGraphCreate(&g, 0));
+    CUgraphNode node = adv_add_kernel3(g, NULL, 0, fill, &b[0], &v, N);
+    MUST(cuGraphInstantiateWithFlags(&win_cx_exec, g, 0));
+    for (int k = 0; k < 13; k++) {              /* rotating outputs (variants), two streams */
+        void *a[] = { &b[k % 3], &v, &n };
+        ADV_SET_KERNEL(win_cx_exec, node, fill, a);
+        R(cuGraphLaunch(win_cx_exec, s[k % 2]));
+    }
+    MUST(cuGraphDestroy(g));                    /* the exec is left to the context's end */
+    for (int k = 0; k < 3; k++) want_fill("windowctxexec_a", b[k], v);
+    MUST(cuCtxPopCurrent(NULL));
+    win_run("windowctxexec", ctx, win_ctx_destroy, winctxexec_b, NULL);
+}
+
 /* variants: an exec whose input rotates over three buffers (per-node
  * setters: skip_profiled buys variants for it), destroyed with its graph;
  * the next graph and exec get their values and rotate inputs of their own
@@ -811,7 +886,7 @@ int main(int argc, char **argv)
     static const char *const names[] = { "cycle",      "ctxend",   "childexec", "childuobj",
                                          "childclone", "capchild", "nodereuse", "green",
                                          "ctxkinds",   "window",   "windowrec", "windownode",
-                                         "windowexec", "windowctx", "variants",  NULL };
+                                         "windowexec", "windowctx", "variants",  "windowctxexec", NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
@@ -836,6 +911,7 @@ int main(int argc, char **argv)
     case 12: case_windowexec(ctx, buf); break;
     case 13: case_windowctx(ctx); break;
     case 14: case_variants(); break;
+    case 15: case_windowctxexec(ctx); break;
     }
     return adv_finish();
 }

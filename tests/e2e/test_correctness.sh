@@ -1506,15 +1506,30 @@ done
 # driver returned (core.c, sg_rec_graph_gone), which took the record the
 # other thread's cuGraphCreate had made meanwhile: every update of its exec
 # forwarded as not_comparable (a read-back against records), none skipped.
+# windowctxexec (round 44, from adv_lifefuzz threads 1068): one thread
+# destroys a created context holding an exec launched with rotating outputs
+# on two streams (variants under prof), the other makes a context and four
+# execs on those values meanwhile and updates them from identical graphs.
+# Failed on fb28a5a (round 44's base): the context's exec records were taken
+# by context value after the driver returned, which took the new context's
+# records (their updates forwarded as untracked_exec), and an instantiation
+# on the value of the dead context's exec recycled its record as a live
+# context's: under prof the observer destroyed its variants, whose values the
+# other thread's execs held by then (3 wrong results), and its order event in
+# the dead context (the emulator's violation). Now taken before cuCtxDestroy
+# is forwarded (core/contexts.c sg_ctx_on_take, core/graphs.c ctx_take).
 UOBJ_NONE40='sum(e["forwarded_reasons"]["user_objects"] for e in X) == 0::no update forwarded for user objects the graph does not hold'
 for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ctxkinds window windowrec \
-    windownode windowexec windowctx variants; do
+    windownode windowexec windowctx variants windowctxexec; do
     et='T["updates_seen"] > 0' ep="$et" xc="" envs=""
     case $c in
     window) envs="CUDAEMU_DESTROY_DELAY_US=200000"
         xc='sum(e["forwarded_reasons"]["user_objects"] for e in X) > 0::the update of the exec of a graph marked while another graph of its value was being destroyed forwarded as user_objects' ;;
     windownode) envs="CUDAEMU_DESTROY_DELAY_US=200000" ;;
     windowctx) envs="CUDAEMU_DESTROY_DELAY_US=200000" et="$PLACED" ep="$PLACED" ;;
+    windowctxexec) envs="CUDAEMU_DESTROY_DELAY_US=200000"
+        et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et"
+        xc='sum(e["forwarded_reasons"]["untracked_exec"] for e in X) == 0::no update of an untracked exec (the exec instantiated in a context made while another context of its value, holding an exec of its value, was being destroyed kept its record)' ;;
     windowexec) envs="CUDAEMU_DESTROY_DELAY_US=200000"
         et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et"
         xc='sum(e["forwarded_reasons"]["untracked_exec"] for e in X) == 0::no update of an untracked exec (the exec instantiated while another of its value was being destroyed kept its record)' ;;
