@@ -34,7 +34,9 @@
  *             on the value of a node of the exec's dead graph): refused
  *             unless the node is the exec's;
  *   node      a graph's last node destroyed (cuGraphDestroyNode) and/or a
- *             node added after the chain;
+ *             node added after the chain, or a node's parameters set in the
+ *             graph (cuGraph{Kernel,Memset,Memcpy}NodeSetParams,
+ *             cuGraphNodeSetParams);
  *   stream    a stream destroyed and created again; event the same;
  *   memory    a foreign slot freed (cuMemFree, cuMemFreeHost; the VMM slot
  *             unmapped and released) or allocated again (the VMM slot mapped
@@ -531,12 +533,59 @@ static void act_setter(int step)
     x->ops[e] = o;
 }
 
-/* The last node destroyed and/or a node added after the chain. */
+/* A graph node's parameters changed in the graph (cuGraph*NodeSetParams, or
+ * cuGraphNodeSetParams for a kernel now and then): same kind, new value or
+ * operands. */
+static void node_set(int step, int j, graph *g)
+{
+    int k = (int)rnd((uint32_t)g->nops);
+    op o = g->ops[k];
+    if (rnd(2)) {
+        do draw_op(&o); while (o.kind != g->ops[k].kind);
+    } else {
+        o.v = 1 + rnd(1000);
+    }
+    CUresult r;
+    if (o.kind == O_ADD) {
+        CUdeviceptr p = o.dp;
+        uint32_t v = o.v;
+        uint64_t n = o.n;
+        void *args[] = { &p, &v, &n };
+        CUDA_KERNEL_NODE_PARAMS kp = adv_kernel_params(f_add, args);
+        if (rnd(2)) {
+            r = R(cuGraphKernelNodeSetParams(g->nodes[k], &kp));
+        } else {
+            CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_KERNEL,
+                                     .kernel = { .func = f_add, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                                 .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                                                 .kernelParams = args } };
+            r = R(cuGraphNodeSetParams(g->nodes[k], &np));
+        }
+    } else if (o.kind == O_MEMSET) {
+        CUDA_MEMSET_NODE_PARAMS mp = memset_params(&o);
+        r = R(cuGraphMemsetNodeSetParams(g->nodes[k], &mp));
+    } else {
+        CUDA_MEMCPY3D cp = adv_copy_1d(o.dp, o.sp, 4 * o.n);
+        r = R(cuGraphMemcpyNodeSetParams(g->nodes[k], &cp));
+    }
+    if (r != CUDA_SUCCESS) {
+        adv_line("step %d: graph %d node %d keeps its parameters", step, j, k);
+        return;
+    }
+    g->ops[k] = o;
+}
+
+/* The last node destroyed and/or a node added after the chain, or a node's
+ * parameters changed. */
 static void act_node(int step)
 {
     int j = (int)rnd(NG);
     graph *g = &gs[j];
     if (!graph_usable(g)) return;
+    if (rnd(2)) {
+        node_set(step, j, g);
+        return;
+    }
     uint32_t r = rnd(3);
     if (r != 1 && g->nops > 1) {
         MUST(cuGraphDestroyNode(g->nodes[g->nops - 1]));
@@ -719,7 +768,7 @@ static void run(unsigned long seed, int thr)
             else if (r < 42) act_inst(step);
             else if (r < 46) { int j = (int)rnd(NX); if (xs[j].live) exec_destroy(j); }
             else if (r < 62) act_update(step);
-            else if (r < 72) act_setter(step);
+            else if (r < 70) act_setter(step);
             else if (r < 78) act_node(step);
             else if (r < 82) {
                 int s = (int)rnd(NSTR);
