@@ -513,6 +513,19 @@ static inline void adv_threads(adv_thread *t, int n)
     }
 }
 
+/* Runs fn(&seed) and fn(&seed + 1) on two threads with ctx current (the
+ * random programs' mode threads), each one's lines printed after both. */
+static inline void adv_seed_pair(void (*fn)(void *arg), unsigned long seed, CUcontext ctx)
+{
+    unsigned long seeds[2] = { seed, seed + 1 };
+    adv_thread t[2];
+    for (int k = 0; k < 2; k++) {
+        t[k] = (adv_thread){ .fn = fn, .arg = &seeds[k], .ctx = ctx };
+        snprintf(t[k].label, sizeof t[k].label, "thread %d (seed %lu):", k, seeds[k]);
+    }
+    adv_threads(t, 2);
+}
+
 /* (adv_green.c, adv_threads2.c) A green context of 16 SMs of device 0; *cc its converted context; *gs (if gs) a stream
  * of it (cuGreenCtxStreamCreate). */
 static inline CUgreenCtx adv_green_make(CUcontext *cc, CUstream *gs)

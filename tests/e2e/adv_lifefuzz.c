@@ -821,13 +821,7 @@ int main(int argc, char **argv)
     if (mode == M_ONE) {
         run(seed, 0);
     } else {
-        unsigned long seeds[2] = { seed, seed + 1 };
-        adv_thread t[2];
-        for (int k = 0; k < 2; k++) {
-            t[k] = (adv_thread){ .fn = work, .arg = &seeds[k], .ctx = ctx0 };
-            snprintf(t[k].label, sizeof t[k].label, "thread %d (seed %lu):", k, seeds[k]);
-        }
-        adv_threads(t, 2);
+        adv_seed_pair(work, seed, ctx0);
     }
     return adv_finish();
 }
