@@ -1594,7 +1594,9 @@ done
 # module unloaded and loaded again, foreign memory (managed, cuMemHostAlloc,
 # cuMemAllocHost, a VMM mapping) freed and allocated again between updates
 # naming it; one program (one) or two on threads (threads, the second with
-# the emulator's destroys returning late).
+# the emulator's destroys returning late). Found (threads 1068, once in 60
+# runs under prof): a context's exec records ended by value after the
+# driver's cuCtxDestroy returned; made deterministic as r40/reuse_windowctxexec.
 for c in one:1 one:2 one:5 threads:1 threads:4; do
     seed=${c#*:} mode=${c%%:*} envs=""
     [ "$mode:$seed" = threads:4 ] && envs="CUDAEMU_DESTROY_DELAY_US=2000"
