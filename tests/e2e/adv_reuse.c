@@ -84,6 +84,7 @@
  *        window|windowrec|windownode|windowexec|windowctx|variants|windowctxexec
  */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -434,18 +435,21 @@ static void case_green(void)
     }
 }
 
-/* The windows (run with CUDAEMU_DESTROY_DELAY_US: the emulator's destroys
- * return late once they gave the value back). Thread A runs win_destroy;
- * thread B waits until A's call is in flight (win_open), makes an object on
- * the value A's destroy freed, and waits for A's return (win_closed) before
- * it uses the object: anything A's destroy did to the value's state after
- * the driver returned falls on B's object. */
+/* The windows (the emulator's cuemuDestroyDelay: its destroys return late
+ * once they gave the value back). Thread A sets a long delay and runs
+ * win_destroy; thread B waits until A's call is in flight (win_open), makes
+ * an object on the value A's destroy freed, ends the delay (win_closed) and
+ * waits for A's return before it uses the object: anything A's destroy did
+ * to the value's state after the driver returned falls on B's object. The
+ * delay lasts until B ends it (10 s at most), whatever the load. */
 static atomic_int win_destroying, win_destroyed;
 static void (*win_destroy)(void);
+static CUresult (*win_delay)(unsigned long long us);
 
 static void win_a(void *arg)
 {
     (void)arg;
+    MUST(win_delay(10000000));
     atomic_store(&win_destroying, 1);
     win_destroy();
     atomic_store(&win_destroyed, 1);
@@ -460,14 +464,16 @@ static void win_open(void)
 static void win_closed(const char *what)
 {
     adv_check("window_open", !atomic_load(&win_destroyed), "%s while the destroy was in flight", what);
+    MUST(win_delay(0));                    /* A's destroy returns now */
     while (!atomic_load(&win_destroyed)) adv_sleep_us(1000);
 }
 
 /* Runs A (destroy) and B (b(barg)) as two threads with ctx current. */
 static void win_run(const char *name, CUcontext ctx, void (*destroy)(void), void (*b)(void *), void *barg)
 {
-    if (!getenv("CUDAEMU_DESTROY_DELAY_US")) {
-        printf("set-up failed: %s needs CUDAEMU_DESTROY_DELAY_US\n", name);
+    win_delay = (CUresult(*)(unsigned long long))dlsym(RTLD_DEFAULT, "cuemuDestroyDelay");
+    if (!win_delay) {
+        printf("set-up failed: %s needs the emulated driver's cuemuDestroyDelay\n", name);
         exit(2);
     }
     win_destroy = destroy;

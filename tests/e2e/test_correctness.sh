@@ -1496,8 +1496,9 @@ done
 # share a pool), each allocating (blocks report their context), capturing
 # and launching; variants: an exec whose input rotates (skip_profiled buys
 # variants) destroyed with its graph five times, each new graph and exec on
-# the last ones' values; window: with the emulator's cuGraphDestroy returning 200 ms
-# late (CUDAEMU_DESTROY_DELAY_US), another thread makes a graph on the value
+# the last ones' values; window: with the emulator's cuGraphDestroy returning
+# late (held by cuemuDestroyDelay until the other thread is done: no timing
+# to miss under load), another thread makes a graph on the value
 # being destroyed and marks it (a user object), then updates its exec from a
 # graph holding none: round 34's order (the mark forgotten before the
 # destroy is forwarded) is what keeps that mark; windowrec: the same with no
@@ -1523,17 +1524,17 @@ for c in cycle ctxend childexec childuobj childclone capchild nodereuse green ct
     windownode windowexec windowctx variants windowctxexec; do
     et='T["updates_seen"] > 0' ep="$et" xc="" envs=""
     case $c in
-    window) envs="CUDAEMU_DESTROY_DELAY_US=200000"
+    window)
         xc='sum(e["forwarded_reasons"]["user_objects"] for e in X) > 0::the update of the exec of a graph marked while another graph of its value was being destroyed forwarded as user_objects' ;;
-    windownode) envs="CUDAEMU_DESTROY_DELAY_US=200000" ;;
-    windowctx) envs="CUDAEMU_DESTROY_DELAY_US=200000" et="$PLACED" ep="$PLACED" ;;
-    windowctxexec) envs="CUDAEMU_DESTROY_DELAY_US=200000"
+    windownode) ;;
+    windowctx) et="$PLACED" ep="$PLACED" ;;
+    windowctxexec)
         et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et"
         xc='sum(e["forwarded_reasons"]["untracked_exec"] for e in X) == 0::no update of an untracked exec (the exec instantiated in a context made while another context of its value, holding an exec of its value, was being destroyed kept its record)' ;;
-    windowexec) envs="CUDAEMU_DESTROY_DELAY_US=200000"
+    windowexec)
         et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et"
         xc='sum(e["forwarded_reasons"]["untracked_exec"] for e in X) == 0::no update of an untracked exec (the exec instantiated while another of its value was being destroyed kept its record)' ;;
-    windowrec) envs="CUDAEMU_DESTROY_DELAY_US=200000"
+    windowrec)
         et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et"
         xc='sum(e["forwarded_reasons"]["not_comparable"] for e in X) == 0::no update not comparable (the graph made while another of its value was being destroyed kept its record)' ;;
     childuobj | childclone) et='T["updates_seen"] > 0 and T["updates_skipped"] > 0' ep="$et" xc=$UOBJ_NONE40 ;;

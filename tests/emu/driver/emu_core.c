@@ -530,9 +530,48 @@ void *emu_handle_mem_get(emu_kind kind, size_t size)
     return p;
 }
 
+/* The destroys' delay (CUDAEMU_DESTROY_DELAY_US, or cuemuDestroyDelay at run
+ * time): a destroy waits that long, or until cuemuDestroyDelay is called
+ * again, which ends every wait in progress (dd_gen moves on). */
+static pthread_mutex_t dd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dd_cond = PTHREAD_COND_INITIALIZER;
+static unsigned long dd_gen;      /* dd_lock */
+
 void emu_destroy_delay(void)
 {
-    if (emu_cfg.destroy_delay_us) usleep(emu_cfg.destroy_delay_us);
+    unsigned us = __atomic_load_n(&emu_cfg.destroy_delay_us, __ATOMIC_ACQUIRE);
+    if (!us) return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += us / 1000000;
+    until.tv_nsec += (long)(us % 1000000) * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&dd_lock);
+    unsigned long g = dd_gen;
+    while (g == dd_gen && pthread_cond_timedwait(&dd_cond, &dd_lock, &until) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&dd_lock);
+}
+
+/* cuemuDestroyDelay: an export of the emulator only (not a CUDA entry
+ * point), read through dlsym: sets the destroys' delay to us microseconds
+ * (0..10000000, as CUDAEMU_DESTROY_DELAY_US) from now on, and ends the
+ * waits of the destroys in flight. A test holds one destroy in flight for
+ * exactly as long as another thread needs (tests/e2e/adv_reuse.c's
+ * windows): a long delay before the destroy, 0 once the other thread is
+ * done. CUDA_ERROR_INVALID_VALUE above the bound. */
+EMU_EXPORT CUresult cuemuDestroyDelay(unsigned long long us)
+{
+    if (us > 10000000ULL) return CUDA_ERROR_INVALID_VALUE;
+    __atomic_store_n(&emu_cfg.destroy_delay_us, (unsigned)us, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&dd_lock);
+    dd_gen++;
+    pthread_cond_broadcast(&dd_cond);
+    pthread_mutex_unlock(&dd_lock);
+    return CUDA_SUCCESS;
 }
 
 void emu_handle_mem_put(emu_kind kind, void *p)
