@@ -27,8 +27,11 @@
  */
 #include "graph_util.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static CUmodule load(const char *name)
@@ -412,6 +415,47 @@ TEST(user_object_and_allocation_handle_values)
     CHECK_CU(cuMemRelease(h3), CUDA_ERROR_INVALID_VALUE);   /* released: unknown again */
 }
 
+/* cuemuDestroyDelay (an export of the emulator only): a destroy held in
+ * flight gives its value to a create made meanwhile, and returns as soon as
+ * the delay is set again, not at the end of the delay set before it. */
+static CUgraph held_graph;
+static atomic_int held_state;            /* 1 destroying, 2 returned */
+static void *held_destroy(void *arg)
+{
+    (void)arg;
+    atomic_store(&held_state, 1);
+    CUresult rc = cuGraphDestroy(held_graph);
+    atomic_store(&held_state, rc == CUDA_SUCCESS ? 2 : 3);
+    return NULL;
+}
+
+TEST(destroy_held_in_flight)
+{
+    CUresult (*delay)(unsigned long long) =
+        (CUresult(*)(unsigned long long))dlsym(RTLD_DEFAULT, "cuemuDestroyDelay");
+    CHECK(delay != NULL);
+    if (!delay) return;
+    CHECK_CU(delay(10000001ULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(delay(10000000ULL), CUDA_SUCCESS);   /* 10 s, unless ended */
+    CHECK_CU(cuGraphCreate(&held_graph, 0), CUDA_SUCCESS);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, held_destroy, NULL), 0);
+    while (atomic_load(&held_state) == 0) usleep(100);
+    usleep(50000);
+    CHECK_EQ(atomic_load(&held_state), 1);        /* still in flight */
+    CUgraph g2;
+    CHECK_CU(cuGraphCreate(&g2, 0), CUDA_SUCCESS);
+    CHECK(g2 == held_graph);                      /* its value already given back */
+    CHECK_CU(delay(0), CUDA_SUCCESS);             /* ends the wait */
+    pthread_join(t, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK_EQ(atomic_load(&held_state), 2);
+    CHECK(t1.tv_sec - t0.tv_sec < 5);             /* not the 10 s set before */
+    CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);   /* delay 0: at once */
+}
+
 int main(void)
 {
     gu_setup();
@@ -426,5 +470,6 @@ int main(void)
     RUN(context_values);
     RUN(green_context_values);
     RUN(user_object_and_allocation_handle_values);
+    RUN(destroy_held_in_flight);
     return check_done();
 }
