@@ -58,6 +58,8 @@ typedef struct cap {
     int per_thread;
     CUcontext ctx;                  /* its context (capture.c: sg_cap_ctx) */
     int ctx_known;
+    int dying;                      /* its context's destroy is in flight (capture.c,
+                                     * ctx_captures_take): ended by that destroy's teardown */
     int into_unknown;               /* into a graph without a record (cuStreamBeginCaptureToGraph
                                      * of one the library did not see made: an embedded graph,
                                      * which dies unseen): its record is dropped at the end */

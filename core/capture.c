@@ -301,18 +301,66 @@ void sg_rec_ctx_may_go(void)
     sg_lock_drop(&sg_rec_lock);
 }
 
+/* Whether cp is a capture of context ctx's streams (rec_lock held). */
+static int cap_of_ctx(const sstate *s, const cap *cp, CUcontext ctx)
+{
+    return sg_stream_id_eq(cp->origin, s->key) && cp->ctx_known && cp->ctx == ctx;
+}
+
+/* Marks (dying 1) or unmarks (0) the captures of ctx's streams (rec_lock
+ * held). */
+static void mark_ctx_captures(CUcontext ctx, int dying)
+{
+    sstate *s, *tmp;
+    HASH_ITER(hh, sg_cap_streams, s, tmp)
+        if (cap_of_ctx(s, s->c, ctx)) s->c->dying = dying;
+}
+
+/* cuCtxDestroy or cuGreenCtxDestroy of ctx, before it is forwarded
+ * (contexts.h, sg_ctx_on_take): its streams' captures are marked, and its
+ * teardown ends those only. Once the driver has freed the handle, another
+ * thread's new context may get the value and begin captures of its own,
+ * which a teardown by value would end (their graphs then unrecorded, and no
+ * longer counted as in progress while the driver captures; round 40's
+ * windows). NULL (out of memory): the teardown goes by value, as before. */
+static void *ctx_captures_take(CUcontext ctx)
+{
+    CUcontext *t = sg_rec_on ? malloc(sizeof *t) : NULL;
+    if (!t) return NULL;
+    *t = ctx;
+    sg_lock_take(&sg_rec_lock);
+    mark_ctx_captures(ctx, 1);
+    sg_lock_drop(&sg_rec_lock);
+    return t;
+}
+
+/* The destroy was refused: ctx's captures go on. */
+static void ctx_captures_give_back(void *taken)
+{
+    CUcontext *t = taken;
+    sg_lock_take(&sg_rec_lock);
+    mark_ctx_captures(*t, 0);
+    sg_lock_drop(&sg_rec_lock);
+    free(t);
+}
+
 /* Context teardown (contexts.h, step 0): the driver ended the captures of
- * the context's streams (known: sg_rec_ctx_may_go ran before). Their records
- * go (no call on the dead streams) and they no longer count as in progress;
- * the entries of every stream that joined them go with them. */
+ * the context's streams (known: sg_rec_ctx_may_go ran before): those marked
+ * before the destroy was forwarded (cx->early), or by value where nothing
+ * was taken (a primary context's reset). Their records go (no call on the
+ * dead streams) and they no longer count as in progress; the entries of
+ * every stream that joined them go with them. */
 static void ctx_captures_gone(sg_ctx *cx)
 {
+    CUcontext *early = cx->early[SG_CTX_PART_CAPTURES];
+    cx->early[SG_CTX_PART_CAPTURES] = NULL;
+    free(early);
     if (!sg_rec_on) return;
     sg_lock_take(&sg_rec_lock);
     sstate *s, *tmp;
     HASH_ITER(hh, sg_cap_streams, s, tmp) {
         cap *cp = s->c;
-        if (!sg_stream_id_eq(cp->origin, s->key) || !cp->ctx_known || cp->ctx != cx->ctx) continue;
+        if (!cap_of_ctx(s, cp, cx->ctx) || (early && !cp->dying)) continue;
         cap_end(cp, NULL);             /* its other streams' entries go too: restart */
         captures_drop();
         tmp = sg_cap_streams;
@@ -336,6 +384,7 @@ void sg_rec_init(int on, int audit)
     sg_rec_on = on;
     sg_rec_audit_init(on && audit);
     sg_ctx_on_teardown(SG_CTX_PART_CAPTURES, ctx_captures_gone);
+    sg_ctx_on_take(SG_CTX_PART_CAPTURES, ctx_captures_take, ctx_captures_give_back);
 }
 
 void sg_rec_reset(void)

@@ -285,13 +285,19 @@ static CUresult primary_drop(const sg_call *c)
         converted = NULL;
     if (d == -1) owners_destroy_begin(NULL);   /* (rare) every owner asked again: the converted handle goes */
     gone(converted, SG_CTX_GOING);
+    /* its captures marked before the driver frees the value (as cuCtxDestroy's) */
+    void *caps = converted && take_fn[SG_CTX_PART_CAPTURES] ? take_fn[SG_CTX_PART_CAPTURES](converted) : NULL;
     CUresult rc = c->forward(c->args);
     if (d == -1) owners_destroy_end(NULL);
     gone(converted, rc == CUDA_SUCCESS ? SG_CTX_GONE : SG_CTX_KEPT);
+    if (rc != CUDA_SUCCESS && caps) give_back_fn[SG_CTX_PART_CAPTURES](caps);
     if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
     if (converted && teardown_fn[SG_CTX_PART_CAPTURES]) {
         sg_ctx tmp = { .ctx = converted, .dead = 1 };
+        tmp.early[SG_CTX_PART_CAPTURES] = caps;
         teardown_fn[SG_CTX_PART_CAPTURES](&tmp);
+    } else {
+        free(caps);
     }
     if (d >= 0) drop_if_inactive(d, 0);
     else if (d == -1)

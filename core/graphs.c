@@ -335,6 +335,11 @@ typedef struct ctx_recs {
 
 static void *ctx_take(CUcontext ctx)
 {
+    /* the layouts cached go now too: a module another thread loads in a
+     * context made on the value while the destroy is in flight, and the
+     * captures it records with them, are that context's (after, a bump here
+     * made them stale: its graphs read back as module_unloaded) */
+    sg_fp_cache_epoch_bump();
     ctx_recs *t = calloc(1, sizeof *t);
     if (!t) return NULL;                   /* taken by value afterwards, as before */
     t->v = sg_grec_take_ctx(ctx, &t->n);
@@ -354,10 +359,10 @@ static void ctx_give_back(void *taken)
  * may be handed out again, so the layouts cached for them go. */
 static void ctx_teardown(sg_ctx *cx)
 {
-    sg_fp_cache_epoch_bump();
     size_t n = 0;
     sg_grec **gone;
     ctx_recs *early = cx->early[SG_CTX_PART_GRAPHS];
+    if (!early) sg_fp_cache_epoch_bump();   /* (else bumped when taken) */
     if (early) {
         gone = early->v, n = early->n;
         free(early);

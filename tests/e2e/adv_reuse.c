@@ -81,7 +81,11 @@
  *              exec (left to the context's end) while another creates a
  *              context and instantiates an exec in it (both get the values),
  *              then updates it from identical graphs.
- *        window|windowrec|windownode|windowexec|windowctx|variants|windowctxexec
+ *        window|windowrec|windownode|windowexec|windowctx|variants|windowctxexec|windowcap
+ *   windowcap  (round 44's follow-up) one thread destroys a created context
+ *              while another creates a context (it gets the value) and
+ *              begins a capture on a stream of it; the capture, and two more
+ *              of the same work, must be recorded (identical updates skipped).
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -694,6 +698,66 @@ static void case_windowctx(CUcontext ctx)
     win_run("windowctx", ctx, win_ctx_destroy, winctx_b, NULL);
 }
 
+/* windowcap: A destroys a created context; B, while A's cuCtxDestroy is in
+ * flight, creates a context (it gets the value) and begins a capture on a
+ * stream of it, then, once A returned, captures the rest, instantiates,
+ * launches, and re-captures the same work twice, each an identical update:
+ * the library must record B's captures (a teardown of A's context by value
+ * after the driver returned ended B's first one in the library, which then
+ * no longer counted it as in progress and read its graph back). */
+static void capture_fill2(CUstream s, CUfunction fill, CUdeviceptr buf, uint32_t v, int first_half_only,
+                          CUgraph *out)
+{
+    uint64_t cnt = N;
+    uint32_t w = v + 1;
+    if (first_half_only != 2) {
+        MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+        ADV_LAUNCH(fill, s, &buf, &v, &cnt);
+    }
+    if (first_half_only == 1) return;
+    ADV_LAUNCH(fill, s, &buf, &w, &cnt);
+    MUST(cuStreamEndCapture(s, out));
+}
+
+static void wincap_b(void *arg)
+{
+    (void)arg;
+    win_open();
+    CUfunction fill;
+    CUcontext cb = ctx_with_kernels(&fill);
+    reused(cb, win_ca, "destroyed context");
+    /* the per-thread default stream: the library learns a capture's context
+     * when it begins there (on a named stream, when first needed) */
+    CUstream s = CU_STREAM_PER_THREAD;
+    CUdeviceptr buf;
+    MUST(cuMemAlloc(&buf, N * 4));
+    CUgraph g[3];
+    capture_fill2(s, fill, buf, 80, 1, NULL);       /* begun while A's destroy is in flight */
+    win_closed("capturing");
+    capture_fill2(s, fill, buf, 80, 2, &g[0]);
+    CUgraphExec e;
+    MUST(cuGraphInstantiateWithFlags(&e, g[0], 0));
+    for (int k = 1; k < 3; k++) {
+        capture_fill2(s, fill, buf, 80, 0, &g[k]);
+        adv_update(e, g[k]);
+        R(cuGraphLaunch(e, s));
+        R(cuStreamSynchronize(s));
+        want_fill("windowcap_fill", buf, 81);
+    }
+    R(cuGraphExecDestroy(e));
+    for (int k = 0; k < 3; k++) R(cuGraphDestroy(g[k]));
+    R(cuMemFree(buf));
+    MUST(cuCtxDestroy(cb));
+}
+
+static void case_windowcap(CUcontext ctx)
+{
+    CUfunction fill;
+    win_ca = ctx_with_kernels(&fill);
+    MUST(cuCtxPopCurrent(NULL));
+    win_run("windowcap", ctx, win_ctx_destroy, wincap_b, NULL);
+}
+
 /* windowctxexec (round 44, found by adv_lifefuzz threads 1068): A destroys a
  * created context holding an exec it launched (left to the context's end);
  * B, while A's cuCtxDestroy is in flight, creates a context (it gets the
@@ -892,7 +956,7 @@ int main(int argc, char **argv)
     static const char *const names[] = { "cycle",      "ctxend",   "childexec", "childuobj",
                                          "childclone", "capchild", "nodereuse", "green",
                                          "ctxkinds",   "window",   "windowrec", "windownode",
-                                         "windowexec", "windowctx", "variants",  "windowctxexec", NULL };
+                                         "windowexec", "windowctx", "variants",  "windowctxexec", "windowcap", NULL };
     int which = adv_case(argc, argv, names);
     CUcontext ctx;
     CUmodule mod;
@@ -918,6 +982,7 @@ int main(int argc, char **argv)
     case 13: case_windowctx(ctx); break;
     case 14: case_variants(); break;
     case 15: case_windowctxexec(ctx); break;
+    case 16: case_windowcap(ctx); break;
     }
     return adv_finish();
 }
