@@ -322,26 +322,22 @@ static void mark_ctx_captures(CUcontext ctx, int dying)
  * thread's new context may get the value and begin captures of its own,
  * which a teardown by value would end (their graphs then unrecorded, and no
  * longer counted as in progress while the driver captures; round 40's
- * windows). NULL (out of memory): the teardown goes by value, as before. */
+ * windows). */
 static void *ctx_captures_take(CUcontext ctx)
 {
-    CUcontext *t = sg_rec_on ? malloc(sizeof *t) : NULL;
-    if (!t) return NULL;
-    *t = ctx;
+    if (!sg_rec_on || !ctx) return NULL;
     sg_lock_take(&sg_rec_lock);
     mark_ctx_captures(ctx, 1);
     sg_lock_drop(&sg_rec_lock);
-    return t;
+    return ctx;                        /* the token: the context */
 }
 
 /* The destroy was refused: ctx's captures go on. */
 static void ctx_captures_give_back(void *taken)
 {
-    CUcontext *t = taken;
     sg_lock_take(&sg_rec_lock);
-    mark_ctx_captures(*t, 0);
+    mark_ctx_captures((CUcontext)taken, 0);
     sg_lock_drop(&sg_rec_lock);
-    free(t);
 }
 
 /* Context teardown (contexts.h, step 0): the driver ended the captures of
@@ -352,9 +348,7 @@ static void ctx_captures_give_back(void *taken)
  * every stream that joined them go with them. */
 static void ctx_captures_gone(sg_ctx *cx)
 {
-    CUcontext *early = cx->early[SG_CTX_PART_CAPTURES];
-    cx->early[SG_CTX_PART_CAPTURES] = NULL;
-    free(early);
+    const void *early = cx->early[SG_CTX_PART_CAPTURES];
     if (!sg_rec_on) return;
     sg_lock_take(&sg_rec_lock);
     sstate *s, *tmp;

@@ -124,15 +124,6 @@ int sg_ctx_vmm_locked(sg_ctx *c)
 
 void sg_ctx_on_teardown(sg_ctx_part part, void (*fn)(sg_ctx *c)) { teardown_fn[part] = fn; }
 
-static void (*gone_fn)(CUcontext ctx, sg_ctx_gone phase);
-void sg_ctx_on_gone(void (*fn)(CUcontext ctx, sg_ctx_gone phase)) { gone_fn = fn; }
-
-/* Tells gone_fn about ctx's end (phase), if both are set. */
-static void gone(CUcontext ctx, sg_ctx_gone phase)
-{
-    if (ctx && gone_fn) gone_fn(ctx, phase);
-}
-
 void sg_ctx_on_take(sg_ctx_part part, void *(*take)(CUcontext ctx), void (*give_back)(void *taken))
 {
     take_fn[part] = take;
@@ -192,8 +183,9 @@ static void teardown_taken(CUcontext ctx, sg_ctx *c, void *const *early)
         /* no record, but captures and graph records may still name the context */
         sg_ctx tmp = { .ctx = ctx, .dead = 1 };
         if (early) memcpy(tmp.early, early, sizeof tmp.early);
-        if (teardown_fn[SG_CTX_PART_CAPTURES]) teardown_fn[SG_CTX_PART_CAPTURES](&tmp);
-        if (teardown_fn[SG_CTX_PART_GRAPHS]) teardown_fn[SG_CTX_PART_GRAPHS](&tmp);
+        static const sg_ctx_part unrecorded[] = { SG_CTX_PART_CAPTURES, SG_CTX_PART_GRAPHS, SG_CTX_PART_LAUNCH };
+        for (size_t i = 0; i < sizeof unrecorded / sizeof *unrecorded; i++)
+            if (teardown_fn[unrecorded[i]]) teardown_fn[unrecorded[i]](&tmp);
         return;
     }
     __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE);
@@ -284,21 +276,20 @@ static CUresult primary_drop(const sg_call *c)
         SG_DRIVER_CALL(cuCtxFromGreenCtx, &converted, c->u.primary.green) != CUDA_SUCCESS)
         converted = NULL;
     if (d == -1) owners_destroy_begin(NULL);   /* (rare) every owner asked again: the converted handle goes */
-    gone(converted, SG_CTX_GOING);
-    /* its captures marked before the driver frees the value (as cuCtxDestroy's) */
-    void *caps = converted && take_fn[SG_CTX_PART_CAPTURES] ? take_fn[SG_CTX_PART_CAPTURES](converted) : NULL;
+    /* the converted context's captures and launch tables taken before the
+     * driver frees the value, as cuCtxDestroy's parts are */
+    static const sg_ctx_part conv[] = { SG_CTX_PART_CAPTURES, SG_CTX_PART_LAUNCH };
+    sg_ctx tmp = { .ctx = converted, .dead = 1 };
+    for (size_t i = 0; converted && i < sizeof conv / sizeof *conv; i++)
+        if (take_fn[conv[i]]) tmp.early[conv[i]] = take_fn[conv[i]](converted);
     CUresult rc = c->forward(c->args);
     if (d == -1) owners_destroy_end(NULL);
-    gone(converted, rc == CUDA_SUCCESS ? SG_CTX_GONE : SG_CTX_KEPT);
-    if (rc != CUDA_SUCCESS && caps) give_back_fn[SG_CTX_PART_CAPTURES](caps);
-    if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
-    if (converted && teardown_fn[SG_CTX_PART_CAPTURES]) {
-        sg_ctx tmp = { .ctx = converted, .dead = 1 };
-        tmp.early[SG_CTX_PART_CAPTURES] = caps;
-        teardown_fn[SG_CTX_PART_CAPTURES](&tmp);
-    } else {
-        free(caps);
+    for (size_t i = 0; converted && i < sizeof conv / sizeof *conv; i++) {
+        void *e = tmp.early[conv[i]];
+        if (rc != CUDA_SUCCESS && e && give_back_fn[conv[i]]) give_back_fn[conv[i]](e);
+        else if (rc == CUDA_SUCCESS && teardown_fn[conv[i]]) teardown_fn[conv[i]](&tmp);
     }
+    if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
     if (d >= 0) drop_if_inactive(d, 0);
     else if (d == -1)
         for (CUdevice x = 0; x < SG_CTX_MAX_DEVICES; x++) drop_if_inactive(x, 1);
@@ -324,13 +315,11 @@ CUresult sg_ctx_call(const sg_call *c)
         for (int d = 0; d < SG_CTX_MAX_DEVICES; d++) prim |= primary[d] == ctx;
         sg_ctx *taken = ctx && !prim ? take_locked(ctx) : NULL;
         pthread_mutex_unlock(&table_lock);
-        if (!prim) gone(ctx, SG_CTX_GOING);
         void *early[SG_CTX_PARTS] = { 0 };
         for (int p = 0; p < SG_CTX_PARTS && ctx && !prim; p++)
             if (take_fn[p]) early[p] = take_fn[p](ctx);
         rc = c->forward(c->args);
         owners_destroy_end(ctx);
-        if (!prim) gone(ctx, rc == CUDA_SUCCESS ? SG_CTX_GONE : SG_CTX_KEPT);
         if (rc == CUDA_SUCCESS) {
             teardown_taken(ctx, taken, early);
             return rc;

@@ -21,7 +21,11 @@
  *                            (the driver destroyed them) and their variants,
  *                            and starts a new parameter-layout epoch (the
  *                            context's function handles may be reused);
- *     3. SG_CTX_PART_ARENA   memory.c unmaps, releases and forgets the arena.
+ *     3. SG_CTX_PART_ARENA   memory.c unmaps, releases and forgets the arena;
+ *     4. SG_CTX_PART_LAUNCH  mem_lazy.c clears the launch filter's tables the
+ *                            context had (taken before its destroy was
+ *                            forwarded) for the next context (not a primary
+ *                            context's: it keeps its value).
  * A part's teardown makes no call on the dead context's objects: its events,
  * streams and execs went with it (their handles may already be reused by the
  * driver); only VMM memory, which outlives contexts, is unmapped and released,
@@ -43,7 +47,8 @@
 #include "vmm.h"
 
 typedef enum {
-    SG_CTX_PART_CAPTURES, SG_CTX_PART_SLOTS, SG_CTX_PART_GRAPHS, SG_CTX_PART_ARENA, SG_CTX_PARTS
+    SG_CTX_PART_CAPTURES, SG_CTX_PART_SLOTS, SG_CTX_PART_GRAPHS, SG_CTX_PART_ARENA, SG_CTX_PART_LAUNCH,
+    SG_CTX_PARTS
 } sg_ctx_part;
 
 typedef struct sg_ctx {
@@ -83,19 +88,6 @@ void sg_ctx_on_teardown(sg_ctx_part part, void (*fn)(sg_ctx *c));
  * lived.) */
 void sg_ctx_on_take(sg_ctx_part part, void *(*take)(CUcontext ctx), void (*give_back)(void *taken));
 
-/* Registers fn, told of every context that ends for good (cuCtxDestroy of
- * a created context; a green context's converted one with cuGreenCtxDestroy),
- * whether or not it had a record; for what is kept per handle outside the
- * records (mem_lazy.c's launch filter). In phases, as the records are
- * (design.md, "Handle values the driver gives out again"): SG_CTX_GOING
- * before the destroy is forwarded (the driver may give the value to another
- * thread's new context as soon as it frees it, and what is kept for the
- * value must then be the new context's), then SG_CTX_GONE once the driver
- * destroyed it or SG_CTX_KEPT if it refused. Not a primary context that
- * became inactive: it keeps its handle, and a thread that has it current
- * may launch in it again once it is retained. */
-typedef enum { SG_CTX_GOING, SG_CTX_GONE, SG_CTX_KEPT } sg_ctx_gone;
-void sg_ctx_on_gone(void (*fn)(CUcontext ctx, sg_ctx_gone phase));
 /* Calls fn(c, u) for every live record (each held by a reference, no lock
  * held during the call). */
 void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u);

@@ -100,35 +100,56 @@ static unsigned char *launch_table_of(CUcontext ctx)
 
 void sg_launch_filter_switched(void) { sg_launch_known = launch_none; }
 
-/* Context ctx ends (contexts.h, sg_ctx_on_gone). Before the destroy is
- * forwarded its tables leave it (marked dying): once the driver has freed
- * the handle another thread's new context may get the value, and must find
- * no table holding the old context's launches (nor have one it made taken
- * away afterwards, while its threads point at it). Once destroyed, the
- * dying tables, cleared, go back for the next context; a refused destroy
- * gives them back to ctx. */
+/* Context ctx ends (contexts.h, sg_ctx_on_take and SG_CTX_PART_LAUNCH).
+ * Before the destroy is forwarded its tables leave it (marked dying): once
+ * the driver has freed the handle another thread's new context may get the
+ * value, and must find no table holding the old context's launches (nor
+ * have one it made taken away afterwards, while its threads point at it).
+ * Once destroyed, the dying tables, cleared, go back for the next context;
+ * a refused destroy gives them back to ctx. */
 static const char dying_mark;
 #define LAUNCH_DYING ((CUcontext)(uintptr_t)&dying_mark)
+enum { LAUNCH_GOING, LAUNCH_GONE, LAUNCH_KEPT };
 
-static void launch_ctx_gone(CUcontext ctx, sg_ctx_gone phase)
+static void launch_ctx_phase(CUcontext ctx, int phase)
 {
     pthread_mutex_lock(&launch_lock);
     for (launch_table *t = launch_tables; t; t = t->next) {
-        if (phase == SG_CTX_GOING) {
+        if (phase == LAUNCH_GOING) {
             if (t->ctx != ctx) continue;
             t->ctx = LAUNCH_DYING;
             t->dying = ctx;
         } else if (t->ctx == LAUNCH_DYING && t->dying == ctx) {
-            if (phase == SG_CTX_GONE)
+            if (phase == LAUNCH_GONE)
                 for (size_t i = 0; i < SG_LAUNCH_TABLE; i++) __atomic_store_n(&t->bytes[i], 0, __ATOMIC_RELAXED);
-            t->ctx = phase == SG_CTX_GONE ? NULL : ctx;
+            t->ctx = phase == LAUNCH_GONE ? NULL : ctx;
             t->dying = NULL;
         }
     }
     pthread_mutex_unlock(&launch_lock);
 }
 
-void sg_launch_filter_init(void) { sg_ctx_on_gone(launch_ctx_gone); }
+/* The token handed back is the context itself. */
+static void *launch_take(CUcontext ctx)
+{
+    if (!ctx) return NULL;
+    launch_ctx_phase(ctx, LAUNCH_GOING);
+    return ctx;
+}
+
+static void launch_give_back(void *taken) { launch_ctx_phase((CUcontext)taken, LAUNCH_KEPT); }
+
+/* The teardown: only what was taken (a primary context keeps its table). */
+static void launch_teardown(sg_ctx *c)
+{
+    if (c->early[SG_CTX_PART_LAUNCH]) launch_ctx_phase((CUcontext)c->early[SG_CTX_PART_LAUNCH], LAUNCH_GONE);
+}
+
+void sg_launch_filter_init(void)
+{
+    sg_ctx_on_take(SG_CTX_PART_LAUNCH, launch_take, launch_give_back);
+    sg_ctx_on_teardown(SG_CTX_PART_LAUNCH, launch_teardown);
+}
 
 /* A context destroyed or reset: what its kernels had loaded is gone (and a
  * primary context keeps its handle); a module or library unloaded: the
