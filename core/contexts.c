@@ -130,6 +130,37 @@ void sg_ctx_on_take(sg_ctx_part part, void *(*take)(CUcontext ctx), void (*give_
     give_back_fn[part] = give_back;
 }
 
+/* Sets of parts: every one; those that may hold state of a context without
+ * a record (captures, exec records, launch tables); those a green
+ * context's converted context has (what is made with it is the primary
+ * context's). */
+#define PARTS_ALL ((1u << SG_CTX_PARTS) - 1)
+#define PARTS_UNRECORDED                                                      \
+    (1u << SG_CTX_PART_CAPTURES | 1u << SG_CTX_PART_GRAPHS | 1u << SG_CTX_PART_LAUNCH)
+#define PARTS_CONVERTED (1u << SG_CTX_PART_CAPTURES | 1u << SG_CTX_PART_LAUNCH)
+
+/* What the parts of `parts` take of ctx before its destroy is forwarded,
+ * into early (each part's token, NULL: nothing). */
+static void parts_take(CUcontext ctx, unsigned parts, void **early)
+{
+    for (int p = 0; p < SG_CTX_PARTS; p++)
+        if ((parts >> p & 1) && take_fn[p]) early[p] = take_fn[p](ctx);
+}
+
+/* The destroy was refused: each part gets what it took back. */
+static void parts_give_back(void *const *early)
+{
+    for (int p = 0; p < SG_CTX_PARTS; p++)
+        if (early[p] && give_back_fn[p]) give_back_fn[p](early[p]);
+}
+
+/* The teardown of the parts of `parts`, in their order. */
+static void parts_teardown(sg_ctx *c, unsigned parts)
+{
+    for (int p = 0; p < SG_CTX_PARTS; p++)
+        if ((parts >> p & 1) && teardown_fn[p]) teardown_fn[p](c);
+}
+
 void sg_ctx_foreach(void (*fn)(sg_ctx *c, void *u), void *u)
 {
     size_t n = 0, cap = 0;
@@ -183,15 +214,12 @@ static void teardown_taken(CUcontext ctx, sg_ctx *c, void *const *early)
         /* no record, but captures and graph records may still name the context */
         sg_ctx tmp = { .ctx = ctx, .dead = 1 };
         if (early) memcpy(tmp.early, early, sizeof tmp.early);
-        static const sg_ctx_part unrecorded[] = { SG_CTX_PART_CAPTURES, SG_CTX_PART_GRAPHS, SG_CTX_PART_LAUNCH };
-        for (size_t i = 0; i < sizeof unrecorded / sizeof *unrecorded; i++)
-            if (teardown_fn[unrecorded[i]]) teardown_fn[unrecorded[i]](&tmp);
+        parts_teardown(&tmp, PARTS_UNRECORDED);
         return;
     }
     __atomic_store_n(&c->dead, 1, __ATOMIC_RELEASE);
     if (early) memcpy(c->early, early, sizeof c->early);
-    for (int p = 0; p < SG_CTX_PARTS; p++)
-        if (teardown_fn[p]) teardown_fn[p](c);
+    parts_teardown(c, PARTS_ALL);
     sg_ctx_put(c);
 }
 
@@ -278,17 +306,12 @@ static CUresult primary_drop(const sg_call *c)
     if (d == -1) owners_destroy_begin(NULL);   /* (rare) every owner asked again: the converted handle goes */
     /* the converted context's captures and launch tables taken before the
      * driver frees the value, as cuCtxDestroy's parts are */
-    static const sg_ctx_part conv[] = { SG_CTX_PART_CAPTURES, SG_CTX_PART_LAUNCH };
     sg_ctx tmp = { .ctx = converted, .dead = 1 };
-    for (size_t i = 0; converted && i < sizeof conv / sizeof *conv; i++)
-        if (take_fn[conv[i]]) tmp.early[conv[i]] = take_fn[conv[i]](converted);
+    if (converted) parts_take(converted, PARTS_CONVERTED, tmp.early);
     CUresult rc = c->forward(c->args);
     if (d == -1) owners_destroy_end(NULL);
-    for (size_t i = 0; converted && i < sizeof conv / sizeof *conv; i++) {
-        void *e = tmp.early[conv[i]];
-        if (rc != CUDA_SUCCESS && e && give_back_fn[conv[i]]) give_back_fn[conv[i]](e);
-        else if (rc == CUDA_SUCCESS && teardown_fn[conv[i]]) teardown_fn[conv[i]](&tmp);
-    }
+    if (converted && rc == CUDA_SUCCESS) parts_teardown(&tmp, PARTS_CONVERTED);
+    else if (converted) parts_give_back(tmp.early);
     if (rc != CUDA_SUCCESS || d >= SG_CTX_MAX_DEVICES) return rc;
     if (d >= 0) drop_if_inactive(d, 0);
     else if (d == -1)
@@ -316,16 +339,14 @@ CUresult sg_ctx_call(const sg_call *c)
         sg_ctx *taken = ctx && !prim ? take_locked(ctx) : NULL;
         pthread_mutex_unlock(&table_lock);
         void *early[SG_CTX_PARTS] = { 0 };
-        for (int p = 0; p < SG_CTX_PARTS && ctx && !prim; p++)
-            if (take_fn[p]) early[p] = take_fn[p](ctx);
+        if (ctx && !prim) parts_take(ctx, PARTS_ALL, early);
         rc = c->forward(c->args);
         owners_destroy_end(ctx);
         if (rc == CUDA_SUCCESS) {
             teardown_taken(ctx, taken, early);
             return rc;
         }
-        for (int p = 0; p < SG_CTX_PARTS; p++)
-            if (early[p] && give_back_fn[p]) give_back_fn[p](early[p]);
+        parts_give_back(early);
         if (taken) {
             pthread_mutex_lock(&table_lock);
             taken->next = table;        /* ahead of one made meanwhile, if any */

@@ -263,8 +263,8 @@ static CUresult upload(const sg_call *c)
     return plain ? sg_mem_retry(c, rc) : rc;
 }
 
-/* Destroys the exec; the observer's state (variants) goes with the record. */
-/* The exec's record and statistics go before the driver frees the handle:
+/* Destroys the exec; the observer's state (variants) goes with the record.
+ * The exec's record and statistics go before the driver frees the handle:
  * once it has, another thread's instantiation may get the value and its
  * record and statistics, which a removal made after would take (its updates
  * then forwarded as untracked_exec, its report entry ended; round 40,
@@ -362,11 +362,11 @@ static void ctx_teardown(sg_ctx *cx)
     size_t n = 0;
     sg_grec **gone;
     ctx_recs *early = cx->early[SG_CTX_PART_GRAPHS];
-    if (!early) sg_fp_cache_epoch_bump();   /* (else bumped when taken) */
-    if (early) {
+    if (early) {                           /* (the epoch bumped when taken) */
         gone = early->v, n = early->n;
         free(early);
     } else {
+        sg_fp_cache_epoch_bump();
         gone = sg_grec_take_ctx(cx->ctx, &n);
     }
     for (size_t i = 0; i < n; i++) {

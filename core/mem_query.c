@@ -319,35 +319,38 @@ static CUresult node_operand(CUmemorytype t, CUdeviceptr p, size_t len, int ask)
     return ask ? foreign_check(p, len) : CUDA_SUCCESS;
 }
 
-static CUresult check_copy3d_as(const CUDA_MEMCPY3D *p, int ask)
+/* One operand of a call's copy (the API's range check): device memory, or
+ * a unified address in the library's reservations, as check_range. */
+static CUresult api_operand(CUmemorytype t, CUdeviceptr p, size_t len, int ask)
 {
-    CUresult rc = node_operand(p->srcMemoryType, p->srcDevice,
-                               extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight,
-                                        p->WidthInBytes, p->Height, p->Depth), ask);
+    (void)ask;
+    return device_operand(t, p) ? check_range(p, len) : CUDA_SUCCESS;
+}
+
+/* A 3D copy's source, then destination, each checked by `one` (api_operand
+ * for a call, node_operand for a node). */
+static CUresult check_copy3d(const CUDA_MEMCPY3D *p, CUresult (*one)(CUmemorytype, CUdeviceptr, size_t, int),
+                             int ask)
+{
+    CUresult rc = one(p->srcMemoryType, p->srcDevice,
+                      extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight,
+                               p->WidthInBytes, p->Height, p->Depth), ask);
     if (rc == CUDA_SUCCESS)
-        rc = node_operand(p->dstMemoryType, p->dstDevice,
-                          extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight,
-                                   p->WidthInBytes, p->Height, p->Depth), ask);
+        rc = one(p->dstMemoryType, p->dstDevice,
+                 extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight,
+                          p->WidthInBytes, p->Height, p->Depth), ask);
     return rc;
 }
 
-static CUresult check_copy3d(const CUDA_MEMCPY3D *p)
+/* The bytes a memset of h rows of w elements of es bytes, pitch apart, spans. */
+static size_t memset_extent(size_t pitch, size_t es, size_t w, size_t h)
 {
-    CUresult rc = CUDA_SUCCESS;
-    if (device_operand(p->srcMemoryType, p->srcDevice))
-        rc = check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
-                                                       p->srcHeight, p->WidthInBytes, p->Height,
-                                                       p->Depth));
-    if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
-        rc = check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
-                                                       p->dstHeight, p->WidthInBytes, p->Height,
-                                                       p->Depth));
-    return rc;
+    return h ? (h - 1) * pitch + w * es : 0;
 }
 
 static CUresult check_memset(CUdeviceptr dst, size_t pitch, size_t es, size_t w, size_t h)
 {
-    return check_range(dst, h ? (h - 1) * pitch + w * es : 0);
+    return check_range(dst, memset_extent(pitch, es, w, h));
 }
 
 /* CUDA_SUCCESS, or the error the driver gives for a range outside its
@@ -374,7 +377,7 @@ static CUresult check_op(const sg_call *c)
         return rc;
     }
     case SG_OP_COPY3D:
-        return d ? check_copy3d(d) : CUDA_SUCCESS;
+        return d ? check_copy3d(d, api_operand, 0) : CUDA_SUCCESS;
     case SG_OP_MEMSET_NODE: {
         const CUDA_MEMSET_NODE_PARAMS *m = d;
         return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height)
@@ -386,7 +389,7 @@ static CUresult check_op(const sg_call *c)
         if (n->type == CU_GRAPH_NODE_TYPE_MEMSET)
             return check_memset(n->memset.dst, n->memset.pitch, n->memset.elementSize,
                                 n->memset.width, n->memset.height);
-        if (n->type == CU_GRAPH_NODE_TYPE_MEMCPY) return check_copy3d(&n->memcpy.copyParams);
+        if (n->type == CU_GRAPH_NODE_TYPE_MEMCPY) return check_copy3d(&n->memcpy.copyParams, api_operand, 0);
         return CUDA_SUCCESS;
     }
     }
@@ -395,14 +398,14 @@ static CUresult check_op(const sg_call *c)
 
 CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p, int ask)
 {
-    return p ? check_copy3d_as(p, ask) : CUDA_SUCCESS;
+    return p ? check_copy3d(p, node_operand, ask) : CUDA_SUCCESS;
 }
 
 CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m, int ask)
 {
     if (!m) return CUDA_SUCCESS;
-    return node_operand(CU_MEMORYTYPE_DEVICE, m->dst,
-                        m->height ? (m->height - 1) * m->pitch + m->width * m->elementSize : 0, ask);
+    return node_operand(CU_MEMORYTYPE_DEVICE, m->dst, memset_extent(m->pitch, m->elementSize, m->width, m->height),
+                        ask);
 }
 
 static CUresult mem_op(const sg_call *c)

@@ -384,6 +384,15 @@ static void clone_graph(const sg_gb *gb)
     insert_locked(r, *gb->u.clone.out);
 }
 
+/* A call the recorder does not model changed node n's graph: its record,
+ * if any, is spoiled (rec_lock held). */
+static void spoil_node_locked(CUgraphNode n)
+{
+    uint32_t i;
+    sg_grecord *r = node_of(n, &i);
+    if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+}
+
 CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
 {
     const sg_gb *gb = c->gb;
@@ -395,10 +404,8 @@ CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
          * were checked already (round 40, windownode: an update the driver
          * refuses for the topology answered SUCCESS). A refused destroy only
          * spoils the record (the graph is read back). */
-        uint32_t i;
         sg_lock_take(&sg_rec_lock);
-        sg_grecord *r = node_of(gb->u.node, &i);
-        if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+        spoil_node_locked(gb->u.node);
         forget_node(gb->u.node, NULL);
         sg_lock_drop(&sg_rec_lock);
         return route(c);
@@ -432,12 +439,9 @@ CUresult sg_rec_graph_op(const sg_call *c, CUresult (*route)(const sg_call *))
         if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
         break;
     }
-    case SG_GB_NODE_OTHER: {
-        uint32_t i;
-        sg_grecord *r = node_of(gb->u.node, &i);
-        if (r) sg_grecord_spoil(r, SG_READBACK_UNMODELED_CALL);
+    case SG_GB_NODE_OTHER:
+        spoil_node_locked(gb->u.node);
         break;
-    }
     default:
         break;
     }
