@@ -8,8 +8,8 @@
  * need more: cuLibraryGetKernel, and the uncaptured kernel launch through
  * the launch filter (memory.h).
  *
- * Locks: launch_lock guards the list of per-context tables (a leaf: nothing
- * is taken under it); the tables' bytes are atomics; sg_launch_known is the
+ * Locks: launch_lock guards the list of per-context tables and the counts
+ * of context destroys (a leaf: nothing is taken under it); the tables' bytes are atomics; sg_launch_known is the
  * thread's own.
  */
 #include "mem_internal.h"
@@ -72,12 +72,28 @@ typedef struct launch_table {
 } launch_table;
 static launch_table *launch_tables;
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Context destroys (launch_lock; epoch also read without it): epoch counts
+ * every take and every teardown or give-back, dying the destroys between
+ * take and teardown (or give-back). */
+static unsigned long launch_epoch;
+static unsigned launch_dying;
 
-/* ctx's table, made if it has none; NULL if out of memory (the launch is
- * then not marked: its next launches take the general path too). */
-static unsigned char *launch_table_of(CUcontext ctx)
+/* ctx's table, made if it has none; NULL if out of memory or if a context
+ * destroy began or ended since the caller read epoch, or is in flight (the
+ * launch is then not marked: its next launches take the general path too).
+ * The launch ran in ctx, which was alive then; without that test a destroy
+ * of ctx between the launch and this call (another thread's cuCtxDestroy
+ * of a context current here, whose take found no table of ctx yet) left a
+ * table made for the dead value, which a context made later on the value
+ * would have found with the old context's launches marked: their first
+ * launches there direct, without the retry after a trim. */
+static unsigned char *launch_table_of(CUcontext ctx, unsigned long epoch)
 {
     pthread_mutex_lock(&launch_lock);
+    if (launch_dying || launch_epoch != epoch) {
+        pthread_mutex_unlock(&launch_lock);
+        return NULL;
+    }
     launch_table *t = launch_tables, *spare = NULL;
     for (; t && t->ctx != ctx; t = t->next)
         if (!t->ctx && !spare) spare = t;
@@ -114,6 +130,9 @@ enum { LAUNCH_GOING, LAUNCH_GONE, LAUNCH_KEPT };
 static void launch_ctx_phase(CUcontext ctx, int phase)
 {
     pthread_mutex_lock(&launch_lock);
+    __atomic_store_n(&launch_epoch, launch_epoch + 1, __ATOMIC_RELEASE);
+    if (phase == LAUNCH_GOING) launch_dying++;
+    else if (launch_dying) launch_dying--;
     for (launch_table *t = launch_tables; t; t = t->next) {
         if (phase == LAUNCH_GOING) {
             if (t->ctx != ctx) continue;
@@ -177,6 +196,7 @@ void sg_launch_filter_forget(void)
  * context's table, if it ran there, and no capture began meanwhile. */
 CUresult sg_mem_kernel_launch(const sg_call *c)
 {
+    unsigned long epoch = __atomic_load_n(&launch_epoch, __ATOMIC_ACQUIRE);
     CUresult rc = c->forward(c->args);
     if (!sg_mem_placing) {
         sg_launch_known = sg_launch_all;
@@ -189,7 +209,7 @@ CUresult sg_mem_kernel_launch(const sg_call *c)
     CUstream s = c->u.kernel.stream;
     if (!sg_default_stream(s) && (SG_DRIVER_CALL(cuStreamGetCtx, s, &sctx) != CUDA_SUCCESS || sctx != cur))
         return rc;
-    unsigned char *t = launch_table_of(cur);
+    unsigned char *t = launch_table_of(cur, epoch);
     if (!t) return rc;
     __atomic_store_n(&t[SG_LAUNCH_SLOT(c->u.kernel.f)], 1, __ATOMIC_RELAXED);
     sg_launch_known = t;

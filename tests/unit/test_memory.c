@@ -57,6 +57,8 @@ static struct fake {
     cuuint64_t pool_drv;      /* the driver's figure for every pool attribute */
     int launch_oom;           /* forwarded kernel launches that fail with OUT_OF_MEMORY first */
     int launches;
+    void (*during_launch)(void);  /* called (once) while a kernel launch is forwarded */
+    void (*during_destroy)(void); /* called (once) while a cuCtxDestroy is forwarded */
     int info_calls;           /* the library's own cuMemGetInfo (headroom, room before growing) */
     size_t info_free;         /* what it says is free (setup: plenty) */
     CUresult info_rc;
@@ -295,7 +297,15 @@ static CUresult fwd(const void *args)
     F.fwd_other++;
     if (c->kind == SG_CALL_KERNEL) {
         F.launches++;
+        void (*during)(void) = F.during_launch;
+        F.during_launch = NULL;
+        if (during) during();
         return F.launch_oom && F.launch_oom-- ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    }
+    if (c->kind == SG_CALL_CTX_DESTROY && F.during_destroy) {
+        void (*during)(void) = F.during_destroy;
+        F.during_destroy = NULL;
+        during();
     }
     if (c->kind == SG_CALL_POOL_SET) return F.pool_set_rc;
     if (c->kind == SG_CALL_POOL_ATTR) {
@@ -929,6 +939,49 @@ TEST(launch_filter)
     sg_launch_filter_switched();
 }
 
+/* Another thread's cuCtxDestroy of the context current here, between a
+ * first launch's forward and its mark: the launch ran in the context while
+ * it lived, but the mark would land in a table made for the dead value,
+ * which a context made later on that value finds (its first launch of the
+ * function direct, without the retry). Not marked; nor while any destroy
+ * is in flight; marked again once none is. */
+static void destroy_current(void)
+{
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_DESTROY, .u.ctx = { .ctx = F.cur } }), CUDA_SUCCESS);
+}
+
+static void launch_first(void)
+{
+    F.cur = CTX2;                 /* this thread's context, alive */
+    sg_launch_filter_switched();
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_KERNEL, .u.kernel = { .f = (CUfunction)0x7100 } }),
+             CUDA_SUCCESS);
+}
+
+TEST(launch_filter_context_destroyed_meanwhile)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CUfunction f = (CUfunction)0x7000;
+    sg_call k = { .kind = SG_CALL_KERNEL, .u.kernel = { .f = f } };
+    F.cur = CTX2;
+    F.during_launch = destroy_current;
+    CHECK_CU(call(k), CUDA_SUCCESS);
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(f)], 0);      /* not marked for the dead value */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_SWITCH }), CUDA_SUCCESS);
+    CHECK_CU(call(k), CUDA_SUCCESS);                      /* a new context on the value: */
+    CHECK_EQ(F.launches, 2);                              /* its first launch took the general path */
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(f)], 1);      /* and is marked now */
+    CUfunction g = (CUfunction)0x7100;
+    F.cur = CTX1;                                         /* another thread's context ends */
+    F.during_destroy = launch_first;                      /* while this one launches g */
+    destroy_current();
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(g)], 0);      /* not marked while it is in flight */
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_CTX_SWITCH }), CUDA_SUCCESS);
+    CHECK_CU(call((sg_call){ .kind = SG_CALL_KERNEL, .u.kernel = { .f = g } }), CUDA_SUCCESS);
+    CHECK_EQ(sg_launch_known[SG_LAUNCH_SLOT(g)], 1);      /* no destroy in flight: marked */
+    sg_launch_filter_switched();
+}
+
 /* cuMemGetInfo counts as free the placed memory a new allocation could get:
  * wholly free granules, not holes beside live blocks. */
 TEST(memory_info_counts_freed_placed_memory)
@@ -1330,6 +1383,7 @@ int main(void)
     RUN(default_pool_figures_count_placed_stream_ordered_memory);
     RUN(frees_keep_the_device_headroom);
     RUN(launch_filter);
+    RUN(launch_filter_context_destroyed_meanwhile);
     sg_mem_reset();
     return check_done();
 }
