@@ -1,27 +1,45 @@
 /*
- * emu_array.c: CUDA arrays in the emulated driver, as far as memory goes:
- * cuArrayCreate_v2 / cuArray3DCreate_v2 check the descriptor and charge the
- * array's bytes to the device's memory budget (emu_mem.c's accounting),
- * cuArrayDestroy gives them back, the descriptor queries return what was
- * asked for, and a context's teardown ends its arrays. An array has no
- * contents and no address: nothing copies to or from it (copies naming
- * CU_MEMORYTYPE_ARRAY are CUDA_ERROR_NOT_SUPPORTED, emu_copy.c), and no
- * texture or surface is made from it.
+ * emu_array.c: CUDA arrays in the emulated driver: cuArrayCreate_v2 /
+ * cuArray3DCreate_v2 check the descriptor, charge the array's bytes to the
+ * device's memory budget (emu_mem.c's accounting) and give the array its
+ * own storage (its elements, row after row, layer after layer: no address
+ * a program sees); cuArrayDestroy gives both back, the descriptor queries
+ * return what was asked for, and a context's teardown ends its arrays.
+ * Copies name an array by handle (CU_MEMORYTYPE_ARRAY, emu_copy.c): they
+ * check its extents here (emu_array_side_check) and reach its storage
+ * under emu_array_lock (emu_array_pin). No texture or surface is made
+ * from an array.
+ *
+ * Each array has a generation, unique over the process: a copy or a node
+ * binds to the generation its handle had when it was queued or its
+ * parameters were set, so that a handle value given to a new array
+ * (handle pools give the value freed last out first) is not taken for the
+ * array the copy named (a real driver would use the freed array's memory).
  *
  * Arrays come from the handle pool (EMU_K_ARRAY) and are registered as
- * handles of their context. Locks: none of its own; an array is immutable
- * once published; the charge is taken and given back under emu_mem_lock
- * (emu_mem.h).
+ * handles of their context. Locks: emu_array_lock guards an array's
+ * storage against its destroy while a copy uses it (taken before
+ * emu_mem_lock, never after); the descriptor is immutable once published;
+ * the charge is taken and given back under emu_mem_lock (emu_mem.h).
  */
 #include "emu_mem.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
 struct CUarray_st {
-    CUDA_ARRAY3D_DESCRIPTOR desc;   /* as created (cuArrayCreate: Depth and Flags 0) */
+    CUDA_ARRAY3D_DESCRIPTOR desc;   /* as created (cuArrayCreate: Depth and Flags 0); first: a
+                                     * freed object's first word links the pool */
     int device;
+    CUcontext ctx;
     size_t len;                     /* bytes charged: whole pages */
+    size_t elem;                    /* bytes of one element (channels x channel size) */
+    unsigned char *data;            /* the elements, row-major, len bytes (mmap'd) */
+    uint64_t gen;                   /* unique per array made; kept in the pool after its destroy */
 };
+
+pthread_mutex_t emu_array_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t array_gens;         /* under emu_array_lock */
 
 /* Bytes of one channel of `f`; 0 for a format the emulation does not know
  * the layout of (block-compressed, video and normalized packed formats). */
@@ -79,10 +97,25 @@ static CUresult array_create(const char *call, CUarray *out, const CUDA_ARRAY3D_
     int ok = emu_usage_take(ctx->device, len);
     pthread_mutex_unlock(&emu_mem_lock);
     if (!ok) return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Storage: pages taken only where written (an array as large as the
+     * device budget costs nothing until used). */
+    void *data = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (data == MAP_FAILED) {
+        pthread_mutex_lock(&emu_mem_lock);
+        emu_memory.used[ctx->device] -= len;
+        pthread_mutex_unlock(&emu_mem_lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     CUarray a = emu_handle_mem_get(EMU_K_ARRAY, sizeof *a);
     a->desc = *d;
     a->device = ctx->device;
+    a->ctx = ctx;
     a->len = len;
+    a->elem = format_bytes(d->Format) * d->NumChannels;
+    a->data = data;
+    pthread_mutex_lock(&emu_array_lock);
+    a->gen = ++array_gens;
+    pthread_mutex_unlock(&emu_array_lock);
     emu_handle_add_ctx(a, EMU_K_ARRAY, ctx);
     *out = a;
     return CUDA_SUCCESS;
@@ -93,6 +126,10 @@ static CUresult array_create(const char *call, CUarray *out, const CUDA_ARRAY3D_
 static void array_free(void *h)
 {
     CUarray a = h;
+    pthread_mutex_lock(&emu_array_lock);   /* no copy is using the storage */
+    munmap(a->data, a->len);
+    a->data = NULL;
+    pthread_mutex_unlock(&emu_array_lock);
     pthread_mutex_lock(&emu_mem_lock);
     emu_memory.used[a->device] -= a->len;
     pthread_mutex_unlock(&emu_mem_lock);
@@ -161,4 +198,70 @@ EMU_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDes
 void emu_arrays_ctx_destroyed(CUcontext ctx)
 {
     emu_handles_end_ctx(ctx, EMU_K_ARRAY, array_free);
+}
+
+/* The generation of live array h, 0 if h is no live array. */
+uint64_t emu_array_gen(CUarray h)
+{
+    if (!h || !emu_handle_ok(h, EMU_K_ARRAY)) return 0;
+    pthread_mutex_lock(&emu_array_lock);
+    uint64_t g = h->gen;
+    pthread_mutex_unlock(&emu_array_lock);
+    return g;
+}
+
+/* The context and device of live array h (NULL and -1 if none). */
+CUcontext emu_array_ctx(CUarray h) { return emu_array_gen(h) ? h->ctx : NULL; }
+int emu_array_device(CUarray h) { return emu_array_gen(h) ? h->device : -1; }
+
+/* Whether h names a live array of 2 or 3 dimensions (a "multidimensional"
+ * memory operand of the exec setters), 1D arrays and 1D layered ones not. */
+int emu_array_multidim(CUarray h)
+{
+    if (!emu_array_gen(h)) return 0;
+    return h->desc.Height != 0 || (h->desc.Depth != 0 && !(h->desc.Flags & CUDA_ARRAY3D_LAYERED));
+}
+
+/* The rows of the array, its layers (Depth, or the layers of a layered
+ * one; at least 1 each) and the bytes of a row. */
+static void array_shape(CUarray a, size_t *row, size_t *rows, size_t *layers)
+{
+    *row = a->desc.Width * a->elem;
+    *rows = a->desc.Height ? a->desc.Height : 1;
+    *layers = a->desc.Depth ? a->desc.Depth : 1;
+}
+
+/* cuMemcpy2D / cuMemcpy3D's rules for an array operand: a live array
+ * (else CUDA_ERROR_INVALID_VALUE, the only error the copies list for bad
+ * parameters); "srcXInBytes must be evenly divisible by the array element
+ * size", and so must the width (whole elements move); the copy's box (x,
+ * y, z; w bytes, h rows, d layers) inside the array. A 1D array has one
+ * row, a 2D one one layer. Element sizes of two arrays: cuMemcpyAtoA "the
+ * elements must be the same size" (checked by the caller). */
+CUresult emu_array_side_check(CUarray h, size_t x, size_t y, size_t z, size_t w, size_t hgt, size_t d)
+{
+    size_t row, rows, layers;
+    if (!emu_array_gen(h)) return CUDA_ERROR_INVALID_VALUE;
+    array_shape(h, &row, &rows, &layers);
+    if (x % h->elem || w % h->elem) return CUDA_ERROR_INVALID_VALUE;
+    if (x > row || w > row - x || y > rows || hgt > rows - y || z > layers || d > layers - z)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+size_t emu_array_elem(CUarray h) { return emu_array_gen(h) ? h->elem : 0; }
+
+/* With emu_array_lock held by the caller: the storage of array h if it is
+ * still the array of generation gen, with its row pitch and row count
+ * (the "pitch" and "height" of a pitched operand): 1; 0 when the array was
+ * destroyed since and its handle is dead, -1 when the handle value names
+ * another array now. */
+int emu_array_pin(CUarray h, uint64_t gen, uintptr_t *base, size_t *pitch, size_t *height)
+{
+    size_t layers;
+    if (!h || !gen || !emu_handle_ok(h, EMU_K_ARRAY)) return 0;
+    if (h->gen != gen || !h->data) return -1;
+    array_shape(h, pitch, height, &layers);
+    *base = (uintptr_t)h->data;
+    return 1;
 }

@@ -203,22 +203,23 @@ BATCH_MEMOP_EXPORT(cuStreamBatchMemOp_v2_ptsz, 1, 1)
  * ---------------------------------------------------------------------- */
 typedef struct side {
     CUmemorytype type;
-    uintptr_t base;                 /* host or device address */
+    uintptr_t base;                 /* host or device address; an array's storage once pinned */
     size_t x, y, z, pitch, height;
+    CUarray arr;                    /* CU_MEMORYTYPE_ARRAY: the array named */
 } side;
 
 static side src_side(const CUDA_MEMCPY3D *p)
 {
     return (side){ p->srcMemoryType, p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->srcHost
                                                                             : (uintptr_t)p->srcDevice,
-                   p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight };
+                   p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight, p->srcArray };
 }
 
 static side dst_side(const CUDA_MEMCPY3D *p)
 {
     return (side){ p->dstMemoryType, p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->dstHost
                                                                             : (uintptr_t)p->dstDevice,
-                   p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight };
+                   p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight, p->dstArray };
 }
 
 /* Address of row (y, z) of the copy on one side. */
@@ -230,7 +231,11 @@ static uintptr_t side_row(const side *s, size_t y, size_t z)
 static CUresult side_check(const side *s, const CUDA_MEMCPY3D *p)
 {
     emu_range r;
-    if (s->type == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
+    /* An array: "srcArray specifies the handle of the source data. srcHost,
+     * srcDevice and srcPitch are ignored" (and so is srcHeight: the array
+     * has its own); its extents checked by emu_array.c. */
+    if (s->type == CU_MEMORYTYPE_ARRAY)
+        return emu_array_side_check(s->arr, s->x, s->y, s->z, p->WidthInBytes, p->Height, p->Depth);
     if (s->type != CU_MEMORYTYPE_HOST && s->type != CU_MEMORYTYPE_DEVICE && s->type != CU_MEMORYTYPE_UNIFIED)
         return CUDA_ERROR_INVALID_VALUE;
     if (!s->base) return CUDA_ERROR_INVALID_VALUE;
@@ -259,11 +264,29 @@ CUresult emu_memcpy3d_check(const CUDA_MEMCPY3D *p)
     return r != CUDA_SUCCESS ? r : side_check(&d, p);
 }
 
-/* 1 if every row of the side is accessible (host memory always is). */
-static int side_accessible(const side *s, const CUDA_MEMCPY3D *p, int dev, const char *what)
+/* The generations of the arrays a checked copy names (0: not an array):
+ * what the copy binds to when it is queued or its node's parameters set. */
+void emu_memcpy3d_gens(const CUDA_MEMCPY3D *p, uint64_t *src_gen, uint64_t *dst_gen)
+{
+    *src_gen = p->srcMemoryType == CU_MEMORYTYPE_ARRAY ? emu_array_gen(p->srcArray) : 0;
+    *dst_gen = p->dstMemoryType == CU_MEMORYTYPE_ARRAY ? emu_array_gen(p->dstArray) : 0;
+}
+
+/* 1 if every row of the side is accessible (host memory always is; an
+ * array is when it is still the array of generation gen: its storage is
+ * then pinned into s, under emu_array_lock). */
+static int side_accessible(side *s, const CUDA_MEMCPY3D *p, int dev, uint64_t gen, const char *what)
 {
     emu_range r;
     if (s->type == CU_MEMORYTYPE_HOST) return 1;
+    if (s->type == CU_MEMORYTYPE_ARRAY) {
+        int pin = emu_array_pin(s->arr, gen, &s->base, &s->pitch, &s->height);
+        if (pin > 0) return 1;
+        emu_violation(what, "array %p was destroyed after the copy named it%s (the copy would use freed "
+                      "memory: cuArrayDestroy)", (void *)s->arr,
+                      pin < 0 ? "; its handle value is another array's now" : "");
+        return 0;
+    }
     for (size_t z = 0; z < p->Depth; z++) {
         for (size_t y = 0; y < p->Height; y++) {
             uintptr_t a = side_row(s, y, z);
@@ -279,20 +302,27 @@ static int side_accessible(const side *s, const CUDA_MEMCPY3D *p, int dev, const
     return 1;
 }
 
-void emu_memcpy3d_exec(const CUDA_MEMCPY3D *p)
+void emu_memcpy3d_exec(const CUDA_MEMCPY3D *p, uint64_t src_gen, uint64_t dst_gen)
 {
     side s = src_side(p), d = dst_side(p);
     int dev = emu_worker_device();
-    if (!side_accessible(&s, p, dev, "memcpy") || !side_accessible(&d, p, dev, "memcpy")) return;
-    for (size_t z = 0; z < p->Depth; z++) {
-        for (size_t y = 0; y < p->Height; y++)
-            emu_mem_copy((void *)side_row(&d, y, z), (const void *)side_row(&s, y, z), p->WidthInBytes);
+    int arrays = s.type == CU_MEMORYTYPE_ARRAY || d.type == CU_MEMORYTYPE_ARRAY;
+    if (arrays) pthread_mutex_lock(&emu_array_lock);   /* no destroy unmaps the storage meanwhile */
+    if (side_accessible(&s, p, dev, src_gen, "memcpy") && side_accessible(&d, p, dev, dst_gen, "memcpy")) {
+        for (size_t z = 0; z < p->Depth; z++) {
+            for (size_t y = 0; y < p->Height; y++)
+                emu_mem_copy((void *)side_row(&d, y, z), (const void *)side_row(&s, y, z), p->WidthInBytes);
+        }
     }
+    if (arrays) pthread_mutex_unlock(&emu_array_lock);
 }
 
+/* An array has no device address: nothing to order it by range (its
+ * stream order is the only order, as for host memory). */
 static void side_touch(emu_work *w, const side *s, const CUDA_MEMCPY3D *p)
 {
     emu_range r;
+    if (s->type == CU_MEMORYTYPE_ARRAY) return;
     uintptr_t first = side_row(s, 0, 0);
     uintptr_t end = side_row(s, p->Height - 1, p->Depth - 1) + p->WidthInBytes;
     /* Host memory matters only where it is a device range (pinned memory). */
@@ -310,12 +340,14 @@ void emu_memcpy3d_touch(emu_work *w, const CUDA_MEMCPY3D *p)
 typedef struct copy_work {
     emu_work w;
     CUDA_MEMCPY3D p;
+    uint64_t src_gen, dst_gen;      /* the arrays named when queued (emu_memcpy3d_gens) */
 } copy_work;
 
 static void copy_run(emu_work *w, emu_stream *s)
 {
     (void)s;
-    emu_memcpy3d_exec(&((copy_work *)w)->p);
+    copy_work *cw = (copy_work *)w;
+    emu_memcpy3d_exec(&cw->p, cw->src_gen, cw->dst_gen);
 }
 
 /* Every copy entry point ends here. A zero-sized copy does nothing. */
@@ -328,6 +360,7 @@ static CUresult copy_submit(const char *call, const CUDA_MEMCPY3D *p, CUstream h
     if ((r = emu_stream_get(h, pt, &s)) != CUDA_SUCCESS) return r;
     copy_work *cw = (copy_work *)emu_work_new(sizeof *cw, call, copy_run);
     cw->p = *p;
+    emu_memcpy3d_gens(p, &cw->src_gen, &cw->dst_gen);
     emu_memcpy3d_touch(&cw->w, p);
     emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEMCPY, .copy = p };
     return emu_stream_submit(call, s, sync, &op, &cw->w);
@@ -420,6 +453,68 @@ EMU_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr
                                               CUstream hStream)
 { EMU_ENTRY_INIT(); return copy_1d(__func__, D, dstDevice, D, srcDevice, ByteCount, hStream, 1, 0); }
 
+/* The 1D copies to and from arrays (cuMemcpyHtoA, AtoH, DtoA, AtoD, AtoA,
+ * HtoAAsync, AtoHAsync): "dstOffset ... Offset in bytes of destination
+ * array", ByteCount bytes; a 3D copy of one row whose array side starts at
+ * that offset of the array's first row (the documentation says no more: a
+ * copy running past the first row of a 2D array is refused here,
+ * CUDA_ERROR_INVALID_VALUE, as one past the array's end, and offsets and
+ * counts are whole elements as for cuMemcpy2D's srcXInBytes). cuMemcpyAtoA:
+ * "the elements must be the same size; and count must be evenly divisible
+ * by that size". dst or src is an address (host or device) or, for the
+ * array side(s), a CUarray with its offset. */
+static CUresult copy_array_1d(const char *call, CUmemorytype dt, uintptr_t dst, size_t doff, CUmemorytype st,
+                              uintptr_t src, size_t soff, size_t n, CUstream h, int pt, int sync)
+{
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = st;
+    p.dstMemoryType = dt;
+    if (st == CU_MEMORYTYPE_ARRAY) p.srcArray = (CUarray)src, p.srcXInBytes = soff;
+    else if (st == CU_MEMORYTYPE_HOST) p.srcHost = (const void *)src;
+    else p.srcDevice = src;
+    if (dt == CU_MEMORYTYPE_ARRAY) p.dstArray = (CUarray)dst, p.dstXInBytes = doff;
+    else if (dt == CU_MEMORYTYPE_HOST) p.dstHost = (void *)dst;
+    else p.dstDevice = dst;
+    if (st == CU_MEMORYTYPE_ARRAY && dt == CU_MEMORYTYPE_ARRAY &&
+        emu_array_elem(p.srcArray) != emu_array_elem(p.dstArray))
+        return CUDA_ERROR_INVALID_VALUE;
+    p.WidthInBytes = n;
+    p.Height = p.Depth = 1;
+    return copy_submit(call, &p, h, pt, sync);
+}
+
+#define A CU_MEMORYTYPE_ARRAY
+EMU_EXPORT CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, A, (uintptr_t)dstArray, dstOffset, H, (uintptr_t)srcHost, 0, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, A, (uintptr_t)dstArray, dstOffset, H, (uintptr_t)srcHost, 0, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, H, (uintptr_t)dstHost, 0, A, (uintptr_t)srcArray, srcOffset, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, H, (uintptr_t)dstHost, 0, A, (uintptr_t)srcArray, srcOffset, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, A, (uintptr_t)dstArray, dstOffset, D, srcDevice, 0, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, A, (uintptr_t)dstArray, dstOffset, D, srcDevice, 0, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, D, dstDevice, 0, A, (uintptr_t)srcArray, srcOffset, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, D, dstDevice, 0, A, (uintptr_t)srcArray, srcOffset, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, A, (uintptr_t)dstArray, dstOffset, A, (uintptr_t)srcArray, srcOffset, ByteCount, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, A, (uintptr_t)dstArray, dstOffset, A, (uintptr_t)srcArray, srcOffset, ByteCount, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, A, (uintptr_t)dstArray, dstOffset, H, (uintptr_t)srcHost, 0, ByteCount, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, A, (uintptr_t)dstArray, dstOffset, H, (uintptr_t)srcHost, 0, ByteCount, hStream, 1, 0); }
+EMU_EXPORT CUresult cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, H, (uintptr_t)dstHost, 0, A, (uintptr_t)srcArray, srcOffset, ByteCount, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_array_1d(__func__, H, (uintptr_t)dstHost, 0, A, (uintptr_t)srcArray, srcOffset, ByteCount, hStream, 1, 0); }
+#undef A
+
 /* cuMemcpyPeer / cuMemcpyPeerAsync: "Copies from device memory in one
  * context to device memory in another context." Both contexts must be live
  * (CUDA_ERROR_INVALID_CONTEXT); then it is a device-to-device copy like
@@ -506,7 +601,7 @@ static void batch_run(emu_work *w, emu_stream *s)
 {
     (void)s;
     batch_work *b = (batch_work *)w;
-    for (size_t i = 0; i < b->n; i++) emu_memcpy3d_exec(&b->p[i]);
+    for (size_t i = 0; i < b->n; i++) emu_memcpy3d_exec(&b->p[i], 0, 0);   /* device and host memory only */
 }
 
 static CUresult copy_batch(const char *call, const CUdeviceptr *dsts, const CUdeviceptr *srcs,
@@ -639,7 +734,8 @@ EMU_EXPORT CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *s
 
 static CUresult copy_2d_pitch_limited(const char *call, const CUDA_MEMCPY2D *c, CUstream h, int pt, int sync)
 {
-    if (c && c->Height > 1 && (c->srcPitch > EMU_MAX_PITCH || c->dstPitch > EMU_MAX_PITCH))
+    if (c && c->Height > 1 && ((c->srcMemoryType != CU_MEMORYTYPE_ARRAY && c->srcPitch > EMU_MAX_PITCH) ||
+                               (c->dstMemoryType != CU_MEMORYTYPE_ARRAY && c->dstPitch > EMU_MAX_PITCH)))
         return CUDA_ERROR_INVALID_VALUE;
     return copy_2d(call, c, h, pt, sync);
 }

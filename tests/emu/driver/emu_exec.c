@@ -359,7 +359,7 @@ static void run_snapshot(const emu_nparams *v, size_t n, emu_stream *s, int dev,
         case CU_GRAPH_NODE_TYPE_KERNEL:
             emu_kernel_run(p->args, &p->launch, p->ctx ? emu_ctx_device(p->ctx) : dev, what);
             break;
-        case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_exec(&p->copy); break;
+        case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_exec(&p->copy, p->src_gen, p->dst_gen); break;
         case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_exec(&p->set); break;
         case CU_GRAPH_NODE_TYPE_HOST:   p->host.fn(p->host.userData); break;
         case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:   /* in its context's device, a wait blocking the launch */

@@ -85,7 +85,10 @@ typedef struct emu_nparams {
     CUcontext dst_alloc_ctx;        /* MEMCPY, MEMSET: the same for the device destination */
     int src_dev, dst_dev;           /* MEMCPY (src, dst), MEMSET (dst): the device the operand's
                                      * memory lives on when the parameters were set
-                                     * (emu_mem_operand_device; -1: host or unknown) */
+                                     * (emu_mem_operand_device, an array's device; -1: host or
+                                     * unknown) */
+    uint64_t src_gen, dst_gen;      /* MEMCPY: the arrays it names, bound when the parameters were
+                                     * set (emu_memcpy3d_gens; 0: not an array) */
     CUDA_HOST_NODE_PARAMS host;     /* HOST */
     CUkernelNodeAttrValue attr[EMU_NODE_ATTR_IDS]; /* KERNEL: attributes by id */
     CUdeviceptr mem_ptr;            /* MEM_ALLOC: its allocation (one reference); MEM_FREE: what it frees */

@@ -235,6 +235,18 @@ CUresult emu_nparams_memcpy(emu_nparams *np, const CUDA_MEMCPY3D *c, CUcontext c
     if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE) np->dst_alloc_ctx = emu_mem_alloc_ctx(c->dstDevice + c->dstXInBytes);
     np->src_dev = c->srcMemoryType == CU_MEMORYTYPE_DEVICE ? emu_mem_operand_device(c->srcDevice + c->srcXInBytes) : -1;
     np->dst_dev = c->dstMemoryType == CU_MEMORYTYPE_DEVICE ? emu_mem_operand_device(c->dstDevice + c->dstXInBytes) : -1;
+    /* An array operand: its context and device (what an update may not
+     * change), and the array itself, by generation (a node keeps naming the
+     * array it was given, not whatever array later gets the handle value). */
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
+        np->src_alloc_ctx = emu_array_ctx(c->srcArray);
+        np->src_dev = emu_array_device(c->srcArray);
+    }
+    if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+        np->dst_alloc_ctx = emu_array_ctx(c->dstArray);
+        np->dst_dev = emu_array_device(c->dstArray);
+    }
+    emu_memcpy3d_gens(c, &np->src_gen, &np->dst_gen);
     return CUDA_SUCCESS;
 }
 
@@ -421,6 +433,17 @@ int emu_ctx_device(CUcontext c) { return c ? c->device : -1; }
 static int is_1d_copy(const CUDA_MEMCPY3D *c) { return c->Height <= 1 && c->Depth <= 1; }
 static int is_1d_set(const CUDA_MEMSET_NODE_PARAMS *s) { return s->height <= 1; }
 
+/* The exec setters: "Both the instantiation-time memory operands and the
+ * memory operands in copyParams must be 1-dimensional": an array operand
+ * of 2 or 3 dimensions is not, whatever the copy's shape (a destroyed
+ * instantiation-time array is judged by its successor, if any: not
+ * multidimensional when none). */
+static int multidim_array(const CUDA_MEMCPY3D *c)
+{
+    return (c->srcMemoryType == CU_MEMORYTYPE_ARRAY && emu_array_multidim(c->srcArray)) ||
+           (c->dstMemoryType == CU_MEMORYTYPE_ARRAY && emu_array_multidim(c->dstArray));
+}
+
 /* A device operand that must stay device memory reachable by the node's
  * device (its context and mapping "cannot change"). */
 static int operand_ok(CUmemorytype t, CUdeviceptr p, size_t n, int dev)
@@ -440,7 +463,7 @@ static int operand_ok(CUmemorytype t, CUdeviceptr p, size_t n, int dev)
  * of another context, which says nothing about the original. */
 static int same_alloc_ctx(CUmemorytype t, CUcontext was, CUcontext now)
 {
-    if (t != CU_MEMORYTYPE_DEVICE) return 1;
+    if (t != CU_MEMORYTYPE_DEVICE && t != CU_MEMORYTYPE_ARRAY) return 1;
     return !was || !now || was == now;
 }
 
@@ -471,7 +494,8 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
         /* The node's checks again, memory may have changed since it was made:
          * an operand that now runs past its allocation is refused. */
         if (emu_memcpy3d_check(b) != CUDA_SUCCESS) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
-        if (exec_set && (!is_1d_copy(a) || !is_1d_copy(b) || !b->WidthInBytes))
+        if (exec_set && (!is_1d_copy(a) || !is_1d_copy(b) || !b->WidthInBytes || multidim_array(a) ||
+                         multidim_array(b)))
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
         int dev = emu_ctx_device(old->ctx);
         size_t n = b->WidthInBytes;

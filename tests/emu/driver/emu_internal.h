@@ -348,6 +348,15 @@ void emu_mem_ctx_destroyed(CUcontext ctx);
 /* emu_array.c: the same for the context's CUDA arrays (their charge goes
  * back to the device; their handles end). */
 void emu_arrays_ctx_destroyed(CUcontext ctx);
+/* Arrays as copy operands (emu_array.c). */
+extern pthread_mutex_t emu_array_lock;
+uint64_t emu_array_gen(CUarray h);
+CUcontext emu_array_ctx(CUarray h);
+int emu_array_device(CUarray h);
+int emu_array_multidim(CUarray h);
+size_t emu_array_elem(CUarray h);
+CUresult emu_array_side_check(CUarray h, size_t x, size_t y, size_t z, size_t w, size_t hgt, size_t d);
+int emu_array_pin(CUarray h, uint64_t gen, uintptr_t *base, size_t *pitch, size_t *height);
 /* Plain copy/set used by streams and graphs once validated. */
 void emu_mem_copy(void *dst, const void *src, size_t n);
 /* cuMemFreeAsync, at the call: marks the stream-ordered (or graph)
@@ -511,7 +520,8 @@ void emu_streams_ctx_destroyed(CUcontext ctx);
  * ranges the operation reaches; check validates parameters as the driver does
  * (CUDA_ERROR_INVALID_VALUE for bad pitches, element sizes, NULL operands). */
 CUresult emu_memcpy3d_check(const CUDA_MEMCPY3D *p);
-void emu_memcpy3d_exec(const CUDA_MEMCPY3D *p);
+void emu_memcpy3d_exec(const CUDA_MEMCPY3D *p, uint64_t src_gen, uint64_t dst_gen);
+void emu_memcpy3d_gens(const CUDA_MEMCPY3D *p, uint64_t *src_gen, uint64_t *dst_gen);
 void emu_memcpy3d_touch(emu_work *w, const CUDA_MEMCPY3D *p);
 CUresult emu_memset_check(const CUDA_MEMSET_NODE_PARAMS *p);
 void emu_memset_exec(const CUDA_MEMSET_NODE_PARAMS *p);
