@@ -269,11 +269,22 @@ static int copy_desc_begin(sg_fp_node *n, CUgraphNodeType type, CUcontext ctx, u
     return 0;
 }
 
+/* A copy naming a CUDA array (CU_MEMORYTYPE_ARRAY on either side) is never
+ * compared equal (round 46): its handle is all the description holds, and
+ * the driver gives a destroyed array's value to the next array it makes
+ * (of any shape), which the exec does not name until an update or setter
+ * gives it; the library sees neither the destroy nor the create. And the
+ * exec setter's rule for arrays ("Both the instantiation-time memory
+ * operands and the memory operands ... must be 1-dimensional", which a 2D
+ * array is not, whatever the copy's shape) is the driver's to apply. So
+ * such a node's updates and setters go to the driver (not_comparable). */
 int sg_fp_memcpy_desc(sg_fp_node *n, const CUDA_MEMCPY3D *in, CUcontext ctx)
 {
     if (copy_desc_begin(n, CU_GRAPH_NODE_TYPE_MEMCPY, ctx, sizeof *in)) return -1;
     CUDA_MEMCPY3D *out = (CUDA_MEMCPY3D *)(void *)n->pay;
     SG_MEMCPY3D_FIELDS(SG_COPY_FIELD_)
+    if (in->srcMemoryType == CU_MEMORYTYPE_ARRAY || in->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        n->k.state = SG_FP_NOT_COMPARABLE;
     return 0;
 }
 

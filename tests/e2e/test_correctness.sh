@@ -1638,5 +1638,32 @@ if [[ i6/costs_fifo =~ ${ADV_ONLY:-.} ]]; then
         diag "exit status $(cat "$d/rc") (124: hung)" "$(head -n 3 "$d/err")"
     fi
 fi
+# Round 46: CUDA arrays as copy operands (adv_arrays.c; the emulator's arrays
+# now have contents, and a copy or node binds the array it names, so an
+# exec naming a destroyed array is a violation at launch even when the
+# handle value names a new array). recap: re-captured graphs copying a box
+# of a placed temporary into an array and the array into another, updated
+# each step (identical, another array of the same or another shape, other
+# offsets, the array destroyed and made again at the same value); child:
+# the same inside a child graph node; setters: exec and node setters naming
+# 1D arrays, one remade at the same value, a 2D array (refused); bounds: 2D
+# and 3D pitched copies between arrays and a placed block ending at its
+# last byte or 4 bytes past it (synchronous, asynchronous, graph nodes,
+# node setters); fill: arrays filling the device after placed temporaries
+# were freed. Found on c35d7a6 (recap, both policies): the update after an
+# array was remade at the same value was skipped (step 5: the exec copied
+# from the destroyed array; violation, output 0xdead); setters: an
+# identical exec setter of a node copying a row of a 2D array answered
+# CUDA_SUCCESS where the driver refuses it. Fixed (core/fp_desc.c): a
+# memcpy node naming an array never compares equal.
+R46_NC='sum(e["forwarded_reasons"]["not_comparable"] for e in X) > 0'
+for c in recap setters child bounds fill; do
+    et="$PLACED and $R46_NC" envs=""
+    [ $c = bounds ] && et="$PLACED"
+    [ $c = child ] && et="$PLACED and $SEEN"     # a child graph node's updates go to the driver anyway
+    [ $c = fill ] && et="$PLACED" envs="CUDAEMU_DEVICE_MEMORY=256M"
+    adv name=r46/array_$c env="$envs" eng_t="$et" eng_p="$et" \
+        attack="CUDA arrays as copy operands beside placed memory ($c)" -- adv_arrays $c
+done
 eval_all
 done_testing
