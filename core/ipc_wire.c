@@ -18,6 +18,7 @@
  * thread reads only what it was started with (the socket, the source).
  */
 #include "ipc.h"
+#include "procio.h"
 #include "util.h"
 
 #include <errno.h>
@@ -266,7 +267,7 @@ int sg_ipc_serve(const sg_ipc_source *src, uint64_t *tag, const char **why)
         struct sockaddr_un a;
         socklen_t len;
         uint64_t t = sg_ipc_random();
-        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        int fd = sg_fd_above_std(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
         socket_name((uint32_t)getpid(), t, &a, &len);
         if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 16) != 0) {
             *why = "the library's IPC server cannot open its unix socket";

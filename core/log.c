@@ -1,16 +1,18 @@
 /*
  * core/log.c: the non-allocating logger (see log.h). The level and the log
- * file's name are set once at start-up; the file is opened at the first
- * line logged, and opened again if its descriptor no longer names it
- * (log_state, an atomic, says whether an open is under way; log_fd and the
- * file's identity are atomics written only by the thread that opens it);
- * per-site counters are atomics.
+ * file's name are set once at start-up; the file is opened for each line
+ * and closed after it, so the library holds no descriptor of the process
+ * between lines (a program that closes every descriptor it did not open,
+ * or lowers RLIMIT_NOFILE to what it opens itself, never finds the log on a
+ * number it counts on). Stderr is written only while descriptor 2 names
+ * what it named at start-up (procio.h). log_said (atomic) records that the
+ * reason the file cannot be opened was said.
  */
 #include "log.h"
+#include "procio.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,28 +23,39 @@
 
 static sg_log_level log_level = SG_LOG_DEFAULT;
 static char log_path[SG_CONFIG_VALUE_MAX + 1];   /* "" = stderr; set by sg_log_init */
-/* LOG_CLOSED until the first line; then the pid of the process whose thread
- * is opening the file; LOG_OPEN once log_fd is set (release). A forked child
- * that finds its parent's pid there (the opening thread did not come along)
- * opens the file itself. */
-enum { LOG_OPEN = -1, LOG_CLOSED = 0 };
-static int log_state = LOG_OPEN;
-static int log_fd = 2;
-/* The device and inode of the file opened at log_fd; log_ino 0: log_fd is
- * the program's stderr (no file, or it could not be opened). */
-static dev_t log_dev;
-static ino_t log_ino;
+static int log_said;
 static __thread int log_busy;
 
-/* Opens the log file (recording its identity in log_dev and log_ino):
- * appending, created if missing, never through a
- * symbolic link at its last component, never a FIFO (opening one without a
- * reader would block; writing into one could block every hook), without
- * blocking. On failure the log goes to stderr, with one line saying why. */
-static int log_open(const char *path)
+/* Writes buf into fd with SIGPIPE held (a pipe whose reader is gone gives
+ * an error, not the program's death), restarting after a signal; into
+ * stderr only while descriptor 2 is the stderr the process started with: a
+ * program that started with it closed, or closed it and opened a file of
+ * its own there, never gets the library's lines in its file. */
+static void log_write(int fd, const char *buf, size_t len)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-                        O_CLOEXEC, 0644);
+    if (fd == 2 && !sg_fd_unchanged(2)) return;
+    sg_sigpipe_guard g;
+    sg_sigpipe_hold(&g);
+    while (len) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        buf += w;
+        len -= (size_t)w;
+    }
+    sg_sigpipe_release(&g);
+}
+
+/* Opens the log file for one line: appending, created if missing, never
+ * through a symbolic link at its last component, never a FIFO (opening one
+ * without a reader would block; writing into one could block every hook),
+ * without blocking, on a number above 2 (never one of the standard
+ * descriptors a program started without). -1 if it cannot be: the line
+ * goes to stderr, and the first time a line there says why. */
+static int log_open(void)
+{
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+                            O_CLOEXEC, 0644);
     const char *why = NULL;
     struct stat st;
     if (fd < 0)
@@ -52,57 +65,17 @@ static int log_open(const char *path)
         why = "not a regular file or a character device";
     else if (fcntl(fd, F_SETFL, O_APPEND) != 0)
         why = strerror(errno);
-    if (!why) {
-        __atomic_store_n(&log_dev, st.st_dev, __ATOMIC_RELAXED);
-        __atomic_store_n(&log_ino, st.st_ino, __ATOMIC_RELAXED);
-        return fd;
-    }
-    __atomic_store_n(&log_ino, 0, __ATOMIC_RELAXED);
+    if (!why && (fd = sg_fd_above_std(fd)) < 0) why = strerror(errno);
+    if (!why) return fd;
     if (fd >= 0) close(fd);
-    char buf[SG_LOG_LINE_MAX];
-    int n = snprintf(buf, sizeof buf, "stablegraph: error: cannot log to %s=%s (%s); logging "
-                     "to stderr\n", SG_ENV_LOG_FILE, path, why);
-    ssize_t w = write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-    (void)w;
-    return 2;
-}
-
-/* Nonzero if log_fd is the file log_open opened, or the program's stderr.
- * A program may close every descriptor it did not open itself (a daemon,
- * close_range(3, ~0U, 0) before exec) and get the log's number back for a file
- * of its own: the log's lines would be written into it. */
-static int log_fd_is_ours(void)
-{
-    struct stat st;
-    ino_t ino = __atomic_load_n(&log_ino, __ATOMIC_RELAXED);
-    if (!ino) return 1;
-    return fstat(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), &st) == 0 && st.st_ino == ino &&
-           st.st_dev == __atomic_load_n(&log_dev, __ATOMIC_RELAXED);
-}
-
-/* The descriptor to log to, opening the file on first use, and again if the
- * program closed it (the old number is left alone: it is not ours anymore). */
-static int log_out(void)
-{
-    int state;
-    for (;;) {
-        state = __atomic_load_n(&log_state, __ATOMIC_ACQUIRE);
-        if (state == LOG_OPEN) {
-            if (log_fd_is_ours()) break;
-            /* another thread may have opened it again since: checked below */
-        }
-        int me = (int)getpid();
-        if (state != me &&
-            __atomic_compare_exchange_n(&log_state, &state, me, 0, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_ACQUIRE)) {
-            if (state != LOG_OPEN || !log_fd_is_ours())
-                __atomic_store_n(&log_fd, log_open(log_path), __ATOMIC_RELAXED);
-            __atomic_store_n(&log_state, LOG_OPEN, __ATOMIC_RELEASE);
-            break;
-        }
-        if (state == me) sched_yield();   /* another thread of this process is opening it */
+    if (!__atomic_exchange_n(&log_said, 1, __ATOMIC_RELAXED)) {
+        char buf[SG_LOG_LINE_MAX];
+        int n = snprintf(buf, sizeof buf, "stablegraph: error: cannot log to %s=%s (%s); the "
+                         "lines that cannot be written there go to stderr\n", SG_ENV_LOG_FILE,
+                         log_path, why);
+        log_write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     }
-    return __atomic_load_n(&log_fd, __ATOMIC_RELAXED);
+    return -1;
 }
 
 int sg_log_enabled(sg_log_level level)
@@ -122,8 +95,9 @@ static void log_v(sg_log_level level, const char *suffix, const char *fmt, va_li
     if (len > sizeof buf - 2) len = sizeof buf - 2;
     len += (size_t)snprintf(buf + len, sizeof buf - len, "%s\n", suffix);
     if (len > sizeof buf - 1) len = sizeof buf - 1;
-    ssize_t w = write(log_out(), buf, len);
-    (void)w;
+    int fd = log_path[0] ? log_open() : -1;
+    log_write(fd >= 0 ? fd : 2, buf, len);
+    if (fd >= 0) close(fd);
     errno = saved_errno;
     log_busy = 0;
 }
@@ -151,7 +125,7 @@ void sg_log_capped(unsigned *site_count, unsigned cap, sg_log_level level, const
 void sg_log_init(sg_log_level level, const char *path)
 {
     __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
+    sg_fd_note(2);
     if (!path || !*path || strlen(path) >= sizeof log_path) return;
     memcpy(log_path, path, strlen(path) + 1);
-    __atomic_store_n(&log_state, LOG_CLOSED, __ATOMIC_RELEASE);
 }

@@ -9,9 +9,10 @@
  *
  * Globals: the level and the log file's name are written once by
  * sg_log_init() before any hook runs concurrently, then only read. The file
- * is opened at the first line logged (a process that logs nothing never
- * creates it); the first thread to log opens it while others wait on an
- * atomic state (log.c).
+ * is opened for each line logged and closed after it (a process that logs
+ * nothing never creates it; between lines the library holds no descriptor);
+ * stderr is written only while descriptor 2 names what it named at
+ * start-up, with SIGPIPE held (procio.h).
  */
 #ifndef SG_LOG_H
 #define SG_LOG_H
@@ -20,10 +21,12 @@
 
 #define SG_LOG_CAP 20
 
-/* Sets the threshold and the destination (path NULL or "" = stderr). The
- * file is opened when the first line is logged: appending, never through a
- * symbolic link at its last component, never a FIFO, never blocking; if it
- * cannot be, the lines go to stderr after one line saying why. */
+/* Sets the threshold and the destination (path NULL or "" = stderr), and
+ * notes what descriptor 2 names now (the stderr the library may write). The
+ * file is opened for each line: appending, never through a symbolic link at
+ * its last component, never a FIFO, never blocking, never on descriptors
+ * 0-2; a line that cannot be written there goes to stderr, after one line
+ * saying why. */
 void sg_log_init(sg_log_level level, const char *path);
 
 /* Nonzero if messages at `level` are printed. */

@@ -144,6 +144,7 @@ int sg_process_start(sg_getenv_fn getenv_fn, const char *const *hook_names,
     sg_log_init(cfg.log_level, from_start_dir(cfg.log_file, 0, log_file, sizeof log_file));
     const char *rp = from_start_dir(cfg.report, 1, report_path, sizeof report_path);
     if (rp != report_path) snprintf(report_path, sizeof report_path, "%s", rp);
+    sg_report_note_start(report_path);
     for (int i = 0; i < cfg.nerrors; i++) sg_log(SG_LOG_ERROR, "%s", cfg.errors[i]);
     if (cfg.nerrors && cfg.strict) {
         sg_log(SG_LOG_ERROR, "%s=1: exiting with status 2", SG_ENV_STRICT);

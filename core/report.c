@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "log.h"
+#include "procio.h"
 #include "record.h"
 #include "stats.h"
 
@@ -272,24 +273,16 @@ static int write_replacing(const char *path, const char *policy, const char *pol
 
 /* Writes the report into fd, which is not a regular file the library
  * replaces (a pipe, FIFO, terminal, character device, or the program's own
- * descriptor). SIGPIPE is blocked meanwhile, and one it raised is taken
- * back, so a reader that went away gives an error instead of killing the
- * program at exit. */
+ * descriptor). SIGPIPE is held meanwhile (procio.h), so a reader that went
+ * away gives an error instead of killing the program at exit. */
 static int write_through(int fd, const char *what, const char *policy,
                          const char *policy_requested, int config_errors)
 {
-    sigset_t pipe_set, old, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    sg_sigpipe_guard g;
+    sg_sigpipe_hold(&g);
     int rc = sg_report_write_fd(fd, policy, policy_requested, config_errors);
     int err = errno;
-    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-        const struct timespec now = { 0, 0 };
-        sigtimedwait(&pipe_set, NULL, &now);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    sg_sigpipe_release(&g);
     if (rc != 0) SG_ERROR("cannot write the report to %s: %s", what, strerror(err));
     return rc;
 }
@@ -342,6 +335,13 @@ static int flush_if_free(FILE *f)
 static int write_own_fd(int fd, const char *path, const char *policy,
                         const char *policy_requested, int config_errors)
 {
+    if (!sg_fd_unchanged(fd)) {
+        SG_ERROR("not writing the report to %s: descriptor %d %s", path, fd,
+                 fcntl(fd, F_GETFD) < 0 ? "is closed"
+                 : "names another file than when the program started (the program closed it "
+                   "and opened a file of its own there, or put one there with dup2)");
+        return -1;
+    }
     int flags = fcntl(fd, F_GETFL);
     if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
         SG_ERROR("cannot write the report to %s: descriptor %d is %s", path, fd,
@@ -391,6 +391,12 @@ static int write_special(const char *final, const struct stat *st, const char *p
 static int trusted_link(const struct stat *st)
 {
     return st->st_uid == 0 || st->st_uid == geteuid();
+}
+
+void sg_report_note_start(const char *path)
+{
+    int fd = strcmp(path, "-") == 0 ? 1 : own_fd_name(path);
+    if (fd >= 0) sg_fd_note(fd);
 }
 
 int sg_report_write_file(const char *path, const char *policy, const char *policy_requested,

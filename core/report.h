@@ -37,10 +37,18 @@ int sg_report_write_fd(int fd, const char *policy, const char *policy_requested,
                        int config_errors);
 
 /* Writes the report to `path` atomically: a temporary file in the same
- * directory (O_CREAT|O_EXCL|O_NOFOLLOW), then rename(2). Returns 0, or -1
+ * directory (O_CREAT|O_EXCL|O_NOFOLLOW), then rename(2); into the process's
+ * descriptor that path names ("-": stdout) if it is unchanged (above). Returns 0, or -1
  * after logging why (the temporary file is removed; `path` is untouched). */
 int sg_report_write_file(const char *path, const char *policy, const char *policy_requested,
                          int config_errors);
+
+/* At start-up: if path ("-", /dev/stdout, /dev/fd/N, ...) names a
+ * descriptor of the process, notes what it names (procio.h). At exit the
+ * report goes into that descriptor only if it still names the same file:
+ * one the program closed, or replaced by a file of its own, gets no report
+ * (an error says why). */
+void sg_report_note_start(const char *path);
 
 /* Logs a short human summary at info level. */
 void sg_report_summary(const char *policy);

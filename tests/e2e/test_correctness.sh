@@ -1665,5 +1665,26 @@ for c in recap setters child bounds fill; do
     adv name=r46/array_$c env="$envs" eng_t="$et" eng_p="$et" \
         attack="CUDA arrays as copy operands beside placed memory ($c)" -- adv_arrays $c
 done
+# Round 47: the process around the library (adv_process.c): descriptors
+# closed above 2 before the program opens its own (closefrom), a child
+# started with 0, 1 and 2 closed whose files get those numbers (stdclosed),
+# stderr a pipe whose reader is gone with SIGPIPE at its default action
+# (sigpipe), SIGPROF and SIGALRM timers without SA_RESTART with SIGALRM
+# blocked in a second working thread (itimer), RLIMIT_NOFILE lowered to what
+# the program opens (nofile), exec without fork (execself: the report is the
+# second image's), posix_spawn and vfork children (spawn), a child with
+# umask 077, HOME and TMPDIR unset, its working folder removed, RLIMIT_CORE 0
+# (env). The program writes known bytes into its files and reads them back;
+# the library logs every line it can (STABLEGRAPH_LOG=debug) to stderr or to
+# a file.
+R47_LOG=$TMP/r47.log
+for c in closefrom:file stdclosed: sigpipe: itimer: nofile:file execself: spawn: env:; do
+    lf=${c#*:} c=${c%%:*} xc=""
+    envs="STABLEGRAPH_LOG=debug"
+    [ -n "$lf" ] && envs+=" STABLEGRAPH_LOG_FILE=$R47_LOG"
+    [ $c = execself ] && xc='T["launches"] == 6::the report is the second image'"'"'s (its 6 launches)'
+    adv name=r47/proc_$c env="$envs" eng_t="$SEEN" eng_p="$SEEN" xchk="$xc" \
+        attack="the process around the library: descriptors, signals, limits, exec ($c)" -- adv_process $c
+done
 eval_all
 done_testing

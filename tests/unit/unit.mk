@@ -22,14 +22,14 @@ UNIT_OBJS_costs       := costs
 UNIT_OBJS_fingerprint := blocked driver fp_build fp_compare fp_store fp_desc fp_pinfo mem_registry stats util
 # captures record their graphs (rec_graph.c), which describes their nodes
 UNIT_OBJS_memory      := arena arena_index arena_query blocked cap_record capture config contexts driver fp_build fp_compare fp_store fp_desc fp_pinfo \
-                         ipc ipc_wire log mem_arena mem_lazy mem_query mem_registry memory pathtmpl policy \
+                         ipc ipc_wire log procio mem_arena mem_lazy mem_query mem_registry memory pathtmpl policy \
                          rec_audit rec_graph rec_marks stats streams util vmm
 UNIT_OBJS_slots       := arena arena_index arena_query blocked capture config contexts driver fp_build fp_compare fp_store fp_desc fp_pinfo \
-                         ipc ipc_wire log mem_arena mem_lazy mem_registry memory pathtmpl policy rec_audit \
+                         ipc ipc_wire log procio mem_arena mem_lazy mem_registry memory pathtmpl policy rec_audit \
                          rec_graph rec_marks slot_map slots stats streams util vmm
 # graphs.c reaches the profiled policy, and through it the rest of core/
 UNIT_OBJS_graphs      := arena arena_index arena_query blocked cap_record capture config contexts core costs driver fp_build fp_compare fp_store fp_desc \
-                         fp_pinfo graph_records graph_uobj graph_update graphs ipc ipc_wire log mem_arena mem_lazy mem_query \
+                         fp_pinfo graph_records graph_uobj graph_update graphs ipc ipc_wire log procio mem_arena mem_lazy mem_query \
                          mem_registry memory pathtmpl policy prof_alias prof_observe prof_order prof_rent prof_restore \
                          prof_util prof_variants profiled rec_audit rec_graph rec_marks slot_map slots stats \
                          streams util vmm
@@ -37,7 +37,7 @@ UNIT_OBJS_profiled    := $(UNIT_OBJS_graphs)
 # the test defines rec_graph.c's sg_rec_oom itself
 UNIT_OBJS_rec_marks   := rec_marks
 # the test defines sg_rec_oom too; the read-back through fake_graph.h
-UNIT_OBJS_rec_audit   := config driver fp_build fp_store fp_desc fp_pinfo log pathtmpl rec_audit util
+UNIT_OBJS_rec_audit   := config driver fp_build fp_store fp_desc fp_pinfo log procio pathtmpl rec_audit util
 UNIT_OBJS_report      := $(UNIT_OBJS_graphs) report
 # legacy IPC, through the router (core.c) as the hooks reach it
 UNIT_OBJS_ipc         := $(UNIT_OBJS_graphs)
