@@ -22,6 +22,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -215,15 +216,27 @@ typedef struct srv_arg {
     sg_ipc_source src;
 } srv_arg;
 
+/* Waits in poll(2), not in accept(2): a blocked accept holds a descriptor
+ * number of the process (Linux reserves the new connection's number before
+ * it waits), so the server took two of the program's descriptors, and a
+ * program that lowered RLIMIT_NOFILE to what it opens itself found one
+ * missing (tests/e2e/adv_process.c, nofile). The listening socket is
+ * non-blocking: a connection gone between the poll and the accept is
+ * EAGAIN. */
 static void *serve_loop(void *p)
 {
     srv_arg a = *(srv_arg *)p;
     free(p);
     for (;;) {
+        struct pollfd pf = { .fd = a.fd, .events = POLLIN };
+        int n = poll(&pf, 1, -1);
+        if (n < 0 && errno != EINTR) break;
+        if (n > 0 && (pf.revents & POLLNVAL)) break;
+        if (n <= 0 || !(pf.revents & POLLIN)) continue;
         int c = accept4(a.fd, NULL, NULL, SOCK_CLOEXEC);
         if (c < 0) {
             if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK) break;
-            if (errno != EINTR && errno != ECONNABORTED) {
+            if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
                 struct timespec ts = { 0, 10 * 1000 * 1000 };   /* out of descriptors: retry */
                 nanosleep(&ts, NULL);
             }
@@ -267,7 +280,7 @@ int sg_ipc_serve(const sg_ipc_source *src, uint64_t *tag, const char **why)
         struct sockaddr_un a;
         socklen_t len;
         uint64_t t = sg_ipc_random();
-        int fd = sg_fd_above_std(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+        int fd = sg_fd_above_std(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
         socket_name((uint32_t)getpid(), t, &a, &len);
         if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) != 0 || listen(fd, 16) != 0) {
             *why = "the library's IPC server cannot open its unix socket";

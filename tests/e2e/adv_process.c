@@ -17,17 +17,21 @@
  *              get the numbers the library held; the work between writes.
  *   stdclosed  a child (fork, then exec of this program) starts with
  *              descriptors 0, 1 and 2 closed, opens its files (they get 0,
- *              1 and 2), works and exits; the parent checks the files.
+ *              1 and 2), works and exits; the parent checks the files. A
+ *              second child the same, with its report sent to /dev/stdout
+ *              and its log to a file, which must say why no report came.
  *   sigpipe    descriptor 2 becomes a pipe whose reader is gone, SIGPIPE at
  *              its default action; the work; exit 0 (a library line written
  *              to stderr must not kill the job).
  *   itimer     SIGPROF every 100 us (ITIMER_PROF) and SIGALRM every 1 ms
  *              (ITIMER_REAL), handlers without SA_RESTART, SIGALRM blocked
- *              in a second thread that works too; SIGCHLD ignored.
- *   nofile     the work, then RLIMIT_NOFILE lowered so that exactly FILES
- *              more descriptors fit; the program opens them all while it
- *              keeps working (the library's log and report must not take
- *              one nor fail the program's open).
+ *              in a second thread that works first; SIGCHLD ignored.
+ *   nofile     descriptors above 2 closed (the library's log among them),
+ *              the set-up, then RLIMIT_NOFILE lowered so that exactly
+ *              FILES + 1 more descriptors fit; cuIpcGetMemHandle (the
+ *              driver's export may hold one; the library logs a line), then
+ *              the program opens its FILES files while it works: the
+ *              library's log must take none of them.
  *   execself   the work, then execv of this program ("execself2") without
  *              fork: the second image works again and exits.
  *   spawn      children made by posix_spawn and by vfork + exec of this
@@ -251,8 +255,30 @@ static int run_child(const char *mode, int close_std, void (*before_exec)(void))
 }
 
 /* The second child's report goes to /dev/stdout: its descriptor 1, closed
- * at start, is its file 1 by then. */
-static void report_to_stdout(void) { setenv("STABLEGRAPH_REPORT", "/dev/stdout", 1); }
+ * at start, is its file 1 by then; its log goes to a file (in its folder). */
+static void report_to_stdout(void)
+{
+    char log[PATH_MAX + 16];
+    snprintf(log, sizeof log, "%s/log", dir);
+    setenv("STABLEGRAPH_REPORT", "/dev/stdout", 1);
+    setenv("STABLEGRAPH_LOG_FILE", log, 1);
+}
+
+/* The second child's log: absent (no library), or it says why there is no
+ * report (descriptor 1 is no longer what it was at start-up). */
+static void check_report_said(void)
+{
+    char log[PATH_MAX + 16], buf[16384];
+    snprintf(log, sizeof log, "%s/log", dir);
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+    unlink(log);
+    adv_check("stdclosed: no report into the program's descriptor 1, said why", !f ||
+              strstr(buf, "not writing the report to /dev/stdout: descriptor 1 names another file"),
+              "no library, or its log says why");
+}
 
 static void mode_stdclosed(void)
 {
@@ -263,6 +289,7 @@ static void mode_stdclosed(void)
         nfiles = 3;
         check_files("stdclosed", STEPS);
     }
+    check_report_said();
     rmdir(dir);
 }
 
@@ -352,9 +379,11 @@ static void mode_itimer(void)
     setup();
     pthread_t t;
     void *ok = NULL;
+    /* one after the other: a capture (global mode) in one thread forbids
+     * the other's synchronization */
     if (pthread_create(&t, NULL, itimer_thread, NULL) != 0) exit(2);
-    for (int r = 0; r < 3; r++) work("itimer", STEPS, NULL);
     pthread_join(t, &ok);
+    for (int r = 0; r < 3; r++) work("itimer", STEPS, NULL);
     adv_check("itimer: second thread's accumulator", ok != NULL, "%d steps", STEPS);
     /* wait for a few signals of each kind (the work may be shorter than a tick) */
     for (int spin = 0; spin < 200000000 && (prof_ticks < 3 || alarm_ticks < 3); spin++) {
@@ -381,17 +410,20 @@ static void between_open(int j)
 static void mode_nofile(void)
 {
     make_dir();
+    close_range(3, ~0U, 0);
     setup();
-    work("nofile first", STEPS, NULL);
-    /* the FILES lowest free numbers; the limit just above the last */
+    /* the FILES + 1 lowest free numbers (one for the driver's IPC export);
+     * the limit just above the last */
     int free_seen = 0, fd = 0;
-    for (; free_seen < FILES; fd++)
+    for (; free_seen < FILES + 1; fd++)
         if (fcntl(fd, F_GETFD) < 0) free_seen++;
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = (rlim_t)fd;
-    adv_check("nofile: limit set", setrlimit(RLIMIT_NOFILE, &rl) == 0, "%d more", FILES);
-    work("nofile second", STEPS, between_open);
+    adv_check("nofile: limit set", setrlimit(RLIMIT_NOFILE, &rl) == 0, "%d more", FILES + 1);
+    CUipcMemHandle h;
+    R(cuIpcGetMemHandle(&h, acc));
+    work("nofile", STEPS, between_open);
     for (int k = 0; k < nfiles; k++) close(files[k]);
     for (int k = 0; k < nfiles; k++) {
         char p[PATH_MAX + 16], name[64];

@@ -1676,11 +1676,14 @@ done
 # umask 077, HOME and TMPDIR unset, its working folder removed, RLIMIT_CORE 0
 # (env). The program writes known bytes into its files and reads them back;
 # the library logs every line it can (STABLEGRAPH_LOG=debug) to stderr or to
-# a file.
+# a file (info for nofile: its decision line comes while the program opens
+# its files under the limit).
 R47_LOG=$TMP/r47.log
 for c in closefrom:file stdclosed: sigpipe: itimer: nofile:file execself: spawn: env:; do
     lf=${c#*:} c=${c%%:*} xc=""
     envs="STABLEGRAPH_LOG=debug"
+    # info: the log's first line after the limit is the new exec's decision
+    [ $c = nofile ] && envs="STABLEGRAPH_LOG=info"
     [ -n "$lf" ] && envs+=" STABLEGRAPH_LOG_FILE=$R47_LOG"
     [ $c = execself ] && xc='T["launches"] == 6::the report is the second image'"'"'s (its 6 launches)'
     adv name=r47/proc_$c env="$envs" eng_t="$SEEN" eng_p="$SEEN" xchk="$xc" \
