@@ -1689,5 +1689,28 @@ for c in closefrom:file stdclosed: sigpipe: itimer: nofile:file execself: spawn:
     adv name=r47/proc_$c env="$envs" eng_t="$SEEN" eng_p="$SEEN" xchk="$xc" \
         attack="the process around the library: descriptors, signals, limits, exec ($c)" -- adv_process $c
 done
+# r47/proc_report_nowhere: the report's folder missing, and a relative
+# report path in a working folder removed before start-up: the program runs
+# as without the library, and the library says why there is no report.
+if [[ r47/proc_report_nowhere =~ ${ADV_ONLY:-.} ]]; then
+    d=$TMP/run/r47_nowhere
+    run1 "$d/base" -- "$E/adv_process" itimer
+    run1 "$d/nodir" "${LIB_ENV[@]}" LD_PRELOAD="$LIB" STABLEGRAPH_REPORT="$d/missing/r.json" \
+        -- "$E/adv_process" itimer
+    mkdir -p "$d/gone/cwd"
+    (cd "$d/gone/cwd" && rmdir "$d/gone/cwd" &&
+        run1 "$d/gone" "${LIB_ENV[@]}" LD_PRELOAD="$LIB" STABLEGRAPH_REPORT=r-%p.json \
+            -- "$E/adv_process" itimer)
+    for r in nodir gone; do
+        t="r47/proc_report_nowhere/$r: no report folder: the program runs as without the library, the library says why"
+        if [ "$(cat "$d/$r/rc")" = 0 ] && cmp -s "$d/$r/out" "$d/base/out" &&
+            grep -q "^stablegraph: error: cannot create the report .*: No such file or directory$" "$d/$r/err"; then
+            ok "$t"
+        else
+            not_ok "$t"
+            diag "exit status $(cat "$d/$r/rc")" "$(head -n 3 "$d/$r/err")"
+        fi
+    done
+fi
 eval_all
 done_testing
