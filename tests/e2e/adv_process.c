@@ -114,14 +114,7 @@ static void setup(void)
     adv_open(&ctx, &mod);
     mad = adv_fn(mod, "mad_u32");
     MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    MUST(cuMemAlloc(&acc, N * 4));
-    MUST(cuMemsetD32(acc, 0, N));
-    for (int k = 0; k < INPUTS; k++) {
-        MUST(cuMemAlloc(&in[k], N * 4));
-        for (uint32_t i = 0; i < N; i++) hin[k][i] = (uint32_t)k * 77u + i;
-        MUST(cuMemcpyHtoD(in[k], hin[k], sizeof hin[k]));
-    }
-    memset(model, 0, sizeof model);
+    adv_mad_buffers(N, in, &hin[0][0], &acc, model);
 }
 
 /* Captures the exec, runs it `steps` times over rotating inputs (between
