@@ -316,9 +316,23 @@ static void mode_sigpipe(void)
     work("sigpipe", STEPS, NULL);
 }
 
-static volatile sig_atomic_t prof_ticks, alarm_ticks;
-static void on_prof(int sig) { (void)sig; prof_ticks++; }
-static void on_alarm(int sig) { (void)sig; alarm_ticks++; }
+/* Counted from whichever thread takes the signal: atomics, errno kept. */
+static int prof_ticks, alarm_ticks;
+static void on_prof(int sig)
+{
+    int e = errno;
+    (void)sig;
+    __atomic_fetch_add(&prof_ticks, 1, __ATOMIC_RELAXED);
+    errno = e;
+}
+static void on_alarm(int sig)
+{
+    int e = errno;
+    (void)sig;
+    __atomic_fetch_add(&alarm_ticks, 1, __ATOMIC_RELAXED);
+    errno = e;
+}
+static int ticks(int *n) { return __atomic_load_n(n, __ATOMIC_RELAXED); }
 
 static void *itimer_thread(void *arg)
 {
@@ -379,14 +393,14 @@ static void mode_itimer(void)
     for (int r = 0; r < 3; r++) work("itimer", STEPS, NULL);
     adv_check("itimer: second thread's accumulator", ok != NULL, "%d steps", STEPS);
     /* wait for a few signals of each kind (the work may be shorter than a tick) */
-    for (int spin = 0; spin < 200000000 && (prof_ticks < 3 || alarm_ticks < 3); spin++) {
+    for (int spin = 0; spin < 200000000 && (ticks(&prof_ticks) < 3 || ticks(&alarm_ticks) < 3); spin++) {
         struct timespec t1 = { 0, 100000 };
-        if (alarm_ticks < 3) nanosleep(&t1, NULL);
+        if (ticks(&alarm_ticks) < 3) nanosleep(&t1, NULL);
     }
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
     setitimer(ITIMER_PROF, &off, NULL);
     setitimer(ITIMER_REAL, &off, NULL);
-    adv_check("itimer: signals arrived", prof_ticks >= 3 && alarm_ticks >= 3, "SIGPROF, SIGALRM");
+    adv_check("itimer: signals arrived", ticks(&prof_ticks) >= 3 && ticks(&alarm_ticks) >= 3, "SIGPROF, SIGALRM");
 }
 
 static void between_open(int j)

@@ -288,7 +288,7 @@ TEST(reuse_and_stale_exec)
     CUarray z2 = mk2d(N_ELEMS, 0, CU_AD_FORMAT_UNSIGNED_INT32, 1);
     CHECK(z2 == z);
     emu_test_stderr_begin();
-    CHECK_CU(cuMemsetD32(p, 1, 1), CUDA_SUCCESS);
+    CHECK_CU(cuStreamWriteValue32(NULL, p, 1, 0), CUDA_SUCCESS);   /* atomic, as the wait reads */
     CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
     CHECK_EQ(emu_test_violations(), 1);
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
