@@ -1712,5 +1712,31 @@ if [[ r47/proc_report_nowhere =~ ${ADV_ONLY:-.} ]]; then
         fi
     done
 fi
+# Round 48: conditional nodes built during a stream capture (adv_capcond.c),
+# as frameworks and the CUDA samples' capturedWhileGraph build them: the
+# capture's graph and last nodes from cuStreamGetCaptureInfo_v3, a handle for
+# that graph, the node added there (cuGraphAddNode_v2 with the edge data),
+# made the stream's dependency (cuStreamUpdateCaptureDependencies_v2), each
+# body captured by cuStreamBeginCaptureToGraph on another stream into the
+# body graph the node returned (emulated since round 48: a body's capture
+# refuses memory nodes, a graph holding a body captured into may be neither
+# instantiated, updated from nor destroyed). steps: an IF/ELSE (its value
+# the handle's default), a WHILE and a SWITCH re-captured every step with
+# temporaries (placed) allocated and freed around it; between steps nothing,
+# a body's scalar, a body's topology (the driver refuses: a new
+# instantiation) or the IF handle's default changes; nested: an IF captured
+# from inside the WHILE body's capture; threads: two threads at once
+# (thread-local captures); invalid: a body capture invalidated (isolation),
+# one left open while the outer capture ends (instantiation refused), ended
+# from a joined stream (unmatched). The report must show every update
+# forwarded for the conditional node, none skipped, and the graphs read back
+# for the dependency update the recorder does not model.
+CAPCOND='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] and T["updates_skipped"] == 0 and sum(e["forwarded_reasons"]["unsupported_node"] for e in X) == T["updates_forwarded"] and G["read_back"]["unmodeled_call"] > 0 and '"$AUDIT_OK"'::every update forwarded for the conditional node (unsupported_node), none skipped; the captured graphs read back (unmodeled_call), every record audited'
+for c in steps nested threads; do
+    adv name=r48/capcond_$c cfg="temp prof alias" env="$AUDIT" eng_t="$SEEN and $PLACED" eng_p="$SEEN" \
+        xchk="$CAPCOND" attack="conditional nodes built during a capture, bodies captured into ($c)" -- adv_capcond $c
+done
+adv name=r48/capcond_invalid cfg="temp prof alias" env="$AUDIT" eng_t="$PLACED" eng_p="len(P) >= 0" \
+    attack="a conditional body's capture invalidated, left open, ended from the wrong stream" -- adv_capcond invalid
 eval_all
 done_testing

@@ -59,7 +59,9 @@ struct emu_capture_event {
     CUgraphNode deps[];             /* the recording stream's dependency set */
 };
 
-pthread_mutex_t emu_cap_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a capture's end may free its graph (cap_terminate), whose
+ * conditional bodies may be captured into (emu_capture_graph_gone). */
+pthread_mutex_t emu_cap_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static struct emu_capture *captures;     /* in progress */
 static atomic_int ncaptures;             /* fast path for emu_capture_check_unsafe */
 static uint64_t capture_ids;             /* emu_cap_lock */
@@ -138,8 +140,8 @@ static void cap_terminate(struct emu_capture *c, int destroy_graph)
         free(c->streams[i].edata);
     }
     free(c->streams);
-    c->graph->capture = NULL;
-    if (destroy_graph && c->own_graph) emu_graph_free(c->graph);
+    if (c->graph) c->graph->capture = NULL;            /* NULL: the graph went (emu_capture_graph_gone) */
+    if (destroy_graph && c->own_graph && c->graph) emu_graph_free(c->graph);
     free(c);
 }
 
@@ -284,6 +286,19 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
     if (!cs) { r = CUDA_ERROR_ILLEGAL_STATE; goto out; }
     if (c->invalidated) { r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; goto out; }
     CUcontext ctx = emu_stream_ctx(s);
+    /* A capture into a conditional body (or a child graph's embedded graph):
+     * "Allowed node types are kernel nodes, empty nodes, child graphs,
+     * memsets, memcopies, and conditionals"; graph memory nodes are refused
+     * when added explicitly (emu_graph_node_add). Captured, the operation is
+     * an invalid one during capture: refused, and the capture invalidated
+     * ("When an invalid operation is attempted during stream capture, any
+     * associated capture graphs are invalidated"); the code is the
+     * emulator's choice (not documented). Nothing is allocated. */
+    if (c->graph->owner && (op->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || op->type == CU_GRAPH_NODE_TYPE_MEM_FREE)) {
+        c->invalidated = 1;
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        goto out;
+    }
     if (op->type == CU_GRAPH_NODE_TYPE_MEMCPY && !op->copy) {
         r = capture_add_batch(c, cs, op->copies, op->ncopies, ctx);
         goto out;
@@ -474,15 +489,22 @@ fail:
     return r;
 }
 
-static CUresult capture_end(CUstream h, int per_thread, CUgraph *out)
+/* phGraph may be NULL for a capture into an existing graph (the program
+ * has the graph): the CUDA samples' capturedWhileGraph ends the capture of
+ * a conditional body with cudaStreamEndCapture(bodyStream, nullptr) and
+ * checks for success. A capture into a graph of its own needs it. */
+static CUresult capture_end(CUstream h, int per_thread, CUgraph *phGraph)
 {
-    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    CUgraph dummy;
+    CUgraph *out = phGraph ? phGraph : &dummy;
     emu_stream *s;
     CUresult r = capture_stream(h, per_thread, &s);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&emu_cap_lock);
     struct emu_capture *c = emu_stream_capture(s);
-    if (!c) {
+    if (c && !phGraph && c->own_graph) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (!c) {
         r = CUDA_ERROR_ILLEGAL_STATE;
     } else if (c->origin != s) {
         c->invalidated = 1;
@@ -543,6 +565,48 @@ static CUresult capture_info(CUstream h, int per_thread, CUstreamCaptureStatus *
             for (size_t i = 0; i < cs->n; i++)
                 if (!emu_edge_data_is_default(&cs->edata[i])) r = CUDA_ERROR_LOSSY_QUERY;
     }
+    pthread_mutex_unlock(&emu_cap_lock);
+    return r;
+}
+
+/* Graph g is being freed (emu_graph_free): a capture still in progress
+ * into it (a conditional body or child graph freed with its parent: the
+ * parent's own capture ended invalidated, which frees it, or the parent was
+ * destroyed) can add nothing any more. The documentation does not say what
+ * a driver does then: loud (a violation), the capture invalidated and
+ * detached from the graph; its end reports it invalidated. */
+void emu_capture_graph_gone(CUgraph g)
+{
+    pthread_mutex_lock(&emu_cap_lock);
+    struct emu_capture *c = g->capture;
+    if (c) {
+        emu_violation("emu_graph_free", "graph %p goes while stream capture %llu is in progress into it",
+                      (void *)g, (unsigned long long)c->id);
+        c->invalidated = 1;
+        c->graph = NULL;
+        g->capture = NULL;
+    }
+    pthread_mutex_unlock(&emu_cap_lock);
+}
+
+/* 1 if a capture is in progress into g or into a graph embedded in it
+ * (a conditional body or child graph, at any depth). emu_cap_lock held. */
+static int capturing_within_locked(CUgraph g)
+{
+    if (g->capture) return 1;
+    for (size_t i = 0; i < g->n; i++) {
+        const emu_nparams *p = &g->nodes[i]->p;
+        if (p->child && capturing_within_locked(p->child)) return 1;
+        for (unsigned b = 0; p->cond_body && b < p->cond_size; b++)
+            if (capturing_within_locked(p->cond_body[b])) return 1;
+    }
+    return 0;
+}
+
+int emu_capture_within(CUgraph g)
+{
+    pthread_mutex_lock(&emu_cap_lock);
+    int r = capturing_within_locked(g);
     pthread_mutex_unlock(&emu_cap_lock);
     return r;
 }

@@ -268,6 +268,14 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
         CUgraphInstantiateResult dr = device_launch_check(g, err_node);
         if (dr != CUDA_GRAPH_INSTANTIATE_SUCCESS) { *result = dr; return CUDA_ERROR_INVALID_VALUE; }
     }
+    /* cuStreamBeginCaptureToGraph: "The graph will not be instantiable until
+     * the user calls cuStreamEndCapture", a graph holding a conditional body
+     * (or child graph) captured into included. The code is the emulator's
+     * choice (none is documented). */
+    if (emu_capture_within(g)) {
+        *result = CUDA_GRAPH_INSTANTIATE_ERROR;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     /* Conditional bodies hold only the node types the documentation allows
      * (emu_cond_body_check); a node outside them is refused as a node the
      * instantiation does not support. */

@@ -425,6 +425,11 @@ static CUresult exec_update(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInf
     info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
     info->errorNode = info->errorFromNode = NULL;
     if (!emu_exec_ok(e) || !emu_graph_ok(g)) return CUDA_ERROR_INVALID_VALUE;
+    /* A graph captured into (or holding a body or child graph captured
+     * into) is not instantiable until the capture ends; an update from it
+     * is refused likewise (CU_GRAPH_EXEC_UPDATE_ERROR, the emulator's
+     * reading: nothing is documented). */
+    if (emu_capture_within(g)) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     return update_from(e, e, g, info);
 }
 

@@ -84,6 +84,7 @@ static void node_free(CUgraph g, CUgraphNode nd)
 
 void emu_graph_free(CUgraph g)
 {
+    emu_capture_graph_gone(g);
     for (size_t i = 0; i < g->n; i++) {
         emu_handle_del(g->nodes[i]);
         node_free(g, g->nodes[i]);
@@ -259,7 +260,10 @@ EMU_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 {
     EMU_ENTRY_INIT();
     if (!emu_graph_ok(hGraph)) return CUDA_ERROR_INVALID_VALUE;
-    if (graph_capturing(hGraph)) return CUDA_ERROR_INVALID_VALUE;  /* "all operations other than destroy" */
+    /* "all operations other than destroy": a graph captured into, or one
+     * whose conditional body or child graph is (destroying it would destroy
+     * the graph the capture adds to) */
+    if (emu_capture_within(hGraph)) return CUDA_ERROR_INVALID_VALUE;
     /* An embedded graph: "the node retains ownership of the graph"
      * (cuGraphChildGraphNodeGetGraph); it goes with its node. The documentation
      * does not say what destroying it does: refused, loudly. */

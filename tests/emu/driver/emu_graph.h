@@ -275,6 +275,12 @@ void emu_urefs_move(emu_urefs *dst, emu_urefs *src);
 
 /* Capture (emu_capture.c) */
 int emu_capture_refuse(emu_stream *s);
+/* Graph g is being freed: a capture into it is invalidated and detached
+ * (a violation). */
+void emu_capture_graph_gone(CUgraph g);
+/* 1 if a capture is in progress into g or a graph embedded in it (bodies,
+ * child graphs, any depth). */
+int emu_capture_within(CUgraph g);
 
 /* Graph execs (emu_exec.c) */
 int emu_exec_ok(CUgraphExec e);
