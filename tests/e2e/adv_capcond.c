@@ -39,7 +39,10 @@
  *            after it, the graph instantiated and launched with what the
  *            body holds; then a body capture left open while the outer
  *            capture ends (the graph may not be instantiated), then ended
- *            from a stream that joined it (unmatched) and from its own.
+ *            from a stream that joined it (unmatched) and from its own;
+ *            a stream-ordered allocation in a body's capture (a memory
+ *            node: refused, that capture invalidated); a body's capture
+ *            ended with no graph argument, as the CUDA samples do.
  * Usage: adv_capcond steps|nested|threads|invalid
  */
 #include "adv_common.h"
@@ -350,6 +353,39 @@ static void run_invalid(work *w)
             for (int i = 0; i < N; i++) want[i] = (nb >= 1 ? 3u : 0u) + (nb >= 2 ? 4u : 0u);
             adv_line("open body holds %zu node(s)", nb);
             adv_step_check(w->s, "open_body", 0, w->acc, want, N);
+            R(cuGraphExecDestroy(exec));
+        }
+        R(cuGraphDestroy(g));
+    }
+    /* 3: stream-ordered allocation in a body's capture: a memory node, which
+     * a body may not hold (the body's capture invalidated, the outer one
+     * goes on and ends with its graph) */
+    g = NULL;
+    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
+    h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    cap_cond(w->s, h, CU_GRAPH_COND_TYPE_WHILE, 1, bi);
+    body_begin(w, w->s2, bi[0]);
+    CUdeviceptr tmp = 0;
+    R(cuMemAllocAsync(&tmp, 4096, w->s2));
+    adv_line("allocation in a body: %s, outer: %s", adv_capture_status(w->s2), adv_capture_status(w->s));
+    body_end(w->s2);
+    R(cuStreamEndCapture(w->s, &g));
+    adv_line("outer after it: %s", g ? "graph" : "no graph");
+    if (g) R(cuGraphDestroy(g));
+    /* 4: the body's capture ended with no graph argument (the CUDA samples'
+     * capturedWhileGraph does), the graph instantiated and launched */
+    g = NULL;
+    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
+    R(cuMemsetD32Async(w->acc, 0, N, w->s));
+    h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    cap_cond(w->s, h, CU_GRAPH_COND_TYPE_IF, 1, bi);
+    body_begin(w, w->s2, bi[0]);
+    launch_mad(w->s2, &t0, &w->acc);
+    R(cuStreamEndCapture(w->s2, NULL));
+    if (R(cuStreamEndCapture(w->s, &g)) == CUDA_SUCCESS) {
+        if (R(cuGraphInstantiateWithFlags(&exec, g, 0)) == CUDA_SUCCESS) {
+            R(cuGraphLaunch(exec, w->s));
+            adv_step_check(w->s, "null_end", 0, w->acc, h0, N);
             R(cuGraphExecDestroy(exec));
         }
         R(cuGraphDestroy(g));

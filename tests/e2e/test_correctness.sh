@@ -1731,7 +1731,7 @@ fi
 # from a joined stream (unmatched). The report must show every update
 # forwarded for the conditional node, none skipped, and the graphs read back
 # for the dependency update the recorder does not model.
-CAPCOND='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] and T["updates_skipped"] == 0 and sum(e["forwarded_reasons"]["unsupported_node"] for e in X) == T["updates_forwarded"] and G["read_back"]["unmodeled_call"] > 0 and '"$AUDIT_OK"'::every update forwarded for the conditional node (unsupported_node), none skipped; the captured graphs read back (unmodeled_call), every record audited'
+CAPCOND='T["updates_seen"] > 0 and T["updates_seen"] == T["updates_forwarded"] and T["updates_skipped"] == 0 and sum(e["forwarded_reasons"]["unsupported_node"] for e in X) == T["updates_forwarded"] and G["read_back"]["unmodeled_call"] > 0 and L.get("cuGraphClone", 0) == 0 and L.get("cuGraphInstantiateWithFlags", 0) == 0 and '"$AUDIT_OK"'::every update forwarded for the conditional node (unsupported_node), none skipped; the captured graphs read back (unmodeled_call), every record audited; no cuGraphClone or instantiation by the library'
 for c in steps nested threads; do
     adv name=r48/capcond_$c cfg="temp prof alias" env="$AUDIT" eng_t="$SEEN and $PLACED" eng_p="$SEEN" \
         xchk="$CAPCOND" attack="conditional nodes built during a capture, bodies captured into ($c)" -- adv_capcond $c
