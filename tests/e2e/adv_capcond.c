@@ -22,7 +22,7 @@
  *            IF/ELSE hi (its value the handle's default, assigned per
  *            launch) { acc += a [, acc = acc*3 + t1 on topology steps] }
  *            { acc = acc*3 + t1, acc += b }; cnt = loops; WHILE hw { acc +=
- *            w; cnt -= 1, hw = cnt }; cond_set(hs, v); SWITCH hs (3) { acc +=
+ *            w; cnt -= 1, hw = cnt }; SWITCH hs (3, its value the default) { acc +=
  *            c0 } { acc += c1 } { acc += c2, acc = acc*3 + t0 }; acc += 1.
  *            cuGraphExecUpdate (a refused one: a new instantiation), launch,
  *            check, temporaries freed. Between steps: nothing changes (every
@@ -173,9 +173,11 @@ static CUgraph capture_step(work *w, const step_vals *v, CUdeviceptr *t0, CUdevi
         body_end(w->s3);
     }
     body_end(w->s2);
-    /* SWITCH of three on a kernel-set value */
-    CUgraphConditionalHandle hs = cap_handle(w->s, 0, 0);
-    launch_set(w->s, hs, v->v_sw);
+    /* SWITCH of three, its value the handle's default too: no node outside
+     * the bodies names a handle (a new graph has new handles), so that a
+     * step changing only a body or a default leaves every other node as
+     * the last step's */
+    CUgraphConditionalHandle hs = cap_handle(w->s, v->v_sw, CU_GRAPH_COND_ASSIGN_DEFAULT);
     cap_cond(w->s, hs, CU_GRAPH_COND_TYPE_SWITCH, 3, bs);
     for (int b = 0; b < 3; b++) {
         body_begin(w, w->s2, bs[b]);
