@@ -16,7 +16,9 @@
  * and destroy; a body freed under its capture (the outer capture ended
  * invalidated first: a violation, the body's capture invalidated);
  * cuGraphExecUpdate from a graph whose body was captured again with another
- * kernel argument (taken), another topology (refused).
+ * kernel argument (taken), another topology (refused); a body captured on a
+ * stream of another context with that context's kernel (refused at
+ * instantiation: one context for a conditional node and its kernels).
  */
 #include "graph_util.h"
 
@@ -266,6 +268,65 @@ static void body_freed_under_capture(void)
     CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
 }
 
+/* "All kernels, including kernels in nested conditionals or child graphs at
+ * any level, must belong to the same CUDA context": a body captured on a
+ * stream of another context, with that context's kernel, is refused at
+ * instantiation (the kernel named); captured again in the node's context,
+ * it is instantiated. */
+static void body_of_another_context(void)
+{
+    CUcontext c2;
+    CUmodule m2;
+    CUfunction f2;
+    CUstream s, s2;
+    char path[4096];
+    CHECK(emu_test_module_path("mod_graph.so", path, sizeof path) == 0);
+    CHECK_CU(cuCtxCreate(&c2, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuModuleLoad(&m2, path), CUDA_SUCCESS);
+    CHECK_CU(cuModuleGetFunction(&f2, m2, "affine_u32"), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr p = gu_alloc();
+    CUgraph g = NULL, body[1], got = NULL;
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CUgraphConditionalHandle h = cap_handle(s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    cap_cond(s, h, CU_GRAPH_COND_TYPE_IF, 1, body);
+    CHECK_CU(cuStreamBeginCaptureToGraph(s2, body[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    gu_args a;
+    gu_kp_affine(&a, p, 1, 1);
+    CHECK_CU(gu_launch(f2, s2, &a), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s2, &got), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    CUgraphNode bn[1];
+    size_t nb = 1;
+    CHECK_CU(cuGraphGetNodes(body[0], bn, &nb), CUDA_SUCCESS);
+    CUgraphExec e = NULL;
+    CUDA_GRAPH_INSTANTIATE_PARAMS ip = { 0 };
+    CHECK_CU(cuGraphInstantiateWithParams(&e, g, &ip), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(ip.result_out, CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED);
+    CHECK(ip.hErrNode_out == bn[0]);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    /* the same with the node's context's kernel on its stream */
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    h = cap_handle(s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    cap_cond(s, h, CU_GRAPH_COND_TYPE_IF, 1, body);
+    CHECK_CU(cuStreamBeginCaptureToGraph(s2, body[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(gu_launch(k_affine, s2, &a), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s2, &got), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
+    CHECK_CU(cuMemsetD32(p, 4, N_ELEMS), CUDA_SUCCESS);
+    run_want(e, p, 5);
+    CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s2), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
+    CHECK_CU(cuCtxDestroy(c2), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     gu_setup();
@@ -273,5 +334,6 @@ int main(void)
     RUN(captured_bodies_run_and_update);
     RUN(body_capture_rules);
     RUN(body_freed_under_capture);
+    RUN(body_of_another_context);
     return check_done();
 }

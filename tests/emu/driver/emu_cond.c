@@ -189,6 +189,42 @@ CUgraphNode emu_cond_body_check(CUgraph g, int body)
     return NULL;
 }
 
+/* The first kernel node in g (bodies, child graphs and nested conditional
+ * bodies included) whose context is not ctx, or NULL. */
+static CUgraphNode kernel_ctx_other(CUgraph g, CUcontext ctx)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const emu_nparams *p = &g->nodes[i]->p;
+        if (p->type == CU_GRAPH_NODE_TYPE_KERNEL && p->ctx != ctx) return g->nodes[i];
+        CUgraphNode bad = p->child ? kernel_ctx_other(p->child, ctx) : NULL;
+        for (unsigned b = 0; !bad && p->cond_body && b < p->cond_size; b++)
+            bad = kernel_ctx_other(p->cond_body[b], ctx);
+        if (bad) return bad;
+    }
+    return NULL;
+}
+
+/* CUDA_CONDITIONAL_NODE_PARAMS: "All kernels, including kernels in nested
+ * conditionals or child graphs at any level, must belong to the same CUDA
+ * context"; ctx: "Must match context used to create the handle and all body
+ * nodes". Kernels only are checked (the list names them; a memset or copy
+ * node's context is where it runs, which a body filled by the explicit API
+ * may set otherwise). A body filled by capture on a stream of another
+ * context, or by a kernel of another context's module, breaks it. Returns
+ * the first kernel node of g's conditional bodies (any depth) whose
+ * context is not its conditional node's, or NULL. */
+CUgraphNode emu_cond_ctx_check(CUgraph g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const emu_nparams *p = &g->nodes[i]->p;
+        CUgraphNode bad = p->child ? emu_cond_ctx_check(p->child) : NULL;
+        for (unsigned b = 0; !bad && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < p->cond_size; b++)
+            bad = kernel_ctx_other(p->cond_body[b], p->ctx);
+        if (bad) return bad;
+    }
+    return NULL;
+}
+
 /* The handles of a launch snapshot's conditional nodes, all bodies included,
  * appended to *out (grown; *n of them). Returns 0 on allocation failure. */
 int emu_cond_collect(const emu_nparams *v, size_t n, CUgraphConditionalHandle **out, size_t *nout, size_t *cap)

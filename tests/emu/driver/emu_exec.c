@@ -283,6 +283,14 @@ static CUresult exec_create(CUgraph g, cuuint64_t flags, CUgraphExec *out, CUgra
         *result = CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED;
         return CUDA_ERROR_INVALID_VALUE;
     }
+    /* One context for a conditional node and every kernel of its bodies
+     * (emu_cond_ctx_check): refused as nodes of several contexts (the
+     * result's documented sense is device launch's; the emulator's choice,
+     * nothing is documented for this rule). */
+    if ((*err_node = emu_cond_ctx_check(g))) {
+        *result = CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     /* "If hGraph contains any allocation or free nodes, there can be at most
      * one executable graph in existence for that graph at a time."; a graph
      * with conditional nodes: "Only one instantiation of the graph may exist

@@ -260,6 +260,7 @@ CUresult emu_graph_node_add(CUgraph g, const CUgraphNode *deps, const CUgraphEdg
 int emu_graph_has_cond(CUgraph g);
 CUresult emu_nparams_cond(emu_nparams *np, CUDA_CONDITIONAL_NODE_PARAMS *in, CUgraph g);
 CUgraphNode emu_cond_body_check(CUgraph g, int body);
+CUgraphNode emu_cond_ctx_check(CUgraph g);
 unsigned emu_cond_value(CUgraphConditionalHandle h);
 void emu_cond_launch_default(CUgraphConditionalHandle h);
 int emu_cond_pick(const emu_nparams *p, unsigned value);
