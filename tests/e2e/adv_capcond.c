@@ -42,7 +42,9 @@
  *            from a stream that joined it (unmatched) and from its own;
  *            a stream-ordered allocation in a body's capture (a memory
  *            node: refused, that capture invalidated); a body's capture
- *            ended with no graph argument, as the CUDA samples do.
+ *            ended with no graph argument, as the CUDA samples do; a
+ *            stream-ordered free of a temporary in a body's capture and
+ *            in the outer one (refused: no graph allocation).
  * Usage: adv_capcond steps|nested|threads|invalid
  */
 #include "adv_common.h"
@@ -392,6 +394,25 @@ static void run_invalid(work *w)
         }
         R(cuGraphDestroy(g));
     }
+    /* 5: a stream-ordered free of a temporary (a cuMemAlloc block: placed)
+     * in a body's capture: a free node a body may not hold, of memory no
+     * graph allocated; then in the outer capture (not a graph allocation:
+     * refused, that capture invalidated). The block stays allocated. */
+    g = NULL;
+    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
+    h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    cap_cond(w->s, h, CU_GRAPH_COND_TYPE_IF, 1, bi);
+    body_begin(w, w->s2, bi[0]);
+    R(cuMemFreeAsync(t0, w->s2));
+    adv_line("free in a body: %s, outer: %s", adv_capture_status(w->s2), adv_capture_status(w->s));
+    body_end(w->s2);
+    R(cuMemFreeAsync(t0, w->s));
+    adv_line("free in the outer capture: %s", adv_capture_status(w->s));
+    R(cuStreamEndCapture(w->s, &g));
+    if (g) R(cuGraphDestroy(g));
+    uint32_t back[N];
+    R(cuMemcpyDtoH(back, t0, sizeof back));
+    adv_check("temp_kept", memcmp(back, h0, sizeof back) == 0, "the temporary still holds its words");
     R(cuEventDestroy(fork));
     R(cuEventDestroy(ev));
     R(cuMemFree(t0));
