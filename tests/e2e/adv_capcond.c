@@ -283,6 +283,18 @@ static void thread_steps(void *arg)
     run_steps(w, 0);
 }
 
+/* Begins w's outer capture [acc = 0], adds a conditional node of type t (one
+ * body, its value the default 1, assigned per launch) and begins the body's
+ * capture on w->s2; the body in bi[0]. */
+static void begin_with_body(work *w, CUgraphConditionalNodeType t, CUgraph *bi, int zero_acc)
+{
+    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
+    if (zero_acc) R(cuMemsetD32Async(w->acc, 0, N, w->s));
+    CUgraphConditionalHandle h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    cap_cond(w->s, h, t, 1, bi);
+    body_begin(w, w->s2, bi[0]);
+}
+
 /* A body capture invalidated, and one left open: what the driver answers
  * must be what the program sees. */
 static void run_invalid(work *w)
@@ -295,11 +307,7 @@ static void run_invalid(work *w)
     MUST(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
     MUST(cuEventRecord(ev, w->s3));             /* outside any capture */
     /* 1: the body's capture invalidated after its first kernel */
-    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
-    R(cuMemsetD32Async(w->acc, 0, N, w->s));
-    CUgraphConditionalHandle h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(w->s, h, CU_GRAPH_COND_TYPE_IF, 1, bi);
-    body_begin(w, w->s2, bi[0]);
+    begin_with_body(w, CU_GRAPH_COND_TYPE_IF, bi, 1);
     launch_mad(w->s2, &t0, &w->acc);
     R(cuStreamWaitEvent(w->s2, ev, 0));         /* isolation: the body's capture invalidated */
     launch_add(w->s2, &w->acc, 5);
@@ -321,11 +329,7 @@ static void run_invalid(work *w)
         g = NULL;
     }
     /* 2: a body capture left open while the outer one ends */
-    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
-    R(cuMemsetD32Async(w->acc, 0, N, w->s));
-    h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(w->s, h, CU_GRAPH_COND_TYPE_IF, 1, bi);
-    body_begin(w, w->s2, bi[0]);
+    begin_with_body(w, CU_GRAPH_COND_TYPE_IF, bi, 1);
     launch_add(w->s2, &w->acc, 3);
     CUevent fork;
     MUST(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
@@ -365,10 +369,7 @@ static void run_invalid(work *w)
      * a body may not hold (the body's capture invalidated, the outer one
      * goes on and ends with its graph) */
     g = NULL;
-    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
-    h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(w->s, h, CU_GRAPH_COND_TYPE_WHILE, 1, bi);
-    body_begin(w, w->s2, bi[0]);
+    begin_with_body(w, CU_GRAPH_COND_TYPE_WHILE, bi, 0);
     CUdeviceptr tmp = 0;
     R(cuMemAllocAsync(&tmp, 4096, w->s2));
     adv_line("allocation in a body: %s, outer: %s", adv_capture_status(w->s2), adv_capture_status(w->s));
@@ -379,11 +380,7 @@ static void run_invalid(work *w)
     /* 4: the body's capture ended with no graph argument (the CUDA samples'
      * capturedWhileGraph does), the graph instantiated and launched */
     g = NULL;
-    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
-    R(cuMemsetD32Async(w->acc, 0, N, w->s));
-    h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(w->s, h, CU_GRAPH_COND_TYPE_IF, 1, bi);
-    body_begin(w, w->s2, bi[0]);
+    begin_with_body(w, CU_GRAPH_COND_TYPE_IF, bi, 1);
     launch_mad(w->s2, &t0, &w->acc);
     R(cuStreamEndCapture(w->s2, NULL));
     if (R(cuStreamEndCapture(w->s, &g)) == CUDA_SUCCESS) {
@@ -399,10 +396,7 @@ static void run_invalid(work *w)
      * graph allocated; then in the outer capture (not a graph allocation:
      * refused, that capture invalidated). The block stays allocated. */
     g = NULL;
-    MUST(cuStreamBeginCapture_v2(w->s, w->mode));
-    h = cap_handle(w->s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(w->s, h, CU_GRAPH_COND_TYPE_IF, 1, bi);
-    body_begin(w, w->s2, bi[0]);
+    begin_with_body(w, CU_GRAPH_COND_TYPE_IF, bi, 0);
     R(cuMemFreeAsync(t0, w->s2));
     adv_line("free in a body: %s, outer: %s", adv_capture_status(w->s2), adv_capture_status(w->s));
     body_end(w->s2);

@@ -88,6 +88,14 @@ static inline int gu_all(CUdeviceptr p, uint32_t v)
     return 1;
 }
 
+/* Launches e on the legacy stream, waits, checks that every word of p is want. */
+static inline void gu_launch_expect(CUgraphExec e, CUdeviceptr p, uint32_t want)
+{
+    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    CHECK(gu_all(p, want));
+}
+
 /* Checks that g has n nodes and e edges, and puts its nodes in nodes (room
  * for n). */
 static inline void gu_graph_shape(CUgraph g, size_t n, size_t e, CUgraphNode *nodes)

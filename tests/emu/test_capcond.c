@@ -67,6 +67,17 @@ static CUgraphConditionalHandle cap_handle(CUstream s, unsigned dflt, unsigned f
     return h;
 }
 
+/* A capture on s (global mode) whose graph gets an IF (default taken, per
+ * launch) as in cap_cond, its body's capture begun on sb; the body in
+ * body[0]. */
+static void begin_if_body(CUstream s, CUstream sb, CUgraph *body)
+{
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CUgraphConditionalHandle h = cap_handle(s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
+    cap_cond(s, h, CU_GRAPH_COND_TYPE_IF, 1, body);
+    CHECK_CU(cuStreamBeginCaptureToGraph(sb, body[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+}
+
 static void launch_dec(CUstream s, CUdeviceptr c, CUgraphConditionalHandle h)
 {
     uint64_t n = N_ELEMS;
@@ -129,13 +140,6 @@ static CUgraph capture_loop(CUstream s, CUstream sb, CUdeviceptr p, CUdeviceptr 
     return g;
 }
 
-static void run_want(CUgraphExec e, CUdeviceptr p, uint32_t want)
-{
-    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
-    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
-    CHECK(gu_all(p, want));
-}
-
 /* The whole sequence, launched; then cuGraphExecUpdate from graphs captured
  * again: another scalar in the body and another IF default (taken), another
  * body topology (refused). */
@@ -149,15 +153,15 @@ static void captured_bodies_run_and_update(void)
     CHECK_CU(cuStreamEndCapture(s, NULL), CUDA_ERROR_ILLEGAL_STATE);   /* not capturing */
     CUgraphExec e;
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
-    run_want(e, p, (4 * 5) * 3 + 1 + 2);
+    gu_launch_expect(e, p, (4 * 5) * 3 + 1 + 2);
     CUgraph g2 = capture_loop(s, sb, p, c, 3, 7, 0, 0, NULL);
     CUgraphExecUpdateResultInfo info;
     CHECK_CU(cuGraphExecUpdate_v2(e, g2, &info), CUDA_SUCCESS);
-    run_want(e, p, 3 * 7 + 2);
+    gu_launch_expect(e, p, 3 * 7 + 2);
     CUgraph g3 = capture_loop(s, sb, p, c, 3, 7, 0, 1, NULL);
     CHECK_CU(cuGraphExecUpdate_v2(e, g3, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-    run_want(e, p, 3 * 7 + 2);          /* unchanged */
+    gu_launch_expect(e, p, 3 * 7 + 2);          /* unchanged */
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);
@@ -178,10 +182,7 @@ static void body_capture_rules(void)
     CUgraph g = NULL, body[1], got = NULL;
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     CHECK_CU(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    CUgraphConditionalHandle h = cap_handle(s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(s, h, CU_GRAPH_COND_TYPE_IF, 1, body);
-    CHECK_CU(cuStreamBeginCaptureToGraph(sb, body[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    begin_if_body(s, sb, body);
     CUdeviceptr m = 0;
     CHECK_CU(cuMemAllocAsync(&m, 4096, sb), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     CUstreamCaptureStatus st;
@@ -204,13 +205,10 @@ static void body_capture_rules(void)
     CHECK(got == body[0]);
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
     CHECK_CU(cuMemsetD32(p, 1, N_ELEMS), CUDA_SUCCESS);
-    run_want(e, p, 10);
+    gu_launch_expect(e, p, 10);
     /* an update from a graph whose body is captured into: refused */
     CUgraph g2 = NULL, b2[1];
-    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    h = cap_handle(s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(s, h, CU_GRAPH_COND_TYPE_IF, 1, b2);
-    CHECK_CU(cuStreamBeginCaptureToGraph(sb, b2[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    begin_if_body(s, sb, b2);
     launch_affine(sb, p, 1, 9);
     CHECK_CU(cuStreamEndCapture(s, &g2), CUDA_SUCCESS);
     CUgraphExecUpdateResultInfo info;
@@ -289,10 +287,7 @@ static void body_of_another_context(void)
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     CUdeviceptr p = gu_alloc();
     CUgraph g = NULL, body[1], got = NULL;
-    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    CUgraphConditionalHandle h = cap_handle(s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(s, h, CU_GRAPH_COND_TYPE_IF, 1, body);
-    CHECK_CU(cuStreamBeginCaptureToGraph(s2, body[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    begin_if_body(s, s2, body);
     gu_args a;
     gu_kp_affine(&a, p, 1, 1);
     CHECK_CU(gu_launch(f2, s2, &a), CUDA_SUCCESS);
@@ -308,16 +303,13 @@ static void body_of_another_context(void)
     CHECK(ip.hErrNode_out == bn[0]);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
     /* the same with the node's context's kernel on its stream */
-    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
-    h = cap_handle(s, 1, CU_GRAPH_COND_ASSIGN_DEFAULT);
-    cap_cond(s, h, CU_GRAPH_COND_TYPE_IF, 1, body);
-    CHECK_CU(cuStreamBeginCaptureToGraph(s2, body[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    begin_if_body(s, s2, body);
     CHECK_CU(gu_launch(k_affine, s2, &a), CUDA_SUCCESS);
     CHECK_CU(cuStreamEndCapture(s2, &got), CUDA_SUCCESS);
     CHECK_CU(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
     CHECK_CU(cuMemsetD32(p, 4, N_ELEMS), CUDA_SUCCESS);
-    run_want(e, p, 5);
+    gu_launch_expect(e, p, 5);
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);

@@ -76,13 +76,6 @@ static void run_expect(CUgraph g, CUdeviceptr p, uint32_t want)
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
 }
 
-static void launch_expect(CUgraphExec e, CUdeviceptr p, uint32_t want)
-{
-    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
-    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
-    CHECK(gu_all(p, want));
-}
-
 /* The child's nodes run after the node's dependency and before its
  * dependent, in their own order; the node holds a clone made at the call
  * (changing childGraph later changes nothing); its type is GRAPH;
@@ -174,14 +167,14 @@ TEST(exec_update_reaches_the_child)
     CUgraphExec e;
     CUgraphExecUpdateResultInfo info;
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g5, 0), CUDA_SUCCESS);
-    launch_expect(e, p, PARENT_RESULT(5));
+    gu_launch_expect(e, p, PARENT_RESULT(5));
     CHECK_CU(cuGraphExecUpdate_v2(e, g9, &info), CUDA_SUCCESS);
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
-    launch_expect(e, p, PARENT_RESULT(9));
+    gu_launch_expect(e, p, PARENT_RESULT(9));
     /* the child works on q: p = 1 * 2 + 1, q = (1 * 5 + 2) * 3 */
     CHECK_CU(cuMemsetD32(q, 1, N_ELEMS), CUDA_SUCCESS);
     CHECK_CU(cuGraphExecUpdate_v2(e, gq, &info), CUDA_SUCCESS);
-    launch_expect(e, p, 3);
+    gu_launch_expect(e, p, 3);
     CHECK(gu_all(q, 21));
 
     /* topology: the child has a third node */
@@ -215,7 +208,7 @@ TEST(exec_update_reaches_the_child)
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
     CHECK(info.errorNode == n1);
     CHECK_CU(cuMemsetD32(q, 1, N_ELEMS), CUDA_SUCCESS);
-    launch_expect(e, p, 3);                       /* still the gq parameters */
+    gu_launch_expect(e, p, 3);                       /* still the gq parameters */
     CHECK(gu_all(q, 21));
 
     CUgraph all[] = { c5, c9, cq, g5, g9, gq, c3, g3, ct, gt, ge };
@@ -240,7 +233,7 @@ TEST(exec_child_set_params)
     CUgraphExec e;
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
     CHECK_CU(cuGraphExecChildGraphNodeSetParams(e, cn, c9), CUDA_SUCCESS);
-    launch_expect(e, p, PARENT_RESULT(9));
+    gu_launch_expect(e, p, PARENT_RESULT(9));
     run_expect(g, p, PARENT_RESULT(5));           /* the node itself is unchanged */
     CHECK_CU(cuGraphExecChildGraphNodeSetParams(e, cn, c3), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuGraphExecChildGraphNodeSetParams(e, other_cn, c5), CUDA_ERROR_INVALID_VALUE);
@@ -249,16 +242,16 @@ TEST(exec_child_set_params)
     size_t n = 1;
     CHECK_CU(cuGraphGetRootNodes(g, roots, &n), CUDA_SUCCESS);
     CHECK_CU(cuGraphExecChildGraphNodeSetParams(e, roots[0], c5), CUDA_ERROR_INVALID_VALUE);
-    launch_expect(e, p, PARENT_RESULT(9));
+    gu_launch_expect(e, p, PARENT_RESULT(9));
     CUgraphNodeParams np;
     memset(&np, 0, sizeof np);
     np.type = CU_GRAPH_NODE_TYPE_GRAPH;
     np.graph.graph = c11;
     CHECK_CU(cuGraphExecNodeSetParams(e, cn, &np), CUDA_SUCCESS);
-    launch_expect(e, p, PARENT_RESULT(11));
+    gu_launch_expect(e, p, PARENT_RESULT(11));
     np.graph.graph = c3;
     CHECK_CU(cuGraphExecNodeSetParams(e, cn, &np), CUDA_ERROR_INVALID_VALUE);
-    launch_expect(e, p, PARENT_RESULT(11));
+    gu_launch_expect(e, p, PARENT_RESULT(11));
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CUgraph all[] = { c5, c9, c11, c3, g, other };
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) CHECK_CU(cuGraphDestroy(all[i]), CUDA_SUCCESS);
@@ -322,7 +315,7 @@ TEST(destroy_and_generic_calls)
     CHECK_EQ(n, 2);
     CHECK_CU(cuGraphDestroy(f.g), CUDA_SUCCESS);
     f.g = NULL;
-    launch_expect(e, f.p, PARENT_RESULT(5));      /* the exec is a snapshot */
+    gu_launch_expect(e, f.p, PARENT_RESULT(5));      /* the exec is a snapshot */
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
 
     CUgraph h;

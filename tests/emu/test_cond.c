@@ -82,13 +82,6 @@ static CUgraph make_loop(CUdeviceptr p, CUdeviceptr c, uint32_t count, unsigned 
     return g;
 }
 
-static void launch_expect(CUgraphExec e, CUdeviceptr p, uint32_t want)
-{
-    CHECK_CU(cuGraphLaunch(e, NULL), CUDA_SUCCESS);
-    CHECK_CU(cuStreamSynchronize(NULL), CUDA_SUCCESS);
-    CHECK(gu_all(p, want));
-}
-
 /* WHILE: the body runs while the value is non-zero, re-read after each
  * iteration; with CU_GRAPH_COND_ASSIGN_DEFAULT every launch starts from the
  * default again. */
@@ -98,9 +91,9 @@ static void while_counts_and_default_per_launch(void)
     CUgraph g = make_loop(p, c, 5, 1, CU_GRAPH_COND_ASSIGN_DEFAULT, NULL);
     CUgraphExec e;
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
-    launch_expect(e, p, 5);
+    gu_launch_expect(e, p, 5);
     CHECK(gu_all(c, 0));
-    launch_expect(e, p, 5);             /* the default (1) again: the loop runs again */
+    gu_launch_expect(e, p, 5);             /* the default (1) again: the loop runs again */
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
     CHECK_CU(cuMemFree(p), CUDA_SUCCESS);
@@ -116,13 +109,13 @@ static void while_without_assign_default(void)
     CUgraph g = make_loop(p, c, 3, 1, 0, NULL);
     CUgraphExec e;
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
-    launch_expect(e, p, 3);
-    launch_expect(e, p, 0);
+    gu_launch_expect(e, p, 3);
+    gu_launch_expect(e, p, 0);
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
     g = make_loop(p, c, 3, 0, CU_GRAPH_COND_ASSIGN_DEFAULT, NULL);
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
-    launch_expect(e, p, 0);
+    gu_launch_expect(e, p, 0);
     CHECK(gu_all(c, 3));
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
@@ -161,7 +154,7 @@ static void run_expect(CUgraph g, CUdeviceptr p, uint32_t want)
 {
     CUgraphExec e;
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
-    launch_expect(e, p, want);
+    gu_launch_expect(e, p, want);
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
 }
 
@@ -190,14 +183,14 @@ static void exec_update_rules(void)
     CUgraphExec e;
     CUgraphExecUpdateResultInfo info;
     CHECK_CU(cuGraphInstantiateWithFlags(&e, a, 0), CUDA_SUCCESS);
-    launch_expect(e, p, (1 * 3 + 1) * 2);
+    gu_launch_expect(e, p, (1 * 3 + 1) * 2);
     CHECK_CU(cuGraphExecUpdate(e, b, &info), CUDA_SUCCESS);
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
-    launch_expect(e, p, (1 * 5 + 1) * 2);
+    gu_launch_expect(e, p, (1 * 5 + 1) * 2);
     CHECK_CU(cuGraphExecUpdate(e, d, &info), CUDA_SUCCESS);   /* the set kernel's value changes */
-    launch_expect(e, p, 1 * 2);
+    gu_launch_expect(e, p, 1 * 2);
     CHECK_CU(cuGraphExecUpdate(e, a, &info), CUDA_SUCCESS);   /* and back */
-    launch_expect(e, p, (1 * 3 + 1) * 2);
+    gu_launch_expect(e, p, (1 * 3 + 1) * 2);
     /* IF to WHILE: "Changing node parameters is not supported". */
     CUgraph w = make_loop(p, c, 2, 1, 0, NULL);
     CUgraph t;
@@ -227,7 +220,7 @@ static void exec_update_rules(void)
     CHECK(info.errorNode == cb);
     CHECK_CU(cuGraphExecUpdate(e, w, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-    launch_expect(e, p, (1 * 3 + 1) * 2);   /* the refusals changed nothing */
+    gu_launch_expect(e, p, (1 * 3 + 1) * 2);   /* the refusals changed nothing */
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CUgraph all[] = { a, b, d, w, t, b2 };
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) CHECK_CU(cuGraphDestroy(all[i]), CUDA_SUCCESS);
@@ -338,34 +331,34 @@ static void multi_update_rules(void)
     CUgraph c = make_multi(p, CU_GRAPH_COND_TYPE_SWITCH, 3, 2, 10, -1, NULL, NULL);
     CUgraph d = make_multi(p, CU_GRAPH_COND_TYPE_SWITCH, 3, 3, 10, -1, NULL, NULL);
     CHECK_CU(cuGraphInstantiateWithFlags(&e, a, 0), CUDA_SUCCESS);
-    launch_expect(e, p, multi_want(1, 0));
+    gu_launch_expect(e, p, multi_want(1, 0));
     CHECK_CU(cuGraphExecUpdate(e, b, &info), CUDA_SUCCESS);     /* every body's scalar */
     CHECK_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
-    launch_expect(e, p, multi_want(1, 10));
+    gu_launch_expect(e, p, multi_want(1, 10));
     CHECK_CU(cuGraphExecUpdate(e, c, &info), CUDA_SUCCESS);     /* value 2: body 2 as b set it */
-    launch_expect(e, p, multi_want(2, 10));
+    gu_launch_expect(e, p, multi_want(2, 10));
     CHECK_CU(cuGraphExecUpdate(e, d, &info), CUDA_SUCCESS);     /* value 3: no body */
-    launch_expect(e, p, multi_want(-1, 10));
+    gu_launch_expect(e, p, multi_want(-1, 10));
     CHECK_CU(cuGraphExecUpdate(e, c, &info), CUDA_SUCCESS);
     multi_refused(e, p, CU_GRAPH_COND_TYPE_SWITCH, 4, -1, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
     multi_refused(e, p, CU_GRAPH_COND_TYPE_SWITCH, 2, -1, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
     multi_refused(e, p, CU_GRAPH_COND_TYPE_IF, 1, -1, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
     multi_refused(e, p, CU_GRAPH_COND_TYPE_SWITCH, 3, 2, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
     multi_refused(e, p, CU_GRAPH_COND_TYPE_SWITCH, 3, 0, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-    launch_expect(e, p, multi_want(2, 10));     /* c's, unchanged by the refusals */
+    gu_launch_expect(e, p, multi_want(2, 10));     /* c's, unchanged by the refusals */
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     /* IF with an ELSE body: to IF without one, to a SWITCH of two, refused;
      * the else body's new scalar shows once the value is 0 */
     CUgraph i1 = make_multi(p, CU_GRAPH_COND_TYPE_IF, 2, 5, 0, -1, NULL, NULL);
     CUgraph i2 = make_multi(p, CU_GRAPH_COND_TYPE_IF, 2, 0, 30, -1, NULL, NULL);
     CHECK_CU(cuGraphInstantiateWithFlags(&e, i1, 0), CUDA_SUCCESS);
-    launch_expect(e, p, multi_want(0, 0));
+    gu_launch_expect(e, p, multi_want(0, 0));
     multi_refused(e, p, CU_GRAPH_COND_TYPE_IF, 1, -1, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
     multi_refused(e, p, CU_GRAPH_COND_TYPE_SWITCH, 2, -1, CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
     multi_refused(e, p, CU_GRAPH_COND_TYPE_IF, 2, 1, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-    launch_expect(e, p, multi_want(0, 0));
+    gu_launch_expect(e, p, multi_want(0, 0));
     CHECK_CU(cuGraphExecUpdate(e, i2, &info), CUDA_SUCCESS);
-    launch_expect(e, p, multi_want(1, 30));
+    gu_launch_expect(e, p, multi_want(1, 30));
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CUgraph all[] = { a, b, c, d, i1, i2 };
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) CHECK_CU(cuGraphDestroy(all[i]), CUDA_SUCCESS);
@@ -392,7 +385,7 @@ static void multi_restrictions(void)
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
     CHECK_CU(cuGraphInstantiateWithFlags(&e2, g, 0), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuGraphExecChildGraphNodeSetParams(e, cn, bodies[1]), CUDA_ERROR_INVALID_VALUE);
-    launch_expect(e, p, multi_want(0, 0));
+    gu_launch_expect(e, p, multi_want(0, 0));
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CUgraphConditionalHandle hb;
     CHECK_CU(cuGraphConditionalHandleCreate(&hb, bodies[2], g_ctx, 0, 0), CUDA_SUCCESS);
@@ -411,7 +404,7 @@ static void multi_restrictions(void)
     CHECK(ip.hErrNode_out == hn);
     CHECK_CU(cuGraphDestroyNode(hn), CUDA_SUCCESS);
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);
-    launch_expect(e, p, multi_want(0, 0));
+    gu_launch_expect(e, p, multi_want(0, 0));
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroyNode(cn), CUDA_SUCCESS);     /* the bodies (the nested ones too) with it */
     CHECK_CU(cuGraphDestroy(other), CUDA_SUCCESS);
