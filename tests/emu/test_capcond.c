@@ -201,6 +201,10 @@ static void body_capture_rules(void)
     CHECK_CU(cuGraphInstantiateWithParams(&e, g, &ip), CUDA_ERROR_INVALID_VALUE);
     CHECK_EQ(ip.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
     CHECK_CU(cuGraphDestroy(g), CUDA_ERROR_INVALID_VALUE);
+    CUgraphNode nodes[1];
+    size_t nn = 1;
+    CHECK_CU(cuGraphGetNodes(g, nodes, &nn), CUDA_SUCCESS);
+    CHECK_CU(cuGraphDestroyNode(nodes[0]), CUDA_ERROR_INVALID_VALUE);   /* the IF whose body it is */
     CHECK_CU(cuStreamEndCapture(sb, &got), CUDA_SUCCESS);
     CHECK(got == body[0]);
     CHECK_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);

@@ -291,6 +291,11 @@ EMU_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
     if (!emu_node_ok(hNode)) return CUDA_ERROR_INVALID_VALUE;
     CUgraph g = hNode->graph;
     if (emu_graph_has_mem(g) || graph_capturing(g)) return CUDA_ERROR_INVALID_VALUE;
+    /* a node whose conditional body (or child graph) is captured into: its
+     * removal would destroy the graph the capture adds to (as cuGraphDestroy) */
+    if (hNode->p.child && emu_capture_within(hNode->p.child)) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned b = 0; hNode->p.cond_body && b < hNode->p.cond_size; b++)
+        if (emu_capture_within(hNode->p.cond_body[b])) return CUDA_ERROR_INVALID_VALUE;
     size_t k = 0;
     for (size_t i = 0; i < g->nedges; i++)
         if (g->edges[i].from != hNode && g->edges[i].to != hNode) g->edges[k++] = g->edges[i];
