@@ -317,10 +317,13 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
     case CU_GRAPH_NODE_TYPE_MEMSET: r = emu_nparams_memset(&np, op->set, ctx); break;
     case CU_GRAPH_NODE_TYPE_HOST:   r = emu_nparams_host(&np, op->host); break;
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
-        /* The pool's properties: the device's default pool. */
+        /* The pool's properties (pinned memory of its device, its access
+         * from other devices); the memory is the graph's, not the pool's. */
+        CUmemAccessDesc acc[8];
         CUDA_MEM_ALLOC_NODE_PARAMS a = { .poolProps = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
                                                         .location = { CU_MEM_LOCATION_TYPE_DEVICE, op->mem_dev } },
-                                         .bytesize = op->mem_bytes };
+                                         .bytesize = op->mem_bytes, .accessDescs = acc };
+        a.accessDescCount = op->mem_pool ? emu_pool_access_descs(op->mem_pool, acc, 8) : 0;
         CUdeviceptr p = 0;
         if (!op->mem_out) r = CUDA_ERROR_INVALID_VALUE;
         else if ((r = emu_nparams_memalloc(&np, &a, c->graph->uid, &p)) == CUDA_SUCCESS) *op->mem_out = p;

@@ -365,13 +365,31 @@ void emu_mem_copy(void *dst, const void *src, size_t n);
  * not the base of a live one. *token names what is freed (for a graph
  * allocation: its incarnation). */
 CUresult emu_mem_free_async_begin(CUdeviceptr p, uint64_t *token);
-/* The stream, event and context synchronize calls: every device pool gives
- * back the held bytes above its release threshold. */
+/* The stream, event and context synchronize calls: every pool gives back
+ * the held bytes above its release threshold. */
 void emu_mem_pools_sync(void);
-/* cuMemPoolTrimTo of device dev's pool. */
-void emu_mem_pool_trim(int dev, size_t keep);
-/* cuMemPoolGetAttribute (set == 0) / cuMemPoolSetAttribute of dev's pool. */
-CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *value);
+/* Memory pools (emu_pool.c owns the calls; their state is emu_mem.c's).
+ * emu_mem_pool_add makes *pool a pool of device (created: by
+ * cuMemPoolCreate; max_size: most bytes it may reserve, 0 for the device's
+ * memory), accessible from its device only. emu_mem_pool_destroy marks it
+ * destroyed, gives back what it holds, makes the device's default pool
+ * current again if it was current, and returns 1 if nothing of it is left
+ * (the caller then gives its handle memory back), 0 if allocations remain
+ * (the last one's free gives it back). emu_mem_pool_current returns dev's
+ * current pool (NULL: its default one), first setting it to `set` if
+ * change. emu_mem_pool_access reads (set == 0) or sets dev's access to the
+ * pool's memory. emu_mem_pool_trim: cuMemPoolTrimTo. emu_mem_pool_attr:
+ * cuMemPoolGetAttribute (set == 0) / cuMemPoolSetAttribute. */
+struct CUmemPoolHandle_st;
+void emu_mem_pool_add(CUmemoryPool pool, int device, int created, size_t max_size);
+int emu_mem_pool_destroy(CUmemoryPool pool);
+CUmemoryPool emu_mem_pool_current(int dev, CUmemoryPool set, int change);
+CUresult emu_mem_pool_access(CUmemoryPool pool, int dev, CUmemAccess_flags *flags, int set);
+void emu_mem_pool_trim(CUmemoryPool pool, size_t keep);
+CUresult emu_mem_pool_attr(CUmemoryPool pool, CUmemPool_attribute attr, int set, void *value);
+/* emu_pool.c: the access descriptors (at most max) of an allocation node
+ * captured from pool: each other device the pool is open to. */
+size_t emu_pool_access_descs(CUmemoryPool pool, CUmemAccessDesc *out, size_t max);
 /* Releases memory queued by cuMemFreeAsync or a free node (called on the
  * stream worker) with the token emu_mem_free_async_begin or
  * emu_gmem_request_free gave. */
@@ -616,8 +634,9 @@ typedef struct emu_capture_op {
     size_t ncopies;
     const CUDA_MEMSET_NODE_PARAMS *set; /* MEMSET */
     const CUDA_HOST_NODE_PARAMS *host;  /* HOST */
-    size_t mem_bytes;                 /* MEM_ALLOC: size, device; *mem_out gets the address */
+    size_t mem_bytes;                 /* MEM_ALLOC: size, device, pool; *mem_out gets the address */
     int mem_dev;
+    CUmemoryPool mem_pool;
     CUdeviceptr *mem_out;
     CUdeviceptr mem_ptr;              /* MEM_FREE */
     CUevent event;                    /* EVENT_RECORD, WAIT_EVENT */

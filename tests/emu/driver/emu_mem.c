@@ -41,8 +41,7 @@
 #include <unistd.h>
 
 pthread_mutex_t emu_mem_lock = PTHREAD_MUTEX_INITIALIZER;
-mem_state emu_memory = { .next_buffer_id = 1, .next_handle_id = 0x1000,
-                   .pools = { [0 ... MEM_MAX_DEVICES - 1] = { .reuse = { 1, 1, 1 } } } };
+mem_state emu_memory = { .next_buffer_id = 1, .next_handle_id = 0x1000 };
 int emu_mem_hash_oom;
 
 void emu_mem_fork(int phase)
@@ -160,9 +159,11 @@ void emu_charge_give(int dev, size_t bytes)
  *   cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged: the bytes rounded up to
  *     whole pages (4 KiB), charged until freed;
  *   CUDA arrays: the bytes of their elements, rounded up the same way;
- *   stream-ordered: the same, from the device's pool, which first reuses
- *     bytes it holds; freed bytes stay held (charged) until a synchronize
- *     releases those above the release threshold, or cuMemPoolTrimTo;
+ *   stream-ordered: the same, from the pool (the device's current one, or
+ *     the one named), which first reuses bytes it holds, and never reserves
+ *     more than its maxSize; freed bytes stay held (charged) until a
+ *     synchronize releases those above the release threshold, or
+ *     cuMemPoolTrimTo; a destroyed pool holds nothing;
  *   cuMemCreate: its size (a multiple of the granularity), until released
  *     and unmapped; pinned host memory: nothing. */
 static void pool_note_highs(pool_state *ps)
@@ -171,7 +172,7 @@ static void pool_note_highs(pool_state *ps)
     if (ps->used + ps->held > ps->reserved_high) ps->reserved_high = ps->used + ps->held;
 }
 
-static int charge_take(int dev, range_kind kind, size_t len)
+static int charge_take(int dev, range_kind kind, size_t len, CUmemoryPool pool)
 {
     if (kind == RK_HOST) return 1;
     if (kind == RK_GRAPH) {
@@ -182,34 +183,49 @@ static int charge_take(int dev, range_kind kind, size_t len)
         return 1;
     }
     if (kind != RK_ASYNC) return emu_usage_take(dev, len);
-    pool_state *ps = &emu_memory.pools[dev];
+    pool_state *ps = &pool->st;
     size_t reuse = ps->held < len ? ps->held : len;
+    if (pool->max_size && ps->used + ps->held + (len - reuse) > pool->max_size) return 0;
     if (!emu_usage_take(dev, len - reuse)) return 0;
     ps->held -= reuse;
     ps->used += len;
+    pool->blocks++;
     pool_note_highs(ps);
     return 1;
 }
 
-static void charge_give(int dev, range_kind kind, size_t len)
+/* Gives back the len bytes of a block; a stream-ordered one's go to its pool
+ * (or to the device if the pool was destroyed), but for `claim` bytes that
+ * an allocation took over before the block's free was reached. */
+static void charge_give(int dev, range_kind kind, size_t len, CUmemoryPool pool, size_t claim)
 {
     if (kind == RK_HOST || kind == RK_IPC) return;
     if (kind == RK_GRAPH) emu_memory.graph_used[dev] -= len;
     if (kind != RK_ASYNC) { emu_memory.used[dev] -= len; return; }
-    emu_memory.pools[dev].used -= len;
-    emu_memory.pools[dev].held += len;     /* the pool keeps it */
+    pool->st.used -= len;
+    pool->blocks--;
+    if (pool->destroyed) emu_memory.used[dev] -= len - claim;
+    else pool->st.held += len - claim;     /* the pool keeps it */
 }
 
 /* Gives held pool bytes back to the device until the pool reserves at most
  * `keep` (it cannot give what is in use). */
-static void pool_release(int dev, uint64_t keep)
+static void pool_release(CUmemoryPool pool, uint64_t keep)
 {
-    pool_state *ps = &emu_memory.pools[dev];
+    pool_state *ps = &pool->st;
     uint64_t reserved = ps->used + ps->held;
     if (reserved <= keep) return;
     size_t rel = reserved - keep < ps->held ? (size_t)(reserved - keep) : ps->held;
     ps->held -= rel;
-    emu_memory.used[dev] -= rel;
+    emu_memory.used[pool->device] -= rel;
+}
+
+/* Unlinks a destroyed pool whose last allocation went (emu_mem_lock held):
+ * the caller gives its handle memory back once the lock is dropped. */
+static void pool_unlink(CUmemoryPool pool)
+{
+    for (CUmemoryPool *pp = &emu_memory.pools; *pp; pp = &(*pp)->next)
+        if (*pp == pool) { *pp = pool->next; break; }
 }
 
 static void *map_anon(size_t bytes, int prot)
@@ -221,7 +237,7 @@ static void *map_anon(size_t bytes, int prot)
 /* Allocates and registers a plain block (device memory or pinned host).
  * Device blocks count against dev's memory. Nothing changes on failure. */
 static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int dev,
-                            CUcontext ctx, unsigned host_flags)
+                            CUcontext ctx, unsigned host_flags, CUmemoryPool pool)
 {
     size_t len = emu_round_up(bytes, emu_page_size());
     if (bytes == 0 || len < bytes) return CUDA_ERROR_INVALID_VALUE;
@@ -230,7 +246,7 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
     mem_range *r = calloc(1, sizeof *r);
     if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&emu_mem_lock);
-    int ok = charge_take(dev, kind, len);
+    int ok = charge_take(dev, kind, len, pool);
     pthread_mutex_unlock(&emu_mem_lock);
     if (!ok) { free(r); return CUDA_ERROR_OUT_OF_MEMORY; }
 
@@ -239,14 +255,14 @@ static CUresult block_alloc(CUdeviceptr *out, size_t bytes, range_kind kind, int
     if (p) {
         *r = (mem_range){ .s = { (CUdeviceptr)p, bytes }, .mapped = len, .kind = kind,
                           .device = dev, .ctx = ctx, .buffer_id = emu_memory.next_buffer_id++,
-                          .host_flags = host_flags };
+                          .host_flags = host_flags, .pool = pool };
         if (emu_span_insert(&emu_memory.ranges, &r->s) == 0) {
             pthread_mutex_unlock(&emu_mem_lock);
             *out = (CUdeviceptr)p;
             return CUDA_SUCCESS;
         }
     }
-    charge_give(dev, kind, len);
+    charge_give(dev, kind, len, pool, 0);
     pthread_mutex_unlock(&emu_mem_lock);
     if (p) munmap(p, len);
     free(r);
@@ -262,9 +278,12 @@ static void gmem_unback(gmem *g);
 static void block_detach(mem_range *r)
 {
     emu_span_remove(&emu_memory.ranges, &r->s);
-    charge_give(r->device, r->kind, r->mapped);
-    if (r->claim) emu_memory.pools[r->device].held -= r->claim;   /* the claimer's now */
+    charge_give(r->device, r->kind, r->mapped, r->pool, r->claim);   /* claimed bytes: the claimer's */
     if (r->kind == RK_GRAPH) gmem_unback(r->g);
+    if (r->kind == RK_ASYNC && r->pool->destroyed && !r->pool->blocks) {
+        pool_unlink(r->pool);
+        r->pool_gone = 1;
+    }
 }
 
 static void block_release(mem_range *r)
@@ -273,6 +292,7 @@ static void block_release(mem_range *r)
     if (r->kind != RK_GRAPH && !r->registered)     /* a graph allocation: unbacked by block_detach */
         munmap((void *)r->s.base, r->mapped);
     if (r->kind == RK_ALLOC) emu_ipc_alloc_gone(r->s.base, r->buffer_id);
+    if (r->pool_gone) emu_handle_mem_put(EMU_K_POOL, r->pool);   /* a destroyed pool's last block */
     free(r);
 }
 
@@ -401,7 +421,8 @@ int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
     pthread_mutex_lock(&emu_mem_lock);
     for (CUdeviceptr pos = p; pos < end && ok;) {
         mem_range *r = emu_range_find(pos);
-        if (!r || (r->kind == RK_MAP && r->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+        if (!r || (r->kind == RK_MAP && r->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) ||
+            (r->kind == RK_ASYNC && r->pool->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
             ok = 0;
         else
             pos = r->s.base + r->s.size;
@@ -459,20 +480,26 @@ void emu_mem_copy(void *dst, const void *src, size_t n)
  * not to the pool, when its free is reached (block_detach).
  * ---------------------------------------------------------------------- */
 
-/* Bytes an allocation of len on dev lacks beyond the pool's held bytes and
- * the device's free memory (emu_mem_lock held). */
-static size_t claim_need(int dev, size_t len)
+/* Bytes an allocation of len from pool lacks beyond the pool's held bytes
+ * and what it may still take: the device's free memory, and below its
+ * maxSize (emu_mem_lock held). */
+static size_t claim_need(CUmemoryPool pool, size_t len)
 {
-    size_t held = emu_memory.pools[dev].held, used = emu_memory.used[dev];
+    size_t held = pool->st.held, used = emu_memory.used[pool->device];
     size_t rest = len - (held < len ? held : len);
     size_t avail = used < emu_cfg.device_memory ? emu_cfg.device_memory - used : 0;
+    if (pool->max_size) {
+        size_t reserved = pool->st.used + held;
+        size_t room = reserved < pool->max_size ? pool->max_size - reserved : 0;
+        if (room < avail) avail = room;
+    }
     return rest > avail ? rest - avail : 0;
 }
 
-/* A pending free of dev whose bytes are not all claimed (emu_mem_lock held). */
-static int claimable(const mem_range *r, int dev)
+/* A pending free of pool whose bytes are not all claimed (emu_mem_lock held). */
+static int claimable(const mem_range *r, CUmemoryPool pool)
 {
-    return r->kind == RK_ASYNC && r->device == dev && r->free_pending && r->free_stream &&
+    return r->kind == RK_ASYNC && r->pool == pool && r->free_pending && r->free_stream &&
            r->claim < r->mapped;
 }
 
@@ -489,13 +516,13 @@ typedef struct claim_set {
 /* Pass 1 (emu_mem_lock held): the pending frees that cover need, oldest
  * address first, with a referenced dependency on each free's work (none on
  * s itself, which runs them in order). 0 if they do not cover it. */
-static int claims_find(claim_set *cs, int dev, size_t need, emu_stream *s)
+static int claims_find(claim_set *cs, CUmemoryPool pool, size_t need, emu_stream *s)
 {
     size_t have = 0;
     cs->n = cs->ndeps = 0;
     for (size_t i = 0; i < emu_memory.ranges.n && have < need && cs->n < CLAIMS_MAX; i++) {
         mem_range *r = (mem_range *)emu_memory.ranges.v[i];
-        if (!claimable(r, dev)) continue;
+        if (!claimable(r, pool)) continue;
         have += r->mapped - r->claim;
         cs->base[cs->n] = r->s.base;
         cs->id[cs->n++] = r->buffer_id;
@@ -510,17 +537,17 @@ static int claims_find(claim_set *cs, int dev, size_t need, emu_stream *s)
 /* Pass 2 (emu_mem_lock held): claims need bytes from the frees found in
  * pass 1 that are still pending (those reached since gave their bytes to
  * the pool: need was recomputed). 0 if they no longer cover it. */
-static int claims_take(const claim_set *cs, int dev, size_t need)
+static int claims_take(const claim_set *cs, CUmemoryPool pool, size_t need)
 {
     size_t have = 0;
     for (size_t k = 0; k < cs->n; k++) {
         mem_range *r = emu_range_find(cs->base[k]);
-        if (r && r->buffer_id == cs->id[k] && claimable(r, dev)) have += r->mapped - r->claim;
+        if (r && r->buffer_id == cs->id[k] && claimable(r, pool)) have += r->mapped - r->claim;
     }
     if (have < need) return 0;
     for (size_t k = 0; k < cs->n && need; k++) {
         mem_range *r = emu_range_find(cs->base[k]);
-        if (!r || r->buffer_id != cs->id[k] || !claimable(r, dev)) continue;
+        if (!r || r->buffer_id != cs->id[k] || !claimable(r, pool)) continue;
         size_t take = r->mapped - r->claim < need ? r->mapped - r->claim : need;
         r->claim += take;
         need -= take;
@@ -528,15 +555,16 @@ static int claims_take(const claim_set *cs, int dev, size_t need)
     return 1;
 }
 
-static CUresult alloc_claiming(CUdeviceptr *out, size_t bytes, int dev, CUcontext ctx,
+static CUresult alloc_claiming(CUdeviceptr *out, size_t bytes, CUmemoryPool pool, CUcontext ctx,
                                emu_stream *s)
 {
+    int dev = pool->device;
     size_t len = emu_round_up(bytes, emu_page_size());
     claim_set *cs = calloc(1, sizeof *cs);
     if (!cs) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&emu_mem_lock);
-    size_t need = claim_need(dev, len);
-    int found = emu_memory.pools[dev].reuse[2] && need && claims_find(cs, dev, need, s);
+    size_t need = claim_need(pool, len);
+    int found = pool->st.reuse[2] && need && claims_find(cs, pool, need, s);
     pthread_mutex_unlock(&emu_mem_lock);
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
     if (!found) {
@@ -554,16 +582,18 @@ static CUresult alloc_claiming(CUdeviceptr *out, size_t bytes, int dev, CUcontex
     void *p = r ? map_anon(len, PROT_READ | PROT_WRITE) : NULL;
     rc = CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&emu_mem_lock);
-    pool_state *ps = &emu_memory.pools[dev];
-    need = claim_need(dev, len);
-    if (p && claims_take(cs, dev, need)) {
+    pool_state *ps = &pool->st;
+    need = claim_need(pool, len);
+    if (p && !pool->destroyed && claims_take(cs, pool, need)) {
         size_t reuse = ps->held < len ? ps->held : len;
         *r = (mem_range){ .s = { (CUdeviceptr)p, bytes }, .mapped = len, .kind = RK_ASYNC,
-                          .device = dev, .ctx = ctx, .buffer_id = emu_memory.next_buffer_id++ };
+                          .device = dev, .ctx = ctx, .buffer_id = emu_memory.next_buffer_id++,
+                          .pool = pool };
         if (emu_span_insert(&emu_memory.ranges, &r->s) == 0) {
             emu_memory.used[dev] += len - reuse - need;
             ps->held -= reuse;
             ps->used += len;
+            pool->blocks++;
             pool_note_highs(ps);
             *out = (CUdeviceptr)p;
             rc = CUDA_SUCCESS;
@@ -586,15 +616,10 @@ CUresult emu_mem_alloc_device(CUdeviceptr *out, size_t bytes, int device, CUmemo
     (void)call;
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     if (device < 0 || device >= emu_device_count()) return CUDA_ERROR_INVALID_DEVICE;
-    CUresult rc = block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0);
+    if (!pool || pool->device != device) return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = block_alloc(out, bytes, RK_ASYNC, device, emu_ctx_current(), 0, pool);
     if (rc == CUDA_ERROR_OUT_OF_MEMORY && s && bytes && emu_round_up(bytes, emu_page_size()) >= bytes)
-        rc = alloc_claiming(out, bytes, device, emu_ctx_current(), s);
-    if (rc == CUDA_SUCCESS) {
-        pthread_mutex_lock(&emu_mem_lock);
-        mem_range *r = emu_range_find(*out);
-        if (r) r->pool = pool;
-        pthread_mutex_unlock(&emu_mem_lock);
-    }
+        rc = alloc_claiming(out, bytes, pool, emu_ctx_current(), s);
     return rc;
 }
 
@@ -633,23 +658,63 @@ void emu_mem_free_async_queued(CUdeviceptr p, emu_stream *s, uint64_t token, uin
 void emu_mem_pools_sync(void)
 {
     pthread_mutex_lock(&emu_mem_lock);
-    for (int d = 0; d < MEM_MAX_DEVICES; d++) pool_release(d, emu_memory.pools[d].threshold);
+    for (CUmemoryPool p = emu_memory.pools; p; p = p->next) pool_release(p, p->st.threshold);
     pthread_mutex_unlock(&emu_mem_lock);
 }
 
-void emu_mem_pool_trim(int dev, size_t keep)
+void emu_mem_pool_trim(CUmemoryPool pool, size_t keep)
 {
     pthread_mutex_lock(&emu_mem_lock);
-    pool_release(dev, keep);
+    pool_release(pool, keep);
     pthread_mutex_unlock(&emu_mem_lock);
 }
 
-CUresult emu_mem_pool_attr(int dev, CUmemPool_attribute attr, int set, void *value)
+void emu_mem_pool_add(CUmemoryPool pool, int device, int created, size_t max_size)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    *pool = (struct CUmemPoolHandle_st){ .device = device, .created = created, .max_size = max_size,
+                                         .st = { .reuse = { 1, 1, 1 } }, .next = emu_memory.pools };
+    pool->access[device] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    emu_memory.pools = pool;
+    pthread_mutex_unlock(&emu_mem_lock);
+}
+
+int emu_mem_pool_destroy(CUmemoryPool pool)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    pool->destroyed = 1;
+    pool_release(pool, 0);                      /* what it holds goes back now */
+    if (emu_memory.current[pool->device] == pool) emu_memory.current[pool->device] = NULL;
+    int gone = pool->blocks == 0;
+    if (gone) pool_unlink(pool);
+    pthread_mutex_unlock(&emu_mem_lock);
+    return gone;
+}
+
+CUmemoryPool emu_mem_pool_current(int dev, CUmemoryPool set, int change)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    if (change) emu_memory.current[dev] = set;
+    CUmemoryPool p = emu_memory.current[dev];
+    pthread_mutex_unlock(&emu_mem_lock);
+    return p;
+}
+
+CUresult emu_mem_pool_access(CUmemoryPool pool, int dev, CUmemAccess_flags *flags, int set)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    if (set) pool->access[dev] = *flags;
+    else *flags = pool->access[dev];
+    pthread_mutex_unlock(&emu_mem_lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult emu_mem_pool_attr(CUmemoryPool pool, CUmemPool_attribute attr, int set, void *value)
 {
     CUresult rc = CUDA_SUCCESS;
     if (!value) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&emu_mem_lock);
-    pool_state *ps = &emu_memory.pools[dev];
+    pool_state *ps = &pool->st;
     cuuint64_t v64 = 0;
     if (set && attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) memcpy(&v64, value, sizeof v64);
     switch (attr) {
@@ -717,7 +782,7 @@ EMU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     CUcontext ctx;
     if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
     if (!dptr) return CUDA_ERROR_INVALID_VALUE;
-    return block_alloc(dptr, bytesize, RK_ALLOC, ctx->device, ctx, 0);
+    return block_alloc(dptr, bytesize, RK_ALLOC, ctx->device, ctx, 0, NULL);
 }
 
 /* cuMemAllocPitch: the pitch is the width rounded up to EMU_PITCH_ALIGN bytes
@@ -738,7 +803,7 @@ EMU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
         return CUDA_ERROR_INVALID_VALUE;
     size_t pitch = emu_round_up(WidthInBytes, EMU_PITCH_ALIGN);
     if (pitch < WidthInBytes || Height > SIZE_MAX / pitch) return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = block_alloc(dptr, pitch * Height, RK_ALLOC, ctx->device, ctx, 0)) == CUDA_SUCCESS) *pPitch = pitch;
+    if ((rc = block_alloc(dptr, pitch * Height, RK_ALLOC, ctx->device, ctx, 0, NULL)) == CUDA_SUCCESS) *pPitch = pitch;
     return rc;
 }
 
@@ -761,7 +826,7 @@ EMU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsign
     CUcontext ctx;
     if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
     if (!dptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) return CUDA_ERROR_INVALID_VALUE;
-    return block_alloc(dptr, bytesize, RK_MANAGED, ctx->device, ctx, 0);
+    return block_alloc(dptr, bytesize, RK_MANAGED, ctx->device, ctx, 0, NULL);
 }
 
 /* cuMemAlloc and managed memory get the driver's implicit synchronization;
@@ -822,7 +887,7 @@ static CUresult host_alloc(const char *call, void **pp, size_t bytesize, unsigne
                                     CU_MEMHOSTALLOC_WRITECOMBINED)))
         return CUDA_ERROR_INVALID_VALUE;
     CUdeviceptr p;
-    if ((rc = block_alloc(&p, bytesize, RK_HOST, ctx->device, ctx, flags)) == CUDA_SUCCESS)
+    if ((rc = block_alloc(&p, bytesize, RK_HOST, ctx->device, ctx, flags, NULL)) == CUDA_SUCCESS)
         *pp = (void *)p;
     return rc;
 }
@@ -1225,7 +1290,7 @@ CUresult emu_gmem_arm(const CUdeviceptr *v, size_t n, int auto_free)
             rc = CUDA_ERROR_OUT_OF_MEMORY;
             break;
         }
-        charge_take(g->device, RK_GRAPH, g->len);   /* room checked above */
+        charge_take(g->device, RK_GRAPH, g->len, NULL);   /* room checked above */
         g->live = 1;
         rs[i] = NULL;
     }

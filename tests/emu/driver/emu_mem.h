@@ -1,8 +1,8 @@
 /*
  * emu_mem.h: the memory state the memory files of the emulated CUDA driver
- * share (private to emu_mem.c and emu_vmm.c): the device-range registry,
- * reservations, physical allocation handles, per-device accounting, the
- * default pools' state and graph allocations.
+ * share (private to emu_mem.c, emu_vmm.c and emu_pool.c): the device-range
+ * registry, reservations, physical allocation handles, per-device
+ * accounting, the memory pools' state and graph allocations.
  *
  * Locking: emu_mem_lock guards everything in `emu_memory`. It is a leaf lock: nothing
  * that may take another emulator lock (emu_inflight_check,
@@ -95,11 +95,13 @@ typedef struct mem_range {
     uint64_t free_seq;          /*   and the free's work there (emu_mem_free_async_queued) */
     size_t claim;               /*   bytes an allocation took over before the free (claims) */
     CUmemoryPool pool;          /* RK_ASYNC: the pool it came from */
+    int pool_gone;              /* RK_ASYNC, detached: the last block of a destroyed pool
+                                 * (block_release gives the pool's handle memory back) */
     gmem *g;                    /* RK_GRAPH */
 } mem_range;
 
-/* A device's default memory pool (the only pool emulated): its bytes are
- * charged to the device while in use and while held after being freed. */
+/* A memory pool's memory: its bytes are charged to its device while in use
+ * and while held after being freed. */
 typedef struct pool_state {
     size_t used;                /* live allocations (pages) */
     size_t held;                /* freed, kept by the pool, still charged */
@@ -108,6 +110,24 @@ typedef struct pool_state {
     int reuse[3];               /* the three REUSE_* attributes (INTERNAL_DEPENDENCIES: claims) */
 } pool_state;
 
+/* A memory pool: a device's default pool (emu_pool.c, never destroyed) or
+ * one cuMemPoolCreate made (handle memory of kind EMU_K_POOL). Everything
+ * but `device`, `created` and `max_size` is guarded by emu_mem_lock. A
+ * destroyed pool with allocations left (live, or freed and not yet reached)
+ * is no longer a valid handle but stays until its last allocation is freed
+ * (cuMemPoolDestroy: "the resources associated with the pool will be
+ * released automatically once there are no more outstanding allocations"). */
+struct CUmemPoolHandle_st {
+    int device;
+    int created;                /* by cuMemPoolCreate (0: a default pool) */
+    size_t max_size;            /* CUmemPoolProps.maxSize: most bytes reserved (0: the device's) */
+    int destroyed;              /* cuMemPoolDestroy called */
+    size_t blocks;              /* allocations not yet freed or whose free is not reached */
+    pool_state st;
+    CUmemAccess_flags access[MEM_MAX_DEVICES];  /* cuMemPoolSetAccess (the owner: read-write) */
+    struct CUmemPoolHandle_st *next;            /* emu_memory.pools */
+};
+
 typedef struct mem_state {      /* all guarded by emu_mem_lock */
     span_vec ranges;            /* mem_range, every live device range */
     span_vec resvs;             /* reservation */
@@ -115,7 +135,8 @@ typedef struct mem_state {      /* all guarded by emu_mem_lock */
     size_t used[MEM_MAX_DEVICES];   /* charged bytes per device (cuMemGetInfo) */
     span_vec gmems;             /* gmem, every graph allocation's reservation */
     size_t graph_used[MEM_MAX_DEVICES], graph_high[MEM_MAX_DEVICES];
-    pool_state pools[MEM_MAX_DEVICES];
+    struct CUmemPoolHandle_st *pools;           /* every pool not yet released */
+    struct CUmemPoolHandle_st *current[MEM_MAX_DEVICES];  /* cuDeviceSetMemPool; NULL: the default */
     unsigned long long next_buffer_id;
     unsigned long long next_handle_id;
     unsigned long long *free_ids;   /* released handle ids, the last released on top: the
