@@ -1738,5 +1738,20 @@ for c in steps nested threads; do
 done
 adv name=r48/capcond_invalid cfg="temp prof alias" env="$AUDIT" eng_t="$PLACED" eng_p="len(P) >= 0" \
     attack="a conditional body's capture invalidated, left open, ended from the wrong stream" -- adv_capcond invalid
+# Round 45: memory pools the program creates (adv_cpools.c; the emulator
+# now emulates cuMemPoolCreate / cuMemPoolDestroy, per-pool figures,
+# threshold, trim and access, and created pools as a device's current pool).
+# The library must not place cuMemAllocAsync while a created pool is
+# current nor anything of cuMemAllocFromPoolAsync, must give the same pool
+# figures, and must not run the device out of memory the created pool's
+# reserve and its own arenas share. Every case prints which pool each block
+# came from and the pools' figures.
+for c in current switch destroy operands threshold figures nearfull; do
+    e="" t=4 eng="$PLACED"
+    [ $c = nearfull ] && e="$MEM256"
+    [ $c = switch ] || [ $c = operands ] || [ $c = destroy ] && eng="$PLACED and $SEEN"
+    adv name=r45/pool_$c env="$e" to=$t eng_t="$eng" eng_p="$eng" \
+        attack="memory pools the program creates ($c)" -- adv_cpools $c
+done
 eval_all
 done_testing
