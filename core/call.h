@@ -181,6 +181,7 @@ typedef struct sg_call {
             CUmemAllocationType type;
             CUmemoryPool pool;
             int by_location;
+            int destroyed;                  /* cuMemPoolDestroy of pool */
         } pool;
         struct { CUdeviceptr *base; size_t *size; CUdeviceptr ptr; } range;
         struct { void *data; CUpointer_attribute attr; CUdeviceptr ptr; } attr;

@@ -37,6 +37,7 @@
     X(cuDevicePrimaryCtxGetState, CUresult, (CUdevice, unsigned int *, int *))\
     X(cuDeviceTotalMem_v2, CUresult, (size_t *, CUdevice))                    \
     X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool *, CUdevice))       \
+    X(cuDeviceGetMemPool, CUresult, (CUmemoryPool *, CUdevice))              \
     X(cuMemGetInfo_v2, CUresult, (size_t *, size_t *))                       \
     X(cuStreamGetCtx, CUresult, (CUstream, CUcontext *))                      \
     X(cuStreamGetCtx_ptsz, CUresult, (CUstream, CUcontext *))                 \

@@ -33,6 +33,7 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_POOL_SET_DEV(d, p) .kind = SG_CALL_POOL_SET, .u.pool = { .dev = (d), .pool = (p) }
 #define SG_POOL_SET_LOC(l, t, p) .kind = SG_CALL_POOL_SET, \
     .u.pool = { .loc = (l), .type = (t), .pool = (p), .by_location = 1 }
+#define SG_POOL_DESTROY(p) .kind = SG_CALL_POOL_SET, .u.pool = { .pool = (p), .destroyed = 1 }
 #define SG_FREE_ASYNC(p, s) .kind = SG_CALL_FREE, .u.free = { .ptr = (p), .stream = (s), .async = 1 }
 #define SG_ADDR_RANGE(b, sz, p) .kind = SG_CALL_ADDR_RANGE, \
     .u.range = { .base = (b), .size = (sz), .ptr = (p) }

@@ -25,6 +25,11 @@
  *              next blocks are its own), the live block stays usable until
  *              freed; captures and updates go on; the default pool set
  *              explicitly later (placing resumes).
+ *   destroy_resume  the same with the created pool current from the
+ *              first step and the default pool never set again: the
+ *              destroy alone makes the default pool current, so the
+ *              library places again after it (and only then: the output
+ *              is pinned host memory).
  *   operands   a created pool's blocks (cuMemAllocFromPoolAsync) as operands
  *              of memset, kernel and memcpy nodes beside a placed
  *              temporary, re-captured each step and updated; freed and
@@ -46,6 +51,12 @@
  *              chunks); then the pool grows to 220 MiB (60 MiB new: the
  *              driver alone has 96 MiB free), is trimmed, and a 200 MiB
  *              cuMemAlloc follows.
+ *   peer       (two devices) the default pool and a created pool of device 0
+ *              opened to device 1 (cuMemPoolSetAccess); blocks of both
+ *              (the default pool's placed) written and copied by work on a
+ *              stream of device 1: pool memory is the owner's only unless
+ *              opened, so placed memory must be reachable where the
+ *              program opened its pool.
  *
  * Usage: adv_cpools CASE
  */
@@ -204,17 +215,26 @@ static void switch_pools(void)
     R(cuStreamDestroy(s));
 }
 
-static void destroy(void)
+/* resume: the created pool is current from the start (nothing placed
+ * before its destroy) and the default pool is never set again: whatever
+ * the library places comes after the destroy. */
+static void destroy_run(int resume)
 {
     CUstream s;
     CUdeviceptr out, a, b, keep = 0;
     CUgraphExec x = NULL;
     uint32_t want[N];
     CUmemoryPool cp = make_pool();
+    void *hout = NULL;
     MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    MUST(cuMemAlloc(&out, N * 4));
+    if (resume) {   /* pinned host memory: nothing but the temporaries could be placed */
+        MUST(cuMemHostAlloc(&hout, N * 4, CU_MEMHOSTALLOC_DEVICEMAP));
+        MUST(cuMemHostGetDevicePointer(&out, hout, 0));
+    } else {
+        MUST(cuMemAlloc(&out, N * 4));
+    }
     for (int k = 0; k < 10; k++) {
-        if (k == 1) MUST(cuDeviceSetMemPool(dev, cp));
+        if (k == (resume ? 0 : 1)) MUST(cuDeviceSetMemPool(dev, cp));
         if (k == 2) {
             MUST(cuMemAllocAsync(&keep, N * 4, s));
             uint32_t v = 0x77u;
@@ -229,7 +249,7 @@ static void destroy(void)
             R(cuDeviceGetMemPool(&got, dev));
             adv_check("default_again", got == dpool, "the default pool is current after the destroy");
         }
-        if (k == 7) MUST(cuDeviceSetMemPool(dev, dpool));
+        if (k == 7 && !resume) MUST(cuDeviceSetMemPool(dev, dpool));
         MUST(cuMemAllocAsync(&a, N * 4, s));
         MUST(cuMemAllocAsync(&b, N * 4, s));
         adv_line("step %d: a from %s, b from %s", k, k < 3 ? pool_of(a, cp) : pool_of(a, NULL),
@@ -255,9 +275,13 @@ static void destroy(void)
     }
     R(cuStreamSynchronize(s));
     R(cuGraphExecDestroy(x));
-    R(cuMemFree(out));
+    if (resume) R(cuMemFreeHost(hout));
+    else R(cuMemFree(out));
     R(cuStreamDestroy(s));
 }
+
+static void destroy(void) { destroy_run(0); }
+static void destroy_resume(void) { destroy_run(1); }
 
 static void operands(void)
 {
@@ -457,12 +481,63 @@ static void nearfull(void)
     R(cuStreamDestroy(s));
 }
 
+static void peer(void)
+{
+    CUstream s0, s1;
+    CUcontext c1;
+    CUdevice d1;
+    CUdeviceptr a, b;
+    uint32_t want[N];
+    CUmemoryPool cp = make_pool();
+    MUST(cuDeviceGet(&d1, 1));
+    CUmemAccessDesc rw = { { CU_MEM_LOCATION_TYPE_DEVICE, (int)d1 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    MUST(cuMemPoolSetAccess(dpool, &rw, 1));
+    MUST(cuMemPoolSetAccess(cp, &rw, 1));
+    CUmemAccess_flags f = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    R(cuMemPoolGetAccess(&f, cp, &rw.location));
+    adv_check("opened", f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "device 1 has read-write access");
+    MUST(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+    MUST(cuDevicePrimaryCtxRetain(&c1, d1));
+    MUST(cuCtxSetCurrent(c1));
+    MUST(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    MUST(cuCtxSetCurrent(ctx));
+    for (int k = 0; k < 4; k++) {
+        uint32_t v = 20u + k;
+        uint64_t n = N;
+        MUST(cuMemAllocAsync(&a, N * 4, s0));
+        MUST(cuMemAllocFromPoolAsync(&b, N * 4, cp, s0));
+        ADV_LAUNCH(kfill, s0, &a, &v, &n);
+        R(cuStreamSynchronize(s0));
+        MUST(cuCtxSetCurrent(c1));
+        R(cuMemcpyDtoDAsync(b, a, N * 4, s1));            /* device 1 reads a, writes b */
+        R(cuMemsetD32Async(a, 5u + k, N / 2, s1));        /* and writes a */
+        R(cuStreamSynchronize(s1));
+        MUST(cuCtxSetCurrent(ctx));
+        want_of(want, 0, 0, v);
+        char name[32];
+        snprintf(name, sizeof name, "b_step%d", k);
+        adv_check_words(name, b, want, N);
+        for (uint32_t i = 0; i < N / 2; i++) want[i] = 5u + k;
+        snprintf(name, sizeof name, "a_step%d", k);
+        adv_check_words(name, a, want, N);
+        R(cuMemFreeAsync(a, s0));
+        R(cuMemFreeAsync(b, s0));
+        R(cuStreamSynchronize(s0));
+    }
+    MUST(cuCtxSetCurrent(c1));
+    R(cuStreamDestroy(s1));
+    MUST(cuCtxSetCurrent(ctx));
+    R(cuDevicePrimaryCtxRelease(d1));
+    MUST(cuMemPoolDestroy(cp));
+    R(cuStreamDestroy(s0));
+}
+
 int main(int argc, char **argv)
 {
     static const char *const names[] = { "current", "switch", "destroy", "operands", "threshold",
-                                          "figures", "nearfull", NULL };
+                                          "figures", "nearfull", "peer", "destroy_resume", NULL };
     static void (*const fns[])(void) = { current, switch_pools, destroy, operands, threshold,
-                                         pool_figures, nearfull };
+                                         pool_figures, nearfull, peer, destroy_resume };
     int c = adv_case(argc, argv, names);
     adv_open(&ctx, &mod);
     MUST(cuDeviceGet(&dev, 0));

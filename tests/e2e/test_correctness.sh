@@ -1753,5 +1753,12 @@ for c in current switch destroy operands threshold figures nearfull; do
     adv name=r45/pool_$c env="$e" to=$t eng_t="$eng" eng_p="$eng" \
         attack="memory pools the program creates ($c)" -- adv_cpools $c
 done
+adv name=r45/pool_peer env="CUDAEMU_DEVICES=2" to=4 eng_p="$PLACED" \
+    attack="memory pools the program creates (peer: pools opened to another device)" -- adv_cpools peer
+# A destroyed current pool gives the device its default pool back: placing
+# resumes there (the library asks the driver after cuMemPoolDestroy); before,
+# the device stayed unplaced for good and this case placed nothing.
+adv name=r45/pool_destroy_resume to=4 eng_t="$PLACED and $SEEN" eng_p="$PLACED and $SEEN" \
+    attack="memory pools the program creates (placing after the current pool's destroy)" -- adv_cpools destroy_resume
 eval_all
 done_testing

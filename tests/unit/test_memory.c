@@ -52,7 +52,8 @@ static struct fake {
     /* the driver's own cuMemAlloc/cuMemFree (the library's token) */
     CUresult token_free_rc;   /* in a non-relaxed mode */
     int token_allocs, token_frees, token_frees_program_mode, tokens_live;
-    CUresult pool_set_rc;     /* cuDeviceSetMemPool / cuMemSetMemPool */
+    CUresult pool_set_rc;     /* cuDeviceSetMemPool / cuMemSetMemPool / cuMemPoolDestroy */
+    CUmemoryPool cur_pool;    /* what cuDeviceGetMemPool answers (NULL: the default pool) */
     CUresult pool_attr_rc;    /* cuMemPoolGetAttribute / cuMemPoolSetAttribute */
     cuuint64_t pool_drv;      /* the driver's figure for every pool attribute */
     int launch_oom;           /* forwarded kernel launches that fail with OUT_OF_MEMORY first */
@@ -237,6 +238,13 @@ static CUresult d_default_pool(CUmemoryPool *p, CUdevice d)
     return CUDA_SUCCESS;
 }
 
+static CUresult d_get_pool(CUmemoryPool *p, CUdevice d)
+{
+    if (F.cur_pool) *p = F.cur_pool;
+    else d_default_pool(p, d);
+    return CUDA_SUCCESS;
+}
+
 static void fake_install(void)
 {
     sg_driver d;
@@ -271,6 +279,7 @@ static void fake_install(void)
     d.cuMemAlloc_v2 = d_mem_alloc;
     d.cuMemFree_v2 = d_mem_free;
     d.cuDeviceGetDefaultMemPool = d_default_pool;
+    d.cuDeviceGetMemPool = d_get_pool;
     sg_driver_set(&d);
 }
 
@@ -1222,6 +1231,31 @@ TEST(a_replaced_current_pool_gets_the_allocations)
     CHECK(!async_placed());
 }
 
+static CUresult destroy_pool(CUmemoryPool pool)
+{
+    return call((sg_call){ .kind = SG_CALL_POOL_SET, .u.pool = { .pool = pool, .destroyed = 1 } });
+}
+
+/* cuMemPoolDestroy of the current pool makes the device's default pool
+ * current again: the library asks the driver after each destroy and places
+ * again where the default pool is current. */
+TEST(a_destroyed_current_pool_gives_the_default_one_back)
+{
+    setup(SG_POLICY_SKIP_TEMP, SIZE_MAX);
+    CHECK_CU(set_pool(0, OTHER_POOL), CUDA_SUCCESS);
+    CHECK(!async_placed());
+    F.cur_pool = OTHER_POOL;                        /* another pool destroyed: still current */
+    CHECK_CU(destroy_pool((CUmemoryPool)0x9999), CUDA_SUCCESS);
+    CHECK(!async_placed());
+    F.cur_pool = NULL;
+    F.pool_set_rc = CUDA_ERROR_INVALID_VALUE;       /* refused: nothing changes */
+    CHECK_CU(destroy_pool(OTHER_POOL), CUDA_ERROR_INVALID_VALUE);
+    CHECK(!async_placed());
+    F.pool_set_rc = CUDA_SUCCESS;
+    CHECK_CU(destroy_pool(OTHER_POOL), CUDA_SUCCESS);
+    CHECK(async_placed());
+}
+
 /* cuCtxDestroy leaves cuMemAllocAsync memory alone: the arena outlives its
  * context while such blocks live (orphaned), serves their frees, and goes
  * with the last one; cuMemAlloc blocks go with the context. */
@@ -1378,6 +1412,7 @@ int main(void)
     RUN(destroyed_stream_pending_frees);
     RUN(stream_ordered_blocks_answer_as_default_pool_memory);
     RUN(a_replaced_current_pool_gets_the_allocations);
+    RUN(a_destroyed_current_pool_gives_the_default_one_back);
     RUN(stream_ordered_blocks_outlive_their_context);
     RUN(frees_without_synchronization_or_context);
     RUN(default_pool_figures_count_placed_stream_ordered_memory);
