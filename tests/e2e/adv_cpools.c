@@ -125,6 +125,20 @@ static void chain(CUstream s, CUdeviceptr a, CUdeviceptr b, CUdeviceptr out, uin
     R(cuMemcpyDtoDAsync(out, b, N * 4, s));
 }
 
+/* The end of a step: waits for s, checks out ("step<k>"), frees a and b on
+ * s and waits for the frees (so that the figures read next do not race
+ * them). */
+static void step_end(CUstream s, int k, CUdeviceptr out, const uint32_t *want, CUdeviceptr a, CUdeviceptr b)
+{
+    char name[32];
+    snprintf(name, sizeof name, "step%d", k);
+    R(cuStreamSynchronize(s));
+    adv_check_words(name, out, want, N);
+    R(cuMemFreeAsync(a, s));
+    R(cuMemFreeAsync(b, s));
+    R(cuStreamSynchronize(s));
+}
+
 static void current(void)
 {
     CUstream s;
@@ -145,12 +159,7 @@ static void current(void)
             figures("default pool", dpool);
         }
         want_of(want, 3, 7u * k, 10u + k);
-        char name[32];
-        snprintf(name, sizeof name, "step%d", k);
-        adv_check_words(name, out, want, N);
-        R(cuMemFreeAsync(a, s));
-        R(cuMemFreeAsync(b, s));
-        R(cuStreamSynchronize(s));      /* the frees reached: the peaks below do not race them */
+        step_end(s, k, out, want, a, b);
     }
     R(cuStreamSynchronize(s));
     figures("created pool after the frees", cp);
@@ -199,13 +208,7 @@ static void switch_pools(void)
         adv_line("step %d: a from %s, b from %s", k, pool_of(a, cp), pool_of(b, cp));
         capture_step(s, &x, a, b, out, 100u + k, 5u + k, NULL);
         want_of(want, 3, 5u + k, 100u + k);
-        char name[32];
-        snprintf(name, sizeof name, "step%d", k);
-        R(cuStreamSynchronize(s));
-        adv_check_words(name, out, want, N);
-        R(cuMemFreeAsync(a, s));
-        R(cuMemFreeAsync(b, s));
-        R(cuStreamSynchronize(s));      /* the frees reached: the peaks below do not race them */
+        step_end(s, k, out, want, a, b);
     }
     R(cuStreamSynchronize(s));
     figures("created pool", cp);
@@ -265,13 +268,7 @@ static void destroy_run(int resume)
             R(cuMemFreeAsync(keep, s));
         }
         want_of(want, 3, 11u * k, 3u + k);
-        char name[32];
-        snprintf(name, sizeof name, "step%d", k);
-        R(cuStreamSynchronize(s));
-        adv_check_words(name, out, want, N);
-        R(cuMemFreeAsync(a, s));
-        R(cuMemFreeAsync(b, s));
-        R(cuStreamSynchronize(s));      /* the frees reached: the peaks below do not race them */
+        step_end(s, k, out, want, a, b);
     }
     R(cuStreamSynchronize(s));
     R(cuGraphExecDestroy(x));
