@@ -94,23 +94,15 @@ static size_t own_min = SIZE_MAX;
 /* ------------------------------------------------------- current pools */
 
 /* cuMemAllocAsync takes memory from the current pool of the stream's device,
- * the default pool unless the program made another one current
- * (cuDeviceSetMemPool, or cuMemSetMemPool for the device's pinned memory).
- * Placed, a block answers as default-pool memory (mem_query.c); from
- * another pool it must be the driver's, with that pool's properties (its
- * export handle types, its access, its statistics). pool_replaced[dev] is
- * set when the driver accepted another pool than the default one for dev,
- * cleared when it accepted the default one again; a call that names a
- * location the library does not model (not a device's or the host's) sets
- * every device's. cuMemPoolDestroy of the current pool gives the device its
- * default one back ("Destroying the current mempool of a device sets the
- * default mempool of that device as the current mempool"): after a
- * successful destroy, each device marked is asked for its current pool
- * (cuDeviceGetMemPool) and cleared if that is its default one (a device
- * the driver cannot answer for stays forwarded: never wrong, only
- * unplaced). Devices from POOL_DEVICES on are always forwarded once any
- * pool was set. Atomics: a change races only with allocations the program
- * does not order against it. */
+ * the default one unless the program made another current (cuDeviceSetMemPool,
+ * or cuMemSetMemPool for the device's pinned memory). Placed, a block answers as
+ * default-pool memory (mem_query.c); from another pool it must be the driver's.
+ * pool_replaced[dev] is set when the driver accepted another pool than the
+ * default one for dev, cleared when it accepted the default one again; a location
+ * the library does not model (not a device's or the host's) sets every device's;
+ * after cuMemPoolDestroy (of the current pool: the default one is current again)
+ * pool_recheck clears those the driver says have their default pool; devices from
+ * POOL_DEVICES on stay forwarded (atomics: only unordered allocations race). */
 #define POOL_DEVICES 64
 static unsigned char pool_replaced[POOL_DEVICES];
 static int pool_any_replaced;
@@ -127,8 +119,7 @@ static void pool_mark(CUdevice dev, int replaced)
     if (dev >= 0 && dev < POOL_DEVICES) __atomic_store_n(&pool_replaced[dev], replaced, __ATOMIC_RELAXED);
 }
 
-/* Whether pool is dev's default pool (1), another (0); another if the
- * driver cannot say. */
+/* Whether pool is dev's default pool (1), another (0, also if unknown). */
 static int pool_is_default(CUdevice dev, CUmemoryPool pool)
 {
     CUmemoryPool d = NULL;
@@ -136,17 +127,13 @@ static int pool_is_default(CUdevice dev, CUmemoryPool pool)
            SG_DRIVER_CALL(cuDeviceGetDefaultMemPool, &d, dev) == CUDA_SUCCESS && d == pool;
 }
 
-/* After a pool's destroy: the devices marked whose current pool is their
- * default one again. */
 static void pool_recheck(void)
 {
-    if (!__atomic_load_n(&pool_any_replaced, __ATOMIC_ACQUIRE) || !sg_drv.cuDeviceGetMemPool) return;
-    for (CUdevice d = 0; d < POOL_DEVICES; d++) {
-        CUmemoryPool cur = NULL;
-        if (!__atomic_load_n(&pool_replaced[d], __ATOMIC_RELAXED)) continue;
-        if (SG_DRIVER_CALL(cuDeviceGetMemPool, &cur, d) == CUDA_SUCCESS && pool_is_default(d, cur))
+    CUmemoryPool cur;
+    for (CUdevice d = 0; sg_drv.cuDeviceGetMemPool && d < POOL_DEVICES; d++)
+        if (__atomic_load_n(&pool_replaced[d], __ATOMIC_RELAXED) &&
+            SG_DRIVER_CALL(cuDeviceGetMemPool, &cur, d) == CUDA_SUCCESS && pool_is_default(d, cur))
             pool_mark(d, 0);
-    }
 }
 
 static CUresult mem_pool_set(const sg_call *c)
@@ -154,11 +141,9 @@ static CUresult mem_pool_set(const sg_call *c)
     CUresult rc = c->forward(c->args);
     if (rc != CUDA_SUCCESS) return rc;
     const CUmemLocation *loc = c->u.pool.loc;
-    if (c->u.pool.destroyed) {
-        pool_recheck();
-    } else if (!c->u.pool.by_location) {
-        pool_mark(c->u.pool.dev, !pool_is_default(c->u.pool.dev, c->u.pool.pool));
-    } else if (loc && loc->type == CU_MEM_LOCATION_TYPE_DEVICE) {
+    if (c->u.pool.destroyed) pool_recheck();
+    else if (!c->u.pool.by_location) pool_mark(c->u.pool.dev, !pool_is_default(c->u.pool.dev, c->u.pool.pool));
+    else if (loc && loc->type == CU_MEM_LOCATION_TYPE_DEVICE) {
         if (c->u.pool.type == CU_MEM_ALLOCATION_TYPE_PINNED)
             pool_mark(loc->id, !pool_is_default(loc->id, c->u.pool.pool));
     } else if (!loc || (loc->type != CU_MEM_LOCATION_TYPE_HOST &&

@@ -19,8 +19,8 @@
  *                     stays usable until freed, then its memory goes back
  *                     to the device and the pool is gone;
  *   pool_access       pool memory is the owner device's only (peer access
- *                     does not open it): a memset from device 1 is a
- *                     violation until cuMemPoolSetAccess gives read-write;
+ *                     does not open it): a kernel of device 1 touching it is
+ *                     a violation until cuMemPoolSetAccess gives read-write;
  *                     cuMemPoolGetAccess; the owner cannot lose access;
  *   capture           cuMemAllocFromPoolAsync of a created pool during a
  *                     capture: an allocation node on the pool's device with
@@ -304,19 +304,28 @@ TEST(pool_access)
     CHECK_CU(cuDevicePrimaryCtxRetain(&c1, dev1), CUDA_SUCCESS);
     CHECK_CU(cuCtxSetCurrent(c1), CUDA_SUCCESS);
     CHECK_CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    char path[PATH_MAX];
+    CUmodule m1;
+    CUfunction fill1;
+    gu_args ka;
+    CHECK(emu_test_module_path("mod_graph.so", path, sizeof path) == 0);
+    CHECK_CU(cuModuleLoad(&m1, path), CUDA_SUCCESS);
+    CHECK_CU(cuModuleGetFunction(&fill1, m1, "fill_u32"), CUDA_SUCCESS);
+    gu_kp_fill(&ka, a, 1);
     emu_test_stderr_begin();
-    CHECK_CU(cuMemsetD32Async(a, 1, 16, s1), CUDA_SUCCESS);
+    CHECK_CU(gu_launch(fill1, s1, &ka), CUDA_SUCCESS);
     CHECK_CU(cuStreamSynchronize(s1), CUDA_SUCCESS);
-    CHECK_EQ(emu_test_violations(), 1);             /* not accessible to device 1 */
+    CHECK_EQ(emu_test_violations(), 1);             /* a kernel of device 1: not open to it */
     CUmemAccessDesc rw = { l1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
     CHECK_CU(cuMemPoolSetAccess(p, &rw, 1), CUDA_SUCCESS);
     CHECK_CU(cuMemPoolGetAccess(&f, p, &l1), CUDA_SUCCESS);
     CHECK_EQ(f, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
     emu_test_stderr_begin();
-    CHECK_CU(cuMemsetD32Async(a, 2, 16, s1), CUDA_SUCCESS);
+    CHECK_CU(gu_launch(fill1, s1, &ka), CUDA_SUCCESS);
     CHECK_CU(cuStreamSynchronize(s1), CUDA_SUCCESS);
     CHECK_EQ(emu_test_violations(), 0);
     CHECK_CU(cuStreamDestroy(s1), CUDA_SUCCESS);
+    CHECK_CU(cuModuleUnload(m1), CUDA_SUCCESS);
     CHECK_CU(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
     CHECK_CU(cuDevicePrimaryCtxRelease(dev1), CUDA_SUCCESS);
     CHECK_CU(cuMemFreeAsync(a, s0), CUDA_SUCCESS);

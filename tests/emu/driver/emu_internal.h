@@ -335,6 +335,9 @@ int emu_mem_accessible(CUdeviceptr p, size_t n, int dev);
  * size of a cuMemAlloc, stream-ordered, pinned or registered block; for VMM
  * memory, the run of adjacent mappings that starts with the one holding p);
  * 0 if p is in no device range or the range runs past that end. */
+/* 0 if p lies in a pool's allocation that device dev's kernels may not
+ * touch (the pool is not open to dev: cuMemPoolSetAccess), else 1. */
+int emu_mem_pool_open(CUdeviceptr p, int dev);
 int emu_mem_extent_ok(CUdeviceptr p, size_t n);
 /* 1 and the allocation in *out if [p, p+n) lies in one cuMemAllocManaged
  * allocation (its whole pages: the managed-memory calls round their range
@@ -375,7 +378,7 @@ void emu_mem_pools_sync(void);
  * destroyed, gives back what it holds, makes the device's default pool
  * current again if it was current, and returns 1 if nothing of it is left
  * (the caller then gives its handle memory back), 0 if allocations remain
- * (the last one's free gives it back). emu_mem_pool_current returns dev's
+ * (the last one's free gives it back), -1 if it was already destroyed. emu_mem_pool_current returns dev's
  * current pool (NULL: its default one), first setting it to `set` if
  * change. emu_mem_pool_access reads (set == 0) or sets dev's access to the
  * pool's memory. emu_mem_pool_trim: cuMemPoolTrimTo. emu_mem_pool_attr:

@@ -185,6 +185,7 @@ static int charge_take(int dev, range_kind kind, size_t len, CUmemoryPool pool)
     if (kind != RK_ASYNC) return emu_usage_take(dev, len);
     pool_state *ps = &pool->st;
     size_t reuse = ps->held < len ? ps->held : len;
+    if (pool->destroyed) return 0;             /* destroyed since the handle was checked */
     if (pool->max_size && ps->used + ps->held + (len - reuse) > pool->max_size) return 0;
     if (!emu_usage_take(dev, len - reuse)) return 0;
     ps->held -= reuse;
@@ -421,12 +422,21 @@ int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
     pthread_mutex_lock(&emu_mem_lock);
     for (CUdeviceptr pos = p; pos < end && ok;) {
         mem_range *r = emu_range_find(pos);
-        if (!r || (r->kind == RK_MAP && r->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) ||
-            (r->kind == RK_ASYNC && r->pool->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+        if (!r || (r->kind == RK_MAP && r->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
             ok = 0;
         else
             pos = r->s.base + r->s.size;
     }
+    pthread_mutex_unlock(&emu_mem_lock);
+    return ok;
+}
+
+int emu_mem_pool_open(CUdeviceptr p, int dev)
+{
+    if (dev < 0 || dev >= MEM_MAX_DEVICES) return 0;
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(p);
+    int ok = !r || r->kind != RK_ASYNC || r->pool->access[dev] == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     pthread_mutex_unlock(&emu_mem_lock);
     return ok;
 }
@@ -682,6 +692,10 @@ void emu_mem_pool_add(CUmemoryPool pool, int device, int created, size_t max_siz
 int emu_mem_pool_destroy(CUmemoryPool pool)
 {
     pthread_mutex_lock(&emu_mem_lock);
+    if (pool->destroyed) {                      /* destroyed meanwhile by another thread */
+        pthread_mutex_unlock(&emu_mem_lock);
+        return -1;
+    }
     pool->destroyed = 1;
     pool_release(pool, 0);                      /* what it holds goes back now */
     if (emu_memory.current[pool->device] == pool) emu_memory.current[pool->device] = NULL;

@@ -443,7 +443,7 @@ void emu_kernel_run(const emu_args *a, const emu_launch *launch, int dev, const 
         emu_range r;
         memcpy(&v, a->data + i, 8);
         if (!v || !emu_mem_find(v, &r)) continue;
-        if (!emu_mem_accessible(v, 1, dev)) {
+        if (!emu_mem_accessible(v, 1, dev) || !emu_mem_pool_open(v, dev)) {
             emu_violation(call, "illegal address 0x%llx in the arguments of kernel %s (not accessible to device %d)",
                           (unsigned long long)v, name, dev);
             return;

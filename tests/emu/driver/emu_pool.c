@@ -128,8 +128,10 @@ EMU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
     EMU_ENTRY_INIT();
     if (!pool_ok(pool) || !pool->created) return CUDA_ERROR_INVALID_VALUE;
+    int gone = emu_mem_pool_destroy(pool);
+    if (gone < 0) return CUDA_ERROR_INVALID_VALUE;   /* another thread destroyed it first */
     emu_handle_del(pool);
-    if (emu_mem_pool_destroy(pool)) emu_handle_mem_put(EMU_K_POOL, pool);
+    if (gone) emu_handle_mem_put(EMU_K_POOL, pool);
     return CUDA_SUCCESS;
 }
 
@@ -213,7 +215,9 @@ EMU_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute
  * does not exist is CUDA_ERROR_INVALID_VALUE (the only error documented),
  * checked for every descriptor before any applies. Peer access
  * (cuCtxEnablePeerAccess) does not open pool memory to another device: only
- * this call does (emu_mem_accessible). */
+ * this call does. Checked for kernels (their pointer arguments,
+ * emu_mem_pool_open); copies and memsets, which the driver may run on the
+ * memory's own device, are not. */
 EMU_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
 {
     EMU_ENTRY_INIT();
