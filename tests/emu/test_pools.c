@@ -388,11 +388,16 @@ TEST(use_after_free)
     CHECK_CU(cuMemPoolSetAttribute(p, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep), CUDA_SUCCESS);
     CUdeviceptr a = 0;
     CHECK_CU(cuMemAllocFromPoolAsync(&a, MIB, p, s), CUDA_SUCCESS);
+    /* the stream held, so that the free is not reached when the memset is
+     * queued (reached, the memset's own check refuses it: INVALID_VALUE) */
+    uint32_t *flag = gu_hold(s);
     CHECK_CU(cuMemFreeAsync(a, s), CUDA_SUCCESS);
     emu_test_stderr_begin();
     CHECK_CU(cuMemsetD32Async(a, 1, 16, s), CUDA_SUCCESS);
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
     CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
     CHECK_EQ(emu_test_violations(), 1);
+    CHECK_CU(cuMemFreeHost(flag), CUDA_SUCCESS);
     CHECK_CU(cuMemPoolDestroy(p), CUDA_SUCCESS);
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
 }
