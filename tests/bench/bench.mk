@@ -82,7 +82,7 @@ bench: all
 	    --jobs $(BENCH_JOBS) --driver $(BENCH_DRIVER) --command "$(BENCH_COMMAND)" $(BENCH_ARGS)
 	@if [ "$(BENCH_BOUNDS)" = 1 ]; then \
 	    echo "bench: bounded memory (tests/e2e/test_bounds.sh, emulated driver)"; \
-	    BUILD=$(BUILD) tests/run.sh tests/e2e/test_bounds.sh || exit 1; \
+	    BOUNDS_SCALE=1 BUILD=$(BUILD) tests/run.sh tests/e2e/test_bounds.sh || exit 1; \
 	    grep '^#' $(BUILD)/test-logs/tests_e2e_test_bounds.sh.log | sed 's/^#  *//' >$(BENCH_OUT)/bounds.txt; \
 	    echo "bench: the library's report, heap and resident memory, small -> large: $(BENCH_OUT)/bounds.txt"; \
 	fi

@@ -8,11 +8,7 @@
 # run workloads the sanitizer stage runs instrumented in test_skip_*.sh:
 # a sanitizer build (whose CI stage has less time) leaves it to the normal
 # build.
-if san_build; then
-    skip "the bench driver's self-test" "a sanitizer build (the normal build runs it)"
-    done_testing
-    exit
-fi
+normal_build_only "the bench driver's self-test" "its workloads run instrumented in test_skip_*.sh"
 BENCH=$SRC/tests/bench/bench.py
 PY=python3
 export PYTHONDONTWRITEBYTECODE=1  # importing bench.py must leave no __pycache__ in the tree

@@ -13,6 +13,7 @@
 # job (a stale SLURM_PROCID shared by the ranks) %r is the MPI rank, so each
 # rank writes its own report (a stand-in launcher).
 . "$(dirname "$0")/../lib.sh"
+normal_build_only "the wrapper script" "it tests scripts/stablegraph-run; the library it loads runs instrumented in the other tests"
 RUN=$SRC/scripts/stablegraph-run
 export STABLEGRAPH_LIB=$BUILD/libstablegraph.so
 

@@ -24,36 +24,11 @@
 KIT_SRC=$SRC KIT_BUILD=$BUILD KIT_LIB=$BUILD/libstablegraph.so
 NVCC=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
 RUNALL=$SRC/tests/gpu/run-all.sh
-# Sanitizer build (make test SAN=address,... or SAN=thread): the kit's nvcc
-# programs are not instrumented; the instrumented emulated driver (and
-# library) would load the ASan/TSan runtime only as a dependency, too late
-# for it to work (ASan dies at start-up; TSan never sees the program's threads
-# and their calls into instrumented code crash). Run them with the runtime
-# the library links preloaded first: kitprog PROG ARGS...
-# directly, and through wrapper scripts (san_wrap) where kitlib.sh runs them
-# (it clears LD_PRELOAD, then stablegraph-run appends the library). Without
-# a leak check: the static CUDA runtime leaves its own (uninstrumented)
-# allocations behind, and LeakSanitizer's
-# exit would lose the output; the library's own paths are leak-checked by
-# the instrumented tests.
-san_pre=
-if san_build; then
-    san_pre=$(ldd "$BUILD/libstablegraph.so" | awk '$1 ~ /^lib[at]san\.so/ { print $3; exit }')
-fi
-kitprog() {
-    if [ -n "$san_pre" ]; then
-        LD_PRELOAD=$san_pre${LD_PRELOAD:+:$LD_PRELOAD} \
-            ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$@"
-    else
-        "$@"
-    fi
-}
-# san_wrap REAL DEST: DEST runs REAL as kitprog does.
-san_wrap() {
-    printf '#!/bin/sh\nLD_PRELOAD=%q${LD_PRELOAD:+:$LD_PRELOAD} ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %q "$@"\n' \
-        "$san_pre" "$1" >"$2"
-    chmod +x "$2"
-}
+# Not in a sanitizer build: this tests the kit's scripts and programs (nvcc,
+# not instrumented); the library's paths they drive (the CUDA runtime, the
+# workloads under every policy) run instrumented in test_runtime.sh and
+# test_skip_*.sh.
+normal_build_only "the real-GPU kit" "the kit's programs are not instrumented"
 
 # ------------------------------------------------------------------ compiled
 # archs FILE: the code kinds of every fatbin embedded in FILE ("ptx_90 sm_80 ...").
@@ -88,24 +63,24 @@ check "calibrate built (plain C, with or without nvcc)" test -x "$BUILD/gpu/cali
 
 # ------------------------------------------------------------------ on the emulated driver
 if [ -x "$BUILD/gpu/rt_graphs" ]; then
-    out=$(CUDAEMU_MODULES=$BUILD/gpu/rt_graphs_kernels.so emu kitprog "$BUILD/gpu/rt_graphs" \
+    out=$(CUDAEMU_MODULES=$BUILD/gpu/rt_graphs_kernels.so emu "$BUILD/gpu/rt_graphs" \
         --steps 3 --nodes 4 --elems 256 2>&1); rc=$?
     check "rt_graphs on the emulation: ran, matched the host, and printed a checksum" \
         test "$rc" = 0 -a -n "$(sed -n 's/^checksum: //p' <<<"$out")" -a -n "$(grep '^reference: match' <<<"$out")"
     diag "rt_graphs says: $(head -n 1 <<<"$out")"
-    out=$(emu kitprog "$BUILD/gpu/rt_graphs" --steps 0 2>&1)
+    out=$(emu "$BUILD/gpu/rt_graphs" --steps 0 2>&1)
     check_eq "rt_graphs: a bad option exits 2" "$?" 2
 fi
 if [ -x "$BUILD/gpu/step_timer" ]; then
     for w in recapture_temps rotating_inputs; do
-        t=$(emu kitprog "$BUILD/gpu/step_timer" "$w" --steps 12 --nodes 9 2>&1)
+        t=$(emu "$BUILD/gpu/step_timer" "$w" --steps 12 --nodes 9 2>&1)
         check_sum "step_timer $w: same checksum as the workload" "$(kit_checksum <(echo "$t"))" \
             "$(kit_checksum <(emu "$BUILD/workloads/$w" --steps 12 --nodes 9))"
         check "step_timer $w: event and host medians over steps 3-12" \
             grep -qE '^step_ms_events: median=[0-9.]+ .* steps=10 ' <<<"$t"
         check "step_timer $w: says it ran on the emulated driver" grep -q 'driver=emulated' <<<"$t"
     done
-    emu kitprog "$BUILD/gpu/step_timer" bogus >/dev/null 2>&1
+    emu "$BUILD/gpu/step_timer" bogus >/dev/null 2>&1
     check_eq "step_timer: an unknown loop exits 2" "$?" 2
 fi
 
@@ -114,7 +89,7 @@ fi
 # identical updates (0 nodes changed), 6 changing one node, 6 changing all;
 # 6 set-params calls leaving the node, 6 changing it.
 if [ -x "$BUILD/gpu/calibrate" ]; then
-    CUDAEMU_STATS=$TMP/cal.json emu kitprog "$BUILD/gpu/calibrate" --sizes "4 16" --reps 4 >"$TMP/cal.txt" 2>&1
+    CUDAEMU_STATS=$TMP/cal.json emu "$BUILD/gpu/calibrate" --sizes "4 16" --reps 4 >"$TMP/cal.txt" 2>&1
     check_eq "calibrate on the emulated driver: exits 0" "$?" 0
     check "calibrate: header names the device, driver and granularity" \
         grep -qE '^calibrate: device="cudaemu[^"]*" driver=[0-9]+\.[0-9]+ date=[0-9T:Z-]+ granularity=[0-9]+ emulated=1 ' "$TMP/cal.txt"
@@ -144,9 +119,9 @@ PY
         "$(grep -c '^cuGraphExecUpdate .*measured on cudaemu emulated device 0, driver ' "$TMP/costs.tsv")" 4
     check_eq "... and an exec's host bytes per node, measured, for each instantiation call" \
         "$(grep -c '^cuGraphInstantiate[A-Za-z]* *host_bytes_node *[0-9][0-9.]* *measured on cudaemu' "$TMP/costs.tsv")" 3
-    emu kitprog "$BUILD/gpu/calibrate" --reps 0 >/dev/null 2>&1
+    emu "$BUILD/gpu/calibrate" --reps 0 >/dev/null 2>&1
     check_eq "calibrate: a bad option exits 2" "$?" 2
-    emu kitprog "$BUILD/gpu/calibrate" --sizes "4 16" --reps 3 --budget 0.000001 >"$TMP/cal2.txt" 2>&1
+    emu "$BUILD/gpu/calibrate" --sizes "4 16" --reps 3 --budget 0.000001 >"$TMP/cal2.txt" 2>&1
     check_eq "calibrate: a spent budget starts no graph size, and says so" \
         "$(grep -c '^measure [a-z_]* [1-9]' "$TMP/cal2.txt") $(tail -n 1 "$TMP/cal2.txt")" \
         "0 calibrate: budget of 1e-06 s spent after the VMM calls"
@@ -268,21 +243,11 @@ check_eq "checksum: the last one printed" "$(kit_checksum <(printf 'checksum: 01
 # ------------------------------------------------------------------ rehearsal on the emulated driver
 # run-all.sh --emulator on a build whose slices program gives another result
 # under the library (a script in front of the real one): everything else
-# must pass, slices must fail, and run-all must exit 1. Not in a sanitizer
-# build: the rehearsal tests the kit's scripts (the normal build runs it),
-# and what it runs instrumented (the workloads under every policy) the
-# sanitizer stage runs in test_skip_*.sh (its CI stage has less time).
-if san_build; then
-    skip "rehearsal on the emulated driver" "a sanitizer build (the normal build runs it)"
-elif [ -x "$BUILD/gpu/step_timer" ]; then
+# must pass, slices must fail, and run-all must exit 1.
+if [ -x "$BUILD/gpu/step_timer" ]; then
     fb=$TMP/fakebuild; mkdir -p "$fb/workloads" "$fb/gpu"
     for f in "$BUILD"/*; do case "$(basename "$f")" in workloads|gpu) ;; *) ln -s "$f" "$fb/" ;; esac; done
     for f in "$BUILD"/workloads/* "$BUILD"/gpu/*; do [ -f "$f" ] && ln -s "$f" "$fb/${f#"$BUILD/"}"; done
-    if [ -n "$san_pre" ]; then
-        for p in rt_graphs step_timer calibrate; do
-            [ -x "$BUILD/gpu/$p" ] && rm "$fb/gpu/$p" && san_wrap "$BUILD/gpu/$p" "$fb/gpu/$p"
-        done
-    fi
     rm "$fb/workloads/slices"
     printf '#!/bin/sh\ncase "${LD_PRELOAD:-}" in *stablegraph*) echo "checksum: 0000000000000bad";; *) exec %q "$@";; esac\n' \
         "$BUILD/workloads/slices" >"$fb/workloads/slices"

@@ -9,6 +9,7 @@
 #     deleted $BUILD while reading itself, even under -n);
 #   - the policy list ($BUILD/policies, `make print-policies`) is core/config.h's.
 . "$(dirname "$0")/../lib.sh"
+normal_build_only "the build's rules" "it tests make, not the code it builds"
 
 for mk in "$SRC/Makefile" "$SRC"/*/*.mk "$SRC"/tests/*/*.mk; do
     bad=$(grep -n '^ *-include' "$mk" | grep -v '\.d\b')

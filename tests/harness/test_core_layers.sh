@@ -6,6 +6,7 @@
 #   - core/ does not use libdl (no dlopen/dlsym/dlvsym);
 #   - no file of core/ over 650 lines, no function over 80 lines.
 . "$(dirname "$0")/../lib.sh"
+normal_build_only "the layers of core/ and interpose/" "it reads the build's objects and sources"
 OBJ=$BUILD/obj
 if [ ! -d "$OBJ/core" ] || [ ! -d "$OBJ/interpose" ]; then
     not_ok "objects of core/ and interpose/ in $OBJ (run make first)"

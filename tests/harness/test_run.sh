@@ -9,6 +9,7 @@
 # take two missing checksums for equal, and a baseline run must exit 0 with
 # the independent model's checksum.
 . "$(dirname "$0")/../lib.sh"
+normal_build_only "the test runner" "it tests tests/run.sh"
 
 tree=$TMP/tree
 mkdir -p "$tree/tests/fake" "$tree/build/tests/fake"

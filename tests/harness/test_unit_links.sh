@@ -7,6 +7,7 @@
 # object more is a test linking what it does not test, an object less would
 # not link. A unit test without a list is a failure too.
 . "$(dirname "$0")/../lib.sh"
+normal_build_only "the unit tests' link lists" "it reads the build's objects"
 lists=$BUILD/tests/unit/link-lists
 check "the link lists are built ($lists)" test -s "$lists"
 
