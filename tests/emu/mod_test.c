@@ -10,6 +10,11 @@
  *                                              out[0..6] = every argument
  *   dims(u32 *out)                             out = grid xyz, block xyz, shared
  *   poke(u32 *p)                               *p = 1 (faults on a bad address)
+ *   tex_read(u64 tex, i32 x0, i32 y0, u32 w, u32 h, u32 *out)
+ *                                              out[y*w+x] = the first 4 bytes of
+ *                                              element (x0+x, y0+y) of texture tex
+ *                                              (cudaemu_tex_fetch); out[w*h] = the
+ *                                              fetches that returned 0 (violations)
  */
 #include "emu_kernel.h"
 
@@ -70,6 +75,21 @@ static void poke(void **a, const emu_launch *l)
     *p = 1;
 }
 
+static void tex_read(void **a, const emu_launch *l)
+{
+    (void)l;
+    unsigned long long tex = *(unsigned long long *)a[0];
+    int32_t x0 = *(int32_t *)a[1], y0 = *(int32_t *)a[2];
+    uint32_t w = *(uint32_t *)a[3], h = *(uint32_t *)a[4], *out = *(uint32_t **)a[5], bad = 0;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint32_t e[4];
+            bad += cudaemu_tex_fetch(tex, x0 + (long long)x, y0 + (long long)y, e) == 0;
+            out[y * w + x] = e[0];
+        }
+    out[w * h] = bad;
+}
+
 const emu_kernel emu_module[] = {
     { "fill_u32", fill_u32, 3, { sizeof(void *), 4, 8 } },
     { "inc_u32", inc_u32, 2, { sizeof(void *), 8 } },
@@ -77,5 +97,6 @@ const emu_kernel emu_module[] = {
     { "mixed", mixed, 5, { 1, 8, 4, sizeof(void *), sizeof(trio) } },
     { "dims", dims, 1, { sizeof(void *) } },
     { "poke", poke, 1, { sizeof(void *) } },
+    { "tex_read", tex_read, 6, { 8, 4, 4, 4, 4, sizeof(void *) } },
     { NULL, NULL, 0, { 0 } },
 };

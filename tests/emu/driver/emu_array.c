@@ -7,8 +7,8 @@
  * return what was asked for, and a context's teardown ends its arrays.
  * Copies name an array by handle (CU_MEMORYTYPE_ARRAY, emu_copy.c): they
  * check its extents here (emu_array_side_check) and reach its storage
- * under emu_array_lock (emu_array_pin). No texture or surface is made
- * from an array.
+ * under emu_array_lock (emu_array_pin), and so do texture fetches (emu_tex.c).
+ * No surface is made from an array.
  *
  * Each array has a generation, unique over the process: a copy or a node
  * binds to the generation its handle had when it was queued or its
@@ -43,7 +43,7 @@ static uint64_t array_gens;         /* under emu_array_lock */
 
 /* Bytes of one channel of `f`; 0 for a format the emulation does not know
  * the layout of (block-compressed, video and normalized packed formats). */
-static size_t format_bytes(CUarray_format f)
+size_t emu_format_bytes(CUarray_format f)
 {
     switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
@@ -65,7 +65,7 @@ static size_t desc_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, CUresult *err)
     const unsigned known = CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
                            CUDA_ARRAY3D_TEXTURE_GATHER;
     int layered = (d->Flags & CUDA_ARRAY3D_LAYERED) != 0, cube = (d->Flags & CUDA_ARRAY3D_CUBEMAP) != 0;
-    size_t channel = format_bytes(d->Format);
+    size_t channel = emu_format_bytes(d->Format);
     *err = CUDA_ERROR_INVALID_VALUE;
     if (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4) return 0;
     /* A 1D array has no height and no depth; a 2D one no depth; a layered one
@@ -111,7 +111,7 @@ static CUresult array_create(const char *call, CUarray *out, const CUDA_ARRAY3D_
     a->device = ctx->device;
     a->ctx = ctx;
     a->len = len;
-    a->elem = format_bytes(d->Format) * d->NumChannels;
+    a->elem = emu_format_bytes(d->Format) * d->NumChannels;
     a->data = data;
     pthread_mutex_lock(&emu_array_lock);
     a->gen = ++array_gens;
@@ -250,6 +250,7 @@ CUresult emu_array_side_check(CUarray h, size_t x, size_t y, size_t z, size_t w,
 }
 
 size_t emu_array_elem(CUarray h) { return emu_array_gen(h) ? h->elem : 0; }
+size_t emu_array_depth(CUarray h) { return emu_array_gen(h) ? h->desc.Depth : 0; }
 
 /* With emu_array_lock held by the caller: the storage of array h if it is
  * still the array of generation gen, with its row pitch and row count

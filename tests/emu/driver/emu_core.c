@@ -699,6 +699,8 @@ EMU_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
  * reads 0. */
 int emu_device_attribute(CUdevice_attribute a, CUdevice dev)
 {
+    int t = emu_tex_attribute(a);   /* texture alignment and limits (emu_tex.c) */
+    if (t >= 0) return t;
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
@@ -725,7 +727,6 @@ int emu_device_attribute(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;              /* cuMemAllocManaged */
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;   /* no cuStreamAttachMemAsync needed */
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 512;   /* cuMemAllocPitch's */
     case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;          /* cuMemcpy2D's (emu_copy.c) */
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return !emu_cfg.no_vmm;
@@ -899,6 +900,7 @@ static void emu_ctx_teardown(CUcontext c, int free_handle)
     emu_modules_ctx_destroyed(c);
     emu_mem_ctx_destroyed(c);
     emu_arrays_ctx_destroyed(c);
+    emu_tex_ctx_destroyed(c);
     pthread_mutex_lock(&c->lock);
     c->legacy = NULL;
     size_t held = c->charge + c->limit_charge;

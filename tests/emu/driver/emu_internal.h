@@ -358,6 +358,14 @@ CUcontext emu_array_ctx(CUarray h);
 int emu_array_device(CUarray h);
 int emu_array_multidim(CUarray h);
 size_t emu_array_elem(CUarray h);
+size_t emu_array_depth(CUarray h);
+/* Bytes of one channel of an array format; 0 for one whose layout is not
+ * emulated (block-compressed, video, packed). */
+size_t emu_format_bytes(CUarray_format f);
+/* emu_tex.c: texture objects. The texture attributes of the device (-1 for
+ * any other attribute); a context's teardown ends its textures. */
+int emu_tex_attribute(CUdevice_attribute a);
+void emu_tex_ctx_destroyed(CUcontext ctx);
 CUresult emu_array_side_check(CUarray h, size_t x, size_t y, size_t z, size_t w, size_t hgt, size_t d);
 int emu_array_pin(CUarray h, uint64_t gen, uintptr_t *base, size_t *pitch, size_t *height);
 /* Plain copy/set used by streams and graphs once validated. */

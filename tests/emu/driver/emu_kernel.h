@@ -53,6 +53,18 @@ void cudaemu_fault(int code) __attribute__((weak));
  * cudaemu_fault); a handle never created aborts the process. */
 void cudaemu_set_conditional(unsigned long long handle, unsigned int value) __attribute__((weak));
 
+/* A fetch through a texture object (docs/emulator.md, "Texture objects"):
+ * a kernel, which receives the handle (a CUtexObject, 8 bytes) as an
+ * argument, reads element (x, y) into out (16 bytes: the element's bytes as
+ * stored, no format conversion or filtering; the rest zero) and gets the
+ * element's size. A linear resource is tex1Dfetch(x) (y must be 0; an index
+ * past the end reads zeros); a pitch2D or array resource is tex2D at
+ * unnormalized integer coordinates (outside: the border's zeros under
+ * CU_TR_ADDRESS_MODE_BORDER, else clamped). A handle that names no live
+ * texture, or an element in memory that was freed, is a violation: 0,
+ * zeros read. Defined by the emulated driver (weak here, as cudaemu_fault). */
+size_t cudaemu_tex_fetch(unsigned long long tex, long long x, long long y, void *out) __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif
