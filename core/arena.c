@@ -395,12 +395,14 @@ static void drop_last_seg(sg_arena *a)
     sg_fr_free(s);
 }
 
-sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t resv_size)
+sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t align, size_t resv_size)
 {
+    if (align < SG_ARENA_ALIGN || align > granularity || (align & (align - 1))) return NULL;
     sg_arena *a = calloc(1, sizeof *a);
     if (!a) return NULL;
     a->ops = *ops;
     a->gran = granularity;
+    a->align = align;
     a->resv = sg_round_up(resv_size ? resv_size : granularity, granularity);
     return a;
 }
@@ -436,7 +438,7 @@ sg_arena_fail sg_arena_alloc(sg_arena *a, size_t size, int own, sg_arena_key key
                              CUdeviceptr *addr, size_t *placed, CUresult *rc)
 {
     *rc = CUDA_SUCCESS;
-    size_t align = own ? a->gran : SG_ARENA_ALIGN;
+    size_t align = own ? a->gran : a->align;
     size_t need = sg_round_up(size, align);
     if (!need) return SG_ARENA_FAIL_NOMEM;   /* overflow */
     reap(a);
@@ -475,7 +477,7 @@ sg_arena_fail sg_arena_alloc_claiming(sg_arena *a, size_t size, int own, sg_aren
                                       int (*wait)(void *arg, void *event), void *arg,
                                       CUdeviceptr *addr, size_t *placed)
 {
-    size_t align = own ? a->gran : SG_ARENA_ALIGN;
+    size_t align = own ? a->gran : a->align;
     size_t need = sg_round_up(size, align);
     if (!need || !key.stream) return SG_ARENA_FAIL_NOMEM;
     reap(a);

@@ -44,7 +44,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SG_ARENA_ALIGN 256   /* alignment and size quantum of ordinary blocks */
+/* The least alignment and size quantum of ordinary blocks; an arena's own
+ * (sg_arena_new's align) may be larger: the device's texture alignment. */
+#define SG_ARENA_ALIGN 256
 
 /* The VMM operations an arena needs. Each returns a CUresult (0 = success);
  * a failing operation must have changed nothing. */
@@ -94,9 +96,11 @@ typedef struct sg_arena_chunk {
 typedef struct sg_arena sg_arena;
 
 /* A new, empty arena (nothing reserved yet). granularity: a power of two;
- * resv_size: bytes per reservation (rounded up to the granularity; a larger
- * block gets a reservation of its own size). NULL if out of memory. */
-sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t resv_size);
+ * align: the alignment and size quantum of ordinary blocks, a power of two
+ * from SG_ARENA_ALIGN to the granularity (else NULL); resv_size: bytes per
+ * reservation (rounded up to the granularity; a larger block gets a
+ * reservation of its own size). NULL if out of memory. */
+sg_arena *sg_arena_new(const sg_arena_ops *ops, size_t granularity, size_t align, size_t resv_size);
 
 /* Unmaps and releases every chunk, frees every reservation and the arena.
  * put_events: give each pending event back through event_put (0 when the
@@ -105,7 +109,7 @@ void sg_arena_destroy(sg_arena *a, int put_events);
 
 /* Places a block of `size` bytes (> 0) for `key`. own: on its own chunks.
  * On success stores the address and the bytes it occupies (size rounded up
- * to SG_ARENA_ALIGN, or to the granularity when own) and returns
+ * to the arena's alignment, or to the granularity when own) and returns
  * SG_ARENA_OK. On failure returns which operation failed (*rc: its
  * CUresult) and nothing changed: whatever a failed growth created is
  * released again. */

@@ -85,6 +85,7 @@ typedef struct seg {
 struct sg_arena {
     sg_arena_ops ops;
     size_t gran, resv;
+    size_t align;          /* of ordinary blocks (sg_arena_new) */
     seg *segs;
     size_t nsegs, capsegs;
     chain *chains;         /* one per stream with pends not done: every live pend */

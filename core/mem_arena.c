@@ -298,7 +298,7 @@ void sg_marena_setup_locked(mem_arena *ar)
     sg_arena_ops ops = driver_ops;
     ops.user = ar;
     ar->state = -1;
-    if (!(ar->arena = sg_arena_new(&ops, ar->vmm.gran, resv))) {
+    if (!(ar->arena = sg_arena_new(&ops, ar->vmm.gran, ar->vmm.align, resv))) {
         SG_WARN_ONCE("out of memory setting up an arena: allocations go to the driver unchanged");
         return;
     }

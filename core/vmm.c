@@ -5,6 +5,7 @@
  */
 #include "vmm.h"
 
+#include "arena.h"
 #include "driver.h"
 #include "log.h"
 #include "util.h"
@@ -74,6 +75,21 @@ static size_t access_descs(CUdevice dev, CUmemAccessDesc *out, size_t max)
     return n;
 }
 
+/* d->align: placed blocks start where the driver's own allocations do, at
+ * the device's texture alignment (cuTexObjectCreate refuses a linear or
+ * pitch2D devPtr off it, and a program may make a texture over any pointer
+ * cuMemAlloc gave it), and never below SG_ARENA_ALIGN. 0, or -1 if the
+ * driver cannot say or the arena cannot honour it (d->gran set). */
+static int block_align(sg_vmm_dev *d)
+{
+    int tex = 0;
+    if (SG_DRIVER_CALL(cuDeviceGetAttribute, &tex, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, d->dev) !=
+            CUDA_SUCCESS || tex < 0 || (tex & (tex - 1)))
+        return -1;
+    d->align = (size_t)tex > SG_ARENA_ALIGN ? (size_t)tex : SG_ARENA_ALIGN;
+    return d->align <= d->gran ? 0 : -1;
+}
+
 int sg_vmm_dev_setup(CUcontext ctx, sg_vmm_dev *d, const char **why)
 {
     CUcontext prev;
@@ -115,6 +131,10 @@ int sg_vmm_dev_setup(CUcontext ctx, sg_vmm_dev *d, const char **why)
                         CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (rc != CUDA_SUCCESS || d->gran == 0 || (d->gran & (d->gran - 1))) {
         *why = "cuMemGetAllocationGranularity failed";
+        return -1;
+    }
+    if (block_align(d) != 0) {
+        *why = "the device's texture alignment is unknown, or not a power of two within the granularity";
         return -1;
     }
     if (!sg_drv.cuDeviceTotalMem_v2 ||

@@ -56,6 +56,8 @@ void sg_vmm_ctx_leave(CUcontext ctx, CUcontext prev);
 typedef struct sg_vmm_dev {
     CUdevice dev;
     size_t gran;                      /* minimum granularity, a power of two */
+    size_t align;                     /* of placed blocks: the device's texture
+                                       * alignment, at least SG_ARENA_ALIGN */
     size_t total;                     /* the device's memory (0 if unknown) */
     CUmemAllocationProp prop;         /* pinned device memory of dev, shareable as a
                                        * POSIX file descriptor if the device can */

@@ -92,7 +92,7 @@ static sg_arena *fresh(size_t resv)
 {
     memset(&F, 0, sizeof F);
     F.next_va = RESV_BASE;
-    return sg_arena_new(&fake_ops, G, resv);
+    return sg_arena_new(&fake_ops, G, SG_ARENA_ALIGN, resv);
 }
 
 static const sg_arena_key SYNC = { 0, 0 }, S1 = { 0x1000, 0 }, S2 = { 0x2000, 0 };

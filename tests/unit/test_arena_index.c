@@ -412,7 +412,7 @@ static void random_run(cfg c0)
         sg_arena_ops o = ops_tmpl;
         r.f[k].next_va = BASE0;
         o.user = &r.f[k];
-        r.a[k] = sg_arena_new(&o, gran, resv);
+        r.a[k] = sg_arena_new(&o, gran, SG_ARENA_ALIGN, resv);
     }
     sg_arena_set_linear(r.a[1], 1);
     make_holes(&r, c0.holes);
@@ -460,7 +460,7 @@ static sg_arena *one_arena(fake *f)
     *f = (fake){ .next_va = BASE0 };
     sg_arena_ops o = ops_tmpl;
     o.user = f;
-    return sg_arena_new(&o, gran, resv);
+    return sg_arena_new(&o, gran, SG_ARENA_ALIGN, resv);
 }
 
 /* Many small holes below the top, as tests/stress/scale_prog holes makes:
