@@ -249,8 +249,26 @@ static void fault_note(void **params, const emu_launch *l)
     cudaemu_fault(ARG(int32_t, 1));
 }
 
+/* tex_read(u64 tex, u32 w, u32 h, u32 *out): out[y*w+x] = the first word
+ * of element (x, y) of texture object tex (cudaemu_tex_fetch: x alone for a
+ * linear resource, h 1); out[w*h] = the fetches that failed. */
+static void tex_read(void **params, const emu_launch *l)
+{
+    unsigned long long tex = ARG(unsigned long long, 0);
+    uint32_t w = ARG(uint32_t, 1), h = ARG(uint32_t, 2), *out = ARG(uint32_t *, 3), bad = 0;
+    (void)l;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint32_t e[4];
+            bad += cudaemu_tex_fetch(tex, x, y, e) == 0;
+            out[y * w + x] = e[0];
+        }
+    out[w * h] = bad;
+}
+
 const emu_kernel emu_module[] = {
     { "ring_write", ring_write, 5, { P, P, P, 4, 4 } },
+    { "tex_read", tex_read, 4, { 8, 4, 4, P } },
     { "store_ptr", store_ptr, 4, { P, 4, P, 4 } },
     { "follow_ptr", follow_ptr, 3, { P, 4, P } },
     { "mad_u32", mad_u32, 3, { P, P, 8 } },

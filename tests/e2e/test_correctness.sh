@@ -1795,5 +1795,18 @@ adv name=r45/pool_peer env="CUDAEMU_DEVICES=2" to=4 eng_p="$PLACED" \
 # the device stayed unplaced for good and this case placed nothing.
 adv name=r45/pool_destroy_resume to=4 eng_t="$PLACED and $SEEN" eng_p="$PLACED and $SEEN" \
     attack="memory pools the program creates (placing after the current pool's destroy)" -- adv_cpools destroy_resume
+# Round 49: texture objects over memory the library places (adv_tex.c; the
+# emulator now emulates cuTexObjectCreate / Destroy / GetResourceDesc with
+# the documented devPtr alignment to CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT,
+# 512, and kernels fetching through the handle). linear: textures over
+# placed blocks of many sizes and offsets (a block off the texture alignment
+# is refused, INVALID_VALUE, where the driver's own pointer is accepted);
+# graph: a texture handle as a kernel argument in a graph re-captured every
+# step, the texture destroyed and made again (same handle value) over
+# another block, a second handle, a relaunch without update.
+adv name=r49/tex_linear eng_t="$PLACED" eng_p="$PLACED" \
+    attack="linear and pitch2D textures over placed blocks at many offsets" -- adv_tex linear
+adv name=r49/tex_graph eng_t="$PLACED and $SEEN" eng_p="$PLACED and $SEEN" \
+    attack="texture handles as kernel arguments in re-captured graphs, textures made again over other blocks" -- adv_tex graph
 eval_all
 done_testing
