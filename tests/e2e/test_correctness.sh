@@ -1806,7 +1806,7 @@ adv name=r45/pool_destroy_resume to=4 eng_t="$PLACED and $SEEN" eng_p="$PLACED a
 # another block, a second handle, a relaunch without update.
 adv name=r49/tex_linear eng_t="$PLACED" eng_p="$PLACED" \
     attack="linear and pitch2D textures over placed blocks at many offsets" -- adv_tex linear
-adv name=r49/tex_graph eng_t="$PLACED and $SEEN" eng_p="$PLACED and $SEEN" \
+adv name=r49/tex_graph cfg="temp prof alias" eng_t="$PLACED and $SEEN and T['updates_skipped'] > 0" eng_p="$PLACED and $SEEN and T['updates_skipped'] > 0" \
     attack="texture handles as kernel arguments in re-captured graphs, textures made again over other blocks" -- adv_tex graph
 eval_all
 done_testing
