@@ -297,7 +297,7 @@ TEST(emulated_module_as_library)
     const char *name;
     CHECK_CU(cuLibraryLoadFromFile(&lib, mod_test_path, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
     CHECK_CU(cuLibraryGetKernelCount(&count, lib), CUDA_SUCCESS);
-    CHECK_EQ(count, 6);                                     /* mod_test.c's table */
+    CHECK_EQ(count, 7);                                     /* mod_test.c's table */
     CHECK_CU(cuLibraryEnumerateKernels(ks, 2, lib), CUDA_SUCCESS);
     CHECK_CU(cuKernelGetName(&name, ks[1]), CUDA_SUCCESS);
     CHECK(strcmp(name, "inc_u32") == 0);
