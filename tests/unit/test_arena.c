@@ -166,6 +166,34 @@ TEST(alignment_and_sizes)
     sg_arena_destroy(a, 1);
 }
 
+/* An arena of a larger block alignment (the device's texture alignment,
+ * 512 on real GPUs): every ordinary block starts on it and takes whole
+ * multiples of it; alignments below SG_ARENA_ALIGN, above the granularity
+ * or not a power of two are refused. */
+TEST(texture_alignment)
+{
+    memset(&F, 0, sizeof F);
+    F.next_va = RESV_BASE;
+    CHECK(sg_arena_new(&fake_ops, G, 128, 64 * G) == NULL);
+    CHECK(sg_arena_new(&fake_ops, G, 768, 64 * G) == NULL);
+    CHECK(sg_arena_new(&fake_ops, G, 2 * G, 64 * G) == NULL);
+    sg_arena *a = sg_arena_new(&fake_ops, G, 512, 64 * G);
+    CHECK(a != NULL);
+    CUdeviceptr p = 0, prev_end = 0;
+    size_t placed = 0;
+    CUresult rc;
+    static const size_t sz[] = { 1, 256, 300, 512, 513, 1000 };
+    static const size_t want[] = { 512, 512, 512, 512, 1024, 1024 };
+    for (int i = 0; i < 6; i++) {
+        CHECK_EQ(sg_arena_alloc(a, sz[i], 0, SYNC, &p, &placed, &rc), SG_ARENA_OK);
+        CHECK_EQ(p % 512, 0);
+        CHECK_EQ(placed, want[i]);
+        if (prev_end) CHECK_EQ(p, prev_end);
+        prev_end = p + placed;
+    }
+    sg_arena_destroy(a, 1);
+}
+
 TEST(coalescing)
 {
     sg_arena *a = fresh(64 * G);
@@ -583,6 +611,7 @@ int main(void)
 {
     RUN(first_fit_is_deterministic);
     RUN(alignment_and_sizes);
+    RUN(texture_alignment);
     RUN(coalescing);
     RUN(growth_handle_sizes);
     RUN(small_blocks_share_one_chunk);
