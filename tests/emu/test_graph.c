@@ -204,8 +204,8 @@ TEST(node_params_get_and_set)
     np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;               /* zero bytes */
     CUgraphNode bad;
     CHECK_CU(cuGraphAddNode(&bad, g, NULL, NULL, 0, &np), CUDA_ERROR_INVALID_VALUE);
-    np.type = CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;        /* not emulated */
-    CHECK_CU(cuGraphAddNode(&bad, g, NULL, NULL, 0, &np), CUDA_ERROR_NOT_SUPPORTED);
+    np.type = CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;        /* no semaphores (test_ext.c) */
+    CHECK_CU(cuGraphAddNode(&bad, g, NULL, NULL, 0, &np), CUDA_ERROR_INVALID_VALUE);
     memset(&np, 0, sizeof np);
     np.type = CU_GRAPH_NODE_TYPE_MEMSET;
     np.memset.dst = a; np.memset.value = 8; np.memset.elementSize = 4;
@@ -837,9 +837,9 @@ TEST(remove_dependencies_and_copy_attributes)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
-/* Node kinds not emulated (external semaphores): adding one is refused with
- * CUDA_ERROR_NOT_SUPPORTED and adds nothing; their setters find no node of
- * their kind (CUDA_ERROR_INVALID_VALUE). A batch memory operation node
+/* External semaphore nodes without semaphores (emulated since round 50:
+ * test_ext.c) are refused with CUDA_ERROR_INVALID_VALUE and add nothing;
+ * their setters find no node of their kind (CUDA_ERROR_INVALID_VALUE). A batch memory operation node
  * without operations is refused (CUDA_ERROR_INVALID_VALUE; the node kind is
  * emulated since round 35: test_memops.c), and the batch and event nodes'
  * setters find no node of their kind either (test_evnodes.c). */
@@ -857,8 +857,8 @@ TEST(unemulated_node_kinds)
     memset(&sig, 0, sizeof sig);
     memset(&wt, 0, sizeof wt);
     memset(&bm, 0, sizeof bm);
-    CHECK_CU(cuGraphAddExternalSemaphoresSignalNode(&out, g, NULL, 0, &sig), CUDA_ERROR_NOT_SUPPORTED);
-    CHECK_CU(cuGraphAddExternalSemaphoresWaitNode(&out, g, NULL, 0, &wt), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK_CU(cuGraphAddExternalSemaphoresSignalNode(&out, g, NULL, 0, &sig), CUDA_ERROR_INVALID_VALUE);
+    CHECK_CU(cuGraphAddExternalSemaphoresWaitNode(&out, g, NULL, 0, &wt), CUDA_ERROR_INVALID_VALUE);
     CHECK_CU(cuGraphAddBatchMemOpNode(&out, g, NULL, 0, &bm), CUDA_ERROR_INVALID_VALUE);
     CHECK(out == NULL);
     CHECK_CU(cuGraphAddEventRecordNode(&out, NULL, NULL, 0, ev), CUDA_ERROR_INVALID_VALUE);

@@ -340,6 +340,11 @@ CUresult emu_capture_add(emu_stream *s, const emu_capture_op *op)
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: r = emu_nparams_event(&np, op->type, op->event); break;
     /* Stream memory operations (emu_copy.c): one batch memory operation node. */
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: r = emu_nparams_memops(&np, op->memops, op->nmemops, 0, ctx); break;
+    /* External semaphore signals and waits (emu_ext.c): one node each call. */
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+        r = emu_nparams_extsem(&np, op->type, op->sems, op->sem_params, op->nsems);
+        break;
     default:                        r = CUDA_ERROR_NOT_SUPPORTED; break;
     }
     if (r != CUDA_SUCCESS) goto out;

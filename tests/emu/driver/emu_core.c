@@ -306,10 +306,10 @@ enum { EMU_LIVE_MEM = EMU_K_COUNT - 1, EMU_LIVE_COUNT = EMU_LIVE_MEM + 4 };
 static const char *const emu_live_names[EMU_LIVE_COUNT] = {
     "contexts", "streams", "events", "modules", "functions", "graphs", "nodes", "execs",
     "memhandles", "pools", "libraries", "kernels", "arrays", "user_objects", "green_contexts",
-    "resource_descriptors",
+    "resource_descriptors", "external_memories", "external_semaphores",
     "device_ranges", "vmm_reservations", "vmm_handles", "device_bytes",
 };
-_Static_assert(EMU_K_RESDESC == EMU_K_COUNT - 1, "emu_live_names lists every handle kind");
+_Static_assert(EMU_K_EXTSEM == EMU_K_COUNT - 1, "emu_live_names lists every handle kind");
 static pthread_mutex_t emu_handle_lock;
 static void emu_live_counts(unsigned long long out[EMU_LIVE_COUNT]);
 
@@ -464,6 +464,7 @@ int emu_handle_ok(const void *h, emu_kind kind)
         [EMU_K_FUNC] = "function", [EMU_K_EXEC] = "graph exec", [EMU_K_LIBRARY] = "library",
         [EMU_K_KERNEL] = "kernel", [EMU_K_ARRAY] = "array", [EMU_K_UOBJ] = "user object",
         [EMU_K_GREEN] = "green context", [EMU_K_RESDESC] = "resource descriptor",
+        [EMU_K_EXTMEM] = "external memory", [EMU_K_EXTSEM] = "external semaphore",
     };
     int st = handle_state(h, kind);
     if (st < 0)

@@ -381,6 +381,10 @@ static void run_snapshot(const emu_nparams *v, size_t n, emu_stream *s, int dev,
         case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:   /* in its context's device, a wait blocking the launch */
             emu_memops_exec(p->memops, p->nmemops, p->ctx ? emu_ctx_device(p->ctx) : dev, what);
             break;
+        case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:   /* a wait blocks the launch */
+        case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+            emu_extsem_exec(p->type, p->sems, p->sem_params, p->nsems, what);
+            break;
         case CU_GRAPH_NODE_TYPE_MEM_FREE:
             if (p->mem_gen) emu_mem_free_async_complete(p->mem_ptr, p->mem_gen);
             break;
@@ -468,6 +472,11 @@ static CUresult launch_snap(CUgraphExec e, emu_nparams *v, size_t *n, emu_work *
                           e->order[i], (void *)p->args->func);
             return CUDA_ERROR_INVALID_HANDLE;
         }
+        if ((p->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL || p->type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT) &&
+            !emu_extsem_live(p->sems, p->nsems)) {
+            emu_violation(call, "external semaphore node %zu names a destroyed semaphore", e->order[i]);
+            return CUDA_ERROR_INVALID_HANDLE;
+        }
         if (x->disabled) {
             s->type = CU_GRAPH_NODE_TYPE_EMPTY;    /* a disabled node does nothing */
             (*n)++;
@@ -493,6 +502,8 @@ static CUresult launch_snap(CUgraphExec e, emu_nparams *v, size_t *n, emu_work *
         case CU_GRAPH_NODE_TYPE_MEMCPY: emu_memcpy3d_touch(w, &p->copy); break;
         case CU_GRAPH_NODE_TYPE_MEMSET: emu_memset_touch(w, &p->set); break;
         case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: emu_memops_touch(w, p->memops, p->nmemops); break;
+        case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+        case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: emu_extsem_touch(w, p->sems, p->nsems); break;
         case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
             size_t nb = 0;          /* every body: the value is read when the node runs */
             for (unsigned b = 0; b < x->nsub; b++) nb += emu_exec_count(x->sub[b]);

@@ -167,27 +167,35 @@ EMU_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUg
     return exec_event_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }
 
-/* Exec updates of node types the emulation never creates (external
- * semaphores): the node can only be of another
- * type, which the driver refuses with CUDA_ERROR_INVALID_VALUE. */
-static CUresult exec_set_unemulated(CUgraphExec e, CUgraphNode h, const void *params)
+/* External semaphore nodes: "Changing nodeParams->numExtSems is not
+ * supported" (emu_nparams_change_check); a node of another type, or
+ * parameters the stream call would refuse: CUDA_ERROR_INVALID_VALUE. */
+static CUresult exec_extsem_set(CUgraphExec e, CUgraphNode h, CUgraphNodeType type,
+                                const CUexternalSemaphore *sems, const void *params, unsigned n)
 {
-    if (!emu_exec_ok(e) || !exec_find(e, h) || !params) return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_ERROR_INVALID_VALUE;
+    emu_nparams p;
+    exec_node *x = emu_exec_ok(e) ? exec_find(e, h) : NULL;
+    if (!x || x->p.type != type) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = emu_nparams_extsem(&p, type, sems, params, n);
+    return r != CUDA_SUCCESS ? CUDA_ERROR_INVALID_VALUE : exec_set(e, h, &p);
 }
 
 EMU_EXPORT CUresult cuGraphExecExternalSemaphoresSignalNodeSetParams(
     CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams)
 {
     EMU_ENTRY_INIT();
-    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    return exec_extsem_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, nodeParams->extSemArray,
+                           nodeParams->paramsArray, nodeParams->numExtSems);
 }
 
 EMU_EXPORT CUresult cuGraphExecExternalSemaphoresWaitNodeSetParams(
     CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams)
 {
     EMU_ENTRY_INIT();
-    return exec_set_unemulated(hGraphExec, hNode, nodeParams);
+    if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+    return exec_extsem_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, nodeParams->extSemArray,
+                           nodeParams->paramsArray, nodeParams->numExtSems);
 }
 
 /* The fields that may change: emu_nparams_change_check. */

@@ -580,6 +580,44 @@ EMU_EXPORT CUresult cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode, const CUDA
     return r != CUDA_SUCCESS ? r : node_set(hNode, &p);
 }
 
+/* External semaphore signal and wait nodes (docs/emulator.md, "External
+ * memory and semaphores"): the arrays are checked as the stream calls check
+ * them and copied; the getters hand out the node's own arrays. */
+#define EXTSEM_NODE_API(kind, ptype, type)                                                        \
+    EMU_EXPORT CUresult cuGraphAddExternalSemaphores##kind##Node(CUgraphNode *phGraphNode, CUgraph hGraph, \
+        const CUgraphNode *dependencies, size_t numDependencies, const ptype *nodeParams)         \
+    {                                                                                             \
+        EMU_ENTRY_INIT();                                                                         \
+        CHECK_GRAPH_OUT(phGraphNode, hGraph);                                                     \
+        if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;                                         \
+        CUresult r = emu_graph_deps_check(hGraph, dependencies, NULL, numDependencies);          \
+        emu_nparams p;                                                                            \
+        if (r == CUDA_SUCCESS)                                                                    \
+            r = emu_nparams_extsem(&p, type, nodeParams->extSemArray, nodeParams->paramsArray,    \
+                                   nodeParams->numExtSems);                                       \
+        return r != CUDA_SUCCESS ? r : node_add_api(phGraphNode, hGraph, dependencies, NULL, numDependencies, &p); \
+    }                                                                                             \
+    EMU_EXPORT CUresult cuGraphExternalSemaphores##kind##NodeGetParams(CUgraphNode hNode, ptype *params_out) \
+    {                                                                                             \
+        EMU_ENTRY_INIT();                                                                         \
+        if (!params_out || node_of(hNode, type)) return CUDA_ERROR_INVALID_VALUE;                 \
+        params_out->extSemArray = hNode->p.sems;                                                  \
+        params_out->paramsArray = hNode->p.sem_params;                                            \
+        params_out->numExtSems = hNode->p.nsems;                                                  \
+        return CUDA_SUCCESS;                                                                      \
+    }                                                                                             \
+    EMU_EXPORT CUresult cuGraphExternalSemaphores##kind##NodeSetParams(CUgraphNode hNode, const ptype *nodeParams) \
+    {                                                                                             \
+        EMU_ENTRY_INIT();                                                                         \
+        if (!nodeParams || node_of(hNode, type)) return CUDA_ERROR_INVALID_VALUE;                 \
+        emu_nparams p;                                                                            \
+        CUresult r = emu_nparams_extsem(&p, type, nodeParams->extSemArray, nodeParams->paramsArray, \
+                                        nodeParams->numExtSems);                                  \
+        return r != CUDA_SUCCESS ? r : node_set(hNode, &p);                                       \
+    }
+EXTSEM_NODE_API(Signal, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS, CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL)
+EXTSEM_NODE_API(Wait, CUDA_EXT_SEM_WAIT_NODE_PARAMS, CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT)
+
 static CUresult add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data,
                             size_t n, CUgraphNodeParams *params)
 {

@@ -111,6 +111,10 @@ typedef struct emu_nparams {
                                      * body's in order, one body after the other (owned; nbody) */
     CUstreamBatchMemOpParams *memops; /* BATCH_MEM_OP: its operations (owned), nmemops of them; */
     unsigned nmemops;               /* ctx: the context they run in */
+    CUexternalSemaphore *sems;      /* EXT_SEMAS_SIGNAL / _WAIT: nsems semaphores, then (same
+                                     * allocation, owned) sem_params: their parameter structs */
+    void *sem_params;
+    unsigned nsems;
     size_t nbody;
     size_t *body_end;               /* ...body i is body[i ? body_end[i-1] : 0 .. body_end[i]) (owned;
                                      * cond_size entries) */
@@ -228,6 +232,10 @@ CUresult emu_nparams_event(emu_nparams *np, CUgraphNodeType type, CUevent ev);
 CUresult emu_nparams_memops(emu_nparams *np, const CUstreamBatchMemOpParams *ops, unsigned n, unsigned flags,
                             CUcontext ctx);
 void emu_nparams_empty(emu_nparams *np);
+/* An external semaphore signal or wait node (type EXT_SEMAS_SIGNAL / _WAIT):
+ * the arrays copied, checked as the stream calls check them (emu_ext.c). */
+CUresult emu_nparams_extsem(emu_nparams *np, CUgraphNodeType type, const CUexternalSemaphore *sems,
+                            const void *params, unsigned n);
 /* Whether an update from `a` to `b` changes nothing the node does (the
  * "changed nodes" the statistics count: emu_stat_nodes). */
 int emu_nparams_same(const emu_nparams *a, const emu_nparams *b);

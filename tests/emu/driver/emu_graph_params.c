@@ -109,6 +109,10 @@ void emu_nparams_free(emu_nparams *p)
     free(p->memops);
     p->memops = NULL;
     p->nmemops = 0;
+    free(p->sems);
+    p->sems = NULL;
+    p->sem_params = NULL;
+    p->nsems = 0;
     for (size_t i = 0; i < p->nbody; i++) emu_nparams_free(&p->body[i]);
     free(p->body);
     free(p->body_end);
@@ -131,6 +135,11 @@ int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
     dst->nbody = 0;
     dst->memops = NULL;
     dst->nmemops = 0;
+    dst->sems = NULL;
+    dst->sem_params = NULL;
+    dst->nsems = 0;
+    if (src->sems && emu_nparams_extsem(dst, src->type, src->sems, src->sem_params, src->nsems) != CUDA_SUCCESS)
+        return 0;
     if (src->event) emu_event_ref(src->event);
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) dst->mem_ptr = 0;
     if (src->memops) {
@@ -301,6 +310,26 @@ CUresult emu_nparams_event(emu_nparams *np, CUgraphNodeType type, CUevent ev)
     return CUDA_SUCCESS;
 }
 
+/* cuGraphAddExternalSemaphoresSignalNode / WaitNode: the arrays are copied
+ * (a node owns its parameters, as every other kind does). */
+CUresult emu_nparams_extsem(emu_nparams *np, CUgraphNodeType type, const CUexternalSemaphore *sems,
+                            const void *params, unsigned n)
+{
+    CUresult r = emu_extsem_check(type, sems, params, n);
+    if (r != CUDA_SUCCESS) return r;
+    size_t psz = emu_extsem_params_size(type);
+    CUexternalSemaphore *v = malloc(n * (sizeof *sems + psz));
+    if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(v, sems, n * sizeof *sems);
+    memcpy(v + n, params, n * psz);
+    memset(np, 0, sizeof *np);
+    np->type = type;
+    np->sems = v;
+    np->sem_params = v + n;
+    np->nsems = n;
+    return CUDA_SUCCESS;
+}
+
 void emu_nparams_empty(emu_nparams *np)
 {
     memset(np, 0, sizeof *np);
@@ -359,6 +388,10 @@ int emu_nparams_same(const emu_nparams *a, const emu_nparams *b)
         return a->cond == b->cond && a->cond_type == b->cond_type && a->cond_size == b->cond_size;
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
         return a->nmemops == b->nmemops && memcmp(a->memops, b->memops, a->nmemops * sizeof *a->memops) == 0;
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+        return a->nsems == b->nsems &&
+               memcmp(a->sems, b->sems, a->nsems * (sizeof *a->sems + emu_extsem_params_size(a->type))) == 0;
     default:
         return 1;
     }
@@ -422,6 +455,12 @@ CUresult emu_nparams_generic(emu_nparams *np, CUgraphNodeParams *p, uint64_t gra
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
         return emu_nparams_memops(np, p->memOp.paramArray, p->memOp.count, p->memOp.flags,
                                   p->memOp.ctx);
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+        return emu_nparams_extsem(np, p->type, p->extSemSignal.extSemArray, p->extSemSignal.paramsArray,
+                                  p->extSemSignal.numExtSems);
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+        return emu_nparams_extsem(np, p->type, p->extSemWait.extSemArray, p->extSemWait.paramsArray,
+                                  p->extSemWait.numExtSems);
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -568,6 +607,12 @@ CUgraphExecUpdateResult emu_nparams_change_check(const emu_nparams *old, const e
             }
         }
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    /* cuGraphExecUpdate: "External semaphore wait nodes and record nodes:
+     * Changing the number of semaphores is not supported."; the exec
+     * setters: "Changing nodeParams->numExtSems is not supported." */
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+        return old->nsems == nw->nsems ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
     default:
         return CU_GRAPH_EXEC_UPDATE_SUCCESS;  /* host, empty, event record and wait: unrestricted */
     }

@@ -195,6 +195,7 @@ typedef enum emu_kind {
     EMU_K_CTX = 1, EMU_K_STREAM, EMU_K_EVENT, EMU_K_MODULE, EMU_K_FUNC,
     EMU_K_GRAPH, EMU_K_NODE, EMU_K_EXEC, EMU_K_MEMHANDLE, EMU_K_POOL,
     EMU_K_LIBRARY, EMU_K_KERNEL, EMU_K_ARRAY, EMU_K_UOBJ, EMU_K_GREEN, EMU_K_RESDESC,
+    EMU_K_EXTMEM, EMU_K_EXTSEM,
     EMU_K_COUNT                     /* keep last */
 } emu_kind;
 void emu_handle_add(const void *h, emu_kind kind);
@@ -460,6 +461,15 @@ int emu_mem_alloc_with(CUdeviceptr p, int (*fn)(const emu_alloc_view *, void *),
                        emu_alloc_view *out);
 CUresult emu_mem_ipc_add(const emu_alloc_view *v, CUcontext ctx, unsigned long long *id);
 int emu_mem_ipc_find(CUdeviceptr base, unsigned long long id, int remove);
+/* External memory (emu_ext.c): emu_mem_ext_add registers a buffer mapped
+ * onto external object `ext` (the mmap `map` of `mapped` bytes; the buffer
+ * is [map + off, map + off + size)), device memory of ctx, freed by cuMemFree
+ * or with ctx, charged to nobody; emu_mem_ext_gone marks every buffer of
+ * `ext` inaccessible (its object was destroyed) and gives up to max of their
+ * ranges; returns how many there are. */
+CUresult emu_mem_ext_add(void *map, size_t mapped, size_t off, size_t size, int dev, CUcontext ctx,
+                         const void *ext);
+size_t emu_mem_ext_gone(const void *ext, emu_range *out, size_t max);
 /* emu_ipc.c: a cuMemAlloc block is gone (its exported file, if any, closes);
  * the memfd name cuMemCreate gives a handle (it carries the properties, so
  * that another process importing its descriptor knows them); the
@@ -653,7 +663,24 @@ typedef struct emu_capture_op {
     CUevent event;                    /* EVENT_RECORD, WAIT_EVENT */
     const CUstreamBatchMemOpParams *memops; /* BATCH_MEM_OP: nmemops operations (checked) */
     unsigned nmemops;
+    const CUexternalSemaphore *sems;  /* EXT_SEMAS_SIGNAL / _WAIT: nsems semaphores (checked) and */
+    const void *sem_params;           /* their CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS / _WAIT_PARAMS */
+    unsigned nsems;
 } emu_capture_op;
+/* External semaphores (emu_ext.c), shared by streams and their graph nodes:
+ * type is CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL or _WAIT, params the array of
+ * the matching parameter struct. check: the documented argument checks
+ * (CUDA_ERROR_INVALID_HANDLE for a semaphore not alive); touch: records the
+ * semaphores as in use by w (cuDestroyExternalSemaphore checks it); exec:
+ * runs the operations in order on the calling worker (a wait blocks); live:
+ * whether every semaphore is still alive (a launch naming a destroyed one is
+ * refused). */
+CUresult emu_extsem_check(CUgraphNodeType type, const CUexternalSemaphore *sems, const void *params, unsigned n);
+void emu_extsem_touch(emu_work *w, const CUexternalSemaphore *sems, unsigned n);
+void emu_extsem_exec(CUgraphNodeType type, const CUexternalSemaphore *sems, const void *params, unsigned n,
+                     const char *what);
+int emu_extsem_live(const CUexternalSemaphore *sems, unsigned n);
+size_t emu_extsem_params_size(CUgraphNodeType type);
 /* Stream memory operations (emu_copy.c), shared by streams and batch memory
  * operation nodes: the documented checks (v2: the _v2 entry points, which
  * alone accept CU_STREAM_MEM_OP_BARRIER), the range every operation with an

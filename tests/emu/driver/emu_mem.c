@@ -200,7 +200,7 @@ static int charge_take(int dev, range_kind kind, size_t len, CUmemoryPool pool)
  * an allocation took over before the block's free was reached. */
 static void charge_give(int dev, range_kind kind, size_t len, CUmemoryPool pool, size_t claim)
 {
-    if (kind == RK_HOST || kind == RK_IPC) return;
+    if (kind == RK_HOST || kind == RK_IPC || kind == RK_EXT) return;
     if (kind == RK_GRAPH) emu_memory.graph_used[dev] -= len;
     if (kind != RK_ASYNC) { emu_memory.used[dev] -= len; return; }
     pool->st.used -= len;
@@ -291,7 +291,7 @@ static void block_release(mem_range *r)
 {
     if (r->free_stream) emu_stream_unref(r->free_stream);
     if (r->kind != RK_GRAPH && !r->registered)     /* a graph allocation: unbacked by block_detach */
-        munmap((void *)r->s.base, r->mapped);
+        munmap((void *)(r->s.base - r->map_off), r->mapped);
     if (r->kind == RK_ALLOC) emu_ipc_alloc_gone(r->s.base, r->buffer_id);
     if (r->pool_gone) emu_handle_mem_put(EMU_K_POOL, r->pool);   /* a destroyed pool's last block */
     free(r);
@@ -309,7 +309,7 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
         /* cuCtxDestroy: "will not destroy memory allocations by cuMemCreate(),
          * cuMemAllocAsync() and cuMemAllocFromPoolAsync()". */
         if (r->ctx == ctx && (r->kind == RK_ALLOC || r->kind == RK_MANAGED || r->kind == RK_HOST ||
-                              r->kind == RK_IPC)) {
+                              r->kind == RK_IPC || r->kind == RK_EXT)) {
             block_detach(r);        /* removes entry i: do not advance */
             dead[n++] = r;
         } else {
@@ -327,7 +327,7 @@ void emu_mem_ctx_destroyed(CUcontext ctx)
 
 /* Which plain blocks a free call accepts: kinds, and for host memory whether
  * it was registered (FREE_REGISTERED: cuMemHostUnregister) or allocated. */
-enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_MANAGED | 1 << RK_ASYNC | 1 << RK_GRAPH, FREE_HOST = 1 << RK_HOST,
+enum { FREE_DEVICE = 1 << RK_ALLOC | 1 << RK_MANAGED | 1 << RK_ASYNC | 1 << RK_GRAPH | 1 << RK_EXT, FREE_HOST = 1 << RK_HOST,
        FREE_REGISTERED = 1 << 16 };
 
 /* Whether r was already freed in stream order (a graph allocation keeps
@@ -422,7 +422,8 @@ int emu_mem_accessible(CUdeviceptr p, size_t n, int dev)
     pthread_mutex_lock(&emu_mem_lock);
     for (CUdeviceptr pos = p; pos < end && ok;) {
         mem_range *r = emu_range_find(pos);
-        if (!r || (r->kind == RK_MAP && r->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+        if (!r || (r->kind == RK_MAP && r->access[dev] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) ||
+            (r->kind == RK_EXT && r->ext_gone))
             ok = 0;
         else
             pos = r->s.base + r->s.size;
@@ -853,7 +854,7 @@ EMU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     if (rc != CUDA_SUCCESS) return rc;
     CUcontext ctx;
     if ((rc = emu_ctx_require(&ctx)) != CUDA_SUCCESS) return rc;
-    return block_free(__func__, dptr, FREE_DEVICE, 1u << RK_ALLOC | 1u << RK_MANAGED, ctx);
+    return block_free(__func__, dptr, FREE_DEVICE, 1u << RK_ALLOC | 1u << RK_MANAGED | 1u << RK_EXT, ctx);
 }
 
 EMU_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
@@ -1345,4 +1346,38 @@ void emu_mem_live(unsigned long long out[4])
     out[3] = 0;
     for (int d = 0; d < MEM_MAX_DEVICES; d++) out[3] += emu_memory.used[d];
     pthread_mutex_unlock(&emu_mem_lock);
+}
+
+/* ------------------------------------------------------------------------
+ * Buffers mapped onto external memory (emu_ext.c owns the objects)
+ * ---------------------------------------------------------------------- */
+
+CUresult emu_mem_ext_add(void *map, size_t mapped, size_t off, size_t size, int dev, CUcontext ctx,
+                         const void *ext)
+{
+    mem_range *r = calloc(1, sizeof *r);
+    if (!r) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&emu_mem_lock);
+    *r = (mem_range){ .s = { (CUdeviceptr)map + off, size }, .mapped = mapped, .kind = RK_EXT,
+                      .device = dev, .ctx = ctx, .buffer_id = emu_memory.next_buffer_id++,
+                      .ext = ext, .map_off = off };
+    int bad = emu_span_insert(&emu_memory.ranges, &r->s);
+    pthread_mutex_unlock(&emu_mem_lock);
+    if (bad) free(r);
+    return bad ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+size_t emu_mem_ext_gone(const void *ext, emu_range *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&emu_mem_lock);
+    for (size_t i = 0; i < emu_memory.ranges.n; i++) {
+        mem_range *r = (mem_range *)emu_memory.ranges.v[i];
+        if (r->kind != RK_EXT || r->ext != ext || r->ext_gone) continue;
+        r->ext_gone = 1;
+        if (n < max) out[n] = (emu_range){ r->s.base, r->s.size };
+        n++;
+    }
+    pthread_mutex_unlock(&emu_mem_lock);
+    return n;
 }

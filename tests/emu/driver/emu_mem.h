@@ -36,7 +36,8 @@ typedef enum range_kind {
     RK_HOST,        /* cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister */
     RK_GRAPH,       /* a graph allocation while it is allocated (gmem) */
     RK_MANAGED,     /* cuMemAllocManaged */
-    RK_IPC          /* another process's cuMemAlloc block opened here (emu_ipc.c) */
+    RK_IPC,         /* another process's cuMemAlloc block opened here (emu_ipc.c) */
+    RK_EXT          /* a buffer mapped onto imported external memory (emu_ext.c) */
 } range_kind;
 
 /* A graph allocation (an allocation node's memory, emu_gmem_* in
@@ -98,6 +99,10 @@ typedef struct mem_range {
     int pool_gone;              /* RK_ASYNC, detached: the last block of a destroyed pool
                                  * (block_release gives the pool's handle memory back) */
     gmem *g;                    /* RK_GRAPH */
+    const void *ext;            /* RK_EXT: the external memory object it was mapped onto */
+    size_t map_off;             /* RK_EXT: s.base - the start of its mmap (a page offset) */
+    int ext_gone;               /* RK_EXT: that object was destroyed (cuDestroyExternalMemory):
+                                 * not accessible any more, to be freed by cuMemFree */
 } mem_range;
 
 /* A memory pool's memory: its bytes are charged to its device while in use
