@@ -1808,5 +1808,23 @@ adv name=r49/tex_linear eng_t="$PLACED" eng_p="$PLACED" \
     attack="linear and pitch2D textures over placed blocks at many offsets" -- adv_tex linear
 adv name=r49/tex_graph cfg="temp prof alias" eng_t="$PLACED and $SEEN and T['updates_skipped'] > 0" eng_p="$PLACED and $SEEN and T['updates_skipped'] > 0" \
     attack="texture handles as kernel arguments in re-captured graphs, textures made again over other blocks" -- adv_tex graph
+# Round 50: external memory and external semaphores (adv_extmem.c; the
+# emulator imports OPAQUE_FD memory and binary / timeline semaphores from
+# memfds the program makes, since round 50). timeline: a captured wait /
+# mad on a placed temporary / copy into a mapped buffer / signal, re-captured
+# each step with only the fence values changed; nodes: the same built node by
+# node, its values changed by exec setters and whole updates; buffers: a new
+# external memory and mapped buffer each step (the previous one destroyed and
+# freed), captured beside placed temporaries, queried, and a copy node's
+# freed buffer in an update. The semaphore nodes must make every update go to
+# the driver (unsupported_node), none skipped.
+EXTSEM='T["updates_seen"] > 0 and T["updates_skipped"] == 0 and T["updates_forwarded"] == sum(e["forwarded_reasons"]["unsupported_node"] for e in X)'
+adv name=r50/ext_timeline eng_t="$SEEN" eng_p="$SEEN" \
+    xchk="$EXTSEM"' and G["read_back"]["unmodeled_call"] > 0 and G["read_back"]["count_mismatch"] == 0::every update forwarded (unsupported_node), none skipped; the captures read back for the semaphore calls (unmodeled_call)' \
+    attack="captured external semaphore signal / wait nodes whose fence values change" -- adv_extmem timeline
+adv name=r50/ext_nodes eng_t="$SEEN" eng_p="$SEEN" xchk="$EXTSEM::every update forwarded (unsupported_node), none skipped" \
+    attack="external semaphore nodes built node by node, set and updated" -- adv_extmem nodes
+adv name=r50/ext_buffers eng_t="$SEEN and $PLACED" eng_p="$SEEN" \
+    attack="buffers mapped onto external memory, destroyed and freed between re-captures" -- adv_extmem buffers
 eval_all
 done_testing
