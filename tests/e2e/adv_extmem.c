@@ -21,6 +21,11 @@
  *              pointer attributes; then destroys the object and frees the
  *              buffer (cuMemFree of memory the library did not place), and
  *              at the end an update naming a freed buffer by a memcpy node.
+ *   swap       a swapchain of two images (two external memories) alternating
+ *              as a re-captured graph's copy destination, the semaphores
+ *              waited and signaled on the stream around each launch, the
+ *              swapchain made again half way (images destroyed, freed,
+ *              imported and mapped anew).
  *
  * Every line printed is computed on the host and must be the same with and
  * without the library.
@@ -296,9 +301,80 @@ static void run_buffers(void)
     munmap(host, N * 4);
 }
 
+/* ------------------------------------------------------------ swap */
+
+/* A swapchain of two images, each its own external memory: each frame waits
+ * (on the stream, outside the graph) for the other API's "frame" timeline,
+ * launches the frame's graph, re-captured each frame (a placed temporary,
+ * mad into it, mad of it into the frame's image: the image pointer alternates,
+ * which skip_profiled may serve by variants), and signals "shown". At frame
+ * 9 the swapchain is made again (a window resize): both images destroyed
+ * and freed, two new ones imported and mapped, often at the old addresses. */
+static void run_swap(void)
+{
+    uint64_t *frame_v, *shown_v;
+    CUexternalSemaphore frame = timeline(&frame_v), shown = timeline(&shown_v);
+    CUexternalMemory m[2];
+    void *host[2];
+    CUdeviceptr img[2];
+    for (int i = 0; i < 2; i++) {
+        m[i] = import_mem(N * 4, &host[i]);
+        img[i] = map_buffer(m[i], 0, N * 4);
+    }
+    CUgraphExec e = NULL;
+    uint64_t n = N;
+    uint32_t want[N];
+    want_mad(want);
+    for (int k = 1; k <= 16; k++) {
+        int i = k % 2;
+        if (k == 9) {
+            for (int j = 0; j < 2; j++) {
+                R(cuDestroyExternalMemory(m[j]));
+                R(cuMemFree(img[j]));
+                munmap(host[j], N * 4);
+                m[j] = import_mem(N * 4, &host[j]);
+                img[j] = map_buffer(m[j], 0, N * 4);
+            }
+        }
+        CUdeviceptr tt[2];          /* the frame's temporary alternates too */
+        MUST(cuMemAlloc(&tt[0], N * 4));
+        MUST(cuMemAlloc(&tt[1], N * 4));
+        CUdeviceptr t = tt[i];
+        CUgraph g;
+        MUST(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        R(cuMemsetD32Async(t, 0, N, st));
+        ADV_LAUNCH(mad, st, &in, &t, &n);
+        ADV_LAUNCH(mad, st, &t, &img[i], &n);
+        MUST(cuStreamEndCapture(st, &g));
+        if (!e) MUST(cuGraphInstantiate(&e, g, 0));
+        else adv_update(e, g);
+        memset(host[i], 0, N * 4);
+        sem_wait(frame, (uint64_t)k);
+        R(cuGraphLaunch(e, st));
+        sem_signal(shown, (uint64_t)k);
+        __atomic_store_n(frame_v, (uint64_t)k, __ATOMIC_RELEASE);   /* the other API's frame k */
+        R(cuStreamSynchronize(st));
+        char name[32];
+        snprintf(name, sizeof name, "swap_%d", k);
+        adv_check(name, *shown_v == (uint64_t)k && words_ok(host[i], want), "shown %llu",
+                  (unsigned long long)*shown_v);
+        R(cuGraphDestroy(g));
+        R(cuMemFree(tt[0]));
+        R(cuMemFree(tt[1]));
+    }
+    R(cuGraphExecDestroy(e));
+    for (int j = 0; j < 2; j++) {
+        R(cuMemFree(img[j]));
+        R(cuDestroyExternalMemory(m[j]));
+        munmap(host[j], N * 4);
+    }
+    R(cuDestroyExternalSemaphore(frame));
+    R(cuDestroyExternalSemaphore(shown));
+}
+
 int main(int argc, char **argv)
 {
-    static const char *const names[] = { "timeline", "nodes", "buffers", NULL };
+    static const char *const names[] = { "timeline", "nodes", "buffers", "swap", NULL };
     int c = adv_case(argc, argv, names);
     adv_open(&ctx, &mod);
     mad = adv_fn(mod, "mad_u32");
@@ -308,7 +384,8 @@ int main(int argc, char **argv)
     MUST(cuMemcpyHtoD(in, hin, N * 4));
     if (c == 0) run_timeline();
     else if (c == 1) run_nodes();
-    else run_buffers();
+    else if (c == 2) run_buffers();
+    else run_swap();
     R(cuMemFree(in));
     return adv_finish();
 }
