@@ -24,8 +24,8 @@
  *   swap       a swapchain of two images (two external memories) alternating
  *              as a re-captured graph's copy destination, the semaphores
  *              waited and signaled on the stream around each launch, the
- *              swapchain made again half way (images destroyed, freed,
- *              imported and mapped anew).
+ *              swapchain made again twice (new images imported and mapped,
+ *              then the old ones destroyed and freed).
  *
  * Every line printed is computed on the host and must be the same with and
  * without the library.
@@ -308,8 +308,9 @@ static void run_buffers(void)
  * launches the frame's graph, re-captured each frame (a placed temporary,
  * mad into it, mad of it into the frame's image: the image pointer alternates,
  * which skip_profiled may serve by variants), and signals "shown". At frame
- * 9 the swapchain is made again (a window resize): both images destroyed
- * and freed, two new ones imported and mapped, often at the old addresses. */
+ * 9 and 13 the swapchain is made again (a window resize): two new images
+ * imported and mapped, then the old ones destroyed and freed (so the new
+ * images take other addresses at 9, and may take the first ones at 13). */
 static void run_swap(void)
 {
     uint64_t *frame_v, *shown_v;
@@ -327,13 +328,18 @@ static void run_swap(void)
     want_mad(want);
     for (int k = 1; k <= 16; k++) {
         int i = k % 2;
-        if (k == 9) {
+        if (k == 9 || k == 13) {    /* the new swapchain made before the old one goes */
+            CUexternalMemory om[2] = { m[0], m[1] };
+            CUdeviceptr oimg[2] = { img[0], img[1] };
+            void *ohost[2] = { host[0], host[1] };
             for (int j = 0; j < 2; j++) {
-                R(cuDestroyExternalMemory(m[j]));
-                R(cuMemFree(img[j]));
-                munmap(host[j], N * 4);
                 m[j] = import_mem(N * 4, &host[j]);
                 img[j] = map_buffer(m[j], 0, N * 4);
+            }
+            for (int j = 0; j < 2; j++) {
+                R(cuDestroyExternalMemory(om[j]));
+                R(cuMemFree(oimg[j]));
+                munmap(ohost[j], N * 4);
             }
         }
         CUdeviceptr tt[2];          /* the frame's temporary alternates too */

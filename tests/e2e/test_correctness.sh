@@ -1818,7 +1818,7 @@ adv name=r49/tex_graph cfg="temp prof alias" eng_t="$PLACED and $SEEN and T['upd
 # freed), captured beside placed temporaries, queried, and a copy node's
 # freed buffer in an update; swap: two images alternating as a kernel's
 # operand (skip_profiled buys variants), semaphores waited and signaled on
-# the stream around each launch, the images made again half way. The
+# the stream around each launch, the images made again twice. The
 # semaphore nodes must make every update go to the driver (unsupported_node),
 # none skipped.
 EXTSEM='T["updates_seen"] > 0 and T["updates_skipped"] == 0 and T["updates_forwarded"] == sum(e["forwarded_reasons"]["unsupported_node"] for e in X)'
@@ -1830,6 +1830,6 @@ adv name=r50/ext_nodes eng_t="$SEEN" eng_p="$SEEN" xchk="$EXTSEM::every update f
 adv name=r50/ext_buffers eng_t="$SEEN and $PLACED" eng_p="$SEEN" \
     attack="buffers mapped onto external memory, destroyed and freed between re-captures" -- adv_extmem buffers
 adv name=r50/ext_swap cfg="temp prof alias" eng_t="$SEEN and $PLACED" eng_p="$SEEN and T['updates_skipped'] > 0" \
-    attack="a swapchain of two external images as alternating kernel operands (variants), made again half way" -- adv_extmem swap
+    attack="a swapchain of two external images as alternating kernel operands (variants), made again twice" -- adv_extmem swap
 eval_all
 done_testing
