@@ -41,7 +41,7 @@
 #include "adv_common.h"
 
 #define N 256u
-#define STEPS 6
+#define STEPS 4
 
 static CUcontext ctx;
 static CUmodule mod;
@@ -216,7 +216,7 @@ static void run_nodes(void)
                   (unsigned long long)*done_v);
         free(got);
     }
-    /* an update from the first graph would signal 10 below the current 60:
+    /* an update from the first graph would signal 10 below the current value:
      * the exec gets it (CUDA_SUCCESS) and is not launched */
     adv_update(e, g0);
     R(cuGraphExecDestroy(e));
@@ -307,10 +307,10 @@ static void run_buffers(void)
  * (on the stream, outside the graph) for the other API's "frame" timeline,
  * launches the frame's graph, re-captured each frame (a placed temporary,
  * mad into it, mad of it into the frame's image: the image pointer alternates,
- * which skip_profiled may serve by variants), and signals "shown". At frame
- * 9 and 13 the swapchain is made again (a window resize): two new images
+ * which skip_profiled may serve by variants), and signals "shown". At frames
+ * 7 and 10 the swapchain is made again (a window resize): two new images
  * imported and mapped, then the old ones destroyed and freed (so the new
- * images take other addresses at 9, and may take the first ones at 13). */
+ * images take other addresses at 7, and may take the first ones at 10). */
 static void run_swap(void)
 {
     uint64_t *frame_v, *shown_v;
@@ -326,9 +326,9 @@ static void run_swap(void)
     uint64_t n = N;
     uint32_t want[N];
     want_mad(want);
-    for (int k = 1; k <= 16; k++) {
+    for (int k = 1; k <= 12; k++) {
         int i = k % 2;
-        if (k == 9 || k == 13) {    /* the new swapchain made before the old one goes */
+        if (k == 7 || k == 10) {    /* the new swapchain made before the old one goes */
             CUexternalMemory om[2] = { m[0], m[1] };
             CUdeviceptr oimg[2] = { img[0], img[1] };
             void *ohost[2] = { host[0], host[1] };
