@@ -252,6 +252,12 @@ TEST(semaphore_nodes)
     CHECK_CU(cuGraphLaunch(e, s), CUDA_ERROR_INVALID_HANDLE);
     CHECK_EQ(emu_test_violations(), 1);
     CHECK_CU(cuGraphAddExternalSemaphoresSignalNode(&n2, g2, NULL, 0, &set), CUDA_ERROR_INVALID_HANDLE);
+    CUgraphExec e2;                 /* instantiated as it is; its launch is what is refused */
+    CHECK_CU(cuGraphInstantiate(&e2, g, 0), CUDA_SUCCESS);
+    emu_test_stderr_begin();
+    CHECK_CU(cuGraphLaunch(e2, s), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_EQ(emu_test_violations(), 1);
+    CHECK_CU(cuGraphExecDestroy(e2), CUDA_SUCCESS);
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g2), CUDA_SUCCESS);

@@ -138,8 +138,13 @@ int emu_nparams_copy(emu_nparams *dst, const emu_nparams *src)
     dst->sems = NULL;
     dst->sem_params = NULL;
     dst->nsems = 0;
-    if (src->sems && emu_nparams_extsem(dst, src->type, src->sems, src->sem_params, src->nsems) != CUDA_SUCCESS)
-        return 0;
+    if (src->sems) {                /* as they are: a semaphore destroyed since is the launch's to refuse */
+        size_t bytes = src->nsems * (sizeof *src->sems + emu_extsem_params_size(src->type));
+        if (!(dst->sems = malloc(bytes))) return 0;
+        memcpy(dst->sems, src->sems, bytes);
+        dst->sem_params = dst->sems + src->nsems;
+        dst->nsems = src->nsems;
+    }
     if (src->event) emu_event_ref(src->event);
     if (src->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) dst->mem_ptr = 0;
     if (src->memops) {
