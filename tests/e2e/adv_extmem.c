@@ -234,7 +234,6 @@ static void run_buffers(void)
     uint64_t n = N;
     uint32_t want[N];
     want_mad(want);
-    CUdeviceptr last = 0;
     for (int k = 1; k <= STEPS; k++) {
         void *host;
         CUexternalMemory m = import_mem(3 * 4096, &host);
@@ -272,9 +271,7 @@ static void run_buffers(void)
         R(cuMemFree(b));            /* once more: CUDA_ERROR_INVALID_VALUE */
         R(cuMemFree(t));
         munmap(host, 3 * 4096);
-        last = b;
     }
-    (void)last;
     R(cuGraphExecDestroy(e));
 
     /* a memcpy node into a mapped buffer, freed since: an update of the

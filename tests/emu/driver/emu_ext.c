@@ -138,7 +138,8 @@ EMU_EXPORT CUresult cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray *mi
 /* "Any existing buffers and CUDA mipmapped arrays mapped onto this object
  * must no longer be used and must be explicitly freed using cuMemFree":
  * the buffers stay device ranges until then, inaccessible; work still
- * queued that reaches one is a violation of this call. */
+ * queued that reaches one is a violation of this call (checked for the
+ * first 64 buffers of the object). */
 EMU_EXPORT CUresult cuDestroyExternalMemory(CUexternalMemory extMem)
 {
     EMU_ENTRY_INIT();
