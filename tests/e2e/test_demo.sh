@@ -10,13 +10,9 @@
 # differs, or that fails, makes it exit non-zero naming that run; bad
 # settings exit 2.
 . "$(dirname "$0")/../lib.sh"
+normal_build_only "the demo" "it runs workloads through the wrapper, which test_workloads.sh and test_skip_*.sh run instrumented"
 DEMO=$SRC/scripts/demo.sh
 export BUILD DEMO_DRIVER=emu DEMO_STEPS=6 DEMO_NODES=32
-# A sanitizer build's library needs its runtime loaded first; the nvcc-built
-# CUDA-runtime program is not instrumented, so there the demo runs the
-# (instrumented) driver-API program and the runtime default is not checked.
-sanitized=$(cat "$BUILD/san.cfg" 2>/dev/null)
-[ -z "$sanitized" ] || export DEMO_PROGRAM="$BUILD/workloads/train_loop"
 
 # demo [VAR=VALUE...]: runs demo.sh into $TMP/out/; sets $rc, $out (stdout), $err.
 demo() {
@@ -160,9 +156,7 @@ for bad in DEMO_STEPS=0 DEMO_NODES=x DEMO_DRIVER=gpu DEMO_PROGRAM=$TMP/nonexiste
 done
 # The default program: the CUDA-runtime twin when nvcc built it (the path real
 # jobs take), with the driver-API train_loop's checksum.
-if [ -n "$sanitized" ]; then
-    skip "runs the CUDA-runtime rt_train_loop by default" "under SAN=$sanitized (the runtime program is not instrumented)"
-elif [ -x "$BUILD/workloads/rt/rt_train_loop" ]; then
+if [ -x "$BUILD/workloads/rt/rt_train_loop" ]; then
     check "runs the CUDA-runtime rt_train_loop by default (nvcc built it)" \
         grep -q '^# stablegraph demo: rt_train_loop, 6 steps' <<<"$first_out"
     demo DEMO_PROGRAM="$BUILD/workloads/train_loop"
