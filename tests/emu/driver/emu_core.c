@@ -1048,8 +1048,49 @@ EMU_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
     CUresult r = emu_ctx_require(&c);
     if (r != CUDA_SUCCESS) return r;
     if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&emu_ctx_lock);
     *flags = c->flags;
+    pthread_mutex_unlock(&emu_ctx_lock);
     return CUDA_SUCCESS;
+}
+
+/* Flags of cuDevicePrimaryCtxSetFlags and cuCtxSetFlags: within
+ * CU_CTX_FLAGS_MASK, at most one scheduling flag ("Only one of the
+ * scheduling flags can be set"). */
+static int ctx_flags_valid(unsigned flags)
+{
+    unsigned sched = flags & CU_CTX_SCHED_MASK;
+    return !(flags & ~(unsigned)CU_CTX_FLAGS_MASK) && !(sched & (sched - 1));
+}
+
+/* CUDA 12.1: "Sets the flags for the current context overwriting previously
+ * set ones." The flags of a primary context are the device's primary-context
+ * flags (the emulator's reading): cuDevicePrimaryCtxGetState reports them and
+ * they survive a reset, as cuDevicePrimaryCtxSetFlags' do. A converted
+ * (green) context current sets its primary context's (emu_ctx_require). */
+EMU_EXPORT CUresult cuCtxSetFlags(unsigned int flags)
+{
+    EMU_ENTRY_INIT();
+    CUcontext c;
+    CUresult r = emu_ctx_require(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (!ctx_flags_valid(flags)) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&emu_ctx_lock);
+    c->flags = flags;
+    if (c->is_primary && emu_primary[c->device].ctx == c) emu_primary[c->device].flags = flags;
+    pthread_mutex_unlock(&emu_ctx_lock);
+    return CUDA_SUCCESS;
+}
+
+unsigned emu_ctx_current_flags(void)
+{
+    CUcontext c = emu_ctx_current_raw();
+    if (!emu_ctx_live(c)) return 0;
+    c = ctx_owner(c);
+    pthread_mutex_lock(&emu_ctx_lock);
+    unsigned f = c->flags;
+    pthread_mutex_unlock(&emu_ctx_lock);
+    return f;
 }
 
 EMU_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
@@ -1285,7 +1326,7 @@ EMU_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int fla
     EMU_ENTRY_INIT();
     CUresult r = emu_device_check(dev);
     if (r != CUDA_SUCCESS) return r;
-    if (flags & ~0x1fu) return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx_flags_valid(flags)) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&emu_ctx_lock);
     emu_primary[dev].flags = flags;
     if (emu_primary[dev].ctx) emu_primary[dev].ctx->flags = flags;

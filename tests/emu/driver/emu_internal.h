@@ -277,6 +277,9 @@ struct CUgreenCtx_st {
  * (cuCtxGetCurrent, default streams, stream creation). */
 CUcontext emu_ctx_current(void);
 CUcontext emu_ctx_current_raw(void);
+/* The flags (cuCtxGetFlags) of the calling thread's current context, its
+ * owner's for a converted one; 0 if none is current or it was destroyed. */
+unsigned emu_ctx_current_flags(void);
 /* Current context or CUDA_ERROR_INVALID_CONTEXT (or NOT_INITIALIZED). */
 CUresult emu_ctx_require(CUcontext *out);
 /* 1 if c is a context that exists and was not destroyed. */

@@ -65,6 +65,19 @@ void cudaemu_set_conditional(unsigned long long handle, unsigned int value) __at
  * zeros read. Defined by the emulated driver (weak here, as cudaemu_fault). */
 size_t cudaemu_tex_fetch(unsigned long long tex, long long x, long long y, void *out) __attribute__((weak));
 
+/* What a NIC (GPUDirect RDMA) relying on the driver's guarantees sees
+ * (docs/emulator.md, "Synchronous memory operations: SYNC_MEMOPS").
+ * cudaemu_sync_memops: 1 if a synchronous memory operation initiated now on
+ * ptr from the calling thread's current context is guaranteed to
+ * synchronize (ptr's allocation has CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set, or
+ * that context has CU_CTX_SYNC_MEMOPS in its flags), else 0.
+ * cudaemu_rdma_capable: 1 if a NIC could register ptr for GPUDirect RDMA
+ * (what CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE answers), else 0.
+ * Both: -1 if ptr is in no allocation the emulator knows. Defined by the
+ * emulated driver (weak here: NULL without it). */
+int cudaemu_sync_memops(unsigned long long ptr) __attribute__((weak));
+int cudaemu_rdma_capable(unsigned long long ptr) __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif

@@ -1081,6 +1081,16 @@ static void ptr_lookup(CUdeviceptr p, ptr_info *pi)
     pthread_mutex_unlock(&emu_mem_lock);
 }
 
+/* Whether a NIC could register the memory for GPUDirect RDMA
+ * (IS_GPU_DIRECT_RDMA_CAPABLE, cudaemu_rdma_capable). The device reports
+ * GPU_DIRECT_RDMA_SUPPORTED: cuMemAlloc memory is capable; VMM memory if
+ * cuMemCreate asked for it (allocFlags); pool and host memory are not. */
+static int ptr_rdma(const ptr_info *pi)
+{
+    const mem_range *r = &pi->r;
+    return pi->in_range && (r->kind == RK_ALLOC || r->kind == RK_IPC || (r->kind == RK_MAP && pi->rdma));
+}
+
 /* Evaluates attribute `a` for pi: sets *size (bytes the caller's data holds:
  * 4 or 8) and *val. Returns 1 if the pointer has the attribute, 0 if it does
  * not (foreign pointer, host pointer of device memory, ...), -1 if the
@@ -1111,12 +1121,12 @@ static int ptr_attr(const ptr_info *pi, CUpointer_attribute a, size_t *size,
         *val = r->kind == RK_MANAGED; return in;
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
         return in;
-    /* The device reports GPU_DIRECT_RDMA_SUPPORTED: cuMemAlloc memory is
-     * capable; VMM memory if cuMemCreate asked for it (allocFlags); pool and
-     * host memory are not. */
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-        *val = r->kind == RK_ALLOC || r->kind == RK_IPC || (map && pi->rdma);
-        return in;
+        *val = ptr_rdma(pi); return in;
+    /* 0 where never set, and always for memory that refuses the setter
+     * (VMM, pool, graph, external: cuPointerSetAttribute). */
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        *val = r->sync_memops != 0; return in;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:   /* NULL unless from a pool */
         *size = sizeof(CUmemoryPool); *val = r->kind == RK_ASYNC ? (uintptr_t)r->pool : 0; return in;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
@@ -1193,6 +1203,58 @@ EMU_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer
         attr_store(data[i], size, have ? val : 0);
     }
     return CUDA_SUCCESS;
+}
+
+/* The memory whose SYNC_MEMOPS the driver sets: cuMemAlloc(Pitch) blocks,
+ * blocks opened by cuIpcOpenMemHandle, managed memory and (the emulator's
+ * reading: cuPointerSetAttribute names them in its "see also") pinned host
+ * memory. VMM mappings refuse it (CUDA_ERROR_NOT_SUPPORTED, UCX issue 9895,
+ * libfabric issue 12853); pool and graph memory too (the emulator's reading:
+ * the driver backs them with VMM), and buffers mapped onto external memory
+ * (the emulator's reading). */
+static int sync_memops_settable(range_kind k)
+{
+    return k == RK_ALLOC || k == RK_IPC || k == RK_MANAGED || k == RK_HOST;
+}
+
+/* "When set, the region of memory that ptr points to is guaranteed to always
+ * synchronize memory operations that are synchronous. If there are some
+ * previously initiated synchronous memory operations that are pending when
+ * this attribute is set, the function does not return until those memory
+ * operations are complete": synchronous copies here are complete when they
+ * return, so none is pending. The flag is the whole allocation's and goes
+ * with it (cuMemFree). */
+EMU_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    EMU_ENTRY_INIT();
+    if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) return CUDA_ERROR_INVALID_VALUE;
+    unsigned int v;
+    memcpy(&v, value, sizeof v);        /* "a pointer to an unsigned integer" */
+    pthread_mutex_lock(&emu_mem_lock);
+    mem_range *r = emu_range_find(ptr);
+    CUresult rc = !r ? CUDA_ERROR_INVALID_VALUE
+                : !sync_memops_settable(r->kind) ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
+    if (rc == CUDA_SUCCESS) r->sync_memops = v != 0;
+    pthread_mutex_unlock(&emu_mem_lock);
+    return rc;
+}
+
+/* Backdoors (emu_kernel.h): what a NIC relying on the guarantee sees. -1:
+ * ptr is in no device range. */
+EMU_EXPORT int cudaemu_sync_memops(unsigned long long ptr)
+{
+    unsigned ctx_flags = emu_ctx_current_flags();   /* emu_ctx_lock before emu_mem_lock */
+    ptr_info pi;
+    ptr_lookup((CUdeviceptr)ptr, &pi);
+    if (!pi.in_range) return -1;
+    return pi.r.sync_memops || (ctx_flags & CU_CTX_SYNC_MEMOPS) ? 1 : 0;
+}
+
+EMU_EXPORT int cudaemu_rdma_capable(unsigned long long ptr)
+{
+    ptr_info pi;
+    ptr_lookup((CUdeviceptr)ptr, &pi);
+    return pi.in_range ? ptr_rdma(&pi) : -1;
 }
 
 /* ------------------------------------------------------------------------

@@ -88,6 +88,7 @@ typedef struct mem_range {
     unsigned long long buffer_id;
     unsigned host_flags;        /* RK_HOST */
     int registered;             /* RK_HOST: the program's memory (cuMemHostRegister), not unmapped */
+    int sync_memops;            /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (cuPointerSetAttribute) */
     mem_handle *handle;         /* RK_MAP */
     span resv;                  /* RK_MAP: the reservation it lies in */
     CUmemAccess_flags access[MEM_MAX_DEVICES]; /* RK_MAP */
