@@ -6,12 +6,15 @@
  * driver's range checks; the copy and memset executors and range
  * recorders graph nodes use (emu_memcpy3d_*, emu_memset_*).
  *
- * Locks: none of its own. Work goes through emu_stream_submit (emu_stream.c); the
- * device-range queries (emu_mem_*) take emu_mem_lock inside emu_mem.c.
+ * Locks: early_lock guards early_pending (the synchronous operations that
+ * returned early and have not run yet; a leaf lock). Work goes through
+ * emu_stream_submit (emu_stream.c); the device-range queries (emu_mem_*)
+ * take emu_mem_lock inside emu_mem.c.
  */
 #include "emu_mem.h"
 #include "emu_stream.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,17 +340,148 @@ void emu_memcpy3d_touch(emu_work *w, const CUDA_MEMCPY3D *p)
     side_touch(w, &d, p);
 }
 
+/* ------------------------------------------------------------------------
+ * Synchronous operations that return early (CUDAEMU_SYNC_EARLY_US)
+ *
+ * The CUDA Runtime API's "API synchronization behavior": a synchronous copy
+ * "from pageable host memory to device memory ... will return once the
+ * pageable buffer has been copied to the staging memory for DMA transfer to
+ * device memory, but the DMA to final destination may not have completed";
+ * "for transfers from device memory to device memory, no host-side
+ * synchronization is performed"; "the synchronous memset functions are
+ * asynchronous with respect to the host except when the target is pinned
+ * host memory". A program may not notice (every later CUDA call on the
+ * stream is ordered after them), a NIC reading the memory by DMA does:
+ * hence CU_POINTER_ATTRIBUTE_SYNC_MEMOPS and CU_CTX_SYNC_MEMOPS, under which
+ * such an operation completes before it returns. With the knob set the
+ * emulator returns early where the documentation allows it, the operation's
+ * work delayed that long on its stream (a pageable source is staged first:
+ * the program may reuse it at once); by default every synchronous operation
+ * completes before returning.
+ * ---------------------------------------------------------------------- */
+static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t early_cond = PTHREAD_COND_INITIALIZER;
+static unsigned long early_pending;   /* early_lock */
+
+void emu_sync_early_drain(void)
+{
+    pthread_mutex_lock(&early_lock);
+    while (early_pending) pthread_cond_wait(&early_cond, &early_lock);
+    pthread_mutex_unlock(&early_lock);
+}
+
+/* The part of an early operation's work that runs before and after it. */
+typedef struct early {
+    unsigned delay_us;              /* 0: not early */
+    void *staged;                   /* a pageable source's bytes, freed after */
+} early;
+
+static void early_count(long d)
+{
+    pthread_mutex_lock(&early_lock);
+    early_pending += (unsigned long)d;
+    if (!early_pending) pthread_cond_broadcast(&early_cond);
+    pthread_mutex_unlock(&early_lock);
+}
+
+/* Submits the work of an early operation (its `early` e): counted pending
+ * until it has run; a refused submission (the work released unrun) is
+ * undone here. */
+static CUresult early_submit(const char *call, emu_stream *s, const emu_capture_op *op, emu_work *w,
+                             early *e)
+{
+    void *staged = e->staged;
+    early_count(1);
+    CUresult r = emu_stream_submit(call, s, 2, op, w);
+    if (r != CUDA_SUCCESS) {
+        free(staged);
+        early_count(-1);
+    }
+    return r;
+}
+
+static void early_before(const early *e)
+{
+    if (!e->delay_us) return;
+    struct timespec ts = { e->delay_us / 1000000, (e->delay_us % 1000000) * 1000L };
+    nanosleep(&ts, NULL);
+}
+
+static void early_after(early *e)
+{
+    if (!e->delay_us) return;
+    free(e->staged);
+    e->staged = NULL;
+    early_count(-1);
+}
+
+/* Device memory at p (a unified address the emulator knows as device
+ * memory included). */
+static int is_device(CUmemorytype t, uintptr_t p)
+{
+    return t == CU_MEMORYTYPE_DEVICE || (t == CU_MEMORYTYPE_UNIFIED && emu_mem_class(p) == 2);
+}
+
+/* Pageable host memory at p: host memory the emulator did not pin. */
+static int is_pageable(CUmemorytype t, uintptr_t p)
+{
+    return (t == CU_MEMORYTYPE_HOST || t == CU_MEMORYTYPE_UNIFIED) && emu_mem_class(p) == 0;
+}
+
+/* The bytes of a copy side from its base address up to its last byte. */
+static size_t side_extent(const CUDA_MEMCPY3D *p, size_t x, size_t y, size_t z, size_t pitch, size_t height)
+{
+    if (p->Height <= 1 && p->Depth <= 1) return x + p->WidthInBytes;
+    return ((z + p->Depth - 1) * height + y + p->Height - 1) * pitch + x + p->WidthInBytes;
+}
+
+/* Whether synchronous copy p may return early: host (pageable) to device,
+ * or device to device, with neither side's memory nor the current context
+ * asking for synchronous memory operations. A pageable source is then
+ * staged into *e (0 if that fails: the copy completes instead). */
+static int copy_early(CUDA_MEMCPY3D *p, early *e)
+{
+    if (!emu_cfg.sync_early_us) return 0;
+    uintptr_t dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->dstHost : p->dstDevice;
+    uintptr_t src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->srcHost : p->srcDevice;
+    if (!is_device(p->dstMemoryType, dst) || emu_sync_guaranteed(dst)) return 0;
+    if (is_device(p->srcMemoryType, src)) {
+        if (emu_sync_guaranteed(src)) return 0;
+    } else if (is_pageable(p->srcMemoryType, src)) {
+        size_t n = side_extent(p, p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight);
+        if (!(e->staged = malloc(n ? n : 1))) return 0;
+        memcpy(e->staged, (const void *)src, n);
+        p->srcMemoryType = CU_MEMORYTYPE_HOST;
+        p->srcHost = e->staged;
+    } else {
+        return 0;
+    }
+    e->delay_us = emu_cfg.sync_early_us;
+    return 1;
+}
+
+/* Whether a synchronous memset of device memory at dst may return early. */
+static int memset_early(CUdeviceptr dst, early *e)
+{
+    if (!emu_cfg.sync_early_us || emu_mem_class(dst) != 2 || emu_sync_guaranteed(dst)) return 0;
+    e->delay_us = emu_cfg.sync_early_us;
+    return 1;
+}
+
 typedef struct copy_work {
     emu_work w;
     CUDA_MEMCPY3D p;
     uint64_t src_gen, dst_gen;      /* the arrays named when queued (emu_memcpy3d_gens) */
+    early e;
 } copy_work;
 
 static void copy_run(emu_work *w, emu_stream *s)
 {
     (void)s;
     copy_work *cw = (copy_work *)w;
+    early_before(&cw->e);
     emu_memcpy3d_exec(&cw->p, cw->src_gen, cw->dst_gen);
+    early_after(&cw->e);
 }
 
 /* Every copy entry point ends here. A zero-sized copy does nothing. */
@@ -363,6 +497,8 @@ static CUresult copy_submit(const char *call, const CUDA_MEMCPY3D *p, CUstream h
     emu_memcpy3d_gens(p, &cw->src_gen, &cw->dst_gen);
     emu_memcpy3d_touch(&cw->w, p);
     emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEMCPY, .copy = p };
+    if (sync && !emu_stream_capture(s) && copy_early(&cw->p, &cw->e))
+        return early_submit(call, s, &op, &cw->w, &cw->e);
     return emu_stream_submit(call, s, sync, &op, &cw->w);
 }
 
@@ -841,12 +977,16 @@ void emu_memset_touch(emu_work *w, const CUDA_MEMSET_NODE_PARAMS *p)
 typedef struct set_work {
     emu_work w;
     CUDA_MEMSET_NODE_PARAMS p;
+    early e;
 } set_work;
 
 static void set_run(emu_work *w, emu_stream *s)
 {
     (void)s;
-    emu_memset_exec(&((set_work *)w)->p);
+    set_work *sw = (set_work *)w;
+    early_before(&sw->e);
+    emu_memset_exec(&sw->p);
+    early_after(&sw->e);
 }
 
 /* Every memset entry point ends here; `width` counts elements. */
@@ -864,6 +1004,8 @@ static CUresult memset_submit(const char *call, CUdeviceptr dst, size_t pitch, u
     sw->p = p;
     emu_memset_touch(&sw->w, &p);
     emu_capture_op op = { .type = CU_GRAPH_NODE_TYPE_MEMSET, .set = &p };
+    if (sync && !emu_stream_capture(s) && memset_early(dst, &sw->e))
+        return early_submit(call, s, &op, &sw->w, &sw->e);
     return emu_stream_submit(call, s, sync, &op, &sw->w);
 }
 

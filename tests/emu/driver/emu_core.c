@@ -205,6 +205,9 @@ static void emu_boot(void)
     unsigned long long ddelay = 0;
     emu_knob_ull("CUDAEMU_DESTROY_DELAY_US", 0, 10000000, &ddelay, "microseconds, 0..10000000");
     emu_cfg.destroy_delay_us = (unsigned)ddelay;
+    unsigned long long early = 0;
+    emu_knob_ull("CUDAEMU_SYNC_EARLY_US", 0, 10000000, &early, "microseconds, 0..10000000");
+    emu_cfg.sync_early_us = (unsigned)early;
     emu_knob_ull("CUDAEMU_DEVICES", 0, 8, &devs, "a device count, 0..8");
     emu_knob_ull("CUDAEMU_NO_VMM", 0, 1, &novmm, "0 or 1");
     emu_knob_parse("CUDAEMU_DEVICE_MEMORY", 1ull << 20, 1ull << 46, &mem,

@@ -160,6 +160,9 @@ typedef struct emu_config {
     size_t granularity;        /* CUDAEMU_GRANULARITY, default 2 MiB, power of two >= page */
     unsigned kernel_delay_us;  /* CUDAEMU_KERNEL_DELAY_US, default 0 */
     unsigned destroy_delay_us; /* CUDAEMU_DESTROY_DELAY_US, default 0 (emu_destroy_delay) */
+    unsigned sync_early_us;    /* CUDAEMU_SYNC_EARLY_US, default 0: synchronous memory operations
+                                  the documentation lets return early do so, their work
+                                  delayed this long (emu_copy.c) */
     int devices;               /* CUDAEMU_DEVICES, default 1, 1..8 */
     int no_vmm;                /* CUDAEMU_NO_VMM=1 */
     size_t device_memory;      /* CUDAEMU_DEVICE_MEMORY, bytes per device, default 16 GiB */
@@ -568,6 +571,19 @@ void emu_memcpy3d_touch(emu_work *w, const CUDA_MEMCPY3D *p);
 CUresult emu_memset_check(const CUDA_MEMSET_NODE_PARAMS *p);
 void emu_memset_exec(const CUDA_MEMSET_NODE_PARAMS *p);
 void emu_memset_touch(emu_work *w, const CUDA_MEMSET_NODE_PARAMS *p);
+/* Waits until every synchronous operation that returned early
+ * (CUDAEMU_SYNC_EARLY_US) has run (cuPointerSetAttribute: "If there are some
+ * previously initiated synchronous memory operations that are pending when
+ * this attribute is set, the function does not return until those memory
+ * operations are complete"). */
+void emu_sync_early_drain(void);
+/* emu_mem.c: what an address is for the synchronous operations' rules: 0
+ * memory the emulator does not know (pageable host memory), 1 pinned host or
+ * managed memory, 2 device memory; and whether a synchronous operation on it
+ * from the current context must complete before returning (its
+ * SYNC_MEMOPS, or CU_CTX_SYNC_MEMOPS of the current context). */
+int emu_mem_class(CUdeviceptr p);
+int emu_sync_guaranteed(CUdeviceptr p);
 
 /* Allocates zeroed work of `size` bytes (>= sizeof(emu_work)). */
 emu_work *emu_work_new(size_t size, const char *what, void (*run)(emu_work *, emu_stream *));

@@ -1221,9 +1221,9 @@ static int sync_memops_settable(range_kind k)
  * synchronize memory operations that are synchronous. If there are some
  * previously initiated synchronous memory operations that are pending when
  * this attribute is set, the function does not return until those memory
- * operations are complete": synchronous copies here are complete when they
- * return, so none is pending. The flag is the whole allocation's and goes
- * with it (cuMemFree). */
+ * operations are complete": those that returned early
+ * (CUDAEMU_SYNC_EARLY_US, emu_copy.c) are waited for, all of them. The flag
+ * is the whole allocation's and goes with it (cuMemFree). */
 EMU_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
     EMU_ENTRY_INIT();
@@ -1236,6 +1236,7 @@ EMU_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute
                 : !sync_memops_settable(r->kind) ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
     if (rc == CUDA_SUCCESS) r->sync_memops = v != 0;
     pthread_mutex_unlock(&emu_mem_lock);
+    if (rc == CUDA_SUCCESS && v) emu_sync_early_drain();
     return rc;
 }
 
@@ -1249,6 +1250,17 @@ EMU_EXPORT int cudaemu_sync_memops(unsigned long long ptr)
     if (!pi.in_range) return -1;
     return pi.r.sync_memops || (ctx_flags & CU_CTX_SYNC_MEMOPS) ? 1 : 0;
 }
+
+int emu_mem_class(CUdeviceptr p)
+{
+    pthread_mutex_lock(&emu_mem_lock);
+    const mem_range *r = emu_range_find(p);
+    int c = !r ? 0 : r->kind == RK_HOST || r->kind == RK_MANAGED ? 1 : 2;
+    pthread_mutex_unlock(&emu_mem_lock);
+    return c;
+}
+
+int emu_sync_guaranteed(CUdeviceptr p) { return cudaemu_sync_memops(p) == 1; }
 
 EMU_EXPORT int cudaemu_rdma_capable(unsigned long long ptr)
 {

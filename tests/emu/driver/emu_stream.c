@@ -826,7 +826,7 @@ CUresult emu_stream_submit(const char *call, emu_stream *s, int sync, const emu_
     }
     uint64_t seq;
     r = emu_stream_enqueue_seq(s, w, &seq);
-    if (r != CUDA_SUCCESS || !sync) return r;
+    if (r != CUDA_SUCCESS || sync != 1) return r;   /* 2: a synchronous call returning early */
     emu_stream_wait_seq(s, seq);
     return emu_sticky_now(s->ctx);
 }
