@@ -26,6 +26,7 @@ typedef enum {
     SG_CALL_ADDR_RANGE,     /* u.range */
     SG_CALL_PTR_ATTR,       /* u.attr */
     SG_CALL_PTR_ATTRS,      /* u.attrs */
+    SG_CALL_PTR_SET,        /* u.attr: cuPointerSetAttribute (data: the value) */
     SG_CALL_IPC_HANDLE,     /* u.ipc */
     SG_CALL_IPC_OPEN,       /* u.ipc_open: cuIpcOpenMemHandle(_v2) (ipc.c) */
     SG_CALL_IPC_CLOSE,      /* u.ipc_close: cuIpcCloseMemHandle (ipc.c) */

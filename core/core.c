@@ -73,6 +73,7 @@ static CUresult route(const sg_call *c)
     case SG_CALL_ADDR_RANGE:
     case SG_CALL_PTR_ATTR:
     case SG_CALL_PTR_ATTRS:
+    case SG_CALL_PTR_SET:
     case SG_CALL_IPC_HANDLE:
     case SG_CALL_RETAIN_HANDLE:
     case SG_CALL_MEM_ACCESS:

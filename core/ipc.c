@@ -54,6 +54,7 @@ typedef struct ipc_import {
     size_t size, chunk_size, n;        /* the block's bytes; the chunks mapped */
     uint64_t id;
     unsigned long refs;
+    int sync_memops;                   /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS */
     struct ipc_import *next;
 } ipc_import;
 
@@ -451,10 +452,24 @@ int sg_ipc_lookup(CUdeviceptr p, sg_alloc_info *out)
     for (ipc_import *im = imports; im && r < 0; im = im->next) {
         if (p - im->resv >= im->n * im->chunk_size) continue;
         r = p - im->ptr < im->size;
-        if (r) *out = (sg_alloc_info){ .base = im->ptr, .size = im->size, .id = im->id, .ctx = im->ctx };
+        if (r) *out = (sg_alloc_info){ .base = im->ptr, .size = im->size, .id = im->id, .ctx = im->ctx,
+                                       .sync_memops = im->sync_memops };
     }
     pthread_mutex_unlock(&ipc_lock);
     return r;
+}
+
+int sg_ipc_set_sync(CUdeviceptr p, uint64_t id, int on)
+{
+    int found = 0;
+    pthread_mutex_lock(&ipc_lock);
+    for (ipc_import *im = imports; im && !found; im = im->next) {
+        if (im->id != id || p - im->ptr >= im->size) continue;
+        im->sync_memops = on;
+        found = 1;
+    }
+    pthread_mutex_unlock(&ipc_lock);
+    return found;
 }
 
 /* ------------------------------------------------------------- life cycle */

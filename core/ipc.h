@@ -97,6 +97,10 @@ CUresult sg_ipc_call(const sg_call *c);
  * -1 otherwise. Thread-safe; no driver call. */
 int sg_ipc_lookup(CUdeviceptr p, sg_alloc_info *out);
 
+/* Sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS of the opened block containing p
+ * if it is still block id: 1, else 0 (closed meanwhile). */
+int sg_ipc_set_sync(CUdeviceptr p, uint64_t id, int on);
+
 /* 1 if any block is open here (a lock-free hint for the range checks). */
 int sg_ipc_opened(void);
 

@@ -86,6 +86,7 @@ typedef struct sg_block {
     int own;
     int stream_ordered;        /* cuMemAllocAsync: not legacy-IPC capable */
     int ipc_warned;
+    int sync_memops;           /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (reg_lock) */
 } sg_block;
 
 extern int sg_mem_placing;     /* set once by sg_mem_init (mem_registry.c) */
@@ -104,6 +105,9 @@ int sg_mem_lookup(CUdeviceptr p, sg_alloc_info *out);
 
 /* Adds b (0, or -1 if out of memory: not added). */
 int sg_mem_reg_insert(sg_block *b);
+/* Sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS of the live block containing p if
+ * it is still block id: 1, else 0 (freed meanwhile). */
+int sg_mem_reg_set_sync(CUdeviceptr p, uint64_t id, int on);
 /* Takes the live block starting at p out of the registry; NULL if none. */
 sg_block *sg_mem_reg_take(CUdeviceptr p);
 /* The live block starting exactly at p (NULL if none; *ours: 0 if p is in

@@ -8,8 +8,10 @@
  * checks), and the
  * driver's range checks of copies, memsets and memset / memcpy nodes over
  * placed blocks (small blocks share one mapped chunk, so the driver alone
- * would let them run past a block's end). No state of its own; the
- * registry's lock is taken through mem_internal.h.
+ * would let them run past a block's end), and CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
+ * of the library's blocks. State: sync_seen (an atomic hint); the
+ * registry's lock is taken through mem_internal.h, the IPC table's through
+ * ipc.h.
  */
 #include "mem_internal.h"
 
@@ -28,8 +30,8 @@ static void put_u64(void *d, unsigned long long v) { memcpy(d, &v, sizeof v); }
 static void put_int(void *d, int v) { memcpy(d, &v, sizeof v); }
 
 /* GPU_DIRECT_RDMA_CAPABLE of cuMemAlloc memory: what the device supports
- * (the library's chunks did not ask for it). The device is the one the
- * driver names for the mapping. */
+ * (the library's chunks ask for it there, vmm.c rdma_rule). The device is
+ * the one the driver names for the mapping. */
 static int rdma_capable(CUdeviceptr p)
 {
     int ord = 0, v = 0;
@@ -100,6 +102,9 @@ static int attr_override(const sg_alloc_info *b, int opened, CUpointer_attribute
         /* cuMemAlloc memory; pool memory or a block opened from a handle is not */
         put_int(data, !opened && !b->stream_ordered);
         return 1;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:     /* as the program set it (mem_ptr_set) */
+        put_int(data, b->sync_memops);
+        return 1;
     default:
         return 0;
     }
@@ -152,6 +157,64 @@ static CUresult mem_ptr_attrs(const sg_call *c)
     for (unsigned i = 0; i < c->u.attrs.n; i++)
         if (c->u.attrs.data[i]) attr_override(&b, r == 2, c->u.attrs.attrs[i], c->u.attrs.data[i]);
     return CUDA_SUCCESS;
+}
+
+/* Set once a program gave a block of the library CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
+ * (an atomic, never cleared): from then on synchronous memory operations
+ * look their operands up (memop_sync). */
+static int sync_seen;
+
+/* The synchronous memory operations the program made on its current
+ * context's legacy stream and on the thread's per-thread default stream
+ * (where cuMemcpy, cuMemset and their _ptds forms go) are complete. In the
+ * thread's own capture mode relaxed: a legacy stream that synchronized with
+ * a capture would have refused the program's own operation first. */
+static CUresult sync_stream(CUstream s)
+{
+    if (!sg_drv.cuStreamSynchronize) return CUDA_ERROR_NOT_SUPPORTED;
+    sg_vmm_relax();
+    CUresult rc = SG_DRIVER_CALL(cuStreamSynchronize, s);
+    sg_vmm_unrelax();
+    return rc;
+}
+
+static CUresult sync_default_streams(void)
+{
+    CUresult rc = sync_stream(CU_STREAM_LEGACY);
+    return rc == CUDA_SUCCESS ? sync_stream(CU_STREAM_PER_THREAD) : rc;
+}
+
+/* cuPointerSetAttribute. The driver refuses CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
+ * on VMM memory (CUDA_ERROR_NOT_SUPPORTED), which communication libraries
+ * set on every cuMemAlloc buffer they send (UCX, Open MPI, libfabric,
+ * GDRCopy, RDMA drivers): a placed block or a block opened from another
+ * process's handle keeps the flag itself, as the driver keeps it for a
+ * cuMemAlloc block, and the library makes the promise true: synchronous
+ * operations on the block complete before they return (memop_sync), and
+ * setting it waits for those already made (the driver's "If there are some
+ * previously initiated synchronous memory operations that are pending when
+ * this attribute is set, the function does not return until those memory
+ * operations are complete"). Stream-ordered blocks get the driver's answer
+ * for pool memory (forwarded: the driver sees VMM memory); other
+ * attributes and a NULL value are the driver's to refuse. */
+static CUresult mem_ptr_set(const sg_call *c)
+{
+    sg_alloc_info b;
+    if (c->u.attr.attr != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS || !c->u.attr.data) return c->forward(c->args);
+    int r = find_block(c->u.attr.ptr, &b);
+    if (r < 0 || (r == 1 && b.stream_ordered)) return c->forward(c->args);
+    if (sg_vmm_no_context()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (r == 0) return CUDA_ERROR_INVALID_VALUE;   /* as for unallocated memory */
+    unsigned int v;
+    memcpy(&v, c->u.attr.data, sizeof v);
+    if (v) {
+        __atomic_store_n(&sync_seen, 1, __ATOMIC_RELEASE);
+        CUresult rc = sync_default_streams();
+        if (rc != CUDA_SUCCESS) return rc;
+    }
+    int live = r == 2 ? sg_ipc_set_sync(c->u.attr.ptr, b.id, v != 0)
+                      : sg_mem_reg_set_sync(c->u.attr.ptr, b.id, v != 0);
+    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;   /* freed meanwhile */
 }
 
 /* Legacy IPC of a placed cuMemAlloc block (any address in it): ipc.c
@@ -408,12 +471,63 @@ CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m, int ask)
                         ask);
 }
 
+/* 1 if [p, p + len) starts in a block of the library given
+ * CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (an operation the range check let
+ * through lies in that one block). */
+static int op_flagged(CUmemorytype t, CUdeviceptr p, size_t len)
+{
+    sg_alloc_info b;
+    if (!len || !device_operand(t, p)) return 0;
+    if (sg_ipc_lookup(p, &b) > 0) return b.sync_memops;
+    return sg_mem_placing && sg_mem_lookup(p, &b) > 0 && b.sync_memops;
+}
+
+/* Whether a synchronous memory operation touches a flagged block. */
+static int memop_flagged(const sg_call *c)
+{
+    const void *d = c->u.memop.desc;
+    switch (c->u.memop.kind) {
+    case SG_OP_RANGES:
+        return op_flagged(CU_MEMORYTYPE_DEVICE, c->u.memop.dst, c->u.memop.dst_bytes) ||
+               op_flagged(CU_MEMORYTYPE_DEVICE, c->u.memop.src, c->u.memop.src_bytes);
+    case SG_OP_COPY2D: {
+        const CUDA_MEMCPY2D *p = d;
+        return p && (op_flagged(p->srcMemoryType, p->srcDevice, 1) ||
+                     op_flagged(p->dstMemoryType, p->dstDevice, 1));
+    }
+    case SG_OP_COPY3D: {
+        const CUDA_MEMCPY3D *p = d;
+        return p && (op_flagged(p->srcMemoryType, p->srcDevice, 1) ||
+                     op_flagged(p->dstMemoryType, p->dstDevice, 1));
+    }
+    default:
+        return 0;
+    }
+}
+
+/* A synchronous copy or memset (cuMemcpy*, cuMemset* without Async) on a
+ * block given CU_POINTER_ATTRIBUTE_SYNC_MEMOPS is complete when it returns,
+ * as the driver makes it for a cuMemAlloc block with the attribute (the
+ * CUDA Runtime API's "API synchronization behavior": a copy from pageable
+ * host memory may return before the data reached the device, a
+ * device-to-device copy and a memset of device memory return at once). The
+ * stream it went to (the legacy default stream, or the thread's own for
+ * the _ptds forms) is synchronized after it. */
+static CUresult memop_sync(const sg_call *c)
+{
+    CUresult rc = c->forward(c->args);
+    return rc == CUDA_SUCCESS ? sync_stream(c->per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY) : rc;
+}
+
 static CUresult mem_op(const sg_call *c)
 {
     if (sg_mem_placing || sg_ipc_opened()) {
         CUresult rc = check_op(c);
         if (rc != CUDA_SUCCESS) return rc;
     }
+    if (__builtin_expect(__atomic_load_n(&sync_seen, __ATOMIC_ACQUIRE), 0) && c->gb &&
+        c->gb->kind == SG_GB_SYNC_OP && memop_flagged(c))
+        return memop_sync(c);
     return c->forward(c->args);
 }
 
@@ -426,6 +540,8 @@ CUresult sg_mem_query(const sg_call *c)
         return mem_ptr_attr(c);
     case SG_CALL_PTR_ATTRS:
         return mem_ptr_attrs(c);
+    case SG_CALL_PTR_SET:
+        return mem_ptr_set(c);
     case SG_CALL_IPC_HANDLE:
         return mem_ipc(c);
     case SG_CALL_RETAIN_HANDLE:

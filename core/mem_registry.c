@@ -240,7 +240,20 @@ static void info_of(const sg_block *b, sg_alloc_info *out)
 {
     *out = (sg_alloc_info){ .base = b->base, .size = b->size, .id = b->id, .ctx = b->ctx,
                             .dev = b->owner->vmm.dev, .own_handles = b->own,
-                            .stream_ordered = b->stream_ordered };
+                            .stream_ordered = b->stream_ordered, .sync_memops = b->sync_memops };
+}
+
+int sg_mem_reg_set_sync(CUdeviceptr p, uint64_t id, int on)
+{
+    pthread_mutex_lock(&reg_lock);
+    sg_block *b = reg_containing(p);
+    int found = b && b->id == id;
+    if (found && b->sync_memops != on) {
+        b->sync_memops = on;
+        view_dirty = 1;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return found;
 }
 
 int sg_mem_find(CUdeviceptr p, sg_alloc_info *out)

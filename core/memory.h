@@ -46,6 +46,7 @@ typedef struct sg_alloc_info {
     CUdevice dev;            /* the device of ctx */
     int own_handles;         /* backed by physical handles no other block shares */
     int stream_ordered;      /* cuMemAllocAsync: answers as memory of the device's default pool */
+    int sync_memops;         /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS as the program set it */
 } sg_alloc_info;
 
 /* Block ids start here, far above the ids a driver hands out, so that a

@@ -90,6 +90,28 @@ static int block_align(sg_vmm_dev *d)
     return d->align <= d->gran ? 0 : -1;
 }
 
+/* GPUDirect RDMA: a NIC may register cuMemAlloc memory of a device that
+ * reports GPU_DIRECT_RDMA_SUPPORTED (nvidia-peermem, dma-buf), VMM memory
+ * only if cuMemCreate asked for it (allocFlags.gpuDirectRDMACapable), which
+ * needs GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED. The chunks ask for it where
+ * the device supports RDMA; a device that supports it for cuMemAlloc memory
+ * only, or whose support the driver cannot tell, gets no placement
+ * (-1): an MPI or NCCL job's buffers there must stay registrable. */
+static int rdma_rule(sg_vmm_dev *d)
+{
+    int rdma = 0, vmm_rdma = 0;
+    if (SG_DRIVER_CALL(cuDeviceGetAttribute, &rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
+                       d->dev) != CUDA_SUCCESS)
+        return -1;
+    if (!rdma) return 0;
+    if (SG_DRIVER_CALL(cuDeviceGetAttribute, &vmm_rdma,
+                       CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, d->dev) != CUDA_SUCCESS ||
+        !vmm_rdma)
+        return -1;
+    d->prop.allocFlags.gpuDirectRDMACapable = 1;
+    return 0;
+}
+
 int sg_vmm_dev_setup(CUcontext ctx, sg_vmm_dev *d, const char **why)
 {
     CUcontext prev;
@@ -120,6 +142,11 @@ int sg_vmm_dev_setup(CUcontext ctx, sg_vmm_dev *d, const char **why)
     }
     d->prop = (CUmemAllocationProp){ .type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                      .location = { CU_MEM_LOCATION_TYPE_DEVICE, d->dev } };
+    if (rdma_rule(d) != 0) {
+        *why = "the device supports GPUDirect RDMA on cuMemAlloc memory but not on VMM memory "
+               "(or cannot say)";
+        return -1;
+    }
     /* Shareable as a file descriptor where the device allows it: legacy IPC
      * of placed blocks exports the chunks (ipc.h). */
     int fd_ok = 0;

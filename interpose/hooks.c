@@ -38,6 +38,8 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_ADDR_RANGE(b, sz, p) .kind = SG_CALL_ADDR_RANGE, \
     .u.range = { .base = (b), .size = (sz), .ptr = (p) }
 #define SG_PTR_ATTR(d, a, p) .kind = SG_CALL_PTR_ATTR, .u.attr = { .data = (d), .attr = (a), .ptr = (p) }
+#define SG_PTR_SET(v, a, p) .kind = SG_CALL_PTR_SET, \
+    .u.attr = { .data = (void *)(uintptr_t)(v), .attr = (a), .ptr = (p) }
 #define SG_PTR_ATTRS(n_, a, d, p) .kind = SG_CALL_PTR_ATTRS, \
     .u.attrs = { .n = (n_), .attrs = (a), .data = (d), .ptr = (p) }
 #define SG_IPC_HANDLE(h, p) .kind = SG_CALL_IPC_HANDLE, .u.ipc = { .out = (h), .ptr = (p) }

@@ -1833,5 +1833,17 @@ adv name=r50/ext_buffers eng_t="$SEEN and $PLACED" eng_p="$SEEN" \
     attack="buffers mapped onto external memory, destroyed and freed between re-captures" -- adv_extmem buffers
 adv name=r50/ext_swap cfg="temp prof alias" eng_t="$SEEN and $PLACED" eng_p="$SEEN and T['updates_skipped'] > 0" \
     attack="a swapchain of two external images as alternating kernel operands (variants), made again twice" -- adv_extmem swap
+# Round 51: CU_POINTER_ATTRIBUTE_SYNC_MEMOPS and GPUDirect RDMA over placed
+# memory (adv_syncmem.c; the emulator has cuPointerSetAttribute and
+# cuCtxSetFlags since round 51, and with CUDAEMU_SYNC_EARLY_US lets the
+# synchronous operations the documentation allows to return early do so).
+# attr: the attribute set, unset, read back and refused as on cuMemAlloc
+# memory (the driver refuses it on VMM memory), and a NIC able to register
+# every block the attribute calls RDMA-capable; nic: a NIC reading a flagged
+# block right after each kind of synchronous copy and memset.
+adv name=r51/sync_attr eng_t="$PLACED" eng_p="$PLACED" \
+    attack="SYNC_MEMOPS set and read on placed blocks, GPUDirect RDMA capability of placed memory" -- adv_syncmem attr
+adv name=r51/sync_nic env="CUDAEMU_SYNC_EARLY_US=50000" eng_t="$PLACED" eng_p="$PLACED" \
+    attack="a NIC reading placed blocks given SYNC_MEMOPS right after synchronous copies and memsets" -- adv_syncmem nic
 eval_all
 done_testing

@@ -98,7 +98,9 @@ CUcontext emu_worker_ctx(void);
 /* Runs or records one stream operation: `w` is the work to queue (owned:
  * released if not queued); `cap` what to record if s is capturing (NULL: the
  * operation cannot be captured here). sync: the call returns once the work
- * is done, and is checked as capture-unsafe. (emu_stream.c) */
+ * is done, and is checked as capture-unsafe; 2: checked so, but returns
+ * once queued (a synchronous operation returning early, emu_copy.c).
+ * (emu_stream.c) */
 CUresult emu_stream_submit(const char *call, emu_stream *s, int sync, const emu_capture_op *cap, emu_work *w);
 
 #endif /* EMU_STREAM_H */
