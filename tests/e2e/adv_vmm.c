@@ -157,6 +157,11 @@ static void opened_queries(CUcontext ctx, CUdeviceptr p, size_t bytes)
     printf("  CONTEXT: %s, %s\n", adv_err(r), c == ctx ? "the current one" : "another");
     attributes(p);
     get_access(p);
+    static const unsigned one = 1;   /* round 51: kept for an opened block as for cuMemAlloc memory */
+    int sm = -1;
+    r = R(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p + 8));
+    R(cuPointerGetAttribute(&sm, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    printf("  SYNC_MEMOPS set: %s, reads %d\n", adv_err(r), sm);
     CUmemGenericAllocationHandle h;
     printf("  cuMemRetainAllocationHandle: %s\n",
            adv_err(R(cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p))));
