@@ -164,11 +164,9 @@ static CUresult mem_ptr_attrs(const sg_call *c)
  * look their operands up (memop_sync). */
 static int sync_seen;
 
-/* The synchronous memory operations the program made on its current
- * context's legacy stream and on the thread's per-thread default stream
- * (where cuMemcpy, cuMemset and their _ptds forms go) are complete. In the
- * thread's own capture mode relaxed: a legacy stream that synchronized with
- * a capture would have refused the program's own operation first. */
+/* Synchronizes stream s (a default stream) in the thread's capture mode
+ * relaxed: a legacy stream that synchronized with a capture would have
+ * refused the program's own operation first. */
 static CUresult sync_stream(CUstream s)
 {
     if (!sg_drv.cuStreamSynchronize) return CUDA_ERROR_NOT_SUPPORTED;
@@ -178,6 +176,9 @@ static CUresult sync_stream(CUstream s)
     return rc;
 }
 
+/* The synchronous memory operations the program made on its current
+ * context's legacy stream and on the thread's per-thread default stream
+ * (where cuMemcpy, cuMemset and their _ptds forms go) are complete. */
 static CUresult sync_default_streams(void)
 {
     CUresult rc = sync_stream(CU_STREAM_LEGACY);
