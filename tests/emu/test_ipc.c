@@ -3,10 +3,10 @@
  * legacy IPC of cuMemAlloc memory (cuIpcGetMemHandle in one process,
  * cuIpcOpenMemHandle / cuIpcCloseMemHandle in another: shared bytes both
  * ways, reference counting, the documented errors, what the opened pointer
- * answers, an exporter or block that is gone, a context destroyed with an
- * opened block) and cuMemImportFromShareableHandle of a descriptor that
- * another process exported (properties, shared bytes, charged to the
- * exporter only).
+ * answers, SYNC_MEMOPS of an opened block, an exporter or block that is
+ * gone, a context destroyed with an opened block) and
+ * cuMemImportFromShareableHandle of a descriptor that another process
+ * exported (properties, shared bytes, charged to the exporter only).
  *
  * Other processes are this program run again (posix_spawn of
  * /proc/self/exe with a mode argument: the driver is not usable in a forked
@@ -146,6 +146,13 @@ static int child_open(const char *hs, const char *hb)
         CHECK_CU(cuPointerGetAttribute(&legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p[i]),
                  CUDA_SUCCESS);
         CHECK_EQ(legacy, 0);
+        /* SYNC_MEMOPS: an opened block takes it, for the whole block */
+        unsigned one = 1, sm = 9;
+        CHECK_CU(cuPointerGetAttribute(&sm, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p[i]), CUDA_SUCCESS);
+        CHECK_EQ(sm, 0);
+        CHECK_CU(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p[i] + 4), CUDA_SUCCESS);
+        CHECK_CU(cuPointerGetAttribute(&sm, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p[i]), CUDA_SUCCESS);
+        CHECK_EQ(sm, 1);
         CHECK_CU(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p[i]), CUDA_SUCCESS);
         CHECK_EQ(mt, CU_MEMORYTYPE_DEVICE);
         CUmemGenericAllocationHandle vh;
@@ -161,6 +168,9 @@ static int child_open(const char *hs, const char *hb)
     CUdeviceptr q = 0;
     CHECK_CU(cuIpcOpenMemHandle(&q, h[0], 0), CUDA_SUCCESS);
     CHECK(q == p[0]);
+    unsigned sm = 9;
+    CHECK_CU(cuPointerGetAttribute(&sm, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q), CUDA_SUCCESS);
+    CHECK_EQ(sm, 1);                            /* the same mapping: its flag */
     CHECK_CU(cuIpcCloseMemHandle(q), CUDA_SUCCESS);
     CHECK_EQ(word_at(p[0]), 0xa0a0a0a0u);       /* still mapped: one reference left */
     /* the child's words, through a kernel and a memset */
@@ -175,6 +185,8 @@ static int child_open(const char *hs, const char *hb)
     /* opened again after the last close: a new mapping of the same bytes */
     CHECK_CU(cuIpcOpenMemHandle_v2(&q, h[0], 0), CUDA_SUCCESS);
     CHECK_EQ(word_at(q), 0xc0c0c0c0u);
+    CHECK_CU(cuPointerGetAttribute(&sm, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q), CUDA_SUCCESS);
+    CHECK_EQ(sm, 0);                            /* a new mapping: a new flag */
     /* a context destroyed with the block open: the mapping goes with it */
     CUcontext c2;
     CUdevice dev;
