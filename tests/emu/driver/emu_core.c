@@ -1350,7 +1350,9 @@ CUresult emu_ctx_green_begin(CUdevice dev, struct CUgreenCtx_st *g)
     if (r != CUDA_SUCCESS) return r;
     CUcontext c = g->ctx = emu_handle_mem_get(EMU_K_CTX, sizeof *c);   /* a destroyed context's value */
     c->device = dev;
+    pthread_mutex_lock(&emu_ctx_lock);             /* cuCtxSetFlags writes them under it */
     c->flags = primary->flags;
+    pthread_mutex_unlock(&emu_ctx_lock);
     c->is_primary = 1;
     c->green = g;
     c->owner = primary;
