@@ -14,6 +14,10 @@
 #                             bench's cost table, measured on the driver it
 #                             runs on (C, built with $(CC) whether or not nvcc
 #                             exists: it also runs on the emulated driver)
+#   $(BUILD)/gpu/facts        tests/gpu/facts.c: the driver's answers to the
+#                             questions the emulator answers with readings
+#                             (C, built with $(CC), no kernels; it also runs
+#                             on the emulated driver)
 #
 # Included by the top-level Makefile (-include tests/gpu/gpu.mk), or used on
 # its own, e.g. on a machine without uthash-dev where build/ was carried
@@ -50,7 +54,13 @@ $(GPU_DIR)/calibrate: tests/gpu/calibrate.c tests/workloads/wl_common.c tests/wo
 	ln -sf ../workloads/wl_kernels.fatbin $(GPU_DIR)/wl_kernels.fatbin
 	ln -sf ../workloads/wl_kernels.so $(GPU_DIR)/wl_kernels.so
 
-gpu-kit: $(GPU_DIR)/calibrate
+# The facts probe: plain C, driver API only (no kernels, no nvcc).
+$(GPU_DIR)/facts: tests/gpu/facts.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -I$(CUDA_HOME)/include -o $@ \
+	    tests/gpu/facts.c -L$(GPU_STUBS) -lcuda -Wl,-rpath-link,$(GPU_STUBS)
+
+gpu-kit: $(GPU_DIR)/calibrate $(GPU_DIR)/facts
 
 ifneq ($(wildcard $(NVCC)),)
 $(GPU_DIR)/rt_graphs: tests/gpu/rt_graphs.cu

@@ -280,3 +280,72 @@ kit_suite_select() {
         esac
     done
 }
+
+# ------------------------------------------------------------------ driver facts
+# The facts probe (tests/gpu/facts.c) prints "fact NAME: VALUE" lines, then
+# "facts: N" (the number of fact lines).
+
+# kit_facts_complete FILE: 0 if FILE holds at least one fact line and a
+# "facts: N" count equal to the number of them (the probe ran to its end).
+kit_facts_complete() {
+    local n
+    n=$(sed -n 's/^facts: \([0-9][0-9]*\)$/\1/p' "$1" 2>/dev/null | tail -n 1)
+    [ -n "$n" ] && [ "$n" -gt 0 ] && [ "$n" = "$(grep -c '^fact [A-Za-z0-9_]*: ' "$1")" ]
+}
+
+# kit_facts_compare MODE A B: compares two runs of the facts probe, fact by
+# fact (a fact missing from one run reads "missing"). Prints "STATUS DETAIL"
+# and returns 0 (PASS) or 1 (FAIL).
+#   MODE library:  A without the library, B through it. Any difference is a
+#                  library bug (the library must not change what the driver
+#                  answers).
+#   MODE emulator: A the GPU, B the emulated driver. A difference is a reading
+#                  of the emulator to fix (docs/emulator.md); a fact the
+#                  emulator answers "absent" (it lacks the call) is listed
+#                  apart, as not emulated, and fails too.
+kit_facts_compare() {
+    local mode=$1 a=$2 b=$3 la lb f
+    if [ "$mode" = library ]; then la="without the library" lb="with the library"
+    else la=gpu lb=emulator; fi
+    for f in "$a" "$b"; do
+        if ! kit_facts_complete "$f"; then
+            echo "FAIL the run $([ "$f" = "$a" ] && echo "$la" || echo "$lb") is incomplete (no \"facts: N\" line matching its fact lines): $(tail -n 1 "$f" 2>/dev/null)"
+            return 1
+        fi
+    done
+    awk -v mode="$mode" -v la="$la" -v lb="$lb" '
+        function take(line, file,   name, value) {
+            if (line !~ /^fact [A-Za-z0-9_]+: /) return
+            name = substr(line, 6); sub(/:.*/, "", name)
+            value = substr(line, length(name) + 8)
+            if (!((name) in seen)) { seen[name] = 1; order[++n] = name }
+            val[file, name] = value
+        }
+        FNR == 1 { file++ }
+        { take($0, file) }
+        END {
+            for (i = 1; i <= n; i++) {
+                k = order[i]
+                x = ((1, k) in val) ? val[1, k] : "missing"
+                y = ((2, k) in val) ? val[2, k] : "missing"
+                if (x == y) continue
+                if (mode == "emulator" && y == "absent") { absent = absent sep2 k " (gpu " x ")"; sep2 = ", "; na++ }
+                else { diff = diff sep1 k ": " la " " x ", " lb " " y; sep1 = "; "; nd++ }
+            }
+            if (!nd && !na) {
+                if (mode == "library") printf "PASS %d facts, the same lines %s and %s\n", n, la, lb
+                else printf "PASS %d facts, the emulated driver answers every one as the GPU\n", n
+                exit 0
+            }
+            if (mode == "library") {
+                printf "FAIL the library changed %d of %d facts (a library bug to fix): %s\n", nd, n, diff
+                exit 1
+            }
+            out = "FAIL "
+            if (nd) out = out sprintf("%d of %d facts differ, the emulator'"'"'s reading must be fixed (docs/emulator.md): %s", nd, n, diff)
+            if (nd && na) out = out "; "
+            if (na) out = out sprintf("not emulated (%d, the emulator lacks the call): %s", na, absent)
+            print out
+            exit 1
+        }' "$a" "$b"
+}

@@ -5,6 +5,11 @@
 #   1. builds (make), or uses a pre-built build/ (if build/libstablegraph.so
 #      exists it does not rebuild; only the kit's programs are added with
 #      nvcc if missing);
+#   1b. asks the driver the facts the emulator answers with readings
+#      (tests/gpu/facts, at most 30 s): without the library, through the
+#      library (skip_temp; it must print the same lines) and on the emulated
+#      driver when the build has it (each difference is an emulator reading
+#      to fix, docs/emulator.md);
 #   2. runs every workload without the library and under each policy
 #      (through scripts/stablegraph-run): same checksum everywhere, equal to
 #      the emulated driver's and, on a small shape, to the reference model;
@@ -38,7 +43,7 @@
 #   --logs DIR   the programs' logs go to DIR instead of $BUILD/gpu/logs
 #                (the test suite runs the kit on a shared build directory
 #                and keeps its writes out of it)
-#   --emulator   a rehearsal of stages 2-4 on the emulated driver (no GPU
+#   --emulator   a rehearsal of stages 1b-4 on the emulated driver (no GPU
 #                needed; the summary says in its header and its timing
 #                table that nothing in it is a GPU result)
 # Environment: BUILD (default build), CUDA_HOME, OUT.
@@ -72,7 +77,7 @@ mkdir -p "$(dirname "$summary")" "$logs"
 kit_budget_start "$budget"
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 KIT_LIB=$KIT_BUILD/libstablegraph.so
-TIMING=() CALIBRATION=()
+TIMING=() CALIBRATION=() FACTS=()
 
 # ------------------------------------------------------------------ summary
 write_summary() {
@@ -94,6 +99,8 @@ write_summary() {
         if [ ${#TIMING[@]} -gt 0 ]; then printf '%s\n' "${TIMING[@]}"; else echo "timing: not measured"; fi
         echo
         if [ ${#CALIBRATION[@]} -gt 0 ]; then printf '%s\n' "${CALIBRATION[@]}"; else echo "calibration: not measured"; fi
+        echo
+        if [ ${#FACTS[@]} -gt 0 ]; then printf '%s\n' "${FACTS[@]}"; else echo "facts: not asked"; fi
         echo
         echo "result: $(kit_count PASS) passed, $(kit_count FAIL) failed, $(kit_count SKIP) skipped"
         echo "logs:   $logs${OUT:+ (also \$OUT/gpu-logs.tar.gz)}"
@@ -131,15 +138,18 @@ echo "run-all.sh: $mode_line; ${KIT_GPU_NAME:+$KIT_GPU_NAME, }$KIT_GPU_WHY"
 # ------------------------------------------------------------------ 1. build
 # stage_log NAME: a log file for a stage's own commands.
 stage_log() { echo "$logs/$1.log"; }
-have_kit_progs() { [ -x "$KIT_BUILD/gpu/rt_graphs" ] && [ -x "$KIT_BUILD/gpu/step_timer" ] && [ -x "$KIT_BUILD/gpu/calibrate" ]; }
+have_kit_progs() {
+    [ -x "$KIT_BUILD/gpu/rt_graphs" ] && [ -x "$KIT_BUILD/gpu/step_timer" ] && [ -x "$KIT_BUILD/gpu/calibrate" ] &&
+        [ -x "$KIT_BUILD/gpu/facts" ]
+}
 build_kit_progs() {
     if have_kit_progs; then return 0; fi
     # gpu.mk works on its own, so this needs neither uthash nor the top Makefile;
-    # without nvcc it still builds calibrate (plain C).
+    # without nvcc it still builds calibrate and facts (plain C).
     if kit_timeout 180 make -f tests/gpu/gpu.mk BUILD="$KIT_BUILD" CUDA_HOME="$CUDA_HOME" NVCC="$NVCC" \
             gpu-kit >"$(stage_log build-kit)" 2>&1; then
         if have_kit_progs; then
-            kit_result PASS "build: kit programs" "rt_graphs and step_timer built with $NVCC, calibrate with cc"
+            kit_result PASS "build: kit programs" "rt_graphs and step_timer built with $NVCC, calibrate and facts with cc"
         else
             kit_result SKIP "build: kit programs" "$NVCC not found and $KIT_BUILD/gpu/ not pre-built: rt_graphs and step_timer missing"
             return 1
@@ -183,6 +193,45 @@ if [ "$mode" = gpu ] && [ ! -f "$KIT_BUILD/workloads/wl_kernels.fatbin" ]; then
     no_fatbin=1
 else
     no_fatbin=0
+fi
+
+# ------------------------------------------------------------------ 1b. driver facts
+# tests/gpu/facts asks the driver what the emulator answers with readings
+# (docs/emulator.md): on this driver without the library, through the library
+# (policy skip_temp: it must not change a line) and on the emulated driver
+# when the build has it (each difference is an emulator reading to fix).
+# At most 10 s a run, 30 s in all.
+dir=$logs/facts; mkdir -p "$dir"
+FACTS=()
+facts_note=""
+[ "$mode" = emulator ] && facts_note="rehearsal, the emulated driver stands for the GPU: "
+if [ ! -x "$KIT_BUILD/gpu/facts" ]; then
+    kit_result SKIP facts "$KIT_BUILD/gpu/facts not built"
+else
+    kit_run_config nolib "$dir" facts "$(kit_cap 10)" "$KIT_BUILD/gpu/facts"
+    kit_run_config skip_temp "$dir" facts "$(kit_cap 10)" "$KIT_BUILD/gpu/facts"
+    if [ -f "$KIT_BUILD/emu/libcuda.so.1" ]; then
+        KIT_DRIVER_PATH=$KIT_BUILD/emu kit_run_config nolib "$dir" facts-emulator "$(kit_cap 10)" "$KIT_BUILD/gpu/facts"
+    fi
+    if grep -qx budget "$dir"/facts*.rc; then
+        kit_result SKIP facts "time budget spent before every run was done"
+    else
+        verdict=$(kit_facts_compare library "$dir/facts.nolib.out" "$dir/facts.skip_temp.out")
+        kit_result "${verdict%% *}" "facts: library transparent" "$facts_note${verdict#* } (logs $dir)"
+        if [ -f "$dir/facts-emulator.nolib.out" ]; then
+            verdict=$(kit_facts_compare emulator "$dir/facts.nolib.out" "$dir/facts-emulator.nolib.out")
+            kit_result "${verdict%% *}" "facts: emulator readings" "$facts_note${verdict#* }"
+        else
+            kit_result SKIP "facts: emulator readings" "$KIT_BUILD/emu/libcuda.so.1 not in the build"
+        fi
+    fi
+    if [ "$mode" = emulator ]; then
+        FACTS=("facts: EMULATED DRIVER (a rehearsal), NOT the GPU's answers")
+    else
+        FACTS=("facts: $KIT_GPU_NAME, driver $KIT_GPU_DRIVER")
+    fi
+    FACTS+=("the driver's answers without the library (tests/gpu/facts; all runs: $dir)")
+    while IFS= read -r line; do FACTS+=("$line"); done < <(grep -E '^(fact [A-Za-z0-9_]+: |facts: )' "$dir/facts.nolib.out")
 fi
 
 # ------------------------------------------------------------------ 2. workloads

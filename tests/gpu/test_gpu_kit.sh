@@ -10,6 +10,12 @@
 #   emulated driver: every figure at every size, the updates it times change
 #   exactly 0, 1 and every node (as the emulated driver counts them), and its
 #   output converts into a cost table that tests/bench/costmodel.py reads;
+# - facts (the driver's answers to what the emulator answers with readings)
+#   runs on the emulated driver with its line format and count, prints the
+#   same lines twice, gives the emulator's documented answers, and prints
+#   the same lines through the library (skip_temp): the library's
+#   transparency on these points, on the emulator; the facts comparison
+#   passes equal runs and fails (naming the fact) on any difference;
 # - run-all.sh without a GPU exits 0 with a summary saying so (skipped on a
 #   machine that has a GPU: there run-all.sh would run the whole kit);
 # - the policy loop covers no library plus all four policies (the same list
@@ -189,6 +195,63 @@ check_eq "the matrix ran once per configuration" "$(cd "$d" && ls probe.*.rc | s
     "$(printf 'probe.%s.rc\n' nolib $POLICIES | sort | tr '\n' ' ')"
 check "the verdict quotes each policy's report" grep -q 'skip_profiled: launches 3' <<<"$verdict"
 
+# ------------------------------------------------------------------ the facts probe
+# tests/gpu/facts on the emulated driver: the line format, a count that
+# matches, the same lines twice, the emulator's documented answers to a few
+# (so the probe asks what it says it asks), and the same lines through the
+# library (the library's transparency on these points, on the emulator).
+FACT_RE='^fact [a-z0-9_]+: (CUDA_[A-Z0-9_]+|[0-9]+|0x[0-9a-f]+|absent|skip|setup-failed CUDA_[A-Z0-9_]+)$'
+if [ -x "$BUILD/gpu/facts" ]; then
+    d=$TMP/facts; mkdir -p "$d"
+    kit_run_config nolib "$d" facts 30 "$BUILD/gpu/facts"
+    f=$d/facts.nolib.out
+    check_eq "facts on the emulated driver: exits 0" "$(cat "$d/facts.nolib.rc")" 0
+    check_eq "facts: every line but the last is 'fact NAME: VALUE' (a CUresult name, number, absent, skip, setup-failed)" \
+        "$(sed '$d' "$f" | grep -cvE "$FACT_RE")" 0
+    check "facts: the last line is 'facts: N', N the number of fact lines" \
+        test "$(tail -n 1 "$f")" = "facts: $(grep -cE "$FACT_RE" "$f")" -a "$(grep -c '^fact ' "$f")" -gt 40
+    check "... which kit_facts_complete accepts" kit_facts_complete "$f"
+    check_eq "facts: no set-up failed on the emulated driver" "$(grep -c 'setup-failed' "$f")" 0
+    check_eq "facts: a second run prints the same lines (nothing varies between runs)" \
+        "$(emu "$BUILD/gpu/facts" 2>&1 | cmp - "$f" && echo same)" same
+    check_eq "facts: the emulator's documented answers (docs/emulator.md)" \
+        "$(grep -E '^fact (tex_alignment|syncset_alloc|syncset_vmm|syncset_pool|syncset_hostalloc|syncget_bytes|syncget_after_set|rdma_vmm_rdma|ctx_primary_state_flags_after|dmabuf_alloc_whole):' "$f" | tr '\n' ' ')" \
+        "fact tex_alignment: 512 fact syncset_alloc: CUDA_SUCCESS fact syncset_vmm: CUDA_ERROR_NOT_SUPPORTED fact syncset_pool: CUDA_ERROR_NOT_SUPPORTED fact syncset_hostalloc: CUDA_SUCCESS fact syncget_bytes: 4 fact syncget_after_set: 1 fact rdma_vmm_rdma: 1 fact ctx_primary_state_flags_after: 0x80 fact dmabuf_alloc_whole: absent "
+    emu "$BUILD/gpu/facts" extra >/dev/null 2>&1
+    check_eq "facts: an argument exits 2" "$?" 2
+    # The library's transparency on the emulated driver: the same lines
+    # through the library (skip_temp) as without it.
+    kit_run_config skip_temp "$d" facts 30 "$BUILD/gpu/facts"
+    verdict=$(kit_facts_compare library "$f" "$d/facts.skip_temp.out")
+    check "facts through the library (skip_temp) on the emulated driver: the same lines as without it" \
+        test "${verdict%% *}" = PASS
+    [ "${verdict%% *}" = PASS ] || diag "$verdict"
+    FACTS_VERDICT=${verdict%% *}
+    # The comparison.
+    printf 'fact a: 1\nfact b: CUDA_SUCCESS\nfact c: 0x80\nfacts: 3\n' >"$d/x"
+    printf 'fact a: 1\nfact b: CUDA_ERROR_NOT_SUPPORTED\nfact c: 0x80\nfacts: 3\n' >"$d/y"
+    printf 'fact a: 1\nfact b: CUDA_SUCCESS\nfact c: absent\nfacts: 3\n' >"$d/z"
+    printf 'fact a: 1\nfact b: CUDA_SUCCESS\nfacts: 3\n' >"$d/short"
+    v=$(kit_facts_compare library "$d/x" "$d/x"); st=$?
+    check "facts compare: equal files pass" test "$st" = 0 -a "${v%% *}" = PASS
+    v=$(kit_facts_compare library "$d/x" "$d/y"); st=$?
+    check "facts compare: one fact changed by the library fails and names it" test "$st" = 1 -a \
+        "$v" = "FAIL the library changed 1 of 3 facts (a library bug to fix): b: without the library CUDA_SUCCESS, with the library CUDA_ERROR_NOT_SUPPORTED"
+    v=$(kit_facts_compare emulator "$d/x" "$d/y"); st=$?
+    check "facts compare: the emulator differing in one fact fails, names both answers and the fix" test "$st" = 1 -a \
+        "$v" = "FAIL 1 of 3 facts differ, the emulator's reading must be fixed (docs/emulator.md): b: gpu CUDA_SUCCESS, emulator CUDA_ERROR_NOT_SUPPORTED"
+    v=$(kit_facts_compare emulator "$d/x" "$d/z"); st=$?
+    check "facts compare: a fact the emulator lacks fails, listed as not emulated" test "$st" = 1 -a \
+        "$v" = "FAIL not emulated (1, the emulator lacks the call): c (gpu 0x80)"
+    v=$(kit_facts_compare emulator "$d/x" "$d/x"); st=$?
+    check "facts compare: the emulator answering alike passes" test "$st" = 0 -a "${v%% *}" = PASS
+    v=$(kit_facts_compare library "$d/x" "$d/short"); st=$?
+    check "facts compare: a run whose count does not match its lines (it stopped) fails" test "$st" = 1 -a \
+        -n "$(grep -F 'the run with the library is incomplete' <<<"$v")"
+    v=$(kit_facts_compare library "$d/x" "$d/missing-file"); st=$?
+    check "facts compare: a run that wrote nothing fails" test "$st" = 1
+fi
+
 # ------------------------------------------------------------------ the comparison
 # fake DIR SUM...: one run per configuration, in order, with that checksum
 # ("-" none), exit 0 and a report.
@@ -261,10 +324,21 @@ if [ -x "$BUILD/gpu/step_timer" ]; then
     check "rehearsal: the timing table says CPU times, not GPU" grep -q '^EMULATED DRIVER: these are CPU times' "$s"
     check "rehearsal: the FAIL line names the policy and both checksums" \
         grep -q '^FAIL workload-slices: off: checksum 0000000000000bad != [0-9a-f]\{16\} without the library' "$s"
-    check_eq "rehearsal: nothing else failed" "$(grep -c '^FAIL ' "$s")" 1
-    check_eq "rehearsal: 5 workloads x (policies + model), rt_graphs x 2, 2 timings and the calibration pass" \
-        "$(grep -c '^PASS ' "$s")" 15
-    check "rehearsal: the summary counts the failure" grep -q '^result: 15 passed, 1 failed, ' "$s"
+    # The facts stage's transparency line is judged by the direct check above
+    # (FACTS_VERDICT); the rest of the summary must be as it was.
+    check_eq "rehearsal: nothing else failed" "$(grep '^FAIL ' "$s" | grep -vc '^FAIL facts: library transparent: ')" 1
+    check_eq "rehearsal: 5 workloads x (policies + model), rt_graphs x 2, 2 timings, the calibration and the facts' emulator readings pass" \
+        "$(grep '^PASS ' "$s" | grep -vc '^PASS facts: library transparent: ')" 16
+    fp=0; [ "${FACTS_VERDICT:-}" = PASS ] && fp=1
+    check "rehearsal: the summary counts the failures" grep -q "^result: $((16 + fp)) passed, $((2 - fp)) failed, " "$s"
+    check "rehearsal: facts: the emulator compared with itself passes, and says it is a rehearsal" \
+        grep -q '^PASS facts: emulator readings: rehearsal, the emulated driver stands for the GPU: [0-9]* facts, ' "$s"
+    check_eq "rehearsal: facts: the library's transparency as the direct run found it" \
+        "$(sed -n 's/^\([A-Z]*\) facts: library transparent: rehearsal, .*/\1/p' "$s")" "${FACTS_VERDICT:-none}"
+    check "rehearsal: facts: the summary lists the answers, labelled not the GPU's" \
+        test "$(grep -c '^fact [a-z0-9_]*: ' "$s")" -gt 40 -a -n "$(grep '^facts: EMULATED DRIVER (a rehearsal), NOT the GPU' "$s")"
+    check "rehearsal: facts: the three runs are in the logs" \
+        test -s "$fb/gpu/logs/facts/facts.nolib.out" -a -s "$fb/gpu/logs/facts/facts.skip_temp.out" -a -s "$fb/gpu/logs/facts/facts-emulator.nolib.out"
     check "rehearsal: the calibration says CPU times, not GPU" \
         grep -q '^calibration: EMULATED DRIVER: CPU times of the emulation, NOT GPU figures' "$s"
     check "rehearsal: the calibration wrote its table" grep -q '^PASS calibration: 29 figures (done); table: ' "$s"
