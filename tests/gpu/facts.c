@@ -32,7 +32,8 @@
  *   syncset_*              cuPointerSetAttribute(&one, SYNC_MEMOPS, p): on a
  *                          cuMemAlloc block (base, interior), cuMemAllocPitch,
  *                          a cuMemCreate mapping (without and with
- *                          gpuDirectRDMACapable), pool memory, managed memory,
+ *                          gpuDirectRDMACapable), pool memory, graph memory
+ *                          (an allocation node's), managed memory,
  *                          cuMemHostAlloc, cuMemHostRegister'ed memory, a
  *                          freed block's address; another attribute
  *                          (BUFFER_ID); a NULL value
@@ -306,6 +307,37 @@ out:
     return;
 }
 
+/* Graph memory: the address a graph's allocation node gave (the graph
+ * launched once), freed on the stream afterwards. */
+static void fact_syncset_graph(const char *name)
+{
+    CUgraph g = NULL;
+    CUgraphExec e = NULL;
+    CUgraphNode n;
+    CUDA_MEM_ALLOC_NODE_PARAMS prm;
+    int launched = 0;
+    if (!p_set_attr) { fact(name, "absent"); return; }
+    memset(&prm, 0, sizeof prm);
+    prm.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prm.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prm.poolProps.location.id = dev;
+    prm.bytesize = 4096;
+    SETUP(name, cuGraphCreate(&g, 0));
+    SETUP(name, cuGraphAddMemAllocNode(&n, g, NULL, 0, &prm));
+    SETUP(name, cuGraphInstantiateWithFlags(&e, g, 0));
+    SETUP(name, cuGraphLaunch(e, stream));
+    launched = 1;
+    SETUP(name, cuStreamSynchronize(stream));
+    fact_rc(name, p_set_attr(&ONE, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, prm.dptr));
+out:
+    if (launched) {
+        cuMemFreeAsync(prm.dptr, stream);
+        cuStreamSynchronize(stream);
+    }
+    if (e) cuGraphExecDestroy(e);
+    if (g) cuGraphDestroy(g);
+}
+
 /* Reads attribute a of p into an 8-byte buffer prefilled with `fill`. */
 static CUresult get8(CUpointer_attribute a, CUdeviceptr p, unsigned char fill, unsigned char buf[8])
 {
@@ -524,6 +556,7 @@ int main(int argc, char **argv)
     fact_syncset("syncset_vmm", K_VMM, 0, SM, 0);
     fact_syncset("syncset_vmm_rdma", K_VMM_RDMA, 0, SM, 0);
     fact_syncset("syncset_pool", K_POOL, 0, SM, 0);
+    fact_syncset_graph("syncset_graph");
     fact_syncset("syncset_managed", K_MANAGED, 0, SM, 0);
     fact_syncset("syncset_hostalloc", K_HOSTALLOC, 0, SM, 0);
     fact_syncset("syncset_hostregister", K_HOSTREG, 0, SM, 0);

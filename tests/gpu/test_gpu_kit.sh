@@ -215,8 +215,8 @@ if [ -x "$BUILD/gpu/facts" ]; then
     check_eq "facts: a second run prints the same lines (nothing varies between runs)" \
         "$(emu "$BUILD/gpu/facts" 2>&1 | cmp - "$f" && echo same)" same
     check_eq "facts: the emulator's documented answers (docs/emulator.md)" \
-        "$(grep -E '^fact (tex_alignment|syncset_alloc|syncset_vmm|syncset_pool|syncset_hostalloc|syncget_bytes|syncget_after_set|rdma_vmm_rdma|ctx_primary_state_flags_after|dmabuf_alloc_whole):' "$f" | tr '\n' ' ')" \
-        "fact tex_alignment: 512 fact syncset_alloc: CUDA_SUCCESS fact syncset_vmm: CUDA_ERROR_NOT_SUPPORTED fact syncset_pool: CUDA_ERROR_NOT_SUPPORTED fact syncset_hostalloc: CUDA_SUCCESS fact syncget_bytes: 4 fact syncget_after_set: 1 fact rdma_vmm_rdma: 1 fact ctx_primary_state_flags_after: 0x80 fact dmabuf_alloc_whole: absent "
+        "$(grep -E '^fact (tex_alignment|syncset_alloc|syncset_vmm|syncset_pool|syncset_graph|syncset_hostalloc|syncget_bytes|syncget_after_set|rdma_vmm_rdma|ctx_primary_state_flags_after|dmabuf_alloc_whole):' "$f" | tr '\n' ' ')" \
+        "fact tex_alignment: 512 fact syncset_alloc: CUDA_SUCCESS fact syncset_vmm: CUDA_ERROR_NOT_SUPPORTED fact syncset_pool: CUDA_ERROR_NOT_SUPPORTED fact syncset_graph: CUDA_ERROR_NOT_SUPPORTED fact syncset_hostalloc: CUDA_SUCCESS fact syncget_bytes: 4 fact syncget_after_set: 1 fact rdma_vmm_rdma: 1 fact ctx_primary_state_flags_after: 0x80 fact dmabuf_alloc_whole: absent "
     emu "$BUILD/gpu/facts" extra >/dev/null 2>&1
     check_eq "facts: an argument exits 2" "$?" 2
     # The library's transparency on the emulated driver: the same lines
