@@ -499,18 +499,20 @@ static void fact_p2p(const char *name, kind k, const char *sync_name)
     CUDA_POINTER_ATTRIBUTE_P2P_TOKENS tok;
     unsigned char buf[8];
     unsigned long long v = 0;
-    SETUP(name, mem_make(&m, k));
+    CUresult r = mem_make(&m, k);
+    if (r != CUDA_SUCCESS) {
+        setup_failed(name, r);
+        if (sync_name) setup_failed(sync_name, r);   /* one line per fact, even so */
+        return;
+    }
     fact_rc(name, cuPointerGetAttribute(&tok, CU_POINTER_ATTRIBUTE_P2P_TOKENS, m.p));
     if (sync_name) {
-        CUresult r = get8(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, m.p, 0, buf);
+        r = get8(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, m.p, 0, buf);
         memcpy(&v, buf, 8);
         if (r != CUDA_SUCCESS) fact_rc(sync_name, r);
         else fact_num(sync_name, v);
     }
     mem_free(&m);
-    return;
-out:
-    if (sync_name) fact(sync_name, "skip");   /* one line per fact, even so */
 }
 
 int main(int argc, char **argv)

@@ -219,6 +219,13 @@ if [ -x "$BUILD/gpu/facts" ]; then
         "fact tex_alignment: 512 fact syncset_alloc: CUDA_SUCCESS fact syncset_vmm: CUDA_ERROR_NOT_SUPPORTED fact syncset_pool: CUDA_ERROR_NOT_SUPPORTED fact syncset_graph: CUDA_ERROR_NOT_SUPPORTED fact syncset_hostalloc: CUDA_SUCCESS fact syncget_bytes: 4 fact syncget_after_set: 1 fact rdma_vmm_rdma: 1 fact ctx_primary_state_flags_after: 0x80 fact dmabuf_alloc_whole: absent "
     emu "$BUILD/gpu/facts" extra >/dev/null 2>&1
     check_eq "facts: an argument exits 2" "$?" 2
+    # A device of 1 MiB: every mapping (2 MiB granules) fails to be made; each
+    # such fact says setup-failed and the probe goes on, one line per fact.
+    CUDAEMU_DEVICE_MEMORY=1M emu "$BUILD/gpu/facts" >"$d/small.out" 2>&1
+    check_eq "facts: set-up failures say so and the rest goes on: exit 0, the same facts in the same order" \
+        "$?/$(sed 's/: .*//' "$d/small.out" | tr '\n' ' ')" "0/$(sed 's/: .*//' "$f" | tr '\n' ' ')"
+    check_eq "... the 6 facts asked on a mapping say setup-failed CUDA_ERROR_OUT_OF_MEMORY" \
+        "$(grep -c '^fact [a-z0-9_]*vmm[a-z0-9_]*: setup-failed CUDA_ERROR_OUT_OF_MEMORY$' "$d/small.out")" 6
     # The library's transparency on the emulated driver: the same lines
     # through the library (skip_temp) as without it.
     kit_run_config skip_temp "$d" facts 30 "$BUILD/gpu/facts"
