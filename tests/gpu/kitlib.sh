@@ -298,11 +298,18 @@ kit_facts_complete() {
 # and returns 0 (PASS) or 1 (FAIL).
 #   MODE library:  A without the library, B through it. Any difference is a
 #                  library bug (the library must not change what the driver
-#                  answers).
+#                  answers), except in the facts of KIT_FACTS_UNPROMISED,
+#                  what this driver happens to do where the documentation
+#                  promises less (listed, not failed): the alignment of
+#                  allocations (promised: 256 bytes; the library places
+#                  blocks on the device's texture alignment, docs/design.md
+#                  "Placement", so a GPU whose own allocations start on
+#                  coarser boundaries shows here).
 #   MODE emulator: A the GPU, B the emulated driver. A difference is a reading
 #                  of the emulator to fix (docs/emulator.md); a fact the
 #                  emulator answers "absent" (it lacks the call) is listed
 #                  apart, as not emulated, and fails too.
+KIT_FACTS_UNPROMISED="alloc_alignment async_alignment"
 kit_facts_compare() {
     local mode=$1 a=$2 b=$3 la lb f
     if [ "$mode" = library ]; then la="without the library" lb="with the library"
@@ -313,7 +320,7 @@ kit_facts_compare() {
             return 1
         fi
     done
-    awk -v mode="$mode" -v la="$la" -v lb="$lb" '
+    awk -v mode="$mode" -v la="$la" -v lb="$lb" -v unpromised=" $KIT_FACTS_UNPROMISED " '
         function take(line, file,   name, value) {
             if (line !~ /^fact [A-Za-z0-9_]+: /) return
             name = substr(line, 6); sub(/:.*/, "", name)
@@ -329,16 +336,22 @@ kit_facts_compare() {
                 x = ((1, k) in val) ? val[1, k] : "missing"
                 y = ((2, k) in val) ? val[2, k] : "missing"
                 if (x == y) continue
+                if (mode == "library" && index(unpromised, " " k " ")) {
+                    info = info sep3 k ": " la " " x ", " lb " " y; sep3 = "; "; continue
+                }
                 if (mode == "emulator" && y == "absent") { absent = absent sep2 k " (gpu " x ")"; sep2 = ", "; na++ }
                 else { diff = diff sep1 k ": " la " " x ", " lb " " y; sep1 = "; "; nd++ }
             }
             if (!nd && !na) {
-                if (mode == "library") printf "PASS %d facts, the same lines %s and %s\n", n, la, lb
+                if (mode == "library" && info != "")
+                    printf "PASS %d facts, the same lines %s and %s but what the driver does not promise: %s\n", n, la, lb, info
+                else if (mode == "library") printf "PASS %d facts, the same lines %s and %s\n", n, la, lb
                 else printf "PASS %d facts, the emulated driver answers every one as the GPU\n", n
                 exit 0
             }
             if (mode == "library") {
-                printf "FAIL the library changed %d of %d facts (a library bug to fix): %s\n", nd, n, diff
+                printf "FAIL the library changed %d of %d facts (a library bug to fix): %s%s\n", nd, n, diff,
+                       info != "" ? "; not promised by the driver: " info : ""
                 exit 1
             }
             out = "FAIL "

@@ -241,6 +241,16 @@ if [ -x "$BUILD/gpu/facts" ]; then
     printf 'fact a: 1\nfact b: CUDA_SUCCESS\nfacts: 3\n' >"$d/short"
     v=$(kit_facts_compare library "$d/x" "$d/x"); st=$?
     check "facts compare: equal files pass" test "$st" = 0 -a "${v%% *}" = PASS
+    printf 'fact alloc_alignment: 4096\nfact b: CUDA_SUCCESS\nfacts: 2\n' >"$d/ua"
+    printf 'fact alloc_alignment: 512\nfact b: CUDA_SUCCESS\nfacts: 2\n' >"$d/ub"
+    printf 'fact alloc_alignment: 512\nfact b: CUDA_ERROR_NOT_SUPPORTED\nfacts: 2\n' >"$d/uc"
+    v=$(kit_facts_compare library "$d/ua" "$d/ub"); st=$?
+    check "facts compare: a difference in what the driver does not promise (alignment) passes and is listed" \
+        test "$st" = 0 -a "${v%% *}" = PASS -a -n "$(echo "$v" | grep 'not promise: alloc_alignment: without the library 4096, with the library 512')"
+    v=$(kit_facts_compare library "$d/ua" "$d/uc"); st=$?
+    check "facts compare: ... but not beside another difference" test "$st" = 1 -a "${v%% *}" = FAIL
+    v=$(kit_facts_compare emulator "$d/ua" "$d/ub"); st=$?
+    check "facts compare: the emulator's alignment is still a reading to compare" test "$st" = 1
     v=$(kit_facts_compare library "$d/x" "$d/y"); st=$?
     check "facts compare: one fact changed by the library fails and names it" test "$st" = 1 -a \
         "$v" = "FAIL the library changed 1 of 3 facts (a library bug to fix): b: without the library CUDA_SUCCESS, with the library CUDA_ERROR_NOT_SUPPORTED"
