@@ -84,6 +84,7 @@ typedef enum {
     SG_OP_RANGES,           /* up to two device ranges: (dst, dst_bytes), (src, src_bytes) */
     SG_OP_COPY2D,           /* desc: const CUDA_MEMCPY2D * */
     SG_OP_COPY3D,           /* desc: const CUDA_MEMCPY3D * */
+    SG_OP_COPY3D_PEER,      /* desc: const CUDA_MEMCPY3D_PEER * (checked as its CUDA_MEMCPY3D) */
     SG_OP_MEMSET_NODE,      /* desc: const CUDA_MEMSET_NODE_PARAMS * */
     SG_OP_NODE_PARAMS,      /* desc: const CUgraphNodeParams * (memset / memcpy types checked) */
 } sg_op_kind;

@@ -406,6 +406,21 @@ static CUresult check_copy3d(const CUDA_MEMCPY3D *p, CUresult (*one)(CUmemorytyp
     return rc;
 }
 
+/* The CUDA_MEMCPY3D a cuMemcpy3DPeer copies: the same members, its contexts
+ * (where CUDA_MEMCPY3D has reserved0 / reserved1) left out. */
+static CUDA_MEMCPY3D peer_as_3d(const CUDA_MEMCPY3D_PEER *c)
+{
+    return (CUDA_MEMCPY3D){
+        .srcXInBytes = c->srcXInBytes, .srcY = c->srcY, .srcZ = c->srcZ, .srcLOD = c->srcLOD,
+        .srcMemoryType = c->srcMemoryType, .srcHost = c->srcHost, .srcDevice = c->srcDevice,
+        .srcArray = c->srcArray, .srcPitch = c->srcPitch, .srcHeight = c->srcHeight,
+        .dstXInBytes = c->dstXInBytes, .dstY = c->dstY, .dstZ = c->dstZ, .dstLOD = c->dstLOD,
+        .dstMemoryType = c->dstMemoryType, .dstHost = c->dstHost, .dstDevice = c->dstDevice,
+        .dstArray = c->dstArray, .dstPitch = c->dstPitch, .dstHeight = c->dstHeight,
+        .WidthInBytes = c->WidthInBytes, .Height = c->Height, .Depth = c->Depth,
+    };
+}
+
 /* The bytes a memset of h rows of w elements of es bytes, pitch apart, spans. */
 static size_t memset_extent(size_t pitch, size_t es, size_t w, size_t h)
 {
@@ -442,6 +457,11 @@ static CUresult check_op(const sg_call *c)
     }
     case SG_OP_COPY3D:
         return d ? check_copy3d(d, api_operand, 0) : CUDA_SUCCESS;
+    case SG_OP_COPY3D_PEER: {
+        if (!d) return CUDA_SUCCESS;
+        CUDA_MEMCPY3D p = peer_as_3d(d);
+        return check_copy3d(&p, api_operand, 0);
+    }
     case SG_OP_MEMSET_NODE: {
         const CUDA_MEMSET_NODE_PARAMS *m = d;
         return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height)
@@ -483,6 +503,11 @@ static int op_flagged(CUmemorytype t, CUdeviceptr p, size_t len)
     return sg_mem_placing && sg_mem_lookup(p, &b) > 0 && b.sync_memops;
 }
 
+static int copy3d_flagged(const CUDA_MEMCPY3D *p)
+{
+    return op_flagged(p->srcMemoryType, p->srcDevice, 1) || op_flagged(p->dstMemoryType, p->dstDevice, 1);
+}
+
 /* Whether a synchronous memory operation touches a flagged block. */
 static int memop_flagged(const sg_call *c)
 {
@@ -496,10 +521,12 @@ static int memop_flagged(const sg_call *c)
         return p && (op_flagged(p->srcMemoryType, p->srcDevice, 1) ||
                      op_flagged(p->dstMemoryType, p->dstDevice, 1));
     }
-    case SG_OP_COPY3D: {
-        const CUDA_MEMCPY3D *p = d;
-        return p && (op_flagged(p->srcMemoryType, p->srcDevice, 1) ||
-                     op_flagged(p->dstMemoryType, p->dstDevice, 1));
+    case SG_OP_COPY3D:
+        return d && copy3d_flagged(d);
+    case SG_OP_COPY3D_PEER: {
+        if (!d) return 0;
+        CUDA_MEMCPY3D p = peer_as_3d(d);
+        return copy3d_flagged(&p);
     }
     default:
         return 0;

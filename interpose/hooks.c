@@ -116,6 +116,11 @@ sg_hook_counter sg_hook_counters[SG_HOOK_COUNT];
 #define SG_COPY_PEER_A(d, sp, n, s) SG_COPY(d, n, sp, n), SG_GB_(.kind = SG_GB_STREAM_OTHER, .stream = (s))
 #define SG_COPY2D_A(p, s) SG_COPY2D(p), SG_GB_(.kind = SG_GB_COPY2D, .stream = (s), .u.desc = (p))
 #define SG_COPY3D_A(p, s) SG_COPY3D(p), SG_GB_(.kind = SG_GB_COPY3D, .stream = (s), .u.desc = (p))
+/* cuMemcpy3DPeer(Async): range-checked as a 3D copy; the Async form's
+ * capture is not modelled (a memcpy node the recorder does not build). */
+#define SG_COPY3D_PEER(p) .kind = SG_CALL_MEMOP, .u.memop = { .kind = SG_OP_COPY3D_PEER, .desc = (p) }
+#define SG_COPY3D_PEER_S(p) SG_COPY3D_PEER(p), SG_SYNC_
+#define SG_COPY3D_PEER_A(p, s) SG_COPY3D_PEER(p), SG_GB_(.kind = SG_GB_STREAM_OTHER, .stream = (s))
 #define SG_COPY2D_S(p) SG_COPY2D(p), SG_SYNC_
 #define SG_COPY3D_S(p) SG_COPY3D(p), SG_SYNC_
 #define SG_EVENT_RECORD(ev, s, fl) .kind = SG_CALL_FORWARD, \

@@ -1845,5 +1845,19 @@ adv name=r51/sync_attr eng_t="$PLACED" eng_p="$PLACED" \
     attack="SYNC_MEMOPS set and read on placed blocks, GPUDirect RDMA capability of placed memory" -- adv_syncmem attr
 adv name=r51/sync_nic env="CUDAEMU_SYNC_EARLY_US=50000" eng_t="$PLACED" eng_p="$PLACED" \
     attack="a NIC reading placed blocks given SYNC_MEMOPS right after synchronous copies and memsets" -- adv_syncmem nic
+# Round 52: the copies with a device-pointer operand that were not hooked
+# (adv_arrcopy.c; the emulator has cuMemcpy3DPeer(Async) since round 52,
+# and lets cuMemcpyDtoA / AtoD return early as device-to-device copies).
+# nic: a NIC reading flagged placed blocks right after cuMemcpyAtoD and
+# cuMemcpy3DPeer (and writing one right after cuMemcpyDtoA); ranges: copies
+# ending at a placed block's end and one byte past it; graph:
+# cuMemcpy3DPeerAsync captured between kernels on placed temporaries.
+adv name=r52/arr_nic env="CUDAEMU_SYNC_EARLY_US=50000" eng_t="$PLACED" eng_p="$PLACED" \
+    attack="a NIC reading or writing placed blocks given SYNC_MEMOPS right after cuMemcpyAtoD, DtoA and 3DPeer" -- adv_arrcopy nic
+adv name=r52/arr_ranges eng_t="$PLACED" eng_p="$PLACED" \
+    attack="cuMemcpyAtoD, DtoA and 3DPeer ending at a placed block's end and one byte past it, blocks freed and made again" -- adv_arrcopy ranges
+adv name=r52/arr_graph eng_t="$SEEN and $PLACED" eng_p="$SEEN" \
+    xchk='G["read_back"]["unmodeled_call"] > 0::the captures read back for cuMemcpy3DPeerAsync (unmodeled_call)' \
+    attack="cuMemcpy3DPeerAsync captured between kernels on placed temporaries, re-captured with a moving source" -- adv_arrcopy graph
 eval_all
 done_testing

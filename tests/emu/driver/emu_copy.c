@@ -416,10 +416,24 @@ static void early_after(early *e)
 }
 
 /* Device memory at p (a unified address the emulator knows as device
- * memory included). */
+ * memory included), or a CUDA array: an array lives in device memory, so a
+ * copy between an array and device memory (cuMemcpyDtoA, cuMemcpyAtoD, a
+ * 2D / 3D copy naming an array) or between two arrays is a "transfer from
+ * device memory to device memory" of the API synchronization behavior. */
 static int is_device(CUmemorytype t, uintptr_t p)
 {
-    return t == CU_MEMORYTYPE_DEVICE || (t == CU_MEMORYTYPE_UNIFIED && emu_mem_class(p) == 2);
+    return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY ||
+           (t == CU_MEMORYTYPE_UNIFIED && emu_mem_class(p) == 2);
+}
+
+/* Whether a device side asks for synchronous memory operations: the
+ * pointer's CU_POINTER_ATTRIBUTE_SYNC_MEMOPS or the current context's
+ * CU_CTX_SYNC_MEMOPS; an array has no pointer attributes, only the
+ * context's flag. */
+static int side_guaranteed(CUmemorytype t, uintptr_t p)
+{
+    if (t == CU_MEMORYTYPE_ARRAY) return (emu_ctx_current_flags() & CU_CTX_SYNC_MEMOPS) != 0;
+    return emu_sync_guaranteed(p);
 }
 
 /* Pageable host memory at p: host memory the emulator did not pin. */
@@ -444,9 +458,9 @@ static int copy_early(CUDA_MEMCPY3D *p, early *e)
     if (!emu_cfg.sync_early_us) return 0;
     uintptr_t dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->dstHost : p->dstDevice;
     uintptr_t src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->srcHost : p->srcDevice;
-    if (!is_device(p->dstMemoryType, dst) || emu_sync_guaranteed(dst)) return 0;
+    if (!is_device(p->dstMemoryType, dst) || side_guaranteed(p->dstMemoryType, dst)) return 0;
     if (is_device(p->srcMemoryType, src)) {
-        if (emu_sync_guaranteed(src)) return 0;
+        if (side_guaranteed(p->srcMemoryType, src)) return 0;
     } else if (is_pageable(p->srcMemoryType, src)) {
         size_t n = side_extent(p, p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight);
         if (!(e->staged = malloc(n ? n : 1))) return 0;
@@ -896,6 +910,48 @@ EMU_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStr
 { EMU_ENTRY_INIT(); return copy_submit(__func__, pCopy, hStream, 0, 0); }
 EMU_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 { EMU_ENTRY_INIT(); return copy_submit(__func__, pCopy, hStream, 1, 0); }
+
+/* cuMemcpy3DPeer / cuMemcpy3DPeerAsync: "Perform a 3D memory copy according
+ * to the parameters specified in pCopy" (CUDA_MEMCPY3D_PEER: CUDA_MEMCPY3D's
+ * members, with srcContext / dstContext where CUDA_MEMCPY3D has reserved0 /
+ * reserved1). A side's context is "ignored with ... MemoryType is
+ * CU_MEMORYTYPE_ARRAY"; the emulator reads it for a device or unified side
+ * (a live context, else CUDA_ERROR_INVALID_CONTEXT) and ignores it for a
+ * host side too. Then it is cuMemcpy3D(Async) of the same members: the
+ * same checks, the synchronous form synchronous as cuMemcpy3D (the
+ * documentation gives it \note_sync only, not cuMemcpyPeer's serialization
+ * with the contexts' work) and early where cuMemcpy3D is
+ * (CUDAEMU_SYNC_EARLY_US), the Async form recorded as a memcpy node during a
+ * capture, as cuMemcpyPeerAsync. NULL pCopy: CUDA_ERROR_INVALID_VALUE. */
+static CUresult copy_3d_peer(const char *call, const CUDA_MEMCPY3D_PEER *c, CUstream h, int pt, int sync)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if ((c->srcMemoryType == CU_MEMORYTYPE_DEVICE || c->srcMemoryType == CU_MEMORYTYPE_UNIFIED) &&
+        !emu_ctx_live(c->srcContext))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((c->dstMemoryType == CU_MEMORYTYPE_DEVICE || c->dstMemoryType == CU_MEMORYTYPE_UNIFIED) &&
+        !emu_ctx_live(c->dstContext))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUDA_MEMCPY3D p = {
+        .srcXInBytes = c->srcXInBytes, .srcY = c->srcY, .srcZ = c->srcZ, .srcLOD = c->srcLOD,
+        .srcMemoryType = c->srcMemoryType, .srcHost = c->srcHost, .srcDevice = c->srcDevice,
+        .srcArray = c->srcArray, .srcPitch = c->srcPitch, .srcHeight = c->srcHeight,
+        .dstXInBytes = c->dstXInBytes, .dstY = c->dstY, .dstZ = c->dstZ, .dstLOD = c->dstLOD,
+        .dstMemoryType = c->dstMemoryType, .dstHost = c->dstHost, .dstDevice = c->dstDevice,
+        .dstArray = c->dstArray, .dstPitch = c->dstPitch, .dstHeight = c->dstHeight,
+        .WidthInBytes = c->WidthInBytes, .Height = c->Height, .Depth = c->Depth,
+    };
+    return copy_submit(call, &p, h, pt, sync);
+}
+
+EMU_EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)
+{ EMU_ENTRY_INIT(); return copy_3d_peer(__func__, pCopy, NULL, 0, 1); }
+EMU_EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy)
+{ EMU_ENTRY_INIT(); return copy_3d_peer(__func__, pCopy, NULL, 1, 1); }
+EMU_EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_3d_peer(__func__, pCopy, hStream, 0, 0); }
+EMU_EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
+{ EMU_ENTRY_INIT(); return copy_3d_peer(__func__, pCopy, hStream, 1, 0); }
 
 /* ------------------------------------------------------------------------
  * Memsets
