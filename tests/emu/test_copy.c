@@ -23,6 +23,8 @@
 CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
 CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
 CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *);
+CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *);
+CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *, CUstream);
 
 #define N 4096
 
@@ -128,6 +130,95 @@ TEST(peer_copies)
     CHECK(holds(b, 5));
     CHECK_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
     CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+}
+
+/* cuMemcpy3DPeer(Async) (round 52): a 3D copy between contexts; a device
+ * side's context must be live, an array side's is ignored; the checks of
+ * cuMemcpy3D; the Async form captured as a memcpy node. */
+static CUDA_MEMCPY3D_PEER peer3d(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t w, size_t h)
+{
+    CUDA_MEMCPY3D_PEER c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = src, c.srcContext = sc, c.srcPitch = w;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = dst, c.dstContext = dc, c.dstPitch = w;
+    c.WidthInBytes = w, c.Height = h, c.Depth = 1;
+    return c;
+}
+
+TEST(peer_3d)
+{
+    CUdeviceptr a, b;
+    CHECK_CU(cuMemAlloc(&a, N), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c1), CUDA_SUCCESS);
+    CHECK_CU(cuMemAlloc(&b, N), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    put(a, 11);
+    CUDA_MEMCPY3D_PEER c = peer3d(b, c1, a, c0, 256, N / 256);
+    CHECK_CU(cuMemcpy3DPeer(&c), CUDA_SUCCESS);
+    CHECK(holds(b, 11));
+    put(a, 12);
+    CHECK_CU(cuMemcpy3DPeer_ptds(&c), CUDA_SUCCESS);
+    CHECK(holds(b, 12));
+    CUstream s;
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    put(a, 13);
+    CHECK_CU(cuMemcpy3DPeerAsync(&c, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+    CHECK(holds(b, 13));
+    put(a, 14);
+    CHECK_CU(cuMemcpy3DPeerAsync_ptsz(&c, NULL), CUDA_SUCCESS);
+    CHECK_CU(cuStreamSynchronize(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    CHECK(holds(b, 14));
+    /* refusals: NULL, dead or missing contexts, past either end */
+    CUcontext dead;
+    CHECK_CU(cuCtxCreate(&dead, NULL, 0, 0), CUDA_SUCCESS);
+    CHECK_CU(cuCtxDestroy(dead), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpy3DPeer(NULL), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY3D_PEER bad = peer3d(b, dead, a, c0, 256, 1);
+    CHECK_CU(cuMemcpy3DPeer(&bad), CUDA_ERROR_INVALID_CONTEXT);
+    bad = peer3d(b, c1, a, NULL, 256, 1);
+    CHECK_CU(cuMemcpy3DPeerAsync(&bad, s), CUDA_ERROR_INVALID_CONTEXT);
+    bad = peer3d(b, c1, a, c0, 256, N / 256);
+    bad.dstXInBytes = 1;
+    CHECK_CU(cuMemcpy3DPeer(&bad), CUDA_ERROR_INVALID_VALUE);
+    bad = peer3d(b, c1, a + 1, c0, N, 1);
+    CHECK_CU(cuMemcpy3DPeer(&bad), CUDA_ERROR_INVALID_VALUE);
+    CHECK(holds(b, 14));                                        /* nothing changed */
+    /* an array side: its context ignored */
+    CUDA_ARRAY_DESCRIPTOR d = { .Width = N, .Height = 0, .Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 1 };
+    CUarray arr;
+    CHECK_CU(cuArrayCreate(&arr, &d), CUDA_SUCCESS);
+    CUDA_MEMCPY3D_PEER ta = peer3d(0, dead, a, c0, N, 1);
+    ta.dstMemoryType = CU_MEMORYTYPE_ARRAY, ta.dstArray = arr;
+    CHECK_CU(cuMemcpy3DPeer(&ta), CUDA_SUCCESS);
+    uint8_t h[N], want[N];
+    fill_host(want, 14);
+    CHECK_CU(cuMemcpyAtoH(h, arr, 0, N), CUDA_SUCCESS);
+    CHECK(memcmp(h, want, N) == 0);
+    CHECK_CU(cuArrayDestroy(arr), CUDA_SUCCESS);
+    /* captured: one memcpy node; the synchronous form refused */
+    CUgraph g;
+    CUgraphNode nodes[2];
+    size_t nn = 2;
+    CUgraphNodeType type;
+    CUDA_MEMCPY3D cp;
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpy3DPeerAsync(&c, s), CUDA_SUCCESS);
+    CHECK_CU(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    CHECK_CU(cuGraphGetNodes(g, nodes, &nn), CUDA_SUCCESS);
+    CHECK_EQ(nn, 1);
+    CHECK_CU(cuGraphNodeGetType(nodes[0], &type), CUDA_SUCCESS);
+    CHECK_EQ(type, CU_GRAPH_NODE_TYPE_MEMCPY);
+    CHECK_CU(cuGraphMemcpyNodeGetParams(nodes[0], &cp), CUDA_SUCCESS);
+    CHECK(cp.srcDevice == a && cp.dstDevice == b && cp.WidthInBytes == 256 && cp.Height == N / 256);
+    CHECK_CU(cuGraphDestroy(g), CUDA_SUCCESS);
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpy3DPeer(&c), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK_CU(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     CHECK_CU(cuStreamDestroy(s), CUDA_SUCCESS);
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
     CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
@@ -361,6 +452,7 @@ int main(int argc, char **argv)
     RUN(setup);
     RUN(peer_copies);
     RUN(peer_copies_resolve);
+    RUN(peer_3d);
     RUN(peer_copy_serialized);
     RUN(copy_2d_pitch_limit);
     RUN(update_operand_device_vmm);

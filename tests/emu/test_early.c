@@ -12,6 +12,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -141,6 +142,64 @@ TEST(capture_unchanged)
     CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
 }
 
+/* Array copies (round 52): an array is device memory, so cuMemcpyAtoD and
+ * cuMemcpyDtoA are device-to-device transfers and return early; not on a
+ * block with SYNC_MEMOPS, nor under CU_CTX_SYNC_MEMOPS (an array has no
+ * pointer attribute); cuMemcpy3DPeer returns early as cuMemcpy3D. */
+TEST(arrays_and_peer)
+{
+    CUdeviceptr a = zeroed(), b = zeroed(), f = zeroed();
+    CUDA_ARRAY_DESCRIPTOR d = { .Width = NW, .Height = 0, .Format = CU_AD_FORMAT_UNSIGNED_INT32, .NumChannels = 1 };
+    CUarray arr;
+    CHECK_CU(cuArrayCreate(&arr, &d), CUDA_SUCCESS);
+    uint32_t *h = malloc(NW * 4);
+    for (size_t i = 0; i < NW; i++) h[i] = 21;
+    CHECK_CU(cuMemcpyHtoA(arr, 0, h, NW * 4), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyAtoD(a, arr, 0, NW * 4), CUDA_SUCCESS);
+    CHECK(all(a, 0));                          /* array to device: early */
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK(all(a, 21));
+    CHECK_CU(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, f), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyAtoD(f, arr, 0, NW * 4), CUDA_SUCCESS);
+    CHECK(all(f, 21));                         /* a flagged block: complete */
+    CHECK_CU(cuMemsetD32(a, 22, NW), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyDtoA(arr, 0, a, NW * 4), CUDA_SUCCESS);
+    for (size_t i = 0; i < NW; i++) ((volatile uint32_t *)(uintptr_t)a)[i] = 23;   /* written at once */
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyAtoH(h, arr, 0, NW * 4), CUDA_SUCCESS);
+    CHECK(h[0] == 23 && h[NW - 1] == 23);      /* the early copy read the later bytes */
+    CUDA_MEMCPY3D_PEER c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = a, c.srcContext = ctx;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = b, c.dstContext = ctx;
+    c.WidthInBytes = NW * 4, c.Height = 1, c.Depth = 1;
+    CHECK_CU(cuMemcpy3DPeer(&c), CUDA_SUCCESS);
+    CHECK(all(b, 0));                          /* device to device: early */
+    CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
+    CHECK(all(b, 23));
+    c.dstDevice = f;
+    CHECK_CU(cuMemcpy3DPeer(&c), CUDA_SUCCESS);
+    CHECK(all(f, 23));                         /* a flagged block: complete */
+    unsigned flags = 0;
+    CHECK_CU(cuCtxGetFlags(&flags), CUDA_SUCCESS);
+    CHECK_CU(cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyAtoD(b, arr, 0, NW * 4), CUDA_SUCCESS);
+    CHECK(all(b, 23) && word(b, 0) == 23);
+    CHECK_CU(cuMemsetD32(a, 24, NW), CUDA_SUCCESS);
+    CHECK_CU(cuMemcpyDtoA(arr, 0, a, NW * 4), CUDA_SUCCESS);
+    for (size_t i = 0; i < NW; i++) ((volatile uint32_t *)(uintptr_t)a)[i] = 25;
+    CHECK_CU(cuMemcpyAtoH(h, arr, 0, NW * 4), CUDA_SUCCESS);
+    CHECK(h[0] == 24 && h[NW - 1] == 24);      /* under the context's flag: complete */
+    CHECK_CU(cuCtxSetFlags(flags), CUDA_SUCCESS);
+    free(h);
+    CHECK_CU(cuArrayDestroy(arr), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(a), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(b), CUDA_SUCCESS);
+    CHECK_CU(cuMemFree(f), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     /* the emulator reads its knobs when it loads: run again with it set */
@@ -155,5 +214,6 @@ int main(int argc, char **argv)
     RUN(sync_memops);
     RUN(ctx_flag);
     RUN(capture_unchanged);
+    RUN(arrays_and_peer);
     return check_done();
 }
