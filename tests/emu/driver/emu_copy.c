@@ -932,15 +932,16 @@ static CUresult copy_3d_peer(const char *call, const CUDA_MEMCPY3D_PEER *c, CUst
     if ((c->dstMemoryType == CU_MEMORYTYPE_DEVICE || c->dstMemoryType == CU_MEMORYTYPE_UNIFIED) &&
         !emu_ctx_live(c->dstContext))
         return CUDA_ERROR_INVALID_CONTEXT;
-    CUDA_MEMCPY3D p = {
-        .srcXInBytes = c->srcXInBytes, .srcY = c->srcY, .srcZ = c->srcZ, .srcLOD = c->srcLOD,
-        .srcMemoryType = c->srcMemoryType, .srcHost = c->srcHost, .srcDevice = c->srcDevice,
-        .srcArray = c->srcArray, .srcPitch = c->srcPitch, .srcHeight = c->srcHeight,
-        .dstXInBytes = c->dstXInBytes, .dstY = c->dstY, .dstZ = c->dstZ, .dstLOD = c->dstLOD,
-        .dstMemoryType = c->dstMemoryType, .dstHost = c->dstHost, .dstDevice = c->dstDevice,
-        .dstArray = c->dstArray, .dstPitch = c->dstPitch, .dstHeight = c->dstHeight,
-        .WidthInBytes = c->WidthInBytes, .Height = c->Height, .Depth = c->Depth,
-    };
+    /* the same members at the same places, the contexts where CUDA_MEMCPY3D
+     * has its reserved pointers (which cuMemcpy3D wants NULL) */
+    _Static_assert(sizeof(CUDA_MEMCPY3D) == sizeof(CUDA_MEMCPY3D_PEER) &&
+                   offsetof(CUDA_MEMCPY3D, reserved0) == offsetof(CUDA_MEMCPY3D_PEER, srcContext) &&
+                   offsetof(CUDA_MEMCPY3D, reserved1) == offsetof(CUDA_MEMCPY3D_PEER, dstContext) &&
+                   offsetof(CUDA_MEMCPY3D, Depth) == offsetof(CUDA_MEMCPY3D_PEER, Depth),
+                   "CUDA_MEMCPY3D_PEER is CUDA_MEMCPY3D with contexts");
+    CUDA_MEMCPY3D p;
+    memcpy(&p, c, sizeof p);
+    p.reserved0 = p.reserved1 = NULL;
     return copy_submit(call, &p, h, pt, sync);
 }
 
