@@ -31,6 +31,13 @@ __attribute__((no_sanitize_thread)) static uint32_t word(CUdeviceptr p, size_t i
     return ((const volatile uint32_t *)(uintptr_t)p)[i];
 }
 
+/* A NIC's write of v to every word at p: unordered with the stream's work
+ * by design, as word(). */
+__attribute__((no_sanitize_thread)) static void nic_write(CUdeviceptr p, uint32_t v)
+{
+    for (size_t i = 0; i < NW; i++) ((volatile uint32_t *)(uintptr_t)p)[i] = v;
+}
+
 /* Whether every word at p is v. */
 static int all(CUdeviceptr p, uint32_t v)
 {
@@ -166,7 +173,7 @@ TEST(arrays_and_peer)
     CHECK_CU(cuMemsetD32(a, 22, NW), CUDA_SUCCESS);
     CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
     CHECK_CU(cuMemcpyDtoA(arr, 0, a, NW * 4), CUDA_SUCCESS);
-    for (size_t i = 0; i < NW; i++) ((volatile uint32_t *)(uintptr_t)a)[i] = 23;   /* written at once */
+    nic_write(a, 23);                          /* written at once */
     CHECK_CU(cuCtxSynchronize(), CUDA_SUCCESS);
     CHECK_CU(cuMemcpyAtoH(h, arr, 0, NW * 4), CUDA_SUCCESS);
     CHECK(h[0] == 23 && h[NW - 1] == 23);      /* the early copy read the later bytes */
@@ -189,7 +196,7 @@ TEST(arrays_and_peer)
     CHECK(all(b, 23) && word(b, 0) == 23);
     CHECK_CU(cuMemsetD32(a, 24, NW), CUDA_SUCCESS);
     CHECK_CU(cuMemcpyDtoA(arr, 0, a, NW * 4), CUDA_SUCCESS);
-    for (size_t i = 0; i < NW; i++) ((volatile uint32_t *)(uintptr_t)a)[i] = 25;
+    nic_write(a, 25);
     CHECK_CU(cuMemcpyAtoH(h, arr, 0, NW * 4), CUDA_SUCCESS);
     CHECK(h[0] == 24 && h[NW - 1] == 24);      /* under the context's flag: complete */
     CHECK_CU(cuCtxSetFlags(flags), CUDA_SUCCESS);
