@@ -90,4 +90,9 @@ gpu-kit-note:
 gpu-kit: gpu-kit-note
 endif
 
+# Not in a sanitizer build: the kit's programs are not instrumented and its
+# test (tests/gpu/test_gpu_kit.sh) is normal-build-only (its nvcc programs
+# cost the sanitizer stage of the CI about 6 s of CPU for nothing).
+ifeq ($(SAN),)
 all: gpu-kit
+endif
