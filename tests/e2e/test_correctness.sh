@@ -1845,6 +1845,12 @@ adv name=r51/sync_attr eng_t="$PLACED" eng_p="$PLACED" \
     attack="SYNC_MEMOPS set and read on placed blocks, GPUDirect RDMA capability of placed memory" -- adv_syncmem attr
 adv name=r51/sync_nic env="CUDAEMU_SYNC_EARLY_US=50000" eng_t="$PLACED" eng_p="$PLACED" \
     attack="a NIC reading placed blocks given SYNC_MEMOPS right after synchronous copies and memsets" -- adv_syncmem nic
+# A device with GPUDirect RDMA on cuMemAlloc memory only: its chunks could not
+# be registered by a NIC, so nothing is placed there (the library's rule), and
+# the program's answers are the driver's own.
+adv name=r51/sync_attr_no_rdma_vmm env="CUDAEMU_NO_RDMA_VMM=1" cfg="temp" \
+    eng_t="T['bytes_mapped'] == 0" \
+    attack="placement on a device whose VMM memory no NIC can register" -- adv_syncmem attr
 # Round 52: the copies with a device-pointer operand that were not hooked
 # (adv_arrcopy.c; the emulator has cuMemcpy3DPeer(Async) since round 52,
 # and lets cuMemcpyDtoA / AtoD return early as device-to-device copies).

@@ -239,6 +239,9 @@ static void emu_boot(void)
     emu_cfg.kernel_delay_us = (unsigned)delay;
     emu_cfg.devices = (int)devs;
     emu_cfg.no_vmm = (int)novmm;
+    unsigned long long nordma = 0;
+    emu_knob_ull("CUDAEMU_NO_RDMA_VMM", 0, 1, &nordma, "0 or 1");
+    emu_cfg.no_rdma_vmm = (int)nordma;
     emu_cfg.device_memory = (size_t)mem;
     emu_cfg.verbose = (int)verbose;
     const char *stats = getenv("CUDAEMU_STATS");
@@ -733,7 +736,7 @@ int emu_device_attribute(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;   /* no cuStreamAttachMemAsync needed */
     case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;          /* cuMemcpy2D's (emu_copy.c) */
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return !emu_cfg.no_vmm;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return !emu_cfg.no_vmm && !emu_cfg.no_rdma_vmm;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;

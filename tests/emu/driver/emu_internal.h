@@ -165,6 +165,7 @@ typedef struct emu_config {
                                   delayed this long (emu_copy.c) */
     int devices;               /* CUDAEMU_DEVICES, default 1, 1..8 */
     int no_vmm;                /* CUDAEMU_NO_VMM=1 */
+    int no_rdma_vmm;           /* CUDAEMU_NO_RDMA_VMM=1: GPUDirect RDMA on cuMemAlloc memory only */
     size_t device_memory;      /* CUDAEMU_DEVICE_MEMORY, bytes per device, default 16 GiB */
     const char *stats_path;    /* CUDAEMU_STATS, NULL if unset */
     int verbose;               /* CUDAEMU_VERBOSE=1: log every violation in full */
