@@ -368,15 +368,21 @@ static CUresult foreign_check(CUdeviceptr p, size_t len)
     return p >= base && len <= size && p - base <= size - len ? CUDA_SUCCESS : SG_FOREIGN_UNSURE;
 }
 
+/* One device operand of a copy or memset: its memory type, address and the
+ * bytes it spans; arg: what the caller of the walk (op_operands,
+ * check_copy3d) passes. */
+typedef CUresult operand_fn(CUmemorytype t, CUdeviceptr p, size_t len, void *arg);
+
 /* One operand of a node: the library's memory (a placed block or a freed
  * one in a live reservation, a block opened from another process's handle)
- * as check_range, foreign memory asked of the driver where `ask`. Which is
- * which is looked up exactly: sg_mem_maybe_ours is only a hint, whose
- * bounds still cover reservations given back, where the system may put the
- * program's own memory (round 41, `hole`). */
-static CUresult node_operand(CUmemorytype t, CUdeviceptr p, size_t len, int ask)
+ * as check_range, foreign memory asked of the driver where `ask` (arg, a
+ * const int). Which is which is looked up exactly: sg_mem_maybe_ours is only
+ * a hint, whose bounds still cover reservations given back, where the system
+ * may put the program's own memory (round 41, `hole`). */
+static CUresult node_operand(CUmemorytype t, CUdeviceptr p, size_t len, void *arg)
 {
     sg_alloc_info b;
+    int ask = *(const int *)arg;
     if (t != CU_MEMORYTYPE_DEVICE && t != CU_MEMORYTYPE_UNIFIED) return CUDA_SUCCESS;
     if (!len) return CUDA_SUCCESS;
     if (sg_ipc_lookup(p, &b) >= 0 || (sg_mem_placing && sg_mem_lookup(p, &b) >= 0)) return check_range(p, len);
@@ -385,24 +391,23 @@ static CUresult node_operand(CUmemorytype t, CUdeviceptr p, size_t len, int ask)
 
 /* One operand of a call's copy (the API's range check): device memory, or
  * a unified address in the library's reservations, as check_range. */
-static CUresult api_operand(CUmemorytype t, CUdeviceptr p, size_t len, int ask)
+static CUresult api_operand(CUmemorytype t, CUdeviceptr p, size_t len, void *arg)
 {
-    (void)ask;
+    (void)arg;
     return device_operand(t, p) ? check_range(p, len) : CUDA_SUCCESS;
 }
 
 /* A 3D copy's source, then destination, each checked by `one` (api_operand
  * for a call, node_operand for a node). */
-static CUresult check_copy3d(const CUDA_MEMCPY3D *p, CUresult (*one)(CUmemorytype, CUdeviceptr, size_t, int),
-                             int ask)
+static CUresult check_copy3d(const CUDA_MEMCPY3D *p, operand_fn *one, void *arg)
 {
     CUresult rc = one(p->srcMemoryType, p->srcDevice,
                       extent3d(p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight,
-                               p->WidthInBytes, p->Height, p->Depth), ask);
+                               p->WidthInBytes, p->Height, p->Depth), arg);
     if (rc == CUDA_SUCCESS)
         rc = one(p->dstMemoryType, p->dstDevice,
                  extent3d(p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight,
-                          p->WidthInBytes, p->Height, p->Depth), ask);
+                          p->WidthInBytes, p->Height, p->Depth), arg);
     return rc;
 }
 
@@ -427,110 +432,90 @@ static size_t memset_extent(size_t pitch, size_t es, size_t w, size_t h)
     return h ? (h - 1) * pitch + w * es : 0;
 }
 
-static CUresult check_memset(CUdeviceptr dst, size_t pitch, size_t es, size_t w, size_t h)
-{
-    return check_range(dst, memset_extent(pitch, es, w, h));
-}
-
-/* CUDA_SUCCESS, or the error the driver gives for a range outside its
- * allocation. */
-static CUresult check_op(const sg_call *c)
+/* Gives each device operand of a memory-operation call (u.memop: a copy,
+ * a memset, node parameters it carries) to one, in order, until one answers
+ * other than CUDA_SUCCESS; returns that answer. */
+static CUresult op_operands(const sg_call *c, operand_fn *one, void *arg)
 {
     const void *d = c->u.memop.desc;
     CUresult rc = CUDA_SUCCESS;
     switch (c->u.memop.kind) {
     case SG_OP_RANGES:
-        if (c->u.memop.dst) rc = check_range(c->u.memop.dst, c->u.memop.dst_bytes);
+        if (c->u.memop.dst) rc = one(CU_MEMORYTYPE_DEVICE, c->u.memop.dst, c->u.memop.dst_bytes, arg);
         if (rc == CUDA_SUCCESS && c->u.memop.src)
-            rc = check_range(c->u.memop.src, c->u.memop.src_bytes);
+            rc = one(CU_MEMORYTYPE_DEVICE, c->u.memop.src, c->u.memop.src_bytes, arg);
         return rc;
     case SG_OP_COPY2D: {
         const CUDA_MEMCPY2D *p = d;
         if (!p) return CUDA_SUCCESS;
-        if (device_operand(p->srcMemoryType, p->srcDevice))
-            rc = check_range(p->srcDevice, extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch,
-                                                           0, p->WidthInBytes, p->Height, 1));
-        if (rc == CUDA_SUCCESS && device_operand(p->dstMemoryType, p->dstDevice))
-            rc = check_range(p->dstDevice, extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch,
-                                                           0, p->WidthInBytes, p->Height, 1));
+        rc = one(p->srcMemoryType, p->srcDevice,
+                 extent3d(p->srcXInBytes, p->srcY, 0, p->srcPitch, 0, p->WidthInBytes, p->Height, 1), arg);
+        if (rc == CUDA_SUCCESS)
+            rc = one(p->dstMemoryType, p->dstDevice,
+                     extent3d(p->dstXInBytes, p->dstY, 0, p->dstPitch, 0, p->WidthInBytes, p->Height, 1), arg);
         return rc;
     }
     case SG_OP_COPY3D:
-        return d ? check_copy3d(d, api_operand, 0) : CUDA_SUCCESS;
+        return d ? check_copy3d(d, one, arg) : CUDA_SUCCESS;
     case SG_OP_COPY3D_PEER: {
         if (!d) return CUDA_SUCCESS;
         CUDA_MEMCPY3D p = peer_as_3d(d);
-        return check_copy3d(&p, api_operand, 0);
+        return check_copy3d(&p, one, arg);
     }
     case SG_OP_MEMSET_NODE: {
         const CUDA_MEMSET_NODE_PARAMS *m = d;
-        return m ? check_memset(m->dst, m->pitch, m->elementSize, m->width, m->height)
+        return m ? one(CU_MEMORYTYPE_DEVICE, m->dst, memset_extent(m->pitch, m->elementSize, m->width, m->height),
+                       arg)
                  : CUDA_SUCCESS;
     }
     case SG_OP_NODE_PARAMS: {
         const CUgraphNodeParams *n = d;
         if (!n) return CUDA_SUCCESS;
         if (n->type == CU_GRAPH_NODE_TYPE_MEMSET)
-            return check_memset(n->memset.dst, n->memset.pitch, n->memset.elementSize,
-                                n->memset.width, n->memset.height);
-        if (n->type == CU_GRAPH_NODE_TYPE_MEMCPY) return check_copy3d(&n->memcpy.copyParams, api_operand, 0);
+            return one(CU_MEMORYTYPE_DEVICE, n->memset.dst,
+                       memset_extent(n->memset.pitch, n->memset.elementSize, n->memset.width, n->memset.height),
+                       arg);
+        if (n->type == CU_GRAPH_NODE_TYPE_MEMCPY) return check_copy3d(&n->memcpy.copyParams, one, arg);
         return CUDA_SUCCESS;
     }
     }
     return CUDA_SUCCESS;
 }
 
+/* CUDA_SUCCESS, or the error the driver gives for a range outside its
+ * allocation. */
+static CUresult check_op(const sg_call *c) { return op_operands(c, api_operand, NULL); }
+
 CUresult sg_mem_check_memcpy(const CUDA_MEMCPY3D *p, int ask)
 {
-    return p ? check_copy3d(p, node_operand, ask) : CUDA_SUCCESS;
+    return p ? check_copy3d(p, node_operand, &ask) : CUDA_SUCCESS;
 }
 
 CUresult sg_mem_check_memset(const CUDA_MEMSET_NODE_PARAMS *m, int ask)
 {
     if (!m) return CUDA_SUCCESS;
     return node_operand(CU_MEMORYTYPE_DEVICE, m->dst, memset_extent(m->pitch, m->elementSize, m->width, m->height),
-                        ask);
+                        &ask);
 }
 
-/* 1 if [p, p + len) starts in a block of the library given
- * CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (an operation the range check let
- * through lies in that one block). */
-static int op_flagged(CUmemorytype t, CUdeviceptr p, size_t len)
+/* operand_fn, arg an int set to 1 when [p, p + len) starts in a block of the
+ * library given CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (an operation the range
+ * check let through lies in that one block). */
+static CUresult flag_operand(CUmemorytype t, CUdeviceptr p, size_t len, void *arg)
 {
     sg_alloc_info b;
-    if (!len || !device_operand(t, p)) return 0;
-    if (sg_ipc_lookup(p, &b) > 0) return b.sync_memops;
-    return sg_mem_placing && sg_mem_lookup(p, &b) > 0 && b.sync_memops;
+    if (!len || !device_operand(t, p)) return CUDA_SUCCESS;
+    if (sg_ipc_lookup(p, &b) > 0 ? b.sync_memops : sg_mem_placing && sg_mem_lookup(p, &b) > 0 && b.sync_memops)
+        *(int *)arg = 1;
+    return CUDA_SUCCESS;
 }
 
-static int copy3d_flagged(const CUDA_MEMCPY3D *p)
-{
-    return op_flagged(p->srcMemoryType, p->srcDevice, 1) || op_flagged(p->dstMemoryType, p->dstDevice, 1);
-}
-
-/* Whether a synchronous memory operation touches a flagged block. */
+/* Whether a memory operation touches a flagged block. */
 static int memop_flagged(const sg_call *c)
 {
-    const void *d = c->u.memop.desc;
-    switch (c->u.memop.kind) {
-    case SG_OP_RANGES:
-        return op_flagged(CU_MEMORYTYPE_DEVICE, c->u.memop.dst, c->u.memop.dst_bytes) ||
-               op_flagged(CU_MEMORYTYPE_DEVICE, c->u.memop.src, c->u.memop.src_bytes);
-    case SG_OP_COPY2D: {
-        const CUDA_MEMCPY2D *p = d;
-        return p && (op_flagged(p->srcMemoryType, p->srcDevice, 1) ||
-                     op_flagged(p->dstMemoryType, p->dstDevice, 1));
-    }
-    case SG_OP_COPY3D:
-        return d && copy3d_flagged(d);
-    case SG_OP_COPY3D_PEER: {
-        if (!d) return 0;
-        CUDA_MEMCPY3D p = peer_as_3d(d);
-        return copy3d_flagged(&p);
-    }
-    default:
-        return 0;
-    }
+    int flagged = 0;
+    op_operands(c, flag_operand, &flagged);
+    return flagged;
 }
 
 /* A synchronous copy or memset (cuMemcpy*, cuMemset* without Async) on a
